@@ -1,0 +1,121 @@
+# causeway: one binary, built out of tree in $(BUILD).
+#   make            build build/causeway
+#   make demo       install missing packages, build, run the incident demo
+#   make test       install missing packages, build, run the whole suite
+#   make asan       build with ASan/UBSan into build-asan/
+BUILD ?= build
+CC ?= cc
+CLANG ?= clang
+BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+VERSION := 0.1.0
+COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+
+PKGS := sqlite3 jansson libbpf libelf zlib yaml-0.1 libmicrohttpd gnutls libcurl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+SANITIZE ?=
+OPT ?= -O2
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wvla
+HARDEN := -fstack-protector-strong -fPIE -D_FORTIFY_SOURCE=2
+ifneq ($(SANITIZE),)
+HARDEN := -fPIE
+endif
+CFLAGS ?= $(OPT) -g
+override CFLAGS += -std=gnu11 $(WARN) $(HARDEN) $(SANITIZE) -Isrc -I$(BUILD)/gen $(PKG_CFLAGS) \
+	-DCW_VERSION='"$(VERSION)"' -DCW_COMMIT='"$(COMMIT)"' -MMD -MP
+LDFLAGS += -pie -Wl,-z,relro,-z,now $(SANITIZE)
+LDLIBS += $(PKG_LIBS) -lpthread -lm -ldl
+
+# Product sources: everything under src/ except BPF programs and main.c.
+LIB_SRCS := $(filter-out src/main.c,$(shell find src -name '*.c' -not -name '*.bpf.c' | sort))
+LIB_OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+GEN_SRCS := $(BUILD)/gen/schema_sql.c $(BUILD)/gen/web_assets.c
+GEN_OBJS := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRCS))
+
+BPF_SRCS := $(sort $(wildcard src/bpf/*.bpf.c))
+BPF_OBJS := $(patsubst src/bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_SKELS := $(patsubst src/bpf/%.bpf.c,$(BUILD)/gen/%.skel.h,$(BPF_SRCS))
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/gen -Isrc -Wall -Werror -Wno-unused-function
+
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+FIXTURE_SRCS := $(sort $(wildcard tests/fixtures/*.c))
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+.PHONY: all deps demo test unit asan fuzz clean bench
+all: $(BUILD)/causeway
+
+deps:
+	@scripts/install-deps.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@./$(BUILD)/causeway demo --db $(BUILD)/demo.db
+
+test: deps
+	@$(MAKE) --no-print-directory all unit fixtures
+	@scripts/run-tests.sh $(BUILD)
+
+$(BUILD)/causeway: $(BUILD)/obj/main.o $(BUILD)/libcauseway.a
+	@echo '  LD    $@'
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libcauseway.a: $(LIB_OBJS) $(GEN_OBJS)
+	@rm -f $@
+	@ar rcs $@ $^
+
+$(BUILD)/obj/%.o: src/%.c | $(BPF_SKELS) $(BUILD)/gen/schema_sql.c
+	@mkdir -p $(dir $@)
+	@echo '  CC    $<'
+	@$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	@$(CC) $(CFLAGS) -Wno-overlength-strings -c -o $@ $<
+
+$(BUILD)/gen/schema_sql.c: src/store/schema.sql scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh cw_schema_v1_sql $< > $@
+
+$(BUILD)/gen/web_assets.c: $(shell find web -type f -not -path 'web/node_modules/*' -not -path 'web/test/*' 2>/dev/null) scripts/embed-web.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-web.sh web > $@
+
+$(BUILD)/gen/vmlinux.h:
+	@mkdir -p $(dir $@)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/bpf/%.bpf.o: src/bpf/%.bpf.c src/bpf/events.h $(wildcard src/bpf/*.bpf.h) $(BUILD)/gen/vmlinux.h
+	@mkdir -p $(dir $@)
+	@echo '  BPF   $<'
+	@$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	@$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+# Unit tests: cmocka, linked against the product library.
+unit: $(UNIT_BINS)
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcauseway.a
+	@mkdir -p $(dir $@)
+	@echo '  TEST  $<'
+	@$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(BUILD)/libcauseway.a $(LDLIBS) $(shell pkg-config --libs cmocka)
+
+# Test fixtures: stand-in CUDA libraries and workloads, never shipped.
+.PHONY: fixtures
+fixtures:
+	@$(MAKE) --no-print-directory -C tests/fixtures BUILD=$(abspath $(BUILD))/fixtures
+
+asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+
+fuzz:
+	@scripts/build-fuzz.sh $(BUILD)
+
+bench: all
+	@bench/run-all.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) build-asan
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

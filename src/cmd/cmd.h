@@ -1,0 +1,42 @@
+/* Subcommands. Each lives in cmd_<name>.c and is one row of the table in
+ * main.c. Conventions every command follows:
+ *  - `--help` prints usage on stdout and exits 0;
+ *  - a usage error prints one line on stderr and exits CW_EXIT_USAGE;
+ *  - with --json, errors are printed as {"error": "..."} on stdout;
+ *  - --db PATH (default ./causeway.db, or the config's store path). */
+#ifndef CW_CMD_CMD_H
+#define CW_CMD_CMD_H
+
+enum cw_exit {
+	CW_EXIT_OK = 0,
+	CW_EXIT_FAIL = 1,      /* the work failed (database error, bad SQL, ...) */
+	CW_EXIT_USAGE = 2,     /* bad flags or arguments */
+	CW_EXIT_NOPERM = 3,    /* needs root / capabilities */
+	CW_EXIT_NOFEATURE = 4, /* kernel lacks BTF, tracefs or a BPF feature */
+	CW_EXIT_NOTARGET = 5,  /* unknown pid, library without the symbols */
+	CW_EXIT_DB = 6,        /* database missing, corrupt, locked, newer or unwritable */
+};
+
+struct cw_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+int cmd_version(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_query(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_where(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
+
+/* Global state set by main.c from flags before the subcommand. */
+extern const char *cw_global_config_path; /* --config */
+extern const char *cw_global_node;        /* --node */
+
+#endif

@@ -1,0 +1,88 @@
+/* The pipeline: raw records (from BPF ring buffers or the demo generator)
+ * -> decode (size- and version-checked) -> entry/return pairing per thread
+ * -> names, Python locations, stacks -> the batched writer.
+ *
+ * There is one pipeline for live tracing and the demo; only the source of
+ * the bytes and the Python resolver differ. Not thread-safe: one consumer
+ * thread feeds it. */
+#ifndef CW_PIPELINE_PIPELINE_H
+#define CW_PIPELINE_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/writer.h"
+
+struct cw_pipeline;
+
+/* A resolved Python frame. */
+struct cw_py_location {
+	char file[256];
+	char function[128];
+	int line; /* the executing line, 0 unknown */
+};
+
+/* Resolves one captured frame (code object address + instruction offset in
+ * code units) of process pid to its source location. Live tracing reads the
+ * target's memory (src/pyframe); the demo registers synthetic code objects.
+ * Returns 0, or -errno when the frame cannot be resolved. */
+struct cw_py_resolver {
+	int (*resolve)(void *ctx, uint32_t pid, uint64_t code, uint32_t lasti, struct cw_py_location *out);
+	void *ctx;
+};
+
+/* Turns native return addresses of process pid into one symbolized line
+ * per frame ("libfoo.so!bar+0x12"). Returns 0 or -errno. */
+struct cw_symbolizer {
+	int (*symbolize)(void *ctx, uint32_t pid, uint64_t ip, char *out, size_t outlen);
+	void *ctx;
+};
+
+/* Called for every stored call/event, for live views and /metrics. */
+typedef void (*cw_pipeline_observer)(void *ctx, const struct cw_event_row *row);
+
+struct cw_pipeline_opts {
+	struct cw_writer *writer;          /* required */
+	int64_t mono_to_wall_ns;           /* wall = mono + offset */
+	const struct cw_py_resolver *py;   /* NULL: Python stacks are counted, not resolved */
+	const struct cw_symbolizer *sym;   /* NULL: native stacks are stored as raw addresses */
+	cw_pipeline_observer observer;     /* optional */
+	void *observer_ctx;
+};
+
+/* Loss and health counters. Every place a record can be lost has one. */
+struct cw_pipeline_counters {
+	uint64_t records;            /* records fed */
+	uint64_t rejected_size;      /* shorter than their header or than their type needs */
+	uint64_t rejected_version;   /* unknown ABI version */
+	uint64_t rejected_type;      /* unknown record type or op */
+	uint64_t unpaired_returns;   /* return without an open entry */
+	uint64_t unfinished_entries; /* entry whose return never came */
+	uint64_t overflow_entries;   /* entries beyond the per-thread nesting limit */
+	uint64_t orphan_stacks;      /* stack records with no matching entry */
+	uint64_t py_unresolved;      /* frames the resolver could not name */
+	uint64_t write_errors;       /* rows the writer refused */
+	uint64_t calls;              /* paired calls stored */
+	uint64_t offcpu;             /* off-CPU intervals stored */
+};
+
+int cw_pipeline_new(struct cw_pipeline **out, const struct cw_pipeline_opts *opts);
+/* Frees; entries still open are counted as unfinished and stored with the
+ * duration they had so far (flag "unfinished" in detail). */
+void cw_pipeline_free(struct cw_pipeline *p);
+
+/* Feeds one record. Returns 0, or -EINVAL when it was rejected (and
+ * counted). Never keeps a pointer to data. */
+int cw_pipeline_feed(struct cw_pipeline *p, const void *data, size_t size);
+
+/* Re-measured monotonic -> realtime offset (trace does this periodically). */
+void cw_pipeline_set_clock(struct cw_pipeline *p, int64_t mono_to_wall_ns);
+
+/* Closes entries older than max_open_ns (a thread that exited mid-call)
+ * and commits the writer's batch, writing counters under the "pipeline."
+ * prefix. */
+int cw_pipeline_flush(struct cw_pipeline *p, uint64_t now_mono_ns, uint64_t max_open_ns);
+
+void cw_pipeline_get_counters(const struct cw_pipeline *p, struct cw_pipeline_counters *out);
+
+#endif

@@ -1,0 +1,65 @@
+#include "store/migrate.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "store/store.h"
+
+/* schema.sql, embedded by the Makefile as a C string (build/gen/schema_sql.c). */
+extern const char cw_schema_v1_sql[];
+
+/* Migration n turns version n into n+1. Version 0 is an empty file. */
+static const char *const migrations[] = {
+	cw_schema_v1_sql,
+};
+
+int cw_schema_version(sqlite3 *db, int *version)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : cw_sqlite_errno(rc);
+}
+
+int cw_migrate(sqlite3 *db, int *found_version)
+{
+	char sql[64];
+	int v, err;
+
+	err = cw_schema_version(db, &v);
+	if (err)
+		return err;
+	*found_version = v;
+	if (v > CW_SCHEMA_VERSION)
+		return -EPROTO;
+	if (v == CW_SCHEMA_VERSION)
+		return 0;
+	/* IMMEDIATE takes the write lock up front so two writers creating the
+	 * same file cannot both migrate. */
+	err = cw_exec(db, "BEGIN IMMEDIATE");
+	if (err)
+		return err;
+	err = cw_schema_version(db, &v);
+	if (err)
+		goto fail;
+	for (; v < CW_SCHEMA_VERSION; v++) {
+		err = cw_exec(db, migrations[v]);
+		if (err)
+			goto fail;
+	}
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", CW_SCHEMA_VERSION);
+	err = cw_exec(db, sql);
+	if (err)
+		goto fail;
+	return cw_exec(db, "COMMIT");
+fail:
+	cw_exec(db, "ROLLBACK");
+	return err;
+}

@@ -1,0 +1,12 @@
+/* Schema migrations keyed by PRAGMA user_version. */
+#ifndef CW_STORE_MIGRATE_H
+#define CW_STORE_MIGRATE_H
+
+#include <sqlite3.h>
+
+/* Brings db to CW_SCHEMA_VERSION in one transaction. Returns 0, -EPROTO
+ * when the file is newer than this build, or -errno. */
+int cw_migrate(sqlite3 *db, int *found_version);
+int cw_schema_version(sqlite3 *db, int *version);
+
+#endif

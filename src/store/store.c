@@ -1,0 +1,251 @@
+#include "store/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/migrate.h"
+
+int cw_sqlite_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	case SQLITE_NOTADB:
+	case SQLITE_CORRUPT:
+		return -ENOTSUP;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_INTERRUPT:
+		return -ETIMEDOUT;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	case SQLITE_ERROR:
+	case SQLITE_RANGE:
+	case SQLITE_MISMATCH:
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
+}
+
+int cw_exec(sqlite3 *db, const char *sql)
+{
+	return cw_sqlite_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
+}
+
+static void describe(char *err, size_t errlen, const char *path, int code, int found)
+{
+	switch (code) {
+	case -ENOENT:
+		snprintf(err, errlen, "database \"%s\" does not exist", path);
+		break;
+	case -ENOTSUP:
+		snprintf(err, errlen, "\"%s\" is not a causeway database (corrupt or another format)", path);
+		break;
+	case -EBUSY:
+		snprintf(err, errlen, "database \"%s\" is locked by another process; try again when it finishes", path);
+		break;
+	case -EPROTO:
+		snprintf(err, errlen,
+			 "database \"%s\" has schema version %d, newer than this causeway reads (%d); upgrade causeway",
+			 path, found, CW_SCHEMA_VERSION);
+		break;
+	case -EACCES:
+		snprintf(err, errlen, "database \"%s\": permission denied", path);
+		break;
+	case -EISDIR:
+		snprintf(err, errlen, "database \"%s\" is a directory", path);
+		break;
+	default:
+		snprintf(err, errlen, "database \"%s\": %s", path, strerror(-code));
+	}
+}
+
+/* A causeway file has our tables; an SQLite file of some other program
+ * must not be migrated into one. */
+static int looks_foreign(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int n = 0, ours = 0, rc;
+
+	rc = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table'", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+
+		n++;
+		if (name && strcmp(name, "events") == 0)
+			ours = 1;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return cw_sqlite_errno(rc);
+	return n > 0 && !ours;
+}
+
+static int configure(sqlite3 *db, enum cw_store_mode mode)
+{
+	int err;
+
+	sqlite3_busy_timeout(db, 2000);
+	if (mode == CW_STORE_READONLY)
+		return cw_exec(db, "PRAGMA query_only = 1");
+	/* WAL keeps readers (explain, serve) running while trace writes, and
+	 * survives SIGKILL of the writer: committed batches stay, the open one
+	 * is rolled back. NORMAL sync in WAL mode is durable to the last
+	 * checkpoint and consistent always. */
+	err = cw_exec(db, "PRAGMA journal_mode = WAL");
+	if (!err)
+		err = cw_exec(db, "PRAGMA synchronous = NORMAL");
+	if (!err)
+		err = cw_exec(db, "PRAGMA foreign_keys = OFF");
+	return err;
+}
+
+int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
+		  char *err, size_t errlen)
+{
+	struct cw_store *st = NULL;
+	struct stat sb;
+	int flags, rc, code = 0, found = 0, v = 0;
+	sqlite3 *db = NULL;
+
+	*out = NULL;
+	if (!path || !*path)
+		path = CW_DEFAULT_DB;
+	if (stat(path, &sb) == 0) {
+		if (S_ISDIR(sb.st_mode)) {
+			code = -EISDIR;
+			goto fail;
+		}
+	} else if (mode != CW_STORE_CREATE) {
+		code = -ENOENT;
+		goto fail;
+	}
+	if (mode == CW_STORE_READONLY)
+		flags = SQLITE_OPEN_READONLY;
+	else if (mode == CW_STORE_READWRITE)
+		flags = SQLITE_OPEN_READWRITE;
+	else
+		flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		code = access(path, F_OK) == 0 && access(path, R_OK) != 0 ? -EACCES : cw_sqlite_errno(rc);
+		if (code == -ENOENT && mode == CW_STORE_CREATE)
+			code = -EACCES;
+		goto fail;
+	}
+	sqlite3_extended_result_codes(db, 0);
+	rc = looks_foreign(db);
+	if (rc < 0) {
+		code = rc;
+		goto fail;
+	}
+	if (rc > 0) {
+		code = -ENOTSUP;
+		goto fail;
+	}
+	code = configure(db, mode);
+	if (code)
+		goto fail;
+	if (mode == CW_STORE_READONLY) {
+		code = cw_schema_version(db, &v);
+		if (!code && v > CW_SCHEMA_VERSION) {
+			found = v;
+			code = -EPROTO;
+		} else if (!code && v < CW_SCHEMA_VERSION) {
+			/* An empty or older file read-only: nothing to read. */
+			code = v == 0 ? -ENOTSUP : -EPROTO;
+			found = v;
+		}
+	} else {
+		code = cw_migrate(db, &found);
+	}
+	if (code)
+		goto fail;
+	st = calloc(1, sizeof(*st));
+	if (!st || !(st->path = strdup(path))) {
+		free(st);
+		code = -ENOMEM;
+		goto fail;
+	}
+	st->db = db;
+	st->mode = mode;
+	*out = st;
+	return 0;
+fail:
+	if (db)
+		sqlite3_close_v2(db);
+	describe(err, errlen, path, code, found);
+	return code;
+}
+
+void cw_store_close(struct cw_store *st)
+{
+	if (!st)
+		return;
+	sqlite3_close_v2(st->db);
+	free(st->path);
+	free(st);
+}
+
+int64_t cw_store_size_bytes(struct cw_store *st)
+{
+	char wal[4096];
+	struct stat sb;
+	int64_t total = 0;
+
+	if (stat(st->path, &sb) == 0)
+		total += sb.st_size;
+	snprintf(wal, sizeof(wal), "%s-wal", st->path);
+	if (stat(wal, &sb) == 0)
+		total += sb.st_size;
+	return total;
+}
+
+char *cw_meta_get(sqlite3 *db, const char *key)
+{
+	sqlite3_stmt *st;
+	char *v = NULL;
+
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		v = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return v;
+}
+
+int cw_meta_set(sqlite3 *db, const char *key, const char *value)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}

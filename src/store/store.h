@@ -1,0 +1,51 @@
+/* The SQLite store: opening, schema migrations and connection settings.
+ *
+ * A database is opened in one of three modes. Writers (trace, demo, merge)
+ * create and migrate; analysis commands (explain) open read-write on an
+ * existing file so that chains can be appended; user SQL always runs on a
+ * separate read-only connection (see ro_query.h). */
+#ifndef CW_STORE_STORE_H
+#define CW_STORE_STORE_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CW_SCHEMA_VERSION 1
+#define CW_DEFAULT_DB "causeway.db"
+
+enum cw_store_mode {
+	CW_STORE_CREATE = 1,    /* create if missing, migrate, read-write */
+	CW_STORE_READWRITE = 2, /* must exist; migrate older files */
+	CW_STORE_READONLY = 3,  /* must exist; never written */
+};
+
+struct cw_store {
+	sqlite3 *db;
+	char *path;
+	enum cw_store_mode mode;
+};
+
+/* Opens path. On failure returns -errno and writes one lower-case sentence
+ * into err (path quoted), suitable for the command to print as is:
+ *   -ENOENT  file missing          -ENOTSUP  not a causeway/SQLite database
+ *   -EBUSY   locked by another     -EPROTO   written by a newer causeway
+ *   -EACCES  permission denied     -EIO      other SQLite failure */
+int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
+		  char *err, size_t errlen);
+void cw_store_close(struct cw_store *st);
+
+/* Translates a SQLite result code to -errno. */
+int cw_sqlite_errno(int rc);
+
+/* Size of the database file plus its WAL, in bytes. */
+int64_t cw_store_size_bytes(struct cw_store *st);
+
+/* Reads/writes the meta table. get returns a malloc'd string or NULL. */
+char *cw_meta_get(sqlite3 *db, const char *key);
+int cw_meta_set(sqlite3 *db, const char *key, const char *value);
+
+/* Runs one statement with no results; returns 0 or -errno. */
+int cw_exec(sqlite3 *db, const char *sql);
+
+#endif

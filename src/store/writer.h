@@ -1,0 +1,115 @@
+/* The batched writer: the only code that inserts observations.
+ *
+ * Rows are inserted with prepared statements inside one open transaction
+ * that is committed every batch_rows rows or when cw_writer_flush() is
+ * called (trace calls it every 200 ms), so a SIGKILL loses at most the open
+ * batch and never leaves a half-written one. The writer also keeps the
+ * per-second aggregates, flags anomalous events and enforces the size cap. */
+#ifndef CW_STORE_WRITER_H
+#define CW_STORE_WRITER_H
+
+#include <stdint.h>
+
+#include "store/store.h"
+
+struct cw_writer;
+
+struct cw_session_info {
+	const char *node;
+	const char *kind;   /* "trace" or "demo:<scenario>" */
+	uint64_t started_wall_ns;
+	int64_t mono_to_wall_ns;
+	const char *host, *kernel, *gpu, *driver, *cuda, *python, *command;
+	int rank, local_rank, world_size; /* -1 unknown */
+};
+
+struct cw_writer_opts {
+	const char *node;
+	int64_t session_id;
+	int batch_rows;         /* rows per transaction; 0 = 50000 */
+	int64_t size_cap_bytes; /* 0 = no cap */
+};
+
+struct cw_event_row {
+	uint64_t mono_ns;
+	uint64_t wall_ns;
+	uint64_t duration_ns;
+	uint32_t pid, tid;
+	uint64_t cgroup_id;
+	const char *comm;
+	const char *source; /* "cuda", "driver", "graph", "nccl", "io", "net", "mem", "proc", ... */
+	const char *op;
+	const char *detail; /* may be NULL */
+	int nargs;          /* how many of args[] are meaningful */
+	int64_t args[4];
+	int has_bytes;
+	int64_t bytes;
+	int has_ret;
+	int64_t ret;
+	int32_t device;     /* -1 unknown */
+	int64_t stack_id;   /* 0 none */
+	int64_t py_stack_id;
+};
+
+struct cw_offcpu_row {
+	uint32_t pid, tid;
+	const char *comm;
+	uint64_t start_mono_ns, end_mono_ns, wall_ns;
+	const char *reason; /* "preempted" or "blocked" */
+	int32_t cpu;
+	uint32_t by_pid, by_tid;
+	const char *by_comm;
+	uint64_t by_cgroup_id;
+	uint32_t waker_pid;
+	const char *waker_comm;
+};
+
+struct cw_snapshot_row {
+	uint64_t mono_ns, wall_ns;
+	double cpu_pct, mem_pct, load1, io_busy_pct;
+	int64_t swap_used_bytes, page_alloc_per_s, io_bytes_per_s;
+	int ncpu;
+};
+
+struct cw_process_row {
+	uint32_t pid, ppid;
+	const char *comm, *cmdline;
+	uint64_t cgroup_id;
+	int rank, local_rank, world_size; /* -1 unknown */
+	uint64_t start_wall_ns;
+	int has_exit;
+	int exit_code;
+};
+
+struct cw_writer_stats {
+	uint64_t events, offcpu, snapshots, batches, pruned_events, failed_rows;
+};
+
+int cw_session_begin(struct cw_store *st, const struct cw_session_info *info, int64_t *id);
+int cw_session_end(struct cw_store *st, int64_t id, uint64_t ended_wall_ns, int64_t mono_to_wall_ns);
+
+int cw_writer_new(struct cw_writer **out, struct cw_store *st, const struct cw_writer_opts *opts);
+/* Flushes and frees. */
+int cw_writer_free(struct cw_writer *w);
+
+int cw_writer_event(struct cw_writer *w, const struct cw_event_row *row);
+int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *row);
+int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *row);
+int cw_writer_process(struct cw_writer *w, const struct cw_process_row *row);
+int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char *comm);
+int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, const char *container);
+int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, const char *name);
+/* Interning: returns the row id (> 0) for hash, inserting when new. */
+int64_t cw_writer_intern_stack(struct cw_writer *w, uint64_t hash, int depth, const char *frames);
+int64_t cw_writer_intern_pystack(struct cw_writer *w, uint64_t hash, int depth, const char *frames_json,
+				 const char *user_file, int user_line, const char *user_function);
+/* Counters are summed in memory and written on flush (absolute values). */
+void cw_writer_counter_add(struct cw_writer *w, const char *name, uint64_t delta);
+void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value);
+
+/* Commits the open batch and the aggregates of every second seen so far;
+ * enforces the size cap. */
+int cw_writer_flush(struct cw_writer *w);
+void cw_writer_get_stats(const struct cw_writer *w, struct cw_writer_stats *out);
+
+#endif

@@ -1,0 +1,65 @@
+#include "util/log.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int cw_verbose;
+
+static void vlog(const char *prefix, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "causeway: %s", prefix);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void cw_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog("", fmt, ap);
+	va_end(ap);
+}
+
+void cw_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void cw_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!cw_verbose)
+		return;
+	va_start(ap, fmt);
+	vlog("debug: ", fmt, ap);
+	va_end(ap);
+}
+
+void cw_report_error(int json, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (json) {
+		json_t *o = json_pack("{s:s}", "error", msg);
+		char *s = json_dumps(o, JSON_COMPACT);
+
+		if (s)
+			puts(s);
+		free(s);
+		json_decref(o);
+	} else {
+		fprintf(stderr, "causeway: %s\n", msg);
+	}
+}

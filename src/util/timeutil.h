@@ -1,0 +1,29 @@
+/* Clocks and the parsing of user-supplied durations and times. */
+#ifndef CW_UTIL_TIMEUTIL_H
+#define CW_UTIL_TIMEUTIL_H
+
+#include <stdint.h>
+
+#define NSEC_PER_USEC 1000ULL
+#define NSEC_PER_MSEC 1000000ULL
+#define NSEC_PER_SEC 1000000000ULL
+
+uint64_t cw_monotonic_ns(void);
+uint64_t cw_realtime_ns(void);
+
+/* "250ms", "5s", "10m", "2h", "1d", "1500us", "42ns"; a bare number is
+ * seconds. Returns 0 or -EINVAL; rejects negatives, overflow and trailing
+ * garbage. */
+int cw_parse_duration(const char *s, uint64_t *out_ns);
+
+/* An absolute time: RFC 3339 ("2026-11-22T07:41:52Z", optional fraction and
+ * offset, or a space instead of T) or a Unix epoch in seconds with an
+ * optional fraction. Returns realtime ns or -EINVAL. */
+int cw_parse_time(const char *s, uint64_t *out_ns);
+
+/* Formats realtime ns as RFC 3339 UTC with milliseconds into buf. */
+void cw_format_time(uint64_t realtime_ns, char *buf, int len);
+/* Formats a duration compactly: "812ns", "4.2µs" -> "4.2us", "48.0ms", "3.20s". */
+void cw_format_duration(uint64_t ns, char *buf, int len);
+
+#endif
