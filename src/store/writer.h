@@ -103,6 +103,10 @@ int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, co
 int64_t cw_writer_intern_stack(struct cw_writer *w, uint64_t hash, int depth, const char *frames);
 int64_t cw_writer_intern_pystack(struct cw_writer *w, uint64_t hash, int depth, const char *frames_json,
 				 const char *user_file, int user_line, const char *user_function);
+/* Returns 1 and the id when hash was interned by this writer already, so
+ * callers can skip building the frames text. */
+int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id);
+
 /* Counters are summed in memory and written on flush (absolute values). */
 void cw_writer_counter_add(struct cw_writer *w, const char *name, uint64_t delta);
 void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value);

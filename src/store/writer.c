@@ -1,0 +1,750 @@
+#include "store/writer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/hist.h"
+#include "store/retention.h"
+#include "util/u64map.h"
+
+#define DEFAULT_BATCH_ROWS 50000
+/* An event is anomalous when slower than this multiple of its op's running
+ * median, once the op has enough samples for the median to mean something. */
+#define ANOMALY_FACTOR 3
+#define ANOMALY_MIN_SAMPLES 32
+#define MAX_COUNTERS 128
+#define MAX_OPS 512
+
+enum stmt_id {
+	ST_EVENT,
+	ST_OFFCPU,
+	ST_SNAPSHOT,
+	ST_PROCESS,
+	ST_THREAD,
+	ST_CGROUP,
+	ST_KERNEL_NAME,
+	ST_STACK_GET,
+	ST_STACK_PUT,
+	ST_PYSTACK_GET,
+	ST_PYSTACK_PUT,
+	ST_COUNTER,
+	ST_AGG_GET,
+	ST_AGG_PUT,
+	ST_MAX
+};
+
+static const char *const stmt_sql[ST_MAX] = {
+	[ST_EVENT] = "INSERT INTO events (node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm,"
+		     " source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id,"
+		     " py_stack_id, anomalous) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,"
+		     "?17,?18,?19,?20,?21,?22,?23)",
+	[ST_OFFCPU] = "INSERT INTO offcpu (node, session_id, pid, tid, comm, start_mono_ns, end_mono_ns, wall_ns,"
+		      " duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm)"
+		      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
+	[ST_SNAPSHOT] = "INSERT INTO snapshots (node, session_id, mono_ns, wall_ns, cpu_pct, mem_pct,"
+			" swap_used_bytes, load1, ncpu, page_alloc_per_s, io_bytes_per_s, io_busy_pct)"
+			" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+	[ST_PROCESS] = "INSERT INTO processes (node, pid, ppid, comm, cmdline, cgroup_id, rank, local_rank,"
+		       " world_size, start_wall_ns, exit_code) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
+		       " ON CONFLICT (node, pid) DO UPDATE SET"
+		       " ppid = coalesce(excluded.ppid, ppid), comm = coalesce(excluded.comm, comm),"
+		       " cmdline = coalesce(excluded.cmdline, cmdline), cgroup_id = coalesce(excluded.cgroup_id, cgroup_id),"
+		       " rank = coalesce(excluded.rank, rank), local_rank = coalesce(excluded.local_rank, local_rank),"
+		       " world_size = coalesce(excluded.world_size, world_size),"
+		       " start_wall_ns = coalesce(start_wall_ns, excluded.start_wall_ns),"
+		       " exit_code = coalesce(excluded.exit_code, exit_code)",
+	[ST_THREAD] = "INSERT OR REPLACE INTO threads (node, tid, pid, comm) VALUES (?1,?2,?3,?4)",
+	[ST_CGROUP] = "INSERT OR REPLACE INTO cgroups (node, cgroup_id, path, container) VALUES (?1,?2,?3,?4)",
+	[ST_KERNEL_NAME] = "INSERT OR REPLACE INTO kernel_names (node, pid, handle, name) VALUES (?1,?2,?3,?4)",
+	[ST_STACK_GET] = "SELECT id FROM stacks WHERE hash = ?1",
+	[ST_STACK_PUT] = "INSERT INTO stacks (hash, depth, frames) VALUES (?1,?2,?3)",
+	[ST_PYSTACK_GET] = "SELECT id FROM py_stacks WHERE hash = ?1",
+	[ST_PYSTACK_PUT] = "INSERT INTO py_stacks (hash, depth, frames, user_file, user_line, user_function)"
+			   " VALUES (?1,?2,?3,?4,?5,?6)",
+	[ST_COUNTER] = "INSERT OR REPLACE INTO counters (node, session_id, name, value) VALUES (?1,?2,?3,?4)",
+	[ST_AGG_GET] = "SELECT count, sum_ns, max_ns, hist FROM aggregates"
+		       " WHERE node = ?1 AND source = ?2 AND op = ?3 AND second = ?4",
+	[ST_AGG_PUT] = "INSERT OR REPLACE INTO aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
+		       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+};
+
+/* Per-op running state: the median estimate that flags anomalies. */
+struct op_state {
+	char *source, *op;
+	struct cw_hist all;
+	uint64_t cached_p50;
+	uint64_t since_refresh;
+};
+
+/* One (op, second) aggregate not yet written. */
+struct agg {
+	int op_index;
+	int64_t second;
+	struct cw_hist h;
+};
+
+struct counter {
+	char *name;
+	uint64_t value;
+};
+
+struct cw_writer {
+	struct cw_store *store;
+	sqlite3 *db;
+	char *node;
+	int64_t session_id;
+	int batch_rows;
+	int64_t size_cap;
+	sqlite3_stmt *st[ST_MAX];
+	int in_tx;
+	int rows_in_batch;
+	int64_t next_seq;
+	struct op_state *ops;
+	int nops;
+	struct agg *aggs;
+	size_t naggs, aggs_alloc;
+	struct u64map agg_index;   /* (op index, second) -> aggs[] index */
+	struct u64map stack_ids;   /* hash -> stacks.id */
+	struct u64map pystack_ids; /* hash -> py_stacks.id */
+	struct counter counters[MAX_COUNTERS];
+	int ncounters;
+	struct cw_writer_stats stats;
+};
+
+static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+static int step_reset(sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : cw_sqlite_errno(rc);
+}
+
+int cw_session_begin(struct cw_store *st, const struct cw_session_info *in, int64_t *id)
+{
+	sqlite3_stmt *s;
+	int rc, i = 1;
+
+	rc = sqlite3_prepare_v2(st->db,
+				"INSERT INTO sessions (node, kind, started_wall_ns, mono_to_wall_ns, host, kernel, gpu,"
+				" driver, cuda, python, command, rank, local_rank, world_size)"
+				" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				-1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	bind_text_or_null(s, i++, in->node);
+	bind_text_or_null(s, i++, in->kind);
+	sqlite3_bind_int64(s, i++, (int64_t)in->started_wall_ns);
+	sqlite3_bind_int64(s, i++, in->mono_to_wall_ns);
+	bind_text_or_null(s, i++, in->host);
+	bind_text_or_null(s, i++, in->kernel);
+	bind_text_or_null(s, i++, in->gpu);
+	bind_text_or_null(s, i++, in->driver);
+	bind_text_or_null(s, i++, in->cuda);
+	bind_text_or_null(s, i++, in->python);
+	bind_text_or_null(s, i++, in->command);
+	if (in->rank >= 0)
+		sqlite3_bind_int(s, i, in->rank);
+	i++;
+	if (in->local_rank >= 0)
+		sqlite3_bind_int(s, i, in->local_rank);
+	i++;
+	if (in->world_size > 0)
+		sqlite3_bind_int(s, i, in->world_size);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return cw_sqlite_errno(rc);
+	*id = sqlite3_last_insert_rowid(st->db);
+	return 0;
+}
+
+int cw_session_end(struct cw_store *st, int64_t id, uint64_t ended_wall_ns, int64_t mono_to_wall_ns)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	rc = sqlite3_prepare_v2(st->db, "UPDATE sessions SET ended_wall_ns = ?, mono_to_wall_ns = ? WHERE id = ?",
+				-1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_int64(s, 1, (int64_t)ended_wall_ns);
+	sqlite3_bind_int64(s, 2, mono_to_wall_ns);
+	sqlite3_bind_int64(s, 3, id);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+static int load_next_seq(struct cw_writer *w)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	rc = sqlite3_prepare_v2(w->db, "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE node = ?", -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		w->next_seq = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 0 : cw_sqlite_errno(rc);
+}
+
+int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct cw_writer_opts *o)
+{
+	struct cw_writer *w;
+	int i, rc, err;
+
+	*out = NULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->store = store;
+	w->db = store->db;
+	w->node = strdup(o->node && *o->node ? o->node : "localhost");
+	w->session_id = o->session_id;
+	w->batch_rows = o->batch_rows > 0 ? o->batch_rows : DEFAULT_BATCH_ROWS;
+	w->size_cap = o->size_cap_bytes;
+	w->ops = calloc(MAX_OPS, sizeof(*w->ops));
+	u64map_init(&w->agg_index, 0);
+	u64map_init(&w->stack_ids, 1 << 20);
+	u64map_init(&w->pystack_ids, 1 << 20);
+	if (!w->node || !w->ops) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < ST_MAX; i++) {
+		rc = sqlite3_prepare_v3(w->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL);
+		if (rc != SQLITE_OK) {
+			err = cw_sqlite_errno(rc);
+			goto fail;
+		}
+	}
+	err = load_next_seq(w);
+	if (err)
+		goto fail;
+	*out = w;
+	return 0;
+fail:
+	cw_writer_free(w);
+	return err;
+}
+
+static int begin_if_needed(struct cw_writer *w)
+{
+	int err;
+
+	if (w->in_tx)
+		return 0;
+	err = cw_exec(w->db, "BEGIN");
+	if (!err)
+		w->in_tx = 1;
+	return err;
+}
+
+static int commit(struct cw_writer *w)
+{
+	int err;
+
+	if (!w->in_tx)
+		return 0;
+	err = cw_exec(w->db, "COMMIT");
+	if (err) {
+		cw_exec(w->db, "ROLLBACK");
+		w->in_tx = 0;
+		return err;
+	}
+	w->in_tx = 0;
+	w->rows_in_batch = 0;
+	w->stats.batches++;
+	return 0;
+}
+
+/* Called after every row: commits when the batch is full. Aggregates are
+ * written with the batch so they never run ahead of the events. */
+static int row_done(struct cw_writer *w, int err)
+{
+	if (err) {
+		w->stats.failed_rows++;
+		return err;
+	}
+	if (++w->rows_in_batch >= w->batch_rows)
+		return cw_writer_flush(w);
+	return 0;
+}
+
+static int op_index(struct cw_writer *w, const char *source, const char *op)
+{
+	int i;
+
+	/* Ops are few (tens); a linear scan over pointers-then-strings beats a
+	 * map. The op strings come from the static table in ops.c, so the
+	 * pointer compare usually hits. */
+	for (i = 0; i < w->nops; i++)
+		if ((w->ops[i].op == op || !strcmp(w->ops[i].op, op)) && !strcmp(w->ops[i].source, source))
+			return i;
+	if (w->nops >= MAX_OPS)
+		return -ENOSPC;
+	w->ops[i].source = strdup(source);
+	w->ops[i].op = strdup(op);
+	if (!w->ops[i].source || !w->ops[i].op)
+		return -ENOMEM;
+	cw_hist_reset(&w->ops[i].all);
+	w->nops++;
+	return i;
+}
+
+static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
+{
+	uint64_t key = ((uint64_t)second << 10) ^ (uint64_t)(opi + 1);
+	int64_t idx;
+	struct agg *a;
+
+	if (!u64map_get(&w->agg_index, key, &idx)) {
+		if (w->naggs == w->aggs_alloc) {
+			size_t n = w->aggs_alloc ? w->aggs_alloc * 2 : 64;
+			struct agg *p = realloc(w->aggs, n * sizeof(*p));
+
+			if (!p)
+				return -ENOMEM;
+			w->aggs = p;
+			w->aggs_alloc = n;
+		}
+		idx = (int64_t)w->naggs++;
+		a = &w->aggs[idx];
+		a->op_index = opi;
+		a->second = second;
+		cw_hist_reset(&a->h);
+		if (u64map_put(&w->agg_index, key, idx))
+			return -ENOMEM;
+	}
+	cw_hist_add(&w->aggs[idx].h, dur);
+	return 0;
+}
+
+static int is_anomalous(struct op_state *s, uint64_t dur)
+{
+	cw_hist_add(&s->all, dur);
+	if (s->all.count < ANOMALY_MIN_SAMPLES)
+		return 0;
+	/* The median moves slowly; refreshing it every 64 samples keeps the
+	 * per-event cost to one histogram add. */
+	if (!s->cached_p50 || ++s->since_refresh >= 64) {
+		s->cached_p50 = cw_hist_quantile(&s->all, 0.5);
+		s->since_refresh = 0;
+	}
+	return dur > ANOMALY_FACTOR * s->cached_p50;
+}
+
+int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
+{
+	sqlite3_stmt *s = w->st[ST_EVENT];
+	int err, opi, i, anomalous = 0;
+
+	err = begin_if_needed(w);
+	if (err)
+		return row_done(w, err);
+	opi = op_index(w, r->source, r->op);
+	if (opi < 0)
+		return row_done(w, opi);
+	/* Instant events (exec, retransmit) have no latency to judge. */
+	if (r->duration_ns || r->has_ret)
+		anomalous = is_anomalous(&w->ops[opi], r->duration_ns);
+	err = agg_add(w, opi, (int64_t)(r->wall_ns / 1000000000ULL), r->duration_ns);
+	if (err)
+		return row_done(w, err);
+
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, w->next_seq);
+	if (w->session_id)
+		sqlite3_bind_int64(s, 3, w->session_id);
+	sqlite3_bind_int64(s, 4, (int64_t)r->wall_ns);
+	sqlite3_bind_int64(s, 5, (int64_t)r->mono_ns);
+	sqlite3_bind_int64(s, 6, r->pid);
+	sqlite3_bind_int64(s, 7, r->tid);
+	sqlite3_bind_int64(s, 8, (int64_t)r->cgroup_id);
+	bind_text_or_null(s, 9, r->comm);
+	sqlite3_bind_text(s, 10, w->ops[opi].source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 11, w->ops[opi].op, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 12, (int64_t)r->duration_ns);
+	for (i = 0; i < r->nargs && i < 4; i++)
+		sqlite3_bind_int64(s, 13 + i, r->args[i]);
+	if (r->has_bytes)
+		sqlite3_bind_int64(s, 17, r->bytes);
+	bind_text_or_null(s, 18, r->detail);
+	if (r->has_ret)
+		sqlite3_bind_int64(s, 19, r->ret);
+	if (r->device >= 0)
+		sqlite3_bind_int(s, 20, r->device);
+	if (r->stack_id > 0)
+		sqlite3_bind_int64(s, 21, r->stack_id);
+	if (r->py_stack_id > 0)
+		sqlite3_bind_int64(s, 22, r->py_stack_id);
+	sqlite3_bind_int(s, 23, anomalous);
+	err = step_reset(s);
+	if (!err) {
+		w->next_seq++;
+		w->stats.events++;
+	}
+	return row_done(w, err);
+}
+
+int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
+{
+	sqlite3_stmt *s = w->st[ST_OFFCPU];
+	int err = begin_if_needed(w);
+
+	if (err)
+		return row_done(w, err);
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	if (w->session_id)
+		sqlite3_bind_int64(s, 2, w->session_id);
+	sqlite3_bind_int64(s, 3, r->pid);
+	sqlite3_bind_int64(s, 4, r->tid);
+	bind_text_or_null(s, 5, r->comm);
+	sqlite3_bind_int64(s, 6, (int64_t)r->start_mono_ns);
+	sqlite3_bind_int64(s, 7, (int64_t)r->end_mono_ns);
+	sqlite3_bind_int64(s, 8, (int64_t)r->wall_ns);
+	sqlite3_bind_int64(s, 9, (int64_t)(r->end_mono_ns - r->start_mono_ns));
+	bind_text_or_null(s, 10, r->reason);
+	if (r->cpu >= 0)
+		sqlite3_bind_int(s, 11, r->cpu);
+	if (r->by_pid || r->by_comm) {
+		sqlite3_bind_int64(s, 12, r->by_pid);
+		sqlite3_bind_int64(s, 13, r->by_tid);
+	}
+	bind_text_or_null(s, 14, r->by_comm);
+	if (r->by_cgroup_id)
+		sqlite3_bind_int64(s, 15, (int64_t)r->by_cgroup_id);
+	if (r->waker_pid)
+		sqlite3_bind_int64(s, 16, r->waker_pid);
+	bind_text_or_null(s, 17, r->waker_comm);
+	err = step_reset(s);
+	if (!err)
+		w->stats.offcpu++;
+	return row_done(w, err);
+}
+
+int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *r)
+{
+	sqlite3_stmt *s = w->st[ST_SNAPSHOT];
+	int err = begin_if_needed(w);
+
+	if (err)
+		return row_done(w, err);
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	if (w->session_id)
+		sqlite3_bind_int64(s, 2, w->session_id);
+	sqlite3_bind_int64(s, 3, (int64_t)r->mono_ns);
+	sqlite3_bind_int64(s, 4, (int64_t)r->wall_ns);
+	sqlite3_bind_double(s, 5, r->cpu_pct);
+	sqlite3_bind_double(s, 6, r->mem_pct);
+	sqlite3_bind_int64(s, 7, r->swap_used_bytes);
+	sqlite3_bind_double(s, 8, r->load1);
+	sqlite3_bind_int(s, 9, r->ncpu);
+	sqlite3_bind_int64(s, 10, r->page_alloc_per_s);
+	sqlite3_bind_int64(s, 11, r->io_bytes_per_s);
+	sqlite3_bind_double(s, 12, r->io_busy_pct);
+	err = step_reset(s);
+	if (!err)
+		w->stats.snapshots++;
+	return row_done(w, err);
+}
+
+int cw_writer_process(struct cw_writer *w, const struct cw_process_row *r)
+{
+	sqlite3_stmt *s = w->st[ST_PROCESS];
+	int err = begin_if_needed(w);
+
+	if (err)
+		return row_done(w, err);
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, r->pid);
+	if (r->ppid)
+		sqlite3_bind_int64(s, 3, r->ppid);
+	bind_text_or_null(s, 4, r->comm);
+	bind_text_or_null(s, 5, r->cmdline);
+	if (r->cgroup_id)
+		sqlite3_bind_int64(s, 6, (int64_t)r->cgroup_id);
+	if (r->rank >= 0)
+		sqlite3_bind_int(s, 7, r->rank);
+	if (r->local_rank >= 0)
+		sqlite3_bind_int(s, 8, r->local_rank);
+	if (r->world_size > 0)
+		sqlite3_bind_int(s, 9, r->world_size);
+	if (r->start_wall_ns)
+		sqlite3_bind_int64(s, 10, (int64_t)r->start_wall_ns);
+	if (r->has_exit)
+		sqlite3_bind_int(s, 11, r->exit_code);
+	return row_done(w, step_reset(s));
+}
+
+static int put4(struct cw_writer *w, enum stmt_id id, int64_t a, int64_t b, const char *c, const char *d,
+		int b_is_text)
+{
+	sqlite3_stmt *s = w->st[id];
+	int err = begin_if_needed(w);
+
+	if (err)
+		return row_done(w, err);
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, a);
+	if (b_is_text)
+		bind_text_or_null(s, 3, c);
+	else
+		sqlite3_bind_int64(s, 3, b);
+	bind_text_or_null(s, 4, d);
+	return row_done(w, step_reset(s));
+}
+
+int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char *comm)
+{
+	return put4(w, ST_THREAD, tid, pid, NULL, comm, 0);
+}
+
+int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, const char *container)
+{
+	return put4(w, ST_CGROUP, (int64_t)cgroup_id, 0, path, container, 1);
+}
+
+int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, const char *name)
+{
+	sqlite3_stmt *s = w->st[ST_KERNEL_NAME];
+	int err = begin_if_needed(w);
+
+	if (err)
+		return row_done(w, err);
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, pid);
+	sqlite3_bind_int64(s, 3, (int64_t)handle);
+	bind_text_or_null(s, 4, name);
+	return row_done(w, step_reset(s));
+}
+
+/* Stack hashes are stored as signed 64-bit integers; a zero hash would be
+ * the empty-slot key of the cache, so it is nudged. */
+static uint64_t cache_key(uint64_t hash)
+{
+	return hash ? hash : 1;
+}
+
+static int64_t intern(struct cw_writer *w, struct u64map *cache, enum stmt_id get, enum stmt_id put,
+		      uint64_t hash, int depth, const char *frames, const char *uf, int ul, const char *ufn)
+{
+	sqlite3_stmt *s;
+	int64_t id;
+	int err, rc;
+
+	if (u64map_get(cache, cache_key(hash), &id))
+		return id;
+	err = begin_if_needed(w);
+	if (err)
+		return err;
+	s = w->st[get];
+	sqlite3_bind_int64(s, 1, (int64_t)hash);
+	rc = sqlite3_step(s);
+	id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_reset(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return cw_sqlite_errno(rc);
+	if (!id) {
+		s = w->st[put];
+		sqlite3_bind_int64(s, 1, (int64_t)hash);
+		sqlite3_bind_int(s, 2, depth);
+		bind_text_or_null(s, 3, frames);
+		if (put == ST_PYSTACK_PUT) {
+			bind_text_or_null(s, 4, uf);
+			if (ul > 0)
+				sqlite3_bind_int(s, 5, ul);
+			bind_text_or_null(s, 6, ufn);
+		}
+		err = step_reset(s);
+		if (err)
+			return err;
+		id = sqlite3_last_insert_rowid(w->db);
+	}
+	/* A full cache only costs a lookup next time. */
+	u64map_put(cache, cache_key(hash), id);
+	return id;
+}
+
+int64_t cw_writer_intern_stack(struct cw_writer *w, uint64_t hash, int depth, const char *frames)
+{
+	return intern(w, &w->stack_ids, ST_STACK_GET, ST_STACK_PUT, hash, depth, frames, NULL, 0, NULL);
+}
+
+int64_t cw_writer_intern_pystack(struct cw_writer *w, uint64_t hash, int depth, const char *frames_json,
+				 const char *user_file, int user_line, const char *user_function)
+{
+	return intern(w, &w->pystack_ids, ST_PYSTACK_GET, ST_PYSTACK_PUT, hash, depth, frames_json, user_file,
+		      user_line, user_function);
+}
+
+int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id)
+{
+	return u64map_get(&w->pystack_ids, cache_key(hash), id);
+}
+
+static struct counter *counter_slot(struct cw_writer *w, const char *name)
+{
+	int i;
+
+	for (i = 0; i < w->ncounters; i++)
+		if (!strcmp(w->counters[i].name, name))
+			return &w->counters[i];
+	if (w->ncounters >= MAX_COUNTERS)
+		return NULL;
+	w->counters[i].name = strdup(name);
+	if (!w->counters[i].name)
+		return NULL;
+	w->counters[i].value = 0;
+	w->ncounters++;
+	return &w->counters[i];
+}
+
+void cw_writer_counter_add(struct cw_writer *w, const char *name, uint64_t delta)
+{
+	struct counter *c = counter_slot(w, name);
+
+	if (c)
+		c->value += delta;
+}
+
+void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value)
+{
+	struct counter *c = counter_slot(w, name);
+
+	if (c)
+		c->value = value;
+}
+
+/* Merges one pending aggregate into its row (a second can span flushes). */
+static int write_agg(struct cw_writer *w, const struct agg *a)
+{
+	struct op_state *o = &w->ops[a->op_index];
+	sqlite3_stmt *g = w->st[ST_AGG_GET], *p = w->st[ST_AGG_PUT];
+	uint8_t buf[CW_HIST_ENCODED_MAX];
+	struct cw_hist h = a->h;
+	int rc, n;
+
+	sqlite3_bind_text(g, 1, w->node, -1, SQLITE_STATIC);
+	sqlite3_bind_text(g, 2, o->source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(g, 3, o->op, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(g, 4, a->second);
+	rc = sqlite3_step(g);
+	if (rc == SQLITE_ROW)
+		cw_hist_decode_merge(&h, sqlite3_column_blob(g, 3), (size_t)sqlite3_column_bytes(g, 3),
+				     (uint64_t)sqlite3_column_int64(g, 0), (uint64_t)sqlite3_column_int64(g, 1),
+				     (uint64_t)sqlite3_column_int64(g, 2));
+	sqlite3_reset(g);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return cw_sqlite_errno(rc);
+	n = cw_hist_encode(&h, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	sqlite3_bind_text(p, 1, w->node, -1, SQLITE_STATIC);
+	sqlite3_bind_text(p, 2, o->source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(p, 3, o->op, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(p, 4, a->second);
+	sqlite3_bind_int64(p, 5, (int64_t)h.count);
+	sqlite3_bind_int64(p, 6, (int64_t)h.sum_ns);
+	sqlite3_bind_int64(p, 7, (int64_t)h.max_ns);
+	sqlite3_bind_blob(p, 8, buf, n, SQLITE_TRANSIENT);
+	return step_reset(p);
+}
+
+static int write_pending(struct cw_writer *w)
+{
+	size_t i;
+	int err = 0, e;
+
+	for (i = 0; i < w->naggs; i++) {
+		e = write_agg(w, &w->aggs[i]);
+		if (e && !err)
+			err = e;
+	}
+	w->naggs = 0;
+	u64map_clear(&w->agg_index);
+	if (w->session_id) {
+		int c;
+
+		for (c = 0; c < w->ncounters; c++) {
+			sqlite3_stmt *s = w->st[ST_COUNTER];
+
+			sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(s, 2, w->session_id);
+			sqlite3_bind_text(s, 3, w->counters[c].name, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(s, 4, (int64_t)w->counters[c].value);
+			e = step_reset(s);
+			if (e && !err)
+				err = e;
+		}
+	}
+	return err;
+}
+
+int cw_writer_flush(struct cw_writer *w)
+{
+	int err, e;
+
+	err = begin_if_needed(w);
+	if (err)
+		return err;
+	err = write_pending(w);
+	e = commit(w);
+	if (!err)
+		err = e;
+	if (!err && w->size_cap > 0 && cw_store_used_bytes(w->store) > w->size_cap) {
+		int64_t pruned = 0;
+
+		err = cw_retention_enforce(w->store, w->size_cap, &pruned);
+		if (pruned > 0) {
+			w->stats.pruned_events += (uint64_t)pruned;
+			cw_writer_counter_set(w, "store.pruned_events", w->stats.pruned_events);
+		}
+	}
+	return err;
+}
+
+void cw_writer_get_stats(const struct cw_writer *w, struct cw_writer_stats *out)
+{
+	*out = w->stats;
+}
+
+int cw_writer_free(struct cw_writer *w)
+{
+	int i, err = 0;
+
+	if (!w)
+		return 0;
+	if (w->st[ST_EVENT])
+		err = cw_writer_flush(w);
+	for (i = 0; i < ST_MAX; i++)
+		sqlite3_finalize(w->st[i]);
+	for (i = 0; i < w->nops; i++) {
+		free(w->ops[i].source);
+		free(w->ops[i].op);
+	}
+	for (i = 0; i < w->ncounters; i++)
+		free(w->counters[i].name);
+	free(w->ops);
+	free(w->aggs);
+	u64map_free(&w->agg_index);
+	u64map_free(&w->stack_ids);
+	u64map_free(&w->pystack_ids);
+	free(w->node);
+	free(w);
+	return err;
+}
