@@ -1,0 +1,204 @@
+/* Pipeline: decode checks, per-thread pairing, nesting, loss counters. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bpf/events.h"
+#include "pipeline/pipeline.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+struct fixture {
+	char path[64];
+	struct cw_store *st;
+	struct cw_writer *w;
+	struct cw_pipeline *p;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct cw_writer_opts wo = { .node = "n1", .session_id = 1 };
+	struct cw_pipeline_opts po = { 0 };
+	char err[256];
+	int fd;
+
+	strcpy(f->path, "/tmp/cw-test-pipeline-XXXXXX");
+	fd = mkstemp(f->path);
+	close(fd);
+	unlink(f->path);
+	assert_int_equal(cw_store_open(&f->st, f->path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_writer_new(&f->w, f->st, &wo), 0);
+	po.writer = f->w;
+	po.mono_to_wall_ns = 1000;
+	assert_int_equal(cw_pipeline_new(&f->p, &po), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char wal[80];
+
+	cw_pipeline_free(f->p);
+	cw_writer_free(f->w);
+	cw_store_close(f->st);
+	unlink(f->path);
+	snprintf(wal, sizeof(wal), "%s-wal", f->path);
+	unlink(wal);
+	snprintf(wal, sizeof(wal), "%s-shm", f->path);
+	unlink(wal);
+	free(f);
+	return 0;
+}
+
+static void hdr(struct cw_hdr *h, unsigned type, size_t size, unsigned source, unsigned op, uint64_t ts,
+		uint32_t tid)
+{
+	memset(h, 0, sizeof(*h));
+	h->type = (uint16_t)type;
+	h->size = (uint16_t)size;
+	h->version = CW_EVENTS_VERSION;
+	h->source = (uint8_t)source;
+	h->op = (uint16_t)op;
+	h->ts_ns = ts;
+	h->pid = 100;
+	h->tid = tid;
+	strcpy(h->comm, "python");
+}
+
+static int entry(struct cw_pipeline *p, unsigned src, unsigned op, uint64_t ts, uint32_t tid, uint64_t a1)
+{
+	struct cw_call_entry e;
+
+	memset(&e, 0, sizeof(e));
+	hdr(&e.hdr, CW_REC_CALL_ENTRY, sizeof(e), src, op, ts, tid);
+	e.args[1] = a1;
+	e.device = 2;
+	return cw_pipeline_feed(p, &e, sizeof(e));
+}
+
+static int ret(struct cw_pipeline *p, unsigned src, unsigned op, uint64_t ts, uint32_t tid, int64_t rv)
+{
+	struct cw_call_return r;
+
+	memset(&r, 0, sizeof(r));
+	hdr(&r.hdr, CW_REC_CALL_RETURN, sizeof(r), src, op, ts, tid);
+	r.retval = rv;
+	return cw_pipeline_feed(p, &r, sizeof(r));
+}
+
+static int64_t scalar(struct fixture *f, const char *sql)
+{
+	sqlite3_stmt *s;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_prepare_v2(f->st->db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static void test_pairs_nested_calls(void **state)
+{
+	struct fixture *f = *state;
+	struct cw_pipeline_counters c;
+
+	/* cudaMalloc -> cuMemAlloc_v2 nested on one thread, another thread
+	 * interleaved. */
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaMalloc, 1000, 7, 4096), 0);
+	assert_int_equal(entry(f->p, CW_SRC_DRIVER, CW_OP_cuMemAlloc, 1100, 7, 4096), 0);
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaStreamSynchronize, 1150, 8, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_DRIVER, CW_OP_cuMemAlloc, 1900, 7, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaMalloc, 2000, 7, 2), 0);
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaStreamSynchronize, 5150, 8, 0), 0);
+	assert_int_equal(cw_pipeline_flush(f->p, 6000, 0), 0);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaMalloc'"), 1000);
+	assert_int_equal(scalar(f, "SELECT ret FROM events WHERE op='cudaMalloc'"), 2);
+	assert_int_equal(scalar(f, "SELECT bytes FROM events WHERE op='cudaMalloc'"), 4096);
+	assert_int_equal(scalar(f, "SELECT device FROM events WHERE op='cudaMalloc'"), 2);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cuMemAlloc'"), 800);
+	assert_int_equal(scalar(f, "SELECT tid FROM events WHERE op='cudaStreamSynchronize'"), 8);
+	assert_int_equal(scalar(f, "SELECT wall_ns FROM events WHERE op='cudaStreamSynchronize'"), 2150);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM aggregates"), 3);
+	assert_int_equal(scalar(f, "SELECT count(DISTINCT seq) FROM events"), 3);
+	cw_pipeline_get_counters(f->p, &c);
+	assert_int_equal(c.calls, 3);
+	assert_int_equal(c.unpaired_returns, 0);
+}
+
+static void test_counts_losses(void **state)
+{
+	struct fixture *f = *state;
+	struct cw_pipeline_counters c;
+	struct cw_call_entry e;
+	unsigned char junk[8] = { 0 };
+
+	/* A return without entry, a short record, a wrong version, a lost
+	 * inner return. */
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaFree, 10, 9, 0), 0);
+	assert_int_equal(cw_pipeline_feed(f->p, junk, sizeof(junk)), -EINVAL);
+	memset(&e, 0, sizeof(e));
+	hdr(&e.hdr, CW_REC_CALL_ENTRY, sizeof(e), CW_SRC_CUDA, CW_OP_cudaFree, 10, 9);
+	e.hdr.version = 99;
+	assert_int_equal(cw_pipeline_feed(f->p, &e, sizeof(e)), -EINVAL);
+	e.hdr.version = CW_EVENTS_VERSION;
+	assert_int_equal(cw_pipeline_feed(f->p, &e, sizeof(e) - 8), -EINVAL);
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaMemcpy, 100, 9, 0), 0);
+	assert_int_equal(entry(f->p, CW_SRC_DRIVER, CW_OP_cuMemcpyHtoD, 110, 9, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaMemcpy, 300, 9, 0), 0);
+	/* An entry still open when the thread died. */
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaDeviceSynchronize, 400, 10, 0), 0);
+	assert_int_equal(cw_pipeline_flush(f->p, 10000, 5000), 0);
+	cw_pipeline_get_counters(f->p, &c);
+	assert_int_equal(c.unpaired_returns, 1);
+	assert_int_equal(c.rejected_size, 2);
+	assert_int_equal(c.rejected_version, 1);
+	assert_int_equal(c.unfinished_entries, 2);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM events WHERE detail LIKE '%unfinished'"), 2);
+	assert_int_equal(scalar(f, "SELECT value FROM counters WHERE name='pipeline.unpaired_returns'"), 1);
+}
+
+static void test_offcpu_and_snapshot(void **state)
+{
+	struct fixture *f = *state;
+	struct cw_offcpu o;
+	struct cw_snapshot s;
+
+	memset(&o, 0, sizeof(o));
+	hdr(&o.hdr, CW_REC_OFFCPU, sizeof(o), CW_SRC_SCHED, CW_OP_offcpu, 500, 7);
+	o.end_ns = 900;
+	o.reason = CW_OFFCPU_PREEMPTED;
+	o.by_pid = 42;
+	strcpy(o.by_comm, "stress-ng");
+	assert_int_equal(cw_pipeline_feed(f->p, &o, sizeof(o)), 0);
+	memset(&s, 0, sizeof(s));
+	hdr(&s.hdr, CW_REC_SNAPSHOT, sizeof(s), CW_SRC_SYSTEM, CW_OP_snapshot, 1000, 0);
+	s.cpu_pct_x100 = 9850;
+	assert_int_equal(cw_pipeline_feed(f->p, &s, sizeof(s)), 0);
+	assert_int_equal(cw_pipeline_flush(f->p, 2000, 0), 0);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM offcpu WHERE by_comm='stress-ng' AND reason='preempted'"),
+			 400);
+	assert_int_equal(scalar(f, "SELECT cast(cpu_pct * 100 AS INTEGER) FROM snapshots"), 9850);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_pairs_nested_calls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_counts_losses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_offcpu_and_snapshot, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,172 @@
+/* Store: open modes and their errors, migrations, retention. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/retention.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+static char path[64];
+
+static int setup(void **state)
+{
+	int fd;
+
+	(void)state;
+	strcpy(path, "/tmp/cw-test-store-XXXXXX");
+	fd = mkstemp(path);
+	close(fd);
+	unlink(path);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char p[80];
+
+	(void)state;
+	unlink(path);
+	snprintf(p, sizeof(p), "%s-wal", path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", path);
+	unlink(p);
+	return 0;
+}
+
+static void test_missing_and_create(void **state)
+{
+	struct cw_store *st;
+	char err[256];
+	int v = -1;
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "does not exist"));
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	v = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	assert_int_equal(v, CW_SCHEMA_VERSION);
+	cw_store_close(st);
+	/* Reopening does not migrate again and read-only works. */
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), 0);
+	cw_store_close(st);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+	struct cw_store *st;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_exec(st->db, "PRAGMA user_version = 7"), 0);
+	cw_store_close(st);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READWRITE, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "schema version 7"));
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), -EPROTO);
+}
+
+static void test_corrupt_and_foreign(void **state)
+{
+	struct cw_store *st;
+	char err[256];
+	FILE *f;
+	sqlite3 *db;
+
+	(void)state;
+	f = fopen(path, "w");
+	fputs("this is not a database at all, just some text that is long enough............", f);
+	fclose(f);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), -ENOTSUP);
+	assert_non_null(strstr(err, "not a causeway database"));
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), -ENOTSUP);
+	unlink(path);
+	/* Another program's SQLite file is never migrated into ours. */
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE songs(x)", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), -ENOTSUP);
+}
+
+static void test_locked(void **state)
+{
+	struct cw_store *st, *st2;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_exec(st->db, "PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE"), 0);
+	assert_int_equal(cw_store_open(&st2, path, CW_STORE_READWRITE, err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "locked"));
+	cw_exec(st->db, "COMMIT");
+	cw_store_close(st);
+}
+
+static void test_retention_prunes_oldest_ordinary_first(void **state)
+{
+	struct cw_writer_opts wo = { .node = "n", .session_id = 0, .batch_rows = 1000 };
+	struct cw_event_row r;
+	struct cw_writer *w;
+	struct cw_store *st;
+	char err[256], detail[200];
+	int64_t pruned, used;
+	int i;
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_writer_new(&w, st, &wo), 0);
+	memset(&r, 0, sizeof(r));
+	r.source = "cuda";
+	r.op = "cudaMalloc";
+	r.has_ret = 1;
+	r.device = -1;
+	memset(detail, 'x', sizeof(detail) - 1);
+	detail[sizeof(detail) - 1] = '\0';
+	r.detail = detail;
+	for (i = 0; i < 20000; i++) {
+		r.mono_ns = r.wall_ns = (uint64_t)i * 1000;
+		/* Every 100th call is 100x slower: anomalous. */
+		r.duration_ns = i % 100 == 99 ? 100000 : 1000;
+		assert_int_equal(cw_writer_event(w, &r), 0);
+	}
+	assert_int_equal(cw_writer_flush(w), 0);
+	used = cw_store_used_bytes(st);
+	assert_true(used > 2 * 1024 * 1024);
+	assert_int_equal(cw_retention_enforce(st, used / 2, &pruned), 0);
+	assert_true(pruned > 5000);
+	assert_true(cw_store_used_bytes(st) <= used / 2);
+	/* Anomalous events outlive ordinary ones of the same age. */
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(st->db, "SELECT count(*) FROM events WHERE anomalous = 1", -1, &s, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_true(sqlite3_column_int(s, 0) >= 190);
+	sqlite3_finalize(s);
+	cw_writer_free(w);
+	cw_store_close(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_missing_and_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_and_foreign, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retention_prunes_oldest_ordinary_first, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
