@@ -1,0 +1,170 @@
+/* common.bpf.h: helpers shared by every causeway BPF program.
+ *
+ * The first part (indices of the shared counter maps) is plain C so the
+ * loader can include it too; the rest is BPF-only (clang -target bpf defines
+ * __bpf__).
+ *
+ * Maps declared here exist once per skeleton that includes this header; the
+ * loader creates them with the first skeleton and hands the same fds to the
+ * others with bpf_map__reuse_fd(), so there is one tracked-tgid set, one drop
+ * counter array and one stats array for the whole agent.
+ */
+#ifndef CW_COMMON_BPF_H
+#define CW_COMMON_BPF_H
+
+/* Index into cw_drops: one slot per ring or family whose ring reserve can
+ * fail. The CUDA side uses the CW_DROP_CUDA.. slots. */
+enum cw_drop_idx {
+	CW_DROP_SCHED = 0,
+	CW_DROP_IO = 1,
+	CW_DROP_NET = 2,
+	CW_DROP_MEM = 3,
+	CW_DROP_PROC = 4,    /* critical ring: lifecycle */
+	CW_DROP_OOM = 5,     /* critical ring: OOM */
+	CW_DROP_CUDA = 6,
+	CW_DROP_DRIVER = 7,
+	CW_DROP_NCCL = 8,
+	CW_DROP_PYSTACK = 9,
+	CW_DROP_USTACK = 10,
+	CW_DROP_KNAME = 11,
+	CW_DROP_MAX = 16
+};
+
+/* Index into cw_stats: events deliberately not emitted, or map pressure.
+ * These are not losses of recorded data but the user must see them. */
+enum cw_stat_idx {
+	CW_STAT_OFFCPU_FILTERED = 0, /* off-CPU intervals below cfg_min_offcpu_ns */
+	CW_STAT_OFFCPU_NOSTART = 1,  /* switch-in without a recorded switch-out */
+	CW_STAT_IO_CAPPED = 2,       /* block requests over the rate cap */
+	CW_STAT_IO_MAPFULL = 3,      /* in-flight request map full at issue */
+	CW_STAT_TRACK_FULL = 4,      /* tracked-tgid map full at fork */
+	CW_STAT_MEM_MAPFULL = 5,     /* page-alloc aggregation map full */
+	CW_STAT_NET_MAPFULL = 6,     /* socket volume aggregation map full */
+	CW_STAT_MAX = 16
+};
+
+#define CW_TRACKED_MAX 8192
+
+#if defined(__bpf__)
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "events.h"
+
+/* tgid -> 1 for every process whose threads produce records. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CW_TRACKED_MAX);
+	__type(key, __u32);
+	__type(value, __u8);
+} cw_tracked SEC(".maps");
+
+/* Per-CPU so the hot path never contends on a shared cache line. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CW_DROP_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} cw_drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CW_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} cw_stats SEC(".maps");
+
+/* A ring buffer map; the size is a default the loader overrides with
+ * bpf_map__set_max_entries() before load (power of two pages). */
+#define CW_DECLARE_RING(name, default_bytes)                                    \
+	struct {                                                                \
+		__uint(type, BPF_MAP_TYPE_RINGBUF);                             \
+		__uint(max_entries, default_bytes);                             \
+	} name SEC(".maps")
+
+static __always_inline void cw_count(void *map, __u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(map, &idx);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline void cw_drop(__u32 idx)
+{
+	cw_count(&cw_drops, idx);
+}
+
+static __always_inline void cw_stat(__u32 idx)
+{
+	cw_count(&cw_stats, idx);
+}
+
+/* Reserve a record on ring; a failure (ring full) is counted, never silent. */
+static __always_inline void *cw_reserve(void *ring, __u32 size, __u32 drop_idx)
+{
+	void *p = bpf_ringbuf_reserve(ring, size, 0);
+
+	if (!p)
+		cw_drop(drop_idx);
+	return p;
+}
+
+static __always_inline int cw_tgid_tracked(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&cw_tracked, &tgid) != NULL;
+}
+
+static __always_inline int cw_current_tracked(void)
+{
+	return cw_tgid_tracked(bpf_get_current_pid_tgid() >> 32);
+}
+
+/* cgroup v2 id of any task: the kernfs node id of its default-hierarchy
+ * cgroup, the same value bpf_get_current_cgroup_id() returns for current
+ * (kernel >= 5.5 made kernfs_node.id a u64). */
+static __always_inline __u64 cw_task_cgroup_id(struct task_struct *t)
+{
+	return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
+}
+
+/* Header of a record about the current task. */
+static __always_inline void cw_hdr_current(struct cw_hdr *h, __u16 type, __u16 size,
+					   __u8 source, __u16 op)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	h->type = type;
+	h->size = size;
+	h->version = CW_EVENTS_VERSION;
+	h->source = source;
+	h->op = op;
+	h->ts_ns = bpf_ktime_get_ns();
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+}
+
+/* Header of a record about task t (which need not be current, e.g. the
+ * thread switched out in sched_switch). Reads go through CORE reads so the
+ * same code serves tp_btf and raw_tp programs. */
+static __always_inline void cw_hdr_task(struct cw_hdr *h, __u16 type, __u16 size,
+					__u8 source, __u16 op, struct task_struct *t)
+{
+	h->type = type;
+	h->size = size;
+	h->version = CW_EVENTS_VERSION;
+	h->source = source;
+	h->op = op;
+	h->ts_ns = bpf_ktime_get_ns();
+	h->pid = BPF_CORE_READ(t, tgid);
+	h->tid = BPF_CORE_READ(t, pid);
+	h->cgroup_id = cw_task_cgroup_id(t);
+	bpf_probe_read_kernel_str(h->comm, sizeof(h->comm), &t->comm);
+}
+
+#endif /* __bpf__ */
+#endif
