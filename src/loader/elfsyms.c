@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memmem */
 #include "loader/elfsyms.h"
 
 #include <errno.h>
