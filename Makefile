@@ -119,3 +119,12 @@ clean:
 	rm -rf $(BUILD) build-asan
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# Benchmarks (bench/README.md): small programs linked against the product.
+BENCH_SRCS := $(sort $(wildcard bench/*_bench.c))
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+bench-bins: $(BENCH_BINS)
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libcauseway.a
+	@mkdir -p $(dir $@)
+	@echo '  BENCH $<'
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcauseway.a $(LDLIBS)
