@@ -53,7 +53,8 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@./$(BUILD)/causeway demo --db $(BUILD)/demo.db
 
-test: deps
+test:
+	@CW_TEST_DEPS=1 scripts/install-deps.sh
 	@$(MAKE) --no-print-directory all unit fixtures
 	@scripts/run-tests.sh $(BUILD)
 
