@@ -38,9 +38,23 @@ enum cw_decode_result cw_decode(const void *data, size_t size, const struct cw_h
 		return CW_DECODE_SHORT;
 	if (!cw_source_name(h->source) || (h->op && !cw_op_name(h->op)))
 		return CW_DECODE_TYPE;
-	if (h->type == CW_REC_CALL_ENTRY || h->type == CW_REC_CALL_RETURN) {
-		if (!h->op || (h->source != CW_SRC_CUDA && h->source != CW_SRC_DRIVER &&
-			       h->source != CW_SRC_GRAPH && h->source != CW_SRC_NCCL))
+	switch (h->type) {
+	case CW_REC_PYSTACK:
+	case CW_REC_USTACK:
+	case CW_REC_KERNEL_NAME:
+		/* Tied to an entry or a process, not stored under an op. */
+		break;
+	case CW_REC_CALL_ENTRY:
+	case CW_REC_CALL_RETURN:
+		/* Graph calls exist in the runtime and the driver, and a probe may
+		 * report them under either library's source. */
+		if (!h->op || (cw_op_source(h->op) != h->source &&
+			       !(cw_op_source(h->op) == CW_SRC_GRAPH &&
+				 (h->source == CW_SRC_CUDA || h->source == CW_SRC_DRIVER))))
+			return CW_DECODE_TYPE;
+		break;
+	default:
+		if (!h->op || cw_op_source(h->op) != h->source)
 			return CW_DECODE_TYPE;
 	}
 	*out = h;
