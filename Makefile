@@ -53,10 +53,13 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@./$(BUILD)/causeway demo --db $(BUILD)/demo.db
 
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
 test:
 	@CW_TEST_DEPS=1 scripts/install-deps.sh
 	@$(MAKE) --no-print-directory all unit fixtures
-	@scripts/run-tests.sh $(BUILD)
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit
+	@scripts/run-tests.sh $(BUILD) build-asan
 
 $(BUILD)/causeway: $(BUILD)/obj/main.o $(BUILD)/libcauseway.a
 	@echo '  LD    $@'
@@ -108,7 +111,7 @@ fixtures:
 	@$(MAKE) --no-print-directory -C tests/fixtures BUILD=$(abspath $(BUILD))/fixtures
 
 asan:
-	$(MAKE) BUILD=build-asan OPT=-O1 SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+	$(MAKE) BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit
 
 fuzz:
 	@scripts/build-fuzz.sh $(BUILD)

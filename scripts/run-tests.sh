@@ -1,9 +1,11 @@
 #!/bin/bash
-# run-tests.sh BUILD: runs the whole suite and ends with one summary line,
+# run-tests.sh BUILD [ASAN_BUILD]: runs the whole suite and ends with one summary line,
 # "N passed, N failed, N skipped".
 #   unit:        every cmocka binary in BUILD/tests
 #   golden:      tests/golden/test_*.sh
 #   integration: tests/integration/test_*.sh (real BPF as root, HTTPS, fleet)
+#   asan:        with ASAN_BUILD, its unit tests and the golden tests again
+#                against its ASan/UBSan binary
 #   fuzz:        a short smoke run of every fuzz target (scripts/build-fuzz.sh)
 # Scripts exit 0 (pass), 77 (skip, after printing why) or anything else (fail).
 # Each test's output goes to BUILD/test-logs/NAME.log and is shown on failure.
@@ -46,6 +48,17 @@ for kind in golden integration; do
 		[ -f "$t" ] && run_one "$kind/$(basename "$t" .sh)" bash "$t"
 	done
 done
+ASAN=${2:-}
+if [ -n "$ASAN" ] && [ -x "$ROOT/$ASAN/causeway" ]; then
+	ASAN=$(cd "$ROOT/$ASAN" && pwd)
+	for t in "$ASAN"/tests/test_*; do
+		case $t in *.d) continue ;; esac
+		[ -x "$t" ] && run_one "asan/unit/$(basename "$t")" "$t"
+	done
+	for t in "$ROOT"/tests/golden/test_*.sh; do
+		[ -f "$t" ] && CW_BIN="$ASAN/causeway" run_one "asan/golden/$(basename "$t" .sh)" bash "$t"
+	done
+fi
 if [ -x "$ROOT/scripts/build-fuzz.sh" ] && [ -z "${CW_NO_FUZZ:-}" ]; then
 	run_one "fuzz/smoke" "$ROOT/scripts/build-fuzz.sh" "$BUILD" --smoke
 fi
