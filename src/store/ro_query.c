@@ -1,0 +1,684 @@
+#include "store/ro_query.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "store/store.h"
+#include "util/timeutil.h"
+
+struct cw_ro_db {
+	struct cw_store *st;
+	char denied[128];   /* what the authorizer refused first, for the message */
+	char denial[128];   /* scratch for the current refusal */
+	uint64_t deadline_ns;
+	int timed_out;
+};
+
+/* PRAGMAs that only read, callable with a table/index name argument. */
+static const char *const pragma_with_arg[] = {
+	"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
+	"foreign_key_list", "table_list", NULL,
+};
+/* PRAGMAs that read when called without an argument and write with one. */
+static const char *const pragma_getter[] = {
+	"user_version", "schema_version", "application_id", "page_size", "page_count",
+	"freelist_count", "encoding", "data_version", "database_list", "collation_list",
+	"function_list", "pragma_list", "module_list", "compile_options", "journal_mode",
+	"query_only", NULL,
+};
+
+static int in_list(const char *const *list, const char *s)
+{
+	for (; s && *list; list++)
+		if (!strcasecmp(*list, s))
+			return 1;
+	return 0;
+}
+
+static const char *action_name(int action, const char *a3)
+{
+	switch (action) {
+	case SQLITE_INSERT: return "INSERT";
+	case SQLITE_UPDATE: return "UPDATE";
+	case SQLITE_DELETE: return "DELETE";
+	case SQLITE_ATTACH: return "ATTACH";
+	case SQLITE_DETACH: return "DETACH";
+	case SQLITE_ALTER_TABLE: return "ALTER TABLE";
+	case SQLITE_REINDEX: return "REINDEX";
+	case SQLITE_ANALYZE: return "ANALYZE";
+	case SQLITE_TRANSACTION: return a3 ? a3 : "a transaction";
+	case SQLITE_SAVEPOINT: return "SAVEPOINT";
+	case SQLITE_CREATE_INDEX:
+	case SQLITE_CREATE_TEMP_INDEX: return "CREATE INDEX";
+	case SQLITE_CREATE_TABLE:
+	case SQLITE_CREATE_TEMP_TABLE: return "CREATE TABLE";
+	case SQLITE_CREATE_TRIGGER:
+	case SQLITE_CREATE_TEMP_TRIGGER: return "CREATE TRIGGER";
+	case SQLITE_CREATE_VIEW:
+	case SQLITE_CREATE_TEMP_VIEW: return "CREATE VIEW";
+	case SQLITE_CREATE_VTABLE: return "CREATE VIRTUAL TABLE";
+	case SQLITE_DROP_INDEX:
+	case SQLITE_DROP_TEMP_INDEX: return "DROP INDEX";
+	case SQLITE_DROP_TABLE:
+	case SQLITE_DROP_TEMP_TABLE: return "DROP TABLE";
+	case SQLITE_DROP_TRIGGER:
+	case SQLITE_DROP_TEMP_TRIGGER: return "DROP TRIGGER";
+	case SQLITE_DROP_VIEW:
+	case SQLITE_DROP_TEMP_VIEW: return "DROP VIEW";
+	case SQLITE_DROP_VTABLE: return "DROP VIRTUAL TABLE";
+	default: return "this statement";
+	}
+}
+
+static int authorize_action(struct cw_ro_db *q, int action, const char *a3, const char *a4);
+
+static int authorize(void *arg, int action, const char *a3, const char *a4, const char *dbname,
+		     const char *trigger)
+{
+	struct cw_ro_db *q = arg;
+	int rc = authorize_action(q, action, a3, a4);
+
+	(void)dbname;
+	(void)trigger;
+	/* The first refusal names the statement (CREATE TABLE is refused
+	 * before the INSERT into sqlite_master it implies). */
+	if (rc == SQLITE_DENY && !q->denied[0])
+		snprintf(q->denied, sizeof(q->denied), "%s", q->denial);
+	return rc;
+}
+
+static int authorize_action(struct cw_ro_db *q, int action, const char *a3, const char *a4)
+{
+	switch (action) {
+	case SQLITE_SELECT:
+	case SQLITE_READ:
+	case SQLITE_RECURSIVE:
+		return SQLITE_OK;
+	case SQLITE_FUNCTION:
+		/* a4 is the function name. load_extension is also disabled on
+		 * the connection; refusing it here gives a clearer message. */
+		if (a4 && !strcasecmp(a4, "load_extension")) {
+			snprintf(q->denial, sizeof(q->denial), "load_extension()");
+			return SQLITE_DENY;
+		}
+		return SQLITE_OK;
+	case SQLITE_UPDATE:
+		/* SQLite 3.40 asks for UPDATE on the sqlite_master columns while
+		 * preparing a SELECT over a table-valued pragma
+		 * (pragma_table_info(...)). A real UPDATE of the schema table
+		 * still fails: sqlite3_stmt_readonly() is checked after prepare
+		 * and the connection is read-only with defensive mode on. */
+		if (a3 && (!strcmp(a3, "sqlite_master") || !strcmp(a3, "sqlite_schema")))
+			return SQLITE_OK;
+		snprintf(q->denial, sizeof(q->denial), "UPDATE");
+		return SQLITE_DENY;
+	case SQLITE_PRAGMA:
+		/* a3 is the pragma, a4 its argument or NULL. */
+		if (in_list(pragma_with_arg, a3) || (!a4 && in_list(pragma_getter, a3)))
+			return SQLITE_OK;
+		snprintf(q->denial, sizeof(q->denial), "PRAGMA %s%s", a3 ? a3 : "", a4 ? " with a value" : "");
+		return SQLITE_DENY;
+	default:
+		snprintf(q->denial, sizeof(q->denial), "%s", action_name(action, a3));
+		return SQLITE_DENY;
+	}
+}
+
+static int progress(void *arg)
+{
+	struct cw_ro_db *q = arg;
+
+	if (cw_monotonic_ns() < q->deadline_ns)
+		return 0;
+	q->timed_out = 1;
+	return 1;
+}
+
+int cw_ro_is_db_error(int rc)
+{
+	switch (rc) {
+	case -ENOENT:
+	case -ENOTSUP:
+	case -EBUSY:
+	case -EPROTO:
+	case -EACCES:
+	case -EISDIR:
+	case -EIO:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int cw_ro_open(struct cw_ro_db **out, const char *db_path, char *err, size_t errlen)
+{
+	struct cw_ro_db *q;
+	sqlite3 *db;
+	int rc;
+
+	*out = NULL;
+	q = calloc(1, sizeof(*q));
+	if (!q) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = cw_store_open(&q->st, db_path, CW_STORE_READONLY, err, errlen);
+	if (rc) {
+		free(q);
+		return rc;
+	}
+	db = q->st->db;
+	/* Belt and braces: the file is opened read-only and query_only is on,
+	 * but the authorizer is what turns a write into a clear refusal at
+	 * prepare time instead of a late "readonly database" error. */
+	sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+	sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA /* SQLite >= 3.31 */
+	sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+#endif
+	sqlite3_limit(db, SQLITE_LIMIT_LENGTH, CW_RO_MAX_VALUE_BYTES);
+	sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, 1 << 20);
+	sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+	sqlite3_set_authorizer(db, authorize, q);
+	sqlite3_progress_handler(db, 1000, progress, q);
+	*out = q;
+	return 0;
+}
+
+void cw_ro_close(struct cw_ro_db *q)
+{
+	if (!q)
+		return;
+	cw_store_close(q->st);
+	free(q);
+}
+
+/* Skips whitespace, semicolons and comments; returns where real text
+ * starts (or the end). */
+static const char *skip_noise(const char *p)
+{
+	for (;;) {
+		while (*p && (isspace((unsigned char)*p) || *p == ';'))
+			p++;
+		if (p[0] == '-' && p[1] == '-') {
+			p = strchr(p, '\n');
+			if (!p)
+				return "";
+		} else if (p[0] == '/' && p[1] == '*') {
+			p = strstr(p + 2, "*/");
+			if (!p)
+				return "";
+			p += 2;
+		} else {
+			return p;
+		}
+	}
+}
+
+/* SQLite names the missing object bare ("no such table: foo"); commands
+ * quote user data, so quote it. */
+static void sql_error(char *err, size_t errlen, const char *msg)
+{
+	static const char *const named[] = {
+		"no such table: ", "no such column: ", "no such function: ",
+		"ambiguous column name: ", "no such collation sequence: ", "no such module: ",
+		"no such index: ", "no such view: ", NULL,
+	};
+	const char *const *n;
+
+	for (n = named; *n; n++) {
+		size_t l = strlen(*n);
+
+		if (!strncmp(msg, *n, l)) {
+			snprintf(err, errlen, "sql error: %.*s\"%s\"", (int)l, msg, msg + l);
+			return;
+		}
+	}
+	snprintf(err, errlen, "sql error: %s", msg);
+}
+
+static void limit_text(uint64_t ns, char *buf, size_t len)
+{
+	if (ns % 1000000000ULL == 0)
+		snprintf(buf, len, "%llu s", (unsigned long long)(ns / 1000000000ULL));
+	else
+		snprintf(buf, len, "%llu ms", (unsigned long long)(ns / 1000000ULL));
+}
+
+/* The first word of the statement, for refusals caught after prepare. */
+static void first_word(const char *sql, char *buf, size_t len)
+{
+	const char *p = skip_noise(sql);
+	size_t i = 0;
+
+	while (p[i] && isalpha((unsigned char)p[i]) && i + 1 < len) {
+		buf[i] = (char)toupper((unsigned char)p[i]);
+		i++;
+	}
+	buf[i] = '\0';
+	if (!i)
+		snprintf(buf, len, "this statement");
+}
+
+static int bind_params(sqlite3_stmt *st, const struct cw_ro_value *params, int nparams,
+		       char *err, size_t errlen)
+{
+	int want = sqlite3_bind_parameter_count(st), i, rc = SQLITE_OK;
+
+	if (want != nparams) {
+		snprintf(err, errlen, "query has %d parameter%s but %d value%s given", want,
+			 want == 1 ? "" : "s", nparams, nparams == 1 ? " was" : "s were");
+		return -EINVAL;
+	}
+	for (i = 0; i < nparams && rc == SQLITE_OK; i++) {
+		const struct cw_ro_value *v = &params[i];
+
+		switch (v->type) {
+		case CW_RO_INT:
+			rc = sqlite3_bind_int64(st, i + 1, v->i);
+			break;
+		case CW_RO_REAL:
+			rc = sqlite3_bind_double(st, i + 1, v->d);
+			break;
+		case CW_RO_TEXT:
+			rc = sqlite3_bind_text(st, i + 1, v->p, (int)v->len, SQLITE_TRANSIENT);
+			break;
+		case CW_RO_BLOB:
+			rc = sqlite3_bind_blob(st, i + 1, v->p, (int)v->len, SQLITE_TRANSIENT);
+			break;
+		default:
+			rc = sqlite3_bind_null(st, i + 1);
+		}
+	}
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "cannot bind parameter %d: %s", i, sqlite3_errstr(rc));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int step_error(struct cw_ro_db *q, const struct cw_ro_query_limits *lim, const char *sql,
+		      int rc, char *err, size_t errlen)
+{
+	sqlite3 *db = q->st->db;
+	char buf[48];
+
+	switch (rc & 0xff) {
+	case SQLITE_INTERRUPT:
+		limit_text(lim->timeout_ns, buf, sizeof(buf));
+		snprintf(err, errlen, "query exceeded %s limit", buf);
+		return -ETIMEDOUT;
+	case SQLITE_READONLY:
+	case SQLITE_AUTH:
+		first_word(sql, buf, sizeof(buf));
+		snprintf(err, errlen, "query is read-only: %s not allowed", q->denied[0] ? q->denied : buf);
+		return -EPERM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		snprintf(err, errlen, "database \"%s\" is locked by another process; try again when it finishes",
+			 q->st->path);
+		return -EBUSY;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		snprintf(err, errlen, "database \"%s\" is corrupt: %s", q->st->path, sqlite3_errmsg(db));
+		return -ENOTSUP;
+	case SQLITE_NOMEM:
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	case SQLITE_IOERR:
+		snprintf(err, errlen, "database \"%s\": %s", q->st->path, sqlite3_errmsg(db));
+		return -EIO;
+	default:
+		/* SQLite's own refusal to touch its schema table is a write
+		 * refused like any other. */
+		if (strstr(sqlite3_errmsg(db), "may not be modified")) {
+			first_word(sql, buf, sizeof(buf));
+			snprintf(err, errlen, "query is read-only: %s not allowed", buf);
+			return -EPERM;
+		}
+		sql_error(err, errlen, sqlite3_errmsg(db));
+		return -EINVAL;
+	}
+}
+
+static void column_value(sqlite3_stmt *st, int i, struct cw_ro_value *v)
+{
+	memset(v, 0, sizeof(*v));
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_INTEGER:
+		v->type = CW_RO_INT;
+		v->i = sqlite3_column_int64(st, i);
+		break;
+	case SQLITE_FLOAT:
+		v->type = CW_RO_REAL;
+		v->d = sqlite3_column_double(st, i);
+		break;
+	case SQLITE_TEXT:
+		v->type = CW_RO_TEXT;
+		v->p = sqlite3_column_text(st, i);
+		v->len = (size_t)sqlite3_column_bytes(st, i);
+		break;
+	case SQLITE_BLOB:
+		v->type = CW_RO_BLOB;
+		v->p = sqlite3_column_blob(st, i);
+		v->len = (size_t)sqlite3_column_bytes(st, i);
+		break;
+	default:
+		v->type = CW_RO_NULL;
+	}
+}
+
+int cw_ro_exec(struct cw_ro_db *q, const char *sql, const struct cw_ro_value *params, int nparams,
+	       const struct cw_ro_query_limits *limits, cw_ro_row_fn fn, void *arg,
+	       struct cw_ro_query_info *info, char *err, size_t errlen)
+{
+	struct cw_ro_query_limits lim = { 0, 0 };
+	struct cw_ro_query_info inf = { 0, 0, 0, 0 };
+	struct cw_ro_value *vals = NULL;
+	const char **names = NULL;
+	sqlite3_stmt *st = NULL;
+	const char *tail = NULL;
+	uint64_t t0 = cw_monotonic_ns();
+	int rc, ret = 0, ncols, i;
+
+	if (limits)
+		lim = *limits;
+	if (!lim.timeout_ns)
+		lim.timeout_ns = CW_RO_DEFAULT_TIMEOUT_NS;
+	if (!lim.max_rows)
+		lim.max_rows = CW_RO_DEFAULT_MAX_ROWS;
+	inf.max_rows = lim.max_rows;
+	q->denied[0] = '\0';
+	q->timed_out = 0;
+	q->deadline_ns = t0 + lim.timeout_ns;
+	if (!sql || !*skip_noise(sql)) {
+		snprintf(err, errlen, "empty query");
+		ret = -EINVAL;
+		goto out;
+	}
+	rc = sqlite3_prepare_v2(q->st->db, sql, -1, &st, &tail);
+	if (rc != SQLITE_OK) {
+		ret = step_error(q, &lim, sql, rc, err, errlen);
+		goto out;
+	}
+	if (!st) {
+		snprintf(err, errlen, "empty query");
+		ret = -EINVAL;
+		goto out;
+	}
+	if (tail && *skip_noise(tail)) {
+		snprintf(err, errlen, "only one statement is allowed; found more after the first \";\"");
+		ret = -EINVAL;
+		goto out;
+	}
+	/* VACUUM and friends have no authorizer action; SQLite still knows
+	 * whether the statement would write. */
+	if (!sqlite3_stmt_readonly(st)) {
+		ret = step_error(q, &lim, sql, SQLITE_READONLY, err, errlen);
+		goto out;
+	}
+	ret = bind_params(st, params, nparams, err, errlen);
+	if (ret)
+		goto out;
+	ncols = sqlite3_column_count(st);
+	names = calloc((size_t)ncols + 1, sizeof(*names));
+	vals = calloc((size_t)ncols + 1, sizeof(*vals));
+	if (!names || !vals) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < ncols; i++) {
+		names[i] = sqlite3_column_name(st, i);
+		if (!names[i])
+			names[i] = "?";
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (lim.max_rows >= 0 && inf.rows >= lim.max_rows) {
+			inf.truncated = 1;
+			break;
+		}
+		for (i = 0; i < ncols; i++)
+			column_value(st, i, &vals[i]);
+		if (fn && (ret = fn(arg, ncols, names, vals)))
+			goto out;
+		inf.rows++;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		ret = step_error(q, &lim, sql, rc, err, errlen);
+out:
+	inf.elapsed_ns = cw_monotonic_ns() - t0;
+	if (info)
+		*info = inf;
+	free(names);
+	free(vals);
+	sqlite3_finalize(st);
+	return ret;
+}
+
+int cw_ro_query_run(const char *db_path, const char *sql, const struct cw_ro_value *params,
+		    int nparams, const struct cw_ro_query_limits *lim, cw_ro_row_fn fn, void *arg,
+		    struct cw_ro_query_info *info, char *err, size_t errlen)
+{
+	struct cw_ro_db *q;
+	int rc;
+
+	if (info)
+		memset(info, 0, sizeof(*info));
+	rc = cw_ro_open(&q, db_path, err, errlen);
+	if (rc)
+		return rc;
+	rc = cw_ro_exec(q, sql, params, nparams, lim, fn, arg, info, err, errlen);
+	cw_ro_close(q);
+	return rc;
+}
+
+/* Collected results: every TEXT/BLOB is copied; the whole result is capped
+ * so that an API caller cannot make causeway hold more than this. */
+#define COLLECT_MAX_BYTES ((size_t)256 << 20)
+
+struct collect_ctx {
+	struct cw_ro_result *r;
+	size_t alloc_rows;
+	size_t bytes;
+};
+
+static int collect_row(void *arg, int ncols, const char *const *names, const struct cw_ro_value *vals)
+{
+	struct collect_ctx *c = arg;
+	struct cw_ro_result *r = c->r;
+	struct cw_ro_value *row;
+	int i;
+
+	if (!r->names) {
+		r->names = calloc((size_t)ncols + 1, sizeof(*r->names));
+		if (!r->names)
+			return -ENOMEM;
+		r->ncols = ncols;
+		for (i = 0; i < ncols; i++)
+			if (!(r->names[i] = strdup(names[i])))
+				return -ENOMEM;
+	}
+	if ((size_t)r->nrows == c->alloc_rows) {
+		size_t n = c->alloc_rows ? c->alloc_rows * 2 : 256;
+		struct cw_ro_value *p = realloc(r->vals, n * (size_t)(ncols ? ncols : 1) * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		r->vals = p;
+		c->alloc_rows = n;
+	}
+	row = &r->vals[(size_t)r->nrows * (size_t)ncols];
+	for (i = 0; i < ncols; i++) {
+		row[i] = vals[i];
+		if (vals[i].type == CW_RO_TEXT || vals[i].type == CW_RO_BLOB) {
+			char *p;
+
+			c->bytes += vals[i].len + 1;
+			if (c->bytes > COLLECT_MAX_BYTES || !(p = malloc(vals[i].len + 1))) {
+				/* Keep the row consistent for free(): no pointer
+				 * into SQLite memory may remain. */
+				for (; i < ncols; i++)
+					row[i].type = CW_RO_NULL;
+				r->nrows++;
+				return c->bytes > COLLECT_MAX_BYTES ? -E2BIG : -ENOMEM;
+			}
+			memcpy(p, vals[i].p, vals[i].len);
+			p[vals[i].len] = '\0';
+			row[i].p = p;
+		}
+	}
+	r->nrows++;
+	return 0;
+}
+
+void cw_ro_result_free(struct cw_ro_result *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < (size_t)r->nrows * (size_t)r->ncols; i++)
+		if (r->vals[i].type == CW_RO_TEXT || r->vals[i].type == CW_RO_BLOB)
+			free((void *)r->vals[i].p);
+	for (i = 0; r->names && i < (size_t)r->ncols; i++)
+		free(r->names[i]);
+	free(r->names);
+	free(r->vals);
+	free(r);
+}
+
+static int collect_names(struct cw_ro_db *q, const char *sql, struct cw_ro_result *r)
+{
+	/* A result with no rows still has column names (the text table prints
+	 * its header); prepare again only to read them. */
+	sqlite3_stmt *st = NULL;
+	int i;
+
+	if (sqlite3_prepare_v2(q->st->db, sql, -1, &st, NULL) != SQLITE_OK || !st)
+		return 0;
+	r->ncols = sqlite3_column_count(st);
+	r->names = calloc((size_t)r->ncols + 1, sizeof(*r->names));
+	for (i = 0; r->names && i < r->ncols; i++)
+		r->names[i] = strdup(sqlite3_column_name(st, i) ? sqlite3_column_name(st, i) : "?");
+	sqlite3_finalize(st);
+	return r->names ? 0 : -ENOMEM;
+}
+
+int cw_ro_query_collect(const char *db_path, const char *sql, const struct cw_ro_value *params,
+			int nparams, const struct cw_ro_query_limits *lim,
+			struct cw_ro_result **out, char *err, size_t errlen)
+{
+	struct collect_ctx c = { NULL, 0, 0 };
+	struct cw_ro_db *q;
+	int rc;
+
+	*out = NULL;
+	c.r = calloc(1, sizeof(*c.r));
+	if (!c.r) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = cw_ro_open(&q, db_path, err, errlen);
+	if (rc) {
+		free(c.r);
+		return rc;
+	}
+	rc = cw_ro_exec(q, sql, params, nparams, lim, collect_row, &c, &c.r->info, err, errlen);
+	if (rc == -E2BIG)
+		snprintf(err, errlen, "result is larger than %zu MiB; select fewer columns or rows",
+			 COLLECT_MAX_BYTES >> 20);
+	else if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	if (!rc && !c.r->names)
+		rc = collect_names(q, sql, c.r);
+	cw_ro_close(q);
+	if (rc) {
+		cw_ro_result_free(c.r);
+		return rc;
+	}
+	*out = c.r;
+	return 0;
+}
+
+json_t *cw_ro_value_json(const struct cw_ro_value *v)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *b;
+	json_t *j;
+	char *s;
+	size_t i;
+
+	switch (v->type) {
+	case CW_RO_INT:
+		return json_integer(v->i);
+	case CW_RO_REAL:
+		return isfinite(v->d) ? json_real(v->d) : json_null();
+	case CW_RO_TEXT:
+		/* Invalid UTF-8 in a TEXT column would make jansson refuse the
+		 * string; fall back to null rather than dropping the row. */
+		j = json_stringn(v->p, v->len);
+		return j ? j : json_null();
+	case CW_RO_BLOB:
+		s = malloc(v->len * 2 + 1);
+		if (!s)
+			return NULL;
+		b = v->p;
+		for (i = 0; i < v->len; i++) {
+			s[2 * i] = hex[b[i] >> 4];
+			s[2 * i + 1] = hex[b[i] & 15];
+		}
+		s[2 * v->len] = '\0';
+		j = json_string(s);
+		free(s);
+		return j;
+	default:
+		return json_null();
+	}
+}
+
+json_t *cw_ro_row_json(int ncols, const char *const *names, const struct cw_ro_value *vals)
+{
+	json_t *o = json_object();
+	int i;
+
+	if (!o)
+		return NULL;
+	for (i = 0; i < ncols; i++) {
+		char key[256];
+		int k = 2;
+
+		snprintf(key, sizeof(key), "%s", names[i]);
+		while (json_object_get(o, key))
+			snprintf(key, sizeof(key), "%s_%d", names[i], k++);
+		if (json_object_set_new(o, key, cw_ro_value_json(&vals[i]))) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+json_t *cw_ro_result_json(const struct cw_ro_result *r)
+{
+	json_t *a = json_array();
+	int64_t i;
+
+	if (!a)
+		return NULL;
+	for (i = 0; i < r->nrows; i++) {
+		json_t *row = cw_ro_row_json(r->ncols, (const char *const *)r->names,
+					     &r->vals[(size_t)i * (size_t)r->ncols]);
+
+		if (!row || json_array_append_new(a, row)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
