@@ -39,8 +39,11 @@ CREATE TABLE events (
   py_stack_id  INTEGER,                   -- py_stacks.id
   anomalous    INTEGER NOT NULL DEFAULT 0 -- slower than 3x the op's running median
 );
--- explain fetches an op's slow calls straight from this index.
-CREATE INDEX events_op_duration ON events (op, duration_ns);
+-- explain fetches an op's slow calls straight from this index. It is
+-- partial: only anomalous events (slower than 3x the op's running median
+-- when written) are indexed, which keeps the insert path fast; queries must
+-- say `anomalous = 1` to use it.
+CREATE INDEX events_slow ON events (op, duration_ns) WHERE anomalous = 1;
 
 -- Native stacks, interned by hash of their frames.
 CREATE TABLE stacks (

@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,21 @@ static int configure(sqlite3 *db, enum cw_store_mode mode)
 	return err;
 }
 
+/* SQLite's memory statistics take a global mutex on every allocation; the
+ * writer allocates per row, and causeway never reads those statistics.
+ * Must run before SQLite initializes, hence once, before the first open. */
+static void configure_sqlite_once(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
+void cw_sqlite_global_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, configure_sqlite_once);
+}
+
 int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
 		  char *err, size_t errlen)
 {
@@ -133,6 +149,7 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 	sqlite3 *db = NULL;
 
 	*out = NULL;
+	cw_sqlite_global_init();
 	if (!path || !*path)
 		path = CW_DEFAULT_DB;
 	if (stat(path, &sb) == 0) {

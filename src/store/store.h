@@ -35,6 +35,10 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 		  char *err, size_t errlen);
 void cw_store_close(struct cw_store *st);
 
+/* Process-wide SQLite settings; cw_store_open calls it, other modules that
+ * open connections of their own call it first too. */
+void cw_sqlite_global_init(void);
+
 /* Translates a SQLite result code to -errno. */
 int cw_sqlite_errno(int rc);
 

@@ -17,8 +17,6 @@
 #define ANOMALY_MIN_SAMPLES 32
 #define MAX_COUNTERS 128
 #define MAX_OPS 512
-#define CW_COMM_COPY 16
-#define CW_DETAIL_COPY 256
 
 enum stmt_id {
 	ST_EVENT,
@@ -93,19 +91,13 @@ struct counter {
 	uint64_t value;
 };
 
-/* Events are inserted EVENTS_PER_INSERT at a time with one multi-row
- * statement: per-statement overhead (step, reset, VDBE setup) dominates a
- * single-row insert, and this more than doubles the ingest rate. Rows wait
- * here with copies of their strings until the group is full or a flush. */
-#define EVENTS_PER_INSERT 16
+/* An event with its row's strings resolved for binding. */
 #define EVENT_COLUMNS 23
 struct pending_event {
 	struct cw_event_row row;
 	int64_t seq;
 	int op_index;
 	int anomalous;
-	char comm[CW_COMM_COPY];
-	char detail[CW_DETAIL_COPY];
 };
 
 struct cw_writer {
@@ -116,9 +108,6 @@ struct cw_writer {
 	int batch_rows;
 	int64_t size_cap;
 	sqlite3_stmt *st[ST_MAX];
-	sqlite3_stmt *multi_event;
-	struct pending_event pending[EVENTS_PER_INSERT];
-	int npending;
 	int in_tx;
 	int rows_in_batch;
 	int64_t next_seq;
@@ -223,31 +212,6 @@ static int load_next_seq(struct cw_writer *w)
 	return rc == SQLITE_ROW ? 0 : cw_sqlite_errno(rc);
 }
 
-static int prepare_multi_event(struct cw_writer *w)
-{
-	const char *single = stmt_sql[ST_EVENT];
-	const char *values = strstr(single, " VALUES");
-	struct strbuf sb;
-	int i, c, rc;
-
-	strbuf_init(&sb, 0);
-	strbuf_add(&sb, single, (size_t)(values - single));
-	strbuf_adds(&sb, " VALUES ");
-	for (i = 0; i < EVENTS_PER_INSERT; i++) {
-		strbuf_adds(&sb, i ? ",(" : "(");
-		for (c = 0; c < EVENT_COLUMNS; c++)
-			strbuf_adds(&sb, c ? ",?" : "?");
-		strbuf_addch(&sb, ')');
-	}
-	if (sb.overflow) {
-		strbuf_release(&sb);
-		return -ENOMEM;
-	}
-	rc = sqlite3_prepare_v3(w->db, strbuf_str(&sb), -1, SQLITE_PREPARE_PERSISTENT, &w->multi_event, NULL);
-	strbuf_release(&sb);
-	return cw_sqlite_errno(rc);
-}
-
 int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct cw_writer_opts *o)
 {
 	struct cw_writer *w;
@@ -278,9 +242,6 @@ int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct c
 			goto fail;
 		}
 	}
-	err = prepare_multi_event(w);
-	if (err)
-		goto fail;
 	err = load_next_seq(w);
 	if (err)
 		goto fail;
@@ -397,9 +358,8 @@ static int is_anomalous(struct op_state *s, uint64_t dur)
 	return dur > ANOMALY_FACTOR * s->cached_p50;
 }
 
-/* Binds one pending event at parameter offset base (0 for the single-row
- * statement). Every parameter is bound, NULL included, so statements need
- * no clear_bindings between uses. */
+/* Binds one event. Every parameter is bound, NULL included, so the
+ * statement needs no clear_bindings between uses (measurably cheaper). */
 static void bind_event(struct cw_writer *w, sqlite3_stmt *s, int base, const struct pending_event *pe)
 {
 	const struct cw_event_row *r = &pe->row;
@@ -415,14 +375,14 @@ static void bind_event(struct cw_writer *w, sqlite3_stmt *s, int base, const str
 	sqlite3_bind_int64(s, P(6), r->pid);
 	sqlite3_bind_int64(s, P(7), r->tid);
 	sqlite3_bind_int64(s, P(8), (int64_t)r->cgroup_id);
-	bind_text_or_null(s, P(9), r->comm ? pe->comm : NULL);
+	bind_text_or_null(s, P(9), r->comm);
 	sqlite3_bind_text(s, P(10), w->ops[pe->op_index].source, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, P(11), w->ops[pe->op_index].op, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, P(12), (int64_t)r->duration_ns);
 	for (i = 0; i < 4; i++)
 		INT_OR_NULL(13 + i, i < r->nargs, r->args[i]);
 	INT_OR_NULL(17, r->has_bytes, r->bytes);
-	bind_text_or_null(s, P(18), r->detail ? pe->detail : NULL);
+	bind_text_or_null(s, P(18), r->detail);
 	INT_OR_NULL(19, r->has_ret, r->ret);
 	INT_OR_NULL(20, r->device >= 0, r->device);
 	INT_OR_NULL(21, r->stack_id > 0, r->stack_id);
@@ -432,47 +392,11 @@ static void bind_event(struct cw_writer *w, sqlite3_stmt *s, int base, const str
 #undef P
 }
 
-static int write_pending_events(struct cw_writer *w)
-{
-	sqlite3_stmt *s;
-	int i, rc, err = 0;
-
-	if (!w->npending)
-		return 0;
-	if (w->npending == EVENTS_PER_INSERT) {
-		s = w->multi_event;
-		for (i = 0; i < EVENTS_PER_INSERT; i++)
-			bind_event(w, s, i * EVENT_COLUMNS, &w->pending[i]);
-		rc = sqlite3_step(s);
-		sqlite3_reset(s);
-		err = rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
-		if (!err)
-			w->stats.events += EVENTS_PER_INSERT;
-		else
-			w->stats.failed_rows += EVENTS_PER_INSERT;
-	} else {
-		s = w->st[ST_EVENT];
-		for (i = 0; i < w->npending; i++) {
-			bind_event(w, s, 0, &w->pending[i]);
-			rc = sqlite3_step(s);
-			sqlite3_reset(s);
-			if (rc == SQLITE_DONE) {
-				w->stats.events++;
-			} else {
-				w->stats.failed_rows++;
-				if (!err)
-					err = cw_sqlite_errno(rc);
-			}
-		}
-	}
-	w->npending = 0;
-	return err;
-}
-
 int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 {
-	struct pending_event *pe;
-	int err, opi, anomalous = 0;
+	sqlite3_stmt *s = w->st[ST_EVENT];
+	struct pending_event pe;
+	int err, rc, opi, anomalous = 0;
 
 	err = begin_if_needed(w);
 	if (err)
@@ -486,24 +410,19 @@ int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 	err = agg_add(w, opi, (int64_t)(r->wall_ns / 1000000000ULL), r->duration_ns);
 	if (err)
 		return row_done(w, err);
-	pe = &w->pending[w->npending++];
-	pe->row = *r;
-	pe->seq = w->next_seq++;
-	pe->op_index = opi;
-	pe->anomalous = anomalous;
-	if (r->comm)
-		snprintf(pe->comm, sizeof(pe->comm), "%s", r->comm);
-	if (r->detail)
-		snprintf(pe->detail, sizeof(pe->detail), "%s", r->detail);
-	err = 0;
-	if (w->npending == EVENTS_PER_INSERT)
-		err = write_pending_events(w);
-	/* Failures were counted per row by write_pending_events. */
-	if (err)
-		return err;
-	if (++w->rows_in_batch >= w->batch_rows)
-		return cw_writer_flush(w);
-	return 0;
+	pe.row = *r;
+	pe.seq = w->next_seq;
+	pe.op_index = opi;
+	pe.anomalous = anomalous;
+	bind_event(w, s, 0, &pe);
+	rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	err = rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+	if (!err) {
+		w->next_seq++;
+		w->stats.events++;
+	}
+	return row_done(w, err);
 }
 
 int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
@@ -807,10 +726,7 @@ int cw_writer_flush(struct cw_writer *w)
 	err = begin_if_needed(w);
 	if (err)
 		return err;
-	err = write_pending_events(w);
-	e = write_pending(w);
-	if (!err)
-		err = e;
+	err = write_pending(w);
 	e = commit(w);
 	if (!err)
 		err = e;
@@ -841,7 +757,6 @@ int cw_writer_free(struct cw_writer *w)
 		err = cw_writer_flush(w);
 	for (i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(w->st[i]);
-	sqlite3_finalize(w->multi_event);
 	for (i = 0; i < w->nops; i++) {
 		free(w->ops[i].source);
 		free(w->ops[i].op);
