@@ -85,8 +85,6 @@ static int authorize(void *arg, int action, const char *a3, const char *a4, cons
 
 	(void)dbname;
 	(void)trigger;
-	/* The first refusal names the statement (CREATE TABLE is refused
-	 * before the INSERT into sqlite_master it implies). */
 	if (rc == SQLITE_DENY && !q->denied[0])
 		snprintf(q->denied, sizeof(q->denied), "%s", q->denial);
 	return rc;
@@ -107,15 +105,21 @@ static int authorize_action(struct cw_ro_db *q, int action, const char *a3, cons
 			return SQLITE_DENY;
 		}
 		return SQLITE_OK;
+	case SQLITE_INSERT:
 	case SQLITE_UPDATE:
-		/* SQLite 3.40 asks for UPDATE on the sqlite_master columns while
-		 * preparing a SELECT over a table-valued pragma
-		 * (pragma_table_info(...)). A real UPDATE of the schema table
-		 * still fails: sqlite3_stmt_readonly() is checked after prepare
-		 * and the connection is read-only with defensive mode on. */
-		if (a3 && (!strcmp(a3, "sqlite_master") || !strcmp(a3, "sqlite_schema")))
+	case SQLITE_DELETE:
+		/* Writes to the schema table are asked for on behalf of other
+		 * statements: DDL asks for INSERT/DELETE on sqlite_master before
+		 * its own CREATE/DROP action (refused next, with its name), and
+		 * SQLite 3.40 asks for UPDATE on it while preparing a SELECT over
+		 * a table-valued pragma (pragma_table_info(...)). A statement
+		 * that really writes it is still refused: SQLite rejects it
+		 * ("may not be modified"), sqlite3_stmt_readonly() is checked
+		 * after prepare, and the connection is read-only. */
+		if (a3 && (!strcmp(a3, "sqlite_master") || !strcmp(a3, "sqlite_temp_master") ||
+			   !strcmp(a3, "sqlite_schema") || !strcmp(a3, "sqlite_temp_schema")))
 			return SQLITE_OK;
-		snprintf(q->denial, sizeof(q->denial), "UPDATE");
+		snprintf(q->denial, sizeof(q->denial), "%s", action_name(action, a3));
 		return SQLITE_DENY;
 	case SQLITE_PRAGMA:
 		/* a3 is the pragma, a4 its argument or NULL. */
@@ -265,6 +269,21 @@ static void first_word(const char *sql, char *buf, size_t len)
 		snprintf(buf, len, "this statement");
 }
 
+/* What the refusal names: the authorizer's action when it describes the
+ * statement (CREATE INDEX, PRAGMA x, or the INSERT inside a WITH), else
+ * the statement's first word (ANALYZE asks to CREATE TABLE sqlite_stat1
+ * first, which would be a confusing name). */
+static const char *refused_name(const char *denied, const char *word)
+{
+	if (!denied[0])
+		return word;
+	if (!strcmp(word, "WITH") || !strcmp(word, "SELECT") || !strcmp(word, "VALUES") ||
+	    !strcmp(word, "EXPLAIN") || !strncmp(denied, word, strlen(word)) ||
+	    !strncmp(denied, "load_extension", 14))
+		return denied;
+	return word;
+}
+
 static int bind_params(sqlite3_stmt *st, const struct cw_ro_value *params, int nparams,
 		       char *err, size_t errlen)
 {
@@ -316,7 +335,7 @@ static int step_error(struct cw_ro_db *q, const struct cw_ro_query_limits *lim, 
 	case SQLITE_READONLY:
 	case SQLITE_AUTH:
 		first_word(sql, buf, sizeof(buf));
-		snprintf(err, errlen, "query is read-only: %s not allowed", q->denied[0] ? q->denied : buf);
+		snprintf(err, errlen, "query is read-only: %s not allowed", refused_name(q->denied, buf));
 		return -EPERM;
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
@@ -334,11 +353,12 @@ static int step_error(struct cw_ro_db *q, const struct cw_ro_query_limits *lim, 
 		snprintf(err, errlen, "database \"%s\": %s", q->st->path, sqlite3_errmsg(db));
 		return -EIO;
 	default:
-		/* SQLite's own refusal to touch its schema table is a write
-		 * refused like any other. */
-		if (strstr(sqlite3_errmsg(db), "may not be modified")) {
+		/* A refused function comes back as a plain error; SQLite's own
+		 * refusal to touch its schema table is a write refused like any
+		 * other. */
+		if (q->denied[0] || strstr(sqlite3_errmsg(db), "may not be modified")) {
 			first_word(sql, buf, sizeof(buf));
-			snprintf(err, errlen, "query is read-only: %s not allowed", buf);
+			snprintf(err, errlen, "query is read-only: %s not allowed", refused_name(q->denied, buf));
 			return -EPERM;
 		}
 		sql_error(err, errlen, sqlite3_errmsg(db));
