@@ -128,6 +128,9 @@ const char *cw_layer_name(enum cw_layer l);
  * (out filled, possibly with zero chains) or -errno. Never writes. */
 int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_explain_result *out);
 void cw_explain_result_free(struct cw_explain_result *r);
+/* End of the newest second with data (wall ns; 0 for an empty store), the
+ * anchor of --since so that old files can be explained. */
+int cw_explain_newest_wall(sqlite3 *db, uint64_t *out);
 
 /* Human-readable report. */
 int cw_explain_print_text(FILE *f, const struct cw_explain_result *r, int color);

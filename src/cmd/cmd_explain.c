@@ -1,10 +1,195 @@
+/* causeway explain: causal chains for the slow calls in a store. The
+ * engine is src/analysis/explain.c; this file is flags, errors and output. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/explain.h"
 #include "cmd/cmd.h"
+#include "store/store.h"
 #include "util/log.h"
+#include "util/timeutil.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: causeway explain [--db PATH] [--since DURATION | --from TIME --to TIME]\n"
+	      "                        [--pid PID] [--per-process] [--json] [--no-store]\n"
+	      "\n"
+	      "Finds the ops with a latency tail, measures for each slow call what its\n"
+	      "thread was doing (preempted, blocked on I/O, under memory pressure, ...)\n"
+	      "and prints one causal chain per cause, most severe first. Chains are\n"
+	      "appended to the store's history unless --no-store is given.\n"
+	      "\n"
+	      "  --db PATH         database (default causeway.db)\n"
+	      "  --since DURATION  the last DURATION before the newest data (5m, 1h, 30s)\n"
+	      "  --from TIME       window start: RFC 3339 or Unix seconds\n"
+	      "  --to TIME         window end: RFC 3339 or Unix seconds\n"
+	      "  --pid PID         only slow calls of this process\n"
+	      "  --per-process     one chain per process instead of per op\n"
+	      "  --json            one JSON object (see docs/explain.md)\n"
+	      "  --no-store        do not append the chains to the chains table\n"
+	      "  --help            this text\n"
+	      "\n"
+	      "CW_FAKE_NOW_NS sets the creation time recorded with stored chains.\n",
+	      f);
+}
+
+static int parse_pid(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > 4194304)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
 
 int cmd_explain(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	cw_err("explain: not built yet");
-	return CW_EXIT_FAIL;
+	enum { OPT_NO_STORE = 256, OPT_PER_PROCESS, OPT_FROM, OPT_TO };
+	static const struct option longopts[] = {
+		{"db", required_argument, NULL, 'd'},    {"since", required_argument, NULL, 's'},
+		{"from", required_argument, NULL, OPT_FROM}, {"to", required_argument, NULL, OPT_TO},
+		{"pid", required_argument, NULL, 'p'},   {"per-process", no_argument, NULL, OPT_PER_PROCESS},
+		{"json", no_argument, NULL, 'j'},        {"no-store", no_argument, NULL, OPT_NO_STORE},
+		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+	};
+	const char *db_path = CW_DEFAULT_DB, *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL;
+	struct cw_explain_opts o = {.store_chains = 1};
+	struct cw_explain_result r;
+	struct cw_store *st = NULL;
+	uint64_t since_ns = 0;
+	char err[512];
+	int json = 0, c, ret, rc = CW_EXIT_OK;
+
+	/* --json must be known before the first error is reported. */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			db_path = optarg;
+			break;
+		case 's':
+			since = optarg;
+			break;
+		case OPT_FROM:
+			from = optarg;
+			break;
+		case OPT_TO:
+			to = optarg;
+			break;
+		case 'p':
+			pid_s = optarg;
+			break;
+		case OPT_PER_PROCESS:
+			o.per_process = 1;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case OPT_NO_STORE:
+			o.store_chains = 0;
+			break;
+		case 'h':
+			usage(stdout);
+			return CW_EXIT_OK;
+		case ':':
+			cw_report_error(json, "explain: option \"%s\" needs a value", argv[optind - 1]);
+			return CW_EXIT_USAGE;
+		default:
+			cw_report_error(json, "explain: unknown option \"%s\"", argv[optind - 1]);
+			return CW_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cw_report_error(json, "explain: unexpected argument \"%s\"", argv[optind]);
+		return CW_EXIT_USAGE;
+	}
+	if (since && (from || to)) {
+		cw_report_error(json, "explain: --since cannot be combined with --from or --to");
+		return CW_EXIT_USAGE;
+	}
+	if (since && (cw_parse_duration(since, &since_ns) < 0 || since_ns == 0)) {
+		cw_report_error(json, "explain: invalid duration \"%s\" (e.g. 30s, 5m, 2h)", since);
+		return CW_EXIT_USAGE;
+	}
+	if (from && cw_parse_time(from, &o.from_wall_ns) < 0) {
+		cw_report_error(json, "explain: invalid time \"%s\" (RFC 3339 or Unix seconds)", from);
+		return CW_EXIT_USAGE;
+	}
+	if (to && cw_parse_time(to, &o.to_wall_ns) < 0) {
+		cw_report_error(json, "explain: invalid time \"%s\" (RFC 3339 or Unix seconds)", to);
+		return CW_EXIT_USAGE;
+	}
+	if (from && to && o.to_wall_ns <= o.from_wall_ns) {
+		cw_report_error(json, "explain: --to \"%s\" is not after --from \"%s\"", to, from);
+		return CW_EXIT_USAGE;
+	}
+	if (pid_s && parse_pid(pid_s, &o.pid) < 0) {
+		cw_report_error(json, "explain: invalid pid \"%s\"", pid_s);
+		return CW_EXIT_USAGE;
+	}
+	o.node_filter = cw_global_node;
+
+	/* Read-write so chains can be appended; read-only with --no-store so
+	 * a read-only file can still be explained. */
+	ret = cw_store_open(&st, db_path, o.store_chains ? CW_STORE_READWRITE : CW_STORE_READONLY, err,
+			    sizeof(err));
+	if (ret < 0) {
+		cw_report_error(json, "%s", err);
+		return CW_EXIT_DB;
+	}
+	if (since) {
+		uint64_t newest;
+		if ((ret = cw_explain_newest_wall(st->db, &newest)) < 0)
+			goto db_fail;
+		o.to_wall_ns = newest;
+		o.from_wall_ns = newest > since_ns ? newest - since_ns : 1;
+	}
+	ret = cw_explain_run(st->db, &o, &r);
+	if (ret < 0)
+		goto db_fail;
+	if (json) {
+		json_t *j = cw_explain_to_json(&r);
+		char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+		json_decref(j);
+		if (!s) {
+			cw_explain_result_free(&r);
+			cw_store_close(st);
+			cw_report_error(json, "explain: out of memory");
+			return CW_EXIT_FAIL;
+		}
+		puts(s);
+		free(s);
+	} else {
+		cw_explain_print_text(stdout, &r, isatty(STDOUT_FILENO));
+	}
+	if (o.store_chains) {
+		const char *fake = getenv("CW_FAKE_NOW_NS");
+		uint64_t now = fake && *fake ? strtoull(fake, NULL, 10) : cw_realtime_ns();
+		ret = cw_explain_store_chains(st->db, &r, now);
+		if (ret < 0) {
+			cw_err("explain: could not store chains in \"%s\": %s", db_path, strerror(-ret));
+			rc = CW_EXIT_DB;
+		}
+	}
+	cw_explain_result_free(&r);
+	cw_store_close(st);
+	fflush(stdout);
+	return rc;
+db_fail:
+	cw_report_error(json, "explain: cannot read \"%s\": %s", db_path, strerror(-ret));
+	cw_store_close(st);
+	return CW_EXIT_DB;
 }

@@ -1,0 +1,149 @@
+/* Internals shared by the causal engine (explain.c), the per-call probe
+ * (probe.c) and the detection rules (rules/<rule>.c). Not a public API. */
+#ifndef CW_ANALYSIS_ENGINE_H
+#define CW_ANALYSIS_ENGINE_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/explain.h"
+#include "analysis/stats.h"
+
+/* An op has a latency tail when it has at least this many calls and
+ * p99 >= CW_TAIL_RATIO x p50. */
+#define CW_TAIL_MIN_COUNT 10
+#define CW_TAIL_RATIO 3.0
+/* A call is slow when duration >= CW_SLOW_FACTOR x p50 (and > p50 by at
+ * least one histogram bucket); at most CW_SLOW_MAX of the slowest are read. */
+#define CW_SLOW_FACTOR 3.0
+#define CW_SLOW_MAX 4096
+/* A per-call cause must explain at least this share of slow time to name
+ * a chain. */
+#define CW_MIN_EXPLAINED 0.25
+
+/* One slow call and what its thread was doing meanwhile. */
+struct cw_slowcall {
+	uint64_t mono_ns, dur_ns, wall_ns;
+	int64_t pid, tid;
+	char comm[32];
+	int device;          /* -1 unknown */
+	int64_t py_stack_id; /* 0 none */
+	uint64_t preempted_ns; /* off-CPU while runnable */
+	uint64_t blocked_ns;   /* off-CPU while sleeping */
+	uint64_t blocked_io_ns;  /* blocked while block I/O was in flight */
+	uint64_t blocked_mem_ns; /* blocked under memory pressure */
+	uint64_t io_same_pid_ns; /* call time with this pid's own I/O in flight */
+	uint64_t foreign_gpu_ns; /* on-CPU time with another pid active on the device */
+	int early;               /* among the op's first calls (cold start) */
+};
+
+struct cw_culprit_acc {
+	char comm[32];
+	int64_t pid;
+	uint64_t cgroup_id;
+	int cpu;
+	uint64_t ns;
+};
+
+/* A memory-pressure second: [start, end) in mono ns and what marked it. */
+struct cw_pressure {
+	uint64_t start, end, wall;
+	double mem_pct;
+	int64_t swap_growth, page_alloc_per_s;
+};
+
+struct cw_snap {
+	uint64_t mono_ns, wall_ns;
+	double cpu_pct, mem_pct, load1, io_busy_pct;
+	int64_t swap_used, page_alloc_per_s, io_bytes_per_s;
+	int ncpu;
+};
+
+/* Window-wide context for one node. */
+struct cw_sysctx {
+	char node[64];
+	struct cw_snap *snaps;
+	size_t nsnaps;
+	struct cw_interval *pressure; /* merged */
+	size_t npressure;
+	struct cw_interval *io;       /* block I/O in flight, merged */
+	size_t nio;
+	struct cw_interval *io_raw;   /* per request, with pid in io_pid */
+	int64_t *io_pid;
+	size_t nio_raw;
+	uint64_t io_requests;
+	int64_t mono_to_wall; /* wall = mono + this, from the node's session */
+};
+
+/* Everything a rule sees about one op (optionally one pid). */
+struct cw_rule_ctx {
+	sqlite3 *db;
+	const struct cw_explain_opts *opts;
+	const struct cw_opstat *st;
+	const struct cw_sysctx *sys;
+	uint64_t window_from_ns, window_to_ns; /* wall */
+	uint64_t threshold_ns;
+	struct cw_slowcall *calls;
+	size_t ncalls;
+	uint64_t slow_time_ns;
+	struct cw_culprit_acc *culprits; /* sorted by ns, descending */
+	size_t nculprits;
+	int offcpu_seen; /* any off-CPU interval of these threads in the window */
+	uint64_t preempted_ns, blocked_ns, blocked_io_ns, blocked_mem_ns, foreign_gpu_ns,
+		io_same_pid_ns;
+};
+
+/* probe.c */
+int cw_sysctx_load(sqlite3 *db, const char *node, uint64_t from_wall, uint64_t to_wall,
+		   struct cw_sysctx *sys);
+void cw_sysctx_free(struct cw_sysctx *sys);
+/* Reads the slow calls of ctx->st (pid 0 = all) and measures each one;
+ * fills ctx->calls, culprits and totals. Returns the slow-call count or -errno. */
+int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid);
+void cw_probe_free(struct cw_rule_ctx *ctx);
+/* The snapshot nearest to mono (NULL when none). */
+const struct cw_snap *cw_sysctx_snap_at(const struct cw_sysctx *sys, uint64_t mono);
+
+/* Op families. */
+int cw_op_is_sync(const char *op);
+int cw_op_is_memcpy(const char *op);
+int cw_op_is_alloc(const char *op);
+int cw_op_is_launch(const char *op);
+
+/* Chain helpers used by rules (explain_chain.c). */
+void cw_chain_add_fix(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cw_chain_add_timeline(struct cw_chain *c, enum cw_layer layer, uint64_t t_ns, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void cw_chain_add_evidence(struct cw_chain *c, const char *key, double v, int is_int);
+enum cw_layer cw_layer_of_source(const char *source);
+/* "cudaStreamSynchronize p99 142.0ms (8.5x p50)" */
+void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len);
+/* Fills pid, tid, comm, rank and python of c from the op's slowest calls
+ * (through the op index, at most 256 rows). explain.c. */
+int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_t from_wall,
+		      uint64_t to_wall, int64_t pid);
+/* Wall ns of a mono timestamp on the node. */
+uint64_t cw_sys_wall(const struct cw_sysctx *sys, uint64_t mono);
+
+/* Per-op rules: each fills c->kind, explained_share, summary, fix,
+ * timeline and evidence and returns 1 when it applies, 0 when not, -errno. */
+int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_io_contention(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_memory_pressure(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_cold_start(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_periodic_allocator(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_throughput_drop(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+
+/* Node-wide rules: look at every op of one node. Each returns 1 when it
+ * filled c. */
+int cw_rule_memcpy_bound(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+			 const struct cw_opstat *ops, size_t nops, uint64_t from_wall,
+			 uint64_t to_wall, struct cw_chain *c);
+int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
+				  const struct cw_sysctx *sys, const struct cw_opstat *ops,
+				  size_t nops, uint64_t from_wall, uint64_t to_wall,
+				  struct cw_chain *c);
+
+#endif

@@ -1,0 +1,520 @@
+/* The causal engine: picks the ops with a latency tail from the per-second
+ * aggregates, probes their slow calls (probe.c), lets every rule measure
+ * how much of the slow time its cause explains, and keeps the dominant
+ * cause as the op's chain. Node-wide rules (memcpy_bound,
+ * dataloader_starvation) run once per node. See docs/rules.md. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/engine.h"
+#include "store/store.h"
+#include "util/timeutil.h"
+
+/* A python location is named when one user frame issued at least this
+ * share of the slow calls that carry a python stack. */
+#define CW_PY_MIN_SHARE 0.5
+
+typedef int (*cw_op_rule_fn)(const struct cw_rule_ctx *, struct cw_chain *);
+static const cw_op_rule_fn op_rules[] = {
+	cw_rule_cpu_preemption, cw_rule_io_contention,      cw_rule_memory_pressure,
+	cw_rule_cold_start,     cw_rule_periodic_allocator, cw_rule_gpu_time_slicing,
+};
+
+struct chains {
+	struct cw_chain *v;
+	int n, cap;
+};
+
+static struct cw_chain *chains_push(struct chains *cs)
+{
+	if (cs->n == cs->cap) {
+		int nc = cs->cap ? cs->cap * 2 : 8;
+		struct cw_chain *nv = realloc(cs->v, (size_t)nc * sizeof(*nv));
+		if (!nv)
+			return NULL;
+		cs->v = nv;
+		cs->cap = nc;
+	}
+	return &cs->v[cs->n++];
+}
+
+static int warn(struct cw_explain_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int warn(struct cw_explain_result *r, const char *fmt, ...)
+{
+	char buf[512], **nv;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	nv = realloc(r->warnings, (size_t)(r->nwarnings + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	r->warnings = nv;
+	if (!(nv[r->nwarnings] = strdup(buf)))
+		return -ENOMEM;
+	r->nwarnings++;
+	return 0;
+}
+
+static int load_rank(sqlite3 *db, const char *node, int64_t pid, int *rank)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, "SELECT rank FROM processes WHERE node = ?1 AND pid = ?2", -1, &st, NULL);
+
+	*rank = -1;
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, pid);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		*rank = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+static int load_python(sqlite3 *db, struct cw_chain *c, int64_t stack_id)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_int64(st, 1, stack_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		const char *fn = (const char *)sqlite3_column_text(st, 2);
+		c->has_python = 1;
+		snprintf(c->py_file, sizeof(c->py_file), "%s", sqlite3_column_text(st, 0));
+		c->py_line = sqlite3_column_int(st, 1);
+		snprintf(c->py_function, sizeof(c->py_function), "%s", fn ? fn : "");
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+/* Chooses the thread (by slow time) and the python stack (by count) that
+ * the slow calls share. */
+struct ident {
+	int64_t pid, tid, stack;
+	char comm[32];
+	uint64_t w;
+};
+
+static void ident_add(struct ident *v, size_t *n, size_t cap, int64_t pid, int64_t tid, int64_t stack,
+		      const char *comm, uint64_t w)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (v[i].pid == pid && v[i].tid == tid && v[i].stack == stack) {
+			v[i].w += w;
+			return;
+		}
+	if (*n == cap)
+		return;
+	v[*n] = (struct ident){.pid = pid, .tid = tid, .stack = stack, .w = w};
+	snprintf(v[*n].comm, sizeof(v[*n].comm), "%s", comm);
+	(*n)++;
+}
+
+static int fill_identity(sqlite3 *db, struct cw_chain *c, const struct cw_slowcall *calls, size_t ncalls)
+{
+	struct ident th[64], stk[64];
+	size_t nth = 0, nstk = 0, best = 0, bests = 0;
+	uint64_t with_stack = 0;
+	int ret;
+
+	for (size_t i = 0; i < ncalls; i++) {
+		ident_add(th, &nth, 64, calls[i].pid, calls[i].tid, 0, calls[i].comm, calls[i].dur_ns);
+		if (calls[i].py_stack_id > 0) {
+			ident_add(stk, &nstk, 64, 0, 0, calls[i].py_stack_id, "", 1);
+			with_stack++;
+		}
+	}
+	if (!nth)
+		return 0;
+	for (size_t i = 1; i < nth; i++)
+		if (th[i].w > th[best].w)
+			best = i;
+	c->pid = th[best].pid;
+	c->tid = th[best].tid;
+	snprintf(c->comm, sizeof(c->comm), "%s", th[best].comm);
+	if ((ret = load_rank(db, c->node, c->pid, &c->rank)) < 0)
+		return ret;
+	if (!nstk)
+		return 0;
+	for (size_t i = 1; i < nstk; i++)
+		if (stk[i].w > stk[bests].w)
+			bests = i;
+	if ((double)stk[bests].w >= CW_PY_MIN_SHARE * (double)with_stack)
+		return load_python(db, c, stk[bests].stack);
+	return 0;
+}
+
+int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_t from_wall,
+		      uint64_t to_wall, int64_t pid)
+{
+	static const char sql[] =
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, py_stack_id FROM events"
+		" WHERE op = ?1 AND node = ?2 AND wall_ns BETWEEN ?3 AND ?4 AND (?5 = 0 OR pid = ?5)"
+		" ORDER BY duration_ns DESC LIMIT 256";
+	struct cw_slowcall calls[256];
+	size_t n = 0;
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, c->op, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)from_wall);
+	sqlite3_bind_int64(st, 4, (int64_t)to_wall);
+	sqlite3_bind_int64(st, 5, pid);
+	while (n < 256 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *comm = (const char *)sqlite3_column_text(st, 5);
+		memset(&calls[n], 0, sizeof(calls[n]));
+		calls[n].dur_ns = (uint64_t)sqlite3_column_int64(st, 1);
+		calls[n].pid = sqlite3_column_int64(st, 3);
+		calls[n].tid = sqlite3_column_int64(st, 4);
+		snprintf(calls[n].comm, sizeof(calls[n].comm), "%s", comm ? comm : "");
+		calls[n].py_stack_id = sqlite3_column_int64(st, 6);
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return cw_sqlite_errno(rc);
+	return fill_identity(db, c, calls, n);
+}
+
+/* Severity (docs/rules.md). lost = slow time beyond p50, times the
+ * explained share, as a share of the window. */
+static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
+{
+	double lost, lost_share;
+
+	if (c->kind == CW_KIND_MEMCPY_BOUND || c->kind == CW_KIND_DATALOADER_STARVATION)
+		return c->explained_share >= 0.5 ? CW_SEV_HIGH : CW_SEV_MEDIUM;
+	lost = (double)c->slow_time_ns - (double)c->slow_count * (double)c->p50_ns;
+	if (lost < 0)
+		lost = 0;
+	lost_share = window_ns > 0 ? lost * c->explained_share / window_ns : 0;
+	if (c->tail_ratio >= 5 && c->explained_share >= 0.5 && lost_share >= 0.01)
+		return CW_SEV_HIGH;
+	if (c->explained_share >= 0.35 && (c->tail_ratio >= 3 || lost_share >= 0.01))
+		return CW_SEV_MEDIUM;
+	return CW_SEV_LOW;
+}
+
+static void base_chain(struct cw_chain *c, const struct cw_rule_ctx *ctx)
+{
+	const struct cw_opstat *st = ctx->st;
+	char d[32];
+	const struct cw_slowcall *slowest = &ctx->calls[0];
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->op, sizeof(c->op), "%s", st->op);
+	snprintf(c->source, sizeof(c->source), "%s", st->source);
+	snprintf(c->node, sizeof(c->node), "%s", st->node);
+	c->count = st->count;
+	c->slow_count = ctx->ncalls;
+	c->p50_ns = st->p50_ns;
+	c->p95_ns = st->p95_ns;
+	c->p99_ns = st->p99_ns;
+	c->max_ns = st->max_ns;
+	c->tail_ratio = st->p50_ns ? (double)st->p99_ns / (double)st->p50_ns : 0;
+	c->slow_time_ns = ctx->slow_time_ns;
+	c->rank = -1;
+	c->culprit.cpu = -1;
+	for (size_t i = 1; i < ctx->ncalls; i++)
+		if (ctx->calls[i].dur_ns > slowest->dur_ns)
+			slowest = &ctx->calls[i];
+	cw_format_duration(slowest->dur_ns, d, sizeof(d));
+	cw_chain_add_timeline(c, cw_layer_of_source(st->source), slowest->wall_ns,
+			      "slowest %s: %s (p50 %.2f ms)", st->op, d, (double)st->p50_ns / 1e6);
+}
+
+static void add_python_timeline(struct cw_chain *c, uint64_t t)
+{
+	if (c->has_python)
+		cw_chain_add_timeline(c, CW_LAYER_PYTHON, t, "issued from %s:%d in %s()", c->py_file,
+				      c->py_line, c->py_function);
+}
+
+static int timeline_cmp(const void *a, const void *b)
+{
+	const struct cw_timeline_entry *x = a, *y = b;
+	if (x->t_ns != y->t_ns)
+		return x->t_ns < y->t_ns ? -1 : 1;
+	return (int)x->layer - (int)y->layer;
+}
+
+/* Runs the per-op rules on one probed op (one pid or all) and appends the
+ * chain of the dominant cause, or a warning when none explains enough. */
+static int explain_op(struct cw_rule_ctx *ctx, struct chains *cs, struct cw_explain_result *r)
+{
+	struct cw_chain base, cand, best;
+	int have = 0, ret;
+
+	base_chain(&base, ctx);
+	if ((ret = fill_identity(ctx->db, &base, ctx->calls, ctx->ncalls)) < 0)
+		return ret;
+	for (size_t i = 0; i < sizeof(op_rules) / sizeof(op_rules[0]); i++) {
+		cand = base;
+		ret = op_rules[i](ctx, &cand);
+		if (ret < 0)
+			return ret;
+		if (ret > 0 && cand.explained_share >= CW_MIN_EXPLAINED &&
+		    (!have || cand.explained_share > best.explained_share)) {
+			best = cand;
+			have = 1;
+		}
+	}
+	if (!have) {
+		cand = base;
+		ret = cw_rule_throughput_drop(ctx, &cand);
+		if (ret < 0)
+			return ret;
+		if (ret > 0) {
+			best = cand;
+			have = 1;
+		}
+	}
+	if (!have) {
+		return warn(r, "%s on %s has p99 %.1fx p50 over %zu slow calls but no measured cause explains"
+			       " %.0f %% of their time%s",
+			    ctx->st->op, ctx->st->node, base.tail_ratio, ctx->ncalls, CW_MIN_EXPLAINED * 100,
+			    ctx->offcpu_seen ? "" : " (no off-CPU intervals recorded for its threads)");
+	}
+	if (best.explained_share > 1)
+		best.explained_share = 1;
+	best.explained_ns = (uint64_t)((double)best.slow_time_ns * best.explained_share);
+	add_python_timeline(&best, ctx->calls[0].wall_ns);
+	struct cw_chain *slot = chains_push(cs);
+	if (!slot)
+		return -ENOMEM;
+	*slot = best;
+	return 0;
+}
+
+static int has_tail(const struct cw_opstat *st)
+{
+	if (st->count < CW_TAIL_MIN_COUNT || !st->p50_ns)
+		return 0;
+	/* A cold start hides below p99 when fewer than 1 % of calls are
+	 * cold; a max 20x p50 still marks the op for probing. */
+	return (double)st->p99_ns >= CW_TAIL_RATIO * (double)st->p50_ns ||
+	       (double)st->max_ns >= 20.0 * (double)st->p50_ns;
+}
+
+static int is_gpu_source(const char *s)
+{
+	return !strcmp(s, "cuda") || !strcmp(s, "driver") || !strcmp(s, "graph") || !strcmp(s, "nccl");
+}
+
+static int distinct_pids(const struct cw_rule_ctx *ctx, int64_t **out)
+{
+	int64_t *v = malloc((ctx->ncalls ? ctx->ncalls : 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < ctx->ncalls; i++) {
+		size_t j;
+		for (j = 0; j < n && v[j] != ctx->calls[i].pid; j++)
+			;
+		if (j == n)
+			v[n++] = ctx->calls[i].pid;
+	}
+	*out = v;
+	return (int)n;
+}
+
+static int analyse_op(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+		      const struct cw_opstat *st, uint64_t from, uint64_t to, struct chains *cs,
+		      struct cw_explain_result *r)
+{
+	struct cw_rule_ctx ctx = {
+		.db = db, .opts = o, .st = st, .sys = sys, .window_from_ns = from, .window_to_ns = to,
+	};
+	uint64_t next_bucket = cw_hist_bucket_low(cw_hist_bucket(st->p50_ns) + 1);
+	int ret;
+
+	ctx.threshold_ns = (uint64_t)(CW_SLOW_FACTOR * (double)st->p50_ns);
+	if (ctx.threshold_ns < next_bucket)
+		ctx.threshold_ns = next_bucket;
+	ret = cw_probe_op(&ctx, o->pid);
+	if (ret <= 0) {
+		cw_probe_free(&ctx);
+		return ret;
+	}
+	if (!o->per_process) {
+		ret = explain_op(&ctx, cs, r);
+		cw_probe_free(&ctx);
+		return ret;
+	}
+	int64_t *pids = NULL;
+	int np = distinct_pids(&ctx, &pids);
+	cw_probe_free(&ctx);
+	if (np < 0)
+		return np;
+	for (int i = 0; i < np && ret >= 0; i++) {
+		struct cw_rule_ctx pc = ctx;
+		pc.calls = NULL;
+		pc.culprits = NULL;
+		pc.ncalls = pc.nculprits = 0;
+		pc.slow_time_ns = pc.preempted_ns = pc.blocked_ns = pc.blocked_io_ns = 0;
+		pc.blocked_mem_ns = pc.foreign_gpu_ns = pc.io_same_pid_ns = 0;
+		pc.offcpu_seen = 0;
+		ret = cw_probe_op(&pc, pids[i]);
+		if (ret > 0)
+			ret = explain_op(&pc, cs, r);
+		cw_probe_free(&pc);
+	}
+	free(pids);
+	return ret < 0 ? ret : 0;
+}
+
+static int chain_cmp(const void *a, const void *b)
+{
+	const struct cw_chain *x = a, *y = b;
+	if (x->severity != y->severity)
+		return (int)x->severity - (int)y->severity;
+	if (x->explained_ns != y->explained_ns)
+		return x->explained_ns > y->explained_ns ? -1 : 1;
+	if (strcmp(x->node, y->node))
+		return strcmp(x->node, y->node);
+	if (strcmp(x->op, y->op))
+		return strcmp(x->op, y->op);
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int window_bounds(sqlite3 *db, const char *node, int64_t *lo, int64_t *hi)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db,
+				    "SELECT min(second), max(second) FROM aggregates WHERE ?1 IS NULL OR node = ?1",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	if (node)
+		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		*lo = sqlite3_column_int64(st, 0);
+		*hi = sqlite3_column_int64(st, 1);
+		rc = SQLITE_DONE;
+	} else if (rc == SQLITE_ROW) {
+		*lo = *hi = -1;
+		rc = SQLITE_DONE;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+int cw_explain_newest_wall(sqlite3 *db, uint64_t *out)
+{
+	int64_t lo, hi;
+	int ret = window_bounds(db, NULL, &lo, &hi);
+
+	if (ret < 0)
+		return ret;
+	*out = hi < 0 ? 0 : (uint64_t)(hi + 1) * NSEC_PER_SEC;
+	return 0;
+}
+
+int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_explain_result *out)
+{
+	struct cw_opstat *ops = NULL;
+	struct chains cs = {0};
+	int64_t lo, hi, from_sec, to_sec;
+	int nops = 0, ret;
+
+	memset(out, 0, sizeof(*out));
+	if ((ret = window_bounds(db, o->node_filter, &lo, &hi)) < 0)
+		return ret;
+	out->from_wall_ns = o->from_wall_ns ? o->from_wall_ns : (lo < 0 ? 0 : (uint64_t)lo * NSEC_PER_SEC);
+	out->to_wall_ns = o->to_wall_ns ? o->to_wall_ns : (hi < 0 ? 0 : (uint64_t)(hi + 1) * NSEC_PER_SEC - 1);
+	if (lo < 0 || out->to_wall_ns < out->from_wall_ns)
+		return 0;
+	from_sec = (int64_t)(out->from_wall_ns / NSEC_PER_SEC);
+	to_sec = (int64_t)(out->to_wall_ns / NSEC_PER_SEC);
+	nops = cw_opstats_load(db, o->node_filter, from_sec, to_sec, &ops);
+	if (nops < 0)
+		return nops;
+	/* ops arrive grouped by node; each node gets its own system context. */
+	for (int i = 0; i < nops;) {
+		struct cw_sysctx sys;
+		int j = i;
+		while (j < nops && !strcmp(ops[j].node, ops[i].node))
+			j++;
+		if ((ret = cw_sysctx_load(db, ops[i].node, out->from_wall_ns, out->to_wall_ns, &sys)) < 0)
+			goto fail;
+		for (int k = i; k < j && ret >= 0; k++) {
+			if (!is_gpu_source(ops[k].source))
+				continue;
+			out->ops_analysed++;
+			out->calls_analysed += ops[k].count;
+			if (has_tail(&ops[k]))
+				ret = analyse_op(db, o, &sys, &ops[k], out->from_wall_ns, out->to_wall_ns, &cs, out);
+		}
+		if (ret >= 0) {
+			struct cw_chain tmp;
+			ret = cw_rule_memcpy_bound(db, o, &sys, ops + i, (size_t)(j - i), out->from_wall_ns,
+						   out->to_wall_ns, &tmp);
+			if (ret > 0) {
+				struct cw_chain *slot = chains_push(&cs);
+				if (!slot)
+					ret = -ENOMEM;
+				else
+					*slot = tmp;
+			}
+		}
+		if (ret >= 0) {
+			struct cw_chain tmp;
+			ret = cw_rule_dataloader_starvation(db, o, &sys, ops + i, (size_t)(j - i),
+							    out->from_wall_ns, out->to_wall_ns, &tmp);
+			if (ret > 0) {
+				struct cw_chain *slot = chains_push(&cs);
+				if (!slot)
+					ret = -ENOMEM;
+				else
+					*slot = tmp;
+			}
+		}
+		if (ret >= 0 && sys.io_requests >= 2000000)
+			ret = warn(out, "node \"%s\": block I/O capped at 2000000 requests for overlap", sys.node);
+		cw_sysctx_free(&sys);
+		if (ret < 0)
+			goto fail;
+		i = j;
+	}
+	for (int i = 0; i < cs.n; i++) {
+		struct cw_chain *c = &cs.v[i];
+		c->severity = severity_of(c, (double)(out->to_wall_ns - out->from_wall_ns));
+		qsort(c->timeline, (size_t)c->ntimeline, sizeof(c->timeline[0]), timeline_cmp);
+	}
+	if (cs.n > 1)
+		qsort(cs.v, (size_t)cs.n, sizeof(*cs.v), chain_cmp);
+	out->chains = cs.v;
+	out->count = cs.n;
+	cw_opstats_free(ops, (size_t)nops);
+	return 0;
+fail:
+	free(cs.v);
+	cw_opstats_free(ops, (size_t)nops);
+	cw_explain_result_free(out);
+	return ret;
+}
+
+void cw_explain_result_free(struct cw_explain_result *r)
+{
+	if (!r)
+		return;
+	free(r->chains);
+	for (int i = 0; i < r->nwarnings; i++)
+		free(r->warnings[i]);
+	free(r->warnings);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,108 @@
+/* Names of the explain enums and the helpers rules use to fill a chain. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/engine.h"
+#include "util/timeutil.h"
+
+const char *cw_kind_name(enum cw_kind k)
+{
+	static const char *const names[CW_KIND_MAX] = {
+		[CW_KIND_CPU_PREEMPTION] = "cpu_preemption",
+		[CW_KIND_IO_CONTENTION] = "io_contention",
+		[CW_KIND_MEMORY_PRESSURE] = "memory_pressure",
+		[CW_KIND_COLD_START] = "cold_start",
+		[CW_KIND_PERIODIC_ALLOCATOR] = "periodic_allocator",
+		[CW_KIND_MEMCPY_BOUND] = "memcpy_bound",
+		[CW_KIND_GPU_TIME_SLICING] = "gpu_time_slicing",
+		[CW_KIND_THROUGHPUT_DROP] = "throughput_drop",
+		[CW_KIND_DATALOADER_STARVATION] = "dataloader_starvation",
+	};
+	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
+}
+
+const char *cw_severity_name(enum cw_severity s)
+{
+	switch (s) {
+	case CW_SEV_HIGH:
+		return "HIGH";
+	case CW_SEV_MEDIUM:
+		return "MEDIUM";
+	default:
+		return "LOW";
+	}
+}
+
+const char *cw_layer_name(enum cw_layer l)
+{
+	static const char *const names[CW_LAYER_MAX] = {
+		"SYSTEM", "HOST", "IO", "NET", "CUDA", "DRIVER", "NCCL", "PYTHON",
+	};
+	return (unsigned)l < CW_LAYER_MAX ? names[l] : "HOST";
+}
+
+enum cw_layer cw_layer_of_source(const char *source)
+{
+	if (!strcmp(source, "driver"))
+		return CW_LAYER_DRIVER;
+	if (!strcmp(source, "nccl"))
+		return CW_LAYER_NCCL;
+	if (!strcmp(source, "io"))
+		return CW_LAYER_IO;
+	if (!strcmp(source, "net"))
+		return CW_LAYER_NET;
+	if (!strcmp(source, "python"))
+		return CW_LAYER_PYTHON;
+	if (!strcmp(source, "system") || !strcmp(source, "mem"))
+		return CW_LAYER_SYSTEM;
+	if (!strcmp(source, "sched") || !strcmp(source, "proc"))
+		return CW_LAYER_HOST;
+	return CW_LAYER_CUDA;
+}
+
+void cw_chain_add_fix(struct cw_chain *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->nfix >= CW_CHAIN_MAX_FIX)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->fix[c->nfix++], sizeof(c->fix[0]), fmt, ap);
+	va_end(ap);
+}
+
+void cw_chain_add_timeline(struct cw_chain *c, enum cw_layer layer, uint64_t t_ns, const char *fmt, ...)
+{
+	va_list ap;
+	struct cw_timeline_entry *e;
+
+	if (c->ntimeline >= CW_CHAIN_MAX_TIMELINE)
+		return;
+	e = &c->timeline[c->ntimeline++];
+	e->layer = layer;
+	e->t_ns = t_ns;
+	va_start(ap, fmt);
+	vsnprintf(e->text, sizeof(e->text), fmt, ap);
+	va_end(ap);
+}
+
+void cw_chain_add_evidence(struct cw_chain *c, const char *key, double v, int is_int)
+{
+	struct cw_evidence *e;
+
+	if (c->nevidence >= CW_CHAIN_MAX_EVIDENCE)
+		return;
+	e = &c->evidence[c->nevidence++];
+	snprintf(e->key, sizeof(e->key), "%s", key);
+	e->value = v;
+	e->is_int = is_int;
+}
+
+void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len)
+{
+	char p99[32];
+
+	cw_format_duration(c->p99_ns, p99, sizeof(p99));
+	snprintf(buf, len, "%s p99 %s (%.1fx p50)", c->op, p99, c->tail_ratio);
+}

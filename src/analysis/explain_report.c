@@ -1,0 +1,243 @@
+/* explain's outputs: the text report, the JSON contract (docs/explain.md)
+ * and the append-only chains history. One chain, three renderings. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/explain.h"
+#include "store/store.h"
+#include "util/timeutil.h"
+
+/* Rounded so that outputs are stable across libm and platforms. */
+static json_t *jreal(double v, double scale)
+{
+	return json_real(round(v * scale) / scale);
+}
+
+static json_t *jint(uint64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+json_t *cw_chain_to_json(const struct cw_chain *c)
+{
+	json_t *o = json_object(), *tl = json_array(), *fix = json_array(), *ev = json_object();
+
+	json_object_set_new(o, "severity", json_string(cw_severity_name(c->severity)));
+	json_object_set_new(o, "op", json_string(c->op));
+	json_object_set_new(o, "source", json_string(c->source));
+	json_object_set_new(o, "count", jint(c->count));
+	json_object_set_new(o, "slow_count", jint(c->slow_count));
+	json_object_set_new(o, "p50_ns", jint(c->p50_ns));
+	json_object_set_new(o, "p95_ns", jint(c->p95_ns));
+	json_object_set_new(o, "p99_ns", jint(c->p99_ns));
+	json_object_set_new(o, "max_ns", jint(c->max_ns));
+	json_object_set_new(o, "tail_ratio", jreal(c->tail_ratio, 100));
+	json_object_set_new(o, "explained_share", jreal(c->explained_share, 1000));
+	json_object_set_new(o, "slow_time_ns", jint(c->slow_time_ns));
+	json_object_set_new(o, "explained_ns", jint(c->explained_ns));
+	json_object_set_new(o, "root_cause", json_pack("{s:s, s:s}", "kind", cw_kind_name(c->kind),
+						       "summary", c->summary));
+	for (int i = 0; i < c->ntimeline; i++)
+		json_array_append_new(tl, json_pack("{s:s, s:I, s:s}", "layer",
+						    cw_layer_name(c->timeline[i].layer), "t_ns",
+						    (json_int_t)c->timeline[i].t_ns, "text",
+						    c->timeline[i].text));
+	json_object_set_new(o, "timeline", tl);
+	for (int i = 0; i < c->nfix; i++)
+		json_array_append_new(fix, json_string(c->fix[i]));
+	json_object_set_new(o, "fix", fix);
+	json_object_set_new(o, "pid", c->pid ? json_integer(c->pid) : json_null());
+	json_object_set_new(o, "tid", c->tid ? json_integer(c->tid) : json_null());
+	json_object_set_new(o, "comm", c->comm[0] ? json_string(c->comm) : json_null());
+	json_object_set_new(o, "node", json_string(c->node));
+	json_object_set_new(o, "rank", c->rank >= 0 ? json_integer(c->rank) : json_null());
+	if (c->has_python)
+		json_object_set_new(o, "python", json_pack("{s:s, s:i, s:s}", "file", c->py_file, "line",
+							   c->py_line, "function", c->py_function));
+	else
+		json_object_set_new(o, "python", json_null());
+	if (c->culprit.known) {
+		json_t *cu = json_pack("{s:s, s:I, s:I}", "comm", c->culprit.comm, "pid",
+				       (json_int_t)c->culprit.pid, "overlap_ns",
+				       (json_int_t)c->culprit.overlap_ns);
+		json_object_set_new(cu, "cgroup_id",
+				    c->culprit.cgroup_id ? jint(c->culprit.cgroup_id) : json_null());
+		json_object_set_new(cu, "cpu", c->culprit.cpu >= 0 ? json_integer(c->culprit.cpu) : json_null());
+		json_object_set_new(o, "culprit", cu);
+	} else {
+		json_object_set_new(o, "culprit", json_null());
+	}
+	for (int i = 0; i < c->nevidence; i++)
+		json_object_set_new(ev, c->evidence[i].key,
+				    c->evidence[i].is_int ? json_integer((json_int_t)llround(c->evidence[i].value))
+							  : jreal(c->evidence[i].value, 1000));
+	json_object_set_new(o, "evidence", ev);
+	return o;
+}
+
+json_t *cw_explain_to_json(const struct cw_explain_result *r)
+{
+	char from[40], to[40];
+	json_t *o = json_object(), *chains = json_array(), *warns = json_array();
+
+	cw_format_time(r->from_wall_ns, from, sizeof(from));
+	cw_format_time(r->to_wall_ns, to, sizeof(to));
+	json_object_set_new(o, "window",
+			    json_pack("{s:I, s:I, s:s, s:s, s:I, s:I}", "from_ns", (json_int_t)r->from_wall_ns,
+				      "to_ns", (json_int_t)r->to_wall_ns, "from", from, "to", to,
+				      "ops_analysed", (json_int_t)r->ops_analysed, "calls_analysed",
+				      (json_int_t)r->calls_analysed));
+	for (int i = 0; i < r->count; i++)
+		json_array_append_new(chains, cw_chain_to_json(&r->chains[i]));
+	json_object_set_new(o, "chains", chains);
+	for (int i = 0; i < r->nwarnings; i++)
+		json_array_append_new(warns, json_string(r->warnings[i]));
+	json_object_set_new(o, "warnings", warns);
+	return o;
+}
+
+static void clock_of(uint64_t wall, char *buf, int len)
+{
+	char full[40];
+	const char *t;
+
+	cw_format_time(wall, full, sizeof(full));
+	t = strchr(full, 'T');
+	snprintf(buf, (size_t)len, "%s", t ? t + 1 : full);
+}
+
+int cw_explain_print_text(FILE *f, const struct cw_explain_result *r, int color)
+{
+	static const char *const sev_color[] = {"\033[1;31m", "\033[1;33m", "\033[1;36m"};
+	char from[40], to[40];
+
+	cw_format_time(r->from_wall_ns, from, sizeof(from));
+	cw_format_time(r->to_wall_ns, to, sizeof(to));
+	if (r->count == 0) {
+		fprintf(f, "no problems found in %s .. %s (%llu calls over %llu ops analysed)\n", from, to,
+			(unsigned long long)r->calls_analysed, (unsigned long long)r->ops_analysed);
+	} else {
+		fprintf(f, "%d causal chain%s in %s .. %s (%llu calls over %llu ops analysed)\n", r->count,
+			r->count == 1 ? "" : "s", from, to, (unsigned long long)r->calls_analysed,
+			(unsigned long long)r->ops_analysed);
+	}
+	for (int i = 0; i < r->count; i++) {
+		const struct cw_chain *c = &r->chains[i];
+		char p50[32], p99[32];
+
+		cw_format_duration(c->p50_ns, p50, sizeof(p50));
+		cw_format_duration(c->p99_ns, p99, sizeof(p99));
+		fprintf(f, "\n%s[%s]%s %s  %s (%s) on %s\n", color ? sev_color[c->severity] : "",
+			cw_severity_name(c->severity), color ? "\033[0m" : "", cw_kind_name(c->kind), c->op,
+			c->source, c->node);
+		fprintf(f, "  %s\n", c->summary);
+		fprintf(f, "  calls %llu, slow %llu, p50 %s, p99 %s, tail %.1fx, explained %.0f %%\n",
+			(unsigned long long)c->count, (unsigned long long)c->slow_count, p50, p99,
+			c->tail_ratio, c->explained_share * 100);
+		if (c->pid) {
+			fprintf(f, "  process pid %lld, tid %lld (%s)", (long long)c->pid, (long long)c->tid,
+				c->comm);
+			if (c->rank >= 0)
+				fprintf(f, ", rank %d", c->rank);
+			fputc('\n', f);
+		}
+		if (c->has_python)
+			fprintf(f, "  python  %s:%d in %s()\n", c->py_file, c->py_line, c->py_function);
+		if (c->ntimeline) {
+			fprintf(f, "  timeline\n");
+			for (int k = 0; k < c->ntimeline; k++) {
+				char t[40];
+				clock_of(c->timeline[k].t_ns, t, sizeof(t));
+				fprintf(f, "    %-14s %-7s %s\n", t, cw_layer_name(c->timeline[k].layer),
+					c->timeline[k].text);
+			}
+		}
+		if (c->nfix) {
+			fprintf(f, "  fix\n");
+			for (int k = 0; k < c->nfix; k++)
+				fprintf(f, "    $ %s\n", c->fix[k]);
+		}
+	}
+	for (int i = 0; i < r->nwarnings; i++)
+		fprintf(f, "%swarning: %s\n", i == 0 ? "\n" : "", r->warnings[i]);
+	return ferror(f) ? -EIO : 0;
+}
+
+int cw_explain_store_chains(sqlite3 *db, const struct cw_explain_result *r, uint64_t now_wall_ns)
+{
+	static const char sql[] =
+		"INSERT INTO chains (node, created_wall_ns, from_wall_ns, to_wall_ns, severity, kind, op,"
+		" count, slow_count, p50_ns, p99_ns, tail_ratio, explained_share, pid, tid, rank,"
+		" python_file, python_line, python_function, summary, json)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)";
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0, n = 0;
+
+	if (r->count == 0)
+		return 0;
+	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		ret = cw_sqlite_errno(rc);
+		goto out;
+	}
+	for (int i = 0; i < r->count; i++) {
+		const struct cw_chain *c = &r->chains[i];
+		json_t *j = cw_chain_to_json(c);
+		char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+
+		json_decref(j);
+		if (!txt) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		sqlite3_bind_text(st, 1, c->node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (int64_t)now_wall_ns);
+		sqlite3_bind_int64(st, 3, (int64_t)r->from_wall_ns);
+		sqlite3_bind_int64(st, 4, (int64_t)r->to_wall_ns);
+		sqlite3_bind_text(st, 5, cw_severity_name(c->severity), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, cw_kind_name(c->kind), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 7, c->op, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 8, (int64_t)c->count);
+		sqlite3_bind_int64(st, 9, (int64_t)c->slow_count);
+		sqlite3_bind_int64(st, 10, (int64_t)c->p50_ns);
+		sqlite3_bind_int64(st, 11, (int64_t)c->p99_ns);
+		sqlite3_bind_double(st, 12, c->tail_ratio);
+		sqlite3_bind_double(st, 13, c->explained_share);
+		if (c->pid)
+			sqlite3_bind_int64(st, 14, c->pid);
+		if (c->tid)
+			sqlite3_bind_int64(st, 15, c->tid);
+		if (c->rank >= 0)
+			sqlite3_bind_int(st, 16, c->rank);
+		if (c->has_python) {
+			sqlite3_bind_text(st, 17, c->py_file, -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, 18, c->py_line);
+			sqlite3_bind_text(st, 19, c->py_function, -1, SQLITE_STATIC);
+		}
+		sqlite3_bind_text(st, 20, c->summary, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 21, txt, -1, free);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_DONE) {
+			ret = cw_sqlite_errno(rc);
+			goto out;
+		}
+		n++;
+	}
+out:
+	sqlite3_finalize(st);
+	if (ret == 0) {
+		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			ret = cw_sqlite_errno(rc);
+	}
+	if (ret < 0)
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return ret < 0 ? ret : n;
+}

@@ -1,0 +1,499 @@
+/* The per-call probe: for each slow call of an op, how much of its
+ * [start, start+duration) its own thread spent off-CPU preempted or
+ * blocked, whether that blocked time overlapped block I/O in flight or a
+ * memory-pressure second, and who held the CPU while it was preempted. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/engine.h"
+#include "store/store.h"
+#include "util/timeutil.h"
+
+/* Rows of block I/O loaded per window; beyond this the I/O overlap is
+ * computed on the first rows only and a warning is raised by the caller. */
+#define CW_IO_MAX_ROWS 2000000
+/* Memory pressure thresholds (docs/rules.md). */
+#define CW_SWAP_GROWTH_MIN (1LL << 20)     /* bytes per second */
+#define CW_PAGE_STORM_MIN 50000            /* pages per second */
+#define CW_PAGE_STORM_FACTOR 4.0           /* x the window's median */
+#define CW_MEM_PCT_PRESSURE 95.0
+
+uint64_t cw_sys_wall(const struct cw_sysctx *sys, uint64_t mono)
+{
+	return (uint64_t)((int64_t)mono + sys->mono_to_wall);
+}
+
+static int load_offset(sqlite3 *db, const char *node, int64_t *off)
+{
+	static const char *const sqls[] = {
+		"SELECT mono_to_wall_ns FROM sessions WHERE node = ?1 ORDER BY id DESC LIMIT 1",
+		"SELECT wall_ns - mono_ns FROM events WHERE node = ?1 LIMIT 1",
+	};
+	*off = 0;
+	for (size_t i = 0; i < 2; i++) {
+		sqlite3_stmt *st = NULL;
+		int rc = sqlite3_prepare_v2(db, sqls[i], -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return cw_sqlite_errno(rc);
+		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			*off = sqlite3_column_int64(st, 0);
+			sqlite3_finalize(st);
+			return 0;
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return cw_sqlite_errno(rc);
+	}
+	return 0;
+}
+
+static int load_snaps(sqlite3 *db, struct cw_sysctx *sys, uint64_t from, uint64_t to)
+{
+	static const char sql[] =
+		"SELECT mono_ns, wall_ns, cpu_pct, mem_pct, load1, io_busy_pct, swap_used_bytes,"
+		" page_alloc_per_s, io_bytes_per_s, ncpu FROM snapshots"
+		" WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 ORDER BY mono_ns";
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, sys->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)(from > 2 * NSEC_PER_SEC ? from - 2 * NSEC_PER_SEC : 0));
+	sqlite3_bind_int64(st, 3, (int64_t)(to + 2 * NSEC_PER_SEC));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sys->nsnaps == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct cw_snap *nv = realloc(sys->snaps, nc * sizeof(*nv));
+			if (!nv) {
+				sqlite3_finalize(st);
+				return -ENOMEM;
+			}
+			sys->snaps = nv;
+			cap = nc;
+		}
+		sys->snaps[sys->nsnaps++] = (struct cw_snap){
+			.mono_ns = (uint64_t)sqlite3_column_int64(st, 0),
+			.wall_ns = (uint64_t)sqlite3_column_int64(st, 1),
+			.cpu_pct = sqlite3_column_double(st, 2),
+			.mem_pct = sqlite3_column_double(st, 3),
+			.load1 = sqlite3_column_double(st, 4),
+			.io_busy_pct = sqlite3_column_double(st, 5),
+			.swap_used = sqlite3_column_int64(st, 6),
+			.page_alloc_per_s = sqlite3_column_int64(st, 7),
+			.io_bytes_per_s = sqlite3_column_int64(st, 8),
+			.ncpu = sqlite3_column_int(st, 9),
+		};
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+/* A snapshot reports rates over the second before it, so a pressured
+ * snapshot marks [previous snapshot, this snapshot). */
+static int build_pressure(struct cw_sysctx *sys)
+{
+	double *pa;
+	double med;
+	size_t n = sys->nsnaps;
+
+	if (n == 0)
+		return 0;
+	pa = malloc(n * sizeof(*pa));
+	sys->pressure = malloc(n * sizeof(*sys->pressure));
+	if (!pa || !sys->pressure) {
+		free(pa);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		pa[i] = (double)sys->snaps[i].page_alloc_per_s;
+	med = cw_median(pa, n);
+	free(pa);
+	for (size_t i = 0; i < n; i++) {
+		const struct cw_snap *s = &sys->snaps[i];
+		int64_t growth = i ? s->swap_used - sys->snaps[i - 1].swap_used : 0;
+		int storm = s->page_alloc_per_s >= CW_PAGE_STORM_MIN &&
+			    (double)s->page_alloc_per_s >= CW_PAGE_STORM_FACTOR * med;
+		if (growth >= CW_SWAP_GROWTH_MIN || storm || s->mem_pct > CW_MEM_PCT_PRESSURE) {
+			uint64_t start = i ? sys->snaps[i - 1].mono_ns
+					   : (s->mono_ns > NSEC_PER_SEC ? s->mono_ns - NSEC_PER_SEC : 0);
+			sys->pressure[sys->npressure++] = (struct cw_interval){start, s->mono_ns};
+		}
+	}
+	sys->npressure = cw_intervals_union(sys->pressure, sys->npressure);
+	return 0;
+}
+
+struct io_req {
+	struct cw_interval iv;
+	int64_t pid;
+};
+
+static int io_req_cmp(const void *a, const void *b)
+{
+	const struct io_req *x = a, *y = b;
+	return x->iv.start < y->iv.start ? -1 : x->iv.start > y->iv.start;
+}
+
+static int load_io(sqlite3 *db, struct cw_sysctx *sys, uint64_t from, uint64_t to)
+{
+	static const char sql[] =
+		"SELECT mono_ns, duration_ns, pid FROM events"
+		" WHERE op IN ('block_read', 'block_write', 'block_other') AND node = ?1"
+		" AND wall_ns BETWEEN ?2 AND ?3 LIMIT ?4";
+	sqlite3_stmt *st = NULL;
+	struct io_req *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, sys->node, -1, SQLITE_STATIC);
+	/* A request issued up to 10 s before the window can still be in flight. */
+	sqlite3_bind_int64(st, 2, (int64_t)(from > 10 * NSEC_PER_SEC ? from - 10 * NSEC_PER_SEC : 0));
+	sqlite3_bind_int64(st, 3, (int64_t)to);
+	sqlite3_bind_int64(st, 4, CW_IO_MAX_ROWS);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 1024;
+			struct io_req *nv = realloc(v, nc * sizeof(*nv));
+			if (!nv) {
+				free(v);
+				sqlite3_finalize(st);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap = nc;
+		}
+		uint64_t s = (uint64_t)sqlite3_column_int64(st, 0);
+		v[n].iv = (struct cw_interval){s, s + (uint64_t)sqlite3_column_int64(st, 1)};
+		v[n].pid = sqlite3_column_int64(st, 2);
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return cw_sqlite_errno(rc);
+	}
+	sys->io_requests = n;
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), io_req_cmp);
+	sys->io = malloc(n * sizeof(*sys->io));
+	sys->io_raw = malloc(n * sizeof(*sys->io_raw));
+	sys->io_pid = malloc(n * sizeof(*sys->io_pid));
+	if (!sys->io || !sys->io_raw || !sys->io_pid) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		sys->io[i] = sys->io_raw[i] = v[i].iv;
+		sys->io_pid[i] = v[i].pid;
+	}
+	sys->nio_raw = n;
+	sys->nio = cw_intervals_union(sys->io, n);
+	free(v);
+	return 0;
+}
+
+int cw_sysctx_load(sqlite3 *db, const char *node, uint64_t from_wall, uint64_t to_wall,
+		   struct cw_sysctx *sys)
+{
+	int ret;
+
+	memset(sys, 0, sizeof(*sys));
+	snprintf(sys->node, sizeof(sys->node), "%s", node);
+	if ((ret = load_offset(db, node, &sys->mono_to_wall)) < 0 ||
+	    (ret = load_snaps(db, sys, from_wall, to_wall)) < 0 ||
+	    (ret = build_pressure(sys)) < 0 || (ret = load_io(db, sys, from_wall, to_wall)) < 0) {
+		cw_sysctx_free(sys);
+		return ret;
+	}
+	return 0;
+}
+
+void cw_sysctx_free(struct cw_sysctx *sys)
+{
+	free(sys->snaps);
+	free(sys->pressure);
+	free(sys->io);
+	free(sys->io_raw);
+	free(sys->io_pid);
+	memset(sys, 0, sizeof(*sys));
+}
+
+const struct cw_snap *cw_sysctx_snap_at(const struct cw_sysctx *sys, uint64_t mono)
+{
+	const struct cw_snap *best = NULL;
+	uint64_t bestd = UINT64_MAX;
+
+	/* The snapshot at or just after mono covers the second around it. */
+	for (size_t i = 0; i < sys->nsnaps; i++) {
+		uint64_t m = sys->snaps[i].mono_ns;
+		uint64_t d = m >= mono ? m - mono : mono - m + NSEC_PER_SEC / 2;
+		if (d < bestd) {
+			bestd = d;
+			best = &sys->snaps[i];
+		}
+	}
+	return best;
+}
+
+static uint64_t io_same_pid(const struct cw_sysctx *sys, int64_t pid, uint64_t s, uint64_t e)
+{
+	struct cw_interval tmp[64];
+	size_t n = 0;
+	size_t lo = 0, hi = sys->nio_raw;
+
+	/* Requests starting more than 10 s before s are not considered. */
+	uint64_t from = s > 10 * NSEC_PER_SEC ? s - 10 * NSEC_PER_SEC : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (sys->io_raw[mid].start < from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < sys->nio_raw && sys->io_raw[i].start < e && n < 64; i++)
+		if (sys->io_pid[i] == pid && sys->io_raw[i].end > s)
+			tmp[n++] = sys->io_raw[i];
+	n = cw_intervals_union(tmp, n);
+	return cw_intervals_cover(tmp, n, s, e);
+}
+
+static int add_culprit(struct cw_rule_ctx *ctx, size_t *cap, const char *comm, int64_t pid,
+		       uint64_t cg, int cpu, uint64_t ns)
+{
+	for (size_t i = 0; i < ctx->nculprits; i++) {
+		struct cw_culprit_acc *a = &ctx->culprits[i];
+		if (a->pid == pid && a->cgroup_id == cg && a->cpu == cpu && !strcmp(a->comm, comm)) {
+			a->ns += ns;
+			return 0;
+		}
+	}
+	if (ctx->nculprits == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct cw_culprit_acc *nv = realloc(ctx->culprits, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		ctx->culprits = nv;
+		*cap = nc;
+	}
+	struct cw_culprit_acc *a = &ctx->culprits[ctx->nculprits++];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->comm, sizeof(a->comm), "%s", comm);
+	a->pid = pid;
+	a->cgroup_id = cg;
+	a->cpu = cpu;
+	a->ns = ns;
+	return 0;
+}
+
+static int culprit_cmp(const void *a, const void *b)
+{
+	const struct cw_culprit_acc *x = a, *y = b;
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int call_cmp(const void *a, const void *b)
+{
+	const struct cw_slowcall *x = a, *y = b;
+	return x->mono_ns < y->mono_ns ? -1 : x->mono_ns > y->mono_ns;
+}
+
+static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_slowcall *c,
+			  size_t *ccap)
+{
+	uint64_t s = c->mono_ns, e = c->mono_ns + c->dur_ns;
+	int rc, ret = 0;
+
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 1, c->tid);
+	/* The thread was running when it entered the call, so an interval
+	 * overlapping the call starts inside it; one second of slack absorbs
+	 * clock skew between probes. */
+	sqlite3_bind_int64(st, 2, (int64_t)(s > NSEC_PER_SEC ? s - NSEC_PER_SEC : 0));
+	sqlite3_bind_int64(st, 3, (int64_t)e);
+	sqlite3_bind_text(st, 4, ctx->st->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, c->pid);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t a = (uint64_t)sqlite3_column_int64(st, 0);
+		uint64_t b = (uint64_t)sqlite3_column_int64(st, 1);
+		const char *reason = (const char *)sqlite3_column_text(st, 2);
+		uint64_t len = cw_overlap(a, b, s, e);
+
+		ctx->offcpu_seen = 1;
+		if (!len || !reason)
+			continue;
+		if (a < s)
+			a = s;
+		if (b > e)
+			b = e;
+		if (!strcmp(reason, "preempted")) {
+			const char *bc = (const char *)sqlite3_column_text(st, 5);
+			c->preempted_ns += len;
+			ret = add_culprit(ctx, ccap, bc ? bc : "?", sqlite3_column_int64(st, 4),
+					  (uint64_t)sqlite3_column_int64(st, 6),
+					  sqlite3_column_type(st, 3) == SQLITE_NULL
+						  ? -1
+						  : sqlite3_column_int(st, 3),
+					  len);
+			if (ret < 0)
+				break;
+		} else {
+			/* Memory pressure takes precedence over I/O: swapping
+			 * under pressure issues its own block I/O. */
+			uint64_t mem = cw_intervals_cover(ctx->sys->pressure, ctx->sys->npressure, a, b);
+			uint64_t io = cw_intervals_cover(ctx->sys->io, ctx->sys->nio, a, b);
+			c->blocked_ns += len;
+			c->blocked_mem_ns += mem;
+			c->blocked_io_ns += io < len - mem ? io : len - mem;
+		}
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = cw_sqlite_errno(rc);
+	/* Intervals of one thread never overlap, but clamp anyway so a
+	 * malformed store cannot produce shares above 1. */
+	if (c->preempted_ns + c->blocked_ns > c->dur_ns) {
+		uint64_t off = c->preempted_ns + c->blocked_ns;
+		c->preempted_ns = c->preempted_ns * c->dur_ns / off;
+		c->blocked_ns = c->dur_ns - c->preempted_ns;
+		if (c->blocked_io_ns > c->blocked_ns)
+			c->blocked_io_ns = c->blocked_ns;
+		if (c->blocked_mem_ns > c->blocked_ns)
+			c->blocked_mem_ns = c->blocked_ns;
+	}
+	return ret;
+}
+
+int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
+{
+	static const char slow_sql[] =
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id FROM events"
+		" WHERE op = ?1 AND duration_ns >= ?2 AND node = ?3 AND wall_ns BETWEEN ?4 AND ?5"
+		" AND (?6 = 0 OR pid = ?6) ORDER BY duration_ns DESC LIMIT ?7";
+	static const char off_sql[] =
+		"SELECT start_mono_ns, end_mono_ns, reason, cpu, by_pid, by_comm, by_cgroup_id"
+		" FROM offcpu WHERE tid = ?1 AND start_mono_ns >= ?2 AND start_mono_ns < ?3"
+		" AND node = ?4 AND pid = ?5";
+	const struct cw_opstat *op = ctx->st;
+	sqlite3_stmt *st = NULL, *off = NULL;
+	size_t cap = 0, ccap = 0;
+	uint64_t first_calls;
+	int rc, ret = 0;
+
+	rc = sqlite3_prepare_v2(ctx->db, slow_sql, -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(ctx->db, off_sql, -1, &off, NULL);
+	if (rc != SQLITE_OK) {
+		ret = cw_sqlite_errno(rc);
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, op->op, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)ctx->threshold_ns);
+	sqlite3_bind_text(st, 3, op->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, (int64_t)ctx->window_from_ns);
+	sqlite3_bind_int64(st, 5, (int64_t)ctx->window_to_ns);
+	sqlite3_bind_int64(st, 6, pid);
+	sqlite3_bind_int64(st, 7, CW_SLOW_MAX);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (ctx->ncalls == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct cw_slowcall *nv = realloc(ctx->calls, nc * sizeof(*nv));
+			if (!nv) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			ctx->calls = nv;
+			cap = nc;
+		}
+		struct cw_slowcall *c = &ctx->calls[ctx->ncalls++];
+		const char *comm = (const char *)sqlite3_column_text(st, 5);
+		memset(c, 0, sizeof(*c));
+		c->mono_ns = (uint64_t)sqlite3_column_int64(st, 0);
+		c->dur_ns = (uint64_t)sqlite3_column_int64(st, 1);
+		c->wall_ns = (uint64_t)sqlite3_column_int64(st, 2);
+		c->pid = sqlite3_column_int64(st, 3);
+		c->tid = sqlite3_column_int64(st, 4);
+		snprintf(c->comm, sizeof(c->comm), "%s", comm ? comm : "");
+		c->device = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 6);
+		c->py_stack_id = sqlite3_column_int64(st, 7);
+	}
+	if (rc != SQLITE_DONE) {
+		ret = cw_sqlite_errno(rc);
+		goto out;
+	}
+	if (ctx->ncalls == 0)
+		goto out;
+	qsort(ctx->calls, ctx->ncalls, sizeof(*ctx->calls), call_cmp);
+
+	/* Cold start: a call is among the op's first calls when it falls in
+	 * the op's first active second or in the first 5 % of its calls. */
+	first_calls = op->count / 20;
+	for (size_t i = 0; i < ctx->ncalls; i++) {
+		struct cw_slowcall *c = &ctx->calls[i];
+		int64_t sec = (int64_t)(c->wall_ns / NSEC_PER_SEC);
+
+		if ((ret = measure_offcpu(ctx, off, c, &ccap)) < 0)
+			goto out;
+		c->io_same_pid_ns = io_same_pid(ctx->sys, c->pid, c->mono_ns, c->mono_ns + c->dur_ns);
+		c->early = (op->nsecs && sec <= op->secs[0].second) ||
+			   cw_opstat_calls_through(op, sec) <= first_calls;
+		ctx->slow_time_ns += c->dur_ns;
+		ctx->preempted_ns += c->preempted_ns;
+		ctx->blocked_ns += c->blocked_ns;
+		ctx->blocked_io_ns += c->blocked_io_ns;
+		ctx->blocked_mem_ns += c->blocked_mem_ns;
+		ctx->io_same_pid_ns += c->io_same_pid_ns;
+	}
+	if (ctx->nculprits > 1)
+		qsort(ctx->culprits, ctx->nculprits, sizeof(*ctx->culprits), culprit_cmp);
+	ret = (int)ctx->ncalls;
+out:
+	sqlite3_finalize(st);
+	sqlite3_finalize(off);
+	return ret;
+}
+
+void cw_probe_free(struct cw_rule_ctx *ctx)
+{
+	free(ctx->calls);
+	free(ctx->culprits);
+	ctx->calls = NULL;
+	ctx->culprits = NULL;
+	ctx->ncalls = ctx->nculprits = 0;
+}
+
+int cw_op_is_sync(const char *op)
+{
+	return strstr(op, "Synchronize") != NULL || !strcmp(op, "cudaStreamWaitEvent");
+}
+
+int cw_op_is_memcpy(const char *op)
+{
+	return !strncmp(op, "cudaMemcpy", 10) || !strncmp(op, "cuMemcpy", 8);
+}
+
+int cw_op_is_alloc(const char *op)
+{
+	static const char *const names[] = {"cudaMalloc", "cudaMallocAsync", "cudaMallocManaged",
+					    "cudaFree", "cudaFreeAsync", "cuMemAlloc",
+					    "cuMemAllocAsync", "cuMemAllocManaged", "cuMemFree",
+					    "cuMemCreate", "cuMemMap"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(op, names[i]))
+			return 1;
+	return 0;
+}
+
+int cw_op_is_launch(const char *op)
+{
+	return !strncmp(op, "cudaLaunchKernel", 16) || !strncmp(op, "cuLaunchKernel", 14) ||
+	       !strcmp(op, "cudaGraphLaunch") || !strcmp(op, "cuGraphLaunch");
+}

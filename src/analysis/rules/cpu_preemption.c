@@ -1,0 +1,108 @@
+/* cpu_preemption: the slow calls' own thread sat runnable but off-CPU
+ * (sched_switch with prev_state == TASK_RUNNING) while another task held
+ * its CPU. explained_share = preempted time / slow-call time. */
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/engine.h"
+#include "util/timeutil.h"
+
+/* "0-2,4-7": every CPU of ncpu except skip. */
+static void cpus_except(char *buf, size_t len, int ncpu, int skip)
+{
+	size_t off = 0;
+	int start = -1;
+
+	buf[0] = 0;
+	for (int i = 0; i <= ncpu; i++) {
+		int in = i < ncpu && i != skip;
+		if (in && start < 0)
+			start = i;
+		if (!in && start >= 0) {
+			int n;
+			if (start == i - 1)
+				n = snprintf(buf + off, len - off, "%s%d", off ? "," : "", start);
+			else
+				n = snprintf(buf + off, len - off, "%s%d-%d", off ? "," : "", start, i - 1);
+			if (n < 0 || (size_t)n >= len - off)
+				return;
+			off += (size_t)n;
+			start = -1;
+		}
+	}
+}
+
+int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
+{
+	char head[128], pre[32];
+	const struct cw_culprit_acc *hog = ctx->nculprits ? &ctx->culprits[0] : NULL;
+	const struct cw_slowcall *worst = NULL;
+	double share;
+
+	if (!ctx->slow_time_ns || !ctx->preempted_ns)
+		return 0;
+	share = (double)ctx->preempted_ns / (double)ctx->slow_time_ns;
+	c->kind = CW_KIND_CPU_PREEMPTION;
+	c->explained_share = share;
+	cw_chain_headline(c, head, sizeof(head));
+	if (hog) {
+		c->culprit.known = 1;
+		snprintf(c->culprit.comm, sizeof(c->culprit.comm), "%s", hog->comm);
+		c->culprit.pid = hog->pid;
+		c->culprit.cgroup_id = hog->cgroup_id;
+		c->culprit.cpu = hog->cpu;
+		c->culprit.overlap_ns = hog->ns;
+	}
+	if (hog && hog->cpu >= 0)
+		snprintf(c->summary, sizeof(c->summary),
+			 "%s: thread %lld (%s) was preempted for %.0f %% of its slow calls' time by %s (pid %lld, cpu %d)",
+			 head, (long long)c->tid, c->comm, share * 100, hog->comm, (long long)hog->pid, hog->cpu);
+	else if (hog)
+		snprintf(c->summary, sizeof(c->summary),
+			 "%s: thread %lld (%s) was preempted for %.0f %% of its slow calls' time by %s (pid %lld)",
+			 head, (long long)c->tid, c->comm, share * 100, hog->comm, (long long)hog->pid);
+	else
+		snprintf(c->summary, sizeof(c->summary),
+			 "%s: thread %lld (%s) was preempted for %.0f %% of its slow calls' time",
+			 head, (long long)c->tid, c->comm, share * 100);
+
+	for (size_t i = 0; i < ctx->ncalls; i++)
+		if (!worst || ctx->calls[i].preempted_ns > worst->preempted_ns)
+			worst = &ctx->calls[i];
+	cw_format_duration(ctx->preempted_ns, pre, sizeof(pre));
+	cw_chain_add_timeline(c, CW_LAYER_HOST, ctx->calls[0].wall_ns,
+			      "thread %lld runnable but off-CPU for %s across %zu slow calls (%.0f %%)",
+			      (long long)c->tid, pre, ctx->ncalls, share * 100);
+	if (hog) {
+		char held[32];
+		cw_format_duration(hog->ns, held, sizeof(held));
+		cw_chain_add_timeline(c, CW_LAYER_HOST, worst->wall_ns,
+				      "CPU %d held by %s (pid %lld, cgroup %llu) for %s of that time",
+				      hog->cpu, hog->comm, (long long)hog->pid,
+				      (unsigned long long)hog->cgroup_id, held);
+	}
+	const struct cw_snap *sn = cw_sysctx_snap_at(ctx->sys, worst->mono_ns);
+	int ncpu = sn && sn->ncpu > 0 ? sn->ncpu : 0;
+	if (sn)
+		cw_chain_add_timeline(c, CW_LAYER_SYSTEM, sn->wall_ns, "cpu %.0f %%, load %.1f on %d CPUs",
+				      sn->cpu_pct, sn->load1, ncpu);
+
+	if (hog && hog->pid > 0)
+		cw_chain_add_fix(c, "renice +19 -p %lld", (long long)hog->pid);
+	if (hog && hog->cpu >= 0 && ncpu > 1 && c->pid > 0) {
+		char cpus[128];
+		cpus_except(cpus, sizeof(cpus), ncpu, hog->cpu);
+		cw_chain_add_fix(c, "taskset -acp %s %lld", cpus, (long long)c->pid);
+	}
+	if (hog && hog->pid > 0 && hog->cpu >= 0)
+		cw_chain_add_fix(c, "taskset -acp %d %lld", hog->cpu, (long long)hog->pid);
+	if (hog && hog->cgroup_id)
+		cw_chain_add_fix(c, "echo '100000 100000' > /sys/fs/cgroup/<cgroup %llu>/cpu.max",
+				 (unsigned long long)hog->cgroup_id);
+	cw_chain_add_evidence(c, "preempted_ns", (double)ctx->preempted_ns, 1);
+	cw_chain_add_evidence(c, "blocked_ns", (double)ctx->blocked_ns, 1);
+	cw_chain_add_evidence(c, "slow_time_ns", (double)ctx->slow_time_ns, 1);
+	if (hog)
+		cw_chain_add_evidence(c, "culprit_share", (double)hog->ns / (double)ctx->preempted_ns, 0);
+	return 1;
+}

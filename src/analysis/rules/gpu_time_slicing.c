@@ -1,0 +1,184 @@
+/* gpu_time_slicing: a GPU-bound op (sync, memcpy, launch) is slow while
+ * its thread stayed on CPU (< 40 % off-CPU), and another process issued
+ * CUDA work on the same device during the slow calls: the GPU time-slices
+ * between contexts (without MPS, contexts of different processes do not
+ * run concurrently). explained_share = on-CPU slow time of calls that
+ * overlapped foreign activity / slow-call time. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/engine.h"
+#include "store/store.h"
+#include "util/timeutil.h"
+
+#define CW_SLICE_MAX_OFFCPU 0.4
+#define CW_SLICE_MAX_ROWS 1000000
+
+struct foreign {
+	uint64_t start, end;
+	int64_t pid;
+	char comm[32];
+};
+
+static int foreign_cmp(const void *a, const void *b)
+{
+	const struct foreign *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int load_foreign(const struct cw_rule_ctx *ctx, int device, struct foreign **out, size_t *nout)
+{
+	static const char *const ops[] = {"cudaLaunchKernel", "cuLaunchKernel", "cudaStreamSynchronize",
+					  "cudaDeviceSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
+					  "cudaMemcpy", "cudaMemcpyAsync", "cudaGraphLaunch"};
+	static const char sql[] =
+		"SELECT mono_ns, duration_ns, pid, comm FROM events WHERE op = ?1 AND node = ?2"
+		" AND wall_ns BETWEEN ?3 AND ?4 AND (?5 < 0 OR device = ?5) LIMIT ?6";
+	struct foreign *v = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, ops[k], -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, ctx->st->node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (int64_t)(ctx->calls[0].wall_ns - NSEC_PER_SEC));
+		sqlite3_bind_int64(st, 4, (int64_t)(ctx->calls[ctx->ncalls - 1].wall_ns +
+						     ctx->calls[ctx->ncalls - 1].dur_ns));
+		sqlite3_bind_int(st, 5, device);
+		sqlite3_bind_int64(st, 6, CW_SLICE_MAX_ROWS);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < CW_SLICE_MAX_ROWS) {
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 1024;
+				struct foreign *nv = realloc(v, nc * sizeof(*nv));
+				if (!nv) {
+					free(v);
+					sqlite3_finalize(st);
+					return -ENOMEM;
+				}
+				v = nv;
+				cap = nc;
+			}
+			const char *comm = (const char *)sqlite3_column_text(st, 3);
+			v[n].start = (uint64_t)sqlite3_column_int64(st, 0);
+			v[n].end = v[n].start + (uint64_t)sqlite3_column_int64(st, 1);
+			v[n].pid = sqlite3_column_int64(st, 2);
+			snprintf(v[n].comm, sizeof(v[n].comm), "%s", comm ? comm : "");
+			n++;
+		}
+		if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+			free(v);
+			sqlite3_finalize(st);
+			return cw_sqlite_errno(rc);
+		}
+	}
+	sqlite3_finalize(st);
+	if (n)
+		qsort(v, n, sizeof(*v), foreign_cmp);
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c)
+{
+	char head[128];
+	struct foreign *fv = NULL;
+	size_t nf = 0, j = 0;
+	uint64_t sliced = 0, best_ns = 0, maxlen = 0;
+	int64_t best_pid = 0;
+	char best_comm[32] = "";
+	int device = -1, ret;
+	double offshare, share;
+	struct {
+		int64_t pid;
+		uint64_t ns;
+		char comm[32];
+	} who[8];
+	size_t nwho = 0;
+
+	if (!ctx->slow_time_ns || !(cw_op_is_sync(c->op) || cw_op_is_memcpy(c->op) || cw_op_is_launch(c->op)))
+		return 0;
+	offshare = (double)(ctx->preempted_ns + ctx->blocked_ns) / (double)ctx->slow_time_ns;
+	if (offshare >= CW_SLICE_MAX_OFFCPU)
+		return 0;
+	for (size_t i = 0; i < ctx->ncalls; i++)
+		if (ctx->calls[i].device >= 0) {
+			device = ctx->calls[i].device;
+			break;
+		}
+	if ((ret = load_foreign(ctx, device, &fv, &nf)) < 0)
+		return ret;
+	for (size_t i = 0; i < nf; i++)
+		if (fv[i].end - fv[i].start > maxlen)
+			maxlen = fv[i].end - fv[i].start;
+	for (size_t i = 0; i < ctx->ncalls; i++) {
+		const struct cw_slowcall *s = &ctx->calls[i];
+		uint64_t b = s->mono_ns, e = b + s->dur_ns;
+		uint64_t from = b > maxlen ? b - maxlen : 0;
+		int hit = 0;
+		while (j < nf && fv[j].start < from)
+			j++;
+		for (size_t k = j; k < nf && fv[k].start < e; k++) {
+			if (fv[k].pid == s->pid || fv[k].end <= b)
+				continue;
+			uint64_t o = cw_overlap(fv[k].start, fv[k].end, b, e);
+			size_t p;
+			hit = 1;
+			for (p = 0; p < nwho && who[p].pid != fv[k].pid; p++)
+				;
+			if (p == nwho && nwho < 8) {
+				who[nwho].pid = fv[k].pid;
+				who[nwho].ns = 0;
+				snprintf(who[nwho].comm, sizeof(who[nwho].comm), "%s", fv[k].comm);
+				nwho++;
+			}
+			if (p < nwho)
+				who[p].ns += o ? o : 1;
+		}
+		if (hit)
+			sliced += s->dur_ns - s->preempted_ns - s->blocked_ns;
+	}
+	free(fv);
+	if (!sliced)
+		return 0;
+	for (size_t p = 0; p < nwho; p++)
+		if (who[p].ns > best_ns) {
+			best_ns = who[p].ns;
+			best_pid = who[p].pid;
+			snprintf(best_comm, sizeof(best_comm), "%s", who[p].comm);
+		}
+	share = (double)sliced / (double)ctx->slow_time_ns;
+	c->kind = CW_KIND_GPU_TIME_SLICING;
+	c->explained_share = share;
+	c->culprit.known = best_pid != 0;
+	snprintf(c->culprit.comm, sizeof(c->culprit.comm), "%s", best_comm);
+	c->culprit.pid = best_pid;
+	c->culprit.cpu = -1;
+	c->culprit.overlap_ns = best_ns;
+	cw_chain_headline(c, head, sizeof(head));
+	snprintf(c->summary, sizeof(c->summary),
+		 "%s: thread %lld (%s) stayed on CPU (%.0f %% off-CPU) while %s (pid %lld) ran CUDA work on"
+		 " GPU %d during %.0f %% of its slow calls' time: the GPU is time-sliced between processes",
+		 head, (long long)c->tid, c->comm, offshare * 100, best_comm, (long long)best_pid,
+		 device < 0 ? 0 : device, share * 100);
+	cw_chain_add_timeline(c, cw_layer_of_source(c->source), ctx->calls[0].wall_ns,
+			      "pid %lld (%s) launches and syncs on GPU %d interleave with the slow calls",
+			      (long long)best_pid, best_comm, device < 0 ? 0 : device);
+	cw_chain_add_timeline(c, CW_LAYER_HOST, ctx->calls[0].wall_ns,
+			      "thread %lld off-CPU only %.0f %% of slow time", (long long)c->tid, offshare * 100);
+	cw_chain_add_fix(c, "nvidia-smi -i %d -c EXCLUSIVE_PROCESS", device < 0 ? 0 : device);
+	cw_chain_add_fix(c, "nvidia-cuda-mps-control -d  # share the GPU through MPS instead of time slicing");
+	if (best_pid > 0)
+		cw_chain_add_fix(c, "move pid %lld to another GPU (CUDA_VISIBLE_DEVICES) or a MIG slice", (long long)best_pid);
+	cw_chain_add_evidence(c, "offcpu_share", offshare, 0);
+	cw_chain_add_evidence(c, "sliced_ns", (double)sliced, 1);
+	cw_chain_add_evidence(c, "foreign_pids", (double)nwho, 1);
+	cw_chain_add_evidence(c, "device", device, 1);
+	return 1;
+}
