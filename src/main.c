@@ -18,7 +18,6 @@ static const struct cw_command commands[] = {
 	{ "export", cmd_export, "Perfetto/Chrome trace JSON of a database or a fleet" },
 	{ "merge", cmd_merge, "merge node databases into one" },
 	{ "serve", cmd_serve, "HTTPS API, dashboard and /metrics over the store" },
-	{ "mcp", cmd_mcp, "MCP server for AI assistants (stdio)" },
 	{ "version", cmd_version, "version, commit, build date and library versions" },
 	{ NULL, NULL, NULL },
 };

@@ -33,7 +33,6 @@ int cmd_where(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_export(int argc, char **argv);
-int cmd_mcp(int argc, char **argv);
 
 /* Global state set by main.c from flags before the subcommand. */
 extern const char *cw_global_config_path; /* --config */
