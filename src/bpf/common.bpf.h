@@ -12,6 +12,12 @@
 #ifndef CW_COMMON_BPF_H
 #define CW_COMMON_BPF_H
 
+#if defined(__bpf__)
+#include "vmlinux.h"
+#else
+#include <linux/types.h>
+#endif
+
 /* Index into cw_drops: one slot per ring or family whose ring reserve can
  * fail. The CUDA side uses the CW_DROP_CUDA.. slots. */
 enum cw_drop_idx {
@@ -45,9 +51,39 @@ enum cw_stat_idx {
 
 #define CW_TRACKED_MAX 8192
 
+/* Aggregation map layouts the loader reads when it flushes idle windows
+ * (mem.bpf.c page_agg keyed by tid; net.bpf.c sock_agg). */
+struct cw_page_agg {
+	__u64 start_ns;
+	__u64 pages;
+	__u64 cgroup_id;
+	__u32 pid;
+	__u32 pad;
+	char comm[16];
+};
+
+struct cw_sock_key {
+	__u32 tid;
+	__u32 dir; /* 0 send, 1 recv */
+};
+
+struct cw_sock_agg {
+	__u64 start_ns;
+	__u64 bytes;
+	__u64 cgroup_id;
+	__u32 pid;
+	__u16 family;
+	__u16 sport;
+	__u16 dport;
+	__u16 state;
+	__u32 pad;
+	__u8 saddr[16];
+	__u8 daddr[16];
+	char comm[16];
+};
+
 #if defined(__bpf__)
 
-#include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>

@@ -22,20 +22,12 @@ const volatile __u64 cfg_page_size = 4096;
 CW_DECLARE_RING(rb_bulk, 4 << 20);
 CW_DECLARE_RING(rb_critical, 256 << 10);
 
-struct page_agg {
-	__u64 start_ns;
-	__u64 pages;
-	__u64 cgroup_id;
-	__u32 pid;
-	__u32 pad;
-	char comm[CW_COMM_LEN];
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, struct page_agg);
+	__type(value, struct cw_page_agg);
 } page_agg SEC(".maps");
 
 static __always_inline int on_page_alloc(unsigned int order)
@@ -43,7 +35,7 @@ static __always_inline int on_page_alloc(unsigned int order)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	__u64 now, n = 1ull << (order & 31);
-	struct page_agg *a;
+	struct cw_page_agg *a;
 	struct cw_mem *r;
 
 	if (!cw_tgid_tracked(id >> 32))
@@ -51,7 +43,7 @@ static __always_inline int on_page_alloc(unsigned int order)
 	now = bpf_ktime_get_ns();
 	a = bpf_map_lookup_elem(&page_agg, &tid);
 	if (!a) {
-		struct page_agg fresh = {};
+		struct cw_page_agg fresh = {};
 
 		fresh.start_ns = now;
 		fresh.pages = n;

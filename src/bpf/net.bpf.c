@@ -24,26 +24,6 @@ const volatile __u64 cfg_flush_ns = 100000000;
 
 CW_DECLARE_RING(rb_bulk, 4 << 20);
 
-struct sock_key {
-	__u32 tid;
-	__u32 dir; /* 0 send, 1 recv */
-};
-
-struct sock_agg {
-	__u64 start_ns;
-	__u64 bytes;
-	__u64 cgroup_id;
-	__u32 pid;
-	__u16 family;
-	__u16 sport;
-	__u16 dport;
-	__u16 state;
-	__u32 pad;
-	__u8 saddr[16];
-	__u8 daddr[16];
-	char comm[CW_COMM_LEN];
-};
-
 struct owner {
 	__u64 cgroup_id;
 	__u32 pid;
@@ -54,8 +34,8 @@ struct owner {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct sock_key);
-	__type(value, struct sock_agg);
+	__type(key, struct cw_sock_key);
+	__type(value, struct cw_sock_agg);
 } sock_agg SEC(".maps");
 
 struct {
@@ -123,9 +103,9 @@ static __always_inline int on_retransmit(const struct sock *sk)
 static __always_inline int on_length(struct sock *sk, int ret, __u32 dir)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct sock_key k = { .tid = (__u32)id, .dir = dir };
+	struct cw_sock_key k = { .tid = (__u32)id, .dir = dir };
 	__u64 skey = (__u64)sk, now;
-	struct sock_agg *a;
+	struct cw_sock_agg *a;
 	struct owner ow = {};
 	struct cw_net *r;
 	__u16 family;
@@ -145,7 +125,7 @@ static __always_inline int on_length(struct sock *sk, int ret, __u32 dir)
 
 	a = bpf_map_lookup_elem(&sock_agg, &k);
 	if (!a) {
-		struct sock_agg fresh = {};
+		struct cw_sock_agg fresh = {};
 
 		fresh.start_ns = now;
 		fresh.bytes = ret;

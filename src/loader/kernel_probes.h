@@ -96,6 +96,12 @@ int cw_kernel_probes_stats_fd(struct cw_kernel_probes *kp);
 int cw_kernel_probes_add_rings(struct cw_kernel_probes *kp, struct ring_buffer **rb,
 			       ring_buffer_sample_fn fn, void *ctx);
 
+/* Emits, through the add_rings callback, the page-allocation and socket
+ * volume windows of threads that went quiet: those older than their
+ * interval, or all of them when all is set (call it once at stop). Returns
+ * the number of records emitted, or -EINVAL before add_rings. */
+int cw_kernel_probes_flush(struct cw_kernel_probes *kp, int all);
+
 /* Counters summed over CPUs. drops[] counts failed ring reserves (records
  * lost); stats[] counts records deliberately not emitted (filters, caps)
  * and full maps. */
