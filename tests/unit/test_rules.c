@@ -1,0 +1,481 @@
+/* Each explain rule on hand-built stores: a 20 s training loop (one step
+ * every 20 ms: launch, sync) plus exactly the signature of one cause. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/explain.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+#define MS 1000000ULL
+#define SEC 1000000000ULL
+#define T0 (1000 * SEC)
+#define OFF 1700000000000000000LL
+#define STEPS 1000
+#define STEP_NS (20 * MS)
+
+enum scen {
+	S_HEALTHY, S_CPU, S_IO, S_MEM, S_COLD, S_PERIODIC, S_MEMCPY, S_STARVE, S_SLICE, S_DROP, S_TWO_PIDS,
+};
+
+struct fx {
+	char path[64];
+	struct cw_store *st;
+	struct cw_writer *w;
+	uint32_t rng;
+};
+
+static uint32_t rnd(struct fx *f)
+{
+	f->rng = f->rng * 1103515245u + 12345u;
+	return (f->rng >> 16) & 0x7fff;
+}
+
+static void ev(struct fx *f, const char *src, const char *op, uint64_t mono, uint64_t dur, uint32_t pid,
+	       uint32_t tid, const char *comm, int dev, int64_t py)
+{
+	struct cw_event_row r = {
+		.mono_ns = mono, .wall_ns = mono + OFF, .duration_ns = dur, .pid = pid, .tid = tid,
+		.comm = comm, .source = src, .op = op, .device = dev, .py_stack_id = py,
+		.has_ret = 1,
+	};
+	assert_int_equal(cw_writer_event(f->w, &r), 0);
+}
+
+static void off(struct fx *f, uint32_t pid, uint32_t tid, uint64_t s, uint64_t e, const char *reason,
+		int cpu, uint32_t by_pid, const char *by_comm, uint32_t waker, const char *waker_comm)
+{
+	struct cw_offcpu_row r = {
+		.pid = pid, .tid = tid, .comm = "python", .start_mono_ns = s, .end_mono_ns = e,
+		.wall_ns = s + OFF, .reason = reason, .cpu = cpu, .by_pid = by_pid, .by_tid = by_pid,
+		.by_comm = by_comm, .by_cgroup_id = by_pid ? 55 : 0, .waker_pid = waker,
+		.waker_comm = waker_comm,
+	};
+	assert_int_equal(cw_writer_offcpu(f->w, &r), 0);
+}
+
+static void snap(struct fx *f, uint64_t mono, int64_t swap, int64_t pages, double mem)
+{
+	struct cw_snapshot_row r = {
+		.mono_ns = mono, .wall_ns = mono + OFF, .cpu_pct = 50, .mem_pct = mem, .load1 = 2,
+		.ncpu = 8, .swap_used_bytes = swap, .page_alloc_per_s = pages, .io_bytes_per_s = 0,
+	};
+	assert_int_equal(cw_writer_snapshot(f->w, &r), 0);
+}
+
+static void build(struct fx *f, enum scen sc)
+{
+	struct cw_session_info si = {.node = "n1", .kind = "test", .started_wall_ns = T0 + OFF,
+				     .mono_to_wall_ns = OFF, .rank = -1, .local_rank = -1, .world_size = -1};
+	struct cw_writer_opts wo = {.node = "n1"};
+	struct cw_process_row pr = {.pid = 100, .comm = "python", .rank = 3, .local_rank = 3, .world_size = 8};
+	char err[256];
+	int64_t sid, py;
+	int fd;
+
+	memset(f, 0, sizeof(*f));
+	f->rng = 42;
+	strcpy(f->path, "/tmp/cw-test-rules-XXXXXX");
+	fd = mkstemp(f->path);
+	close(fd);
+	unlink(f->path);
+	assert_int_equal(cw_store_open(&f->st, f->path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_session_begin(f->st, &si, &sid), 0);
+	wo.session_id = sid;
+	assert_int_equal(cw_writer_new(&f->w, f->st, &wo), 0);
+	assert_int_equal(cw_writer_process(f->w, &pr), 0);
+	py = cw_writer_intern_pystack(f->w, 77, 1, "[]", "train.py", 88, "step");
+	assert_true(py > 0);
+
+	uint64_t step = sc == S_STARVE ? 30 * MS : STEP_NS;
+	for (int i = 0; i < 21; i++) {
+		int64_t swap = sc == S_MEM ? (int64_t)i * (200LL << 20) : 0;
+		snap(f, T0 + (uint64_t)i * SEC, swap, 20000, sc == S_MEM ? 90 : 40);
+	}
+	for (int i = 0; i < STEPS; i++) {
+		uint64_t t = T0 + (uint64_t)i * step + MS;
+		uint64_t launch = 20000 + rnd(f) % 4000;
+		uint64_t sync = 8 * MS + (uint64_t)(rnd(f) % 2000) * 1000; /* 8-10 ms jitter */
+		int slow = (i % 50) == 25;
+
+		if (sc == S_COLD && i < 5)
+			launch = 2 * MS + (uint64_t)i * 100000;
+		if (sc == S_DROP && i >= 400 && i < 600)
+			sync = 40 * MS;
+		if (sc == S_DROP && i >= 400 && i < 600 && i % 2)
+			continue; /* half the rate during the drop */
+		if (sc == S_STARVE)
+			off(f, 100, 100, t - 16 * MS, t - MS, "blocked", 2, 0, NULL, 200, "pt_data_worker");
+		ev(f, "cuda", "cudaLaunchKernel", t, launch, 100, 100, "python", 0, py);
+		uint64_t s0 = t + launch + 10000;
+		if (slow && (sc == S_CPU || sc == S_IO || sc == S_MEM || sc == S_SLICE || sc == S_TWO_PIDS))
+			sync = 85 * MS;
+		if (sc == S_MEMCPY) {
+			ev(f, "cuda", "cudaMemcpy", s0, 8 * MS + rnd(f) % 100000, 100, 100, "python", 0, py);
+			s0 += 8 * MS + 200000;
+			sync = 2 * MS;
+		}
+		if (sc == S_PERIODIC) {
+			uint64_t d = (i % 100) == 50 ? 5 * MS : 5000 + rnd(f) % 1000;
+			ev(f, "cuda", "cudaMalloc", s0, d, 100, 100, "python", 0, py);
+			s0 += d + 10000;
+			sync = 2 * MS;
+		}
+		ev(f, "cuda", "cudaStreamSynchronize", s0, sync, 100, 100, "python", 0, py);
+		if (sc == S_TWO_PIDS)
+			ev(f, "cuda", "cudaStreamSynchronize", s0 + 100000, slow ? 85 * MS : sync, 101, 101,
+			   "python", 0, py);
+		/* Natural scheduler noise: short preemptions and blocks everywhere. */
+		off(f, 100, 100, s0 + MS, s0 + MS + 30000, "preempted", 1, 9, "kworker/1:0", 0, NULL);
+		if (slow && (sc == S_CPU || sc == S_TWO_PIDS)) {
+			off(f, 100, 100, s0 + 10 * MS, s0 + 70 * MS, "preempted", 3, 977, "stress-ng", 0, NULL);
+			if (sc == S_TWO_PIDS)
+				off(f, 101, 101, s0 + 10 * MS, s0 + 70 * MS, "blocked", 3, 0, NULL, 0, NULL);
+		}
+		if (slow && (sc == S_IO || sc == S_MEM))
+			off(f, 100, 100, s0 + 10 * MS, s0 + 70 * MS, "blocked", 3, 0, NULL, 0, NULL);
+		if (slow && sc == S_IO)
+			ev(f, "io", "block_write", s0 + 5 * MS, 70 * MS, 300, 300, "ckpt-writer", -1, 0);
+		if (slow && sc == S_SLICE)
+			for (int k = 0; k < 8; k++)
+				ev(f, "cuda", "cudaLaunchKernel", s0 + (uint64_t)k * 10 * MS, 30000, 400, 400,
+				   "other-job", 0, 0);
+	}
+	assert_int_equal(cw_writer_free(f->w), 0);
+	f->w = NULL;
+}
+
+static void destroy(struct fx *f)
+{
+	char p[96];
+
+	cw_store_close(f->st);
+	unlink(f->path);
+	snprintf(p, sizeof(p), "%s-wal", f->path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", f->path);
+	unlink(p);
+}
+
+static void run(struct fx *f, struct cw_explain_result *r, int64_t pid, int per_process)
+{
+	struct cw_explain_opts o = {.pid = pid, .per_process = per_process};
+	assert_int_equal(cw_explain_run(f->st->db, &o, r), 0);
+}
+
+static const struct cw_chain *expect_top(struct fx *f, enum scen sc, enum cw_kind kind, struct cw_explain_result *r)
+{
+	build(f, sc);
+	run(f, r, 0, 0);
+	if (r->count < 1 || r->chains[0].kind != kind) {
+		for (int i = 0; i < r->count; i++)
+			print_message("chain %d: %s %s share %.2f\n", i, cw_kind_name(r->chains[i].kind),
+				      r->chains[i].op, r->chains[i].explained_share);
+		for (int i = 0; i < r->nwarnings; i++)
+			print_message("warning: %s\n", r->warnings[i]);
+	}
+	assert_true(r->count >= 1);
+	assert_string_equal(cw_kind_name(r->chains[0].kind), cw_kind_name(kind));
+	return &r->chains[0];
+}
+
+static void test_healthy_has_no_chain(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+
+	(void)state;
+	build(&f, S_HEALTHY);
+	run(&f, &r, 0, 0);
+	assert_int_equal(r.count, 0);
+	assert_int_equal(r.nwarnings, 0);
+	assert_int_equal(r.ops_analysed, 2);
+	assert_int_equal(r.calls_analysed, 2 * STEPS);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_cpu_preemption(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+
+	(void)state;
+	c = expect_top(&f, S_CPU, CW_KIND_CPU_PREEMPTION, &r);
+	if (getenv("CW_TEST_SHOW")) cw_explain_print_text(stdout, &r, 0);
+	assert_string_equal(c->op, "cudaStreamSynchronize");
+	assert_int_equal(c->slow_count, STEPS / 50);
+	/* 60 of ~85 ms preempted in each slow call */
+	assert_true(c->explained_share > 0.65 && c->explained_share < 0.75);
+	assert_true(c->culprit.known);
+	assert_int_equal(c->culprit.pid, 977);
+	assert_int_equal(c->culprit.cpu, 3);
+	assert_string_equal(c->culprit.comm, "stress-ng");
+	assert_int_equal(c->pid, 100);
+	assert_int_equal(c->tid, 100);
+	assert_int_equal(c->rank, 3);
+	assert_true(c->has_python);
+	assert_string_equal(c->py_file, "train.py");
+	assert_int_equal(c->py_line, 88);
+	assert_int_equal(c->severity, CW_SEV_HIGH);
+	assert_non_null(strstr(c->summary, "preempted for 7"));
+	assert_non_null(strstr(c->summary, "by stress-ng (pid 977, cpu 3)"));
+	int renice = 0;
+	for (int i = 0; i < c->nfix; i++)
+		renice |= !strcmp(c->fix[i], "renice +19 -p 977");
+	assert_true(renice);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_io_contention(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+
+	(void)state;
+	c = expect_top(&f, S_IO, CW_KIND_IO_CONTENTION, &r);
+	assert_true(c->explained_share > 0.6);
+	int ionice = 0;
+	for (int i = 0; i < c->nfix; i++)
+		ionice |= !strcmp(c->fix[i], "ionice -c3 -p 300");
+	assert_true(ionice);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_memory_pressure(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+
+	(void)state;
+	c = expect_top(&f, S_MEM, CW_KIND_MEMORY_PRESSURE, &r);
+	assert_true(c->explained_share > 0.6);
+	assert_non_null(strstr(c->summary, "swap +200 MiB/s"));
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_cold_start(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+
+	(void)state;
+	c = expect_top(&f, S_COLD, CW_KIND_COLD_START, &r);
+	assert_string_equal(c->op, "cudaLaunchKernel");
+	assert_int_equal(r.count, 1);
+	assert_true(c->explained_share > 0.99);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_periodic_allocator(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+
+	(void)state;
+	c = expect_top(&f, S_PERIODIC, CW_KIND_PERIODIC_ALLOCATOR, &r);
+	assert_string_equal(c->op, "cudaMalloc");
+	for (int i = 0; i < c->nevidence; i++)
+		if (!strcmp(c->evidence[i].key, "period_ns"))
+			assert_true(c->evidence[i].value > 1.9e9 && c->evidence[i].value < 2.1e9);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_memcpy_bound(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+
+	(void)state;
+	c = expect_top(&f, S_MEMCPY, CW_KIND_MEMCPY_BOUND, &r);
+	assert_string_equal(c->op, "cudaMemcpy");
+	assert_true(c->explained_share > 0.35 && c->explained_share < 0.45);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_dataloader_starvation(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+
+	(void)state;
+	c = expect_top(&f, S_STARVE, CW_KIND_DATALOADER_STARVATION, &r);
+	assert_string_equal(c->op, "cudaLaunchKernel");
+	assert_int_equal(c->culprit.pid, 200);
+	assert_true(c->explained_share > 0.4 && c->explained_share < 0.6);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_gpu_time_slicing(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+
+	(void)state;
+	c = expect_top(&f, S_SLICE, CW_KIND_GPU_TIME_SLICING, &r);
+	assert_int_equal(c->culprit.pid, 400);
+	assert_true(c->explained_share > 0.9);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_throughput_drop(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+
+	(void)state;
+	expect_top(&f, S_DROP, CW_KIND_THROUGHPUT_DROP, &r);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_per_process_and_pid(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+
+	(void)state;
+	build(&f, S_TWO_PIDS);
+	run(&f, &r, 0, 1);
+	/* pid 100 preempted by stress-ng, pid 101 blocked with no I/O or
+	 * pressure: one chain, one warning. */
+	assert_int_equal(r.count, 1);
+	assert_int_equal(r.chains[0].pid, 100);
+	assert_int_equal(r.chains[0].kind, CW_KIND_CPU_PREEMPTION);
+	assert_int_equal(r.chains[0].slow_count, STEPS / 50);
+	assert_int_equal(r.nwarnings, 1);
+	cw_explain_result_free(&r);
+	run(&f, &r, 101, 0);
+	assert_int_equal(r.count, 0);
+	cw_explain_result_free(&r);
+	run(&f, &r, 100, 0);
+	assert_int_equal(r.count, 1);
+	assert_int_equal(r.chains[0].pid, 100);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_window_excludes_slow_calls(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	struct cw_explain_opts o = {0};
+
+	(void)state;
+	build(&f, S_CPU);
+	/* The first slow call is step 25 at ~0.5 s: a window over the first
+	 * 0.4 s sees no tail. */
+	o.from_wall_ns = T0 + OFF;
+	o.to_wall_ns = T0 + OFF + SEC - 1;
+	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+	assert_true(r.calls_analysed > 0 && r.calls_analysed < 2 * STEPS);
+	assert_true(r.count <= 1);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_json_and_store(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	json_t *j, *c0;
+	sqlite3_stmt *st;
+
+	(void)state;
+	build(&f, S_CPU);
+	run(&f, &r, 0, 0);
+	j = cw_explain_to_json(&r);
+	assert_non_null(json_object_get(j, "window"));
+	assert_true(json_is_array(json_object_get(j, "warnings")));
+	c0 = json_array_get(json_object_get(j, "chains"), 0);
+	assert_string_equal(json_string_value(json_object_get(c0, "severity")), "HIGH");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c0, "root_cause"), "kind")),
+			    "cpu_preemption");
+	assert_int_equal(json_integer_value(json_object_get(c0, "pid")), 100);
+	assert_int_equal(json_integer_value(json_object_get(c0, "rank")), 3);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c0, "python"), "function")), "step");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(c0, "culprit"), "pid")), 977);
+	assert_true(json_array_size(json_object_get(c0, "timeline")) >= 3);
+	assert_true(json_array_size(json_object_get(c0, "fix")) >= 2);
+	json_decref(j);
+
+	assert_int_equal(cw_explain_store_chains(f.st->db, &r, 123), r.count);
+	assert_int_equal(cw_explain_store_chains(f.st->db, &r, 456), r.count);
+	assert_int_equal(sqlite3_prepare_v2(f.st->db,
+					    "SELECT count(*), min(created_wall_ns), max(kind) FROM chains", -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 2 * r.count);
+	assert_int_equal(sqlite3_column_int64(st, 1), 123);
+	assert_string_equal((const char *)sqlite3_column_text(st, 2), "cpu_preemption");
+	sqlite3_finalize(st);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+static void test_empty_store(void **state)
+{
+	struct cw_store *st;
+	struct cw_explain_result r;
+	struct cw_explain_opts o = {0};
+	char path[64], err[256];
+	int fd;
+
+	(void)state;
+	strcpy(path, "/tmp/cw-test-rules-XXXXXX");
+	fd = mkstemp(path);
+	close(fd);
+	unlink(path);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_explain_run(st->db, &o, &r), 0);
+	assert_int_equal(r.count, 0);
+	assert_int_equal(r.ops_analysed, 0);
+	cw_explain_result_free(&r);
+	cw_store_close(st);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_healthy_has_no_chain),
+		cmocka_unit_test(test_cpu_preemption),
+		cmocka_unit_test(test_io_contention),
+		cmocka_unit_test(test_memory_pressure),
+		cmocka_unit_test(test_cold_start),
+		cmocka_unit_test(test_periodic_allocator),
+		cmocka_unit_test(test_memcpy_bound),
+		cmocka_unit_test(test_dataloader_starvation),
+		cmocka_unit_test(test_gpu_time_slicing),
+		cmocka_unit_test(test_throughput_drop),
+		cmocka_unit_test(test_per_process_and_pid),
+		cmocka_unit_test(test_window_excludes_slow_calls),
+		cmocka_unit_test(test_json_and_store),
+		cmocka_unit_test(test_empty_store),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
