@@ -1,0 +1,44 @@
+/* The per-op summary `query` prints without SQL: count, percentiles, max,
+ * total time and share of wall time per (source, op), over a window that
+ * ends at the newest data in the database.
+ *
+ * Percentiles come from the per-second histograms of the aggregates table
+ * (merged, never from scanning events), so the summary of a 10-million-event
+ * trace costs one pass over a few thousand rows. The per-line variant
+ * (grouped by the Python user location of each call) has no aggregate to
+ * read and scans the events in the window. */
+#ifndef CW_STORE_SUMMARY_H
+#define CW_STORE_SUMMARY_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cw_summary_opts {
+	uint64_t since_ns; /* window length back from the newest second; 0 = all data */
+	int by_line;       /* group by py_stacks.user_file:user_line, user_function too */
+};
+
+struct cw_summary_row {
+	char *source, *op;
+	char *file, *function; /* by_line only; NULL when the call had no Python stack */
+	int64_t line;          /* by_line only; 0 unknown */
+	uint64_t count, p50_ns, p95_ns, p99_ns, max_ns, total_ns;
+	double wall_share;     /* total_ns / window_ns; above 1 when threads overlap */
+};
+
+struct cw_summary {
+	int64_t from_second, to_second; /* inclusive wall-clock seconds; 0 when empty */
+	uint64_t window_ns;             /* (to - from + 1) s; 0 when empty */
+	size_t n;
+	struct cw_summary_row *rows;    /* by total_ns, largest first */
+};
+
+/* Builds the summary from db (any connection that can read the schema).
+ * Returns 0 or -errno (a SQLite failure translated by cw_sqlite_errno, or
+ * -EINVAL for a malformed histogram blob). An empty database gives an
+ * empty summary, not an error. */
+int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_summary **out);
+void cw_summary_free(struct cw_summary *s);
+
+#endif
