@@ -32,6 +32,24 @@ static void cpus_except(char *buf, size_t len, int ncpu, int skip)
 	}
 }
 
+/* The cgroup v2 path of id on the node, from the cgroups table. */
+static void cgroup_path(const struct cw_rule_ctx *ctx, uint64_t id, char *buf, size_t len)
+{
+	sqlite3_stmt *st = NULL;
+
+	snprintf(buf, len, "<cgroup %llu>", (unsigned long long)id);
+	if (sqlite3_prepare_v2(ctx->db, "SELECT path FROM cgroups WHERE node = ?1 AND cgroup_id = ?2", -1,
+			       &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(st, 1, ctx->st->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)id);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+		const char *p = (const char *)sqlite3_column_text(st, 0);
+		snprintf(buf, len, "%s", p[0] == '/' ? p + 1 : p);
+	}
+	sqlite3_finalize(st);
+}
+
 int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
 	char head[128], pre[32];
@@ -96,9 +114,11 @@ int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	}
 	if (hog && hog->pid > 0 && hog->cpu >= 0)
 		cw_chain_add_fix(c, "taskset -acp %d %lld", hog->cpu, (long long)hog->pid);
-	if (hog && hog->cgroup_id)
-		cw_chain_add_fix(c, "echo '100000 100000' > /sys/fs/cgroup/<cgroup %llu>/cpu.max",
-				 (unsigned long long)hog->cgroup_id);
+	if (hog && hog->cgroup_id) {
+		char cg[160];
+		cgroup_path(ctx, hog->cgroup_id, cg, sizeof(cg));
+		cw_chain_add_fix(c, "echo '100000 100000' > /sys/fs/cgroup/%s/cpu.max  # cap the neighbour at one CPU", cg);
+	}
 	cw_chain_add_evidence(c, "preempted_ns", (double)ctx->preempted_ns, 1);
 	cw_chain_add_evidence(c, "blocked_ns", (double)ctx->blocked_ns, 1);
 	cw_chain_add_evidence(c, "slow_time_ns", (double)ctx->slow_time_ns, 1);
