@@ -1,0 +1,466 @@
+// SPDX-License-Identifier: GPL-2.0
+/* cuda: uprobes and uretprobes on the CUDA runtime (libcudart), CUDA graphs,
+ * the CUDA driver (libcuda) and NCCL (libnccl).
+ *
+ * One entry program and one return program serve every hooked function;
+ * the attach cookie (cuda.bpf.h) names the op and its source, so the hook
+ * table lives in userspace (src/loader/uprobe_attach.c) and a library copy
+ * costs attaches, not programs.
+ *
+ * Entry:  CW_REC_CALL_ENTRY with the arguments (normalized per op, see
+ *         fill_args and docs/probes-cuda.md) and the thread's current device.
+ * Return: CW_REC_CALL_RETURN with the return code (cudaError_t, CUresult
+ *         and ncclResult_t are all C enums: a 32-bit int in eax).
+ * Pairing is userspace's job (src/pipeline): per tid, innermost open entry
+ * of the same source and op, so runtime -> driver nesting is fine.
+ *
+ * Losses: a failed ring reserve is counted in cw_drops (per source) and in
+ * cuda_stats. When the ring holds more than cfg_agg_bytes, a call is
+ * counted into agg_hist (per op, log2 duration buckets) instead of being
+ * emitted: aggregate before dropping.
+ */
+#include "common.bpf.h"
+#include "cuda.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* libbpf < 1.2 stops at PARM5; x86-64 SysV passes the sixth in r9. */
+#ifndef PT_REGS_PARM6
+#define PT_REGS_PARM6(x) ((x)->r9)
+#endif
+
+/* Aggregate instead of emitting when the ring holds more than this many
+ * bytes; 0 never aggregates. */
+const volatile __u64 cfg_agg_bytes = 0;
+/* 1: only processes in cw_tracked (--pid, a launched command and their
+ * children). 0: every process that runs a hooked library copy, which is
+ * how processes started after trace are traced from their first call. */
+const volatile __u8 cfg_filter_tracked = 1;
+
+CW_DECLARE_RING(rb_cuda, 8 << 20);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CW_CS_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} cuda_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CW_OP_MAX);
+	__type(key, __u32);
+	__type(value, struct cw_cuda_agg);
+} agg_hist SEC(".maps");
+
+/* tid -> current CUDA device (cudaSetDevice, cuCtxSetCurrent). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __s32);
+} tid_dev SEC(".maps");
+
+/* CUcontext -> device, learned when contexts are created or retained. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __s32);
+} ctx_dev SEC(".maps");
+
+enum call_mode {
+	MODE_EMITTED = 0, /* entry on the ring: emit the return */
+	MODE_AGG = 1,     /* counted into agg_hist at return */
+	MODE_DROPPED = 2, /* entry lost: suppress the return so it is one loss */
+};
+
+struct call_key {
+	__u32 tid;
+	__u32 op;
+};
+
+/* State carried from entry to return. Only calls that need it have an
+ * entry: aggregated or dropped ones, and ops with work at return. */
+struct call_state {
+	__u64 start_ns;
+	__u64 a, b; /* op-specific: output pointer, name pointer, device */
+	__u32 mode; /* enum call_mode */
+	__u32 work; /* the op has return-side work */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct call_key);
+	__type(value, struct call_state);
+} call_state SEC(".maps");
+
+static __always_inline void cs_count(__u32 idx)
+{
+	cw_count(&cuda_stats, idx);
+}
+
+static __always_inline __u32 drop_idx(__u32 src)
+{
+	if (src == CW_SRC_DRIVER)
+		return CW_DROP_DRIVER;
+	if (src == CW_SRC_NCCL)
+		return CW_DROP_NCCL;
+	return CW_DROP_CUDA;
+}
+
+static __always_inline int traced(void)
+{
+	if (!cfg_filter_tracked)
+		return 1;
+	return cw_current_tracked();
+}
+
+/* The n-th integer argument (n >= 7) of a function at its first
+ * instruction: x86-64 SysV passes the first six in registers and the rest
+ * on the stack above the return address. */
+static __always_inline __u64 stack_arg(struct pt_regs *ctx, int n)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
+	return v;
+}
+
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+/* Arguments as stored: ABI order, except where the op's interesting values
+ * would not fit the four columns the store keeps (args[0..3]):
+ *  - memcpy/memset: bytes in args[2], cudaMemcpyKind in args[3];
+ *  - launches: the function handle in args[0] (kernel name lookup);
+ *  - NCCL: count, datatype, reduction op or peer/root, comm. */
+static __always_inline void fill_args(struct pt_regs *ctx, __u32 op, __u64 *a)
+{
+	__u64 p1 = PT_REGS_PARM1(ctx), p2 = PT_REGS_PARM2(ctx), p3 = PT_REGS_PARM3(ctx);
+	__u64 p4 = PT_REGS_PARM4(ctx), p5 = PT_REGS_PARM5(ctx), p6 = PT_REGS_PARM6(ctx);
+	const __u64 na = (__u64)-1; /* not applicable */
+
+	a[0] = p1; a[1] = p2; a[2] = p3; a[3] = p4; a[4] = p5; a[5] = p6;
+	switch (op) {
+	case CW_OP_cudaLaunchKernel:
+		/* (func, dim3 grid, dim3 block, args, sharedMem, stream): a 12-byte
+		 * dim3 travels in two registers (x|y<<32, z), so the grid is
+		 * p2/p3, the block p4/p5, and the stream is the 8th slot. */
+		a[5] = stack_arg(ctx, 8);
+		break;
+	case CW_OP_cudaLaunchKernelExC: /* (config *, func, args) */
+	case CW_OP_cuLaunchKernelEx:    /* (config *, f, params, extra) */
+		a[0] = p2; a[1] = p1;
+		break;
+	case CW_OP_cudaMemcpy2D:      /* (dst, dpitch, src, spitch, width, height, kind) */
+	case CW_OP_cudaMemcpy2DAsync: /* ... kind, stream) */
+		a[0] = p1; a[1] = p3; a[2] = p5 * p6; a[3] = stack_arg(ctx, 7); a[4] = p5; a[5] = p6;
+		break;
+	case CW_OP_cudaMemcpyPeer:      /* (dst, dstDev, src, srcDev, count) */
+	case CW_OP_cudaMemcpyPeerAsync: /* ... count, stream) */
+		a[0] = p1; a[1] = p3; a[2] = p5; a[3] = 3 /* cudaMemcpyDeviceToDevice */; a[4] = p2; a[5] = p4;
+		break;
+	case CW_OP_cuMemcpy:      /* (dst, src, bytes) */
+	case CW_OP_cuMemcpyAsync: /* ... stream) */
+		a[3] = 4; /* cudaMemcpyDefault: unified addressing decides */
+		a[4] = op == CW_OP_cuMemcpyAsync ? p4 : 0;
+		break;
+	case CW_OP_cuMemcpyHtoD:
+	case CW_OP_cuMemcpyHtoDAsync:
+		a[3] = 1;
+		a[4] = op == CW_OP_cuMemcpyHtoDAsync ? p4 : 0;
+		break;
+	case CW_OP_cuMemcpyDtoH:
+	case CW_OP_cuMemcpyDtoHAsync:
+		a[3] = 2;
+		a[4] = op == CW_OP_cuMemcpyDtoHAsync ? p4 : 0;
+		break;
+	case CW_OP_cuMemcpyDtoD:
+	case CW_OP_cuMemcpyDtoDAsync:
+		a[3] = 3;
+		a[4] = op == CW_OP_cuMemcpyDtoDAsync ? p4 : 0;
+		break;
+	/* NCCL 2.x signatures. */
+	case CW_OP_ncclAllReduce:     /* (send, recv, count, dtype, op, comm, stream) */
+	case CW_OP_ncclReduceScatter: /* (send, recv, recvcount, dtype, op, comm, stream) */
+	case CW_OP_ncclBroadcast:     /* (send, recv, count, dtype, root, comm, stream) */
+		a[0] = p3; a[1] = p4; a[2] = p5; a[3] = p6; a[4] = na; a[5] = p1;
+		break;
+	case CW_OP_ncclAllGather: /* (send, recv, sendcount, dtype, comm, stream) */
+		a[0] = p3; a[1] = p4; a[2] = na; a[3] = p5; a[4] = na; a[5] = p1;
+		break;
+	case CW_OP_ncclReduce: /* (send, recv, count, dtype, op, root, comm, stream) */
+		a[0] = p3; a[1] = p4; a[2] = p5; a[3] = stack_arg(ctx, 7); a[4] = p6; a[5] = p1;
+		break;
+	case CW_OP_ncclBcast: /* (buff, count, dtype, root, comm, stream) */
+	case CW_OP_ncclSend:  /* (send, count, dtype, peer, comm, stream) */
+	case CW_OP_ncclRecv:  /* (recv, count, dtype, peer, comm, stream) */
+		a[0] = p2; a[1] = p3; a[2] = p4; a[3] = p5; a[4] = na; a[5] = p1;
+		break;
+	case CW_OP_ncclCommInitRank: /* (comm *, nranks, ncclUniqueId, rank): the
+				      * 128-byte id goes on the stack, so rank is in
+				      * the third register */
+	case CW_OP_ncclCommInitRankConfig: /* ... rank, config *) */
+		a[0] = p2; a[1] = na; a[2] = p3; a[3] = p1; a[4] = op == CW_OP_ncclCommInitRankConfig ? p4 : 0; a[5] = 0;
+		break;
+	case CW_OP_ncclCommInitAll: /* (comm *, ndev, devlist) */
+		a[0] = p2; a[1] = na; a[2] = na; a[3] = p1; a[4] = p3; a[5] = 0;
+		break;
+	case CW_OP_ncclCommSplit: /* (comm, color, key, newcomm *, config *) */
+		a[0] = p2; a[1] = p3; a[2] = na; a[3] = p1; a[4] = p4; a[5] = p5;
+		break;
+	case CW_OP_ncclCommDestroy: /* (comm) */
+		a[0] = 0; a[1] = na; a[2] = na; a[3] = p1; a[4] = 0; a[5] = 0;
+		break;
+	case CW_OP_ncclGroupStart:
+	case CW_OP_ncclGroupEnd:
+		a[0] = a[1] = a[2] = a[3] = a[4] = a[5] = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Ops with work at return: what to remember at entry. */
+static __always_inline int return_work(struct pt_regs *ctx, __u32 op, __u64 *a, __u64 *b)
+{
+	switch (op) {
+	case CW_OP_cudaSetDevice:   /* (int device) */
+	case CW_OP_cuCtxSetCurrent: /* (CUcontext) */
+		*a = PT_REGS_PARM1(ctx);
+		return 1;
+	case CW_OP_cuModuleGetFunction: /* (CUfunction *, CUmodule, const char *name) */
+	case CW_OP_cuLibraryGetKernel:  /* (CUkernel *, CUlibrary, const char *name) */
+		*a = PT_REGS_PARM1(ctx);
+		*b = PT_REGS_PARM3(ctx);
+		return 1;
+	case CW_HOOK_PRIMARY_CTX_RETAIN: /* (CUcontext *, CUdevice) */
+		*a = PT_REGS_PARM1(ctx);
+		*b = PT_REGS_PARM2(ctx);
+		return 1;
+	case CW_HOOK_CTX_CREATE_V2: /* (CUcontext *, flags, CUdevice) */
+		*a = PT_REGS_PARM1(ctx);
+		*b = PT_REGS_PARM3(ctx);
+		return 1;
+	case CW_HOOK_CTX_CREATE_V3: /* (CUcontext *, params, numParams, flags, CUdevice) */
+		*a = PT_REGS_PARM1(ctx);
+		*b = PT_REGS_PARM5(ctx);
+		return 1;
+	case CW_HOOK_CTX_CREATE_V4: /* (CUcontext *, CUctxCreateParams *, flags, CUdevice) */
+		*a = PT_REGS_PARM1(ctx);
+		*b = PT_REGS_PARM4(ctx);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static __always_inline void emit_kernel_name(__u64 handle, __u64 name_ptr)
+{
+	struct cw_kernel_name *k;
+
+	k = bpf_ringbuf_reserve(&rb_cuda, sizeof(*k), 0);
+	if (!k) {
+		cw_drop(CW_DROP_KNAME);
+		cs_count(CW_CS_KNAME_DROPPED);
+		return;
+	}
+	cw_hdr_current(&k->hdr, CW_REC_KERNEL_NAME, sizeof(*k), CW_SRC_CUDA, CW_OP_kernel_name);
+	k->handle = handle;
+	if (bpf_probe_read_user_str(k->name, sizeof(k->name), (const void *)name_ptr) < 0)
+		k->name[0] = 0;
+	bpf_ringbuf_submit(k, 0);
+}
+
+/* The single path every call entry record takes. The Python stack capture
+ * (pystack.bpf.h) hooks in here, after the entry is filled. */
+static __always_inline int emit_entry(struct pt_regs *ctx, __u32 op, __u32 src)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_key k = { .tid = (__u32)id, .op = op };
+	struct call_state st = {};
+	struct cw_call_entry *e;
+	__s32 *dev;
+	int work;
+
+	cs_count(CW_CS_CALLS);
+	work = return_work(ctx, op, &st.a, &st.b);
+	st.work = work;
+	if (cfg_agg_bytes && bpf_ringbuf_query(&rb_cuda, BPF_RB_AVAIL_DATA) > cfg_agg_bytes) {
+		st.mode = MODE_AGG;
+		st.start_ns = bpf_ktime_get_ns();
+		if (!bpf_map_update_elem(&call_state, &k, &st, BPF_ANY)) {
+			cs_count(CW_CS_AGGREGATED);
+			return 0;
+		}
+		cs_count(CW_CS_STATE_FULL);
+	}
+	e = bpf_ringbuf_reserve(&rb_cuda, sizeof(*e), 0);
+	if (!e) {
+		cw_drop(drop_idx(src));
+		cs_count(CW_CS_ENTRY_DROPPED);
+		st.mode = MODE_DROPPED;
+		bpf_map_update_elem(&call_state, &k, &st, BPF_ANY);
+		return 0;
+	}
+	if (work) {
+		st.mode = MODE_EMITTED;
+		bpf_map_update_elem(&call_state, &k, &st, BPF_ANY);
+	}
+	cw_hdr_current(&e->hdr, CW_REC_CALL_ENTRY, sizeof(*e), src, op);
+	fill_args(ctx, op, e->args);
+	dev = bpf_map_lookup_elem(&tid_dev, &k.tid);
+	e->device = dev ? *dev : -1;
+	e->flags = 0;
+	bpf_ringbuf_submit(e, 0);
+	cs_count(CW_CS_EMITTED);
+	return 0;
+}
+
+static __always_inline void set_ctx_device(__u64 pctx, __u64 dev)
+{
+	__u64 c = 0;
+	__s32 d = (__s32)dev;
+
+	if (bpf_probe_read_user(&c, sizeof(c), (const void *)pctx) == 0 && c)
+		bpf_map_update_elem(&ctx_dev, &c, &d, BPF_ANY);
+}
+
+/* Work at return, whether or not the call itself was emitted: the device
+ * and kernel-name state must stay right even while the ring is full. */
+static __always_inline void do_return_work(__u32 op, const struct call_state *s, __u32 tid, int ret)
+{
+	__s32 d;
+	__s32 *cd;
+	__u64 h = 0;
+
+	if (ret != 0)
+		return;
+	switch (op) {
+	case CW_OP_cudaSetDevice:
+		d = (__s32)s->a;
+		bpf_map_update_elem(&tid_dev, &tid, &d, BPF_ANY);
+		break;
+	case CW_OP_cuCtxSetCurrent:
+		if (!s->a) {
+			bpf_map_delete_elem(&tid_dev, &tid);
+			break;
+		}
+		cd = bpf_map_lookup_elem(&ctx_dev, &s->a);
+		if (cd) {
+			d = *cd;
+			bpf_map_update_elem(&tid_dev, &tid, &d, BPF_ANY);
+		}
+		break;
+	case CW_OP_cuModuleGetFunction:
+	case CW_OP_cuLibraryGetKernel:
+		if (bpf_probe_read_user(&h, sizeof(h), (const void *)s->a) == 0 && h)
+			emit_kernel_name(h, s->b);
+		break;
+	case CW_HOOK_PRIMARY_CTX_RETAIN:
+	case CW_HOOK_CTX_CREATE_V2:
+	case CW_HOOK_CTX_CREATE_V3:
+	case CW_HOOK_CTX_CREATE_V4:
+		set_ctx_device(s->a, s->b);
+		break;
+	default:
+		break;
+	}
+}
+
+static __always_inline void agg_add(__u32 op, __u64 d)
+{
+	struct cw_cuda_agg *h = bpf_map_lookup_elem(&agg_hist, &op);
+	__u32 b;
+
+	if (!h)
+		return;
+	h->count++;
+	h->sum_ns += d;
+	if (d > h->max_ns)
+		h->max_ns = d;
+	b = log2_u64(d) & (CW_AGG_BUCKETS - 1);
+	h->buckets[b]++;
+}
+
+SEC("uprobe")
+int cw_call_enter(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 op = CW_COOKIE_OP(cookie);
+	struct call_key k;
+	struct call_state st = {};
+
+	if (!traced())
+		return 0;
+	if (op == CW_HOOK_REGISTER_FUNCTION) {
+		/* (void **fatCubinHandle, const char *hostFun, char *deviceFun,
+		 *  const char *deviceName, ...): launches pass hostFun. */
+		emit_kernel_name(PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx));
+		return 0;
+	}
+	if (op >= CW_HOOK_PRIMARY_CTX_RETAIN) {
+		k.tid = (__u32)bpf_get_current_pid_tgid();
+		k.op = op;
+		st.work = return_work(ctx, op, &st.a, &st.b);
+		if (st.work)
+			bpf_map_update_elem(&call_state, &k, &st, BPF_ANY);
+		return 0;
+	}
+	return emit_entry(ctx, op, CW_COOKIE_SRC(cookie));
+}
+
+SEC("uretprobe")
+int cw_call_return(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 op = CW_COOKIE_OP(cookie), src = CW_COOKIE_SRC(cookie);
+	int ret = (int)PT_REGS_RC(ctx);
+	struct call_key k;
+	struct call_state *sp, s;
+	struct cw_call_return *r;
+
+	if (!traced())
+		return 0;
+	k.tid = (__u32)bpf_get_current_pid_tgid();
+	k.op = op;
+	sp = bpf_map_lookup_elem(&call_state, &k);
+	if (sp) {
+		s = *sp;
+		bpf_map_delete_elem(&call_state, &k);
+		if (s.work)
+			do_return_work(op, &s, k.tid, ret);
+		if (s.mode == MODE_AGG) {
+			__u64 now = bpf_ktime_get_ns();
+
+			agg_add(op, now > s.start_ns ? now - s.start_ns : 0);
+			return 0;
+		}
+		if (s.mode == MODE_DROPPED)
+			return 0;
+	}
+	if (op >= CW_HOOK_REGISTER_FUNCTION)
+		return 0;
+	r = bpf_ringbuf_reserve(&rb_cuda, sizeof(*r), 0);
+	if (!r) {
+		cw_drop(drop_idx(src));
+		cs_count(CW_CS_RET_DROPPED);
+		return 0;
+	}
+	cw_hdr_current(&r->hdr, CW_REC_CALL_RETURN, sizeof(*r), src, op);
+	r->retval = ret;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}

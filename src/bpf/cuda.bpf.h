@@ -1,0 +1,59 @@
+/* cuda.bpf.h: what cuda.bpf.c (the CUDA runtime, graph, driver and NCCL
+ * uprobes) shares with its loader (src/loader/uprobe_attach.c).
+ *
+ * One pair of BPF programs serves every hooked function: the attach cookie
+ * (struct bpf_uprobe_opts.bpf_cookie, kernel >= 5.15) says which op, which
+ * source and which argument layout a probe hit belongs to, so adding a
+ * function is one table row in userspace and not one more program.
+ *
+ * The first part is plain C so userspace can include it. */
+#ifndef CW_CUDA_BPF_H
+#define CW_CUDA_BPF_H
+
+#if defined(__bpf__)
+#include "vmlinux.h"
+#else
+#include <linux/types.h>
+#endif
+
+/* Cookie layout: bits 0-15 op (enum cw_op, or a CW_HOOK_* below for
+ * bookkeeping hooks that emit no call), 16-23 source (enum cw_source). */
+#define CW_COOKIE(op, src) ((__u64)(op) | ((__u64)(src) << 16))
+#define CW_COOKIE_OP(c) ((__u32)((c)&0xffff))
+#define CW_COOKIE_SRC(c) ((__u32)(((c) >> 16) & 0xff))
+
+/* Bookkeeping hooks: above every enum cw_op value that is a call, below
+ * CW_OP_MAX. They feed the kernel-name records and the context -> device
+ * map; they never produce call records. */
+enum cw_hook {
+	CW_HOOK_REGISTER_FUNCTION = 240, /* __cudaRegisterFunction(handle, hostFun, deviceFun, ...) */
+	CW_HOOK_PRIMARY_CTX_RETAIN,      /* cuDevicePrimaryCtxRetain(CUcontext *, CUdevice) */
+	CW_HOOK_CTX_CREATE_V2,           /* cuCtxCreate/_v2(CUcontext *, flags, CUdevice) */
+	CW_HOOK_CTX_CREATE_V3,           /* cuCtxCreate_v3(CUcontext *, params, n, flags, CUdevice) */
+	CW_HOOK_CTX_CREATE_V4,           /* cuCtxCreate_v4(CUcontext *, params, flags, CUdevice) */
+};
+
+/* Per-CPU counters of the CUDA side (map cuda_stats), summed by userspace. */
+enum cw_cuda_stat {
+	CW_CS_CALLS = 0,      /* entries of traced processes seen */
+	CW_CS_EMITTED,        /* entries written to the ring */
+	CW_CS_ENTRY_DROPPED,  /* calls lost: entry reserve failed (return suppressed too) */
+	CW_CS_RET_DROPPED,    /* returns lost: the entry is stored as unfinished */
+	CW_CS_AGGREGATED,     /* calls counted into agg_hist instead of emitted */
+	CW_CS_KNAME_DROPPED,  /* kernel-name records lost */
+	CW_CS_STATE_FULL,     /* per-call state map full: call emitted, not aggregated */
+	CW_CS_MAX = 8
+};
+
+/* In-kernel histogram of calls aggregated instead of emitted because the
+ * ring was over its fill threshold: log2 buckets of the duration (bucket
+ * b counts durations in [2^b, 2^(b+1)) ns). One per op, per CPU. */
+#define CW_AGG_BUCKETS 64
+struct cw_cuda_agg {
+	__u64 count;
+	__u64 sum_ns;
+	__u64 max_ns;
+	__u64 buckets[CW_AGG_BUCKETS];
+};
+
+#endif

@@ -1,0 +1,474 @@
+/* uprobe_attach: cuda.bpf.c loaded once, attached per library copy. */
+#include "loader/uprobe_attach.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "bpf/events.h"
+#include "cuda.skel.h"
+#include "loader/elfsyms.h"
+#include "util/timeutil.h"
+
+#define H(n, o, s, l) { #n, CW_OP_##o, CW_SRC_##s, CW_LIB_##l }
+#define HK(n, o, l) { #n, CW_HOOK_##o, CW_SRC_CUDA, CW_LIB_##l }
+
+/* Names as exported by CUDA 13.0 / NCCL 2.2x. The driver's versioned names
+ * are what cuda.h #defines the plain names to since CUDA 3.2 (cuMemAlloc
+ * -> cuMemAlloc_v2), so those are the ones programs call. _ptsz/_ptds
+ * variants are found by suffix at attach time. */
+static const struct cw_hook_def hook_table[] = {
+	/* runtime */
+	H(cudaMalloc, cudaMalloc, CUDA, CUDART),
+	H(cudaFree, cudaFree, CUDA, CUDART),
+	H(cudaMallocAsync, cudaMallocAsync, CUDA, CUDART),
+	H(cudaFreeAsync, cudaFreeAsync, CUDA, CUDART),
+	H(cudaMallocManaged, cudaMallocManaged, CUDA, CUDART),
+	H(cudaMallocHost, cudaMallocHost, CUDA, CUDART),
+	H(cudaHostAlloc, cudaHostAlloc, CUDA, CUDART),
+	H(cudaLaunchKernel, cudaLaunchKernel, CUDA, CUDART),
+	H(cudaLaunchKernelExC, cudaLaunchKernelExC, CUDA, CUDART),
+	H(cudaMemcpy, cudaMemcpy, CUDA, CUDART),
+	H(cudaMemcpyAsync, cudaMemcpyAsync, CUDA, CUDART),
+	H(cudaMemcpy2D, cudaMemcpy2D, CUDA, CUDART),
+	H(cudaMemcpy2DAsync, cudaMemcpy2DAsync, CUDA, CUDART),
+	H(cudaMemcpyPeer, cudaMemcpyPeer, CUDA, CUDART),
+	H(cudaMemcpyPeerAsync, cudaMemcpyPeerAsync, CUDA, CUDART),
+	H(cudaMemset, cudaMemset, CUDA, CUDART),
+	H(cudaMemsetAsync, cudaMemsetAsync, CUDA, CUDART),
+	H(cudaStreamSynchronize, cudaStreamSynchronize, CUDA, CUDART),
+	H(cudaDeviceSynchronize, cudaDeviceSynchronize, CUDA, CUDART),
+	H(cudaEventSynchronize, cudaEventSynchronize, CUDA, CUDART),
+	H(cudaStreamWaitEvent, cudaStreamWaitEvent, CUDA, CUDART),
+	H(cudaSetDevice, cudaSetDevice, CUDA, CUDART),
+	H(cudaStreamBeginCapture, cudaStreamBeginCapture, GRAPH, CUDART),
+	H(cudaStreamEndCapture, cudaStreamEndCapture, GRAPH, CUDART),
+	H(cudaGraphInstantiate, cudaGraphInstantiate, GRAPH, CUDART),
+	H(cudaGraphLaunch, cudaGraphLaunch, GRAPH, CUDART),
+	HK(__cudaRegisterFunction, REGISTER_FUNCTION, CUDART),
+	/* driver */
+	H(cuLaunchKernel, cuLaunchKernel, DRIVER, CUDA),
+	H(cuLaunchKernelEx, cuLaunchKernelEx, DRIVER, CUDA),
+	H(cuMemAlloc_v2, cuMemAlloc, DRIVER, CUDA),
+	H(cuMemFree_v2, cuMemFree, DRIVER, CUDA),
+	H(cuMemAllocAsync, cuMemAllocAsync, DRIVER, CUDA),
+	H(cuMemAllocManaged, cuMemAllocManaged, DRIVER, CUDA),
+	H(cuMemcpy, cuMemcpy, DRIVER, CUDA),
+	H(cuMemcpyAsync, cuMemcpyAsync, DRIVER, CUDA),
+	H(cuMemcpyHtoD_v2, cuMemcpyHtoD, DRIVER, CUDA),
+	H(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync, DRIVER, CUDA),
+	H(cuMemcpyDtoH_v2, cuMemcpyDtoH, DRIVER, CUDA),
+	H(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync, DRIVER, CUDA),
+	H(cuMemcpyDtoD_v2, cuMemcpyDtoD, DRIVER, CUDA),
+	H(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, DRIVER, CUDA),
+	H(cuCtxSynchronize, cuCtxSynchronize, DRIVER, CUDA),
+	H(cuCtxSynchronize_v2, cuCtxSynchronize, DRIVER, CUDA), /* CUDA 13: (CUcontext) */
+	H(cuStreamSynchronize, cuStreamSynchronize, DRIVER, CUDA),
+	H(cuEventSynchronize, cuEventSynchronize, DRIVER, CUDA),
+	H(cuMemCreate, cuMemCreate, DRIVER, CUDA),
+	H(cuMemMap, cuMemMap, DRIVER, CUDA),
+	H(cuCtxSetCurrent, cuCtxSetCurrent, DRIVER, CUDA),
+	H(cuModuleGetFunction, cuModuleGetFunction, DRIVER, CUDA),
+	H(cuLibraryGetKernel, cuLibraryGetKernel, DRIVER, CUDA),
+	H(cuGraphLaunch, cuGraphLaunch, GRAPH, CUDA),
+	HK(cuDevicePrimaryCtxRetain, PRIMARY_CTX_RETAIN, CUDA),
+	HK(cuCtxCreate, CTX_CREATE_V2, CUDA), /* the exported v1 has the v2 layout */
+	HK(cuCtxCreate_v2, CTX_CREATE_V2, CUDA),
+	HK(cuCtxCreate_v3, CTX_CREATE_V3, CUDA),
+	HK(cuCtxCreate_v4, CTX_CREATE_V4, CUDA),
+	/* NCCL */
+	H(ncclCommInitRank, ncclCommInitRank, NCCL, NCCL),
+	H(ncclCommInitRankConfig, ncclCommInitRankConfig, NCCL, NCCL),
+	H(ncclCommInitAll, ncclCommInitAll, NCCL, NCCL),
+	H(ncclCommSplit, ncclCommSplit, NCCL, NCCL),
+	H(ncclCommDestroy, ncclCommDestroy, NCCL, NCCL),
+	H(ncclAllReduce, ncclAllReduce, NCCL, NCCL),
+	H(ncclAllGather, ncclAllGather, NCCL, NCCL),
+	H(ncclReduceScatter, ncclReduceScatter, NCCL, NCCL),
+	H(ncclBroadcast, ncclBroadcast, NCCL, NCCL),
+	H(ncclBcast, ncclBcast, NCCL, NCCL),
+	H(ncclReduce, ncclReduce, NCCL, NCCL),
+	H(ncclSend, ncclSend, NCCL, NCCL),
+	H(ncclRecv, ncclRecv, NCCL, NCCL),
+	H(ncclGroupStart, ncclGroupStart, NCCL, NCCL),
+	H(ncclGroupEnd, ncclGroupEnd, NCCL, NCCL),
+	{ NULL, 0, 0, 0 },
+};
+
+const struct cw_hook_def *cw_hooks(void)
+{
+	return hook_table;
+}
+
+int cw_hooks_count(enum cw_lib_kind kind)
+{
+	const struct cw_hook_def *h;
+	int n = 0;
+
+	for (h = hook_table; h->name; h++)
+		n += h->lib == kind;
+	return n;
+}
+
+struct attached_file {
+	uint64_t dev, ino;
+};
+
+struct cw_cuda_probes {
+	struct cuda_bpf *skel;
+	struct bpf_link **links;
+	size_t nlinks, links_alloc;
+	struct attached_file *files;
+	size_t nfiles, files_alloc;
+	int npairs;
+};
+
+static unsigned ring_bytes(unsigned kb)
+{
+	unsigned b = 4096;
+
+	if (!kb)
+		kb = 8192;
+	while (b < kb * 1024u && b < (1u << 30))
+		b <<= 1;
+	return b;
+}
+
+int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes_opts *o, char *err,
+			size_t errlen)
+{
+	struct cw_cuda_probes *cp;
+	unsigned rb;
+	int rc;
+
+	*out = NULL;
+	cp = calloc(1, sizeof(*cp));
+	if (!cp)
+		return -ENOMEM;
+	cp->skel = cuda_bpf__open();
+	if (!cp->skel) {
+		rc = -errno ? -errno : -EINVAL;
+		snprintf(err, errlen, "cannot open the cuda bpf object: %s", strerror(-rc));
+		goto fail;
+	}
+	rb = ring_bytes(o->ring_kb);
+	bpf_map__set_max_entries(cp->skel->maps.rb_cuda, rb);
+	cp->skel->rodata->cfg_agg_bytes = o->agg_pct ? (uint64_t)rb * (o->agg_pct > 100 ? 100 : o->agg_pct) / 100 : 0;
+	cp->skel->rodata->cfg_filter_tracked = o->filter_tracked ? 1 : 0;
+	if ((o->tracked_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_tracked, o->tracked_fd))) ||
+	    (o->drops_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_drops, o->drops_fd))) ||
+	    (o->stats_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_stats, o->stats_fd)))) {
+		snprintf(err, errlen, "cannot share the tracked-process maps: %s", strerror(-rc));
+		goto fail;
+	}
+	rc = cuda_bpf__load(cp->skel);
+	if (rc) {
+		snprintf(err, errlen, "cannot load the cuda bpf programs: %s", strerror(-rc));
+		goto fail;
+	}
+	*out = cp;
+	return 0;
+fail:
+	cw_cuda_probes_close(cp);
+	return rc;
+}
+
+void cw_cuda_probes_close(struct cw_cuda_probes *cp)
+{
+	size_t i;
+
+	if (!cp)
+		return;
+	for (i = 0; i < cp->nlinks; i++)
+		bpf_link__destroy(cp->links[i]);
+	free(cp->links);
+	free(cp->files);
+	cuda_bpf__destroy(cp->skel);
+	free(cp);
+}
+
+static const struct cw_hook_def *hook_for(const char *sym)
+{
+	size_t len = strlen(sym);
+	const struct cw_hook_def *h;
+
+	/* Per-thread default stream variants: cudaMemcpy_ptds (blocking ops)
+	 * and cudaMemcpyAsync_ptsz (stream ops), same signature. */
+	if (len > 5 && (!strcmp(sym + len - 5, "_ptsz") || !strcmp(sym + len - 5, "_ptds")))
+		len -= 5;
+	for (h = hook_table; h->name; h++)
+		if (strlen(h->name) == len && !strncmp(h->name, sym, len))
+			return h;
+	return NULL;
+}
+
+struct found_sym {
+	const struct cw_hook_def *hook;
+	uint64_t vaddr;
+};
+
+struct scan {
+	struct found_sym *v;
+	size_t n, alloc;
+};
+
+static int scan_sym(const struct cw_elf_sym *s, void *arg)
+{
+	struct scan *sc = arg;
+	const struct cw_hook_def *h;
+	size_t i;
+
+	if (s->type != STT_FUNC || !s->value)
+		return 0;
+	h = hook_for(s->name);
+	if (!h)
+		return 0;
+	/* Aliases (pncclAllReduce = ncclAllReduce) share an address: one
+	 * probe per address, or each call would be seen twice. */
+	for (i = 0; i < sc->n; i++)
+		if (sc->v[i].vaddr == s->value)
+			return 0;
+	if (sc->n == sc->alloc) {
+		size_t na = sc->alloc ? sc->alloc * 2 : 64;
+		struct found_sym *nv = realloc(sc->v, na * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		sc->v = nv;
+		sc->alloc = na;
+	}
+	sc->v[sc->n].hook = h;
+	sc->v[sc->n].vaddr = s->value;
+	sc->n++;
+	return 0;
+}
+
+static int scan_file(struct cw_elf *e, struct scan *sc)
+{
+	int rc = cw_elf_foreach_sym(e, 1, scan_sym, sc);
+
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int cw_hooks_in_file(const char *path, int *total_hooks)
+{
+	struct scan sc = { 0 };
+	struct cw_elf *e;
+	int rc;
+
+	if (total_hooks) {
+		const struct cw_hook_def *h;
+
+		*total_hooks = 0;
+		for (h = hook_table; h->name; h++)
+			(*total_hooks)++;
+	}
+	rc = cw_elf_open(&e, path);
+	if (rc)
+		return rc;
+	rc = scan_file(e, &sc);
+	cw_elf_close(e);
+	free(sc.v);
+	return rc < 0 ? rc : (int)sc.n;
+}
+
+static int push_link(struct cw_cuda_probes *cp, struct bpf_link *l)
+{
+	if (cp->nlinks == cp->links_alloc) {
+		size_t na = cp->links_alloc ? cp->links_alloc * 2 : 256;
+		struct bpf_link **nv = realloc(cp->links, na * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		cp->links = nv;
+		cp->links_alloc = na;
+	}
+	cp->links[cp->nlinks++] = l;
+	return 0;
+}
+
+static int attach_one(struct cw_cuda_probes *cp, const char *path, uint64_t off, uint64_t cookie, int ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie, .retprobe = ret);
+	struct bpf_program *prog = ret ? cp->skel->progs.cw_call_return : cp->skel->progs.cw_call_enter;
+	struct bpf_link *l;
+	int rc;
+
+	/* pid -1: every process that maps the file, now or later. */
+	l = bpf_program__attach_uprobe_opts(prog, -1, path, off, &uo);
+	if (!l)
+		return errno ? -errno : -EINVAL;
+	rc = push_link(cp, l);
+	if (rc)
+		bpf_link__destroy(l);
+	return rc;
+}
+
+int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw_attach_report *rep,
+			  char *err, size_t errlen)
+{
+	struct cw_attach_report r = { 0 };
+	struct scan sc = { 0 };
+	struct cw_elf *e = NULL;
+	uint64_t t0 = cw_monotonic_ns();
+	struct stat st;
+	size_t i;
+	int rc;
+
+	if (stat(path, &st)) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot read \"%s\": %s", path, strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < cp->nfiles; i++)
+		if (cp->files[i].dev == (uint64_t)st.st_dev && cp->files[i].ino == (uint64_t)st.st_ino) {
+			r.already = 1;
+			rc = 0;
+			goto out;
+		}
+	rc = cw_elf_open(&e, path);
+	if (rc) {
+		snprintf(err, errlen, "\"%s\" is not a readable ELF library", path);
+		goto out;
+	}
+	rc = scan_file(e, &sc);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read the symbols of \"%s\": %s", path, strerror(-rc));
+		goto out;
+	}
+	r.symbols = (int)sc.n;
+	if (!sc.n) {
+		rc = -ENOENT;
+		snprintf(err, errlen, "\"%s\" exports none of the hooked CUDA/NCCL functions", path);
+		goto out;
+	}
+	for (i = 0; i < sc.n; i++) {
+		const struct cw_hook_def *h = sc.v[i].hook;
+		uint64_t off, cookie = CW_COOKIE(h->op, h->source);
+		int a;
+
+		if (cw_elf_vaddr_to_offset(e, sc.v[i].vaddr, &off)) {
+			r.failed++;
+			continue;
+		}
+		a = attach_one(cp, path, off, cookie, 0);
+		if (!a && (a = attach_one(cp, path, off, cookie, 1)) != 0) {
+			/* Keep entries and returns in pairs. */
+			bpf_link__destroy(cp->links[--cp->nlinks]);
+		}
+		if (a) {
+			if (!r.failed)
+				snprintf(err, errlen, "cannot attach to %s in \"%s\": %s", h->name, path, strerror(-a));
+			r.failed++;
+			continue;
+		}
+		r.attached++;
+	}
+	if (!r.attached) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (cp->nfiles == cp->files_alloc) {
+		size_t na = cp->files_alloc ? cp->files_alloc * 2 : 16;
+		struct attached_file *nv = realloc(cp->files, na * sizeof(*nv));
+
+		if (!nv) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		cp->files = nv;
+		cp->files_alloc = na;
+	}
+	cp->files[cp->nfiles].dev = st.st_dev;
+	cp->files[cp->nfiles].ino = st.st_ino;
+	cp->nfiles++;
+	cp->npairs += r.attached;
+	rc = r.attached;
+out:
+	r.ns = cw_monotonic_ns() - t0;
+	if (rep)
+		*rep = r;
+	cw_elf_close(e);
+	free(sc.v);
+	return rc;
+}
+
+int cw_cuda_probes_add_ring(struct cw_cuda_probes *cp, struct ring_buffer **rb, ring_buffer_sample_fn fn,
+			    void *ctx)
+{
+	int fd = bpf_map__fd(cp->skel->maps.rb_cuda);
+
+	if (!*rb) {
+		*rb = ring_buffer__new(fd, fn, ctx, NULL);
+		return *rb ? 0 : (errno ? -errno : -ENOMEM);
+	}
+	return ring_buffer__add(*rb, fd, fn, ctx);
+}
+
+int cw_cuda_probes_stats(struct cw_cuda_probes *cp, uint64_t out[CW_CS_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(cp->skel->maps.cuda_stats), c;
+	uint64_t *vals;
+	uint32_t k;
+
+	if (ncpu <= 0)
+		return -EINVAL;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (k = 0; k < CW_CS_MAX; k++) {
+		out[k] = 0;
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+	return 0;
+}
+
+int cw_cuda_probes_agg(struct cw_cuda_probes *cp, unsigned op, struct cw_cuda_agg *out)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(cp->skel->maps.agg_hist), c, b;
+	struct cw_cuda_agg *vals;
+	uint32_t k = op;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (ncpu <= 0 || op >= CW_OP_MAX)
+		return -EINVAL;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(fd, &k, vals)) {
+		rc = -errno;
+		goto out;
+	}
+	for (c = 0; c < ncpu; c++) {
+		out->count += vals[c].count;
+		out->sum_ns += vals[c].sum_ns;
+		if (vals[c].max_ns > out->max_ns)
+			out->max_ns = vals[c].max_ns;
+		for (b = 0; b < CW_AGG_BUCKETS; b++)
+			out->buckets[b] += vals[c].buckets[b];
+	}
+out:
+	free(vals);
+	return rc;
+}
+
+int cw_cuda_probes_nlibs(const struct cw_cuda_probes *cp)
+{
+	return (int)cp->nfiles;
+}
+
+int cw_cuda_probes_npairs(const struct cw_cuda_probes *cp)
+{
+	return cp->npairs;
+}

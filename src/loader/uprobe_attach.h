@@ -1,0 +1,80 @@
+/* uprobe_attach: the CUDA-side BPF programs (cuda.bpf.c) and their
+ * attachments to every hooked function of every library copy.
+ *
+ * The hook table maps exported symbol names to ops. Every variant a library
+ * exports is attached, not the first that resolves: per-thread default
+ * stream builds call cuLaunchKernel_ptsz and cudaMemcpy_ptds, legacy builds
+ * the plain names, and one process may use both. Symbol offsets come from
+ * the file's .dynsym via libelf (elfsyms.h); the target is never run. */
+#ifndef CW_LOADER_UPROBE_ATTACH_H
+#define CW_LOADER_UPROBE_ATTACH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bpf/libbpf.h>
+
+#include "bpf/cuda.bpf.h"
+#include "loader/discover.h"
+
+struct cw_cuda_probes;
+
+/* One hooked name: the symbol without its _ptsz/_ptds suffix. */
+struct cw_hook_def {
+	const char *name;
+	uint16_t op;     /* enum cw_op, or enum cw_hook for bookkeeping */
+	uint8_t source;  /* enum cw_source */
+	uint8_t lib;     /* enum cw_lib_kind it lives in */
+};
+
+/* The table, terminated by a NULL name. */
+const struct cw_hook_def *cw_hooks(void);
+int cw_hooks_count(enum cw_lib_kind kind);
+
+struct cw_cuda_probes_opts {
+	unsigned ring_kb;      /* the calls ring; 0 = 8192 */
+	unsigned agg_pct;      /* aggregate above this ring fill %, 0 = never */
+	int filter_tracked;    /* only tracked tgids (else every process) */
+	/* Shared maps from kernel_probes (-1: own copies). */
+	int tracked_fd, drops_fd, stats_fd;
+};
+
+/* Opens and loads the programs. Returns 0, or -errno with err filled. */
+int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes_opts *o, char *err,
+			size_t errlen);
+void cw_cuda_probes_close(struct cw_cuda_probes *cp);
+
+/* What attach found in one file. */
+struct cw_attach_report {
+	int symbols;   /* hooked symbols (variants included) the file exports */
+	int attached;  /* entry+return pairs attached now */
+	int failed;    /* attach errors (first in err) */
+	int already;   /* the file (inode) was attached before */
+	uint64_t ns;   /* time spent */
+};
+
+/* Attaches every hooked symbol of the file at path (any kind; the symbols
+ * decide). Returns the pairs attached, 0 when the file was attached before,
+ * -ENOENT when it exports no hooked symbol, -ENOEXEC when it is not ELF, or
+ * another -errno. */
+int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw_attach_report *rep,
+			  char *err, size_t errlen);
+
+/* Counts the hooked symbols a file exports, without attaching (check and
+ * --cuda-lib validation). Returns the count or -errno. */
+int cw_hooks_in_file(const char *path, int *total_hooks);
+
+/* Adds the calls ring to *rb (created when NULL). */
+int cw_cuda_probes_add_ring(struct cw_cuda_probes *cp, struct ring_buffer **rb, ring_buffer_sample_fn fn,
+			    void *ctx);
+
+/* Counters summed over CPUs, indexed by enum cw_cuda_stat. */
+int cw_cuda_probes_stats(struct cw_cuda_probes *cp, uint64_t out[CW_CS_MAX]);
+/* Calls aggregated in the kernel for op, summed over CPUs. 0 or -errno. */
+int cw_cuda_probes_agg(struct cw_cuda_probes *cp, unsigned op, struct cw_cuda_agg *out);
+
+/* Totals: library copies and probe pairs attached. */
+int cw_cuda_probes_nlibs(const struct cw_cuda_probes *cp);
+int cw_cuda_probes_npairs(const struct cw_cuda_probes *cp);
+
+#endif
