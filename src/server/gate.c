@@ -1,0 +1,145 @@
+/* The one authentication gate. Every request, whatever its route (and
+ * including routes that do not exist, so the API's shape is not probeable),
+ * passes here before anything else runs. */
+#define _GNU_SOURCE
+#include "server/internal.h"
+
+#include <errno.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+int cw_token_hash(const char *tok, uint8_t out[32])
+{
+	return gnutls_hash_fast(GNUTLS_DIG_SHA256, tok, strlen(tok), out) < 0 ? -EIO : 0;
+}
+
+/* Comparing SHA-256 digests makes the time independent of both the content
+ * and the length of what the client sent. */
+int cw_token_equal_hashed(const uint8_t want_hash[32], const char *got)
+{
+	uint8_t h[32];
+	unsigned diff = 0;
+	int i;
+
+	if (cw_token_hash(got, h))
+		return 0;
+	for (i = 0; i < 32; i++)
+		diff |= (unsigned)(h[i] ^ want_hash[i]);
+	explicit_bzero(h, sizeof(h));
+	return diff == 0;
+}
+
+static int check_peer(struct MHD_Connection *c, char *why, size_t whylen)
+{
+	const union MHD_ConnectionInfo *ci;
+	gnutls_session_t sess;
+	unsigned status = 0;
+	int rc;
+
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (!ci || !ci->tls_session) {
+		snprintf(why, whylen, "client certificate required");
+		return -EACCES;
+	}
+	sess = (gnutls_session_t)ci->tls_session;
+	if (gnutls_certificate_type_get(sess) != GNUTLS_CRT_X509) {
+		snprintf(why, whylen, "client certificate must be X.509");
+		return -EACCES;
+	}
+	/* No hostname: a client certificate names a user or host, not the
+	 * address it connects from. Checks the chain against the configured
+	 * client CA, the validity period and key usage. */
+	rc = gnutls_certificate_verify_peers3(sess, NULL, &status);
+	if (rc == GNUTLS_E_NO_CERTIFICATE_FOUND) {
+		snprintf(why, whylen, "client certificate required");
+		return -EACCES;
+	}
+	if (rc < 0) {
+		snprintf(why, whylen, "client certificate rejected: %s", gnutls_strerror(rc));
+		return -EACCES;
+	}
+	if (status) {
+		if (status & GNUTLS_CERT_EXPIRED)
+			snprintf(why, whylen, "client certificate rejected: expired");
+		else if (status & GNUTLS_CERT_NOT_ACTIVATED)
+			snprintf(why, whylen, "client certificate rejected: not yet valid");
+		else if (status & (GNUTLS_CERT_SIGNER_NOT_FOUND | GNUTLS_CERT_SIGNER_NOT_CA))
+			snprintf(why, whylen,
+				 "client certificate rejected: not signed by the trusted client CA");
+		else if (status & GNUTLS_CERT_REVOKED)
+			snprintf(why, whylen, "client certificate rejected: revoked");
+		else
+			snprintf(why, whylen, "client certificate rejected: invalid (status 0x%x)",
+				 status);
+		return -EACCES;
+	}
+	return 0;
+}
+
+int cw_gate_check(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
+{
+	char why[256];
+
+	if (s->mtls && check_peer(c, why, sizeof(why))) {
+		cw_reply_error(r, 403, "%s", why);
+		return -EACCES;
+	}
+	if (s->has_token) {
+		const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							    MHD_HTTP_HEADER_AUTHORIZATION);
+
+		if (!h || strncasecmp(h, "Bearer ", 7)) {
+			cw_reply_error(r, 401, "bearer token required");
+			r->bearer_challenge = 1;
+			return -EACCES;
+		}
+		h += 7;
+		while (*h == ' ')
+			h++;
+		if (!cw_token_equal_hashed(s->token_hash, h)) {
+			cw_reply_error(r, 401, "bearer token rejected");
+			r->bearer_challenge = 1;
+			return -EACCES;
+		}
+	}
+	return 0;
+}
+
+char *cw_token_read_file(const char *path, char *err, size_t errlen)
+{
+	char buf[4097], *s, *e;
+	size_t n;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f) {
+		snprintf(err, errlen, "cannot read token file \"%s\": %s", path, strerror(errno));
+		return NULL;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	s = buf;
+	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+		s++;
+	e = s + strcspn(s, "\r\n");
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*e = 0;
+	if (!*s) {
+		snprintf(err, errlen, "token file \"%s\" is empty", path);
+		explicit_bzero(buf, sizeof(buf));
+		return NULL;
+	}
+	s = strdup(s);
+	explicit_bzero(buf, sizeof(buf));
+	if (!s)
+		snprintf(err, errlen, "out of memory");
+	return s;
+}

@@ -1,0 +1,59 @@
+/* Shared between the server's files; not an API. */
+#ifndef CW_SERVER_INTERNAL_H
+#define CW_SERVER_INTERNAL_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/server.h"
+
+struct cw_server {
+	struct MHD_Daemon *d;
+	char *db_path, *node, *cert_path;
+	char *cert_pem, *key_pem, *ca_pem; /* must outlive the daemon */
+	int tls, mtls, has_token;
+	uint8_t token_hash[32];            /* SHA-256 of the token */
+	int64_t max_rows;
+	size_t max_body;
+	uint64_t timeout_ns;
+	uint64_t started_wall_ns;
+	int port;
+	atomic_uint_fast64_t requests, rejected, errors;
+};
+
+struct cw_reply {
+	int status;
+	char *body; /* malloc'd */
+	size_t len;
+	const char *ctype;
+	int bearer_challenge; /* add WWW-Authenticate: Bearer */
+};
+
+/* One gate for every route: mutual TLS when a client CA is configured, then
+ * the bearer token when one is configured. Returns 0 to let the request
+ * through, or fills r (403/401) and returns -EACCES. */
+int cw_gate_check(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+/* 1 when the two strings are equal, in time independent of their content. */
+int cw_token_equal_hashed(const uint8_t want_hash[32], const char *got);
+int cw_token_hash(const char *tok, uint8_t out[32]);
+
+/* Routes. body is the request body (NUL-terminated) for POST. */
+void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char *method,
+		       const char *url, const char *body, size_t body_len, struct cw_reply *r);
+void cw_metrics_render(struct cw_server *s, struct cw_reply *r);
+
+void cw_reply_json(struct cw_reply *r, int status, json_t *j); /* steals j */
+void cw_reply_error(struct cw_reply *r, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Opens the database read-only with a deadline after which any statement
+ * on it is interrupted. */
+int cw_server_open_db(struct cw_server *s, sqlite3 **out, uint64_t *deadline, char *err,
+		      size_t errlen);
+void cw_server_close_db(sqlite3 *db);
+
+#endif

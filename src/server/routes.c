@@ -1,0 +1,475 @@
+/* The /api/v1 routes (docs/api.md). All read-only; every one runs after the
+ * gate and under the per-request deadline. */
+#define _GNU_SOURCE
+#include "server/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/explain.h"
+#include "server/web_assets.h"
+#include "store/ro_query.h"
+#include "store/store.h"
+#include "store/summary.h"
+#include "util/timeutil.h"
+
+#define CW_API_PREFIX "/api/v1"
+#define CW_QUERY_MAX_PARAMS 32
+
+static const char *arg(struct MHD_Connection *c, const char *k)
+{
+	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
+}
+
+static int db_status(int rc)
+{
+	return rc == -ENOENT || rc == -EBUSY || rc == -ENOTSUP || rc == -EPROTO ||
+			       rc == -EACCES || rc == -EIO
+		       ? 503
+		       : 500;
+}
+
+static void route_health(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
+{
+	uint64_t deadline;
+	sqlite3 *db;
+	char err[512];
+	int rc = cw_server_open_db(s, &db, &deadline, err, sizeof(err));
+	json_t *j;
+
+	if (!rc)
+		cw_server_close_db(db);
+	j = json_pack("{s:s, s:s, s:s, s:I, s:b, s:b, s:b}", "status", rc ? "degraded" : "ok",
+		      "node", s->node, "version", CW_VERSION, "uptime_s",
+		      (json_int_t)((cw_realtime_ns() - s->started_wall_ns) / NSEC_PER_SEC), "tls",
+		      s->tls, "mtls", s->mtls, "token", s->has_token);
+	if (j && rc)
+		json_object_set_new(j, "error", json_string(err));
+	cw_reply_json(r, rc ? 503 : 200, j);
+}
+
+static void route_time(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
+{
+	/* Read as late as possible: the skew estimate assumes the server's
+	 * reading sits in the middle of the client's round trip. */
+	uint64_t now = cw_realtime_ns();
+
+	cw_reply_json(r, 200, json_pack("{s:s, s:I}", "node", s->node, "realtime_ns",
+					(json_int_t)now));
+}
+
+static int json_to_param(json_t *v, struct cw_ro_value *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (json_is_null(v)) {
+		p->type = CW_RO_NULL;
+	} else if (json_is_integer(v)) {
+		p->type = CW_RO_INT;
+		p->i = json_integer_value(v);
+	} else if (json_is_real(v)) {
+		p->type = CW_RO_REAL;
+		p->d = json_real_value(v);
+	} else if (json_is_string(v)) {
+		p->type = CW_RO_TEXT;
+		p->p = json_string_value(v);
+		p->len = json_string_length(v);
+	} else if (json_is_boolean(v)) {
+		p->type = CW_RO_INT;
+		p->i = json_is_true(v);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void route_query(struct cw_server *s, struct MHD_Connection *c, const char *method,
+			const char *body, size_t len, struct cw_reply *r)
+{
+	struct cw_ro_value params[CW_QUERY_MAX_PARAMS];
+	struct cw_ro_query_limits lim = { 0 };
+	struct cw_ro_result *res = NULL;
+	const char *sql = NULL, *mr = NULL;
+	json_t *req = NULL, *jp, *out, *cols, *rows;
+	char err[1024];
+	int np = 0, rc;
+	int64_t i;
+
+	if (!strcmp(method, "POST")) {
+		json_error_t je;
+
+		req = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+		if (!req || !json_is_object(req)) {
+			cw_reply_error(r, 400, "body must be a JSON object {\"sql\": ...}: %s",
+				       req ? "not an object" : je.text);
+			goto out;
+		}
+		sql = json_string_value(json_object_get(req, "sql"));
+		jp = json_object_get(req, "params");
+		if (jp && !json_is_array(jp)) {
+			cw_reply_error(r, 400, "\"params\" must be an array");
+			goto out;
+		}
+		if (json_array_size(jp) > CW_QUERY_MAX_PARAMS) {
+			cw_reply_error(r, 400, "at most %d params", CW_QUERY_MAX_PARAMS);
+			goto out;
+		}
+		for (size_t k = 0; k < json_array_size(jp); k++, np++) {
+			if (json_to_param(json_array_get(jp, k), &params[k])) {
+				cw_reply_error(r, 400, "param %zu must be null, a number or a string",
+					       k + 1);
+				goto out;
+			}
+		}
+		if (json_is_integer(json_object_get(req, "max_rows")))
+			lim.max_rows = json_integer_value(json_object_get(req, "max_rows"));
+	} else {
+		sql = arg(c, "sql");
+		if ((mr = arg(c, "max_rows")))
+			lim.max_rows = strtoll(mr, NULL, 10);
+	}
+	if (!sql || !*sql) {
+		cw_reply_error(r, 400, "missing \"sql\"");
+		goto out;
+	}
+	/* A client may ask for fewer rows than the server's cap, never more. */
+	if (lim.max_rows <= 0 || lim.max_rows > s->max_rows)
+		lim.max_rows = s->max_rows;
+	lim.timeout_ns = s->timeout_ns;
+	rc = cw_ro_query_collect(s->db_path, sql, np ? params : NULL, np, &lim, &res, err,
+				 sizeof(err));
+	if (rc) {
+		int st = rc == -EINVAL || rc == -EPERM ? 400
+			 : rc == -ETIMEDOUT	       ? 504
+			 : cw_ro_is_db_error(rc)      ? 503
+						       : 500;
+
+		cw_reply_error(r, st, "%s", err);
+		goto out;
+	}
+	cols = json_array();
+	rows = json_array();
+	for (i = 0; i < res->ncols; i++)
+		json_array_append_new(cols, json_string(res->names[i]));
+	for (i = 0; i < res->nrows; i++) {
+		json_t *row = json_array();
+
+		for (int k = 0; k < res->ncols; k++)
+			json_array_append_new(row,
+					      cw_ro_value_json(&res->vals[i * res->ncols + k]));
+		json_array_append_new(rows, row);
+	}
+	out = json_pack("{s:s, s:o, s:o, s:I, s:b, s:I, s:I}", "node", s->node, "columns", cols,
+			"rows", rows, "row_count", (json_int_t)res->nrows, "truncated",
+			res->info.truncated, "max_rows", (json_int_t)res->info.max_rows,
+			"elapsed_ns", (json_int_t)res->info.elapsed_ns);
+	cw_reply_json(r, 200, out);
+out:
+	cw_ro_result_free(res);
+	json_decref(req);
+}
+
+/* ?since=DURATION (back from the newest data) or ?from=&to= (RFC 3339 or
+ * epoch seconds), like explain's flags. */
+static int window(sqlite3 *db, struct MHD_Connection *c, uint64_t *from, uint64_t *to,
+		  struct cw_reply *r)
+{
+	const char *since = arg(c, "since"), *f = arg(c, "from"), *t = arg(c, "to");
+	uint64_t ns, newest;
+
+	*from = *to = 0;
+	if (since && (f || t)) {
+		cw_reply_error(r, 400, "\"since\" cannot be combined with \"from\" or \"to\"");
+		return -EINVAL;
+	}
+	if (since) {
+		if (cw_parse_duration(since, &ns) || !ns) {
+			cw_reply_error(r, 400, "invalid duration \"%s\" (e.g. 30s, 5m)", since);
+			return -EINVAL;
+		}
+		if (cw_explain_newest_wall(db, &newest) == 0 && newest) {
+			*to = newest;
+			*from = newest > ns ? newest - ns : 1;
+		}
+	}
+	if ((f && cw_parse_time(f, from)) || (t && cw_parse_time(t, to))) {
+		cw_reply_error(r, 400, "invalid time \"%s\" (RFC 3339 or Unix seconds)",
+			       f && cw_parse_time(f, from) ? f : t);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void route_chains(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
+{
+	struct cw_explain_opts o = { 0 };
+	struct cw_explain_result res;
+	const char *pid = arg(c, "pid");
+	uint64_t deadline;
+	sqlite3 *db;
+	char err[512];
+	json_t *j;
+	int rc;
+
+	if ((rc = cw_server_open_db(s, &db, &deadline, err, sizeof(err)))) {
+		cw_reply_error(r, db_status(rc), "%s", err);
+		return;
+	}
+	if (window(db, c, &o.from_wall_ns, &o.to_wall_ns, r))
+		goto out;
+	o.node_filter = arg(c, "node");
+	if (pid) {
+		char *end;
+
+		o.pid = strtoll(pid, &end, 10);
+		if (*end || o.pid <= 0) {
+			cw_reply_error(r, 400, "invalid pid \"%s\"", pid);
+			goto out;
+		}
+	}
+	rc = cw_explain_run(db, &o, &res);
+	if (rc) {
+		if (cw_monotonic_ns() > deadline)
+			cw_reply_error(r, 504, "explain exceeded the %llu ms request limit",
+				       (unsigned long long)(s->timeout_ns / NSEC_PER_MSEC));
+		else
+			cw_reply_error(r, 500, "explain failed: %s", strerror(-rc));
+		goto out;
+	}
+	j = cw_explain_to_json(&res);
+	cw_explain_result_free(&res);
+	if (j)
+		json_object_set_new(j, "node", json_string(s->node));
+	cw_reply_json(r, 200, j);
+out:
+	cw_server_close_db(db);
+}
+
+static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
+{
+	struct cw_summary_opts o = { 0 };
+	struct cw_summary *sum = NULL;
+	const char *since = arg(c, "since"), *by = arg(c, "by");
+	uint64_t deadline;
+	sqlite3 *db;
+	char err[512];
+	json_t *ops, *j;
+	int rc;
+
+	if (since && (cw_parse_duration(since, &o.since_ns) || !o.since_ns)) {
+		cw_reply_error(r, 400, "invalid duration \"%s\" (e.g. 30s, 5m)", since);
+		return;
+	}
+	if (by && strcmp(by, "line") && strcmp(by, "op")) {
+		cw_reply_error(r, 400, "\"by\" must be \"op\" or \"line\"");
+		return;
+	}
+	o.by_line = by && !strcmp(by, "line");
+	if ((rc = cw_server_open_db(s, &db, &deadline, err, sizeof(err)))) {
+		cw_reply_error(r, db_status(rc), "%s", err);
+		return;
+	}
+	rc = cw_summary_build(db, &o, &sum);
+	cw_server_close_db(db);
+	if (rc) {
+		cw_reply_error(r, cw_monotonic_ns() > deadline ? 504 : 500, "ops summary failed: %s",
+			       cw_monotonic_ns() > deadline ? "request time limit" : strerror(-rc));
+		return;
+	}
+	ops = json_array();
+	for (size_t i = 0; i < sum->n; i++) {
+		struct cw_summary_row *w = &sum->rows[i];
+		json_t *o1 = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "source",
+				       w->source, "op", w->op, "count", (json_int_t)w->count,
+				       "p50_ns", (json_int_t)w->p50_ns, "p95_ns",
+				       (json_int_t)w->p95_ns, "p99_ns", (json_int_t)w->p99_ns,
+				       "max_ns", (json_int_t)w->max_ns, "total_ns",
+				       (json_int_t)w->total_ns, "wall_share", w->wall_share);
+
+		if (o1 && o.by_line) {
+			json_object_set_new(o1, "file", w->file ? json_string(w->file) : json_null());
+			json_object_set_new(o1, "line", json_integer(w->line));
+			json_object_set_new(o1, "function",
+					    w->function ? json_string(w->function) : json_null());
+		}
+		json_array_append_new(ops, o1);
+	}
+	j = json_pack("{s:s, s:I, s:I, s:I, s:o}", "node", s->node, "from_second",
+		      (json_int_t)sum->from_second, "to_second", (json_int_t)sum->to_second,
+		      "window_ns", (json_int_t)sum->window_ns, "ops", ops);
+	cw_summary_free(sum);
+	cw_reply_json(r, 200, j);
+}
+
+static int64_t scalar_i64(sqlite3 *db, const char *sql, int *rcp)
+{
+	sqlite3_stmt *st;
+	int64_t v = 0;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			v = sqlite3_column_int64(st, 0);
+			rc = SQLITE_OK;
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_OK && rc != SQLITE_DONE && !*rcp)
+		*rcp = cw_sqlite_errno(rc);
+	return v;
+}
+
+static json_t *text_or_null(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return t ? json_string((const char *)t) : json_null();
+}
+
+static json_t *int_or_null(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL
+		       ? json_null()
+		       : json_integer(sqlite3_column_int64(st, i));
+}
+
+static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
+{
+	static const char *const tables[] = { "events", "offcpu", "snapshots", "processes",
+					      "chains", "sessions" };
+	json_t *counts, *sessions, *nodes, *j;
+	sqlite3_stmt *st;
+	uint64_t deadline;
+	sqlite3 *db;
+	char err[512], sql[128];
+	int rc = 0, step;
+
+	if ((rc = cw_server_open_db(s, &db, &deadline, err, sizeof(err)))) {
+		cw_reply_error(r, db_status(rc), "%s", err);
+		return;
+	}
+	counts = json_object();
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", tables[i]);
+		json_object_set_new(counts, tables[i], json_integer(scalar_i64(db, sql, &rc)));
+	}
+	nodes = json_array();
+	if (sqlite3_prepare_v2(db, "SELECT DISTINCT node FROM sessions ORDER BY node", -1, &st,
+			       NULL) == SQLITE_OK) {
+		while ((step = sqlite3_step(st)) == SQLITE_ROW)
+			json_array_append_new(nodes, text_or_null(st, 0));
+		if (step != SQLITE_DONE && !rc)
+			rc = cw_sqlite_errno(step);
+	}
+	sqlite3_finalize(st);
+	sessions = json_array();
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id, node, kind, started_wall_ns, ended_wall_ns, host, rank, "
+			       "local_rank, world_size, command FROM sessions ORDER BY id DESC "
+			       "LIMIT 100",
+			       -1, &st, NULL) == SQLITE_OK) {
+		while ((step = sqlite3_step(st)) == SQLITE_ROW)
+			json_array_append_new(
+				sessions,
+				json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+					  "id", (json_int_t)sqlite3_column_int64(st, 0), "node",
+					  text_or_null(st, 1), "kind", text_or_null(st, 2),
+					  "started_wall_ns", int_or_null(st, 3), "ended_wall_ns",
+					  int_or_null(st, 4), "host", text_or_null(st, 5), "rank",
+					  int_or_null(st, 6), "local_rank", int_or_null(st, 7),
+					  "world_size", int_or_null(st, 8), "command",
+					  text_or_null(st, 9)));
+		if (step != SQLITE_DONE && !rc)
+			rc = cw_sqlite_errno(step);
+	}
+	sqlite3_finalize(st);
+	/* The time range from the per-second aggregates: a few thousand rows
+	 * rather than a scan of every event. */
+	j = json_pack("{s:s, s:o, s:o, s:o, s:{s:I, s:I}, s:I}", "node", s->node, "nodes", nodes,
+		      "sessions", sessions, "counts", counts, "time_range", "from_wall_ns",
+		      (json_int_t)(scalar_i64(db, "SELECT min(second) FROM aggregates", &rc) *
+				   (int64_t)NSEC_PER_SEC),
+		      "to_wall_ns",
+		      (json_int_t)((scalar_i64(db, "SELECT max(second) FROM aggregates", &rc) + 1) *
+				   (int64_t)NSEC_PER_SEC),
+		      "calls", (json_int_t)scalar_i64(db, "SELECT total(count) FROM aggregates", &rc));
+	cw_server_close_db(db);
+	if (rc) {
+		json_decref(j);
+		cw_reply_error(r, cw_monotonic_ns() > deadline ? 504 : 500,
+			       "cannot read the overview: %s",
+			       cw_monotonic_ns() > deadline ? "request time limit" : strerror(-rc));
+		return;
+	}
+	cw_reply_json(r, 200, j);
+}
+
+static int static_asset(const char *url, struct cw_reply *r)
+{
+	const struct cw_web_asset *a;
+
+	if (!strcmp(url, "/"))
+		url = "/index.html";
+	for (a = cw_web_assets; a->path; a++) {
+		if (strcmp(a->path, url))
+			continue;
+		r->status = 200;
+		r->body = malloc(a->len ? a->len : 1);
+		if (!r->body) {
+			cw_reply_error(r, 500, "out of memory");
+			return 1;
+		}
+		memcpy(r->body, a->data, a->len);
+		r->len = a->len;
+		r->ctype = a->content_type;
+		return 1;
+	}
+	return 0;
+}
+
+void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char *method,
+		       const char *url, const char *body, size_t body_len, struct cw_reply *r)
+{
+	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	const char *p;
+
+	if (!strcmp(url, "/metrics")) {
+		if (!get)
+			goto not_allowed;
+		cw_metrics_render(s, r);
+		return;
+	}
+	if (strncmp(url, CW_API_PREFIX "/", sizeof(CW_API_PREFIX))) {
+		if (get && static_asset(url, r))
+			return;
+		cw_reply_error(r, 404, "no such route \"%s\"", url);
+		return;
+	}
+	p = url + sizeof(CW_API_PREFIX) - 1;
+	if (!strcmp(p, "/query")) {
+		if (!get && strcmp(method, "POST"))
+			goto not_allowed;
+		route_query(s, c, method, body, body_len, r);
+		return;
+	}
+	if (!get)
+		goto not_allowed;
+	if (!strcmp(p, "/health"))
+		route_health(s, c, r);
+	else if (!strcmp(p, "/time"))
+		route_time(s, c, r);
+	else if (!strcmp(p, "/chains"))
+		route_chains(s, c, r);
+	else if (!strcmp(p, "/ops"))
+		route_ops(s, c, r);
+	else if (!strcmp(p, "/overview"))
+		route_overview(s, c, r);
+	else
+		cw_reply_error(r, 404, "no such route \"%s\"", url);
+	return;
+not_allowed:
+	cw_reply_error(r, 405, "method \"%s\" not allowed on \"%s\"", method, url);
+}
