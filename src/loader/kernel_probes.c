@@ -269,7 +269,7 @@ static int family_load(struct cw_kernel_probes *kp, int idx, char *err, size_t e
 	uint64_t t0 = mono_ns();
 	int rc = 0;
 
-	for (int raw = 0; raw <= 1; raw++) {
+	for (int raw = kp->o.raw_tp_only ? 1 : 0; raw <= 1; raw++) {
 		libbpf_last[0] = 0;
 		rc = open_fns[idx](kp, f);
 		if (rc)

@@ -62,6 +62,8 @@ struct cw_kernel_probes_opts {
 	unsigned sock_flush_ms;       /* socket volume aggregation interval per thread */
 	unsigned io_max_per_s;        /* block I/O records per second per CPU (cap) */
 	unsigned families;            /* bit set of 1 << CW_KP_*; 0 = all */
+	int raw_tp_only;              /* skip tp_btf, load the raw_tp variants (tests
+				       * the fallback; kernels without BTF-typed tracepoints) */
 };
 
 void cw_kernel_probes_opts_init(struct cw_kernel_probes_opts *o);
