@@ -26,6 +26,8 @@ override CFLAGS += -std=gnu11 $(WARN) $(HARDEN) $(SANITIZE) -Isrc -I$(BUILD)/gen
 	-DCW_VERSION='"$(VERSION)"' -DCW_COMMIT='"$(COMMIT)"' -MMD -MP
 LDFLAGS += -pie -Wl,-z,relro,-z,now $(SANITIZE)
 LDLIBS += $(PKG_LIBS) -lpthread -lm -ldl
+# C++ demangling (src/symbol/demangle.c) uses __cxa_demangle from libstdc++.
+LDLIBS += -lstdc++
 
 # Product sources: everything under src/ except BPF programs and main.c.
 LIB_SRCS := $(filter-out src/main.c,$(shell find src -name '*.c' -not -name '*.bpf.c' | sort))

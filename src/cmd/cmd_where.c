@@ -1,10 +1,249 @@
+/* causeway where PID: a one-shot dump of every thread's Python stack (the
+ * executing line of each frame) and native stack.
+ *
+ * The process is stopped with ptrace for the moment of the dump so the
+ * Python frame chains and registers are read consistently, then resumed.
+ * Without ptrace (already traced, or --no-native) the Python frames are
+ * read from the running process, which can race with it; the walker
+ * tolerates that by validating every pointer. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cmd/cmd.h"
+#include "pyframe/framewalk.h"
+#include "pyframe/resolver.h"
+#include "symbol/fpstack.h"
+#include "symbol/symbolizer.h"
 #include "util/log.h"
+
+#define NATIVE_MAX 64
+
+static void usage(FILE *f)
+{
+	fputs("usage: causeway where PID [--json] [--no-native]\n"
+	      "\n"
+	      "Prints the Python stack (file, function and executing line of every\n"
+	      "frame, innermost first) and the native stack of every thread of process\n"
+	      "PID. Supports CPython 3.10 to 3.13, shared (libpython) and static builds.\n"
+	      "The process is paused with ptrace for the duration of the dump.\n"
+	      "Native stacks follow frame pointers: code built without them shows\n"
+	      "only its innermost frames.\n"
+	      "\n"
+	      "  --json        one JSON object\n"
+	      "  --no-native   Python stacks only; the process is not paused\n"
+	      "  --help        this text\n",
+	      f);
+}
+
+static json_t *python_frames(struct cw_pyres *r, struct cw_py_proc *p, uint64_t frame, int *truncated)
+{
+	static struct cw_py_frame frames[CW_PY_WALK_MAX];
+	json_t *arr = json_array();
+	int n, i;
+
+	n = cw_py_walk(p, frame, frames, CW_PY_WALK_MAX, truncated);
+	for (i = 0; i < n; i++) {
+		struct cw_py_location loc;
+
+		if (cw_pyres_resolve(r, (uint32_t)p->pid, frames[i].code, frames[i].lasti, &loc))
+			json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "file", "?", "function", "?", "line", 0));
+		else
+			json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "file", loc.file, "function",
+							     loc.function, "line", loc.line));
+	}
+	if (n < 0)
+		*truncated = 1;
+	return arr;
+}
+
+static void print_text(json_t *root)
+{
+	json_t *threads = json_object_get(root, "threads"), *t;
+	size_t i, j;
+
+	printf("process %lld", json_integer_value(json_object_get(root, "pid")));
+	if (json_object_get(root, "python"))
+		printf(" (python %s, %s)", json_string_value(json_object_get(root, "python")),
+		       json_string_value(json_object_get(root, "runtime_binary")));
+	else if (json_object_get(root, "python_error"))
+		printf(" (python: %s)", json_string_value(json_object_get(root, "python_error")));
+	printf("\n");
+	json_array_foreach(threads, i, t) {
+		json_t *py = json_object_get(t, "python"), *nat = json_object_get(t, "native"), *f;
+
+		printf("\nthread %lld%s\n", json_integer_value(json_object_get(t, "tid")),
+		       json_is_true(json_object_get(t, "main")) ? " (main)" : "");
+		json_array_foreach(py, j, f)
+			printf("  [py] %s:%lld in %s\n", json_string_value(json_object_get(f, "file")),
+			       json_integer_value(json_object_get(f, "line")),
+			       json_string_value(json_object_get(f, "function")));
+		if (json_is_true(json_object_get(t, "python_truncated")))
+			printf("  [py] ... (stack truncated)\n");
+		json_array_foreach(nat, j, f)
+			printf("  %s\n", json_string_value(f));
+		if (json_object_get(t, "native_error"))
+			printf("  (native stack: %s)\n", json_string_value(json_object_get(t, "native_error")));
+	}
+}
 
 int cmd_where(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	cw_err("where: not built yet");
-	return CW_EXIT_FAIL;
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "no-native", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static struct cw_py_thread pyth[CW_PY_MAX_THREADS];
+	static struct cw_stopped stopped;
+	struct cw_pyres *res = NULL;
+	struct cw_symz *symz = NULL;
+	struct cw_py_proc *p;
+	struct cw_rmem mem;
+	int json = 0, native = 1, c, npy = 0, i, rc = CW_EXIT_OK, nstopped = -1, pyerr = 0;
+	char why[256] = "", *end, ver[32];
+	json_t *root = NULL, *threads;
+	long pid;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'n': native = 0; break;
+		case 'h': usage(stdout); return CW_EXIT_OK;
+		default:
+			cw_report_error(json, "where: unknown option (see causeway where --help)");
+			return CW_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		cw_report_error(json, "where: expected exactly one PID");
+		return CW_EXIT_USAGE;
+	}
+	pid = strtol(argv[optind], &end, 10);
+	if (*end || end == argv[optind] || pid <= 0 || pid > 0x3fffffff) {
+		cw_report_error(json, "where: invalid pid \"%s\"", argv[optind]);
+		return CW_EXIT_USAGE;
+	}
+	cw_rmem_init_pid(&mem, (pid_t)pid);
+	if (cw_pyres_new(&res) || cw_symz_new(&symz)) {
+		cw_report_error(json, "where: out of memory");
+		rc = CW_EXIT_FAIL;
+		goto out;
+	}
+	if (native) {
+		nstopped = cw_threads_stop((pid_t)pid, &stopped);
+		if (nstopped == -ESRCH) {
+			cw_report_error(json, "where: no process %ld", pid);
+			rc = CW_EXIT_NOTARGET;
+			goto out;
+		}
+	}
+	p = cw_pyres_proc(res, (uint32_t)pid, why, sizeof(why));
+	if (!p && strstr(why, "no process")) {
+		cw_report_error(json, "where: %s", why);
+		rc = CW_EXIT_NOTARGET;
+		goto out;
+	}
+	root = json_pack("{s:I}", "pid", (json_int_t)pid);
+	threads = json_array();
+	json_object_set_new(root, "threads", threads);
+	if (p) {
+		if (p->off.version_hex)
+			snprintf(ver, sizeof(ver), "%u.%u.%u", p->off.version_hex >> 24, (p->off.version_hex >> 16) & 0xff,
+				 (p->off.version_hex >> 8) & 0xff);
+		else
+			snprintf(ver, sizeof(ver), "3.%d", p->off.minor);
+		json_object_set_new(root, "python", json_string(ver));
+		json_object_set_new(root, "runtime_binary", json_string(p->binary));
+		npy = cw_py_threads(p, pyth, CW_PY_MAX_THREADS);
+		if (npy < 0) {
+			snprintf(why, sizeof(why), "cannot read the thread list (%s)", strerror(-npy));
+			json_object_set_new(root, "python_error", json_string(why));
+			pyerr = 1;
+			npy = 0;
+		}
+	} else {
+		json_object_set_new(root, "python_error", json_string(why));
+		/* a Python the walker cannot read is an error; no Python at all is not */
+		pyerr = !strstr(why, "no python runtime");
+	}
+	/* Threads in kernel order when stopped (all of them), else the Python
+	 * thread states; Python threads whose TID is unknown are listed last. */
+	if (nstopped < 0) {
+		stopped.n = 0;
+		for (i = 0; i < npy && stopped.n < CW_FP_MAX_TIDS; i++)
+			stopped.tids[stopped.n++] = (pid_t)pyth[i].tid;
+	}
+	for (i = 0; i < stopped.n; i++) {
+		json_t *t = json_pack("{s:I,s:b}", "tid", (json_int_t)stopped.tids[i], "main", stopped.tids[i] == pid);
+		int k, truncated = 0;
+
+		for (k = 0; k < npy; k++) {
+			if (pyth[k].tid && (pid_t)pyth[k].tid == stopped.tids[i]) {
+				json_object_set_new(t, "python", python_frames(res, p, pyth[k].frame, &truncated));
+				if (truncated)
+					json_object_set_new(t, "python_truncated", json_true());
+				pyth[k].tid = 0;
+				pyth[k].tstate = 0;
+			}
+		}
+		if (!json_object_get(t, "python"))
+			json_object_set_new(t, "python", json_array());
+		if (native && stopped.held[i]) {
+			uint64_t ips[NATIVE_MAX];
+			json_t *nat = json_array();
+			int n = cw_thread_native_stack((pid_t)pid, stopped.tids[i], &mem, ips, NATIVE_MAX);
+
+			for (k = 0; k < n; k++) {
+				char sym[600];
+
+				if (cw_symz_symbolize(symz, (uint32_t)pid, ips[k], sym, sizeof(sym)))
+					snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)ips[k]);
+				json_array_append_new(nat, json_string(sym));
+			}
+			json_object_set_new(t, "native", nat);
+		} else if (native) {
+			json_object_set_new(t, "native_error",
+					    json_string(nstopped < 0 ? strerror(-nstopped) : "thread could not be stopped"));
+		}
+		json_array_append_new(threads, t);
+	}
+	for (i = 0; i < npy; i++) {
+		json_t *t;
+		int truncated = 0;
+
+		if (!pyth[i].tstate)
+			continue; /* listed above */
+		t = json_pack("{s:i,s:b}", "tid", (int)pyth[i].tid, "main", 0);
+		json_object_set_new(t, "python", python_frames(res, p, pyth[i].frame, &truncated));
+		json_array_append_new(threads, t);
+	}
+	if (nstopped >= 0)
+		cw_threads_resume(&stopped);
+	if (json) {
+		char *s = json_dumps(root, JSON_INDENT(2));
+
+		if (s)
+			puts(s);
+		free(s);
+	} else {
+		print_text(root);
+	}
+	if (pyerr) {
+		if (!json)
+			cw_err("where: %s", json_string_value(json_object_get(root, "python_error")));
+		rc = CW_EXIT_NOTARGET;
+	}
+out:
+	if (nstopped >= 0)
+		cw_threads_resume(&stopped);
+	json_decref(root);
+	cw_symz_free(symz);
+	cw_pyres_free(res);
+	return rc;
 }
