@@ -24,6 +24,7 @@
 
 /* One slow call and what its thread was doing meanwhile. */
 struct cw_slowcall {
+	int64_t id;
 	uint64_t mono_ns, dur_ns, wall_ns;
 	int64_t pid, tid;
 	char comm[32];
@@ -74,6 +75,9 @@ struct cw_sysctx {
 	size_t nio_raw;
 	uint64_t io_requests;
 	int64_t mono_to_wall; /* wall = mono + this, from the node's session */
+	int io_loaded, has_io;
+	uint64_t from_wall, to_wall;
+	sqlite3 *db;
 };
 
 /* Everything a rule sees about one op (optionally one pid). */
@@ -81,7 +85,7 @@ struct cw_rule_ctx {
 	sqlite3 *db;
 	const struct cw_explain_opts *opts;
 	const struct cw_opstat *st;
-	const struct cw_sysctx *sys;
+	struct cw_sysctx *sys; /* block I/O is loaded lazily by the probe */
 	uint64_t window_from_ns, window_to_ns; /* wall */
 	uint64_t threshold_ns;
 	struct cw_slowcall *calls;
@@ -102,6 +106,15 @@ void cw_sysctx_free(struct cw_sysctx *sys);
  * fills ctx->calls, culprits and totals. Returns the slow-call count or -errno. */
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid);
 void cw_probe_free(struct cw_rule_ctx *ctx);
+/* Loads the node's block I/O of the window once (a scan of the window's
+ * event rows: events has no time index); probe.c calls it only when a
+ * slow call was blocked. */
+int cw_sysctx_need_io(struct cw_sysctx *sys);
+/* The smallest event id whose wall_ns is >= wall, by binary search over
+ * the rowid (rows are appended in roughly time order); 1 past the last id
+ * when none. Lets scans of a time range start and stop by rowid. */
+int cw_events_id_at(sqlite3 *db, uint64_t wall, int64_t *id);
+
 /* The snapshot nearest to mono (NULL when none). */
 const struct cw_snap *cw_sysctx_snap_at(const struct cw_sysctx *sys, uint64_t mono);
 

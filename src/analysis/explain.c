@@ -156,36 +156,59 @@ static int fill_identity(sqlite3 *db, struct cw_chain *c, const struct cw_slowca
 int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_t from_wall,
 		      uint64_t to_wall, int64_t pid)
 {
-	static const char sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, py_stack_id FROM events"
-		" WHERE op = ?1 AND node = ?2 AND wall_ns BETWEEN ?3 AND ?4 AND (?5 = 0 OR pid = ?5)"
-		" ORDER BY duration_ns DESC LIMIT 256";
-	struct cw_slowcall calls[256];
+	/* The op's slowest anomalous calls through the partial index; an op
+	 * without anomalies (a steady memcpy, a launch loop) is sampled by
+	 * rowid from the window's start instead, stopping after 256 rows. */
+	static const char *const sqls[] = {
+		"SELECT duration_ns, pid, tid, comm, py_stack_id FROM events"
+		" WHERE op = ?1 AND anomalous = 1 AND node = ?2 AND wall_ns BETWEEN ?3 AND ?4"
+		" AND (?5 = 0 OR pid = ?5) AND ?6 <= ?7 ORDER BY duration_ns DESC LIMIT 256",
+		"SELECT duration_ns, pid, tid, comm, py_stack_id FROM events"
+		" WHERE id BETWEEN ?6 AND ?7 AND op = ?1 AND node = ?2 AND wall_ns BETWEEN ?3 AND ?4"
+		" AND (?5 = 0 OR pid = ?5) ORDER BY id LIMIT 256",
+	};
+	struct cw_slowcall *calls;
 	size_t n = 0;
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	int64_t lo, hi;
+	int rc, ret;
 
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
-	sqlite3_bind_text(st, 1, c->op, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (int64_t)from_wall);
-	sqlite3_bind_int64(st, 4, (int64_t)to_wall);
-	sqlite3_bind_int64(st, 5, pid);
-	while (n < 256 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *comm = (const char *)sqlite3_column_text(st, 5);
-		memset(&calls[n], 0, sizeof(calls[n]));
-		calls[n].dur_ns = (uint64_t)sqlite3_column_int64(st, 1);
-		calls[n].pid = sqlite3_column_int64(st, 3);
-		calls[n].tid = sqlite3_column_int64(st, 4);
-		snprintf(calls[n].comm, sizeof(calls[n].comm), "%s", comm ? comm : "");
-		calls[n].py_stack_id = sqlite3_column_int64(st, 6);
-		n++;
+	if ((ret = cw_events_id_at(db, from_wall, &lo)) < 0 || (ret = cw_events_id_at(db, to_wall, &hi)) < 0)
+		return ret;
+	calls = calloc(256, sizeof(*calls));
+	if (!calls)
+		return -ENOMEM;
+	for (int pass = 0; pass < 2 && n == 0; pass++) {
+		sqlite3_stmt *st = NULL;
+		rc = sqlite3_prepare_v2(db, sqls[pass], -1, &st, NULL);
+		if (rc != SQLITE_OK) {
+			free(calls);
+			return cw_sqlite_errno(rc);
+		}
+		sqlite3_bind_text(st, 1, c->op, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (int64_t)from_wall);
+		sqlite3_bind_int64(st, 4, (int64_t)to_wall);
+		sqlite3_bind_int64(st, 5, pid);
+		sqlite3_bind_int64(st, 6, lo);
+		sqlite3_bind_int64(st, 7, hi);
+		while (n < 256 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *comm = (const char *)sqlite3_column_text(st, 3);
+			calls[n].dur_ns = (uint64_t)sqlite3_column_int64(st, 0);
+			calls[n].pid = sqlite3_column_int64(st, 1);
+			calls[n].tid = sqlite3_column_int64(st, 2);
+			snprintf(calls[n].comm, sizeof(calls[n].comm), "%s", comm ? comm : "");
+			calls[n].py_stack_id = sqlite3_column_int64(st, 4);
+			n++;
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+			free(calls);
+			return cw_sqlite_errno(rc);
+		}
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		return cw_sqlite_errno(rc);
-	return fill_identity(db, c, calls, n);
+	ret = fill_identity(db, c, calls, n);
+	free(calls);
+	return ret;
 }
 
 /* Severity (docs/rules.md). lost = slow time beyond p50, times the
@@ -331,7 +354,7 @@ static int distinct_pids(const struct cw_rule_ctx *ctx, int64_t **out)
 	return (int)n;
 }
 
-static int analyse_op(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+static int analyse_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
 		      const struct cw_opstat *st, uint64_t from, uint64_t to, struct chains *cs,
 		      struct cw_explain_result *r)
 {

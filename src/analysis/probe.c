@@ -143,20 +143,28 @@ static int load_io(sqlite3 *db, struct cw_sysctx *sys, uint64_t from, uint64_t t
 {
 	static const char sql[] =
 		"SELECT mono_ns, duration_ns, pid FROM events"
-		" WHERE op IN ('block_read', 'block_write', 'block_other') AND node = ?1"
-		" AND wall_ns BETWEEN ?2 AND ?3 LIMIT ?4";
+		" WHERE id BETWEEN ?5 AND ?6 AND op IN ('block_read', 'block_write', 'block_other')"
+		" AND node = ?1 AND wall_ns BETWEEN ?2 AND ?3 LIMIT ?4";
 	sqlite3_stmt *st = NULL;
 	struct io_req *v = NULL;
 	size_t n = 0, cap = 0;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	/* A request issued up to 10 s before the window can still be in flight. */
+	uint64_t lo_wall = from > 10 * NSEC_PER_SEC ? from - 10 * NSEC_PER_SEC : 0;
+	int64_t lo_id, hi_id;
+	int rc;
 
+	if ((rc = cw_events_id_at(db, lo_wall, &lo_id)) < 0 ||
+	    (rc = cw_events_id_at(db, to + 10 * NSEC_PER_SEC, &hi_id)) < 0)
+		return rc;
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	sqlite3_bind_text(st, 1, sys->node, -1, SQLITE_STATIC);
-	/* A request issued up to 10 s before the window can still be in flight. */
-	sqlite3_bind_int64(st, 2, (int64_t)(from > 10 * NSEC_PER_SEC ? from - 10 * NSEC_PER_SEC : 0));
+	sqlite3_bind_int64(st, 2, (int64_t)lo_wall);
 	sqlite3_bind_int64(st, 3, (int64_t)to);
 	sqlite3_bind_int64(st, 4, CW_IO_MAX_ROWS);
+	sqlite3_bind_int64(st, 5, lo_id);
+	sqlite3_bind_int64(st, 6, hi_id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 1024;
@@ -200,6 +208,27 @@ static int load_io(sqlite3 *db, struct cw_sysctx *sys, uint64_t from, uint64_t t
 	return 0;
 }
 
+/* Whether the aggregates count any block request of the node in the
+ * window, so that a store without I/O never pays for the scan. */
+static int has_io_rows(sqlite3 *db, const char *node, uint64_t from, uint64_t to, int *out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db,
+				    "SELECT 1 FROM aggregates WHERE node = ?1 AND source = 'io' AND second BETWEEN ?2 AND ?3"
+				    " LIMIT 1",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	/* Requests issued up to 10 s before the window can still be in flight. */
+	sqlite3_bind_int64(st, 2, (int64_t)(from / NSEC_PER_SEC) - 10);
+	sqlite3_bind_int64(st, 3, (int64_t)(to / NSEC_PER_SEC));
+	rc = sqlite3_step(st);
+	*out = rc == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
 int cw_sysctx_load(sqlite3 *db, const char *node, uint64_t from_wall, uint64_t to_wall,
 		   struct cw_sysctx *sys)
 {
@@ -207,13 +236,68 @@ int cw_sysctx_load(sqlite3 *db, const char *node, uint64_t from_wall, uint64_t t
 
 	memset(sys, 0, sizeof(*sys));
 	snprintf(sys->node, sizeof(sys->node), "%s", node);
+	sys->db = db;
+	sys->from_wall = from_wall;
+	sys->to_wall = to_wall;
 	if ((ret = load_offset(db, node, &sys->mono_to_wall)) < 0 ||
-	    (ret = load_snaps(db, sys, from_wall, to_wall)) < 0 ||
-	    (ret = build_pressure(sys)) < 0 || (ret = load_io(db, sys, from_wall, to_wall)) < 0) {
+	    (ret = load_snaps(db, sys, from_wall, to_wall)) < 0 || (ret = build_pressure(sys)) < 0 ||
+	    (ret = has_io_rows(db, node, from_wall, to_wall, &sys->has_io)) < 0) {
 		cw_sysctx_free(sys);
 		return ret;
 	}
 	return 0;
+}
+
+int cw_sysctx_need_io(struct cw_sysctx *sys)
+{
+	if (sys->io_loaded)
+		return 0;
+	sys->io_loaded = 1;
+	if (!sys->has_io)
+		return 0;
+	return load_io(sys->db, sys, sys->from_wall, sys->to_wall);
+}
+
+int cw_events_id_at(sqlite3 *db, uint64_t wall, int64_t *id)
+{
+	sqlite3_stmt *mm = NULL, *at = NULL;
+	int64_t lo, hi;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, "SELECT (SELECT min(id) FROM events), (SELECT max(id) FROM events)", -1, &mm, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, "SELECT wall_ns FROM events WHERE id >= ?1 ORDER BY id LIMIT 1", -1,
+					&at, NULL);
+	if (rc != SQLITE_OK)
+		goto out;
+	rc = sqlite3_step(mm);
+	if (rc != SQLITE_ROW || sqlite3_column_type(mm, 0) == SQLITE_NULL) {
+		*id = 1;
+		rc = SQLITE_OK;
+		goto out;
+	}
+	lo = sqlite3_column_int64(mm, 0);
+	hi = sqlite3_column_int64(mm, 1) + 1;
+	/* First id in [lo, hi) whose row starts at or after wall; ids may have
+	 * gaps (pruning), so probe the next existing row. */
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		sqlite3_reset(at);
+		sqlite3_bind_int64(at, 1, mid);
+		rc = sqlite3_step(at);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			goto out;
+		if (rc == SQLITE_ROW && (uint64_t)sqlite3_column_int64(at, 0) < wall)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*id = lo;
+	rc = SQLITE_OK;
+out:
+	sqlite3_finalize(mm);
+	sqlite3_finalize(at);
+	return rc == SQLITE_OK ? 0 : cw_sqlite_errno(rc);
 }
 
 void cw_sysctx_free(struct cw_sysctx *sys)
@@ -347,6 +431,8 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 			if (ret < 0)
 				break;
 		} else {
+			if ((ret = cw_sysctx_need_io(ctx->sys)) < 0)
+				break;
 			/* Memory pressure takes precedence over I/O: swapping
 			 * under pressure issues its own block I/O. */
 			uint64_t mem = cw_intervals_cover(ctx->sys->pressure, ctx->sys->npressure, a, b);
@@ -375,34 +461,67 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 {
 	static const char slow_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id FROM events"
-		" WHERE op = ?1 AND duration_ns >= ?2 AND node = ?3 AND wall_ns BETWEEN ?4 AND ?5"
-		" AND (?6 = 0 OR pid = ?6) ORDER BY duration_ns DESC LIMIT ?7";
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id FROM events"
+		" WHERE op = ?1 AND anomalous = 1 AND duration_ns >= ?2 AND node = ?3"
+		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) ORDER BY duration_ns DESC LIMIT ?7";
+	/* The writer flags a call anomalous only once its op has 32 samples,
+	 * so an op's first calls (cold start) are read by rowid instead: the
+	 * scan starts at the op's first second and stops after 64 calls. */
+	static const char first_sql[] =
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id FROM events"
+		" WHERE id BETWEEN ?8 AND ?9 AND op = ?1 AND duration_ns >= ?2 AND node = ?3"
+		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) AND anomalous = 0"
+		" ORDER BY id LIMIT ?7";
 	static const char off_sql[] =
 		"SELECT start_mono_ns, end_mono_ns, reason, cpu, by_pid, by_comm, by_cgroup_id"
 		" FROM offcpu WHERE tid = ?1 AND start_mono_ns >= ?2 AND start_mono_ns < ?3"
 		" AND node = ?4 AND pid = ?5";
 	const struct cw_opstat *op = ctx->st;
-	sqlite3_stmt *st = NULL, *off = NULL;
+	sqlite3_stmt *st = NULL, *off = NULL, *first = NULL;
 	size_t cap = 0, ccap = 0;
 	uint64_t first_calls;
-	int rc, ret = 0;
+	int64_t lo_id = 1, hi_id = 0;
+	int rc, ret = 0, pass;
 
 	rc = sqlite3_prepare_v2(ctx->db, slow_sql, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(ctx->db, off_sql, -1, &off, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(ctx->db, first_sql, -1, &first, NULL);
 	if (rc != SQLITE_OK) {
 		ret = cw_sqlite_errno(rc);
 		goto out;
 	}
-	sqlite3_bind_text(st, 1, op->op, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (int64_t)ctx->threshold_ns);
-	sqlite3_bind_text(st, 3, op->node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, (int64_t)ctx->window_from_ns);
-	sqlite3_bind_int64(st, 5, (int64_t)ctx->window_to_ns);
-	sqlite3_bind_int64(st, 6, pid);
-	sqlite3_bind_int64(st, 7, CW_SLOW_MAX);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	if (op->nsecs) {
+		/* The op's early stretch: its first second up to the second that
+		 * holds its first 5 % of calls, with 2 s of slack for rows written
+		 * out of order. */
+		int64_t end = op->secs[0].second;
+		for (size_t i = 0; i < op->nsecs && cw_opstat_calls_through(op, op->secs[i].second) <= op->count / 20; i++)
+			end = op->secs[i].second;
+		/* ... but never more than the first 3 s, which bounds the scan
+		 * on large stores (start-up costs land in the first seconds). */
+		if (end > op->secs[0].second + 2)
+			end = op->secs[0].second + 2;
+		uint64_t a = (uint64_t)op->secs[0].second * NSEC_PER_SEC;
+		if ((ret = cw_events_id_at(ctx->db, a > 2 * NSEC_PER_SEC ? a - 2 * NSEC_PER_SEC : 0, &lo_id)) < 0 ||
+		    (ret = cw_events_id_at(ctx->db, (uint64_t)(end + 3) * NSEC_PER_SEC, &hi_id)) < 0)
+			goto out;
+	}
+	for (pass = 0; pass < 2; pass++) {
+		sqlite3_stmt *q = pass == 0 ? st : first;
+		sqlite3_bind_text(q, 1, op->op, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(q, 2, (int64_t)ctx->threshold_ns);
+		sqlite3_bind_text(q, 3, op->node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(q, 4, (int64_t)ctx->window_from_ns);
+		sqlite3_bind_int64(q, 5, (int64_t)ctx->window_to_ns);
+		sqlite3_bind_int64(q, 6, pid);
+		sqlite3_bind_int64(q, 7, pass == 0 ? CW_SLOW_MAX : 64);
+		if (pass == 1) {
+			sqlite3_bind_int64(q, 8, lo_id);
+			sqlite3_bind_int64(q, 9, hi_id);
+		}
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		if (ctx->ncalls == cap) {
 			size_t nc = cap ? cap * 2 : 64;
 			struct cw_slowcall *nv = realloc(ctx->calls, nc * sizeof(*nv));
@@ -414,20 +533,22 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 			cap = nc;
 		}
 		struct cw_slowcall *c = &ctx->calls[ctx->ncalls++];
-		const char *comm = (const char *)sqlite3_column_text(st, 5);
+		const char *comm = (const char *)sqlite3_column_text(q, 5);
 		memset(c, 0, sizeof(*c));
-		c->mono_ns = (uint64_t)sqlite3_column_int64(st, 0);
-		c->dur_ns = (uint64_t)sqlite3_column_int64(st, 1);
-		c->wall_ns = (uint64_t)sqlite3_column_int64(st, 2);
-		c->pid = sqlite3_column_int64(st, 3);
-		c->tid = sqlite3_column_int64(st, 4);
+		c->mono_ns = (uint64_t)sqlite3_column_int64(q, 0);
+		c->dur_ns = (uint64_t)sqlite3_column_int64(q, 1);
+		c->wall_ns = (uint64_t)sqlite3_column_int64(q, 2);
+		c->pid = sqlite3_column_int64(q, 3);
+		c->tid = sqlite3_column_int64(q, 4);
 		snprintf(c->comm, sizeof(c->comm), "%s", comm ? comm : "");
-		c->device = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 6);
-		c->py_stack_id = sqlite3_column_int64(st, 7);
+		c->device = sqlite3_column_type(q, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 6);
+		c->py_stack_id = sqlite3_column_int64(q, 7);
+		c->id = sqlite3_column_int64(q, 8);
 	}
 	if (rc != SQLITE_DONE) {
 		ret = cw_sqlite_errno(rc);
 		goto out;
+	}
 	}
 	if (ctx->ncalls == 0)
 		goto out;
@@ -458,6 +579,7 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 out:
 	sqlite3_finalize(st);
 	sqlite3_finalize(off);
+	sqlite3_finalize(first);
 	return ret;
 }
 

@@ -28,56 +28,61 @@ static int foreign_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* One scan of the slow calls' time range (by rowid: events has no time
+ * index) for other work submitted to the GPU. */
 static int load_foreign(const struct cw_rule_ctx *ctx, int device, struct foreign **out, size_t *nout)
 {
-	static const char *const ops[] = {"cudaLaunchKernel", "cuLaunchKernel", "cudaStreamSynchronize",
-					  "cudaDeviceSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
-					  "cudaMemcpy", "cudaMemcpyAsync", "cudaGraphLaunch"};
 	static const char sql[] =
-		"SELECT mono_ns, duration_ns, pid, comm FROM events WHERE op = ?1 AND node = ?2"
-		" AND wall_ns BETWEEN ?3 AND ?4 AND (?5 < 0 OR device = ?5) LIMIT ?6";
+		"SELECT mono_ns, duration_ns, pid, comm FROM events WHERE id BETWEEN ?6 AND ?7"
+		" AND op IN ('cudaLaunchKernel', 'cuLaunchKernel', 'cudaLaunchKernelExC', 'cuLaunchKernelEx',"
+		" 'cudaStreamSynchronize', 'cudaDeviceSynchronize', 'cuStreamSynchronize', 'cuCtxSynchronize',"
+		" 'cudaMemcpy', 'cudaMemcpyAsync', 'cudaGraphLaunch', 'cuGraphLaunch')"
+		" AND node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 < 0 OR device = ?4) LIMIT ?5";
 	struct foreign *v = NULL;
 	size_t n = 0, cap = 0;
 	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL);
+	uint64_t from = ctx->calls[0].wall_ns - NSEC_PER_SEC;
+	uint64_t to = ctx->calls[ctx->ncalls - 1].wall_ns + ctx->calls[ctx->ncalls - 1].dur_ns;
+	int64_t lo, hi;
+	int rc;
 
+	if ((rc = cw_events_id_at(ctx->db, from, &lo)) < 0 ||
+	    (rc = cw_events_id_at(ctx->db, to + 2 * NSEC_PER_SEC, &hi)) < 0)
+		return rc;
+	rc = sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
-	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
-		sqlite3_reset(st);
-		sqlite3_bind_text(st, 1, ops[k], -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, ctx->st->node, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, (int64_t)(ctx->calls[0].wall_ns - NSEC_PER_SEC));
-		sqlite3_bind_int64(st, 4, (int64_t)(ctx->calls[ctx->ncalls - 1].wall_ns +
-						     ctx->calls[ctx->ncalls - 1].dur_ns));
-		sqlite3_bind_int(st, 5, device);
-		sqlite3_bind_int64(st, 6, CW_SLICE_MAX_ROWS);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < CW_SLICE_MAX_ROWS) {
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 1024;
-				struct foreign *nv = realloc(v, nc * sizeof(*nv));
-				if (!nv) {
-					free(v);
-					sqlite3_finalize(st);
-					return -ENOMEM;
-				}
-				v = nv;
-				cap = nc;
+	sqlite3_bind_text(st, 1, ctx->st->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)from);
+	sqlite3_bind_int64(st, 3, (int64_t)to);
+	sqlite3_bind_int(st, 4, device);
+	sqlite3_bind_int64(st, 5, CW_SLICE_MAX_ROWS);
+	sqlite3_bind_int64(st, 6, lo);
+	sqlite3_bind_int64(st, 7, hi);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 1024;
+			struct foreign *nv = realloc(v, nc * sizeof(*nv));
+			if (!nv) {
+				free(v);
+				sqlite3_finalize(st);
+				return -ENOMEM;
 			}
-			const char *comm = (const char *)sqlite3_column_text(st, 3);
-			v[n].start = (uint64_t)sqlite3_column_int64(st, 0);
-			v[n].end = v[n].start + (uint64_t)sqlite3_column_int64(st, 1);
-			v[n].pid = sqlite3_column_int64(st, 2);
-			snprintf(v[n].comm, sizeof(v[n].comm), "%s", comm ? comm : "");
-			n++;
+			v = nv;
+			cap = nc;
 		}
-		if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-			free(v);
-			sqlite3_finalize(st);
-			return cw_sqlite_errno(rc);
-		}
+		const char *comm = (const char *)sqlite3_column_text(st, 3);
+		v[n].start = (uint64_t)sqlite3_column_int64(st, 0);
+		v[n].end = v[n].start + (uint64_t)sqlite3_column_int64(st, 1);
+		v[n].pid = sqlite3_column_int64(st, 2);
+		snprintf(v[n].comm, sizeof(v[n].comm), "%s", comm ? comm : "");
+		n++;
 	}
 	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return cw_sqlite_errno(rc);
+	}
 	if (n)
 		qsort(v, n, sizeof(*v), foreign_cmp);
 	*out = v;
