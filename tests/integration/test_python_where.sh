@@ -1,0 +1,82 @@
+#!/bin/bash
+# causeway where on every supported CPython (pyenv 3.10-3.13 and Debian's
+# static python3.11): every frame of every thread must name the file,
+# function and executing line that the interpreter itself reports
+# (sys._current_frames for the workers, the "# at:" markers for the main
+# thread). An unsupported interpreter (3.9) must be refused by version.
+set -u
+[ "$(id -u)" = 0 ] || { echo "needs root to read another process's memory"; exit 77; }
+W=$CW_ROOT/tests/fixtures/py/where_sleep.py
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail=0
+line_of() { grep -n "# at:$1\$" "$W" | cut -d: -f1; }
+
+start() { # start PYTHON -> sets $pid, waits for the expected-stacks line
+	"$1" "$W" > "$tmp/want" 2>"$tmp/err" &
+	pid=$!
+	pids+=("$pid")
+	for _ in $(seq 1 100); do [ -s "$tmp/want" ] && return 0; sleep 0.05; done
+	echo "workload on $1 did not start: $(cat "$tmp/err")"
+	return 1
+}
+
+checked=0
+for py in /root/.pyenv/versions/3.1[0-3].*/bin/python3 /usr/bin/python3.11; do
+	[ -x "$py" ] || continue
+	start "$py" || { fail=1; continue; }
+	for mode in "" --no-native; do
+		if ! "$CW_BIN" where --json $mode "$pid" > "$tmp/got"; then
+			echo "FAIL $py: where $mode exited $?"; fail=1; continue
+		fi
+		if ! python3 - "$tmp/want" "$tmp/got" "$W" "$(line_of forward)" "$(line_of main)" "$(line_of module)" "$mode" <<'PY'
+import json, sys
+want = json.load(open(sys.argv[1])); got = json.load(open(sys.argv[2]))
+w, lf, lm, lmod, mode = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
+want["threads"][str(want["pid"])] = [[w, "forward", lf], [w, "main", lm], [w, "<module>", lmod]]
+byt = {str(t["tid"]): t for t in got["threads"]}
+bad = []
+for tid, frames in want["threads"].items():
+    t = byt.get(tid)
+    if t is None:
+        bad.append(f"thread {tid} missing"); continue
+    g = [[f["file"], f["function"].split(".")[-1], f["line"]] for f in t["python"]]
+    if g != frames:
+        bad.append(f"thread {tid}: got {g} want {frames}")
+    if mode == "" and not t.get("native"):
+        bad.append(f"thread {tid}: no native stack")
+if got.get("python", "")[:4] not in ("3.10", "3.11", "3.12", "3.13"):
+    bad.append(f"version {got.get('python')}")
+if bad: print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+		then
+			echo "FAIL $py where $mode"; fail=1
+		fi
+	done
+	"$CW_BIN" where "$pid" > "$tmp/text" || { echo "FAIL $py: text output"; fail=1; }
+	grep -q "where_sleep.py:$(line_of forward) in .*forward" "$tmp/text" || { echo "FAIL $py: text lacks forward line"; fail=1; }
+	kill "$pid"; wait "$pid" 2>/dev/null
+	checked=$((checked + 1))
+done
+[ "$checked" -ge 4 ] || { echo "FAIL: only $checked interpreters found"; fail=1; }
+
+# Unsupported interpreter: refused with its version and a reason, exit 5.
+old=$(ls -d /root/.pyenv/versions/3.9.*/bin/python3 2>/dev/null | head -1)
+if [ -n "$old" ]; then
+	start "$old" || fail=1
+	"$CW_BIN" where --json "$pid" > "$tmp/got"; rc=$?
+	if [ "$rc" != 5 ] || ! grep -q '"python_error": "python 3.9 is not supported' "$tmp/got" || grep -q '"file"' "$tmp/got"; then
+		echo "FAIL 3.9: rc=$rc $(cat "$tmp/got")"; fail=1
+	fi
+fi
+
+# Bad input.
+"$CW_BIN" where --json notapid > "$tmp/got"; rc=$?
+[ "$rc" = 2 ] && grep -q '"error": *"where: invalid pid' "$tmp/got" || { echo "FAIL bad pid: rc=$rc"; fail=1; }
+"$CW_BIN" where 999999999 2>/dev/null; rc=$?
+[ "$rc" = 2 ] || [ "$rc" = 5 ] || { echo "FAIL missing pid: rc=$rc"; fail=1; }
+"$CW_BIN" where --help | grep -q "usage: causeway where" || { echo "FAIL --help"; fail=1; }
+exit $fail
