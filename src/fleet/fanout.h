@@ -1,0 +1,89 @@
+/* Fan-out: one question to every agent of a fleet, in parallel.
+ *
+ * All nodes are asked at once with libcurl's multi interface over TLS 1.3
+ * (optionally with a client certificate and a bearer token), each bounded by
+ * the same deadline and a response-size cap. Every answer is parsed with
+ * jansson and validated; an unreachable, slow, erroring or garbage-speaking
+ * node becomes a warning and the others still answer. Clock skew is
+ * estimated concurrently on separate connections (skew.h). docs/fleet.md
+ * walks through a setup. */
+#ifndef CW_FLEET_FANOUT_H
+#define CW_FLEET_FANOUT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleet/skew.h"
+
+#define CW_FLEET_DEFAULT_TIMEOUT_NS (2ULL * 1000000000ULL)
+#define CW_FLEET_DEFAULT_MAX_RESPONSE ((size_t)64 << 20)
+#define CW_FLEET_MAX_NODES 1024
+
+struct cw_fleet_opts {
+	char **nodes;             /* "host:port" (https), or "http://host:port" */
+	int nnodes;
+	const char *ca_cert;      /* verifies the agents; NULL: the system store */
+	const char *client_cert;  /* PEM, presented for mutual TLS */
+	const char *client_key;
+	const char *token;        /* sent as "Authorization: Bearer" */
+	uint64_t timeout_ns;      /* for the whole fan-out; 0: default */
+	size_t max_response;      /* per node; 0: default */
+	int skew;                 /* also estimate clock skew */
+	int skew_samples;         /* 0: CW_SKEW_DEFAULT_SAMPLES */
+	uint64_t skew_warn_ns;    /* 0: CW_SKEW_DEFAULT_WARN_NS */
+};
+
+struct cw_fleet_node {
+	char *addr;        /* as given */
+	char *name;        /* the node name it reported; addr until it answers */
+	int ok;            /* answered 200 with valid JSON */
+	long http_status;  /* 0: no HTTP answer */
+	uint64_t elapsed_ns;
+	json_t *body;      /* the parsed answer (ok only) */
+	struct cw_skew skew;
+};
+
+struct cw_fleet_result {
+	struct cw_fleet_node *nodes;
+	int n, nok;
+	char **warnings;   /* one sentence each */
+	int nwarnings;
+	uint64_t elapsed_ns;
+	int skew_applied;  /* offsets were measured (see skew) */
+};
+
+/* Splits "a:1,b:2" into a NULL-terminated malloc'd array, validating
+ * each address. Returns the count or -EINVAL with err naming the bad one. */
+int cw_fleet_parse_nodes(const char *csv, char ***out, char *err, size_t errlen);
+void cw_fleet_free_nodes(char **nodes);
+
+/* GET path (with query string; or POST post_json when non-NULL) on every
+ * node. Returns 0 when at least one node answered, -EHOSTUNREACH when
+ * none did (the warnings say why), -EINVAL for bad options (err), or
+ * -ENOMEM. out must be freed in every case. */
+int cw_fleet_fetch(const struct cw_fleet_opts *o, const char *path, const char *post_json,
+		   struct cw_fleet_result *out, char *err, size_t errlen);
+
+/* Read-only SQL on every node; *merged is
+ *   {"columns": ["node", ...], "rows": [["<node>", ...], ...],
+ *    "warnings": [...], "nodes": [...per-node status...]}
+ * with rows in node order. Nodes whose columns differ from the first
+ * answer are left out with a warning. */
+int cw_fleet_query(const struct cw_fleet_opts *o, const char *sql, json_t **merged,
+		   struct cw_fleet_result *out, char *err, size_t errlen);
+
+/* Chains from every node (query: the /api/v1/chains query string, may be
+ * NULL); *merged is {"chains": [...], "warnings": [...], "nodes": [...]}
+ * with each chain labelled "agent" (address) and "node" (name), sorted by
+ * severity, then by explained time. */
+int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **merged,
+		    struct cw_fleet_result *out, char *err, size_t errlen);
+
+/* Per-node status and skew as JSON: [{"addr","node","ok","status",
+ * "elapsed_ms","skew":{"offset_ns","rtt_ns","samples"}|null}]. */
+json_t *cw_fleet_nodes_json(const struct cw_fleet_result *r);
+
+void cw_fleet_result_free(struct cw_fleet_result *r);
+
+#endif
