@@ -36,9 +36,10 @@ static void usage(FILE *f)
 	      f);
 }
 
-/* The build date as RFC 3339 UTC. CW_BUILD_DATE (set by a packager from
+/* The build date, RFC 3339 style. CW_BUILD_DATE (set by a packager from
  * SOURCE_DATE_EPOCH for reproducible builds) wins over the compiler's
- * __DATE__/__TIME__, which are local time and "Mmm dd yyyy". */
+ * __DATE__/__TIME__ ("Mmm dd yyyy", the build host's local time, so no
+ * zone suffix is claimed). */
 static void build_date(char *buf, size_t len)
 {
 #ifdef CW_BUILD_DATE

@@ -1,0 +1,91 @@
+#!/bin/bash
+# check: ok/warn/fail items with recommendations, --json shape, and on
+# this host (root, BTF, CUDA 13 in /usr/local/cuda-13.0, pyenv 3.10-3.13)
+# the facts it must find. Assertions about a component are made only when
+# that component is on disk, so the test also means something elsewhere.
+set -u
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$CW_BIN" check --json > "$tmp/j"
+rc=$?
+[ $rc = 0 ] || [ $rc = 4 ] || fail "check --json exited $rc"
+python3 - "$tmp/j" "$rc" <<'PY' || exit 1
+import glob, json, os, sys
+r = json.load(open(sys.argv[1]))
+rc = int(sys.argv[2])
+checks = {c["name"]: c for c in r["checks"]}
+for c in r["checks"]:
+    assert c["status"] in ("ok", "warn", "fail"), c
+    if c["status"] != "ok":
+        assert c.get("recommendation"), c
+# Exit status and "ok" agree with the items.
+failed = [c["name"] for c in r["checks"] if c["status"] == "fail"]
+assert r["ok"] == (not failed) and r["exit"] == rc == (4 if failed else 0), (r["ok"], rc, failed)
+for name in ("kernel", "btf", "privileges", "tracefs", "bpf", "tp_btf", "uprobes",
+             "cuda runtime", "cuda driver", "nccl", "python", "gpu"):
+    assert name in checks, name
+assert checks["kernel"]["detail"].startswith("Linux " + os.uname().release), checks["kernel"]
+if os.path.exists("/sys/kernel/btf/vmlinux"):
+    assert checks["btf"]["status"] == "ok", checks["btf"]
+else:
+    assert checks["btf"]["status"] == "fail", checks["btf"]
+if os.geteuid() == 0:
+    assert checks["privileges"]["status"] == "ok", checks["privileges"]
+    # As root the BPF probes run: ring buffers and uprobe programs exist on
+    # any kernel this project supports.
+    assert checks["bpf"]["status"] == "ok", checks["bpf"]
+libs = r["libraries"]
+for l in libs:
+    assert set(l) >= {"kind", "path", "real_path", "version", "soname", "hooked_symbols", "stub"}, l
+    assert os.path.exists(l["real_path"]), l
+if glob.glob("/usr/local/cuda-13*/lib*/libcudart.so.13*") or glob.glob("/usr/local/cuda-13*/targets/*/lib/libcudart.so.13*"):
+    kinds = {}
+    for l in libs:
+        kinds.setdefault(l["kind"], []).append(l)
+    rt = [l for l in kinds.get("cudart", []) if l["version"].startswith("13")]
+    assert rt and all(l["hooked_symbols"] > 0 for l in rt), kinds.get("cudart")
+    assert rt[0]["soname"] == "libcudart.so.13", rt[0]
+    assert any(l["hooked_symbols"] > 0 for l in kinds.get("cuda", [])), kinds.get("cuda")
+    nccl = [l for l in kinds.get("nccl", []) if l["hooked_symbols"] > 0]
+    assert nccl and nccl[0]["version_detail"].startswith("NCCL version 2."), nccl
+    assert checks["cuda runtime"]["status"] == "ok" and checks["nccl"]["status"] == "ok", checks
+# Every install check reports exists, with the build kind it claims.
+pys = r["python"]
+for p in pys:
+    assert os.path.exists(p["path"]), p
+home = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+want = set()
+for m in (10, 11, 12, 13):
+    if glob.glob(f"{home}/versions/3.{m}*/lib/libpython3.{m}.so.1.0"):
+        want.add(m)
+got = {int(p["version"].split(".")[1]) for p in pys
+       if p["supported"] and p["build"] == "shared" and "/versions/" in p["path"]}
+assert want <= got, (want, got)
+# Debian's python3.11 is a static build that exports _PyRuntime itself.
+if os.path.exists("/usr/bin/python3.11") and not os.path.exists("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"):
+    deb = [p for p in pys if p["path"] == "/usr/bin/python3.11"]
+    assert deb and deb[0]["build"] == "static" and deb[0]["exports_runtime"], deb
+if want:
+    assert checks["python"]["status"] == "ok", checks["python"]
+print("check json ok:", len(libs), "libraries,", len(pys), "pythons")
+PY
+
+# Text: one line per item, recommendations after, and the verdict last.
+"$CW_BIN" check > "$tmp/t"
+rc=$?
+[ $rc = 0 ] || [ $rc = 4 ] || fail "check exited $rc"
+head -n 1 "$tmp/t" | grep -q '^status  item  *detail$' || fail "header: $(head -n 1 "$tmp/t")"
+grep -Eq '^(ok|warn|fail) +btf ' "$tmp/t" || fail "no btf line"
+last=$(tail -n 1 "$tmp/t")
+if [ $rc = 0 ]; then [ "$last" = "trace can run here" ] || fail "verdict: $last"
+else [ "$last" = "trace cannot run here: fix the failed items above" ] || fail "verdict: $last"; fi
+if grep -q '^warn +tracefs' "$tmp/t"; then
+	grep -q '^tracefs (warn): mount -t tracefs tracefs /sys/kernel/tracing$' "$tmp/t" || fail "tracefs recommendation"
+fi
+
+"$CW_BIN" check --help | grep -q '^usage: causeway check' || fail "--help"
+"$CW_BIN" check --frob 2> "$tmp/e"; rc=$?
+[ $rc = 2 ] && grep -q 'unexpected argument "--frob"' "$tmp/e" || fail "bad argument: $rc $(cat "$tmp/e")"
+echo "check ok"
