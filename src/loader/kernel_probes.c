@@ -258,6 +258,8 @@ static int family_prepare(struct cw_kernel_probes *kp, struct cw_kp_fam *f, int 
 			} else if (i == CW_SHARED_RB_SCHED || i == CW_SHARED_RB_BULK) {
 				bpf_map__set_max_entries(map, ring_bytes(kp->o.ring_kb));
 			}
+			/* reuse_fd() replaces the map's name: name is stale now. */
+			break;
 		}
 	}
 	return 0;
