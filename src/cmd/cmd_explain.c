@@ -10,6 +10,7 @@
 
 #include "analysis/explain.h"
 #include "cmd/cmd.h"
+#include "fleet/fanout_cli.h"
 #include "store/store.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -68,6 +69,10 @@ int cmd_explain(int argc, char **argv)
 	uint64_t since_ns = 0;
 	char err[512];
 	int json = 0, c, ret, rc = CW_EXIT_OK;
+
+	/* Fleet fan-out (src/fleet/fanout_cli.c): chains from every agent. */
+	if (cw_fleet_cli_wanted(argc, argv))
+		return cw_fleet_cmd_explain(argc, argv);
 
 	/* --json must be known before the first error is reported. */
 	for (int i = 1; i < argc; i++)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "fleet/fanout_cli.h"
 #include "store/ro_query.h"
 #include "store/store.h"
 #include "store/summary.h"
@@ -370,6 +371,13 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int6
 	return CW_EXIT_OK;
 }
 
+/* Fleet fan-out (src/fleet/fanout_cli.c): rows from every agent, with a
+ * leading node column, go through the same printer. */
+static int fleet_print(const struct cw_ro_result *r, int f)
+{
+	return print_sql_result(r, f == 1 ? FMT_JSON : f == 2 ? FMT_CSV : FMT_TEXT);
+}
+
 int cmd_query(int argc, char **argv)
 {
 	enum { OPT_CSV = 256, OPT_TIMEOUT, OPT_PARAM, OPT_BY_LINE };
@@ -393,6 +401,9 @@ int cmd_query(int argc, char **argv)
 	int64_t limit = 0;
 	char *sql = NULL;
 	enum fmt fmt;
+
+	if (cw_fleet_cli_wanted(argc, argv))
+		return cw_fleet_cmd_query(argc, argv, fleet_print);
 
 	/* --json must be known before the first error is reported. */
 	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)

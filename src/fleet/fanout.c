@@ -484,14 +484,28 @@ static void reject(struct cw_fleet_result *r, int i, const char *why)
 int cw_fleet_query(const struct cw_fleet_opts *o, const char *sql, json_t **merged,
 		   struct cw_fleet_result *out, char *err, size_t errlen)
 {
-	json_t *req, *cols = NULL, *rows;
+	json_t *req = json_pack("{s:s}", "sql", sql);
+	int rc;
+
+	if (!req) {
+		*merged = NULL;
+		memset(out, 0, sizeof(*out));
+		return -ENOMEM;
+	}
+	rc = cw_fleet_query_req(o, req, merged, out, err, errlen);
+	json_decref(req);
+	return rc;
+}
+
+int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merged,
+		       struct cw_fleet_result *out, char *err, size_t errlen)
+{
+	json_t *cols = NULL, *rows;
 	char *body;
 	int rc, i;
 
 	*merged = NULL;
-	req = json_pack("{s:s}", "sql", sql);
-	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
+	body = json_dumps(req, JSON_COMPACT);
 	if (!body) {
 		memset(out, 0, sizeof(*out));
 		return -ENOMEM;
@@ -580,6 +594,22 @@ static int cmp_chain(const void *a, const void *b)
 		      json_string_value(json_object_get(y, "agent")) ?: "");
 }
 
+/* Timelines from several nodes are only comparable on one clock: every
+ * agent time becomes this host's time, and the chain says by how much. */
+static void shift_timeline(json_t *c, int64_t offset)
+{
+	json_t *e;
+	size_t k;
+
+	json_array_foreach(json_object_get(c, "timeline"), k, e) {
+		json_t *t = json_object_get(e, "t_ns");
+
+		if (json_is_integer(t))
+			json_object_set_new(e, "t_ns", json_integer(json_integer_value(t) - offset));
+	}
+	json_object_set_new(c, "clock_offset_ns", json_integer(offset));
+}
+
 int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **merged,
 		    struct cw_fleet_result *out, char *err, size_t errlen)
 {
@@ -620,6 +650,8 @@ int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **m
 				break;
 			all = na;
 			json_object_set_new(c, "agent", json_string(out->nodes[i].addr));
+			if (out->nodes[i].skew.valid)
+				shift_timeline(c, out->nodes[i].skew.offset_ns);
 			if (!nn || !*nn)
 				json_object_set_new(c, "node", json_string(out->nodes[i].name));
 			all[nall++] = json_incref(c);
@@ -631,8 +663,9 @@ int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **m
 	for (k = 0; k < nall; k++)
 		json_array_append_new(arr, all[k]);
 	free(all);
-	*merged = json_pack("{s:o, s:o, s:o}", "chains", arr, "warnings", warnings_json(out),
-			    "nodes", cw_fleet_nodes_json(out));
+	*merged = json_pack("{s:o, s:o, s:o, s:b}", "chains", arr, "warnings", warnings_json(out),
+			    "nodes", cw_fleet_nodes_json(out), "clock_offsets_applied",
+			    out->skew_applied);
 	return out->nok ? 0 : -EHOSTUNREACH;
 }
 

@@ -73,6 +73,10 @@ int cw_fleet_fetch(const struct cw_fleet_opts *o, const char *path, const char *
 int cw_fleet_query(const struct cw_fleet_opts *o, const char *sql, json_t **merged,
 		   struct cw_fleet_result *out, char *err, size_t errlen);
 
+/* The same with a full request body: {"sql", "params": [...], "max_rows"}. */
+int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merged,
+		       struct cw_fleet_result *out, char *err, size_t errlen);
+
 /* Chains from every node (query: the /api/v1/chains query string, may be
  * NULL); *merged is {"chains": [...], "warnings": [...], "nodes": [...]}
  * with each chain labelled "agent" (address) and "node" (name), sorted by
