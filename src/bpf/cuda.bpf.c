@@ -96,6 +96,25 @@ struct {
 	__type(value, struct call_state);
 } call_state SEC(".maps");
 
+/* The argument registers and stack pointer, loaded once at the top of a
+ * program: the verifier refuses ctx loads at computed offsets, which is
+ * what clang makes of PT_REGS_PARMn() spread over switch arms. */
+struct uregs {
+	__u64 p[6];
+	__u64 sp;
+};
+
+static __always_inline void load_regs(struct pt_regs *ctx, struct uregs *r)
+{
+	r->p[0] = PT_REGS_PARM1(ctx);
+	r->p[1] = PT_REGS_PARM2(ctx);
+	r->p[2] = PT_REGS_PARM3(ctx);
+	r->p[3] = PT_REGS_PARM4(ctx);
+	r->p[4] = PT_REGS_PARM5(ctx);
+	r->p[5] = PT_REGS_PARM6(ctx);
+	r->sp = PT_REGS_SP(ctx);
+}
+
 static __always_inline void cs_count(__u32 idx)
 {
 	cw_count(&cuda_stats, idx);
@@ -120,11 +139,11 @@ static __always_inline int traced(void)
 /* The n-th integer argument (n >= 7) of a function at its first
  * instruction: x86-64 SysV passes the first six in registers and the rest
  * on the stack above the return address. */
-static __always_inline __u64 stack_arg(struct pt_regs *ctx, int n)
+static __always_inline __u64 stack_arg(const struct uregs *r, int n)
 {
 	__u64 v = 0;
 
-	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
+	bpf_probe_read_user(&v, sizeof(v), (void *)(r->sp + 8 * (n - 6)));
 	return v;
 }
 
@@ -146,10 +165,9 @@ static __always_inline __u32 log2_u64(__u64 v)
  *  - memcpy/memset: bytes in args[2], cudaMemcpyKind in args[3];
  *  - launches: the function handle in args[0] (kernel name lookup);
  *  - NCCL: count, datatype, reduction op or peer/root, comm. */
-static __always_inline void fill_args(struct pt_regs *ctx, __u32 op, __u64 *a)
+static __always_inline void fill_args(const struct uregs *r, __u32 op, __u64 *a)
 {
-	__u64 p1 = PT_REGS_PARM1(ctx), p2 = PT_REGS_PARM2(ctx), p3 = PT_REGS_PARM3(ctx);
-	__u64 p4 = PT_REGS_PARM4(ctx), p5 = PT_REGS_PARM5(ctx), p6 = PT_REGS_PARM6(ctx);
+	__u64 p1 = r->p[0], p2 = r->p[1], p3 = r->p[2], p4 = r->p[3], p5 = r->p[4], p6 = r->p[5];
 	const __u64 na = (__u64)-1; /* not applicable */
 
 	a[0] = p1; a[1] = p2; a[2] = p3; a[3] = p4; a[4] = p5; a[5] = p6;
@@ -158,7 +176,7 @@ static __always_inline void fill_args(struct pt_regs *ctx, __u32 op, __u64 *a)
 		/* (func, dim3 grid, dim3 block, args, sharedMem, stream): a 12-byte
 		 * dim3 travels in two registers (x|y<<32, z), so the grid is
 		 * p2/p3, the block p4/p5, and the stream is the 8th slot. */
-		a[5] = stack_arg(ctx, 8);
+		a[5] = stack_arg(r, 8);
 		break;
 	case CW_OP_cudaLaunchKernelExC: /* (config *, func, args) */
 	case CW_OP_cuLaunchKernelEx:    /* (config *, f, params, extra) */
@@ -166,7 +184,7 @@ static __always_inline void fill_args(struct pt_regs *ctx, __u32 op, __u64 *a)
 		break;
 	case CW_OP_cudaMemcpy2D:      /* (dst, dpitch, src, spitch, width, height, kind) */
 	case CW_OP_cudaMemcpy2DAsync: /* ... kind, stream) */
-		a[0] = p1; a[1] = p3; a[2] = p5 * p6; a[3] = stack_arg(ctx, 7); a[4] = p5; a[5] = p6;
+		a[0] = p1; a[1] = p3; a[2] = p5 * p6; a[3] = stack_arg(r, 7); a[4] = p5; a[5] = p6;
 		break;
 	case CW_OP_cudaMemcpyPeer:      /* (dst, dstDev, src, srcDev, count) */
 	case CW_OP_cudaMemcpyPeerAsync: /* ... count, stream) */
@@ -202,7 +220,7 @@ static __always_inline void fill_args(struct pt_regs *ctx, __u32 op, __u64 *a)
 		a[0] = p3; a[1] = p4; a[2] = na; a[3] = p5; a[4] = na; a[5] = p1;
 		break;
 	case CW_OP_ncclReduce: /* (send, recv, count, dtype, op, root, comm, stream) */
-		a[0] = p3; a[1] = p4; a[2] = p5; a[3] = stack_arg(ctx, 7); a[4] = p6; a[5] = p1;
+		a[0] = p3; a[1] = p4; a[2] = p5; a[3] = stack_arg(r, 7); a[4] = p6; a[5] = p1;
 		break;
 	case CW_OP_ncclBcast: /* (buff, count, dtype, root, comm, stream) */
 	case CW_OP_ncclSend:  /* (send, count, dtype, peer, comm, stream) */
@@ -234,33 +252,33 @@ static __always_inline void fill_args(struct pt_regs *ctx, __u32 op, __u64 *a)
 }
 
 /* Ops with work at return: what to remember at entry. */
-static __always_inline int return_work(struct pt_regs *ctx, __u32 op, __u64 *a, __u64 *b)
+static __always_inline int return_work(const struct uregs *r, __u32 op, __u64 *a, __u64 *b)
 {
 	switch (op) {
 	case CW_OP_cudaSetDevice:   /* (int device) */
 	case CW_OP_cuCtxSetCurrent: /* (CUcontext) */
-		*a = PT_REGS_PARM1(ctx);
+		*a = r->p[0];
 		return 1;
 	case CW_OP_cuModuleGetFunction: /* (CUfunction *, CUmodule, const char *name) */
 	case CW_OP_cuLibraryGetKernel:  /* (CUkernel *, CUlibrary, const char *name) */
-		*a = PT_REGS_PARM1(ctx);
-		*b = PT_REGS_PARM3(ctx);
+		*a = r->p[0];
+		*b = r->p[2];
 		return 1;
 	case CW_HOOK_PRIMARY_CTX_RETAIN: /* (CUcontext *, CUdevice) */
-		*a = PT_REGS_PARM1(ctx);
-		*b = PT_REGS_PARM2(ctx);
+		*a = r->p[0];
+		*b = r->p[1];
 		return 1;
 	case CW_HOOK_CTX_CREATE_V2: /* (CUcontext *, flags, CUdevice) */
-		*a = PT_REGS_PARM1(ctx);
-		*b = PT_REGS_PARM3(ctx);
+		*a = r->p[0];
+		*b = r->p[2];
 		return 1;
 	case CW_HOOK_CTX_CREATE_V3: /* (CUcontext *, params, numParams, flags, CUdevice) */
-		*a = PT_REGS_PARM1(ctx);
-		*b = PT_REGS_PARM5(ctx);
+		*a = r->p[0];
+		*b = r->p[4];
 		return 1;
 	case CW_HOOK_CTX_CREATE_V4: /* (CUcontext *, CUctxCreateParams *, flags, CUdevice) */
-		*a = PT_REGS_PARM1(ctx);
-		*b = PT_REGS_PARM4(ctx);
+		*a = r->p[0];
+		*b = r->p[3];
 		return 1;
 	default:
 		return 0;
@@ -286,7 +304,7 @@ static __always_inline void emit_kernel_name(__u64 handle, __u64 name_ptr)
 
 /* The single path every call entry record takes. The Python stack capture
  * (pystack.bpf.h) hooks in here, after the entry is filled. */
-static __always_inline int emit_entry(struct pt_regs *ctx, __u32 op, __u32 src)
+static __always_inline int emit_entry(struct pt_regs *ctx, const struct uregs *r, __u32 op, __u32 src)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct call_key k = { .tid = (__u32)id, .op = op };
@@ -296,7 +314,7 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u32 op, __u32 src)
 	int work;
 
 	cs_count(CW_CS_CALLS);
-	work = return_work(ctx, op, &st.a, &st.b);
+	work = return_work(r, op, &st.a, &st.b);
 	st.work = work;
 	if (cfg_agg_bytes && bpf_ringbuf_query(&rb_cuda, BPF_RB_AVAIL_DATA) > cfg_agg_bytes) {
 		st.mode = MODE_AGG;
@@ -320,7 +338,7 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u32 op, __u32 src)
 		bpf_map_update_elem(&call_state, &k, &st, BPF_ANY);
 	}
 	cw_hdr_current(&e->hdr, CW_REC_CALL_ENTRY, sizeof(*e), src, op);
-	fill_args(ctx, op, e->args);
+	fill_args(r, op, e->args);
 	dev = bpf_map_lookup_elem(&tid_dev, &k.tid);
 	e->device = dev ? *dev : -1;
 	e->flags = 0;
@@ -402,24 +420,26 @@ int cw_call_enter(struct pt_regs *ctx)
 	__u32 op = CW_COOKIE_OP(cookie);
 	struct call_key k;
 	struct call_state st = {};
+	struct uregs r;
 
 	if (!traced())
 		return 0;
+	load_regs(ctx, &r);
 	if (op == CW_HOOK_REGISTER_FUNCTION) {
 		/* (void **fatCubinHandle, const char *hostFun, char *deviceFun,
 		 *  const char *deviceName, ...): launches pass hostFun. */
-		emit_kernel_name(PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx));
+		emit_kernel_name(r.p[1], r.p[2]);
 		return 0;
 	}
 	if (op >= CW_HOOK_PRIMARY_CTX_RETAIN) {
 		k.tid = (__u32)bpf_get_current_pid_tgid();
 		k.op = op;
-		st.work = return_work(ctx, op, &st.a, &st.b);
+		st.work = return_work(&r, op, &st.a, &st.b);
 		if (st.work)
 			bpf_map_update_elem(&call_state, &k, &st, BPF_ANY);
 		return 0;
 	}
-	return emit_entry(ctx, op, CW_COOKIE_SRC(cookie));
+	return emit_entry(ctx, &r, op, CW_COOKIE_SRC(cookie));
 }
 
 SEC("uretprobe")
