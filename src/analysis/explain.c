@@ -233,7 +233,7 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 static void base_chain(struct cw_chain *c, const struct cw_rule_ctx *ctx)
 {
 	const struct cw_opstat *st = ctx->st;
-	char d[32];
+	char d[32], p50[32];
 	const struct cw_slowcall *slowest = &ctx->calls[0];
 
 	memset(c, 0, sizeof(*c));
@@ -254,8 +254,9 @@ static void base_chain(struct cw_chain *c, const struct cw_rule_ctx *ctx)
 		if (ctx->calls[i].dur_ns > slowest->dur_ns)
 			slowest = &ctx->calls[i];
 	cw_format_duration(slowest->dur_ns, d, sizeof(d));
-	cw_chain_add_timeline(c, cw_layer_of_source(st->source), slowest->wall_ns,
-			      "slowest %s: %s (p50 %.2f ms)", st->op, d, (double)st->p50_ns / 1e6);
+	cw_format_duration(st->p50_ns, p50, sizeof(p50));
+	cw_chain_add_timeline(c, cw_layer_of_source(st->source), slowest->wall_ns, "slowest %s: %s (p50 %s)",
+			      st->op, d, p50);
 }
 
 static void add_python_timeline(struct cw_chain *c, uint64_t t)
@@ -283,7 +284,13 @@ static int explain_op(struct cw_rule_ctx *ctx, struct chains *cs, struct cw_expl
 	base_chain(&base, ctx);
 	if ((ret = fill_identity(ctx->db, &base, ctx->calls, ctx->ncalls)) < 0)
 		return ret;
+	/* An op examined only for its max (no p99 tail) has too few slow calls
+	 * to matter unless they are structured: a cold start or a periodic
+	 * allocator spike (1 call in a few hundred stays below p99). */
+	int tail = (double)ctx->st->p99_ns >= CW_TAIL_RATIO * (double)ctx->st->p50_ns;
 	for (size_t i = 0; i < sizeof(op_rules) / sizeof(op_rules[0]); i++) {
+		if (!tail && op_rules[i] != cw_rule_cold_start && op_rules[i] != cw_rule_periodic_allocator)
+			continue;
 		cand = base;
 		ret = op_rules[i](ctx, &cand);
 		if (ret < 0)
@@ -294,6 +301,8 @@ static int explain_op(struct cw_rule_ctx *ctx, struct chains *cs, struct cw_expl
 			have = 1;
 		}
 	}
+	if (!have && !tail)
+		return 0;
 	if (!have) {
 		cand = base;
 		ret = cw_rule_throughput_drop(ctx, &cand);
