@@ -1,0 +1,138 @@
+/* The scenario table and the run: session row, writer, pipeline, the
+ * training loop with the scenario's hooks, and the feed. */
+#include "demo/demo.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "demo/gen.h"
+#include "demo/train.h"
+#include "pipeline/pipeline.h"
+#include "store/writer.h"
+#include "util/timeutil.h"
+
+extern const struct cw_demo_scenario cw_demo_scenario_incident;
+extern const struct cw_demo_scenario cw_demo_scenario_cold_start;
+extern const struct cw_demo_scenario cw_demo_scenario_memcpy_bottleneck;
+extern const struct cw_demo_scenario cw_demo_scenario_periodic_spike;
+extern const struct cw_demo_scenario cw_demo_scenario_cpu_contention;
+extern const struct cw_demo_scenario cw_demo_scenario_gpu_steal;
+extern const struct cw_demo_scenario cw_demo_scenario_io_contention;
+extern const struct cw_demo_scenario cw_demo_scenario_memory_pressure;
+extern const struct cw_demo_scenario cw_demo_scenario_dataloader_starvation;
+extern const struct cw_demo_scenario cw_demo_scenario_healthy;
+
+static const struct cw_demo_scenario *const table[] = {
+	&cw_demo_scenario_incident,
+	&cw_demo_scenario_cold_start,
+	&cw_demo_scenario_memcpy_bottleneck,
+	&cw_demo_scenario_periodic_spike,
+	&cw_demo_scenario_cpu_contention,
+	&cw_demo_scenario_gpu_steal,
+	&cw_demo_scenario_io_contention,
+	&cw_demo_scenario_memory_pressure,
+	&cw_demo_scenario_dataloader_starvation,
+	&cw_demo_scenario_healthy,
+};
+
+const struct cw_demo_scenario *const *cw_demo_scenarios(size_t *n)
+{
+	*n = sizeof(table) / sizeof(table[0]);
+	return table;
+}
+
+const struct cw_demo_scenario *cw_demo_find(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(table) / sizeof(table[0]); i++)
+		if (!strcmp(table[i]->name, name))
+			return table[i];
+	return NULL;
+}
+
+int cw_demo_generate(struct cw_store *st, const struct cw_demo_opts *o, struct cw_demo_result *res)
+{
+	uint64_t wall_start = o->wall_start ? o->wall_start : CW_DEMO_WALL_BASE;
+	int64_t off = (int64_t)wall_start - (int64_t)CW_DEMO_MONO_BASE;
+	struct cw_demo_gen g;
+	struct cw_demo_train tr;
+	struct cw_writer *w = NULL;
+	struct cw_pipeline *p = NULL;
+	struct cw_pipeline_counters pc;
+	struct cw_demo_feed_stats fs;
+	char kind[64];
+	int64_t sid = 0;
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	if (!o->scenario || !o->node)
+		return -EINVAL;
+	snprintf(kind, sizeof(kind), "demo:%s", o->scenario->name);
+	struct cw_session_info si = {
+		.node = o->node, .kind = kind, .started_wall_ns = wall_start, .mono_to_wall_ns = off,
+		.host = o->node, .kernel = "6.8.0 (synthetic)", .gpu = "NVIDIA H100 80GB HBM3 (synthetic)",
+		.driver = "570.124.06 (synthetic)", .cuda = "12.8", .python = "3.12.9", .command = o->command,
+		.rank = 0, .local_rank = 0, .world_size = 1,
+	};
+	if ((err = cw_session_begin(st, &si, &sid)))
+		return err;
+	struct cw_writer_opts wo = { .node = o->node, .session_id = sid };
+	if ((err = cw_writer_new(&w, st, &wo)))
+		return err;
+	struct cw_pipeline_opts po = { .writer = w, .mono_to_wall_ns = off, .py = &cw_demo_py_resolver };
+	if ((err = cw_pipeline_new(&p, &po)))
+		goto out;
+
+	cw_demo_gen_init(&g, o->seed);
+	memset(&tr, 0, sizeof(tr));
+	tr.g = &g;
+	cw_demo_train_defaults(&tr.cfg);
+	o->scenario->setup(&tr);
+	cw_demo_train_run(&tr);
+	err = cw_demo_gen_feed(&g, p, o->speed, o->progress, &fs);
+	res->records = fs.records;
+	res->rejected = fs.rejected;
+	res->elapsed_s = fs.elapsed_s;
+	res->steps = tr.steps;
+	res->synthetic_ns = g.last_ns > CW_DEMO_MONO_BASE ? g.last_ns - CW_DEMO_MONO_BASE : 0;
+	res->start_wall_ns = wall_start;
+	res->end_wall_ns = (uint64_t)((int64_t)g.last_ns + off);
+	if (!err)
+		err = cw_demo_train_meta(&tr, w, wall_start);
+	if (!err)
+		err = cw_pipeline_flush(p, g.last_ns, 0);
+	cw_pipeline_get_counters(p, &pc);
+	res->calls = pc.calls;
+	cw_demo_gen_release(&g);
+	cw_pipeline_free(p);
+	p = NULL;
+	if (!err && pc.write_errors)
+		err = -EIO;
+out:
+	if (w) {
+		int ferr = cw_writer_free(w);
+
+		if (!err)
+			err = ferr;
+	}
+	/* What the session stored, counted after the last flush. */
+	if (!err) {
+		sqlite3_stmt *s = NULL;
+
+		if (sqlite3_prepare_v2(st->db,
+				       "SELECT (SELECT count(*) FROM events WHERE session_id = ?1),"
+				       " (SELECT count(*) FROM offcpu WHERE session_id = ?1),"
+				       " (SELECT count(*) FROM snapshots WHERE session_id = ?1)",
+				       -1, &s, NULL) == SQLITE_OK) {
+			sqlite3_bind_int64(s, 1, sid);
+			if (sqlite3_step(s) == SQLITE_ROW) {
+				res->events = (uint64_t)sqlite3_column_int64(s, 0);
+				res->offcpu = (uint64_t)sqlite3_column_int64(s, 1);
+				res->snapshots = (uint64_t)sqlite3_column_int64(s, 2);
+			}
+		}
+		sqlite3_finalize(s);
+		err = cw_session_end(st, sid, res->end_wall_ns, off);
+	}
+	return err;
+}
