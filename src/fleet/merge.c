@@ -1,0 +1,630 @@
+/* causeway merge: node databases -> one cluster database. See merge.h for
+ * the contract and docs/merge.md for the user's view. */
+#include "fleet/merge.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "util/strbuf.h"
+
+/* Relabelling: coalesce(:relabel, node) keeps the node unless the input
+ * was given a new name. Offsets shift row ids past the merged rows. */
+#define N_ "coalesce(:relabel, node)"
+
+static const struct table_sql {
+	const char *name;
+	int has_node;
+	const char *insert; /* INSERT ... SELECT FROM src.<table> */
+} tables[CW_MT_MAX] = {
+	[CW_MT_SESSIONS] = { "sessions", 1,
+		"INSERT INTO main.sessions (id, node, kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns,"
+		" host, kernel, gpu, driver, cuda, python, rank, local_rank, world_size, command)"
+		" SELECT id + :soff, " N_ ", kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns,"
+		" host, kernel, gpu, driver, cuda, python, rank, local_rank, world_size, command"
+		" FROM src.sessions ORDER BY id" },
+	/* Stacks are interned by hash of their frames: equal hashes are the
+	 * same stack on every node, so the first copy wins and events are
+	 * re-pointed through temp.stack_map. */
+	[CW_MT_STACKS] = { "stacks", 0,
+		"INSERT OR IGNORE INTO main.stacks (hash, depth, frames)"
+		" SELECT hash, depth, frames FROM src.stacks ORDER BY id" },
+	[CW_MT_PY_STACKS] = { "py_stacks", 0,
+		"INSERT OR IGNORE INTO main.py_stacks (hash, depth, frames, user_file, user_line, user_function)"
+		" SELECT hash, depth, frames, user_file, user_line, user_function FROM src.py_stacks ORDER BY id" },
+	[CW_MT_PY_CODE] = { "py_code", 1,
+		"INSERT OR IGNORE INTO main.py_code (node, pid, address, file, function, qualname, firstlineno)"
+		" SELECT " N_ ", pid, address, file, function, qualname, firstlineno FROM src.py_code ORDER BY id" },
+	[CW_MT_EVENTS] = { "events", 1,
+		"INSERT INTO main.events (id, node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm,"
+		" source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id,"
+		" py_stack_id, anomalous)"
+		" SELECT e.id + :eoff, coalesce(:relabel, e.node), e.seq, e.session_id + :soff, e.wall_ns,"
+		" e.mono_ns, e.pid, e.tid, e.cgroup_id, e.comm, e.source, e.op, e.duration_ns, e.arg0, e.arg1,"
+		" e.arg2, e.arg3, e.bytes, e.detail, e.ret, e.device, sm.new, pm.new, e.anomalous"
+		" FROM src.events e LEFT JOIN temp.stack_map sm ON sm.old = e.stack_id"
+		" LEFT JOIN temp.pystack_map pm ON pm.old = e.py_stack_id ORDER BY e.id" },
+	[CW_MT_OFFCPU] = { "offcpu", 1,
+		"INSERT INTO main.offcpu (id, node, session_id, pid, tid, comm, start_mono_ns, end_mono_ns,"
+		" wall_ns, duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm)"
+		" SELECT id + :ooff, " N_ ", session_id + :soff, pid, tid, comm, start_mono_ns, end_mono_ns,"
+		" wall_ns, duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm"
+		" FROM src.offcpu ORDER BY id" },
+	[CW_MT_SNAPSHOTS] = { "snapshots", 1,
+		"INSERT INTO main.snapshots (id, node, session_id, mono_ns, wall_ns, cpu_pct, mem_pct,"
+		" swap_used_bytes, load1, ncpu, page_alloc_per_s, io_bytes_per_s, io_busy_pct)"
+		" SELECT id + :snoff, " N_ ", session_id + :soff, mono_ns, wall_ns, cpu_pct, mem_pct,"
+		" swap_used_bytes, load1, ncpu, page_alloc_per_s, io_bytes_per_s, io_busy_pct"
+		" FROM src.snapshots ORDER BY id" },
+	[CW_MT_PROCESSES] = { "processes", 1,
+		"INSERT INTO main.processes (node, pid, ppid, comm, cmdline, cgroup_id, rank, local_rank,"
+		" world_size, start_wall_ns, exit_code)"
+		" SELECT " N_ ", pid, ppid, comm, cmdline, cgroup_id, rank, local_rank, world_size,"
+		" start_wall_ns, exit_code FROM src.processes" },
+	[CW_MT_THREADS] = { "threads", 1,
+		"INSERT INTO main.threads (node, tid, pid, comm) SELECT " N_ ", tid, pid, comm FROM src.threads" },
+	[CW_MT_CGROUPS] = { "cgroups", 1,
+		"INSERT INTO main.cgroups (node, cgroup_id, path, container)"
+		" SELECT " N_ ", cgroup_id, path, container FROM src.cgroups" },
+	[CW_MT_KERNEL_NAMES] = { "kernel_names", 1,
+		"INSERT INTO main.kernel_names (node, pid, handle, name)"
+		" SELECT " N_ ", pid, handle, name FROM src.kernel_names" },
+	/* A chain's JSON names its node too; a relabelled input gets the new
+	 * name there as well (when the JSON is valid; otherwise kept as is). */
+	[CW_MT_CHAINS] = { "chains", 1,
+		"INSERT INTO main.chains (id, node, created_wall_ns, from_wall_ns, to_wall_ns, severity, kind, op,"
+		" count, slow_count, p50_ns, p99_ns, tail_ratio, explained_share, pid, tid, rank, python_file,"
+		" python_line, python_function, summary, json)"
+		" SELECT id + :coff, " N_ ", created_wall_ns, from_wall_ns, to_wall_ns, severity, kind, op,"
+		" count, slow_count, p50_ns, p99_ns, tail_ratio, explained_share, pid, tid, rank, python_file,"
+		" python_line, python_function, summary,"
+		" CASE WHEN :relabel IS NOT NULL AND json_valid(json) THEN json_set(json, '$.node', :relabel)"
+		" ELSE json END FROM src.chains ORDER BY id" },
+	[CW_MT_AGGREGATES] = { "aggregates", 1,
+		"INSERT INTO main.aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
+		" SELECT " N_ ", source, op, second, count, sum_ns, max_ns, hist FROM src.aggregates" },
+	[CW_MT_COUNTERS] = { "counters", 1,
+		"INSERT INTO main.counters (node, session_id, name, value)"
+		" SELECT " N_ ", session_id + :soff, name, value FROM src.counters" },
+};
+
+/* The order rows are copied in: stacks before the events that point at
+ * them, sessions first so offsets are known. */
+static const enum cw_merge_table copy_order[CW_MT_MAX] = {
+	CW_MT_SESSIONS,  CW_MT_STACKS,    CW_MT_PY_STACKS, CW_MT_PY_CODE,      CW_MT_EVENTS,
+	CW_MT_OFFCPU,    CW_MT_SNAPSHOTS, CW_MT_PROCESSES, CW_MT_THREADS,      CW_MT_CGROUPS,
+	CW_MT_KERNEL_NAMES, CW_MT_CHAINS, CW_MT_AGGREGATES, CW_MT_COUNTERS,
+};
+
+const char *cw_merge_table_name(enum cw_merge_table t)
+{
+	return (unsigned)t < CW_MT_MAX ? tables[t].name : "?";
+}
+
+int cw_merge_table_has_node(enum cw_merge_table t)
+{
+	return (unsigned)t < CW_MT_MAX && tables[t].has_node;
+}
+
+struct input_info {
+	char **nodes;
+	int nnodes;
+	int64_t events;
+};
+
+static void input_info_free(struct input_info *ii)
+{
+	for (int i = 0; i < ii->nnodes; i++)
+		free(ii->nodes[i]);
+	free(ii->nodes);
+	memset(ii, 0, sizeof(*ii));
+}
+
+static void progress(const struct cw_merge_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(const struct cw_merge_opts *o, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!o->progress)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	o->progress(o->progress_arg, buf);
+}
+
+/* The nodes an input holds. Events are covered by their aggregates (the
+ * writer keeps both), so no full scan of events is needed. */
+static int read_nodes(sqlite3 *db, struct input_info *ii)
+{
+	static const char sql[] =
+		"SELECT node FROM sessions UNION SELECT node FROM aggregates UNION SELECT node FROM processes"
+		" UNION SELECT node FROM chains UNION SELECT node FROM threads ORDER BY 1";
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(st, 0);
+		char **nv;
+		if (!n)
+			continue;
+		if (ii->nnodes >= CW_MERGE_MAX_NODES) {
+			rc = SQLITE_TOOBIG;
+			break;
+		}
+		nv = realloc(ii->nodes, (size_t)(ii->nnodes + 1) * sizeof(*nv));
+		if (!nv || !(nv[ii->nnodes] = strdup(n))) {
+			if (nv)
+				ii->nodes = nv;
+			sqlite3_finalize(st);
+			return -ENOMEM;
+		}
+		ii->nodes = nv;
+		ii->nnodes++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return rc == SQLITE_TOOBIG ? -E2BIG : cw_sqlite_errno(rc);
+	rc = sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM events", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		ii->events = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* "file:" URI of path with mode=ro, so ATTACH can never write an input.
+ * Characters with a meaning in URIs are percent-encoded. */
+static int ro_uri(const char *path, struct strbuf *sb)
+{
+	char abs[PATH_MAX];
+	const char *p = path;
+
+	if (path[0] != '/') {
+		if (!realpath(path, abs))
+			return -errno;
+		p = abs;
+	}
+	if (strbuf_adds(sb, "file:"))
+		return -ENOMEM;
+	for (; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		int err = (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f)
+				  ? strbuf_addf(sb, "%%%02X", c)
+				  : strbuf_addch(sb, (char)c);
+		if (err)
+			return err;
+	}
+	return strbuf_adds(sb, "?mode=ro");
+}
+
+static int64_t max_id(sqlite3 *db, const char *table)
+{
+	char sql[96];
+	sqlite3_stmt *st = NULL;
+	int64_t v = 0;
+
+	snprintf(sql, sizeof(sql), "SELECT coalesce(max(id), 0) FROM main.%s", table);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static void bind_named(sqlite3_stmt *st, const char *name, int64_t v)
+{
+	int i = sqlite3_bind_parameter_index(st, name);
+	if (i > 0)
+		sqlite3_bind_int64(st, i, v);
+}
+
+static int64_t count_rows(sqlite3 *db, const char *schema, const char *table)
+{
+	char sql[96];
+	sqlite3_stmt *st = NULL;
+	int64_t v = -EIO;
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s.%s", schema, table);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Copies every table of the attached input "src" into main. */
+static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struct cw_merge_result *r)
+{
+	const char *relabel = o->inputs[idx].relabel;
+	int64_t soff, eoff, ooff, snoff, coff;
+	sqlite3_stmt *st = NULL;
+	int ret = 0, rc;
+
+	if ((soff = max_id(db, "sessions")) < 0 || (eoff = max_id(db, "events")) < 0 ||
+	    (ooff = max_id(db, "offcpu")) < 0 || (snoff = max_id(db, "snapshots")) < 0 ||
+	    (coff = max_id(db, "chains")) < 0)
+		return -EIO;
+	if ((ret = cw_exec(db, "BEGIN")))
+		return ret;
+	for (int k = 0; k < CW_MT_MAX; k++) {
+		enum cw_merge_table t = copy_order[k];
+		int64_t n = count_rows(db, "src", tables[t].name);
+
+		if (n < 0) {
+			ret = (int)n;
+			goto out;
+		}
+		r->in_rows[t] += n;
+		if (n > 100000)
+			progress(o, "%s: %s, %lld rows", o->inputs[idx].path, tables[t].name, (long long)n);
+		rc = sqlite3_prepare_v2(db, tables[t].insert, -1, &st, NULL);
+		if (rc != SQLITE_OK) {
+			ret = cw_sqlite_errno(rc);
+			goto out;
+		}
+		if (relabel)
+			sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":relabel"), relabel, -1,
+					  SQLITE_STATIC);
+		bind_named(st, ":soff", soff);
+		bind_named(st, ":eoff", eoff);
+		bind_named(st, ":ooff", ooff);
+		bind_named(st, ":snoff", snoff);
+		bind_named(st, ":coff", coff);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		st = NULL;
+		if (rc != SQLITE_DONE) {
+			ret = cw_sqlite_errno(rc);
+			goto out;
+		}
+		if (t == CW_MT_STACKS)
+			ret = cw_exec(db, "DELETE FROM temp.stack_map;"
+					  "INSERT INTO temp.stack_map SELECT s.id, m.id FROM src.stacks s"
+					  " JOIN main.stacks m ON m.hash = s.hash");
+		else if (t == CW_MT_PY_STACKS)
+			ret = cw_exec(db, "DELETE FROM temp.pystack_map;"
+					  "INSERT INTO temp.pystack_map SELECT s.id, m.id FROM src.py_stacks s"
+					  " JOIN main.py_stacks m ON m.hash = s.hash");
+		if (ret)
+			goto out;
+	}
+	ret = cw_exec(db, "COMMIT");
+out:
+	if (ret)
+		cw_exec(db, "ROLLBACK");
+	return ret;
+}
+
+static int cancel_cb(void *arg)
+{
+	const struct cw_merge_opts *o = arg;
+	return o->cancelled(o->cancel_arg);
+}
+
+static int per_node_counts(sqlite3 *db, struct cw_merge_result *r)
+{
+	char sql[128];
+	sqlite3_stmt *st = NULL;
+
+	for (int t = 0; t < CW_MT_MAX; t++) {
+		int64_t n = count_rows(db, "main", tables[t].name);
+		if (n < 0)
+			return (int)n;
+		r->rows[t] = n;
+		if (!tables[t].has_node)
+			continue;
+		snprintf(sql, sizeof(sql), "SELECT node, count(*) FROM main.%s GROUP BY node", tables[t].name);
+		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+			return -EIO;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			const char *node = (const char *)sqlite3_column_text(st, 0);
+			for (int i = 0; node && i < r->nnodes; i++)
+				if (!strcmp(r->nodes[i].name, node))
+					r->nodes[i].rows[t] = sqlite3_column_int64(st, 1);
+		}
+		sqlite3_finalize(st);
+	}
+	return 0;
+}
+
+/* meta 'merge.sources' and 'merge.skew', read by export and docs/merge.md. */
+static int write_meta(sqlite3 *db, const struct cw_merge_opts *o, const struct cw_merge_result *r)
+{
+	json_t *src = json_array(), *skew = json_object(), *nodes = json_object();
+	char *s1 = NULL, *s2 = NULL;
+	int ret = -ENOMEM;
+
+	if (!src || !skew || !nodes)
+		goto out;
+	for (int i = 0; i < r->nnodes; i++) {
+		const struct cw_merge_node *n = &r->nodes[i];
+		const struct cw_merge_skew *k = &r->skew[i];
+		json_array_append_new(src, json_pack("{s:s,s:s,s:s}", "node", n->name, "input",
+						     o->inputs[n->input].path, "node_in_input", n->orig));
+		if (k->known)
+			json_object_set_new(nodes, n->name,
+					    json_pack("{s:I,s:I,s:i}", "offset_ns", (json_int_t)k->offset_ns,
+						      "spread_ns", (json_int_t)k->spread_ns, "samples", k->samples));
+	}
+	json_object_set_new(skew, "method", json_string("nccl collective completion"));
+	json_object_set_new(skew, "reference", r->reference[0] ? json_string(r->reference) : json_null());
+	json_object_set(skew, "nodes", nodes);
+	s1 = json_dumps(src, JSON_COMPACT);
+	s2 = json_dumps(skew, JSON_COMPACT);
+	if (!s1 || !s2)
+		goto out;
+	ret = cw_meta_set(db, "merge.sources", s1);
+	if (!ret)
+		ret = cw_meta_set(db, "merge.skew", s2);
+out:
+	free(s1);
+	free(s2);
+	json_decref(src);
+	json_decref(skew);
+	json_decref(nodes);
+	return ret;
+}
+
+/* Validates every input and decides each node's name in the output. */
+static int plan(const struct cw_merge_opts *o, struct input_info *info, struct cw_merge_result *r)
+{
+	char err[512];
+	int ret;
+
+	for (int i = 0; i < o->ninputs; i++) {
+		struct cw_store *st = NULL;
+		const char *rl = o->inputs[i].relabel;
+
+		ret = cw_store_open(&st, o->inputs[i].path, CW_STORE_READONLY, err, sizeof(err));
+		if (ret) {
+			snprintf(r->err, sizeof(r->err), "%s", err);
+			return ret;
+		}
+		ret = read_nodes(st->db, &info[i]);
+		cw_store_close(st);
+		if (ret) {
+			snprintf(r->err, sizeof(r->err), "reading \"%s\": %s", o->inputs[i].path,
+				 ret == -ENOTSUP ? "database is corrupt" : strerror(-ret));
+			return ret == -ENOTSUP ? ret : -EIO;
+		}
+		if (rl && (!*rl || strlen(rl) >= sizeof(r->nodes[0].name))) {
+			snprintf(r->err, sizeof(r->err), "invalid node name \"%s\" for \"%s\"", rl, o->inputs[i].path);
+			return -EINVAL;
+		}
+		if (rl && info[i].nnodes > 1) {
+			snprintf(r->err, sizeof(r->err),
+				 "cannot relabel \"%s\": it holds %d nodes (\"%s\", \"%s\", ...)", o->inputs[i].path,
+				 info[i].nnodes, info[i].nodes[0], info[i].nodes[1]);
+			return -EINVAL;
+		}
+		for (int k = 0; k < info[i].nnodes; k++) {
+			const char *name = rl ? rl : info[i].nodes[k];
+			struct cw_merge_node *nv;
+
+			for (int j = 0; j < r->nnodes; j++)
+				if (!strcmp(r->nodes[j].name, name)) {
+					snprintf(r->err, sizeof(r->err),
+						 "\"%s\" and \"%s\" both hold node \"%s\"; relabel one with"
+						 " --force-node %s=NEWNAME",
+						 o->inputs[r->nodes[j].input].path, o->inputs[i].path, name,
+						 o->inputs[i].path);
+					return -EEXIST;
+				}
+			if (r->nnodes >= CW_MERGE_MAX_NODES || strlen(info[i].nodes[k]) >= sizeof(nv->name)) {
+				snprintf(r->err, sizeof(r->err), "too many or too long node names in \"%s\"",
+					 o->inputs[i].path);
+				return -E2BIG;
+			}
+			nv = realloc(r->nodes, (size_t)(r->nnodes + 1) * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			r->nodes = nv;
+			memset(&nv[r->nnodes], 0, sizeof(nv[0]));
+			snprintf(nv[r->nnodes].name, sizeof(nv->name), "%s", name);
+			snprintf(nv[r->nnodes].orig, sizeof(nv->orig), "%s", info[i].nodes[k]);
+			nv[r->nnodes].input = i;
+			r->nnodes++;
+		}
+	}
+	return 0;
+}
+
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static void remove_db(const char *path)
+{
+	char aux[PATH_MAX + 8];
+
+	unlink(path);
+	snprintf(aux, sizeof(aux), "%s-wal", path);
+	unlink(aux);
+	snprintf(aux, sizeof(aux), "%s-shm", path);
+	unlink(aux);
+	snprintf(aux, sizeof(aux), "%s-journal", path);
+	unlink(aux);
+}
+
+static int fill(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_result *r)
+{
+	struct strbuf uri = STRBUF_INIT;
+	sqlite3_stmt *att = NULL;
+	int ret;
+
+	/* The temporary file is thrown away on failure, so the load needs
+	 * neither a journal nor fsyncs; WAL is restored before the rename. */
+	ret = cw_exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536;"
+			  "PRAGMA temp_store = MEMORY;"
+			  "CREATE TEMP TABLE stack_map (old INTEGER PRIMARY KEY, new INTEGER);"
+			  "CREATE TEMP TABLE pystack_map (old INTEGER PRIMARY KEY, new INTEGER)");
+	if (ret) {
+		snprintf(r->err, sizeof(r->err), "preparing \"%s\": %s", o->out_path, sqlite3_errmsg(db));
+		return ret;
+	}
+	if (sqlite3_prepare_v2(db, "ATTACH ?1 AS src", -1, &att, NULL) != SQLITE_OK) {
+		snprintf(r->err, sizeof(r->err), "attach: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	for (int i = 0; i < o->ninputs; i++) {
+		strbuf_reset(&uri);
+		if ((ret = ro_uri(o->inputs[i].path, &uri))) {
+			snprintf(r->err, sizeof(r->err), "input \"%s\": %s", o->inputs[i].path, strerror(-ret));
+			break;
+		}
+		progress(o, "merging \"%s\" (%d/%d)", o->inputs[i].path, i + 1, o->ninputs);
+		sqlite3_bind_text(att, 1, strbuf_str(&uri), -1, SQLITE_TRANSIENT);
+		ret = sqlite3_step(att) == SQLITE_DONE ? 0 : cw_sqlite_errno(sqlite3_errcode(db));
+		sqlite3_reset(att);
+		if (ret) {
+			snprintf(r->err, sizeof(r->err), "cannot attach \"%s\": %s", o->inputs[i].path,
+				 sqlite3_errmsg(db));
+			break;
+		}
+		ret = copy_input(db, o, i, r);
+		if (ret)
+			snprintf(r->err, sizeof(r->err), "merging \"%s\": %s", o->inputs[i].path,
+				 ret == -ETIMEDOUT ? "interrupted" : sqlite3_errmsg(db));
+		cw_exec(db, "DETACH src");
+		if (ret)
+			break;
+	}
+	sqlite3_finalize(att);
+	strbuf_release(&uri);
+	if (ret)
+		return ret == -ETIMEDOUT ? -EINTR : ret;
+	progress(o, "counting rows and estimating clock skew");
+	if ((ret = per_node_counts(db, r)) || (ret = cw_merge_estimate_skew(db, r)) ||
+	    (ret = write_meta(db, o, r))) {
+		snprintf(r->err, sizeof(r->err), "finishing \"%s\": %s", o->out_path,
+			 ret == -ETIMEDOUT ? "interrupted" : sqlite3_errmsg(db));
+		return ret == -ETIMEDOUT ? -EINTR : ret;
+	}
+	if ((ret = cw_exec(db, "PRAGMA journal_mode = WAL"))) {
+		snprintf(r->err, sizeof(r->err), "finishing \"%s\": %s", o->out_path, sqlite3_errmsg(db));
+		return ret;
+	}
+	return 0;
+}
+
+int cw_merge_run(const struct cw_merge_opts *o, struct cw_merge_result *r)
+{
+	struct input_info *info = NULL;
+	struct cw_store *st = NULL;
+	sqlite3 *db = NULL;
+	char *tmp = NULL;
+	int ret, fd;
+
+	memset(r, 0, sizeof(*r));
+	if (o->ninputs < 1 || o->ninputs > CW_MERGE_MAX_INPUTS || !o->out_path || !*o->out_path) {
+		snprintf(r->err, sizeof(r->err), "between 1 and %d inputs and an output are needed",
+			 CW_MERGE_MAX_INPUTS);
+		return -EINVAL;
+	}
+	for (int i = 0; i < o->ninputs; i++)
+		if (!strcmp(o->inputs[i].path, o->out_path) || same_file(o->inputs[i].path, o->out_path)) {
+			snprintf(r->err, sizeof(r->err), "output \"%s\" is also an input", o->out_path);
+			return -EINVAL;
+		}
+	if (!o->overwrite && access(o->out_path, F_OK) == 0) {
+		snprintf(r->err, sizeof(r->err), "output \"%s\" exists; remove it or pass --force", o->out_path);
+		return -EEXIST;
+	}
+	if (!(info = calloc((size_t)o->ninputs, sizeof(*info))))
+		return -ENOMEM;
+	if ((ret = plan(o, info, r)))
+		goto out;
+	if (!(tmp = malloc(strlen(o->out_path) + 16))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	sprintf(tmp, "%s.tmp-XXXXXX", o->out_path);
+	if ((fd = mkstemp(tmp)) < 0) {
+		ret = -errno;
+		snprintf(r->err, sizeof(r->err), "cannot create \"%s\": %s", tmp, strerror(-ret));
+		free(tmp);
+		tmp = NULL;
+		goto out;
+	}
+	close(fd);
+	/* The schema comes from the store itself, so the output is exactly
+	 * what trace would have created. */
+	if ((ret = cw_store_open(&st, tmp, CW_STORE_CREATE, r->err, sizeof(r->err))))
+		goto out;
+	cw_store_close(st);
+	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		snprintf(r->err, sizeof(r->err), "cannot open \"%s\": %s", tmp, db ? sqlite3_errmsg(db) : "no memory");
+		ret = -EIO;
+		goto out;
+	}
+	if (o->cancelled)
+		sqlite3_progress_handler(db, 10000, cancel_cb, (void *)o);
+	if ((ret = fill(db, o, r)))
+		goto out;
+	if (sqlite3_close(db) != SQLITE_OK) {
+		snprintf(r->err, sizeof(r->err), "closing \"%s\" failed", tmp);
+		db = NULL;
+		ret = -EIO;
+		goto out;
+	}
+	db = NULL;
+	/* A stale WAL of the file being replaced would be replayed onto the
+	 * new one; it goes before the rename. */
+	if (o->overwrite) {
+		char aux[PATH_MAX + 8];
+		snprintf(aux, sizeof(aux), "%s-wal", o->out_path);
+		unlink(aux);
+		snprintf(aux, sizeof(aux), "%s-shm", o->out_path);
+		unlink(aux);
+	}
+	if (rename(tmp, o->out_path)) {
+		ret = -errno;
+		snprintf(r->err, sizeof(r->err), "cannot rename \"%s\" to \"%s\": %s", tmp, o->out_path,
+			 strerror(-ret));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	progress(o, "wrote \"%s\"", o->out_path);
+out:
+	if (db)
+		sqlite3_close_v2(db);
+	if (tmp) {
+		remove_db(tmp);
+		free(tmp);
+	}
+	for (int i = 0; info && i < o->ninputs; i++)
+		input_info_free(&info[i]);
+	free(info);
+	return ret;
+}
+
+void cw_merge_result_free(struct cw_merge_result *r)
+{
+	if (!r)
+		return;
+	free(r->nodes);
+	free(r->skew);
+	r->nodes = NULL;
+	r->skew = NULL;
+	r->nnodes = 0;
+}

@@ -1,0 +1,207 @@
+/* Clock skew between the nodes of a merged database, from NCCL collectives.
+ *
+ * Every rank of a communicator leaves a blocking collective at the same
+ * instant (when the last rank's data has arrived), so the completion times
+ * (wall_ns + duration_ns) of the k-th collective on two nodes differ by
+ * the offset between their clocks plus network jitter; a straggler changes
+ * when ranks enter, not when they leave. Per node the process with the
+ * most collectives stands for the node. Completion times are matched by
+ * index, trying index shifts because tracing may have started at a
+ * different collective on each node; the median difference is the offset
+ * and the 90th percentile of the absolute deviations its spread. This assumes collectives
+ * that block the host until completion (NCCL_BLOCKING_WAIT=1, or a
+ * synchronize right after) and an offset under half a step period. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleet/merge.h"
+#include "store/store.h"
+
+#define COLLECTIVES "('ncclAllReduce','ncclAllGather','ncclReduceScatter','ncclBroadcast','ncclReduce','ncclBcast')"
+#define MAX_SAMPLES 20000
+#define MAX_SHIFT 64
+#define SPREAD_SLACK_NS 1000000
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int64_t median_sorted(const int64_t *v, size_t n)
+{
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+int cw_merge_align(const int64_t *ref, size_t nref, const int64_t *other, size_t nother, int max_shift,
+		   struct cw_skew_align *out)
+{
+	size_t cap = nref < nother ? nref : nother, maxover = 0;
+	struct cw_skew_align *cand;
+	int64_t *d = NULL;
+	int ncand = 0, best = -1, ret = -ENODATA;
+
+	memset(out, 0, sizeof(*out));
+	if (cap < 3)
+		return -ENODATA;
+	cand = calloc((size_t)(2 * max_shift + 1), sizeof(*cand));
+	d = malloc(cap * sizeof(*d));
+	if (!cand || !d) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (int s = -max_shift; s <= max_shift; s++) {
+		size_t n = 0;
+		for (size_t k = 0; k < nref; k++) {
+			int64_t j = (int64_t)k + s;
+			if (j < 0)
+				continue;
+			if ((size_t)j >= nother)
+				break;
+			d[n++] = other[j] - ref[k];
+		}
+		if (n < 3)
+			continue;
+		qsort(d, n, sizeof(*d), cmp_i64);
+		int64_t med = median_sorted(d, n);
+		for (size_t k = 0; k < n; k++)
+			d[k] = d[k] > med ? d[k] - med : med - d[k];
+		qsort(d, n, sizeof(*d), cmp_i64);
+		/* The 90th percentile of the deviations, not their median: a
+		 * wrong shift can still line up more than half of the steps
+		 * when the step pattern repeats. */
+		cand[ncand++] = (struct cw_skew_align){ .offset_ns = med, .spread_ns = d[(n * 9) / 10], .shift = s,
+						   .samples = (int)n };
+		if (n > maxover)
+			maxover = n;
+	}
+	/* A shift that overlaps only a few collectives can look tight by
+	 * chance; only shifts covering at least half the best overlap count. */
+	int64_t minspread = INT64_MAX;
+	for (int i = 0; i < ncand; i++)
+		if ((size_t)cand[i].samples * 2 >= maxover && cand[i].spread_ns < minspread)
+			minspread = cand[i].spread_ns;
+	for (int i = 0; i < ncand; i++) {
+		const struct cw_skew_align *c = &cand[i];
+		int64_t a = c->offset_ns < 0 ? -c->offset_ns : c->offset_ns, b;
+		if ((size_t)c->samples * 2 < maxover || c->spread_ns > 2 * minspread + SPREAD_SLACK_NS)
+			continue;
+		if (best < 0) {
+			best = i;
+			continue;
+		}
+		b = cand[best].offset_ns < 0 ? -cand[best].offset_ns : cand[best].offset_ns;
+		if (a < b || (a == b && c->samples > cand[best].samples))
+			best = i;
+	}
+	if (best >= 0) {
+		*out = cand[best];
+		ret = 0;
+	}
+out:
+	free(cand);
+	free(d);
+	return ret;
+}
+
+/* Completion times of the node's busiest collective process. */
+static int load_series(sqlite3 *db, const char *node, int64_t **out, size_t *n)
+{
+	static const char pick[] =
+		"SELECT pid FROM events WHERE node = ?1 AND source = 'nccl' AND op IN " COLLECTIVES
+		" AND ret IS NOT NULL GROUP BY pid ORDER BY count(*) DESC, pid LIMIT 1";
+	static const char series[] =
+		"SELECT wall_ns + duration_ns FROM events WHERE node = ?1 AND pid = ?2 AND source = 'nccl'"
+		" AND op IN " COLLECTIVES " AND ret IS NOT NULL ORDER BY wall_ns LIMIT " "20000";
+	sqlite3_stmt *st = NULL;
+	int64_t pid, *v = NULL;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = sqlite3_prepare_v2(db, pick, -1, &st, NULL)) != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+	}
+	pid = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if ((rc = sqlite3_prepare_v2(db, series, -1, &st, NULL)) != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	if (!(v = malloc(MAX_SAMPLES * sizeof(*v)))) {
+		sqlite3_finalize(st);
+		return -ENOMEM;
+	}
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, pid);
+	while (*n < MAX_SAMPLES && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		v[(*n)++] = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		free(v);
+		*n = 0;
+		return cw_sqlite_errno(rc);
+	}
+	/* Ordered by entry; completion order is what matches across nodes. */
+	qsort(v, *n, sizeof(*v), cmp_i64);
+	*out = v;
+	return 0;
+}
+
+int cw_merge_estimate_skew(sqlite3 *db, struct cw_merge_result *r)
+{
+	int64_t *ref = NULL, *cur = NULL;
+	size_t nref = 0, ncur;
+	int refi = -1, ret = 0;
+
+	free(r->skew);
+	r->reference[0] = '\0';
+	if (!(r->skew = calloc((size_t)(r->nnodes ? r->nnodes : 1), sizeof(*r->skew))))
+		return -ENOMEM;
+	/* Nodes are compared with the first one by name that has collectives. */
+	int *order = malloc((size_t)(r->nnodes ? r->nnodes : 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (int i = 0; i < r->nnodes; i++) {
+		int j = i;
+		snprintf(r->skew[i].node, sizeof(r->skew[i].node), "%s", r->nodes[i].name);
+		while (j > 0 && strcmp(r->nodes[order[j - 1]].name, r->nodes[i].name) > 0) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	for (int k = 0; k < r->nnodes && ret >= 0; k++) {
+		int i = order[k];
+		struct cw_skew_align a;
+		if ((ret = load_series(db, r->nodes[i].name, &cur, &ncur)) < 0)
+			break;
+		if (refi < 0) {
+			if (ncur >= 3) {
+				refi = i;
+				ref = cur;
+				nref = ncur;
+				cur = NULL;
+				r->skew[i].known = 1;
+				r->skew[i].samples = (int)nref;
+				snprintf(r->reference, sizeof(r->reference), "%s", r->nodes[i].name);
+			}
+		} else if (cw_merge_align(ref, nref, cur, ncur, MAX_SHIFT, &a) == 0) {
+			r->skew[i].known = 1;
+			r->skew[i].offset_ns = a.offset_ns;
+			r->skew[i].spread_ns = a.spread_ns;
+			r->skew[i].samples = a.samples;
+		}
+		free(cur);
+		cur = NULL;
+	}
+	free(ref);
+	free(order);
+	return ret < 0 ? ret : 0;
+}
