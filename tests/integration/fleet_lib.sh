@@ -1,0 +1,82 @@
+# Helpers for the serve and fleet integration tests (sourced, not run).
+# Certificates are generated here for every run; no private key is committed.
+set -u
+: "${CW_BIN:?}" "${CW_BUILD:?}" "${CW_ROOT:?}"
+T=$(mktemp -d /tmp/cw-fleet.XXXXXX)
+export HOME=$T/home # the generated server certificate lands under $HOME/.causeway
+mkdir -p "$HOME"
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+AGENT_DB=$CW_BUILD/fixtures/agent_db
+ensure_fixture() {
+	if [ ! -x "$AGENT_DB" ]; then
+		make -s -C "$CW_ROOT/tests/fixtures" BUILD="$CW_BUILD/fixtures" "$AGENT_DB" >/dev/null ||
+			fail "cannot build the agent_db fixture"
+	fi
+}
+
+# mkcerts: CA, server cert for 127.0.0.1/localhost, a good client, a client
+# from another CA, an expired client (issued in 2020 with libfaketime).
+mkcerts() {
+	local d=$T/pki
+	mkdir -p "$d" && cd "$d" || exit 1
+	local ec="-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+	openssl req -x509 $ec -keyout ca.key -out ca.crt -days 2 -subj /CN=cw-test-ca 2>/dev/null
+	openssl req -x509 $ec -keyout ca2.key -out ca2.crt -days 2 -subj /CN=cw-other-ca 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >srv.ext
+	printf 'extendedKeyUsage=clientAuth\n' >cli.ext
+	openssl req -new $ec -keyout server.key -out server.csr -subj /CN=agent 2>/dev/null
+	openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+		-extfile srv.ext -out server.crt 2>/dev/null
+	openssl req -new $ec -keyout client.key -out client.csr -subj /CN=workstation 2>/dev/null
+	openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+		-extfile cli.ext -out client.crt 2>/dev/null
+	openssl req -new $ec -keyout wrong.key -out wrong.csr -subj /CN=intruder 2>/dev/null
+	openssl x509 -req -in wrong.csr -CA ca2.crt -CAkey ca2.key -CAcreateserial -days 2 \
+		-extfile cli.ext -out wrong.crt 2>/dev/null
+	openssl req -new $ec -keyout expired.key -out expired.csr -subj /CN=old 2>/dev/null
+	faketime '2020-01-01 00:00:00' openssl x509 -req -in expired.csr -CA ca.crt -CAkey ca.key \
+		-CAcreateserial -days 1 -extfile cli.ext -out expired.crt 2>/dev/null
+	chmod 600 ./*.key
+	cd - >/dev/null || exit 1
+	for f in ca.crt server.crt client.crt wrong.crt expired.crt; do
+		[ -s "$d/$f" ] || fail "openssl did not produce $f"
+	done
+	PKI=$d
+}
+
+# start_agent NAME DB [serve args...]: starts `serve` on a free loopback
+# port (port 0, read back from its banner); sets PORT and LAST_PID.
+start_agent() {
+	local name=$1 db=$2 log i
+	shift 2
+	log=$T/agent-$name.log
+	"$CW_BIN" --node "$name" serve --db "$db" --listen 127.0.0.1:0 "$@" 2>"$log" &
+	LAST_PID=$!
+	PIDS+=("$LAST_PID")
+	PORT=
+	for i in $(seq 1 100); do
+		[ -f "$log" ] && PORT=$(sed -n 's/.*serving https\?:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
+		[ -n "$PORT" ] && return 0
+		kill -0 "$LAST_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$log"
+	fail "agent $name did not start"
+}
+
+# code URL [curl args...]: prints the HTTP status ("000" when no HTTP answer).
+code() {
+	local url=$1
+	shift
+	curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" "$url" 2>/dev/null
+}
