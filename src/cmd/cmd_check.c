@@ -308,7 +308,7 @@ static void print_text(const struct report *r)
 
 int cmd_check(int argc, char **argv)
 {
-	struct report r = { json_array(), json_array(), json_array(), ST_OK };
+	struct report r = { NULL, NULL, NULL, ST_OK };
 	struct cw_features f;
 	int json = 0, i, rc;
 
@@ -325,7 +325,13 @@ int cmd_check(int argc, char **argv)
 			return CW_EXIT_USAGE;
 		}
 	}
+	r.checks = json_array();
+	r.libs = json_array();
+	r.pythons = json_array();
 	if (!r.checks || !r.libs || !r.pythons) {
+		json_decref(r.checks);
+		json_decref(r.libs);
+		json_decref(r.pythons);
 		cw_report_error(json, "check: out of memory");
 		return CW_EXIT_FAIL;
 	}
