@@ -575,7 +575,7 @@ static int sev_rank(json_t *c)
 
 	if (!s)
 		return 3;
-	return !strcmp(s, "high") ? 0 : !strcmp(s, "medium") ? 1 : !strcmp(s, "low") ? 2 : 3;
+	return !strcasecmp(s, "high") ? 0 : !strcasecmp(s, "medium") ? 1 : !strcasecmp(s, "low") ? 2 : 3;
 }
 
 static int cmp_chain(const void *a, const void *b)
