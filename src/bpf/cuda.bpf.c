@@ -413,8 +413,7 @@ static __always_inline void agg_add(__u32 op, __u64 d)
 	h->buckets[b]++;
 }
 
-SEC("uprobe")
-int cw_call_enter(struct pt_regs *ctx)
+static __always_inline int enter_body(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 op = CW_COOKIE_OP(cookie);
@@ -442,8 +441,7 @@ int cw_call_enter(struct pt_regs *ctx)
 	return emit_entry(ctx, &r, op, CW_COOKIE_SRC(cookie));
 }
 
-SEC("uretprobe")
-int cw_call_return(struct pt_regs *ctx)
+static __always_inline int return_body(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 op = CW_COOKIE_OP(cookie), src = CW_COOKIE_SRC(cookie);
@@ -483,4 +481,33 @@ int cw_call_return(struct pt_regs *ctx)
 	r->retval = ret;
 	bpf_ringbuf_submit(r, 0);
 	return 0;
+}
+
+/* Two attach flavours of the same bodies. The *_multi programs are loaded
+ * with expected_attach_type BPF_TRACE_UPROBE_MULTI (kernel >= 6.6) by the
+ * loader: one link per library copy, and one unregister synchronization
+ * at detach instead of one per probe (~100 ms each on 6.x). The plain
+ * programs are the per-probe perf-event fallback. */
+SEC("uprobe")
+int cw_call_enter(struct pt_regs *ctx)
+{
+	return enter_body(ctx);
+}
+
+SEC("uretprobe")
+int cw_call_return(struct pt_regs *ctx)
+{
+	return return_body(ctx);
+}
+
+SEC("uprobe")
+int cw_call_enter_multi(struct pt_regs *ctx)
+{
+	return enter_body(ctx);
+}
+
+SEC("uprobe")
+int cw_call_return_multi(struct pt_regs *ctx)
+{
+	return return_body(ctx);
 }

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/bpf.h>
 
 #include <bpf/bpf.h>
 
@@ -120,8 +123,29 @@ struct attached_file {
 	uint64_t dev, ino;
 };
 
+/* Kernel ABI of BPF_LINK_CREATE for uprobe_multi links (Linux 6.6,
+ * include/uapi/linux/bpf.h); libbpf 1.1's headers predate it. */
+#define CW_BPF_TRACE_UPROBE_MULTI 48
+#define CW_BPF_F_UPROBE_MULTI_RETURN 1u
+struct cw_link_create_umulti {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 umulti_flags;
+	__u32 pid;
+};
+
 struct cw_cuda_probes {
 	struct cuda_bpf *skel;
+	int multi;         /* uprobe_multi links available */
+	int *mfds;         /* uprobe_multi link fds */
+	size_t nmfds, mfds_alloc;
 	struct bpf_link **links;
 	size_t nlinks, links_alloc;
 	struct attached_file *files;
@@ -151,6 +175,8 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	cp = calloc(1, sizeof(*cp));
 	if (!cp)
 		return -ENOMEM;
+	cp->multi = 1;
+again:
 	cp->skel = cuda_bpf__open();
 	if (!cp->skel) {
 		rc = -errno ? -errno : -EINVAL;
@@ -167,7 +193,21 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 		snprintf(err, errlen, "cannot share the tracked-process maps: %s", strerror(-rc));
 		goto fail;
 	}
+	if (cp->multi) {
+		bpf_program__set_expected_attach_type(cp->skel->progs.cw_call_enter_multi, CW_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(cp->skel->progs.cw_call_return_multi, CW_BPF_TRACE_UPROBE_MULTI);
+	} else {
+		bpf_program__set_autoload(cp->skel->progs.cw_call_enter_multi, false);
+		bpf_program__set_autoload(cp->skel->progs.cw_call_return_multi, false);
+	}
 	rc = cuda_bpf__load(cp->skel);
+	if (rc && cp->multi) {
+		/* A kernel before 6.6 refuses the attach type: per-probe links. */
+		cuda_bpf__destroy(cp->skel);
+		cp->skel = NULL;
+		cp->multi = 0;
+		goto again;
+	}
 	if (rc) {
 		snprintf(err, errlen, "cannot load the cuda bpf programs: %s", strerror(-rc));
 		goto fail;
@@ -188,6 +228,9 @@ void cw_cuda_probes_close(struct cw_cuda_probes *cp)
 	for (i = 0; i < cp->nlinks; i++)
 		bpf_link__destroy(cp->links[i]);
 	free(cp->links);
+	for (i = 0; i < cp->nmfds; i++)
+		close(cp->mfds[i]);
+	free(cp->mfds);
 	free(cp->files);
 	cuda_bpf__destroy(cp->skel);
 	free(cp);
@@ -310,6 +353,88 @@ static int attach_one(struct cw_cuda_probes *cp, const char *path, uint64_t off,
 	return rc;
 }
 
+static int link_umulti(int prog_fd, const char *path, const uint64_t *offs, const uint64_t *cookies, uint32_t n,
+		       int ret)
+{
+	union bpf_attr attr;
+	struct cw_link_create_umulti *lc = (struct cw_link_create_umulti *)&attr;
+	int fd;
+
+	_Static_assert(sizeof(struct cw_link_create_umulti) <= sizeof(union bpf_attr), "attr size");
+	memset(&attr, 0, sizeof(attr));
+	lc->prog_fd = (__u32)prog_fd;
+	lc->attach_type = CW_BPF_TRACE_UPROBE_MULTI;
+	lc->path = (__u64)(uintptr_t)path;
+	lc->offsets = (__u64)(uintptr_t)offs;
+	lc->cookies = (__u64)(uintptr_t)cookies;
+	lc->cnt = n;
+	lc->umulti_flags = ret ? CW_BPF_F_UPROBE_MULTI_RETURN : 0;
+	lc->pid = 0; /* every process mapping the file */
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
+}
+
+static int push_mfd(struct cw_cuda_probes *cp, int fd)
+{
+	if (cp->nmfds == cp->mfds_alloc) {
+		size_t na = cp->mfds_alloc ? cp->mfds_alloc * 2 : 16;
+		int *nv = realloc(cp->mfds, na * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		cp->mfds = nv;
+		cp->mfds_alloc = na;
+	}
+	cp->mfds[cp->nmfds++] = fd;
+	return 0;
+}
+
+/* All hooks of one file as two uprobe_multi links (entries, returns).
+ * Returns the pairs attached or -errno. */
+static int attach_multi(struct cw_cuda_probes *cp, struct cw_elf *e, const char *path, const struct scan *sc)
+{
+	uint64_t *offs = calloc(sc->n, sizeof(*offs)), *cookies = calloc(sc->n, sizeof(*cookies));
+	uint32_t n = 0;
+	size_t i;
+	int fe = -1, fr = -1, rc;
+
+	if (!offs || !cookies) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < sc->n; i++)
+		if (!cw_elf_vaddr_to_offset(e, sc->v[i].vaddr, &offs[n])) {
+			cookies[n] = CW_COOKIE(sc->v[i].hook->op, sc->v[i].hook->source);
+			n++;
+		}
+	if (!n) {
+		rc = -ENOENT;
+		goto out;
+	}
+	fe = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_enter_multi), path, offs, cookies, n, 0);
+	if (fe < 0) {
+		rc = fe;
+		goto out;
+	}
+	fr = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_return_multi), path, offs, cookies, n, 1);
+	if (fr < 0) {
+		rc = fr;
+		goto out;
+	}
+	if ((rc = push_mfd(cp, fe)) || (rc = push_mfd(cp, fr)))
+		goto out;
+	fe = fr = -1;
+	rc = (int)n;
+out:
+	if (fe >= 0)
+		close(fe);
+	if (fr >= 0)
+		close(fr);
+	free(offs);
+	free(cookies);
+	return rc;
+}
+
 int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw_attach_report *rep,
 			  char *err, size_t errlen)
 {
@@ -348,6 +473,20 @@ int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw
 		snprintf(err, errlen, "\"%s\" exports none of the hooked CUDA/NCCL functions", path);
 		goto out;
 	}
+	if (cp->multi) {
+		int m = attach_multi(cp, e, path, &sc);
+
+		if (m > 0) {
+			r.attached = m;
+			goto attached;
+		}
+		if (m != -EINVAL && m != -EOPNOTSUPP && m != -ENOSYS) {
+			rc = m;
+			snprintf(err, errlen, "cannot attach to \"%s\": %s", path, strerror(-m));
+			goto out;
+		}
+		cp->multi = 0; /* this kernel has no uprobe_multi links */
+	}
 	for (i = 0; i < sc.n; i++) {
 		const struct cw_hook_def *h = sc.v[i].hook;
 		uint64_t off, cookie = CW_COOKIE(h->op, h->source);
@@ -374,6 +513,7 @@ int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw
 		rc = -EINVAL;
 		goto out;
 	}
+attached:
 	if (cp->nfiles == cp->files_alloc) {
 		size_t na = cp->files_alloc ? cp->files_alloc * 2 : 16;
 		struct attached_file *nv = realloc(cp->files, na * sizeof(*nv));
