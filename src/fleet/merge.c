@@ -44,11 +44,14 @@ static const struct table_sql {
 	[CW_MT_PY_CODE] = { "py_code", 1,
 		"INSERT OR IGNORE INTO main.py_code (node, pid, address, file, function, qualname, firstlineno)"
 		" SELECT " N_ ", pid, address, file, function, qualname, firstlineno FROM src.py_code ORDER BY id" },
+	/* Events are staged and written at the end in wall-clock order (see
+	 * order_events()), so that ids grow with time across nodes as they do
+	 * in a store written live: explain finds time ranges by bisecting ids. */
 	[CW_MT_EVENTS] = { "events", 1,
-		"INSERT INTO main.events (id, node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm,"
+		"INSERT INTO temp.events_stage (node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm,"
 		" source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id,"
 		" py_stack_id, anomalous)"
-		" SELECT e.id + :eoff, coalesce(:relabel, e.node), e.seq, e.session_id + :soff, e.wall_ns,"
+		" SELECT coalesce(:relabel, e.node), e.seq, e.session_id + :soff, e.wall_ns,"
 		" e.mono_ns, e.pid, e.tid, e.cgroup_id, e.comm, e.source, e.op, e.duration_ns, e.arg0, e.arg1,"
 		" e.arg2, e.arg3, e.bytes, e.detail, e.ret, e.device, sm.new, pm.new, e.anomalous"
 		" FROM src.events e LEFT JOIN temp.stack_map sm ON sm.old = e.stack_id"
@@ -252,12 +255,11 @@ static int64_t count_rows(sqlite3 *db, const char *schema, const char *table)
 static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struct cw_merge_result *r)
 {
 	const char *relabel = o->inputs[idx].relabel;
-	int64_t soff, eoff, ooff, snoff, coff;
+	int64_t soff, ooff, snoff, coff;
 	sqlite3_stmt *st = NULL;
 	int ret = 0, rc;
 
-	if ((soff = max_id(db, "sessions")) < 0 || (eoff = max_id(db, "events")) < 0 ||
-	    (ooff = max_id(db, "offcpu")) < 0 || (snoff = max_id(db, "snapshots")) < 0 ||
+	if ((soff = max_id(db, "sessions")) < 0 || (ooff = max_id(db, "offcpu")) < 0 || (snoff = max_id(db, "snapshots")) < 0 ||
 	    (coff = max_id(db, "chains")) < 0)
 		return -EIO;
 	if ((ret = cw_exec(db, "BEGIN")))
@@ -282,7 +284,6 @@ static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struc
 			sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":relabel"), relabel, -1,
 					  SQLITE_STATIC);
 		bind_named(st, ":soff", soff);
-		bind_named(st, ":eoff", eoff);
 		bind_named(st, ":ooff", ooff);
 		bind_named(st, ":snoff", snoff);
 		bind_named(st, ":coff", coff);
@@ -464,6 +465,30 @@ static void remove_db(const char *path)
 	unlink(aux);
 }
 
+/* Staged events of every input -> main.events, ids in wall-clock order. */
+static int order_events(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_result *r)
+{
+	int ret;
+
+	if (r->in_rows[CW_MT_EVENTS] > 100000)
+		progress(o, "writing %lld events in time order", (long long)r->in_rows[CW_MT_EVENTS]);
+	if ((ret = cw_exec(db, "BEGIN")))
+		return ret;
+	ret = cw_exec(db, "INSERT INTO main.events (node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id,"
+			  " comm, source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device,"
+			  " stack_id, py_stack_id, anomalous)"
+			  " SELECT node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm, source, op,"
+			  " duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id, py_stack_id,"
+			  " anomalous FROM temp.events_stage ORDER BY wall_ns, node, seq");
+	if (!ret)
+		ret = cw_exec(db, "COMMIT");
+	if (ret)
+		cw_exec(db, "ROLLBACK");
+	else
+		ret = cw_exec(db, "DROP TABLE temp.events_stage");
+	return ret;
+}
+
 static int fill(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_result *r)
 {
 	struct strbuf uri = STRBUF_INIT;
@@ -473,8 +498,8 @@ static int fill(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_resu
 	/* The temporary file is thrown away on failure, so the load needs
 	 * neither a journal nor fsyncs; WAL is restored before the rename. */
 	ret = cw_exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536;"
-			  "PRAGMA temp_store = MEMORY;"
 			  "CREATE TEMP TABLE stack_map (old INTEGER PRIMARY KEY, new INTEGER);"
+			  "CREATE TEMP TABLE events_stage AS SELECT * FROM main.events WHERE 0;"
 			  "CREATE TEMP TABLE pystack_map (old INTEGER PRIMARY KEY, new INTEGER)");
 	if (ret) {
 		snprintf(r->err, sizeof(r->err), "preparing \"%s\": %s", o->out_path, sqlite3_errmsg(db));
@@ -511,6 +536,11 @@ static int fill(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_resu
 	strbuf_release(&uri);
 	if (ret)
 		return ret == -ETIMEDOUT ? -EINTR : ret;
+	if ((ret = order_events(db, o, r))) {
+		snprintf(r->err, sizeof(r->err), "writing events of \"%s\": %s", o->out_path,
+			 ret == -ETIMEDOUT ? "interrupted" : sqlite3_errmsg(db));
+		return ret == -ETIMEDOUT ? -EINTR : ret;
+	}
 	progress(o, "counting rows and estimating clock skew");
 	if ((ret = per_node_counts(db, r)) || (ret = cw_merge_estimate_skew(db, r)) ||
 	    (ret = write_meta(db, o, r))) {

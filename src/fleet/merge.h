@@ -7,8 +7,9 @@
  * per input, and renamed over <out> only when complete; on any error the
  * temporary file is removed.
  *
- * Row ids of events, offcpu, snapshots, chains and sessions are shifted
- * past the rows already merged; stacks and py_stacks are deduplicated by
+ * Row ids of offcpu, snapshots, chains and sessions are shifted past the
+ * rows already merged; events are renumbered in wall-clock order across
+ * all inputs (ids grow with time, as in a store written live); stacks and py_stacks are deduplicated by
  * hash and events re-pointed through the hash; py_code is deduplicated
  * by its unique key. Every row keeps its node (relabelled on request).
  *
