@@ -1,0 +1,291 @@
+/* The config file parser, node naming, address/size parsing, and the
+ * server and fleet helpers that are pure functions (Prometheus label
+ * escaping, the skew estimate, the token comparison). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "config/config.h"
+#include "fleet/fanout.h"
+#include "fleet/skew.h"
+#include "server/metrics.h"
+#include "util/strbuf.h"
+
+static int parse(const char *text, struct cw_config *c, char *err)
+{
+	return cw_config_parse(text, strlen(text), "t.yaml", "/etc/cw", c, err, 512);
+}
+
+static void test_full_file(void **state)
+{
+	const char *y = "# a comment\n"
+			"node: gpu-node-07\n"
+			"store:\n"
+			"  path: /var/lib/causeway/causeway.db\n"
+			"  max_size: 2GiB\n"
+			"server:\n"
+			"  listen: 0.0.0.0:7070\n"
+			"  tls:\n"
+			"    cert: server.crt\n"
+			"    key: /etc/cw/server.key\n"
+			"    client_ca: ~/ca.crt\n"
+			"  token_file: token\n"
+			"  max_rows: 5000\n"
+			"  timeout: 3s\n"
+			"fleet:\n"
+			"  nodes: [a:7070, \"b.example:7071\", \"[::1]:7072\"]\n"
+			"  ca_cert: ca.crt\n"
+			"  timeout: 1500ms\n"
+			"  skew_warn: 20ms\n";
+	struct cw_config c;
+	char err[512];
+
+	setenv("HOME", "/home/u", 1);
+	assert_int_equal(parse(y, &c, err), 0);
+	assert_string_equal(c.node, "gpu-node-07");
+	assert_string_equal(c.store_path, "/var/lib/causeway/causeway.db");
+	assert_true(c.store_max_bytes == 2ULL << 30);
+	assert_string_equal(c.server_listen, "0.0.0.0:7070");
+	/* Relative paths resolve next to the config file; ~ to $HOME. */
+	assert_string_equal(c.tls_cert, "/etc/cw/server.crt");
+	assert_string_equal(c.tls_key, "/etc/cw/server.key");
+	assert_string_equal(c.tls_client_ca, "/home/u/ca.crt");
+	assert_string_equal(c.server_token_file, "/etc/cw/token");
+	assert_int_equal(c.server_max_rows, 5000);
+	assert_true(c.server_timeout_ns == 3000000000ULL);
+	assert_int_equal(c.nfleet_nodes, 3);
+	assert_string_equal(c.fleet_nodes[1], "b.example:7071");
+	assert_string_equal(c.fleet_nodes[2], "[::1]:7072");
+	assert_true(c.fleet_timeout_ns == 1500000000ULL);
+	assert_true(c.fleet_skew_warn_ns == 20000000ULL);
+	cw_config_free(&c);
+}
+
+static void test_nodes_as_string_and_empty(void **state)
+{
+	struct cw_config c;
+	char err[512];
+
+	assert_int_equal(parse("fleet:\n  nodes: \"h1:1,h2:2\"\n", &c, err), 0);
+	assert_int_equal(c.nfleet_nodes, 2);
+	assert_string_equal(c.fleet_nodes[0], "h1:1");
+	cw_config_free(&c);
+	/* An empty document is a valid, empty config. */
+	assert_int_equal(parse("", &c, err), 0);
+	assert_null(c.node);
+	cw_config_free(&c);
+	assert_int_equal(parse("store:\n", &c, err), 0);
+	cw_config_free(&c);
+}
+
+static void expect_error(const char *y, const char *needle)
+{
+	struct cw_config c;
+	char err[512] = "";
+
+	assert_int_equal(parse(y, &c, err), -EINVAL);
+	if (!strstr(err, needle))
+		fail_msg("error \"%s\" lacks \"%s\"", err, needle);
+	cw_config_free(&c);
+}
+
+static void test_errors_name_the_line(void **state)
+{
+	expect_error("node: a\nbogus: 1\n", "line 2: unknown key \"bogus\"");
+	expect_error("server:\n  listen: 1.2.3.4:7070\n  tls:\n    kee: x\n",
+		     "line 4: unknown key \"server.tls.kee\"");
+	expect_error("store:\n  max_size: lots\n", "line 2: \"store.max_size\": bad size \"lots\"");
+	expect_error("server:\n  listen: nowhere\n", "line 2: \"server.listen\": bad address");
+	expect_error("server:\n  listen: h:70000\n", "bad address");
+	expect_error("fleet:\n  timeout: -1s\n", "line 2: \"fleet.timeout\": bad duration");
+	expect_error("fleet:\n  nodes: [a:1, b]\n", "line 2: fleet.nodes: bad address \"b\"");
+	expect_error("node: \"bad name!\"\n", "line 1: bad node name");
+	expect_error("node: [a, b]\n", "\"node\" must be a single value");
+	expect_error("server: 5\n", "\"server\" must be a mapping");
+	expect_error("node: a\nnode: b\n", "line 2: duplicate key \"node\"");
+	expect_error("server:\n  max_rows: 0\n", "bad count");
+	expect_error("node: a\n  - b: [\n", "t.yaml\" line");
+	expect_error("- a\n- b\n", "must be a mapping");
+}
+
+static void test_load_files(void **state)
+{
+	char dir[] = "/tmp/cw-config-XXXXXX", path[256], err[512];
+	struct cw_config c;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/causeway.yaml", dir);
+	assert_int_equal(cw_config_load(path, &c, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, path));
+	f = fopen(path, "w");
+	fputs("node: from-file\nstore:\n  path: my.db\n", f);
+	fclose(f);
+	assert_int_equal(cw_config_load(path, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.node, "from-file");
+	assert_string_equal(c.source, path);
+	{
+		char want[300];
+
+		snprintf(want, sizeof(want), "%s/my.db", dir);
+		assert_string_equal(c.store_path, want);
+	}
+	cw_config_free(&c);
+	/* The user default (~/.causeway/causeway.yaml) when none is named. */
+	if (access(CW_CONFIG_SYSTEM_PATH, F_OK) != 0) {
+		char home[300];
+
+		snprintf(home, sizeof(home), "%s/.causeway", dir);
+		mkdir(home, 0700);
+		snprintf(path, sizeof(path), "%s/.causeway/causeway.yaml", dir);
+		f = fopen(path, "w");
+		fputs("node: user-default\n", f);
+		fclose(f);
+		setenv("HOME", dir, 1);
+		assert_int_equal(cw_config_load(NULL, &c, err, sizeof(err)), 0);
+		assert_string_equal(c.node, "user-default");
+		cw_config_free(&c);
+		unlink(path);
+		rmdir(home);
+		/* No file anywhere: an empty config, not an error. */
+		assert_int_equal(cw_config_load(NULL, &c, err, sizeof(err)), 0);
+		assert_null(c.source);
+		cw_config_free(&c);
+	}
+	snprintf(path, sizeof(path), "%s/causeway.yaml", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_node_name_precedence(void **state)
+{
+	struct cw_config c = { 0 };
+	char host[256] = "";
+
+	c.node = "from-config";
+	cw_global_node = "from-flag";
+	assert_string_equal(cw_node_name(&c), "from-flag");
+	cw_global_node = NULL;
+	assert_string_equal(cw_node_name(&c), "from-config");
+	gethostname(host, sizeof(host) - 1);
+	if (strlen(host) < CW_NODE_NAME_MAX)
+		assert_string_equal(cw_node_name(NULL), host);
+	assert_true(cw_node_name_valid("gpu-07.rack_3"));
+	assert_false(cw_node_name_valid(""));
+	assert_false(cw_node_name_valid("a b"));
+	assert_false(cw_node_name_valid("x\"y"));
+}
+
+static void test_hostport_and_size(void **state)
+{
+	char h[64];
+	uint64_t b;
+	int p;
+
+	assert_int_equal(cw_parse_hostport("10.0.0.1:7070", h, sizeof(h), &p), 0);
+	assert_string_equal(h, "10.0.0.1");
+	assert_int_equal(p, 7070);
+	assert_int_equal(cw_parse_hostport("[fe80::1]:443", h, sizeof(h), &p), 0);
+	assert_string_equal(h, "fe80::1");
+	assert_int_equal(cw_parse_hostport("fe80::1:443", h, sizeof(h), &p), -EINVAL);
+	assert_int_equal(cw_parse_hostport("host:0", h, sizeof(h), &p), -EINVAL);
+	assert_int_equal(cw_parse_hostport("host:", h, sizeof(h), &p), -EINVAL);
+	assert_int_equal(cw_parse_hostport(":80", h, sizeof(h), &p), -EINVAL);
+	assert_int_equal(cw_parse_hostport("host:80x", h, sizeof(h), &p), -EINVAL);
+	assert_int_equal(cw_parse_size("512MiB", &b), 0);
+	assert_true(b == 512ULL << 20);
+	assert_int_equal(cw_parse_size("10GB", &b), 0);
+	assert_true(b == 10000000000ULL);
+	assert_int_equal(cw_parse_size("4096", &b), 0);
+	assert_true(b == 4096);
+	assert_int_equal(cw_parse_size("-1G", &b), -EINVAL);
+	assert_int_equal(cw_parse_size("1 parsec", &b), -EINVAL);
+}
+
+static void test_fleet_nodes_flag(void **state)
+{
+	char **v, err[256];
+
+	assert_int_equal(cw_fleet_parse_nodes("a:1,https://b:2,http://c:3", &v, err, sizeof(err)), 3);
+	assert_string_equal(v[1], "https://b:2");
+	assert_null(v[3]);
+	cw_fleet_free_nodes(v);
+	assert_int_equal(cw_fleet_parse_nodes("a:1,,b", &v, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "\"b\""));
+	assert_int_equal(cw_fleet_parse_nodes("", &v, err, sizeof(err)), -EINVAL);
+}
+
+static void test_prom_escape(void **state)
+{
+	struct strbuf sb;
+
+	strbuf_init(&sb, 0);
+	assert_int_equal(cw_prom_escape_label(&sb, "a\"b\\c\nd"), 0);
+	assert_string_equal(strbuf_str(&sb), "a\\\"b\\\\c\\nd");
+	strbuf_reset(&sb);
+	assert_int_equal(cw_prom_sanitize_name(&sb, "9ring-drops.x"), 0);
+	assert_string_equal(strbuf_str(&sb), "_9ring_drops_x");
+	strbuf_release(&sb);
+}
+
+static void test_skew_median(void **state)
+{
+	/* Server 250 ms ahead; one sample delayed on the way back (its offset
+	 * is skewed by half its extra RTT) must not move the median. */
+	const uint64_t base = 1700000000000000000ULL, ms = 1000000ULL;
+	struct cw_skew_sample s[5] = {
+		{ base, base + 2 * ms, base + 1 * ms + 250 * ms },
+		{ base + 10 * ms, base + 12 * ms, base + 11 * ms + 250 * ms },
+		{ base + 20 * ms, base + 80 * ms, base + 21 * ms + 250 * ms }, /* slow return */
+		{ base + 90 * ms, base + 92 * ms, base + 91 * ms + 251 * ms },
+		{ base + 100 * ms, base + 102 * ms, base + 101 * ms + 249 * ms },
+	};
+	struct cw_skew k;
+
+	assert_int_equal(cw_skew_compute(s, 5, &k), 0);
+	assert_true(k.valid);
+	assert_int_equal(k.samples, 5);
+	assert_true(k.offset_ns == (int64_t)(250 * ms));
+	assert_true(k.rtt_ns == 2 * ms);
+	assert_true(cw_skew_to_local(&k, base + 250 * ms) == base);
+	/* Too few samples: not valid, never a crash. */
+	assert_int_equal(cw_skew_compute(s, 2, &k), -EAGAIN);
+	assert_false(k.valid);
+	assert_int_equal(cw_skew_compute(s, 0, &k), -EAGAIN);
+	/* A clock behind gives a negative offset. */
+	{
+		struct cw_skew_sample b[3] = {
+			{ base, base + 2 * ms, base - 99 * ms },
+			{ base + 5 * ms, base + 7 * ms, base - 94 * ms },
+			{ base + 9 * ms, base + 11 * ms, base - 90 * ms },
+		};
+		assert_int_equal(cw_skew_compute(b, 3, &k), 0);
+		assert_true(k.offset_ns == -(int64_t)(100 * ms));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_file),
+		cmocka_unit_test(test_nodes_as_string_and_empty),
+		cmocka_unit_test(test_errors_name_the_line),
+		cmocka_unit_test(test_load_files),
+		cmocka_unit_test(test_node_name_precedence),
+		cmocka_unit_test(test_hostport_and_size),
+		cmocka_unit_test(test_fleet_nodes_flag),
+		cmocka_unit_test(test_prom_escape),
+		cmocka_unit_test(test_skew_median),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
