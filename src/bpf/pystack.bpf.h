@@ -1,0 +1,188 @@
+/* pystack.bpf.h: the calling thread's Python stack, captured in BPF at a
+ * uprobe (CUDA runtime/driver/NCCL entry), as (code object address,
+ * instruction offset) pairs. Names and lines are resolved later, in
+ * userspace (src/pyframe/resolver.c), which keeps the probe cheap: at most
+ * CW_PY_MAX_FRAMES iterations of three or four user-memory reads.
+ *
+ * Two maps, filled by userspace (src/pyframe/pystack_loader.c):
+ *  - cw_py_procs: tgid -> struct cw_py_bpf_proc, the offsets of that
+ *    process's CPython version (per-minor tables or _Py_DebugOffsets);
+ *  - cw_py_tstate: tid -> PyThreadState address, kept current by walking
+ *    the interpreter's thread list when a process is added and periodically.
+ * Reading the thread state from the interpreter's TLS instead would need
+ * the glibc TSD layout (3.10-3.12) or a disassembled TLS offset (3.13's
+ * _Py_tss_tstate); the map is version-independent and exact.
+ *
+ * The first part is plain C so the loader can include it. */
+#ifndef CW_PYSTACK_BPF_H
+#define CW_PYSTACK_BPF_H
+
+#if defined(__bpf__)
+#include "vmlinux.h"
+#else
+#include <linux/types.h>
+#endif
+
+#define CW_PY_BPF_PROCS_MAX 4096
+#define CW_PY_BPF_TSTATE_MAX 65536
+
+/* Offsets for one traced Python process. Field meanings as in
+ * src/pyframe/offsets.h; -1 marks an absent field. */
+struct cw_py_bpf_proc {
+	__u32 py_version;       /* PY_VERSION_HEX >> 16, e.g. 0x030c */
+	__u32 frame_kind;       /* 1: PyFrameObject (3.10), 2: _PyInterpreterFrame (3.11+) */
+	__u32 ts_frame;         /* tstate -> frame (3.10), cframe (3.11/3.12), current_frame (3.13) */
+	__s32 cframe_current;   /* cframe -> current_frame, -1 when ts_frame is the frame */
+	__u32 fr_back, fr_code, fr_lasti;
+	__s32 fr_owner;         /* owner byte, -1 before 3.12 */
+	__u32 co_code_adaptive; /* 3.11+: inline bytecode offset in the code object */
+	__u32 ob_type;
+	__u64 code_type;        /* &PyCode_Type in the target, 0 unknown (no check) */
+};
+
+#if defined(__bpf__)
+
+#include <bpf/bpf_helpers.h>
+#include "events.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CW_PY_BPF_PROCS_MAX);
+	__type(key, __u32);
+	__type(value, struct cw_py_bpf_proc);
+} cw_py_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CW_PY_BPF_TSTATE_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} cw_py_tstate SEC(".maps");
+
+/* 3.12+ frames owned by the C stack are interpreter shims, not user code. */
+#define CW_PY_BPF_OWNED_BY_CSTACK 3
+
+static __always_inline __u64 cw_py_read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* Per-CPU scratch record: the walk fills it, then one bpf_ringbuf_output
+ * copies it after the entry (576 bytes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cw_pystack);
+} cw_py_scratch SEC(".maps");
+
+struct cw_py_walk {
+	struct cw_py_bpf_proc o;
+	__u64 frame;
+	__u32 n;
+	__u32 truncated;
+};
+
+/* One frame per bpf_loop iteration (kernel >= 5.17): the verifier checks
+ * the body once instead of unrolling 64 paths of branches. Returns 1 to
+ * stop. */
+static long cw_py_step(__u64 i, void *arg)
+{
+	struct cw_py_walk *w = arg;
+	const struct cw_py_bpf_proc *o = &w->o;
+	__u32 zero = 0, lasti, slot;
+	struct cw_pystack *s;
+	__u64 frame = w->frame, code, ip;
+	__u8 owner = 0;
+	__s32 lasti32;
+
+	if (!frame)
+		return 1;
+	if (w->n >= CW_PY_MAX_FRAMES) {
+		w->truncated = 1;
+		return 1;
+	}
+	s = bpf_map_lookup_elem(&cw_py_scratch, &zero);
+	if (!s)
+		return 1;
+	if (o->fr_owner >= 0 && bpf_probe_read_user(&owner, 1, (const void *)(frame + (__u32)o->fr_owner)))
+		return 1;
+	code = cw_py_read_u64(frame + o->fr_code);
+	w->frame = cw_py_read_u64(frame + o->fr_back);
+	if (!code)
+		return 1;
+	if (owner == CW_PY_BPF_OWNED_BY_CSTACK || (o->code_type && cw_py_read_u64(code + o->ob_type) != o->code_type))
+		return 0; /* shim frame, or an executable that is not code (3.13) */
+	if (o->frame_kind == 1) {
+		/* 3.10: f_lasti is an int in code units, -1 not started */
+		if (bpf_probe_read_user(&lasti32, 4, (const void *)(frame + o->fr_lasti)))
+			return 1;
+		lasti = lasti32 < 0 ? 0xffffffff : (__u32)lasti32;
+	} else {
+		/* 3.11/3.12 prev_instr, 3.13 instr_ptr: into the inline bytecode */
+		ip = cw_py_read_u64(frame + o->fr_lasti);
+		lasti = ip >= code + o->co_code_adaptive ? (__u32)((ip - code - o->co_code_adaptive) / 2) : 0xffffffff;
+	}
+	slot = w->n & (CW_PY_MAX_FRAMES - 1);
+	s->frames[slot].code = code;
+	s->frames[slot].lasti = lasti;
+	s->frames[slot].pad = 0;
+	w->n++;
+	return 0;
+}
+
+/* Captures the current thread's Python stack for the call entry e (filled,
+ * reserved on ring, not yet submitted). On success a CW_REC_PYSTACK record
+ * with e's tid and timestamp is output to ring and CW_CALL_F_PYSTACK is set
+ * in e->flags: the record's ring position is after e's, so the consumer
+ * reads it right after e even though it is committed first. Threads that
+ * run no Python cost one or two map lookups. */
+static __always_inline void cw_capture_pystack(void *ring, struct cw_call_entry *e)
+{
+	__u32 pid = e->hdr.pid, tid = e->hdr.tid, zero = 0;
+	const struct cw_py_bpf_proc *o;
+	struct cw_py_walk w = {};
+	struct cw_pystack *s;
+	__u64 *tsp;
+
+	o = bpf_map_lookup_elem(&cw_py_procs, &pid);
+	if (!o)
+		return;
+	tsp = bpf_map_lookup_elem(&cw_py_tstate, &tid);
+	if (!tsp || !*tsp)
+		return;
+	w.o = *o;
+	w.frame = cw_py_read_u64(*tsp + o->ts_frame);
+	if (w.frame && o->cframe_current >= 0)
+		w.frame = cw_py_read_u64(w.frame + (__u32)o->cframe_current);
+	if (!w.frame)
+		return; /* the thread holds no Python frame right now */
+	/* 2x the depth: skipped shim frames do not eat recorded depth */
+	bpf_loop(2 * CW_PY_MAX_FRAMES, cw_py_step, &w, 0);
+	if (!w.n)
+		return;
+	s = bpf_map_lookup_elem(&cw_py_scratch, &zero);
+	if (!s)
+		return;
+	__builtin_memcpy(&s->hdr, &e->hdr, sizeof(s->hdr));
+	s->hdr.type = CW_REC_PYSTACK;
+	s->hdr.size = sizeof(*s);
+	s->hdr.source = CW_SRC_PYTHON;
+	s->hdr.op = CW_OP_pystack;
+	s->nframes = w.n;
+	s->truncated = w.truncated || (w.frame && w.n >= CW_PY_MAX_FRAMES);
+	s->py_version = o->py_version;
+	s->pad = 0;
+	if (bpf_ringbuf_output(ring, s, sizeof(*s), 0)) {
+		cw_drop(CW_DROP_PYSTACK);
+		return;
+	}
+	e->flags |= CW_CALL_F_PYSTACK;
+}
+
+#endif /* __bpf__ */
+#endif
