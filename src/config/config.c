@@ -136,8 +136,17 @@ static int set_hostport(struct pctx *p, const char *key, yaml_node_t *n, char **
 		return 0;
 	if ((rc = scalar(p, key, n, &v)))
 		return rc;
-	if (cw_parse_hostport(v, host, sizeof(host), &port))
-		return fail(p, n, "\"%s\": bad address \"%s\" (want HOST:PORT)", key, v);
+	/* A listen address may use port 0 (the kernel picks a free one). */
+	if (cw_parse_hostport(v, host, sizeof(host), &port)) {
+		char one[300];
+		size_t l = strlen(v);
+
+		if (l < 3 || l >= sizeof(one) || strcmp(v + l - 2, ":0"))
+			return fail(p, n, "\"%s\": bad address \"%s\" (want HOST:PORT)", key, v);
+		snprintf(one, sizeof(one), "%.*s:1", (int)(l - 2), v);
+		if (cw_parse_hostport(one, host, sizeof(host), &port))
+			return fail(p, n, "\"%s\": bad address \"%s\" (want HOST:PORT)", key, v);
+	}
 	free(*dst);
 	*dst = strdup(v);
 	return *dst ? 0 : -ENOMEM;
