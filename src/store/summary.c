@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "analysis/hist.h"
 #include "store/store.h"
+#include "util/u64map.h"
 
 #define NS_PER_S 1000000000LL
 
@@ -43,21 +45,14 @@ static int str_eq(const char *a, const char *b)
 	return !strcmp(a, b);
 }
 
-/* Does the current row of st start a new group? cols: source, op
- * [, file, line, function]. */
-static int same_group(const struct cw_summary_row *r, sqlite3_stmt *st, int by_line)
+/* Does the current row of st (source, op, ...) continue row r? */
+static int same_op(const struct cw_summary_row *r, sqlite3_stmt *st)
 {
-	if (!str_eq(r->source, (const char *)sqlite3_column_text(st, 0)) ||
-	    !str_eq(r->op, (const char *)sqlite3_column_text(st, 1)))
-		return 0;
-	if (!by_line)
-		return 1;
-	return str_eq(r->file, (const char *)sqlite3_column_text(st, 2)) &&
-	       r->line == sqlite3_column_int64(st, 3) &&
-	       str_eq(r->function, (const char *)sqlite3_column_text(st, 4));
+	return str_eq(r->source, (const char *)sqlite3_column_text(st, 0)) &&
+	       str_eq(r->op, (const char *)sqlite3_column_text(st, 1));
 }
 
-static int push_row(struct cw_summary *s, size_t *alloc, sqlite3_stmt *st, int by_line)
+static struct cw_summary_row *new_row(struct cw_summary *s, size_t *alloc)
 {
 	struct cw_summary_row *r;
 
@@ -66,28 +61,28 @@ static int push_row(struct cw_summary *s, size_t *alloc, sqlite3_stmt *st, int b
 		struct cw_summary_row *p = realloc(s->rows, n * sizeof(*p));
 
 		if (!p)
-			return -ENOMEM;
+			return NULL;
 		s->rows = p;
 		*alloc = n;
 	}
 	r = &s->rows[s->n++];
 	memset(r, 0, sizeof(*r));
-	r->source = dup_col(st, 0);
-	r->op = dup_col(st, 1);
-	if (!r->source || !r->op)
-		return -ENOMEM;
-	if (by_line) {
-		r->file = dup_col(st, 2);
-		r->line = sqlite3_column_int64(st, 3);
-		r->function = dup_col(st, 4);
-	}
-	return 0;
+	return r;
 }
 
-static void finish_row(struct cw_summary *s, const struct cw_hist *h)
+static int push_row(struct cw_summary *s, size_t *alloc, sqlite3_stmt *st)
 {
-	struct cw_summary_row *r = &s->rows[s->n - 1];
+	struct cw_summary_row *r = new_row(s, alloc);
 
+	if (!r)
+		return -ENOMEM;
+	r->source = dup_col(st, 0);
+	r->op = dup_col(st, 1);
+	return r->source && r->op ? 0 : -ENOMEM;
+}
+
+static void finish_row(const struct cw_summary *s, struct cw_summary_row *r, const struct cw_hist *h)
+{
 	r->count = h->count;
 	r->total_ns = h->sum_ns;
 	r->max_ns = h->max_ns;
@@ -146,77 +141,275 @@ static const char SQL_AGG_WINDOW[] = "SELECT min(second), max(second) FROM aggre
 static const char SQL_AGG[] = "SELECT source, op, count, sum_ns, max_ns, hist FROM aggregates"
 			      " WHERE second >= ?1 ORDER BY source, op";
 static const char SQL_EV_WINDOW[] = "SELECT min(wall_ns) / 1000000000, max(wall_ns) / 1000000000 FROM events";
-/* Sorted so each (op, location) group is contiguous and one histogram at a
- * time is enough. */
-static const char SQL_EV_LINES[] =
-	"SELECT e.source, e.op, p.user_file, coalesce(p.user_line, 0), p.user_function, e.duration_ns"
-	" FROM events e LEFT JOIN py_stacks p ON p.id = e.py_stack_id"
-	" WHERE e.wall_ns >= ?1 ORDER BY 1, 2, 3, 4, 5";
+static const char SQL_EV[] = "SELECT source, op, coalesce(py_stack_id, 0), duration_ns FROM events"
+			     " WHERE wall_ns >= ?1";
+static const char SQL_PYSTACK[] = "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1";
 
-int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_summary **out)
+/* Per-line: there is no aggregate per Python location, so the events of
+ * the window are scanned once, unsorted, into one histogram per (op,
+ * py_stack_id) found through a hash map; stacks are then resolved to their
+ * user location and groups with the same location merged. Sorting 10
+ * million rows by location in SQLite costs several times the scan. */
+#define MAX_LINE_GROUPS 20000
+
+struct line_group {
+	int op;            /* index into ops */
+	int64_t py_stack;  /* 0: no Python stack */
+	char *file, *function;
+	int64_t line;
+	struct cw_hist h;
+};
+
+struct line_scan {
+	struct line_group *g;
+	size_t n, alloc;
+	struct { char *source, *op; } ops[256];
+	int nops;
+	struct u64map index;
+};
+
+static int op_index(struct line_scan *ls, const char *source, const char *op)
 {
-	struct cw_summary_opts o = { 0, 0 };
-	struct cw_summary *s;
-	struct cw_hist *h = NULL;
-	sqlite3_stmt *st = NULL;
-	size_t alloc = 0;
-	int rc, err = 0, open = 0;
+	int i;
 
-	*out = NULL;
-	if (opts)
-		o = *opts;
-	s = calloc(1, sizeof(*s));
-	h = malloc(sizeof(*h));
-	if (!s || !h) {
-		err = -ENOMEM;
-		goto out;
+	for (i = 0; i < ls->nops; i++)
+		if (!strcmp(ls->ops[i].op, op) && !strcmp(ls->ops[i].source, source))
+			return i;
+	if (ls->nops == (int)(sizeof(ls->ops) / sizeof(ls->ops[0])))
+		return -E2BIG;
+	ls->ops[i].source = strdup(source);
+	ls->ops[i].op = strdup(op);
+	if (!ls->ops[i].source || !ls->ops[i].op)
+		return -ENOMEM;
+	ls->nops++;
+	return i;
+}
+
+static struct line_group *group_for(struct line_scan *ls, int op, int64_t py_stack)
+{
+	uint64_t key = ((uint64_t)(op + 1) << 48) ^ (uint64_t)py_stack;
+	struct line_group *g;
+	int64_t idx;
+
+	if (u64map_get(&ls->index, key, &idx))
+		return &ls->g[idx];
+	if (ls->n == MAX_LINE_GROUPS)
+		return NULL;
+	if (ls->n == ls->alloc) {
+		size_t a = ls->alloc ? ls->alloc * 2 : 64;
+		struct line_group *p = realloc(ls->g, a * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		ls->g = p;
+		ls->alloc = a;
 	}
-	err = find_window(db, o.by_line ? SQL_EV_WINDOW : SQL_AGG_WINDOW, &o, s);
-	if (err || !s->window_ns)
-		goto out;
-	rc = sqlite3_prepare_v2(db, o.by_line ? SQL_EV_LINES : SQL_AGG, -1, &st, NULL);
+	if (u64map_put(&ls->index, key, (int64_t)ls->n))
+		return NULL;
+	g = &ls->g[ls->n++];
+	memset(g, 0, sizeof(*g) - sizeof(g->h));
+	g->op = op;
+	g->py_stack = py_stack;
+	cw_hist_reset(&g->h);
+	return g;
+}
+
+static int cmp_loc(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a ? 1 : b ? -1 : 0;
+	return strcmp(a, b);
+}
+
+static int cmp_groups(const void *a, const void *b)
+{
+	const struct line_group *x = a, *y = b;
+	int c;
+
+	if (x->op != y->op)
+		return x->op < y->op ? -1 : 1;
+	c = cmp_loc(x->file, y->file);
+	if (c)
+		return c;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return cmp_loc(x->function, y->function);
+}
+
+static int scan_lines(sqlite3 *db, struct cw_summary *s, size_t *alloc)
+{
+	struct line_scan ls;
+	sqlite3_stmt *st = NULL, *ps = NULL;
+	struct cw_hist *acc = NULL;
+	const char *last_src = NULL, *last_op = NULL;
+	int rc, err = 0, opi = -1;
+	size_t i, j;
+
+	memset(&ls, 0, sizeof(ls));
+	if (u64map_init(&ls.index, MAX_LINE_GROUPS))
+		return -ENOMEM;
+	rc = sqlite3_prepare_v2(db, SQL_EV, -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, SQL_PYSTACK, -1, &ps, NULL);
 	if (rc != SQLITE_OK) {
 		err = cw_sqlite_errno(rc);
 		goto out;
 	}
-	sqlite3_bind_int64(st, 1, o.by_line ? s->from_second * NS_PER_S : s->from_second);
+	sqlite3_bind_int64(st, 1, s->from_second * NS_PER_S);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!open || !same_group(&s->rows[s->n - 1], st, o.by_line)) {
+		const char *src = (const char *)sqlite3_column_text(st, 0);
+		const char *op = (const char *)sqlite3_column_text(st, 1);
+		struct line_group *g;
+
+		if (!src || !op)
+			continue;
+		/* Consecutive events are often the same op: skip the lookup. */
+		if (opi < 0 || strcmp(op, last_op) || strcmp(src, last_src)) {
+			opi = op_index(&ls, src, op);
+			if (opi < 0) {
+				err = opi;
+				goto out;
+			}
+			last_src = ls.ops[opi].source;
+			last_op = ls.ops[opi].op;
+		}
+		g = group_for(&ls, opi, sqlite3_column_int64(st, 2));
+		if (!g) {
+			err = ls.n == MAX_LINE_GROUPS ? -E2BIG : -ENOMEM;
+			goto out;
+		}
+		cw_hist_add(&g->h, (uint64_t)sqlite3_column_int64(st, 3));
+	}
+	if (rc != SQLITE_DONE) {
+		err = cw_sqlite_errno(rc);
+		goto out;
+	}
+	for (i = 0; i < ls.n; i++) {
+		struct line_group *g = &ls.g[i];
+
+		if (!g->py_stack)
+			continue;
+		sqlite3_reset(ps);
+		sqlite3_bind_int64(ps, 1, g->py_stack);
+		if (sqlite3_step(ps) == SQLITE_ROW && sqlite3_column_type(ps, 0) != SQLITE_NULL) {
+			g->file = dup_col(ps, 0);
+			g->line = sqlite3_column_int64(ps, 1);
+			g->function = dup_col(ps, 2);
+		}
+	}
+	/* Many stacks share one user location: merge them. */
+	if (ls.n)
+		qsort(ls.g, ls.n, sizeof(*ls.g), cmp_groups);
+	acc = malloc(sizeof(*acc));
+	if (!acc) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < ls.n; i = j) {
+		struct cw_summary_row *r = new_row(s, alloc);
+
+		if (!r) {
+			err = -ENOMEM;
+			goto out;
+		}
+		*acc = ls.g[i].h;
+		for (j = i + 1; j < ls.n && !cmp_groups(&ls.g[i], &ls.g[j]); j++)
+			cw_hist_merge(acc, &ls.g[j].h);
+		r->source = strdup(ls.ops[ls.g[i].op].source);
+		r->op = strdup(ls.ops[ls.g[i].op].op);
+		r->file = ls.g[i].file ? strdup(ls.g[i].file) : NULL;
+		r->function = ls.g[i].function ? strdup(ls.g[i].function) : NULL;
+		r->line = ls.g[i].line;
+		if (!r->source || !r->op) {
+			err = -ENOMEM;
+			goto out;
+		}
+		finish_row(s, r, acc);
+	}
+out:
+	sqlite3_finalize(st);
+	sqlite3_finalize(ps);
+	for (i = 0; i < ls.n; i++) {
+		free(ls.g[i].file);
+		free(ls.g[i].function);
+	}
+	for (i = 0; i < (size_t)ls.nops; i++) {
+		free(ls.ops[i].source);
+		free(ls.ops[i].op);
+	}
+	free(ls.g);
+	free(acc);
+	u64map_free(&ls.index);
+	return err;
+}
+
+/* Per op: merge the per-second histograms of the window. */
+static int scan_aggregates(sqlite3 *db, struct cw_summary *s, size_t *alloc)
+{
+	sqlite3_stmt *st = NULL;
+	struct cw_hist *h = malloc(sizeof(*h));
+	int rc, err = 0, open = 0;
+
+	if (!h)
+		return -ENOMEM;
+	rc = sqlite3_prepare_v2(db, SQL_AGG, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		err = cw_sqlite_errno(rc);
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, s->from_second);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const void *blob = sqlite3_column_blob(st, 5);
+		int len = sqlite3_column_bytes(st, 5);
+
+		if (!open || !same_op(&s->rows[s->n - 1], st)) {
 			if (open)
-				finish_row(s, h);
-			err = push_row(s, &alloc, st, o.by_line);
+				finish_row(s, &s->rows[s->n - 1], h);
+			err = push_row(s, alloc, st);
 			if (err)
 				goto out;
 			cw_hist_reset(h);
 			open = 1;
 		}
-		if (o.by_line) {
-			cw_hist_add(h, (uint64_t)sqlite3_column_int64(st, 5));
-		} else {
-			const void *blob = sqlite3_column_blob(st, 5);
-			int len = sqlite3_column_bytes(st, 5);
-
-			err = cw_hist_decode_merge(h, blob, (size_t)len, (uint64_t)sqlite3_column_int64(st, 2),
-						   (uint64_t)sqlite3_column_int64(st, 3),
-						   (uint64_t)sqlite3_column_int64(st, 4));
-			if (err)
-				goto out;
-		}
+		err = cw_hist_decode_merge(h, blob, (size_t)len, (uint64_t)sqlite3_column_int64(st, 2),
+					   (uint64_t)sqlite3_column_int64(st, 3), (uint64_t)sqlite3_column_int64(st, 4));
+		if (err)
+			goto out;
 	}
 	if (rc != SQLITE_DONE) {
 		err = cw_sqlite_errno(rc);
 		goto out;
 	}
 	if (open)
-		finish_row(s, h);
-	qsort(s->rows, s->n, sizeof(*s->rows), cmp_rows);
+		finish_row(s, &s->rows[s->n - 1], h);
 out:
 	sqlite3_finalize(st);
 	free(h);
+	return err;
+}
+
+int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_summary **out)
+{
+	struct cw_summary_opts o = { 0, 0 };
+	struct cw_summary *s;
+	size_t alloc = 0;
+	int err;
+
+	*out = NULL;
+	if (opts)
+		o = *opts;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	err = find_window(db, o.by_line ? SQL_EV_WINDOW : SQL_AGG_WINDOW, &o, s);
+	if (!err && s->window_ns)
+		err = o.by_line ? scan_lines(db, s, &alloc) : scan_aggregates(db, s, &alloc);
 	if (err) {
 		cw_summary_free(s);
 		return err;
 	}
+	if (s->n)
+		qsort(s->rows, s->n, sizeof(*s->rows), cmp_rows);
 	*out = s;
 	return 0;
 }
