@@ -2,7 +2,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -624,81 +623,4 @@ int cw_ro_query_collect(const char *db_path, const char *sql, const struct cw_ro
 	}
 	*out = c.r;
 	return 0;
-}
-
-json_t *cw_ro_value_json(const struct cw_ro_value *v)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *b;
-	json_t *j;
-	char *s;
-	size_t i;
-
-	switch (v->type) {
-	case CW_RO_INT:
-		return json_integer(v->i);
-	case CW_RO_REAL:
-		return isfinite(v->d) ? json_real(v->d) : json_null();
-	case CW_RO_TEXT:
-		/* Invalid UTF-8 in a TEXT column would make jansson refuse the
-		 * string; fall back to null rather than dropping the row. */
-		j = json_stringn(v->p, v->len);
-		return j ? j : json_null();
-	case CW_RO_BLOB:
-		s = malloc(v->len * 2 + 1);
-		if (!s)
-			return NULL;
-		b = v->p;
-		for (i = 0; i < v->len; i++) {
-			s[2 * i] = hex[b[i] >> 4];
-			s[2 * i + 1] = hex[b[i] & 15];
-		}
-		s[2 * v->len] = '\0';
-		j = json_string(s);
-		free(s);
-		return j;
-	default:
-		return json_null();
-	}
-}
-
-json_t *cw_ro_row_json(int ncols, const char *const *names, const struct cw_ro_value *vals)
-{
-	json_t *o = json_object();
-	int i;
-
-	if (!o)
-		return NULL;
-	for (i = 0; i < ncols; i++) {
-		char key[256];
-		int k = 2;
-
-		snprintf(key, sizeof(key), "%s", names[i]);
-		while (json_object_get(o, key))
-			snprintf(key, sizeof(key), "%s_%d", names[i], k++);
-		if (json_object_set_new(o, key, cw_ro_value_json(&vals[i]))) {
-			json_decref(o);
-			return NULL;
-		}
-	}
-	return o;
-}
-
-json_t *cw_ro_result_json(const struct cw_ro_result *r)
-{
-	json_t *a = json_array();
-	int64_t i;
-
-	if (!a)
-		return NULL;
-	for (i = 0; i < r->nrows; i++) {
-		json_t *row = cw_ro_row_json(r->ncols, (const char *const *)r->names,
-					     &r->vals[(size_t)i * (size_t)r->ncols]);
-
-		if (!row || json_array_append_new(a, row)) {
-			json_decref(a);
-			return NULL;
-		}
-	}
-	return a;
 }
