@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -160,7 +161,7 @@ int cw_tls_selfsigned(const char *dir, const char *node, char **cert_path, char 
 {
 	gnutls_datum_t c = { 0 }, k = { 0 };
 	char *cp = NULL, *kp = NULL;
-	int rc;
+	int rc, lockfd = -1;
 
 	if (!dir) {
 		snprintf(err, errlen, "no directory for the generated certificate");
@@ -175,6 +176,18 @@ int cw_tls_selfsigned(const char *dir, const char *node, char **cert_path, char 
 	if ((rc = mkdirs(dir))) {
 		snprintf(err, errlen, "cannot create \"%s\": %s", dir, strerror(-rc));
 		goto fail;
+	}
+	/* Agents started together on one host must not each write half a
+	 * pair: the first generates under the lock, the others reuse it. */
+	{
+		char lp[4200];
+
+		snprintf(lp, sizeof(lp), "%s/.lock", dir);
+		lockfd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (lockfd >= 0)
+			flock(lockfd, LOCK_EX);
+		if (usable(cp, kp))
+			goto done;
 	}
 	if ((rc = generate(node, &c, &k))) {
 		snprintf(err, errlen, "cannot generate a TLS certificate");
@@ -193,10 +206,14 @@ int cw_tls_selfsigned(const char *dir, const char *node, char **cert_path, char 
 		goto fail;
 	}
 done:
+	if (lockfd >= 0)
+		close(lockfd);
 	*cert_path = cp;
 	*key_path = kp;
 	return 0;
 fail:
+	if (lockfd >= 0)
+		close(lockfd);
 	free(cp);
 	free(kp);
 	return rc;
