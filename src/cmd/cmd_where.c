@@ -202,7 +202,10 @@ int cmd_where(int argc, char **argv)
 			for (k = 0; k < n; k++) {
 				char sym[600];
 
-				if (cw_symz_symbolize(symz, (uint32_t)pid, ips[k], sym, sizeof(sym)))
+				/* a return address can be the first byte after a
+				 * noreturn call, i.e. the next function: look up the
+				 * call instruction instead (ip - 1), as perf does */
+				if (cw_symz_symbolize(symz, (uint32_t)pid, k ? ips[k] - 1 : ips[k], sym, sizeof(sym)))
 					snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)ips[k]);
 				json_array_append_new(nat, json_string(sym));
 			}
