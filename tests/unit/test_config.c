@@ -274,6 +274,24 @@ static void test_skew_median(void **state)
 	}
 }
 
+/* The commented example in the repository must stay a valid config. */
+static void test_example_file(void **state)
+{
+	struct cw_config c;
+	char err[512];
+
+	if (access("deploy/causeway.example.yaml", R_OK)) {
+		skip();
+		return;
+	}
+	if (cw_config_load("deploy/causeway.example.yaml", &c, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_string_equal(c.node, "gpu-node-07");
+	assert_int_equal(c.nfleet_nodes, 4);
+	assert_non_null(c.tls_client_ca);
+	cw_config_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +304,7 @@ int main(void)
 		cmocka_unit_test(test_fleet_nodes_flag),
 		cmocka_unit_test(test_prom_escape),
 		cmocka_unit_test(test_skew_median),
+		cmocka_unit_test(test_example_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
