@@ -21,6 +21,7 @@
  */
 #include "common.bpf.h"
 #include "cuda.bpf.h"
+#include "pystack.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -342,6 +343,7 @@ static __always_inline int emit_entry(struct pt_regs *ctx, const struct uregs *r
 	dev = bpf_map_lookup_elem(&tid_dev, &k.tid);
 	e->device = dev ? *dev : -1;
 	e->flags = 0;
+	cw_capture_pystack(&rb_cuda, e);
 	bpf_ringbuf_submit(e, 0);
 	cs_count(CW_CS_EMITTED);
 	return 0;
