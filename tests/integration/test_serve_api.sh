@@ -83,6 +83,27 @@ start_agent gpu-1 "$T/a.db"
 [ "$(sha256sum <"$CRT")" = "$sum1" ] || fail "certificate regenerated on restart"
 [ "$(code "https://127.0.0.1:$PORT/api/v1/health" "${C[@]}")" = 200 ] || fail "after restart"
 
+# Per-request time limit and per-client connection limit.
+start_agent limits "$T/a.db" --timeout 300ms --per-ip 2
+L=https://127.0.0.1:$PORT
+q='WITH%20RECURSIVE%20c(x)%20AS%20(SELECT%201%20UNION%20ALL%20SELECT%20x%2B1%20FROM%20c)%20SELECT%20count(*)%20FROM%20c'
+t0=$(date +%s%N)
+[ "$(code "$L/api/v1/query?sql=$q" "${C[@]}")" = 504 ] || fail "endless query not stopped with 504"
+[ $((($(date +%s%N) - t0) / 1000000)) -lt 3000 ] || fail "time limit not enforced promptly"
+python3 -c '
+import socket, sys, time
+conns = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(2)]
+open(sys.argv[2], "w").write("1")
+time.sleep(3)' "$PORT" "$T/held" &
+HOLD=$!
+PIDS+=($HOLD)
+for i in $(seq 1 60); do [ -s "$T/held" ] && break; sleep 0.05; done
+[ "$(code "$L/api/v1/health" "${C[@]}")" = 000 ] || fail "third connection from one IP accepted"
+kill $HOLD 2>/dev/null
+wait $HOLD 2>/dev/null
+sleep 0.3
+[ "$(code "$L/api/v1/health" "${C[@]}")" = 200 ] || fail "connection refused after the others closed"
+
 # Plain HTTP only when asked; a warning when not on loopback.
 start_agent plain "$T/a.db" --no-tls
 [ "$(code "http://127.0.0.1:$PORT/api/v1/health")" = 200 ] || fail "--no-tls health"
