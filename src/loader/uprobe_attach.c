@@ -612,3 +612,10 @@ int cw_cuda_probes_npairs(const struct cw_cuda_probes *cp)
 {
 	return cp->npairs;
 }
+
+int cw_cuda_probes_pystack_fds(struct cw_cuda_probes *cp, int *procs_fd, int *tstate_fd)
+{
+	*procs_fd = bpf_map__fd(cp->skel->maps.cw_py_procs);
+	*tstate_fd = bpf_map__fd(cp->skel->maps.cw_py_tstate);
+	return *procs_fd < 0 || *tstate_fd < 0 ? -EBADF : 0;
+}

@@ -77,4 +77,8 @@ int cw_cuda_probes_agg(struct cw_cuda_probes *cp, unsigned op, struct cw_cuda_ag
 int cw_cuda_probes_nlibs(const struct cw_cuda_probes *cp);
 int cw_cuda_probes_npairs(const struct cw_cuda_probes *cp);
 
+/* The maps of the Python stack capture (bpf/pystack.bpf.h), for
+ * src/pyframe/pystack_loader. Returns 0 or -EBADF. */
+int cw_cuda_probes_pystack_fds(struct cw_cuda_probes *cp, int *procs_fd, int *tstate_fd);
+
 #endif
