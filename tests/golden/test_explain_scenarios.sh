@@ -1,0 +1,83 @@
+#!/bin/bash
+# For every demo scenario, explain's top chain names the intended root
+# cause and healthy yields no chain; the incident diagnosis is compared
+# byte for byte with tests/golden/explain/incident.json (the demo is
+# deterministic). CW_UPDATE_GOLDEN=1 rewrites that file.
+set -u
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+declare -A want=(
+	[incident]=cpu_preemption
+	[cold-start]=cold_start
+	[memcpy-bottleneck]=memcpy_bound
+	[periodic-spike]=periodic_allocator
+	[cpu-contention]=cpu_preemption
+	[gpu-steal]=gpu_time_slicing
+	[io-contention]=io_contention
+	[memory-pressure]=memory_pressure
+	[dataloader-starvation]=dataloader_starvation
+	[healthy]=none
+)
+bad=()
+for s in incident cold-start memcpy-bottleneck periodic-spike cpu-contention gpu-steal io-contention \
+	memory-pressure dataloader-starvation healthy; do
+	db=$tmp/$s.db
+	"$CW_BIN" demo "$s" --db "$db" >"$tmp/$s.demo" 2>&1 || fail "demo $s: $(tail -n 3 "$tmp/$s.demo")"
+	CW_FAKE_NOW_NS=1767225600000000000 "$CW_BIN" explain --db "$db" --json >"$tmp/$s.json" ||
+		fail "explain $s exited $?"
+	got=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["chains"][0]["root_cause"]["kind"] if d["chains"] else "none")' "$tmp/$s.json") ||
+		fail "explain $s: not JSON"
+	echo "$s: top chain $got (want ${want[$s]})"
+	[ "$got" = "${want[$s]}" ] || bad+=("$s")
+	# Every chain honours the contract.
+	python3 - "$tmp/$s.json" <<'PY' || fail "$s: contract"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert set(d) == {"window", "chains", "warnings"}, d.keys()
+sev = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
+kinds = {"cpu_preemption", "io_contention", "memory_pressure", "cold_start", "periodic_allocator",
+         "memcpy_bound", "gpu_time_slicing", "throughput_drop", "dataloader_starvation"}
+prev = None
+for c in d["chains"]:
+    for k in ("severity", "op", "source", "count", "slow_count", "p50_ns", "p99_ns", "tail_ratio",
+              "explained_share", "root_cause", "timeline", "fix", "pid", "tid", "comm", "node", "rank",
+              "python", "culprit", "evidence"):
+        assert k in c, k
+    assert c["root_cause"]["kind"] in kinds and c["root_cause"]["summary"]
+    assert 0 <= c["explained_share"] <= 1 and c["fix"] and c["timeline"]
+    assert all(e["layer"] in ("SYSTEM", "HOST", "IO", "NET", "CUDA", "DRIVER", "NCCL", "PYTHON") for e in c["timeline"])
+    assert c["python"] is None or set(c["python"]) == {"file", "line", "function"}
+    key = (sev[c["severity"]], -c["explained_ns"])
+    assert prev is None or prev <= key, "chains not sorted"
+    prev = key
+PY
+done
+[ ${#bad[@]} -eq 0 ] || fail "wrong top chain for: ${bad[*]}"
+
+# Stored history: one row per chain, stamped with the injected clock.
+n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["chains"]))' "$tmp/incident.json")
+rows=$(sqlite3 "$tmp/incident.db" "SELECT count(*) FROM chains WHERE created_wall_ns = 1767225600000000000")
+[ "$rows" = "$n" ] || fail "incident: $rows stored chains, want $n"
+[ "$(sqlite3 "$tmp/healthy.db" 'SELECT count(*) FROM chains')" = 0 ] || fail "healthy stored chains"
+
+# Byte-for-byte incident diagnosis (--no-store: a second run must not
+# change the answer either).
+CW_FAKE_NOW_NS=1767225600000000000 "$CW_BIN" explain --db "$tmp/incident.db" --json --no-store >"$tmp/inc2.json"
+cmp -s "$tmp/incident.json" "$tmp/inc2.json" || fail "incident: second run differs"
+golden=$CW_ROOT/tests/golden/explain/incident.json
+if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then
+	cp "$tmp/incident.json" "$golden"
+fi
+diff -u "$golden" "$tmp/incident.json" || fail "incident diagnosis differs from $golden"
+
+# The text report names the culprit and a fix.
+"$CW_BIN" explain --db "$tmp/incident.db" --no-store >"$tmp/inc.txt"
+grep -q '^\[HIGH\] cpu_preemption' "$tmp/inc.txt" || fail "text: $(head -n 5 "$tmp/inc.txt")"
+grep -q 'renice +19 -p' "$tmp/inc.txt" || fail "text: no renice fix"
+"$CW_BIN" explain --db "$tmp/healthy.db" --no-store | grep -q '^no problems found in ' || fail "healthy text"
+echo ok
