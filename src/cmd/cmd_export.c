@@ -1,10 +1,207 @@
+/* causeway export: a store as Chrome trace JSON for ui.perfetto.dev. The
+ * work is in src/export/perfetto.c; this file is flags, the output file
+ * and errors. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cmd/cmd.h"
+#include "export/perfetto.h"
+#include "store/store.h"
 #include "util/log.h"
+#include "util/timeutil.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: causeway export [--format perfetto] [-o FILE] [--db PATH]\n"
+	      "                       [--since DURATION | --from TIME --to TIME] [--max-events N]\n"
+	      "                       [--no-skew] [--no-chains] [--json]\n"
+	      "\n"
+	      "Writes the trace as Chrome trace JSON, the format ui.perfetto.dev and\n"
+	      "chrome://tracing open: a process per node, a track per thread, CUDA,\n"
+	      "driver and NCCL calls as slices, off-CPU intervals and block I/O on the\n"
+	      "thread they happened to, causal chains as markers with flow arrows from\n"
+	      "cause to effect, and counters from the system snapshots. A merged\n"
+	      "database's clock offsets (see 'causeway merge') are applied.\n"
+	      "\n"
+	      "  --format perfetto  the output format (the only one; also \"chrome\")\n"
+	      "  -o, --output FILE  write to FILE (atomically); default standard output\n"
+	      "  --db PATH          database (default causeway.db)\n"
+	      "  --since DURATION   the last DURATION of data (default 60s)\n"
+	      "  --from TIME        window start: RFC 3339 or Unix seconds\n"
+	      "  --to TIME          window end: RFC 3339 or Unix seconds\n"
+	      "  --max-events N     at most N slices, the newest (default 500000);\n"
+	      "                     what is cut is reported on stderr\n"
+	      "  --no-skew          ignore the clock offsets stored by merge\n"
+	      "  --no-chains        no markers and flows (skips the explain engine)\n"
+	      "  --json             errors as {\"error\": ...}\n"
+	      "  --help             this text\n",
+	      f);
+}
+
+static int parse_count(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (!s || *s == '-' || !*s)
+		return -EINVAL;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v == 0 || v > 100000000ULL)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
 
 int cmd_export(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	cw_err("export: not built yet");
-	return CW_EXIT_FAIL;
+	enum { OPT_FROM = 256, OPT_TO, OPT_MAX, OPT_NOSKEW, OPT_NOCHAINS, OPT_FORMAT };
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, OPT_FORMAT }, { "output", required_argument, NULL, 'o' },
+		{ "db", required_argument, NULL, 'd' },           { "since", required_argument, NULL, 's' },
+		{ "from", required_argument, NULL, OPT_FROM },    { "to", required_argument, NULL, OPT_TO },
+		{ "max-events", required_argument, NULL, OPT_MAX }, { "no-skew", no_argument, NULL, OPT_NOSKEW },
+		{ "no-chains", no_argument, NULL, OPT_NOCHAINS }, { "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },               { NULL, 0, NULL, 0 },
+	};
+	const char *db_path = CW_DEFAULT_DB, *out_path = NULL, *format = "perfetto", *since = NULL, *from = NULL,
+		   *to = NULL, *max = NULL;
+	struct cw_export_opts o = { 0 };
+	struct cw_export_stats stats;
+	struct cw_store *st = NULL;
+	char err[512], *tmp = NULL;
+	FILE *out = stdout;
+	int json = 0, c, ret, rc = CW_EXIT_OK;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:o:", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_FORMAT: format = optarg; break;
+		case 'o': out_path = optarg; break;
+		case 'd': db_path = optarg; break;
+		case 's': since = optarg; break;
+		case OPT_FROM: from = optarg; break;
+		case OPT_TO: to = optarg; break;
+		case OPT_MAX: max = optarg; break;
+		case OPT_NOSKEW: o.no_skew = 1; break;
+		case OPT_NOCHAINS: o.no_chains = 1; break;
+		case 'j': json = 1; break;
+		case 'h':
+			usage(stdout);
+			return CW_EXIT_OK;
+		case ':':
+			cw_report_error(json, "export: option \"%s\" needs a value", argv[optind - 1]);
+			return CW_EXIT_USAGE;
+		default:
+			cw_report_error(json, "export: unknown option \"%s\"", argv[optind - 1]);
+			return CW_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cw_report_error(json, "export: unexpected argument \"%s\"", argv[optind]);
+		return CW_EXIT_USAGE;
+	}
+	if (strcmp(format, "perfetto") && strcmp(format, "chrome")) {
+		cw_report_error(json, "export: unknown format \"%s\" (perfetto is the one supported)", format);
+		return CW_EXIT_USAGE;
+	}
+	if (since && (from || to)) {
+		cw_report_error(json, "export: --since cannot be combined with --from or --to");
+		return CW_EXIT_USAGE;
+	}
+	if (since && (cw_parse_duration(since, &o.since_ns) < 0 || !o.since_ns)) {
+		cw_report_error(json, "export: invalid duration \"%s\" (e.g. 30s, 5m, 2h)", since);
+		return CW_EXIT_USAGE;
+	}
+	if (from && cw_parse_time(from, &o.from_wall_ns) < 0) {
+		cw_report_error(json, "export: invalid time \"%s\" (RFC 3339 or Unix seconds)", from);
+		return CW_EXIT_USAGE;
+	}
+	if (to && cw_parse_time(to, &o.to_wall_ns) < 0) {
+		cw_report_error(json, "export: invalid time \"%s\" (RFC 3339 or Unix seconds)", to);
+		return CW_EXIT_USAGE;
+	}
+	if (from && to && o.to_wall_ns <= o.from_wall_ns) {
+		cw_report_error(json, "export: --to \"%s\" is not after --from \"%s\"", to, from);
+		return CW_EXIT_USAGE;
+	}
+	if (max && parse_count(max, &o.max_events) < 0) {
+		cw_report_error(json, "export: invalid --max-events \"%s\" (1 to 100000000)", max);
+		return CW_EXIT_USAGE;
+	}
+	if ((ret = cw_store_open(&st, db_path, CW_STORE_READONLY, err, sizeof(err)))) {
+		cw_report_error(json, "export: %s", err);
+		return CW_EXIT_DB;
+	}
+	if (out_path && strcmp(out_path, "-")) {
+		int fd;
+		if (!(tmp = malloc(strlen(out_path) + 16))) {
+			cw_report_error(json, "export: out of memory");
+			rc = CW_EXIT_FAIL;
+			goto out;
+		}
+		sprintf(tmp, "%s.tmp-XXXXXX", out_path);
+		if ((fd = mkstemp(tmp)) < 0 || !(out = fdopen(fd, "w"))) {
+			cw_report_error(json, "export: cannot write \"%s\": %s", out_path, strerror(errno));
+			if (fd >= 0) {
+				close(fd);
+				unlink(tmp);
+			}
+			free(tmp);
+			tmp = NULL;
+			out = stdout;
+			rc = CW_EXIT_FAIL;
+			goto out;
+		}
+	}
+	ret = cw_export_perfetto(st->db, &o, out, &stats, err, sizeof(err));
+	if (tmp) {
+		/* mkstemp made it 0600; a trace is an ordinary file. */
+		mode_t mask = umask(0);
+		umask(mask);
+		fchmod(fileno(out), 0666 & ~mask);
+		if (fclose(out) && !ret)
+			ret = -EIO;
+		out = stdout;
+		if (!ret && rename(tmp, out_path)) {
+			ret = -errno;
+			snprintf(err, sizeof(err), "cannot rename to \"%s\": %s", out_path, strerror(errno));
+		}
+		if (ret)
+			unlink(tmp);
+	}
+	if (ret) {
+		cw_report_error(json, "export: %s", err);
+		rc = ret == -ENOTSUP || ret == -EBUSY ? CW_EXIT_DB : CW_EXIT_FAIL;
+		goto out;
+	}
+	if (stats.cut_from_wall_ns) {
+		char t[40];
+		cw_format_time(stats.cut_from_wall_ns, t, sizeof(t));
+		cw_warn("export: %llu slices in the window, kept the newest %llu (from %s); raise --max-events or"
+			" narrow --since",
+			(unsigned long long)stats.in_window, (unsigned long long)stats.slices, t);
+	}
+	if (tmp)
+		fprintf(stderr,
+			"causeway: export: wrote \"%s\": %d node%s, %d threads, %llu slices (%llu off-CPU, %llu I/O),"
+			" %llu chain markers, %llu flows, %llu counter samples\n",
+			out_path, stats.nodes, stats.nodes == 1 ? "" : "s", stats.threads,
+			(unsigned long long)stats.slices, (unsigned long long)stats.offcpu,
+			(unsigned long long)stats.io, (unsigned long long)stats.markers,
+			(unsigned long long)stats.flows, (unsigned long long)stats.counters);
+out:
+	free(tmp);
+	cw_store_close(st);
+	return rc;
 }

@@ -1,0 +1,474 @@
+/* Store -> Chrome trace JSON (perfetto.h). Slices are read thread by
+ * thread (rows sorted by tid, then time), laid out on nesting lanes, and
+ * each one is read again by id when it is written, so memory holds one
+ * thread's slice boundaries at a time, never the rows. */
+#include "export/perfetto.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/explain.h"
+#include "export/perfetto_int.h"
+#include "store/store.h"
+#include "util/timeutil.h"
+
+#define ERR(c, ...) snprintf((c)->err, (c)->errlen, __VA_ARGS__)
+
+json_t *pf_ts(const struct pf_ctx *c, const struct pf_node *n, int64_t wall_ns)
+{
+	return cw_trace_us(wall_ns - n->offset_ns - c->base);
+}
+
+static int db_fail(struct pf_ctx *c, int rc, const char *what)
+{
+	ERR(c, "reading %s: %s", what, sqlite3_errmsg(c->db));
+	return cw_sqlite_errno(rc) ? cw_sqlite_errno(rc) : -EIO;
+}
+
+/* Offsets measured by merge: {"nodes": {"node2": {"offset_ns": N}}}. */
+static void load_skew(struct pf_ctx *c)
+{
+	char *s = c->o->no_skew ? NULL : cw_meta_get(c->db, "merge.skew");
+	json_t *root = s ? json_loads(s, 0, NULL) : NULL, *nodes = json_object_get(root, "nodes");
+
+	for (int i = 0; nodes && i < c->nnodes; i++) {
+		json_t *off = json_object_get(json_object_get(nodes, c->nodes[i].name), "offset_ns");
+		if (json_is_integer(off)) {
+			c->nodes[i].offset_ns = json_integer_value(off);
+			c->nodes[i].has_offset = 1;
+			c->st->skew_applied++;
+		}
+	}
+	json_decref(root);
+	free(s);
+}
+
+static int load_nodes(struct pf_ctx *c)
+{
+	static const char sql[] =
+		"SELECT node, (SELECT max(second) FROM aggregates a WHERE a.node = n.node) FROM"
+		" (SELECT node FROM aggregates UNION SELECT node FROM sessions UNION SELECT node FROM snapshots"
+		" UNION SELECT node FROM processes) n ORDER BY node";
+	sqlite3_stmt *st = NULL;
+	int64_t *newest = NULL;
+	int rc, n = 0, ret = 0;
+	int64_t to_ref = 0;
+
+	if ((rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL)) != SQLITE_OK)
+		return db_fail(c, rc, "nodes");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct pf_node *nv = realloc(c->nodes, (size_t)(n + 1) * sizeof(*nv));
+		int64_t *nw = realloc(newest, (size_t)(n + 1) * sizeof(*nw));
+		if (nv)
+			c->nodes = nv;
+		if (nw)
+			newest = nw;
+		if (!nv || !nw) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		memset(&nv[n], 0, sizeof(nv[n]));
+		snprintf(nv[n].name, sizeof(nv[n].name), "%s", (const char *)sqlite3_column_text(st, 0));
+		nv[n].pid = n + 1;
+		newest[n] = sqlite3_column_type(st, 1) == SQLITE_NULL
+				    ? -1
+				    : (sqlite3_column_int64(st, 1) + 1) * (int64_t)NSEC_PER_SEC;
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = db_fail(c, rc, "nodes");
+		goto out;
+	}
+	c->nnodes = n;
+	c->st->nodes = n;
+	load_skew(c);
+	/* The window is on the reference clock: each node's newest data is
+	 * moved by its offset before taking the latest. */
+	for (int i = 0; i < n; i++)
+		if (newest[i] >= 0 && newest[i] - c->nodes[i].offset_ns > to_ref)
+			to_ref = newest[i] - c->nodes[i].offset_ns;
+	if (c->o->from_wall_ns || c->o->to_wall_ns) {
+		c->st->from_wall_ns = c->o->from_wall_ns;
+		c->st->to_wall_ns = c->o->to_wall_ns ? c->o->to_wall_ns : (uint64_t)to_ref;
+	} else {
+		uint64_t since = c->o->since_ns ? c->o->since_ns : CW_EXPORT_DEFAULT_SINCE_NS;
+		c->st->to_wall_ns = (uint64_t)to_ref;
+		c->st->from_wall_ns = (uint64_t)to_ref > since ? (uint64_t)to_ref - since : 0;
+	}
+out:
+	sqlite3_finalize(st);
+	free(newest);
+	return ret;
+}
+
+static void set_node_windows(struct pf_ctx *c)
+{
+	for (int i = 0; i < c->nnodes; i++) {
+		c->nodes[i].from = (int64_t)c->st->from_wall_ns + c->nodes[i].offset_ns;
+		c->nodes[i].to = (int64_t)c->st->to_wall_ns + c->nodes[i].offset_ns;
+	}
+	c->base = (int64_t)c->st->from_wall_ns;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x > y ? -1 : x < y;
+}
+
+/* Counts the slices in the window and, past max_events, moves the window
+ * start so that only the newest max_events remain. */
+static int apply_cap(struct pf_ctx *c)
+{
+	static const char count_sql[] =
+		"SELECT (SELECT count(*) FROM events WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3)"
+		" + (SELECT count(*) FROM offcpu WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3)";
+	static const char newest_sql[] =
+		"SELECT w FROM (SELECT wall_ns AS w FROM events WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3"
+		" UNION ALL SELECT wall_ns FROM offcpu WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3)"
+		" ORDER BY w DESC LIMIT ?4";
+	uint64_t max = c->o->max_events ? c->o->max_events : CW_EXPORT_DEFAULT_MAX_EVENTS;
+	sqlite3_stmt *st = NULL;
+	int64_t *keep = NULL;
+	size_t nkeep = 0;
+	int rc, ret = 0;
+
+	if ((rc = sqlite3_prepare_v2(c->db, count_sql, -1, &st, NULL)) != SQLITE_OK)
+		return db_fail(c, rc, "events");
+	for (int i = 0; i < c->nnodes; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, c->nodes[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, c->nodes[i].from);
+		sqlite3_bind_int64(st, 3, c->nodes[i].to);
+		if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+			ret = db_fail(c, rc, "events");
+			goto out;
+		}
+		c->st->in_window += (uint64_t)sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (c->st->in_window <= max)
+		return 0;
+	if (!(keep = malloc(2 * max * sizeof(*keep))))
+		return -ENOMEM;
+	if ((rc = sqlite3_prepare_v2(c->db, newest_sql, -1, &st, NULL)) != SQLITE_OK) {
+		ret = db_fail(c, rc, "events");
+		goto out;
+	}
+	for (int i = 0; i < c->nnodes; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, c->nodes[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, c->nodes[i].from);
+		sqlite3_bind_int64(st, 3, c->nodes[i].to);
+		sqlite3_bind_int64(st, 4, (int64_t)max);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			keep[nkeep++] = sqlite3_column_int64(st, 0) - c->nodes[i].offset_ns;
+		if (rc != SQLITE_DONE) {
+			ret = db_fail(c, rc, "events");
+			goto out;
+		}
+		/* Bounded: never more than 2 x max starts held. */
+		qsort(keep, nkeep, sizeof(*keep), cmp_desc);
+		if (nkeep > max)
+			nkeep = max;
+	}
+	/* Strictly after the max-th newest start, so ties cannot exceed max. */
+	c->st->cut_from_wall_ns = (uint64_t)keep[max - 1] + 1;
+	c->st->from_wall_ns = c->st->cut_from_wall_ns;
+	set_node_windows(c);
+out:
+	sqlite3_finalize(st);
+	free(keep);
+	return ret;
+}
+
+static json_t *meta_ev(const char *what, int pid, int64_t tid, json_t *args)
+{
+	json_t *e = json_pack("{s:s,s:s,s:i,s:o}", "ph", "M", "name", what, "pid", pid, "args", args);
+	if (e && tid >= 0)
+		json_object_set_new(e, "tid", json_integer(tid));
+	return e;
+}
+
+struct thread_rows {
+	struct cw_slice *v;
+	size_t n, cap;
+	char comm[32];
+};
+
+static int rows_push(struct thread_rows *t, int64_t start, int64_t dur, uint64_t key)
+{
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 256;
+		struct cw_slice *nv = realloc(t->v, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		t->v = nv;
+		t->cap = nc;
+	}
+	t->v[t->n++] = (struct cw_slice){ .start = start, .end = start + (dur > 0 ? dur : 0), .key = key };
+	return 0;
+}
+
+static int is_launch(const char *op)
+{
+	return strstr(op, "Launch") != NULL;
+}
+
+static json_t *event_slice(struct pf_ctx *c, const struct pf_node *n, sqlite3_stmt *q, int64_t tid)
+{
+	const char *source = (const char *)sqlite3_column_text(q, 0), *op = (const char *)sqlite3_column_text(q, 1);
+	const char *detail = (const char *)sqlite3_column_text(q, 6), *pyf = (const char *)sqlite3_column_text(q, 8);
+	json_t *args = json_pack("{s:s}", "op", op ? op : "?");
+	json_t *e;
+
+	if (sqlite3_column_type(q, 4) != SQLITE_NULL)
+		json_object_set_new(args, "bytes", json_integer(sqlite3_column_int64(q, 4)));
+	if (sqlite3_column_type(q, 5) != SQLITE_NULL)
+		json_object_set_new(args, "ret", json_integer(sqlite3_column_int64(q, 5)));
+	if (detail)
+		json_object_set_new(args, op && is_launch(op) ? "kernel" : "detail", json_string(detail));
+	if (sqlite3_column_type(q, 7) != SQLITE_NULL && sqlite3_column_int(q, 7) >= 0 && source &&
+	    strcmp(source, "io"))
+		json_object_set_new(args, "device", json_integer(sqlite3_column_int(q, 7)));
+	if (pyf)
+		json_object_set_new(args, "python",
+				    json_sprintf("%s:%d %s", pyf, sqlite3_column_int(q, 9),
+						 sqlite3_column_text(q, 10) ? (const char *)sqlite3_column_text(q, 10)
+									    : "?"));
+	if (sqlite3_column_int(q, 11))
+		json_object_set_new(args, "anomalous", json_true());
+	e = json_pack("{s:s,s:s,s:s,s:i,s:I,s:o,s:o,s:o}", "ph", "X", "name", op ? op : "?", "cat",
+		      source ? source : "?", "pid", n->pid, "tid", (json_int_t)tid, "ts",
+		      pf_ts(c, n, sqlite3_column_int64(q, 2)), "dur", cw_trace_us(sqlite3_column_int64(q, 3)),
+		      "args", args);
+	if (source && !strcmp(source, "io"))
+		c->st->io++;
+	return e;
+}
+
+static json_t *offcpu_slice(struct pf_ctx *c, const struct pf_node *n, sqlite3_stmt *q, int64_t tid)
+{
+	const char *reason = (const char *)sqlite3_column_text(q, 2), *by = (const char *)sqlite3_column_text(q, 4);
+	const char *waker = (const char *)sqlite3_column_text(q, 6);
+	json_t *args = json_pack("{s:s}", "reason", reason ? reason : "?");
+	char name[128];
+
+	if (reason && !strcmp(reason, "preempted") && by) {
+		snprintf(name, sizeof(name), "off-cpu (preempted by %s)", by);
+		json_object_set_new(args, "by_comm", json_string(by));
+		json_object_set_new(args, "by_pid", json_integer(sqlite3_column_int64(q, 3)));
+	} else if (waker && *waker) {
+		snprintf(name, sizeof(name), "off-cpu (%s, woken by %s)", reason ? reason : "?", waker);
+		json_object_set_new(args, "waker_comm", json_string(waker));
+		json_object_set_new(args, "waker_pid", json_integer(sqlite3_column_int64(q, 5)));
+	} else {
+		snprintf(name, sizeof(name), "off-cpu (%s)", reason ? reason : "?");
+	}
+	if (sqlite3_column_type(q, 7) != SQLITE_NULL)
+		json_object_set_new(args, "cpu", json_integer(sqlite3_column_int(q, 7)));
+	c->st->offcpu++;
+	return json_pack("{s:s,s:s,s:s,s:i,s:I,s:o,s:o,s:o}", "ph", "X", "name", name, "cat", "offcpu", "pid", n->pid,
+			 "tid", (json_int_t)tid, "ts", pf_ts(c, n, sqlite3_column_int64(q, 0)), "dur",
+			 cw_trace_us(sqlite3_column_int64(q, 1)), "args", args);
+}
+
+/* Lays out and writes one thread's slices. */
+static int emit_thread(struct pf_ctx *c, int ni, int64_t tid, struct thread_rows *t, sqlite3_stmt *ev_q,
+		       sqlite3_stmt *off_q)
+{
+	const struct pf_node *n = &c->nodes[ni];
+	int lanes = cw_slices_assign_lanes(t->v, t->n), ret = 0;
+
+	if (lanes < 0)
+		return lanes;
+	if (lanes > CW_MAX_LANES) {
+		ERR(c, "thread %lld on node \"%s\" needs %d lanes to nest its slices", (long long)tid, n->name, lanes);
+		return -E2BIG;
+	}
+	for (int l = 0; l < lanes; l++) {
+		int64_t otid = tid + l * CW_LANE_STRIDE;
+		json_t *name = l ? json_sprintf("%s %lld (overlap %d)", t->comm, (long long)tid, l)
+				 : json_sprintf("%s %lld", t->comm, (long long)tid);
+		if ((ret = cw_tracew_event(&c->w, meta_ev("thread_name", n->pid, otid, json_pack("{s:o}", "name", name)))))
+			return ret;
+		if ((ret = cw_tracew_event(&c->w, meta_ev("thread_sort_index", n->pid, otid,
+							  json_pack("{s:I}", "sort_index", (json_int_t)otid)))))
+			return ret;
+	}
+	c->st->threads++;
+	c->st->lanes_extra += lanes > 1 ? lanes - 1 : 0;
+	for (size_t i = 0; i < t->n && !ret; i++) {
+		int off = (t->v[i].key & CW_KEY_OFFCPU) != 0;
+		sqlite3_stmt *q = off ? off_q : ev_q;
+		int64_t otid = tid + t->v[i].lane * CW_LANE_STRIDE, id = (int64_t)(t->v[i].key & ~CW_KEY_OFFCPU);
+		int rc;
+
+		sqlite3_reset(q);
+		sqlite3_bind_int64(q, 1, id);
+		if ((rc = sqlite3_step(q)) != SQLITE_ROW)
+			return db_fail(c, rc, off ? "offcpu" : "events");
+		ret = cw_tracew_event(&c->w, off ? offcpu_slice(c, n, q, otid) : event_slice(c, n, q, otid));
+		if (!ret)
+			ret = u64map_put(&c->emitted, t->v[i].key, ((int64_t)ni << 32) | otid);
+		c->st->slices++;
+	}
+	return ret;
+}
+
+static int emit_node_slices(struct pf_ctx *c, int ni)
+{
+	static const char ev_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm FROM events"
+				     " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 ORDER BY tid, wall_ns, id";
+	static const char off_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm FROM offcpu"
+				      " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 ORDER BY tid, wall_ns, id";
+	static const char ev_one[] =
+		"SELECT e.source, e.op, e.wall_ns, e.duration_ns, e.bytes, e.ret, e.detail, e.device,"
+		" p.user_file, p.user_line, p.user_function, e.anomalous"
+		" FROM events e LEFT JOIN py_stacks p ON p.id = e.py_stack_id WHERE e.id = ?1";
+	static const char off_one[] = "SELECT wall_ns, duration_ns, reason, by_pid, by_comm, waker_pid, waker_comm,"
+				      " cpu FROM offcpu WHERE id = ?1";
+	const struct pf_node *n = &c->nodes[ni];
+	sqlite3_stmt *s[4] = { NULL };
+	const char *sql[4] = { ev_sql, off_sql, ev_one, off_one };
+	struct thread_rows t = { 0 };
+	int rc[2], ret = 0;
+
+	for (int i = 0; i < 4; i++) {
+		int r = sqlite3_prepare_v2(c->db, sql[i], -1, &s[i], NULL);
+		if (r != SQLITE_OK) {
+			ret = db_fail(c, r, "slices");
+			goto out;
+		}
+		if (i < 2) {
+			sqlite3_bind_text(s[i], 1, n->name, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(s[i], 2, n->from);
+			sqlite3_bind_int64(s[i], 3, n->to);
+		}
+	}
+	rc[0] = sqlite3_step(s[0]);
+	rc[1] = sqlite3_step(s[1]);
+	/* Merge-join of the two tid-ordered streams, one thread at a time. */
+	while (!ret && (rc[0] == SQLITE_ROW || rc[1] == SQLITE_ROW)) {
+		int64_t tid = INT64_MAX;
+		for (int k = 0; k < 2; k++)
+			if (rc[k] == SQLITE_ROW && sqlite3_column_int64(s[k], 0) < tid)
+				tid = sqlite3_column_int64(s[k], 0);
+		t.n = 0;
+		t.comm[0] = '\0';
+		for (int k = 0; k < 2 && !ret; k++)
+			while (rc[k] == SQLITE_ROW && sqlite3_column_int64(s[k], 0) == tid) {
+				const char *comm = (const char *)sqlite3_column_text(s[k], 4);
+				if (!t.comm[0] && comm)
+					snprintf(t.comm, sizeof(t.comm), "%s", comm);
+				if ((ret = rows_push(&t, sqlite3_column_int64(s[k], 1), sqlite3_column_int64(s[k], 2),
+						     (uint64_t)sqlite3_column_int64(s[k], 3) | (k ? CW_KEY_OFFCPU : 0))))
+					break;
+				rc[k] = sqlite3_step(s[k]);
+			}
+		if (!t.comm[0])
+			snprintf(t.comm, sizeof(t.comm), "thread");
+		if (!ret)
+			ret = emit_thread(c, ni, tid, &t, s[2], s[3]);
+	}
+	if (!ret && (rc[0] != SQLITE_DONE || rc[1] != SQLITE_DONE))
+		ret = db_fail(c, rc[0] != SQLITE_DONE ? rc[0] : rc[1], "slices");
+out:
+	for (int i = 0; i < 4; i++)
+		sqlite3_finalize(s[i]);
+	free(t.v);
+	return ret;
+}
+
+static int emit_counters(struct pf_ctx *c, int ni)
+{
+	static const char sql[] = "SELECT wall_ns, cpu_pct, mem_pct, io_busy_pct FROM snapshots"
+				  " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 ORDER BY wall_ns, id";
+	static const char *const keys[3] = { "cpu %", "mem %", "io busy %" };
+	const struct pf_node *n = &c->nodes[ni];
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+
+	if ((rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL)) != SQLITE_OK)
+		return db_fail(c, rc, "snapshots");
+	sqlite3_bind_text(st, 1, n->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, n->from);
+	sqlite3_bind_int64(st, 3, n->to);
+	while (!ret && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *args = json_object();
+		for (int k = 0; k < 3; k++)
+			if (sqlite3_column_type(st, k + 1) != SQLITE_NULL)
+				json_object_set_new(args, keys[k], json_real(sqlite3_column_double(st, k + 1)));
+		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:i,s:i,s:o,s:o}", "ph", "C", "name", "system",
+						       "cat", "system", "pid", n->pid, "tid", 0, "ts",
+						       pf_ts(c, n, sqlite3_column_int64(st, 0)), "args", args));
+		c->st->counters++;
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = db_fail(c, rc, "snapshots");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static json_t *other_data(const struct pf_ctx *c)
+{
+	char from[40], to[40];
+	json_t *offs = json_object(), *o;
+
+	cw_format_time(c->st->from_wall_ns, from, sizeof(from));
+	cw_format_time(c->st->to_wall_ns, to, sizeof(to));
+	for (int i = 0; i < c->nnodes; i++)
+		if (c->nodes[i].has_offset)
+			json_object_set_new(offs, c->nodes[i].name, json_integer(c->nodes[i].offset_ns));
+	o = json_pack("{s:s,s:{s:s,s:s,s:I,s:I},s:I,s:o,s:I,s:I}", "producer", "causeway", "window", "from", from,
+		      "to", to, "from_wall_ns", (json_int_t)c->st->from_wall_ns, "to_wall_ns",
+		      (json_int_t)c->st->to_wall_ns, "ts_origin_wall_ns", (json_int_t)c->base, "clock_offsets_ns",
+		      offs, "slices", (json_int_t)c->st->slices, "slices_in_window", (json_int_t)c->st->in_window);
+	if (o && c->st->cut_from_wall_ns)
+		json_object_set_new(o, "cut", json_string("older slices beyond --max-events were left out"));
+	return o;
+}
+
+int cw_export_perfetto(sqlite3 *db, const struct cw_export_opts *o, FILE *out, struct cw_export_stats *st,
+		       char *err, size_t errlen)
+{
+	struct pf_ctx c = { .db = db, .o = o, .st = st, .err = err, .errlen = errlen };
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	err[0] = '\0';
+	if ((ret = u64map_init(&c.emitted, 0)))
+		return ret;
+	if ((ret = load_nodes(&c)))
+		goto out;
+	set_node_windows(&c);
+	if ((ret = apply_cap(&c)))
+		goto out;
+	if ((ret = cw_tracew_begin(&c.w, out)))
+		goto out;
+	for (int i = 0; i < c.nnodes && !ret; i++) {
+		ret = cw_tracew_event(&c.w, meta_ev("process_name", c.nodes[i].pid, -1,
+						    json_pack("{s:s}", "name", c.nodes[i].name)));
+		if (!ret)
+			ret = cw_tracew_event(&c.w, meta_ev("process_sort_index", c.nodes[i].pid, -1,
+							    json_pack("{s:i}", "sort_index", c.nodes[i].pid)));
+		if (!ret)
+			ret = emit_node_slices(&c, i);
+		if (!ret)
+			ret = emit_counters(&c, i);
+	}
+	if (!ret && !o->no_chains)
+		ret = pf_emit_chains(&c);
+	if (!ret)
+		ret = cw_tracew_end(&c.w, other_data(&c));
+	if (ret && !err[0])
+		snprintf(err, errlen, "writing the trace: %s", strerror(-ret));
+out:
+	if (ret && !err[0])
+		snprintf(err, errlen, "%s", strerror(-ret));
+	u64map_free(&c.emitted);
+	free(c.nodes);
+	return ret;
+}

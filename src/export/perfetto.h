@@ -1,0 +1,46 @@
+/* Export of a store (one node or merged) as Chrome trace JSON for
+ * ui.perfetto.dev. docs/export.md describes the layout:
+ *   - one process per node (process_name = node), one track per thread
+ *     (thread_name = comm and tid; extra lanes "(overlap N)" when a slice
+ *     cannot nest, see trace_json.h);
+ *   - CUDA runtime/driver/graph/NCCL calls and block I/O as "X" slices,
+ *     off-CPU intervals as "X" slices on the thread that was off CPU;
+ *   - causal chains (from the explain engine over the window) as "i"
+ *     markers on the slow calls, with "s"/"f" flow arrows from the cause
+ *     (the off-CPU interval or I/O that overlapped the call) to the call;
+ *   - "C" counters per node from the system snapshots.
+ * Times are wall-clock, minus the node's clock offset when merge measured
+ * one (meta 'merge.skew'), relative to the window start. */
+#ifndef CW_EXPORT_PERFETTO_H
+#define CW_EXPORT_PERFETTO_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CW_EXPORT_DEFAULT_SINCE_NS (60ULL * 1000000000ULL)
+#define CW_EXPORT_DEFAULT_MAX_EVENTS 500000ULL
+
+struct cw_export_opts {
+	uint64_t from_wall_ns, to_wall_ns; /* both 0: the last since_ns of data */
+	uint64_t since_ns;                 /* 0 = CW_EXPORT_DEFAULT_SINCE_NS */
+	uint64_t max_events;               /* slices; 0 = CW_EXPORT_DEFAULT_MAX_EVENTS */
+	int no_skew;                       /* ignore meta 'merge.skew' */
+	int no_chains;                     /* skip the explain engine */
+};
+
+struct cw_export_stats {
+	uint64_t from_wall_ns, to_wall_ns; /* the window exported (reference clock) */
+	uint64_t slices, offcpu, io, counters, markers, flows;
+	int nodes, threads, lanes_extra;
+	int skew_applied;                  /* nodes whose clock offset was applied */
+	uint64_t in_window;                /* slices in the window before the cap */
+	uint64_t cut_from_wall_ns;         /* != 0: older slices were cut */
+};
+
+/* Writes the trace of db to out. Returns 0 or -errno with err set (one
+ * lower-case sentence). */
+int cw_export_perfetto(sqlite3 *db, const struct cw_export_opts *o, FILE *out, struct cw_export_stats *st,
+		       char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,199 @@
+/* Causal chains in the trace: the explain engine runs over the exported
+ * window; for each chain the op's slow calls (>= 3x p50, the engine's
+ * threshold) that made it into the trace get an instant marker, and when
+ * the chain's cause is per call (off-CPU preempted or blocked, block I/O)
+ * the longest such interval overlapping the call gets a flow arrow to it.
+ * Both ends of a flow are slices already written; a cause or effect cut
+ * by the window gives no arrow. */
+#include <errno.h>
+#include <string.h>
+
+#include "analysis/explain.h"
+#include "export/perfetto_int.h"
+#include "store/store.h"
+
+#define CALLS_PER_CHAIN 50
+#define SLOW_FACTOR 3
+
+enum cause_kind { CAUSE_NONE, CAUSE_PREEMPTED, CAUSE_BLOCKED };
+
+static enum cause_kind cause_of(const char *kind)
+{
+	if (!strcmp(kind, "cpu_preemption") || !strcmp(kind, "gpu_time_slicing"))
+		return CAUSE_PREEMPTED;
+	if (!strcmp(kind, "io_contention") || !strcmp(kind, "memory_pressure") ||
+	    !strcmp(kind, "dataloader_starvation"))
+		return CAUSE_BLOCKED;
+	return CAUSE_NONE;
+}
+
+struct stmts {
+	sqlite3_stmt *calls, *off, *io;
+};
+
+/* The cause slice of one slow call: key in c->emitted, 0 when none. */
+static int find_cause(struct pf_ctx *c, struct stmts *s, const struct pf_node *n, enum cause_kind ck, int64_t tid,
+		      int64_t start, int64_t end, uint64_t *key, int64_t *cstart, int64_t *cend)
+{
+	int rc;
+
+	*key = 0;
+	if (ck == CAUSE_NONE)
+		return 0;
+	sqlite3_reset(s->off);
+	sqlite3_bind_text(s->off, 1, n->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s->off, 2, tid);
+	sqlite3_bind_text(s->off, 3, ck == CAUSE_PREEMPTED ? "preempted" : "blocked", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s->off, 4, start);
+	sqlite3_bind_int64(s->off, 5, end);
+	while ((rc = sqlite3_step(s->off)) == SQLITE_ROW) {
+		uint64_t k = (uint64_t)sqlite3_column_int64(s->off, 0) | CW_KEY_OFFCPU;
+		int64_t v;
+		if (u64map_get(&c->emitted, k, &v)) {
+			*key = k;
+			*cstart = sqlite3_column_int64(s->off, 1);
+			*cend = sqlite3_column_int64(s->off, 2);
+			return 0;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		return cw_sqlite_errno(rc);
+	if (ck != CAUSE_BLOCKED)
+		return 0;
+	/* Blocked without an interval of its own in the trace: the block I/O
+	 * in flight on the node during the call. */
+	sqlite3_reset(s->io);
+	sqlite3_bind_text(s->io, 1, n->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s->io, 2, start);
+	sqlite3_bind_int64(s->io, 3, end);
+	while ((rc = sqlite3_step(s->io)) == SQLITE_ROW) {
+		uint64_t k = (uint64_t)sqlite3_column_int64(s->io, 0);
+		int64_t v;
+		if (u64map_get(&c->emitted, k, &v)) {
+			*key = k;
+			*cstart = sqlite3_column_int64(s->io, 1);
+			*cend = sqlite3_column_int64(s->io, 2);
+			return 0;
+		}
+	}
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+static int emit_chain(struct pf_ctx *c, struct stmts *s, const struct cw_chain *ch, uint64_t *flow_id)
+{
+	const char *kind = cw_kind_name(ch->kind);
+	enum cause_kind ck = cause_of(kind);
+	const struct pf_node *n = NULL;
+	int rc, ret = 0, marked = 0;
+
+	for (int i = 0; i < c->nnodes; i++)
+		if (!strcmp(c->nodes[i].name, ch->node))
+			n = &c->nodes[i];
+	if (!n)
+		return 0;
+	sqlite3_reset(s->calls);
+	sqlite3_bind_text(s->calls, 1, n->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s->calls, 2, ch->op, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s->calls, 3, n->from);
+	sqlite3_bind_int64(s->calls, 4, n->to);
+	sqlite3_bind_int64(s->calls, 5, (int64_t)(ch->p50_ns ? SLOW_FACTOR * ch->p50_ns : 1));
+	sqlite3_bind_int64(s->calls, 6, ch->pid);
+	sqlite3_bind_int(s->calls, 7, CALLS_PER_CHAIN);
+	while (!ret && (rc = sqlite3_step(s->calls)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(s->calls, 0), tid = sqlite3_column_int64(s->calls, 1);
+		int64_t start = sqlite3_column_int64(s->calls, 2), end = start + sqlite3_column_int64(s->calls, 3);
+		int64_t v, cstart = 0, cend = 0, fts;
+		uint64_t ckey;
+
+		if (!u64map_get(&c->emitted, (uint64_t)id, &v))
+			continue;
+		if ((ret = find_cause(c, s, n, ck, tid, start, end, &ckey, &cstart, &cend)))
+			break;
+		/* Without a per-call cause only the slowest call is marked. */
+		if (!ckey && marked)
+			continue;
+		int64_t etid = v & 0xffffffffLL, ctid;
+		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:{s:s,s:s,s:s,s:s}}", "ph", "i",
+						       "s", "t", "name", kind, "cat", "causeway.chain", "pid", n->pid,
+						       "tid", (json_int_t)etid, "ts", pf_ts(c, n, start), "args",
+						       "severity", cw_severity_name(ch->severity), "op", ch->op,
+						       "node", ch->node, "summary", ch->summary));
+		c->st->markers++;
+		marked = 1;
+		if (ret || !ckey)
+			continue;
+		u64map_get(&c->emitted, ckey, &v);
+		ctid = v & 0xffffffffLL;
+		/* The importer orders events by time, so the arrow's end must not
+		 * precede its start; it lands inside the call after the cause is
+		 * over (bp "e": bound to the slice enclosing that instant). */
+		fts = cend < end ? cend + (end - cend) / 2 : end - 1;
+		if (fts < cstart)
+			fts = cstart;
+		(*flow_id)++;
+		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:I,s:s,s:s,s:i,s:I,s:o}", "ph", "s", "id",
+						       (json_int_t)*flow_id, "name", kind, "cat", "causeway.chain",
+						       "pid", n->pid, "tid", (json_int_t)ctid, "ts", pf_ts(c, n, cstart)));
+		if (!ret)
+			ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:I,s:s,s:s,s:i,s:I,s:o}", "ph", "f", "bp", "e",
+							       "id", (json_int_t)*flow_id, "name", kind, "cat",
+							       "causeway.chain", "pid", n->pid, "tid", (json_int_t)etid,
+							       "ts", pf_ts(c, n, fts)));
+		c->st->flows++;
+	}
+	if (!ret && rc != SQLITE_DONE && rc != SQLITE_ROW)
+		ret = cw_sqlite_errno(rc);
+	return ret;
+}
+
+int pf_emit_chains(struct pf_ctx *c)
+{
+	static const char calls_sql[] =
+		"SELECT id, tid, wall_ns, duration_ns FROM events WHERE node = ?1 AND op = ?2"
+		" AND wall_ns BETWEEN ?3 AND ?4 AND duration_ns >= ?5 AND (?6 = 0 OR pid = ?6)"
+		" ORDER BY duration_ns DESC, id LIMIT ?7";
+	static const char off_sql[] =
+		"SELECT id, wall_ns, wall_ns + duration_ns FROM offcpu WHERE node = ?1 AND tid = ?2 AND reason = ?3"
+		" AND wall_ns < ?5 AND wall_ns + duration_ns > ?4 ORDER BY duration_ns DESC, id";
+	static const char io_sql[] =
+		"SELECT id, wall_ns, wall_ns + duration_ns FROM events WHERE node = ?1 AND source = 'io'"
+		" AND wall_ns < ?3 AND wall_ns + duration_ns > ?2 ORDER BY duration_ns DESC, id LIMIT 16";
+	struct cw_explain_opts eo = { 0 };
+	struct cw_explain_result r;
+	struct stmts s = { NULL, NULL, NULL };
+	uint64_t flow_id = 0;
+	int64_t lo = INT64_MAX, hi = 0;
+	int ret;
+
+	if (!c->nnodes)
+		return 0;
+	for (int i = 0; i < c->nnodes; i++) {
+		if (c->nodes[i].from < lo)
+			lo = c->nodes[i].from;
+		if (c->nodes[i].to > hi)
+			hi = c->nodes[i].to;
+	}
+	eo.from_wall_ns = lo > 0 ? (uint64_t)lo : 1;
+	eo.to_wall_ns = hi > lo ? (uint64_t)hi : eo.from_wall_ns + 1;
+	if ((ret = cw_explain_run(c->db, &eo, &r))) {
+		snprintf(c->err, c->errlen, "explaining the window: %s", strerror(-ret));
+		return ret;
+	}
+	if (sqlite3_prepare_v2(c->db, calls_sql, -1, &s.calls, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(c->db, off_sql, -1, &s.off, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(c->db, io_sql, -1, &s.io, NULL) != SQLITE_OK) {
+		snprintf(c->err, c->errlen, "reading chains: %s", sqlite3_errmsg(c->db));
+		ret = -EIO;
+		goto out;
+	}
+	for (int i = 0; i < r.count && !ret; i++)
+		ret = emit_chain(c, &s, &r.chains[i], &flow_id);
+	if (ret && !c->err[0])
+		snprintf(c->err, c->errlen, "reading chains: %s", sqlite3_errmsg(c->db));
+out:
+	sqlite3_finalize(s.calls);
+	sqlite3_finalize(s.off);
+	sqlite3_finalize(s.io);
+	cw_explain_result_free(&r);
+	return ret;
+}

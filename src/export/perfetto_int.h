@@ -1,0 +1,48 @@
+/* Internals shared by perfetto.c (tracks, slices, counters) and
+ * perfetto_chains.c (markers and flow arrows). Not a public API. */
+#ifndef CW_EXPORT_PERFETTO_INT_H
+#define CW_EXPORT_PERFETTO_INT_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "export/perfetto.h"
+#include "export/trace_json.h"
+#include "util/u64map.h"
+
+/* Lanes of one thread: lane l of tid t is track t + l * CW_LANE_STRIDE.
+ * Linux tids are below 2^22 (PID_MAX_LIMIT on 64-bit). */
+#define CW_LANE_STRIDE (1LL << 22)
+#define CW_MAX_LANES 64
+/* Keys of emitted slices in ctx.emitted: events by id, off-CPU intervals
+ * by id with this bit set. */
+#define CW_KEY_OFFCPU (1ULL << 62)
+
+struct pf_node {
+	char name[64];
+	int pid;            /* trace process id: 1 + index in name order */
+	int64_t offset_ns;  /* node clock minus reference clock */
+	int has_offset;
+	int64_t from, to;   /* window on the node's own clock */
+};
+
+struct pf_ctx {
+	sqlite3 *db;
+	const struct cw_export_opts *o;
+	struct cw_export_stats *st;
+	struct cw_tracew w;
+	struct pf_node *nodes;
+	int nnodes;
+	int64_t base;        /* reference-clock ns of ts 0 */
+	struct u64map emitted; /* key -> node index << 32 | trace tid */
+	char *err;
+	size_t errlen;
+};
+
+/* Trace ts (us) of a wall ns on node n. */
+json_t *pf_ts(const struct pf_ctx *c, const struct pf_node *n, int64_t wall_ns);
+
+/* perfetto_chains.c: markers and flows of the explain engine's chains. */
+int pf_emit_chains(struct pf_ctx *c);
+
+#endif

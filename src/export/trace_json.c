@@ -1,0 +1,142 @@
+/* Chrome trace JSON: streaming writer and slice nesting (trace_json.h). */
+#include "export/trace_json.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 15 significant digits print a relative timestamp of up to ~11 days in
+ * microseconds with all its nanosecond digits, and %g drops the trailing
+ * zeros, so equal inputs give byte-identical files. */
+#define TS_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+
+static int put(struct cw_tracew *w, const char *s)
+{
+	if (w->err)
+		return w->err;
+	if (fputs(s, w->f) == EOF)
+		w->err = -EIO;
+	return w->err;
+}
+
+int cw_tracew_begin(struct cw_tracew *w, FILE *f)
+{
+	memset(w, 0, sizeof(*w));
+	w->f = f;
+	return put(w, "{\"traceEvents\":[\n");
+}
+
+int cw_tracew_event(struct cw_tracew *w, json_t *ev)
+{
+	int ret;
+
+	if (!ev)
+		return w->err ? w->err : (w->err = -ENOMEM);
+	if (!w->err && w->nevents && put(w, ",\n")) {
+		json_decref(ev);
+		return w->err;
+	}
+	ret = w->err ? w->err : json_dumpf(ev, w->f, TS_FLAGS);
+	json_decref(ev);
+	if (ret && !w->err)
+		w->err = -EIO;
+	if (!w->err)
+		w->nevents++;
+	return w->err;
+}
+
+int cw_tracew_end(struct cw_tracew *w, json_t *other)
+{
+	put(w, "\n],\"displayTimeUnit\":\"ms\"");
+	if (other) {
+		put(w, ",\"otherData\":");
+		if (!w->err && json_dumpf(other, w->f, TS_FLAGS))
+			w->err = -EIO;
+		json_decref(other);
+	}
+	put(w, "}\n");
+	if (!w->err && fflush(w->f))
+		w->err = -errno;
+	return w->err;
+}
+
+json_t *cw_trace_us(int64_t ns)
+{
+	return json_real((double)ns / 1000.0);
+}
+
+static int slice_cmp(const void *a, const void *b)
+{
+	const struct cw_slice *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end != y->end)
+		return x->end > y->end ? -1 : 1; /* the enclosing one first */
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* One open-slice stack per lane. */
+struct lane {
+	int64_t *ends;
+	size_t n, cap;
+};
+
+static int lane_push(struct lane *l, int64_t end)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		int64_t *ne = realloc(l->ends, nc * sizeof(*ne));
+		if (!ne)
+			return -ENOMEM;
+		l->ends = ne;
+		l->cap = nc;
+	}
+	l->ends[l->n++] = end;
+	return 0;
+}
+
+int cw_slices_assign_lanes(struct cw_slice *v, size_t n)
+{
+	struct lane *lanes = NULL;
+	int nlanes = 0, ret = 0;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), slice_cmp);
+	for (size_t i = 0; i < n && ret >= 0; i++) {
+		int l;
+		for (l = 0; l < nlanes; l++) {
+			struct lane *ln = &lanes[l];
+			/* Close what ended before this slice starts. */
+			while (ln->n && ln->ends[ln->n - 1] <= v[i].start)
+				ln->n--;
+			if (!ln->n || ln->ends[ln->n - 1] >= v[i].end)
+				break;
+		}
+		if (l == nlanes) {
+			struct lane *nl = realloc(lanes, (size_t)(nlanes + 1) * sizeof(*nl));
+			if (!nl) {
+				ret = -ENOMEM;
+				break;
+			}
+			lanes = nl;
+			memset(&lanes[nlanes++], 0, sizeof(*lanes));
+		}
+		v[i].lane = l;
+		ret = lane_push(&lanes[l], v[i].end);
+	}
+	for (int l = 0; l < nlanes; l++)
+		free(lanes[l].ends);
+	free(lanes);
+	return ret < 0 ? ret : nlanes;
+}
+
+int cw_slices_nest_ok(const struct cw_slice *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n && v[j].start < v[i].end; j++)
+			if (v[j].lane == v[i].lane && v[j].end > v[i].end)
+				return 0;
+	return 1;
+}

@@ -1,0 +1,52 @@
+/* Chrome trace JSON ("traceEvents", the format ui.perfetto.dev and
+ * chrome://tracing open): a streaming writer and the slice-nesting helper.
+ *
+ * The writer dumps one event at a time (jansson per event, compact, one
+ * event per line), so memory stays bounded however long the trace is.
+ *
+ * Complete ("X") slices on one thread track must nest: a slice either lies
+ * inside another or after it. Off-CPU intervals and block I/O are not
+ * obliged to nest inside the calls they overlap (a request issued in one
+ * call completes in the next), so slices that would partially overlap are
+ * moved to an extra lane of the same thread instead of being clipped:
+ * durations stay true and every lane nests. */
+#ifndef CW_EXPORT_TRACE_JSON_H
+#define CW_EXPORT_TRACE_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct cw_tracew {
+	FILE *f;
+	uint64_t nevents;
+	int err; /* first write error, -errno */
+};
+
+/* Writes the opening of {"traceEvents":[ ... */
+int cw_tracew_begin(struct cw_tracew *w, FILE *f);
+/* Appends one event and releases it (the reference is stolen, also on
+ * error). Returns 0 or -errno. */
+int cw_tracew_event(struct cw_tracew *w, json_t *ev);
+/* Closes the array and writes the remaining top-level members:
+ * "displayTimeUnit":"ms" and "otherData" (stolen; may be NULL). */
+int cw_tracew_end(struct cw_tracew *w, json_t *other);
+
+/* Timestamps: microseconds as JSON reals with nanosecond digits. */
+json_t *cw_trace_us(int64_t ns);
+
+struct cw_slice {
+	int64_t start, end; /* ns, end >= start */
+	uint64_t key;       /* caller's identity; the tie-breaker of the order */
+	int lane;           /* out: 0 = the thread's own track */
+};
+
+/* Sorts v by start (then longer first, then key) and gives every slice
+ * the lowest lane on which it nests. Returns the number of lanes used
+ * (0 for n == 0) or -ENOMEM. */
+int cw_slices_assign_lanes(struct cw_slice *v, size_t n);
+/* 1 when the slices of every lane nest properly (v sorted as above). */
+int cw_slices_nest_ok(const struct cw_slice *v, size_t n);
+
+#endif

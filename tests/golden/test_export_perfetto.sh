@@ -1,0 +1,113 @@
+#!/bin/bash
+# export --format perfetto: on a merged three-node database (cluster_db
+# fixture; node2's clock +250 ms, node3's -40 ms; node3 preempted by
+# stress-ng) the trace parses, every slice nests on its track, every flow
+# has both ends inside slices, the clock offsets line the nodes'
+# ncclAllReduce completions up (and do not without them), the window cap
+# cuts with a warning, bad input gives one clear error; and the export of
+# the cluster matches tests/golden/export/cluster.json byte for byte
+# (CW_UPDATE_GOLDEN=1 rewrites it).
+set -u
+fix=$CW_BUILD/fixtures/cluster_db
+check=$CW_ROOT/tests/golden/export/check.py
+golden=$CW_ROOT/tests/golden/export/cluster.json
+[ -x "$fix" ] || { echo "fixture $fix not built (make BUILD=... fixtures)"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cluster() { # DIR STEPS
+	"$fix" "$1/n1.db" node1 0 --straggler-rank 2 --steps "$2" &&
+		"$fix" "$1/n2.db" node2 1 --straggler-rank 2 --skew-ms 250 --steps "$2" &&
+		"$fix" "$1/n3.db" node3 2 --straggler-rank 2 --skew-ms -40 --steps "$2" &&
+		"$CW_BIN" merge "$1/n1.db" "$1/n2.db" "$1/n3.db" -o "$1/c.db" > /dev/null
+}
+mkdir "$tmp/big"
+cluster "$tmp/big" 40 || fail "building the cluster"
+
+"$CW_BIN" export --help | grep -q 'usage: causeway export' || fail "--help"
+"$CW_BIN" export --db "$tmp/big/c.db" -o "$tmp/t.json" 2> "$tmp/e" || fail "export: $(cat "$tmp/e")"
+grep -q 'wrote "'"$tmp"'/t.json": 3 nodes' "$tmp/e" || fail "summary line: $(cat "$tmp/e")"
+ls "$tmp" | grep -q '\.tmp-' && fail "temporary file left behind"
+python3 "$check" "$tmp/t.json" --min-flows 5 --aligned-allreduce || fail "structure (see above)"
+python3 - "$tmp/t.json" <<'EOF' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+def fail(m): print("FAIL:", m); sys.exit(1)
+procs = sorted(e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name")
+if procs != ["node1", "node2", "node3"]: fail(f"processes {procs}")
+threads = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+if "python3 2002" not in threads or "pt_data_worker 2001" not in threads: fail(f"threads {threads}")
+names = {e["name"] for e in ev if e["ph"] == "X"}
+for want in ("off-cpu (preempted by stress-ng)", "off-cpu (blocked)", "block_read", "ncclAllReduce",
+             "cudaStreamSynchronize", "cuLaunchKernel"):
+    if want not in names: fail(f"no slice named {want!r}: {sorted(names)}")
+k = [e for e in ev if e["ph"] == "X" and e["name"] == "cudaLaunchKernel"][0]["args"]
+if k.get("kernel") != "ampere_sgemm_128x64_nn" or k.get("python") != "train.py:88 forward":
+    fail(f"launch args {k}")
+marks = [e for e in ev if e["ph"] == "i"]
+if not marks or any(m["name"] != "cpu_preemption" or m["args"]["node"] != "node3" for m in marks):
+    fail(f"markers {marks[:2]}")
+# Flows go from the stress-ng preemption to the slow synchronize on node3.
+offs = {(e["pid"], e["tid"], e["ts"]) for e in ev if e["ph"] == "X" and e["name"].startswith("off-cpu (preempted")}
+for s in (e for e in ev if e["ph"] == "s"):
+    if (s["pid"], s["tid"], s["ts"]) not in offs: fail(f"flow start {s} is not at a preemption")
+cs = [e for e in ev if e["ph"] == "C"]
+if len(cs) != 15 or set(cs[0]["args"]) != {"cpu %", "mem %", "io busy %"}: fail(f"counters {len(cs)} {cs[:1]}")
+if d["otherData"]["clock_offsets_ns"]["node2"] != 250003000: fail(f"otherData {d['otherData']}")
+print("content ok:", len(ev), "events")
+EOF
+# Without the offsets the nodes' collectives do not line up.
+"$CW_BIN" export --db "$tmp/big/c.db" --no-skew > "$tmp/ns.json" 2> /dev/null || fail "--no-skew to stdout"
+python3 "$check" "$tmp/ns.json" --aligned-allreduce > /dev/null && fail "collectives aligned without offsets"
+python3 "$check" "$tmp/ns.json" > /dev/null || fail "--no-skew structure"
+
+# The cap: the newest slices only, with a warning saying what was cut.
+"$CW_BIN" export --db "$tmp/big/c.db" --max-events 100 -o "$tmp/cap.json" 2> "$tmp/e" || fail "--max-events"
+grep -q 'warning: export: 855 slices in the window, kept the newest [0-9]* (from 20' "$tmp/e" ||
+	fail "cap warning: $(cat "$tmp/e")"
+python3 "$check" "$tmp/cap.json" > "$tmp/o" || fail "capped structure"
+n=$(python3 -c 'import json,sys; print(sum(e["ph"]=="X" for e in json.load(open(sys.argv[1]))["traceEvents"]))' "$tmp/cap.json")
+[ "$n" -le 100 ] && [ "$n" -ge 90 ] || fail "capped export has $n slices"
+# A window: the first second of node1's data, on the reference clock.
+"$CW_BIN" export --db "$tmp/big/c.db" --from 1700000001 --to 1700000002 -o "$tmp/w.json" 2> /dev/null || fail "--from/--to"
+python3 - "$tmp/w.json" <<'EOF' || exit 1
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+ts = [e["ts"] for e in ev if e["ph"] == "X"]
+if not ts or min(ts) < 0 or max(ts) > 1e6: print("FAIL: window", min(ts), max(ts)); sys.exit(1)
+EOF
+
+# Errors: one line, the right exit code, nothing written.
+expect() { # CODE PATTERN ARGS...
+	local code=$1 pat=$2 rc
+	shift 2
+	"$CW_BIN" export "$@" > "$tmp/o" 2> "$tmp/e"
+	rc=$?
+	[ $rc = "$code" ] || fail "export $*: exit $rc, want $code: $(cat "$tmp/e")"
+	grep -q -- "$pat" "$tmp/e" || fail "export $*: \"$(cat "$tmp/e")\" lacks \"$pat\""
+	[ "$(wc -l < "$tmp/e")" = 1 ] || fail "export $*: more than one line"
+}
+expect 2 'unknown format "otlp"' --format otlp --db "$tmp/big/c.db"
+expect 2 'invalid --max-events "0"' --max-events 0 --db "$tmp/big/c.db"
+expect 2 'cannot be combined' --since 5s --from 1700000001 --db "$tmp/big/c.db"
+expect 2 'invalid duration "soon"' --since soon --db "$tmp/big/c.db"
+expect 6 'database "'"$tmp"'/none.db" does not exist' --db "$tmp/none.db" -o "$tmp/none.json"
+head -c 4096 /dev/urandom > "$tmp/bad.db"
+expect 6 'is not a causeway database' --db "$tmp/bad.db" -o "$tmp/none.json"
+[ ! -e "$tmp/none.json" ] || fail "output written on error"
+"$CW_BIN" export --db "$tmp/none.db" --json > "$tmp/o" 2> /dev/null
+grep -q '^{"error": *"export: database' "$tmp/o" || fail "--json error: $(cat "$tmp/o")"
+
+# Golden: the cluster byte for byte, and the same twice.
+"$CW_BIN" export --db "$tmp/big/c.db" -o "$tmp/g1.json" 2> /dev/null || fail "golden export"
+"$CW_BIN" export --db "$tmp/big/c.db" -o "$tmp/g2.json" 2> /dev/null || fail "golden export again"
+cmp -s "$tmp/g1.json" "$tmp/g2.json" || fail "two exports of one database differ"
+python3 "$check" "$tmp/g1.json" --min-flows 1 --aligned-allreduce > /dev/null || fail "golden structure"
+if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then
+	cp "$tmp/g1.json" "$golden"
+	echo "updated $golden"
+fi
+cmp "$tmp/g1.json" "$golden" || { diff <(tr ',' '\n' < "$golden") <(tr ',' '\n' < "$tmp/g1.json") | head -20; fail "golden differs"; }
+echo "ok"
