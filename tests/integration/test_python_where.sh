@@ -18,7 +18,8 @@ start() { # start PYTHON -> sets $pid, waits for the expected-stacks line
 	"$1" "$W" > "$tmp/want" 2>"$tmp/err" &
 	pid=$!
 	pids+=("$pid")
-	for _ in $(seq 1 100); do [ -s "$tmp/want" ] && return 0; sleep 0.05; done
+	# the main thread prints, then enters time.sleep: give it a moment
+	for _ in $(seq 1 300); do [ -s "$tmp/want" ] && { sleep 0.2; return 0; }; sleep 0.05; done
 	echo "workload on $1 did not start: $(cat "$tmp/err")"
 	return 1
 }
