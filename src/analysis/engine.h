@@ -158,5 +158,9 @@ int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
 				  const struct cw_sysctx *sys, const struct cw_opstat *ops,
 				  size_t nops, uint64_t from_wall, uint64_t to_wall,
 				  struct cw_chain *c);
+/* Cross-rank rule: runs once after every node's chains are known (they
+ * supply the straggler's reason). Returns 1 when it filled c. */
+int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,
+		      const struct cw_chain *chains, int nchains, struct cw_chain *c);
 
 #endif

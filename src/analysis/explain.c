@@ -522,6 +522,19 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 			goto fail;
 		i = j;
 	}
+	{
+		struct cw_chain tmp;
+		ret = cw_rule_straggler(db, o, out->from_wall_ns, out->to_wall_ns, cs.v, cs.n, &tmp);
+		if (ret > 0) {
+			struct cw_chain *slot = chains_push(&cs);
+			if (!slot)
+				ret = -ENOMEM;
+			else
+				*slot = tmp;
+		}
+		if (ret < 0)
+			goto fail;
+	}
 	for (int i = 0; i < cs.n; i++) {
 		struct cw_chain *c = &cs.v[i];
 		c->severity = severity_of(c, (double)(out->to_wall_ns - out->from_wall_ns));

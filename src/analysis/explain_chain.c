@@ -18,6 +18,7 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_GPU_TIME_SLICING] = "gpu_time_slicing",
 		[CW_KIND_THROUGHPUT_DROP] = "throughput_drop",
 		[CW_KIND_DATALOADER_STARVATION] = "dataloader_starvation",
+		[CW_KIND_STRAGGLER] = "straggler",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }
