@@ -3,9 +3,13 @@
  * threshold) that made it into the trace get an instant marker, and when
  * the chain's cause is per call (off-CPU preempted or blocked, block I/O)
  * the longest such interval overlapping the call gets a flow arrow to it.
- * Both ends of a flow are slices already written; a cause or effect cut
- * by the window gives no arrow. */
+ * A straggler chain marks the straggler's collectives and draws an arrow
+ * from each late entry to the peers' calls of the same collective (on
+ * other nodes too) that were waiting for it. Both ends of a flow are
+ * slices already written; a cause or effect cut by the window gives no
+ * arrow. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/explain.h"
@@ -14,6 +18,9 @@
 
 #define CALLS_PER_CHAIN 50
 #define SLOW_FACTOR 3
+/* A peer that entered less than this before the straggler was not
+ * waiting for it. */
+#define CW_STRAG_FLOW_MIN_NS 100000
 
 enum cause_kind { CAUSE_NONE, CAUSE_PREEMPTED, CAUSE_BLOCKED };
 
@@ -79,12 +86,162 @@ static int find_cause(struct pf_ctx *c, struct stmts *s, const struct pf_node *n
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 
+struct coll {
+	int64_t entry, end; /* reference clock */
+	int64_t otid, pid;
+	int node;
+};
+
+static int coll_cmp(const void *a, const void *b)
+{
+	const struct coll *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node - y->node;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int flow(struct pf_ctx *c, const char *kind, const struct pf_node *sn, int64_t stid, int64_t sts,
+		const struct pf_node *fn, int64_t ftid, int64_t fts, uint64_t *flow_id)
+{
+	int ret;
+
+	(*flow_id)++;
+	ret = cw_tracew_event(&c->w, json_pack("{s:s,s:I,s:s,s:s,s:i,s:I,s:o}", "ph", "s", "id", (json_int_t)*flow_id,
+					       "name", kind, "cat", "causeway.chain", "pid", sn->pid, "tid",
+					       (json_int_t)stid, "ts", pf_ts(c, sn, sts)));
+	if (!ret)
+		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:I,s:s,s:s,s:i,s:I,s:o}", "ph", "f", "bp", "e", "id",
+						       (json_int_t)*flow_id, "name", kind, "cat", "causeway.chain",
+						       "pid", fn->pid, "tid", (json_int_t)ftid, "ts", pf_ts(c, fn, fts)));
+	c->st->flows++;
+	return ret;
+}
+
+/* Arrows from the straggler's late entries to the peers waiting in the
+ * same collective, matched by completion time (reference clock). */
+static int emit_straggler(struct pf_ctx *c, const struct cw_chain *ch, uint64_t *flow_id)
+{
+	static const char sql[] = "SELECT id, node, pid, wall_ns, duration_ns FROM events WHERE op = ?1"
+				  " AND source = 'nccl' AND wall_ns BETWEEN ?2 AND ?3 LIMIT 200000";
+	struct coll *v = NULL;
+	size_t n = 0, cap = 0, s0 = 0, s1 = 0, marked = 0;
+	sqlite3_stmt *st = NULL;
+	int64_t lo = INT64_MAX, hi = 0, tol, *gaps = NULL;
+	int rc, ret = 0, sni = -1;
+
+	for (int i = 0; i < c->nnodes; i++) {
+		lo = c->nodes[i].from < lo ? c->nodes[i].from : lo;
+		hi = c->nodes[i].to > hi ? c->nodes[i].to : hi;
+		if (!strcmp(c->nodes[i].name, ch->node))
+			sni = i;
+	}
+	if (sni < 0 || !ch->pid)
+		return 0;
+	if ((rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL)) != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, ch->op, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, lo);
+	sqlite3_bind_int64(st, 3, hi);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *node = (const char *)sqlite3_column_text(st, 1);
+		int64_t otid, id = sqlite3_column_int64(st, 0);
+		int ni = -1;
+		for (int i = 0; node && i < c->nnodes; i++)
+			if (!strcmp(c->nodes[i].name, node))
+				ni = i;
+		if (ni < 0 || !u64map_get(&c->emitted, (uint64_t)id, &otid))
+			continue;
+		if (n == cap) {
+			struct coll *nv = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof(*nv));
+			if (!nv) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			v = nv;
+		}
+		v[n].entry = sqlite3_column_int64(st, 3) - c->nodes[ni].offset_ns;
+		v[n].end = v[n].entry + sqlite3_column_int64(st, 4);
+		v[n].otid = otid & 0xffffffffLL;
+		v[n].pid = sqlite3_column_int64(st, 2);
+		v[n].node = ni;
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = cw_sqlite_errno(rc);
+		goto out;
+	}
+	if (n < 2)
+		goto out;
+	qsort(v, n, sizeof(*v), coll_cmp);
+	while (s0 < n && !(v[s0].node == sni && v[s0].pid == ch->pid))
+		s0++;
+	for (s1 = s0; s1 < n && v[s1].node == sni && v[s1].pid == ch->pid; s1++)
+		;
+	if (s1 - s0 < 2)
+		goto out;
+	/* Completions closer than half the straggler's usual gap between
+	 * collectives belong to the same collective. */
+	if (!(gaps = malloc((s1 - s0) * sizeof(*gaps)))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = s0 + 1; k < s1; k++)
+		gaps[k - s0 - 1] = v[k].end - v[k - 1].end;
+	qsort(gaps, s1 - s0 - 1, sizeof(*gaps), i64_cmp);
+	tol = gaps[(s1 - s0 - 1) / 2] / 2;
+	for (size_t k = s0; k < s1 && !ret && marked < CALLS_PER_CHAIN; k++) {
+		const struct coll *sc = &v[k];
+		int drew = 0;
+		for (size_t j = 0; j < n && !ret; j++) {
+			const struct coll *p = &v[j];
+			if (j >= s0 && j < s1)
+				continue;
+			/* The peer entered first and was still inside when the
+			 * straggler arrived. */
+			if (llabs(p->end - sc->end) > tol || p->entry + CW_STRAG_FLOW_MIN_NS > sc->entry ||
+			    p->end <= sc->entry)
+				continue;
+			/* Lands inside the waiting call, after the late entry. */
+			ret = flow(c, "straggler", &c->nodes[sni], sc->otid, sc->entry + c->nodes[sni].offset_ns,
+				   &c->nodes[p->node], p->otid,
+				   sc->entry + (p->end - sc->entry) / 2 + c->nodes[p->node].offset_ns, flow_id);
+			drew = 1;
+		}
+		if (!drew || ret)
+			continue;
+		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:{s:s,s:s,s:s,s:s}}", "ph", "i",
+						       "s", "t", "name", "straggler", "cat", "causeway.chain", "pid",
+						       c->nodes[sni].pid, "tid", (json_int_t)sc->otid, "ts",
+						       pf_ts(c, &c->nodes[sni], sc->entry + c->nodes[sni].offset_ns),
+						       "args", "severity", cw_severity_name(ch->severity), "op", ch->op,
+						       "node", ch->node, "summary", ch->summary));
+		c->st->markers++;
+		marked++;
+	}
+out:
+	sqlite3_finalize(st);
+	free(v);
+	free(gaps);
+	return ret;
+}
+
 static int emit_chain(struct pf_ctx *c, struct stmts *s, const struct cw_chain *ch, uint64_t *flow_id)
 {
 	const char *kind = cw_kind_name(ch->kind);
 	enum cause_kind ck = cause_of(kind);
 	const struct pf_node *n = NULL;
 	int rc, ret = 0, marked = 0;
+
+	if (ch->kind == CW_KIND_STRAGGLER)
+		return emit_straggler(c, ch, flow_id);
 
 	for (int i = 0; i < c->nnodes; i++)
 		if (!strcmp(c->nodes[i].name, ch->node))
@@ -130,16 +287,7 @@ static int emit_chain(struct pf_ctx *c, struct stmts *s, const struct cw_chain *
 		fts = cend < end ? cend + (end - cend) / 2 : end - 1;
 		if (fts < cstart)
 			fts = cstart;
-		(*flow_id)++;
-		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:I,s:s,s:s,s:i,s:I,s:o}", "ph", "s", "id",
-						       (json_int_t)*flow_id, "name", kind, "cat", "causeway.chain",
-						       "pid", n->pid, "tid", (json_int_t)ctid, "ts", pf_ts(c, n, cstart)));
-		if (!ret)
-			ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:I,s:s,s:s,s:i,s:I,s:o}", "ph", "f", "bp", "e",
-							       "id", (json_int_t)*flow_id, "name", kind, "cat",
-							       "causeway.chain", "pid", n->pid, "tid", (json_int_t)etid,
-							       "ts", pf_ts(c, n, fts)));
-		c->st->flows++;
+		ret = flow(c, kind, n, ctid, cstart, n, etid, fts, flow_id);
 	}
 	if (!ret && rc != SQLITE_DONE && rc != SQLITE_ROW)
 		ret = cw_sqlite_errno(rc);

@@ -47,12 +47,23 @@ k = [e for e in ev if e["ph"] == "X" and e["name"] == "cudaLaunchKernel"][0]["ar
 if k.get("kernel") != "ampere_sgemm_128x64_nn" or k.get("python") != "train.py:88 forward":
     fail(f"launch args {k}")
 marks = [e for e in ev if e["ph"] == "i"]
-if not marks or any(m["name"] != "cpu_preemption" or m["args"]["node"] != "node3" for m in marks):
-    fail(f"markers {marks[:2]}")
-# Flows go from the stress-ng preemption to the slow synchronize on node3.
+kinds = {m["name"] for m in marks}
+if kinds != {"cpu_preemption", "straggler"} or any(m["args"]["node"] != "node3" for m in marks):
+    fail(f"markers {kinds} {marks[:2]}")
+# Flows: from the stress-ng preemption to the slow synchronize on node3,
+# and from node3's late collective entries to the peers waiting in them.
 offs = {(e["pid"], e["tid"], e["ts"]) for e in ev if e["ph"] == "X" and e["name"].startswith("off-cpu (preempted")}
-for s in (e for e in ev if e["ph"] == "s"):
-    if (s["pid"], s["tid"], s["ts"]) not in offs: fail(f"flow start {s} is not at a preemption")
+late = {(e["pid"], e["tid"], e["ts"]) for e in ev if e["ph"] == "X" and e["name"] == "ncclAllReduce" and e["pid"] == 3}
+starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+ends = {e["id"]: e for e in ev if e["ph"] == "f"}
+for i, s in starts.items():
+    key = (s["pid"], s["tid"], s["ts"])
+    if s["name"] == "cpu_preemption" and (key not in offs or ends[i]["pid"] != 3):
+        fail(f"preemption flow {s} {ends[i]}")
+    if s["name"] == "straggler" and (key not in late or ends[i]["pid"] == 3):
+        fail(f"straggler flow {s} {ends[i]}")
+if {e["pid"] for e in ends.values() if e["name"] == "straggler"} != {1, 2}:
+    fail("straggler flows do not reach both peers")
 cs = [e for e in ev if e["ph"] == "C"]
 if len(cs) != 15 or set(cs[0]["args"]) != {"cpu %", "mem %", "io busy %"}: fail(f"counters {len(cs)} {cs[:1]}")
 if d["otherData"]["clock_offsets_ns"]["node2"] != 250003000: fail(f"otherData {d['otherData']}")
