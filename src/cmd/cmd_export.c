@@ -12,6 +12,8 @@
 
 #include "cmd/cmd.h"
 #include "export/perfetto.h"
+#include "export/perfetto_fleet.h"
+#include "fleet/fanout_cli.h"
 #include "store/store.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -40,8 +42,20 @@ static void usage(FILE *f)
 	      "  --no-skew          ignore the clock offsets stored by merge\n"
 	      "  --no-chains        no markers and flows (skips the explain engine)\n"
 	      "  --json             errors as {\"error\": ...}\n"
-	      "  --help             this text\n",
+	      "  --help             this text\n"
+	      "\n"
+	      "Fleet: --nodes HOST:PORT,... (or --fleet for the config's nodes) exports\n"
+	      "the window from every agent at once, one process per node, with the\n"
+	      "clock offsets the fan-out measures applied; --ca-cert, --client-cert,\n"
+	      "--client-key, --token-file, --node-timeout and --skew-warn as for query.\n"
+	      "Each agent sends at most its row cap (serve's max rows) per table.\n",
 	      f);
+}
+
+static void fleet_warn(void *arg, const char *msg)
+{
+	(void)arg;
+	cw_warn("export: %s", msg);
 }
 
 static int parse_count(const char *s, uint64_t *out)
@@ -74,21 +88,27 @@ int cmd_export(int argc, char **argv)
 		   *to = NULL, *max = NULL;
 	struct cw_export_opts o = { 0 };
 	struct cw_export_stats stats;
+	struct cw_fleet_opts fo = { 0 };
 	struct cw_store *st = NULL;
 	char err[512], *tmp = NULL;
 	FILE *out = stdout;
-	int json = 0, c, ret, rc = CW_EXIT_OK;
+	int json = 0, fleet = 0, db_given = 0, c, ret, rc = CW_EXIT_OK;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
+	if (cw_fleet_cli_wanted(argc, argv)) {
+		if ((rc = cw_fleet_cli_extract(&argc, argv, json, &fo)))
+			return rc;
+		fleet = 1;
+	}
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:o:", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_FORMAT: format = optarg; break;
 		case 'o': out_path = optarg; break;
-		case 'd': db_path = optarg; break;
+		case 'd': db_path = optarg; db_given = 1; break;
 		case 's': since = optarg; break;
 		case OPT_FROM: from = optarg; break;
 		case OPT_TO: to = optarg; break;
@@ -98,50 +118,66 @@ int cmd_export(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'h':
 			usage(stdout);
-			return CW_EXIT_OK;
+			goto out;
 		case ':':
 			cw_report_error(json, "export: option \"%s\" needs a value", argv[optind - 1]);
-			return CW_EXIT_USAGE;
+			rc = CW_EXIT_USAGE;
+			goto out;
 		default:
 			cw_report_error(json, "export: unknown option \"%s\"", argv[optind - 1]);
-			return CW_EXIT_USAGE;
+			rc = CW_EXIT_USAGE;
+			goto out;
 		}
 	}
 	if (optind < argc) {
 		cw_report_error(json, "export: unexpected argument \"%s\"", argv[optind]);
-		return CW_EXIT_USAGE;
+		rc = CW_EXIT_USAGE;
+			goto out;
 	}
 	if (strcmp(format, "perfetto") && strcmp(format, "chrome")) {
 		cw_report_error(json, "export: unknown format \"%s\" (perfetto is the one supported)", format);
-		return CW_EXIT_USAGE;
+		rc = CW_EXIT_USAGE;
+			goto out;
 	}
 	if (since && (from || to)) {
 		cw_report_error(json, "export: --since cannot be combined with --from or --to");
-		return CW_EXIT_USAGE;
+		rc = CW_EXIT_USAGE;
+			goto out;
 	}
 	if (since && (cw_parse_duration(since, &o.since_ns) < 0 || !o.since_ns)) {
 		cw_report_error(json, "export: invalid duration \"%s\" (e.g. 30s, 5m, 2h)", since);
-		return CW_EXIT_USAGE;
+		rc = CW_EXIT_USAGE;
+			goto out;
 	}
 	if (from && cw_parse_time(from, &o.from_wall_ns) < 0) {
 		cw_report_error(json, "export: invalid time \"%s\" (RFC 3339 or Unix seconds)", from);
-		return CW_EXIT_USAGE;
+		rc = CW_EXIT_USAGE;
+			goto out;
 	}
 	if (to && cw_parse_time(to, &o.to_wall_ns) < 0) {
 		cw_report_error(json, "export: invalid time \"%s\" (RFC 3339 or Unix seconds)", to);
-		return CW_EXIT_USAGE;
+		rc = CW_EXIT_USAGE;
+			goto out;
 	}
 	if (from && to && o.to_wall_ns <= o.from_wall_ns) {
 		cw_report_error(json, "export: --to \"%s\" is not after --from \"%s\"", to, from);
-		return CW_EXIT_USAGE;
+		rc = CW_EXIT_USAGE;
+			goto out;
 	}
 	if (max && parse_count(max, &o.max_events) < 0) {
 		cw_report_error(json, "export: invalid --max-events \"%s\" (1 to 100000000)", max);
-		return CW_EXIT_USAGE;
+		rc = CW_EXIT_USAGE;
+			goto out;
 	}
-	if ((ret = cw_store_open(&st, db_path, CW_STORE_READONLY, err, sizeof(err)))) {
+	if (fleet && db_given) {
+		cw_report_error(json, "export: --db cannot be combined with --nodes or --fleet");
+		rc = CW_EXIT_USAGE;
+		goto out;
+	}
+	if (!fleet && (ret = cw_store_open(&st, db_path, CW_STORE_READONLY, err, sizeof(err)))) {
 		cw_report_error(json, "export: %s", err);
-		return CW_EXIT_DB;
+		rc = CW_EXIT_DB;
+		goto out;
 	}
 	if (out_path && strcmp(out_path, "-")) {
 		int fd;
@@ -164,7 +200,10 @@ int cmd_export(int argc, char **argv)
 			goto out;
 		}
 	}
-	ret = cw_export_perfetto(st->db, &o, out, &stats, err, sizeof(err));
+	if (fleet)
+		ret = cw_export_perfetto_fleet(&fo, &o, out, &stats, fleet_warn, NULL, err, sizeof(err));
+	else
+		ret = cw_export_perfetto(st->db, &o, out, &stats, err, sizeof(err));
 	if (tmp) {
 		/* mkstemp made it 0600; a trace is an ordinary file. */
 		mode_t mask = umask(0);
@@ -182,7 +221,7 @@ int cmd_export(int argc, char **argv)
 	}
 	if (ret) {
 		cw_report_error(json, "export: %s", err);
-		rc = ret == -ENOTSUP || ret == -EBUSY ? CW_EXIT_DB : CW_EXIT_FAIL;
+		rc = !fleet && (ret == -ENOTSUP || ret == -EBUSY) ? CW_EXIT_DB : CW_EXIT_FAIL;
 		goto out;
 	}
 	if (stats.cut_from_wall_ns) {
@@ -203,5 +242,7 @@ int cmd_export(int argc, char **argv)
 out:
 	free(tmp);
 	cw_store_close(st);
+	if (fleet)
+		cw_fleet_cli_release(&fo);
 	return rc;
 }

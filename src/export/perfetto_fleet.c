@@ -1,0 +1,351 @@
+/* export --nodes (perfetto_fleet.h). */
+#include "export/perfetto_fleet.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "util/timeutil.h"
+
+/* One table fetched from every agent. The SELECT's columns are, in order,
+ * the columns of the local INSERT after node (the names are ours, never
+ * the agents'). ?1/?2 are the window (wall ns, or seconds for the
+ * aggregates), ?3 the per-node row budget. */
+struct fetch {
+	const char *select;
+	const char *insert;
+	int ncols;
+	int hex_col; /* a BLOB that the query API returns as hex, -1 none */
+	int nparams; /* the agents' query API wants exactly the parameters used */
+};
+
+static const struct fetch fetches[] = {
+	{ "SELECT kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns, host, rank, local_rank, world_size, command"
+	  " FROM sessions ORDER BY id",
+	  "INSERT INTO sessions (node, kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns, host, rank,"
+	  " local_rank, world_size, command) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+	  9, -1, 0 },
+	{ "SELECT pid, ppid, comm, cmdline, cgroup_id, rank, local_rank, world_size, start_wall_ns, exit_code"
+	  " FROM processes",
+	  "INSERT OR IGNORE INTO processes (node, pid, ppid, comm, cmdline, cgroup_id, rank, local_rank, world_size,"
+	  " start_wall_ns, exit_code) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+	  10, -1, 0 },
+	{ "SELECT tid, pid, comm FROM threads", "INSERT OR IGNORE INTO threads (node, tid, pid, comm) VALUES (?1,?2,?3,?4)",
+	  3, -1, 0 },
+	{ "SELECT source, op, second, count, sum_ns, max_ns, hist FROM aggregates WHERE second BETWEEN ?1 AND ?2",
+	  "INSERT OR IGNORE INTO aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+	  7, 6, 2 },
+	{ "SELECT pid, tid, comm, start_mono_ns, end_mono_ns, wall_ns, duration_ns, reason, cpu, by_pid, by_tid,"
+	  " by_comm, by_cgroup_id, waker_pid, waker_comm FROM offcpu WHERE wall_ns BETWEEN ?1 AND ?2"
+	  " ORDER BY wall_ns DESC LIMIT ?3",
+	  "INSERT INTO offcpu (node, pid, tid, comm, start_mono_ns, end_mono_ns, wall_ns, duration_ns, reason, cpu,"
+	  " by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm)"
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
+	  15, -1, 3 },
+	{ "SELECT mono_ns, wall_ns, cpu_pct, mem_pct, swap_used_bytes, load1, ncpu, page_alloc_per_s, io_bytes_per_s,"
+	  " io_busy_pct FROM snapshots WHERE wall_ns BETWEEN ?1 AND ?2 ORDER BY wall_ns DESC LIMIT ?3",
+	  "INSERT INTO snapshots (node, mono_ns, wall_ns, cpu_pct, mem_pct, swap_used_bytes, load1, ncpu,"
+	  " page_alloc_per_s, io_bytes_per_s, io_busy_pct) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+	  10, -1, 3 },
+	/* Events carry their Python stack inline (the last six columns),
+	 * interned locally by hash; see put_events(). */
+	{ "SELECT e.seq, e.wall_ns, e.mono_ns, e.pid, e.tid, e.cgroup_id, e.comm, e.source, e.op, e.duration_ns,"
+	  " e.arg0, e.arg1, e.arg2, e.arg3, e.bytes, e.detail, e.ret, e.device, e.anomalous, p.hash, p.depth,"
+	  " p.frames, p.user_file, p.user_line, p.user_function FROM events e LEFT JOIN py_stacks p"
+	  " ON p.id = e.py_stack_id WHERE e.wall_ns BETWEEN ?1 AND ?2 ORDER BY e.wall_ns DESC LIMIT ?3",
+	  "INSERT INTO events (node, seq, wall_ns, mono_ns, pid, tid, cgroup_id, comm, source, op, duration_ns, arg0,"
+	  " arg1, arg2, arg3, bytes, detail, ret, device, anomalous, py_stack_id)"
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)",
+	  19, -1, 3 },
+};
+#define EVENTS_FETCH (sizeof(fetches) / sizeof(fetches[0]) - 1)
+
+struct warns {
+	char **v;
+	int n;
+	void (*fn)(void *, const char *);
+	void *arg;
+};
+
+static void pass_warnings(struct warns *w, const struct cw_fleet_result *r)
+{
+	for (int i = 0; i < r->nwarnings; i++) {
+		int seen = 0;
+		char **nv;
+		for (int k = 0; k < w->n && !seen; k++)
+			seen = !strcmp(w->v[k], r->warnings[i]);
+		if (seen || !(nv = realloc(w->v, (size_t)(w->n + 1) * sizeof(*nv))))
+			continue;
+		w->v = nv;
+		if (!(w->v[w->n] = strdup(r->warnings[i])))
+			continue;
+		w->n++;
+		if (w->fn)
+			w->fn(w->arg, r->warnings[i]);
+	}
+}
+
+static int unhex(const char *s, unsigned char **out, size_t *len)
+{
+	size_t n = strlen(s);
+	unsigned char *b;
+
+	if (n % 2 || !(b = malloc(n / 2 + 1)))
+		return -EINVAL;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned hi, lo;
+		if (sscanf(s + 2 * i, "%1x%1x", &hi, &lo) != 2) {
+			free(b);
+			return -EINVAL;
+		}
+		b[i] = (unsigned char)(hi << 4 | lo);
+	}
+	*out = b;
+	*len = n / 2;
+	return 0;
+}
+
+/* Binds an agent's JSON value; types are the agent's, checked here. */
+static int bind_json(sqlite3_stmt *st, int i, json_t *v, int hex)
+{
+	if (json_is_integer(v))
+		return sqlite3_bind_int64(st, i, json_integer_value(v));
+	if (json_is_real(v))
+		return sqlite3_bind_double(st, i, json_real_value(v));
+	if (json_is_boolean(v))
+		return sqlite3_bind_int(st, i, json_is_true(v));
+	if (json_is_string(v) && hex) {
+		unsigned char *b;
+		size_t len;
+		if (unhex(json_string_value(v), &b, &len))
+			return SQLITE_MISMATCH;
+		return sqlite3_bind_blob(st, i, b, (int)len, free);
+	}
+	if (json_is_string(v))
+		return sqlite3_bind_text(st, i, json_string_value(v), (int)json_string_length(v), SQLITE_TRANSIENT);
+	return sqlite3_bind_null(st, i);
+}
+
+static int64_t intern_py(sqlite3 *db, sqlite3_stmt *put, sqlite3_stmt *get, json_t *row, size_t at)
+{
+	int64_t id = 0;
+
+	if (!json_is_integer(json_array_get(row, at)))
+		return 0;
+	for (int k = 0; k < 6; k++)
+		bind_json(put, k + 1, json_array_get(row, at + (size_t)k), 0);
+	if (sqlite3_step(put) != SQLITE_DONE)
+		id = -1;
+	sqlite3_reset(put);
+	bind_json(get, 1, json_array_get(row, at), 0);
+	if (id == 0 && sqlite3_step(get) == SQLITE_ROW)
+		id = sqlite3_column_int64(get, 0);
+	sqlite3_reset(get);
+	(void)db;
+	return id;
+}
+
+/* Rows of one fetch ([node, cols...]) into the local store. */
+static int put_rows(sqlite3 *db, const struct fetch *f, json_t *merged, int events)
+{
+	json_t *rows = json_object_get(merged, "rows"), *row;
+	sqlite3_stmt *ins = NULL, *put = NULL, *get = NULL;
+	size_t ri;
+	int ret = 0;
+
+	if (json_array_size(json_object_get(merged, "columns")) != (size_t)f->ncols + 1 + (events ? 6 : 0))
+		return json_array_size(rows) ? -EPROTO : 0;
+	if (sqlite3_prepare_v2(db, f->insert, -1, &ins, NULL) != SQLITE_OK ||
+	    (events && (sqlite3_prepare_v2(db,
+					   "INSERT OR IGNORE INTO py_stacks (hash, depth, frames, user_file, user_line,"
+					   " user_function) VALUES (?1,?2,?3,?4,?5,?6)",
+					   -1, &put, NULL) != SQLITE_OK ||
+			sqlite3_prepare_v2(db, "SELECT id FROM py_stacks WHERE hash = ?1", -1, &get, NULL) !=
+				SQLITE_OK))) {
+		ret = -EIO;
+		goto out;
+	}
+	json_array_foreach(rows, ri, row) {
+		for (int k = 0; k <= f->ncols; k++)
+			if (bind_json(ins, k + 1, json_array_get(row, (size_t)k), f->hex_col >= 0 && k - 1 == f->hex_col) != SQLITE_OK) {
+				ret = -EPROTO;
+				goto out;
+			}
+		if (events) {
+			int64_t py = intern_py(db, put, get, row, (size_t)f->ncols + 1);
+			if (py < 0) {
+				ret = -EIO;
+				goto out;
+			}
+			if (py)
+				sqlite3_bind_int64(ins, f->ncols + 2, py);
+			else
+				sqlite3_bind_null(ins, f->ncols + 2);
+		}
+		/* NOT NULL columns an agent left empty reject the row alone. */
+		int rc = sqlite3_step(ins);
+		sqlite3_reset(ins);
+		if (rc != SQLITE_DONE && rc != SQLITE_CONSTRAINT) {
+			ret = cw_sqlite_errno(rc);
+			goto out;
+		}
+	}
+out:
+	sqlite3_finalize(ins);
+	sqlite3_finalize(put);
+	sqlite3_finalize(get);
+	return ret;
+}
+
+static json_t *request(const struct fetch *f, int64_t a, int64_t b, int64_t limit)
+{
+	json_t *p = json_array();
+	int64_t v[3] = { a, b, limit };
+
+	for (int i = 0; i < f->nparams; i++)
+		json_array_append_new(p, json_integer(v[i]));
+	return json_pack("{s:s,s:o,s:I}", "sql", f->select, "params", p, "max_rows", (json_int_t)limit);
+}
+
+struct window {
+	uint64_t from, to;  /* reference clock */
+	int64_t fetch_from, fetch_to;
+};
+
+/* Newest data per node and the clock offsets (the first fan-out, which
+ * also measures skew), stored as meta 'merge.skew'. */
+static int plan(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_export_opts *o, struct window *w,
+		struct warns *wr, char *err, size_t errlen)
+{
+	struct cw_fleet_opts f = *fo;
+	struct cw_fleet_result res;
+	json_t *merged = NULL, *req = json_pack("{s:s}", "sql", "SELECT (SELECT max(second) FROM aggregates)");
+	json_t *skew = json_object(), *nodes = json_object();
+	int64_t to_ref = 0, maxoff = 0;
+	char *s = NULL;
+	int ret;
+
+	f.skew = 1;
+	ret = cw_fleet_query_req(&f, req, &merged, &res, err, errlen);
+	json_decref(req);
+	pass_warnings(wr, &res);
+	if (ret)
+		goto out;
+	for (int i = 0; i < res.n; i++) {
+		const struct cw_fleet_node *n = &res.nodes[i];
+		json_t *rows = json_object_get(merged, "rows"), *row;
+		size_t ri;
+		int64_t off = n->skew.valid ? n->skew.offset_ns : 0;
+		if (!n->ok)
+			continue;
+		if (n->skew.valid)
+			json_object_set_new(nodes, n->name, json_pack("{s:I,s:i}", "offset_ns", (json_int_t)off,
+								      "samples", n->skew.samples));
+		maxoff = llabs(off) > maxoff ? llabs(off) : maxoff;
+		json_array_foreach(rows, ri, row) {
+			json_t *sec = json_array_get(row, 1);
+			if (strcmp(json_string_value(json_array_get(row, 0)) ?: "", n->name) || !json_is_integer(sec))
+				continue;
+			int64_t newest = (json_integer_value(sec) + 1) * (int64_t)NSEC_PER_SEC - off;
+			if (newest > to_ref)
+				to_ref = newest;
+		}
+	}
+	if (o->from_wall_ns || o->to_wall_ns) {
+		w->from = o->from_wall_ns;
+		w->to = o->to_wall_ns ? o->to_wall_ns : (uint64_t)to_ref;
+	} else {
+		uint64_t since = o->since_ns ? o->since_ns : CW_EXPORT_DEFAULT_SINCE_NS;
+		w->to = (uint64_t)to_ref;
+		w->from = w->to > since ? w->to - since : 0;
+	}
+	w->fetch_from = (int64_t)w->from - maxoff - (int64_t)NSEC_PER_SEC;
+	w->fetch_to = (int64_t)w->to + maxoff + (int64_t)NSEC_PER_SEC;
+	json_object_set_new(skew, "method", json_string("fan-out NTP-style time samples"));
+	json_object_set(skew, "nodes", nodes);
+	if (!(s = json_dumps(skew, JSON_COMPACT)) || cw_meta_set(db, "merge.skew", s)) {
+		snprintf(err, errlen, "writing the temporary store failed");
+		ret = -EIO;
+	}
+out:
+	free(s);
+	json_decref(skew);
+	json_decref(nodes);
+	json_decref(merged);
+	cw_fleet_result_free(&res);
+	return ret;
+}
+
+int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_export_opts *o, FILE *out,
+			     struct cw_export_stats *st, void (*warn)(void *arg, const char *msg), void *warn_arg,
+			     char *err, size_t errlen)
+{
+	char dir[] = "/tmp/causeway-export-XXXXXX", path[sizeof(dir) + 16];
+	struct warns wr = { .fn = warn, .arg = warn_arg };
+	struct cw_export_opts lo = *o;
+	struct cw_store *store = NULL;
+	struct window w = { 0 };
+	uint64_t max = o->max_events ? o->max_events : CW_EXPORT_DEFAULT_MAX_EVENTS;
+	int64_t per;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	err[0] = '\0';
+	if (!mkdtemp(dir)) {
+		snprintf(err, errlen, "cannot create a temporary directory: %s", strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "%s/fleet.db", dir);
+	if ((ret = cw_store_open(&store, path, CW_STORE_CREATE, err, errlen)))
+		goto out;
+	if ((ret = plan(store->db, fo, o, &w, &wr, err, errlen)))
+		goto out;
+	per = (int64_t)(max / (uint64_t)(fo->nnodes > 0 ? fo->nnodes : 1));
+	if (per < 1)
+		per = 1;
+	for (size_t k = 0; k < sizeof(fetches) / sizeof(fetches[0]) && !ret; k++) {
+		const struct fetch *f = &fetches[k];
+		int agg = strstr(f->select, "FROM aggregates") != NULL;
+		json_t *req = request(f, agg ? w.fetch_from / (int64_t)NSEC_PER_SEC : w.fetch_from,
+				      agg ? w.fetch_to / (int64_t)NSEC_PER_SEC : w.fetch_to, per);
+		struct cw_fleet_result res;
+		json_t *merged = NULL;
+
+		ret = cw_fleet_query_req(fo, req, &merged, &res, err, errlen);
+		json_decref(req);
+		pass_warnings(&wr, &res);
+		if (!ret && (ret = cw_exec(store->db, "BEGIN")) == 0) {
+			ret = put_rows(store->db, f, merged, k == EVENTS_FETCH);
+			cw_exec(store->db, ret ? "ROLLBACK" : "COMMIT");
+			if (ret)
+				snprintf(err, errlen, "storing the agents' rows: %s",
+					 ret == -EPROTO ? "unexpected columns or values" : strerror(-ret));
+		}
+		json_decref(merged);
+		cw_fleet_result_free(&res);
+	}
+	if (ret)
+		goto out;
+	lo.from_wall_ns = w.from;
+	lo.to_wall_ns = w.to > w.from ? w.to : w.from + 1;
+	ret = cw_export_perfetto(store->db, &lo, out, st, err, errlen);
+out:
+	cw_store_close(store);
+	if (path[0]) {
+		char aux[sizeof(path) + 8];
+		unlink(path);
+		snprintf(aux, sizeof(aux), "%s-wal", path);
+		unlink(aux);
+		snprintf(aux, sizeof(aux), "%s-shm", path);
+		unlink(aux);
+	}
+	rmdir(dir);
+	for (int i = 0; i < wr.n; i++)
+		free(wr.v[i]);
+	free(wr.v);
+	return ret;
+}
