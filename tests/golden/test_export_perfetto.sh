@@ -6,7 +6,8 @@
 # ncclAllReduce completions up (and do not without them), the window cap
 # cuts with a warning, bad input gives one clear error; and the export of
 # the cluster matches tests/golden/export/cluster.json byte for byte
-# (CW_UPDATE_GOLDEN=1 rewrites it).
+# (CW_UPDATE_GOLDEN=1 rewrites it), and so does the export of the demo's
+# incident database over two seconds of its CPU storm (demo_incident.json).
 set -u
 fix=$CW_BUILD/fixtures/cluster_db
 check=$CW_ROOT/tests/golden/export/check.py
@@ -121,4 +122,18 @@ if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then
 	echo "updated $golden"
 fi
 cmp "$tmp/g1.json" "$golden" || { diff <(tr ',' '\n' < "$golden") <(tr ',' '\n' < "$tmp/g1.json") | head -20; fail "golden differs"; }
+
+# Golden: the demo's incident (fixed start 2026-01-01T00:00:00Z, seed 1),
+# seconds 34-36 of the stress-ng storm: preemptions flow into the slow calls.
+dgold=$CW_ROOT/tests/golden/export/demo_incident.json
+"$CW_BIN" demo incident --db "$tmp/demo.db" > /dev/null || fail "demo incident"
+"$CW_BIN" export --db "$tmp/demo.db" --from 2026-01-01T00:00:34Z --to 2026-01-01T00:00:36Z -o "$tmp/d.json" \
+	2> /dev/null || fail "demo export"
+python3 "$check" "$tmp/d.json" --min-flows 5 > /dev/null || fail "demo trace structure"
+grep -q '"name":"off-cpu (preempted by stress-ng)"' "$tmp/d.json" || fail "demo: no stress-ng preemption slice"
+if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then
+	cp "$tmp/d.json" "$dgold"
+	echo "updated $dgold"
+fi
+cmp "$tmp/d.json" "$dgold" || { diff <(tr ',' '\n' < "$dgold") <(tr ',' '\n' < "$tmp/d.json") | head -20; fail "demo golden differs"; }
 echo "ok"

@@ -109,6 +109,34 @@ EOF
 "$CW_BIN" query --db "$tmp/c.db" "SELECT node, count(*) FROM events GROUP BY node" > "$tmp/q" || fail "query on merged"
 grep -q node3 "$tmp/q" || fail "query output: $(cat "$tmp/q")"
 
+# Three demo databases (the product's own generator, global --node): the
+# merged file's chains are exactly the nodes' chains; python stacks of the
+# same simulated program are shared; no collectives, so no offsets.
+for d in "incident a" "io-contention b" "periodic-spike c"; do
+	set -- $d
+	"$CW_BIN" --node "demo-$2" demo "$1" --db "$tmp/d$2.db" > /dev/null || fail "demo $1"
+	"$CW_BIN" explain --db "$tmp/d$2.db" --json --no-store > "$tmp/dx$2.json" || fail "explain demo $1"
+done
+"$CW_BIN" merge "$tmp/da.db" "$tmp/db.db" "$tmp/dc.db" -o "$tmp/dm.db" --json > "$tmp/dm.json" || fail "merge demos"
+"$CW_BIN" explain --db "$tmp/dm.db" --json --no-store > "$tmp/dxm.json" || fail "explain merged demos"
+python3 - "$tmp" <<'PY' || exit 1
+import json, sys
+d = sys.argv[1]
+def keys(f):
+    return sorted((c["root_cause"]["kind"], c["op"], c["node"]) for c in json.load(open(f))["chains"])
+union = sorted(sum((keys(f"{d}/dx{x}.json") for x in "abc"), []))
+merged = keys(f"{d}/dxm.json")
+if len(union) < 3 or union != merged:
+    print("FAIL: demo chains", union, "merged", merged); sys.exit(1)
+m = json.load(open(f"{d}/dm.json"))
+ins = m["input_rows"]["events"]
+if m["rows"]["events"] != ins or m["deduplicated"]["py_stacks"]["kept"] >= m["deduplicated"]["py_stacks"]["read"]:
+    print("FAIL: demo merge summary", m["rows"], m["deduplicated"]); sys.exit(1)
+if any(n["clock_offset_ns"] is not None for n in m["nodes"]):
+    print("FAIL: offsets without collectives", m["nodes"]); sys.exit(1)
+print("demo chains match:", merged)
+PY
+
 # The same node twice: refused, nothing written.
 cp "$tmp/n1.db" "$tmp/n1b.db"
 "$CW_BIN" merge "$tmp/n1.db" "$tmp/n1b.db" -o "$tmp/out.db" 2> "$tmp/e"
