@@ -83,6 +83,22 @@ static int load_nodes(struct pf_ctx *c)
 	c->nnodes = n;
 	c->st->nodes = n;
 	load_skew(c);
+	/* A node without aggregates (written by something other than the
+	 * writer): its newest event, at the cost of a scan. */
+	for (int i = 0; i < n; i++) {
+		sqlite3_stmt *q = NULL;
+		if (newest[i] >= 0)
+			continue;
+		if (sqlite3_prepare_v2(c->db, "SELECT max(wall_ns + duration_ns) FROM events WHERE node = ?1", -1, &q,
+				       NULL) != SQLITE_OK) {
+			ret = db_fail(c, SQLITE_ERROR, "events");
+			goto out;
+		}
+		sqlite3_bind_text(q, 1, c->nodes[i].name, -1, SQLITE_STATIC);
+		if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+			newest[i] = sqlite3_column_int64(q, 0) + 1;
+		sqlite3_finalize(q);
+	}
 	/* The window is on the reference clock: each node's newest data is
 	 * moved by its offset before taking the latest. */
 	for (int i = 0; i < n; i++)
@@ -221,7 +237,7 @@ static json_t *event_slice(struct pf_ctx *c, const struct pf_node *n, sqlite3_st
 {
 	const char *source = (const char *)sqlite3_column_text(q, 0), *op = (const char *)sqlite3_column_text(q, 1);
 	const char *detail = (const char *)sqlite3_column_text(q, 6), *pyf = (const char *)sqlite3_column_text(q, 8);
-	json_t *args = json_pack("{s:s}", "op", op ? op : "?");
+	json_t *args = json_pack("{s:o}", "op", cw_trace_str(op ? op : "?"));
 	json_t *e;
 
 	if (sqlite3_column_type(q, 4) != SQLITE_NULL)
@@ -229,19 +245,19 @@ static json_t *event_slice(struct pf_ctx *c, const struct pf_node *n, sqlite3_st
 	if (sqlite3_column_type(q, 5) != SQLITE_NULL)
 		json_object_set_new(args, "ret", json_integer(sqlite3_column_int64(q, 5)));
 	if (detail)
-		json_object_set_new(args, op && is_launch(op) ? "kernel" : "detail", json_string(detail));
+		json_object_set_new(args, op && is_launch(op) ? "kernel" : "detail", cw_trace_str(detail));
 	if (sqlite3_column_type(q, 7) != SQLITE_NULL && sqlite3_column_int(q, 7) >= 0 && source &&
 	    strcmp(source, "io"))
 		json_object_set_new(args, "device", json_integer(sqlite3_column_int(q, 7)));
 	if (pyf)
 		json_object_set_new(args, "python",
-				    json_sprintf("%s:%d %s", pyf, sqlite3_column_int(q, 9),
+				    cw_trace_strf("%s:%d %s", pyf, sqlite3_column_int(q, 9),
 						 sqlite3_column_text(q, 10) ? (const char *)sqlite3_column_text(q, 10)
 									    : "?"));
 	if (sqlite3_column_int(q, 11))
 		json_object_set_new(args, "anomalous", json_true());
-	e = json_pack("{s:s,s:s,s:s,s:i,s:I,s:o,s:o,s:o}", "ph", "X", "name", op ? op : "?", "cat",
-		      source ? source : "?", "pid", n->pid, "tid", (json_int_t)tid, "ts",
+	e = json_pack("{s:s,s:o,s:o,s:i,s:I,s:o,s:o,s:o}", "ph", "X", "name", cw_trace_str(op ? op : "?"), "cat",
+		      cw_trace_str(source ? source : "?"), "pid", n->pid, "tid", (json_int_t)tid, "ts",
 		      pf_ts(c, n, sqlite3_column_int64(q, 2)), "dur", cw_trace_us(sqlite3_column_int64(q, 3)),
 		      "args", args);
 	if (source && !strcmp(source, "io"))
@@ -253,16 +269,16 @@ static json_t *offcpu_slice(struct pf_ctx *c, const struct pf_node *n, sqlite3_s
 {
 	const char *reason = (const char *)sqlite3_column_text(q, 2), *by = (const char *)sqlite3_column_text(q, 4);
 	const char *waker = (const char *)sqlite3_column_text(q, 6);
-	json_t *args = json_pack("{s:s}", "reason", reason ? reason : "?");
+	json_t *args = json_pack("{s:o}", "reason", cw_trace_str(reason ? reason : "?"));
 	char name[128];
 
 	if (reason && !strcmp(reason, "preempted") && by) {
 		snprintf(name, sizeof(name), "off-cpu (preempted by %s)", by);
-		json_object_set_new(args, "by_comm", json_string(by));
+		json_object_set_new(args, "by_comm", cw_trace_str(by));
 		json_object_set_new(args, "by_pid", json_integer(sqlite3_column_int64(q, 3)));
 	} else if (waker && *waker) {
 		snprintf(name, sizeof(name), "off-cpu (%s, woken by %s)", reason ? reason : "?", waker);
-		json_object_set_new(args, "waker_comm", json_string(waker));
+		json_object_set_new(args, "waker_comm", cw_trace_str(waker));
 		json_object_set_new(args, "waker_pid", json_integer(sqlite3_column_int64(q, 5)));
 	} else {
 		snprintf(name, sizeof(name), "off-cpu (%s)", reason ? reason : "?");
@@ -270,7 +286,7 @@ static json_t *offcpu_slice(struct pf_ctx *c, const struct pf_node *n, sqlite3_s
 	if (sqlite3_column_type(q, 7) != SQLITE_NULL)
 		json_object_set_new(args, "cpu", json_integer(sqlite3_column_int(q, 7)));
 	c->st->offcpu++;
-	return json_pack("{s:s,s:s,s:s,s:i,s:I,s:o,s:o,s:o}", "ph", "X", "name", name, "cat", "offcpu", "pid", n->pid,
+	return json_pack("{s:s,s:o,s:s,s:i,s:I,s:o,s:o,s:o}", "ph", "X", "name", cw_trace_str(name), "cat", "offcpu", "pid", n->pid,
 			 "tid", (json_int_t)tid, "ts", pf_ts(c, n, sqlite3_column_int64(q, 0)), "dur",
 			 cw_trace_us(sqlite3_column_int64(q, 1)), "args", args);
 }
@@ -290,8 +306,8 @@ static int emit_thread(struct pf_ctx *c, int ni, int64_t tid, struct thread_rows
 	}
 	for (int l = 0; l < lanes; l++) {
 		int64_t otid = tid + l * CW_LANE_STRIDE;
-		json_t *name = l ? json_sprintf("%s %lld (overlap %d)", t->comm, (long long)tid, l)
-				 : json_sprintf("%s %lld", t->comm, (long long)tid);
+		json_t *name = l ? cw_trace_strf("%s %lld (overlap %d)", t->comm, (long long)tid, l)
+				 : cw_trace_strf("%s %lld", t->comm, (long long)tid);
 		if ((ret = cw_tracew_event(&c->w, meta_ev("thread_name", n->pid, otid, json_pack("{s:o}", "name", name)))))
 			return ret;
 		if ((ret = cw_tracew_event(&c->w, meta_ev("thread_sort_index", n->pid, otid,
@@ -450,7 +466,7 @@ int cw_export_perfetto(sqlite3 *db, const struct cw_export_opts *o, FILE *out, s
 		goto out;
 	for (int i = 0; i < c.nnodes && !ret; i++) {
 		ret = cw_tracew_event(&c.w, meta_ev("process_name", c.nodes[i].pid, -1,
-						    json_pack("{s:s}", "name", c.nodes[i].name)));
+						    json_pack("{s:o}", "name", cw_trace_str(c.nodes[i].name))));
 		if (!ret)
 			ret = cw_tracew_event(&c.w, meta_ev("process_sort_index", c.nodes[i].pid, -1,
 							    json_pack("{s:i}", "sort_index", c.nodes[i].pid)));

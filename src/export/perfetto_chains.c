@@ -217,12 +217,13 @@ static int emit_straggler(struct pf_ctx *c, const struct cw_chain *ch, uint64_t 
 		}
 		if (!drew || ret)
 			continue;
-		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:{s:s,s:s,s:s,s:s}}", "ph", "i",
+		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:{s:s,s:o,s:o,s:o}}", "ph", "i",
 						       "s", "t", "name", "straggler", "cat", "causeway.chain", "pid",
 						       c->nodes[sni].pid, "tid", (json_int_t)sc->otid, "ts",
 						       pf_ts(c, &c->nodes[sni], sc->entry + c->nodes[sni].offset_ns),
-						       "args", "severity", cw_severity_name(ch->severity), "op", ch->op,
-						       "node", ch->node, "summary", ch->summary));
+						       "args", "severity", cw_severity_name(ch->severity), "op",
+						       cw_trace_str(ch->op), "node", cw_trace_str(ch->node), "summary",
+						       cw_trace_str(ch->summary)));
 		c->st->markers++;
 		marked++;
 	}
@@ -270,11 +271,12 @@ static int emit_chain(struct pf_ctx *c, struct stmts *s, const struct cw_chain *
 		if (!ckey && marked)
 			continue;
 		int64_t etid = v & 0xffffffffLL, ctid;
-		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:{s:s,s:s,s:s,s:s}}", "ph", "i",
+		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:{s:s,s:o,s:o,s:o}}", "ph", "i",
 						       "s", "t", "name", kind, "cat", "causeway.chain", "pid", n->pid,
 						       "tid", (json_int_t)etid, "ts", pf_ts(c, n, start), "args",
-						       "severity", cw_severity_name(ch->severity), "op", ch->op,
-						       "node", ch->node, "summary", ch->summary));
+						       "severity", cw_severity_name(ch->severity), "op",
+						       cw_trace_str(ch->op), "node", cw_trace_str(ch->node), "summary",
+						       cw_trace_str(ch->summary)));
 		c->st->markers++;
 		marked = 1;
 		if (ret || !ckey)

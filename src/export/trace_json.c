@@ -2,6 +2,7 @@
 #include "export/trace_json.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,71 @@ int cw_tracew_end(struct cw_tracew *w, json_t *other)
 	if (!w->err && fflush(w->f))
 		w->err = -errno;
 	return w->err;
+}
+
+/* Length of the valid UTF-8 sequence at s, 0 when invalid. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+json_t *cw_trace_str(const char *s)
+{
+	json_t *j;
+	char *c;
+	size_t i = 0, n;
+
+	if (!s)
+		return json_string("");
+	if ((j = json_string(s)))
+		return j;
+	/* Invalid UTF-8 (or an overlong/surrogate form jansson rejects):
+	 * keep the valid sequences, '?' for the rest. */
+	if (!(c = strdup(s)))
+		return NULL;
+	while (c[i]) {
+		n = utf8_len((const unsigned char *)c + i);
+		if (!n) {
+			c[i++] = '?';
+			continue;
+		}
+		i += n;
+	}
+	j = json_string(c);
+	if (!j) {
+		for (i = 0; c[i]; i++)
+			if ((unsigned char)c[i] >= 0x80)
+				c[i] = '?';
+		j = json_string(c);
+	}
+	free(c);
+	return j;
+}
+
+json_t *cw_trace_strf(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return cw_trace_str(buf);
 }
 
 json_t *cw_trace_us(int64_t ns)

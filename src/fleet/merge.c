@@ -305,7 +305,12 @@ static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struc
 		if (ret)
 			goto out;
 	}
-	ret = cw_exec(db, "COMMIT");
+	/* Other meta keys of the inputs (none are written today) are kept,
+	 * the first input's value winning; merge's own are rewritten. */
+	ret = cw_exec(db, "INSERT OR IGNORE INTO main.meta (key, value)"
+			  " SELECT key, value FROM src.meta WHERE key NOT LIKE 'merge.%'");
+	if (!ret)
+		ret = cw_exec(db, "COMMIT");
 out:
 	if (ret)
 		cw_exec(db, "ROLLBACK");

@@ -177,6 +177,23 @@ static void writer_reports_write_errors(void **state)
 	fclose(f);
 }
 
+static void strings_survive_invalid_utf8(void **state)
+{
+	json_t *j;
+
+	(void)state;
+	j = cw_trace_str("py\xffthon \xc3\xa9t\xc3");
+	assert_non_null(j);
+	assert_string_equal(json_string_value(j), "py?thon \xc3\xa9t?");
+	json_decref(j);
+	j = cw_trace_str(NULL);
+	assert_string_equal(json_string_value(j), "");
+	json_decref(j);
+	j = cw_trace_strf("%s %d", "comm\x80", 42);
+	assert_string_equal(json_string_value(j), "comm? 42");
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +205,7 @@ int main(void)
 		cmocka_unit_test(writer_streams_valid_json),
 		cmocka_unit_test(writer_empty_trace_parses),
 		cmocka_unit_test(writer_reports_write_errors),
+		cmocka_unit_test(strings_survive_invalid_utf8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
