@@ -298,8 +298,14 @@ static __always_inline void emit_kernel_name(__u64 handle, __u64 name_ptr)
 	}
 	cw_hdr_current(&k->hdr, CW_REC_KERNEL_NAME, sizeof(*k), CW_SRC_CUDA, CW_OP_kernel_name);
 	k->handle = handle;
-	if (bpf_probe_read_user_str(k->name, sizeof(k->name), (const void *)name_ptr) < 0)
+	if (bpf_probe_read_user_str(k->name, sizeof(k->name), (const void *)name_ptr) < 0) {
+		/* Not paged in yet (nvcc's registration constructor runs before
+		 * the executable's .rodata was touched) and a uprobe cannot
+		 * fault: leave the address for userspace to read
+		 * (CW_KNAME_DEFERRED in cuda.bpf.h). */
 		k->name[0] = 0;
+		__builtin_memcpy(&k->name[8], &name_ptr, sizeof(name_ptr));
+	}
 	bpf_ringbuf_submit(k, 0);
 }
 

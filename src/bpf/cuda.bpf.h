@@ -33,6 +33,11 @@ enum cw_hook {
 	CW_HOOK_CTX_CREATE_V4,           /* cuCtxCreate_v4(CUcontext *, params, flags, CUdevice) */
 };
 
+/* A CW_REC_KERNEL_NAME whose name[0] is 0 carries, in name[8..15], the
+ * address of the name string in the process: the probe could not read it
+ * (page not resident) and the consumer reads it from /proc/PID/mem. */
+#define CW_KNAME_DEFERRED_OFF 8
+
 /* Per-CPU counters of the CUDA side (map cuda_stats), summed by userspace. */
 enum cw_cuda_stat {
 	CW_CS_CALLS = 0,      /* entries of traced processes seen */

@@ -315,8 +315,17 @@ static void note_version(struct trace *t, const char *path)
 {
 	int k = cw_lib_kind_of(path);
 
-	if (k == CW_LIB_CUDART && !t->cuda_version[0])
+	if (k == CW_LIB_CUDART && !t->cuda_version[0]) {
+		char real[PATH_MAX];
+		const char *p;
+
 		cw_lib_version(path, t->cuda_version, sizeof(t->cuda_version));
+		/* CUDA 13 ships libcudart.so.13 without the minor in the file
+		 * name; the toolkit prefix (cuda-13.0) has it. */
+		if (!strchr(t->cuda_version, '.') && realpath(path, real) && (p = strstr(real, "/cuda-")) &&
+		    p[6] >= '0' && p[6] <= '9')
+			snprintf(t->cuda_version, sizeof(t->cuda_version), "%.*s", (int)strcspn(p + 6, "/"), p + 6);
+	}
 	else if (k == CW_LIB_CUDA && !t->driver_version[0])
 		cw_lib_version(path, t->driver_version, sizeof(t->driver_version));
 }
@@ -510,6 +519,7 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 				cw_trace_view_set_aggregated(t->view, cw_source_name(cw_op_source(i)), op, a.count);
 		}
 	cw_writer_counter_set(t->w, "trace.consumer.rejected", t->cons.rejected);
+	cw_writer_counter_set(t->w, "trace.kernel_names_unresolved", t->cons.names_unresolved);
 	cw_writer_counter_set(t->w, "trace.pids_untracked", t->pending_lost);
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));

@@ -1,9 +1,14 @@
 /* ringbuf: consumer thread, BPF rings -> cw_pipeline_feed. */
+#define _GNU_SOURCE /* process_vm_readv */
 #include "loader/ringbuf.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/uio.h>
+
+#include "bpf/cuda.bpf.h"
+#include "bpf/events.h"
 
 #include "util/timeutil.h"
 
@@ -18,9 +23,47 @@ void cw_consumer_init(struct cw_consumer *c, struct cw_pipeline *pipe)
 	pthread_mutex_init(&c->lock, NULL);
 }
 
+/* Reads a kernel name the probe had to leave behind (CW_KNAME_DEFERRED_OFF)
+ * from the process. Remote memory is hostile: bounded copy, forced NUL.
+ * Returns 0 when k->name was filled. */
+static int resolve_deferred_name(struct cw_kernel_name *k)
+{
+	uint64_t addr;
+	struct iovec local = { k->name, sizeof(k->name) - 1 }, remote;
+
+	memcpy(&addr, &k->name[CW_KNAME_DEFERRED_OFF], sizeof(addr));
+	if (!addr)
+		return -EINVAL;
+	memset(k->name, 0, sizeof(k->name));
+	remote.iov_base = (void *)(uintptr_t)addr;
+	remote.iov_len = sizeof(k->name) - 1;
+	/* A read across the end of a mapping fails as a whole: retry short. */
+	if (process_vm_readv((pid_t)k->hdr.pid, &local, 1, &remote, 1, 0) <= 0) {
+		size_t room = 4096 - (addr & 4095);
+
+		if (room >= sizeof(k->name) - 1)
+			return -EFAULT;
+		local.iov_len = remote.iov_len = room;
+		if (process_vm_readv((pid_t)k->hdr.pid, &local, 1, &remote, 1, 0) <= 0)
+			return -EFAULT;
+	}
+	k->name[sizeof(k->name) - 1] = '\0';
+	return k->name[0] ? 0 : -EINVAL;
+}
+
 int cw_consumer_sample(void *ctx, void *data, size_t size)
 {
 	struct cw_consumer *c = ctx;
+	struct cw_kernel_name kn;
+	const struct cw_hdr *h = data;
+
+	if (size == sizeof(kn) && h->type == CW_REC_KERNEL_NAME && !((const struct cw_kernel_name *)data)->name[0]) {
+		/* The ring's pages are read-only here: fix up a copy. */
+		memcpy(&kn, data, sizeof(kn));
+		if (resolve_deferred_name(&kn))
+			c->names_unresolved++;
+		data = &kn;
+	}
 
 	c->records++;
 	if (c->tap)

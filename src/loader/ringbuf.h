@@ -33,6 +33,7 @@ struct cw_consumer {
 	cw_consumer_tap tap;
 	void *tap_ctx;
 	uint64_t records, rejected; /* fed, and refused by the pipeline */
+	uint64_t names_unresolved;  /* kernel names neither the probe nor /proc could read */
 	int last_error;             /* a pipeline flush error, 0 none */
 };
 
