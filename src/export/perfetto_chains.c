@@ -34,9 +34,48 @@ static enum cause_kind cause_of(const char *kind)
 	return CAUSE_NONE;
 }
 
+/* Block I/O of one node in the window that made it into the trace, read
+ * once per node rather than scanned per slow call. */
+struct io_slice {
+	uint64_t key;
+	int64_t start, end;
+};
+
 struct stmts {
 	sqlite3_stmt *calls, *off, *io;
+	struct io_slice *iov;
+	size_t nio;
+	int io_node; /* node index iov holds, -1 none */
 };
+
+static int load_io(struct pf_ctx *c, struct stmts *s, const struct pf_node *n)
+{
+	int rc, ni = (int)(n - c->nodes);
+	size_t cap = 0;
+
+	if (s->io_node == ni)
+		return 0;
+	s->nio = 0;
+	s->io_node = ni;
+	sqlite3_reset(s->io);
+	sqlite3_bind_text(s->io, 1, n->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s->io, 2, n->from);
+	sqlite3_bind_int64(s->io, 3, n->to);
+	while ((rc = sqlite3_step(s->io)) == SQLITE_ROW) {
+		uint64_t k = (uint64_t)sqlite3_column_int64(s->io, 0);
+		int64_t v;
+		if (!u64map_get(&c->emitted, k, &v))
+			continue;
+		if (s->nio == cap) {
+			struct io_slice *nv = realloc(s->iov, (cap = cap ? cap * 2 : 64) * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			s->iov = nv;
+		}
+		s->iov[s->nio++] = (struct io_slice){ k, sqlite3_column_int64(s->io, 1), sqlite3_column_int64(s->io, 2) };
+	}
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
 
 /* The cause slice of one slow call: key in c->emitted, 0 when none. */
 static int find_cause(struct pf_ctx *c, struct stmts *s, const struct pf_node *n, enum cause_kind ck, int64_t tid,
@@ -67,23 +106,20 @@ static int find_cause(struct pf_ctx *c, struct stmts *s, const struct pf_node *n
 		return cw_sqlite_errno(rc);
 	if (ck != CAUSE_BLOCKED)
 		return 0;
-	/* Blocked without an interval of its own in the trace: the block I/O
-	 * in flight on the node during the call. */
-	sqlite3_reset(s->io);
-	sqlite3_bind_text(s->io, 1, n->name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s->io, 2, start);
-	sqlite3_bind_int64(s->io, 3, end);
-	while ((rc = sqlite3_step(s->io)) == SQLITE_ROW) {
-		uint64_t k = (uint64_t)sqlite3_column_int64(s->io, 0);
-		int64_t v;
-		if (u64map_get(&c->emitted, k, &v)) {
-			*key = k;
-			*cstart = sqlite3_column_int64(s->io, 1);
-			*cend = sqlite3_column_int64(s->io, 2);
-			return 0;
+	/* Blocked without an interval of its own in the trace: the longest
+	 * block I/O in flight on the node during the call. */
+	if ((rc = load_io(c, s, n)))
+		return rc;
+	for (size_t i = 0; i < s->nio; i++) {
+		const struct io_slice *io = &s->iov[i];
+		if (io->start < end && io->end > start &&
+		    (!*key || io->end - io->start > *cend - *cstart)) {
+			*key = io->key;
+			*cstart = io->start;
+			*cend = io->end;
 		}
 	}
-	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+	return 0;
 }
 
 struct coll {
@@ -307,10 +343,10 @@ int pf_emit_chains(struct pf_ctx *c)
 		" AND wall_ns < ?5 AND wall_ns + duration_ns > ?4 ORDER BY duration_ns DESC, id";
 	static const char io_sql[] =
 		"SELECT id, wall_ns, wall_ns + duration_ns FROM events WHERE node = ?1 AND source = 'io'"
-		" AND wall_ns < ?3 AND wall_ns + duration_ns > ?2 ORDER BY duration_ns DESC, id LIMIT 16";
+		" AND wall_ns BETWEEN ?2 AND ?3 ORDER BY id";
 	struct cw_explain_opts eo = { 0 };
 	struct cw_explain_result r;
-	struct stmts s = { NULL, NULL, NULL };
+	struct stmts s = { .io_node = -1 };
 	uint64_t flow_id = 0;
 	int64_t lo = INT64_MAX, hi = 0;
 	int ret;
@@ -344,6 +380,7 @@ out:
 	sqlite3_finalize(s.calls);
 	sqlite3_finalize(s.off);
 	sqlite3_finalize(s.io);
+	free(s.iov);
 	cw_explain_result_free(&r);
 	return ret;
 }

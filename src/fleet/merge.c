@@ -599,6 +599,12 @@ int cw_merge_run(const struct cw_merge_opts *o, struct cw_merge_result *r)
 		tmp = NULL;
 		goto out;
 	}
+	/* mkstemp makes it 0600; the merged file gets the usual mode. */
+	{
+		mode_t mask = umask(0);
+		umask(mask);
+		fchmod(fd, 0666 & ~mask);
+	}
 	close(fd);
 	/* The schema comes from the store itself, so the output is exactly
 	 * what trace would have created. */
