@@ -187,4 +187,24 @@ sqlite3 "$tmp/half.db" 'DROP TABLE offcpu; CREATE TABLE offcpu (id INTEGER PRIMA
 "$CW_BIN" merge "$tmp/n1.db" "$tmp/half.db" -o "$tmp/out.db" 2> "$tmp/e" && fail "broken input merged"
 grep -q 'merging "'"$tmp"'/half.db"' "$tmp/e" || fail "half-way message: $(cat "$tmp/e")"
 no_leftovers "half-way failure"
+# Interrupted (SIGTERM half-way through a merge of twelve demo inputs):
+# "interrupted; nothing was written", no output, no temporary file.
+args=()
+for i in $(seq 1 12); do
+	cp "$tmp/da.db" "$tmp/copy$i.db"
+	args+=("$tmp/copy$i.db" --force-node "$tmp/copy$i.db=copy$i")
+done
+"$CW_BIN" merge "${args[@]}" -o "$tmp/out.db" 2> "$tmp/e" &
+mpid=$!
+sleep 0.5
+kill -TERM $mpid
+wait $mpid
+rc=$?
+if [ -e "$tmp/out.db" ]; then
+	echo "note: the merge finished before the signal; interruption not exercised"
+else
+	[ $rc != 0 ] || fail "interrupted merge exited 0"
+	grep -q 'interrupted; nothing was written' "$tmp/e" || [ $rc = 143 ] || fail "interrupt message: $(cat "$tmp/e")"
+	no_leftovers "interrupted merge"
+fi
 echo "ok"
