@@ -365,8 +365,9 @@ static int write_meta(sqlite3 *db, const struct cw_merge_opts *o, const struct c
 						     o->inputs[n->input].path, "node_in_input", n->orig));
 		if (k->known)
 			json_object_set_new(nodes, n->name,
-					    json_pack("{s:I,s:I,s:i}", "offset_ns", (json_int_t)k->offset_ns,
-						      "spread_ns", (json_int_t)k->spread_ns, "samples", k->samples));
+					    json_pack("{s:I,s:I,s:i,s:s}", "offset_ns", (json_int_t)k->offset_ns,
+						      "spread_ns", (json_int_t)k->spread_ns, "samples", k->samples, "signal",
+						      k->after_sync ? "synchronize after collective" : "collective"));
 	}
 	json_object_set_new(skew, "method", json_string("nccl collective completion"));
 	json_object_set_new(skew, "reference", r->reference[0] ? json_string(r->reference) : json_null());

@@ -74,6 +74,7 @@ struct cw_merge_skew {
 	int64_t offset_ns;  /* node clock minus reference clock */
 	int64_t spread_ns;  /* 90th percentile of |sample - offset| */
 	int samples;        /* matched collectives */
+	int after_sync;     /* aligned on the synchronize after each collective */
 };
 
 struct cw_merge_node {
@@ -108,6 +109,7 @@ struct cw_skew_align {
 	int64_t spread_ns; /* 90th percentile of the absolute deviations */
 	int shift;         /* index shift: other[k + shift] matches ref[k] */
 	int samples;
+	int candidates;    /* shifts that fit as well; > 1: ambiguous (periodic) */
 };
 
 /* Aligns two ascending sequences of completion times (ns) of the same

@@ -8,9 +8,15 @@
  * most collectives stands for the node. Completion times are matched by
  * index, trying index shifts because tracing may have started at a
  * different collective on each node; the median difference is the offset
- * and the 90th percentile of the absolute deviations its spread. This assumes collectives
- * that block the host until completion (NCCL_BLOCKING_WAIT=1, or a
- * synchronize right after) and an offset under half a step period. */
+ * and the 90th percentile of the absolute deviations its spread.
+ *
+ * Asynchronous collectives (enqueue and return, PyTorch's default) end
+ * when their rank entered them; there the host waits in the synchronize
+ * that follows, and it is the completion of that synchronize that lines
+ * up across ranks. Both signals are aligned and the tighter one is kept.
+ * An offset is only measurable modulo a repeating step pattern; the
+ * smallest candidate is taken (clocks within half a step, as NTP keeps
+ * them). */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -21,6 +27,9 @@
 #include "store/store.h"
 
 #define COLLECTIVES "('ncclAllReduce','ncclAllGather','ncclReduceScatter','ncclBroadcast','ncclReduce','ncclBcast')"
+#define SYNCS                                                                                            \
+	"('cudaStreamSynchronize','cudaDeviceSynchronize','cudaEventSynchronize','cuStreamSynchronize'," \
+	"'cuCtxSynchronize','cuEventSynchronize')"
 #define MAX_SAMPLES 20000
 #define MAX_SHIFT 64
 #define SPREAD_SLACK_NS 1000000
@@ -89,6 +98,7 @@ int cw_merge_align(const int64_t *ref, size_t nref, const int64_t *other, size_t
 		int64_t a = c->offset_ns < 0 ? -c->offset_ns : c->offset_ns, b;
 		if ((size_t)c->samples * 2 < maxover || c->spread_ns > 2 * minspread + SPREAD_SLACK_NS)
 			continue;
+		out->candidates++;
 		if (best < 0) {
 			best = i;
 			continue;
@@ -98,7 +108,9 @@ int cw_merge_align(const int64_t *ref, size_t nref, const int64_t *other, size_t
 			best = i;
 	}
 	if (best >= 0) {
+		int ncand_ok = out->candidates;
 		*out = cand[best];
+		out->candidates = ncand_ok;
 		ret = 0;
 	}
 out:
@@ -107,21 +119,25 @@ out:
 	return ret;
 }
 
-/* Completion times of the node's busiest collective process. */
-static int load_series(sqlite3 *db, const char *node, int64_t **out, size_t *n)
+/* Completion times of the node's busiest collective process: of its
+ * collectives (v[0]), and of the first synchronize its thread called after
+ * each collective (v[1]). Blocking collectives line up on v[0];
+ * asynchronous ones (enqueue and return) on v[1], where the host waits. */
+static int load_series(sqlite3 *db, const char *node, int64_t *v[2], size_t n[2])
 {
 	static const char pick[] =
 		"SELECT pid FROM events WHERE node = ?1 AND source = 'nccl' AND op IN " COLLECTIVES
 		" AND ret IS NOT NULL GROUP BY pid ORDER BY count(*) DESC, pid LIMIT 1";
 	static const char series[] =
-		"SELECT wall_ns + duration_ns FROM events WHERE node = ?1 AND pid = ?2 AND source = 'nccl'"
-		" AND op IN " COLLECTIVES " AND ret IS NOT NULL ORDER BY wall_ns LIMIT " "20000";
+		"SELECT tid, wall_ns + duration_ns, source = 'nccl' FROM events WHERE node = ?1 AND pid = ?2"
+		" AND ((source = 'nccl' AND op IN " COLLECTIVES ") OR op IN " SYNCS ") AND ret IS NOT NULL"
+		" ORDER BY wall_ns LIMIT 60000";
 	sqlite3_stmt *st = NULL;
-	int64_t pid, *v = NULL;
+	int64_t pid, pending = -1;
 	int rc;
 
-	*out = NULL;
-	*n = 0;
+	v[0] = v[1] = NULL;
+	n[0] = n[1] = 0;
 	if ((rc = sqlite3_prepare_v2(db, pick, -1, &st, NULL)) != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
@@ -134,39 +150,55 @@ static int load_series(sqlite3 *db, const char *node, int64_t **out, size_t *n)
 	sqlite3_finalize(st);
 	if ((rc = sqlite3_prepare_v2(db, series, -1, &st, NULL)) != SQLITE_OK)
 		return cw_sqlite_errno(rc);
-	if (!(v = malloc(MAX_SAMPLES * sizeof(*v)))) {
+	v[0] = malloc(MAX_SAMPLES * sizeof(*v[0]));
+	v[1] = malloc(MAX_SAMPLES * sizeof(*v[1]));
+	if (!v[0] || !v[1]) {
 		sqlite3_finalize(st);
+		free(v[0]);
+		free(v[1]);
+		v[0] = v[1] = NULL;
 		return -ENOMEM;
 	}
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, pid);
-	while (*n < MAX_SAMPLES && (rc = sqlite3_step(st)) == SQLITE_ROW)
-		v[(*n)++] = sqlite3_column_int64(st, 0);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t tid = sqlite3_column_int64(st, 0), end = sqlite3_column_int64(st, 1);
+		if (sqlite3_column_int(st, 2)) {
+			if (n[0] < MAX_SAMPLES)
+				v[0][n[0]++] = end;
+			pending = tid;
+		} else if (pending == tid) {
+			if (n[1] < MAX_SAMPLES)
+				v[1][n[1]++] = end;
+			pending = -1;
+		}
+	}
 	sqlite3_finalize(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		free(v);
-		*n = 0;
+	if (rc != SQLITE_DONE) {
+		free(v[0]);
+		free(v[1]);
+		v[0] = v[1] = NULL;
+		n[0] = n[1] = 0;
 		return cw_sqlite_errno(rc);
 	}
 	/* Ordered by entry; completion order is what matches across nodes. */
-	qsort(v, *n, sizeof(*v), cmp_i64);
-	*out = v;
+	qsort(v[0], n[0], sizeof(*v[0]), cmp_i64);
+	qsort(v[1], n[1], sizeof(*v[1]), cmp_i64);
 	return 0;
 }
 
 int cw_merge_estimate_skew(sqlite3 *db, struct cw_merge_result *r)
 {
-	int64_t *ref = NULL, *cur = NULL;
-	size_t nref = 0, ncur;
-	int refi = -1, ret = 0;
+	int64_t *ref[2] = { NULL, NULL }, *cur[2] = { NULL, NULL };
+	size_t nref[2] = { 0, 0 }, ncur[2];
+	int refi = -1, ret = 0, *order;
 
 	free(r->skew);
 	r->reference[0] = '\0';
 	if (!(r->skew = calloc((size_t)(r->nnodes ? r->nnodes : 1), sizeof(*r->skew))))
 		return -ENOMEM;
 	/* Nodes are compared with the first one by name that has collectives. */
-	int *order = malloc((size_t)(r->nnodes ? r->nnodes : 1) * sizeof(*order));
-	if (!order)
+	if (!(order = malloc((size_t)(r->nnodes ? r->nnodes : 1) * sizeof(*order))))
 		return -ENOMEM;
 	for (int i = 0; i < r->nnodes; i++) {
 		int j = i;
@@ -179,29 +211,51 @@ int cw_merge_estimate_skew(sqlite3 *db, struct cw_merge_result *r)
 	}
 	for (int k = 0; k < r->nnodes && ret >= 0; k++) {
 		int i = order[k];
-		struct cw_skew_align a;
-		if ((ret = load_series(db, r->nodes[i].name, &cur, &ncur)) < 0)
+		struct cw_skew_align a[2];
+		int ok[2];
+
+		if ((ret = load_series(db, r->nodes[i].name, cur, ncur)) < 0)
 			break;
 		if (refi < 0) {
-			if (ncur >= 3) {
+			if (ncur[0] >= 3) {
 				refi = i;
-				ref = cur;
-				nref = ncur;
-				cur = NULL;
+				for (int s = 0; s < 2; s++) {
+					ref[s] = cur[s];
+					nref[s] = ncur[s];
+					cur[s] = NULL;
+				}
 				r->skew[i].known = 1;
-				r->skew[i].samples = (int)nref;
+				r->skew[i].samples = (int)nref[0];
 				snprintf(r->reference, sizeof(r->reference), "%s", r->nodes[i].name);
 			}
-		} else if (cw_merge_align(ref, nref, cur, ncur, MAX_SHIFT, &a) == 0) {
-			r->skew[i].known = 1;
-			r->skew[i].offset_ns = a.offset_ns;
-			r->skew[i].spread_ns = a.spread_ns;
-			r->skew[i].samples = a.samples;
+		} else {
+			/* Whichever signal lines up tighter: collective completions
+			 * (blocking) or the synchronize after them (asynchronous). */
+			for (int s = 0; s < 2; s++)
+				ok[s] = cw_merge_align(ref[s], nref[s], cur[s], ncur[s], MAX_SHIFT, &a[s]) == 0;
+			/* A signal that fits at several offsets (a periodic step
+			 * pattern) loses to one that fits at one. */
+			int b = 0;
+			if (ok[1] && !ok[0])
+				b = 1;
+			else if (ok[0] && ok[1])
+				b = (a[1].candidates == 1) != (a[0].candidates == 1) ? a[1].candidates == 1
+										      : a[1].spread_ns < a[0].spread_ns;
+			if (ok[b]) {
+				r->skew[i].known = 1;
+				r->skew[i].offset_ns = a[b].offset_ns;
+				r->skew[i].spread_ns = a[b].spread_ns;
+				r->skew[i].samples = a[b].samples;
+				r->skew[i].after_sync = b;
+			}
 		}
-		free(cur);
-		cur = NULL;
+		for (int s = 0; s < 2; s++) {
+			free(cur[s]);
+			cur[s] = NULL;
+		}
 	}
-	free(ref);
+	free(ref[0]);
+	free(ref[1]);
 	free(order);
 	return ret < 0 ? ret : 0;
 }

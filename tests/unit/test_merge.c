@@ -86,6 +86,19 @@ static void align_periodic_prefers_small_offset(void **state)
 	}
 	assert_int_equal(cw_merge_align(a, 40, b, 40, 8, &r), 0);
 	assert_int_equal(r.offset_ns, 30 * MS);
+	/* ... and says it is ambiguous, unlike an irregular pattern. */
+	assert_true(r.candidates > 1);
+	/* Irregular steps (random lengths) fit at one shift only. */
+	unsigned seed = 7;
+	int64_t t = 0;
+	for (int k = 0; k < 40; k++) {
+		t += 100 * MS + (rand_r(&seed) % 40) * MS;
+		a[k] = t;
+		b[k] = t + 130 * MS;
+	}
+	assert_int_equal(cw_merge_align(a, 40, b, 40, 8, &r), 0);
+	assert_int_equal(r.offset_ns, 130 * MS);
+	assert_int_equal(r.candidates, 1);
 }
 
 static char dir[64];

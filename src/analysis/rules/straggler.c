@@ -10,8 +10,11 @@
  * is the straggler; the most severe chain of its own node (why it is
  * late: preempted, blocked on I/O, ...) is attached as the reason.
  * explained_share = the share of collectives it entered last.
- * Assumes blocking collectives (NCCL_BLOCKING_WAIT=1 or a synchronize
- * right after), where the host call lasts until the collective is done. */
+ * With blocking collectives (the host call lasts until the collective is
+ * done) completions line up exactly; with asynchronous ones (enqueue and
+ * return) completions are entries plus a few microseconds, and matching
+ * the nearest within half a step still pairs the same collective while
+ * the lag stays under half a step. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -183,7 +186,8 @@ static const struct cw_chain *reason_of(const struct cw_chain *chains, int n, co
 }
 
 static int fill(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uint64_t to, struct rank *rv,
-		int nr, int s, uint64_t groups, const struct cw_chain *chains, int nchains, struct cw_chain *c)
+		int nr, int s, uint64_t groups, int64_t *lags, size_t nlags, const struct cw_chain *chains,
+		int nchains, struct cw_chain *c)
 {
 	struct rank *r = &rv[s];
 	int64_t *own = malloc((r->n ? r->n : 1) * sizeof(*own)), *peers;
@@ -217,10 +221,26 @@ static int fill(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uin
 	c->count = groups;
 	c->slow_count = r->last;
 	c->p50_ns = (uint64_t)pct(own, r->n, 0.5);
+	int64_t peer_p50 = pct(peers, npeers, 0.5);
+	/* Blocking collectives: the peers' wait is inside their collective
+	 * calls. Asynchronous ones (enqueue and return, PyTorch's default)
+	 * are short everywhere and the peers wait later, in a synchronize:
+	 * then the lag itself is how long they waited. Blocking when the
+	 * peers' calls are longer than its own by at least half the lag. */
+	double own_mean = 0, peer_mean = 0;
+	for (size_t k = 0; k < r->n; k++)
+		own_mean += (double)own[k] / (double)r->n;
+	for (size_t k = 0; k < npeers; k++)
+		peer_mean += (double)peers[k] / (double)npeers;
+	int blocking = peer_mean - own_mean >= 0.5 * mean_lag;
 	c->p95_ns = (uint64_t)pct(peers, npeers, 0.95);
 	c->p99_ns = (uint64_t)pct(peers, npeers, 0.99);
 	c->max_ns = (uint64_t)pct(peers, npeers, 1.0);
-	int64_t peer_p50 = pct(peers, npeers, 0.5);
+	if (!blocking) {
+		c->p95_ns = (uint64_t)pct(lags, nlags, 0.95) > c->p95_ns ? (uint64_t)pct(lags, nlags, 0.95) : c->p95_ns;
+		c->p99_ns = (uint64_t)pct(lags, nlags, 0.99) > c->p99_ns ? (uint64_t)pct(lags, nlags, 0.99) : c->p99_ns;
+		c->max_ns = (uint64_t)pct(lags, nlags, 1.0) > c->max_ns ? (uint64_t)pct(lags, nlags, 1.0) : c->max_ns;
+	}
 	c->tail_ratio = c->p50_ns ? (double)c->p99_ns / (double)c->p50_ns : 0;
 	c->explained_share = share;
 	c->slow_time_ns = r->lag_ns;
@@ -238,19 +258,28 @@ static int fill(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uin
 	else
 		snprintf(head, sizeof(head), "pid %lld on %s", (long long)r->pid, r->node);
 	/* The reason's summary may not fit whole; the chain keeps its head. */
+	char waits[200];
+	if (blocking)
+		snprintf(waits, sizeof(waits), "%d other rank%s wait%s in %s (p50 %s) while its own take %s", nr - 1,
+			 nr - 1 == 1 ? "" : "s", nr - 1 == 1 ? "s" : "", r->op, p50, mine);
+	else
+		snprintf(waits, sizeof(waits),
+			 "%s returns at once (asynchronous), so the %d other rank%s wait for it in their next"
+			 " synchronization",
+			 r->op, nr - 1, nr - 1 == 1 ? "" : "s");
 	if (snprintf(c->summary, sizeof(c->summary),
-		 "%s is the straggler: it entered %s last in %llu of %llu collectives (%.0f %%), %s after the"
-		 " next rank on average; %d other rank%s wait%s in %s (p50 %s) while its own take %s%s%s",
-		 head, r->op, (unsigned long long)r->last, (unsigned long long)groups, share * 100, lag, nr - 1,
-		 nr - 1 == 1 ? "" : "s", nr - 1 == 1 ? "s" : "", r->op, p50, mine,
-		 why ? "; on its node: " : "; no cause found on its node",
-		 why ? why->summary : "") >= (int)sizeof(c->summary))
+		     "%s is the straggler: it entered %s last in %llu of %llu collectives (%.0f %%), %s after the"
+		     " next rank on average; %s%s%s",
+		     head, r->op, (unsigned long long)r->last, (unsigned long long)groups, share * 100, lag, waits,
+		     why ? "; on its node: " : "; no cause found on its node", why ? why->summary : "") >=
+	    (int)sizeof(c->summary))
 		c->summary[sizeof(c->summary) - 1] = '\0';
 	cw_chain_add_timeline(c, CW_LAYER_NCCL, r->v[0].entry > 0 ? (uint64_t)r->v[0].entry : 0,
 			      "%s entered %s last in %llu/%llu collectives, mean lag %s", head, r->op,
 			      (unsigned long long)r->last, (unsigned long long)groups, lag);
 	cw_chain_add_timeline(c, CW_LAYER_NCCL, r->v[0].entry > 0 ? (uint64_t)r->v[0].entry : 0,
-			      "peers wait inside %s: p50 %s, own p50 %s", r->op, p50, mine);
+			      "%s: peers p50 %s, own p50 %s%s", r->op, p50, mine,
+			      blocking ? " (they wait inside it)" : " (asynchronous)");
 	if (why) {
 		for (int i = 0; i < why->ntimeline && c->ntimeline < CW_CHAIN_MAX_TIMELINE; i++)
 			c->timeline[c->ntimeline++] = why->timeline[i];
@@ -266,6 +295,7 @@ static int fill(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uin
 	cw_chain_add_evidence(c, "collectives", (double)groups, 1);
 	cw_chain_add_evidence(c, "ranks", nr, 1);
 	cw_chain_add_evidence(c, "peer_p50_ns", (double)peer_p50, 1);
+	cw_chain_add_evidence(c, "blocking", blocking, 1);
 	(void)o;
 	return 1;
 }
@@ -274,9 +304,10 @@ int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
 		      const struct cw_chain *chains, int nchains, struct cw_chain *c)
 {
 	struct rank *rv = NULL;
-	int nr = 0, ref = 0, s = -1, ret;
+	int nr = 0, ref = 0, s = -1, ret, *glast = NULL;
 	uint64_t groups = 0;
-	int64_t tol, *gaps = NULL;
+	int64_t tol, *gaps = NULL, *glag = NULL;
+	size_t ng = 0;
 
 	if ((ret = load_ranks(db, o, from_wall, to_wall, &rv, &nr)) < 0 || nr < 2)
 		goto out;
@@ -289,7 +320,10 @@ int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
 		goto out;
 	/* Completions closer than half the usual gap between collectives are
 	 * the same collective. */
-	if (!(gaps = malloc(rv[ref].n * sizeof(*gaps)))) {
+	gaps = malloc(rv[ref].n * sizeof(*gaps));
+	glag = malloc(rv[ref].n * sizeof(*glag));
+	glast = malloc(rv[ref].n * sizeof(*glast));
+	if (!gaps || !glag || !glast) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -319,6 +353,8 @@ int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
 		if (first - second >= (int64_t)CW_STRAG_MIN_LAG_NS) {
 			rv[last].last++;
 			rv[last].lag_ns += (uint64_t)(first - second);
+			glast[ng] = last;
+			glag[ng++] = first - second;
 		}
 	}
 	if (groups < CW_STRAG_MIN_GROUPS)
@@ -329,9 +365,17 @@ int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
 	if (s < 0 || (double)rv[s].last < CW_STRAG_MIN_SHARE * (double)groups ||
 	    (double)rv[s].lag_ns / (double)rv[s].last < (double)CW_STRAG_MIN_MEAN_LAG_NS)
 		goto out;
-	ret = fill(db, o, from_wall, to_wall, rv, nr, s, groups, chains, nchains, c);
+	{
+		size_t nl = 0;
+		for (size_t g = 0; g < ng; g++)
+			if (glast[g] == s)
+				glag[nl++] = glag[g];
+		ret = fill(db, o, from_wall, to_wall, rv, nr, s, groups, glag, nl, chains, nchains, c);
+	}
 out:
 	free(gaps);
+	free(glag);
+	free(glast);
 	free_ranks(rv, nr);
 	return ret;
 }
