@@ -1,6 +1,7 @@
 /* causeway merge: node databases -> one cluster database. See merge.h for
  * the contract and docs/merge.md for the user's view. */
 #include "fleet/merge.h"
+#include "fleet/merge_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,107 +17,6 @@
 
 #include "store/store.h"
 #include "util/strbuf.h"
-
-/* Relabelling: coalesce(:relabel, node) keeps the node unless the input
- * was given a new name. Offsets shift row ids past the merged rows. */
-#define N_ "coalesce(:relabel, node)"
-
-static const struct table_sql {
-	const char *name;
-	int has_node;
-	const char *insert; /* INSERT ... SELECT FROM src.<table> */
-} tables[CW_MT_MAX] = {
-	[CW_MT_SESSIONS] = { "sessions", 1,
-		"INSERT INTO main.sessions (id, node, kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns,"
-		" host, kernel, gpu, driver, cuda, python, rank, local_rank, world_size, command)"
-		" SELECT id + :soff, " N_ ", kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns,"
-		" host, kernel, gpu, driver, cuda, python, rank, local_rank, world_size, command"
-		" FROM src.sessions ORDER BY id" },
-	/* Stacks are interned by hash of their frames: equal hashes are the
-	 * same stack on every node, so the first copy wins and events are
-	 * re-pointed through temp.stack_map. */
-	[CW_MT_STACKS] = { "stacks", 0,
-		"INSERT OR IGNORE INTO main.stacks (hash, depth, frames)"
-		" SELECT hash, depth, frames FROM src.stacks ORDER BY id" },
-	[CW_MT_PY_STACKS] = { "py_stacks", 0,
-		"INSERT OR IGNORE INTO main.py_stacks (hash, depth, frames, user_file, user_line, user_function)"
-		" SELECT hash, depth, frames, user_file, user_line, user_function FROM src.py_stacks ORDER BY id" },
-	[CW_MT_PY_CODE] = { "py_code", 1,
-		"INSERT OR IGNORE INTO main.py_code (node, pid, address, file, function, qualname, firstlineno)"
-		" SELECT " N_ ", pid, address, file, function, qualname, firstlineno FROM src.py_code ORDER BY id" },
-	/* Events are staged and written at the end in wall-clock order (see
-	 * order_events()), so that ids grow with time across nodes as they do
-	 * in a store written live: explain finds time ranges by bisecting ids. */
-	[CW_MT_EVENTS] = { "events", 1,
-		"INSERT INTO temp.events_stage (node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm,"
-		" source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id,"
-		" py_stack_id, anomalous)"
-		" SELECT coalesce(:relabel, e.node), e.seq, e.session_id + :soff, e.wall_ns,"
-		" e.mono_ns, e.pid, e.tid, e.cgroup_id, e.comm, e.source, e.op, e.duration_ns, e.arg0, e.arg1,"
-		" e.arg2, e.arg3, e.bytes, e.detail, e.ret, e.device, sm.new, pm.new, e.anomalous"
-		" FROM src.events e LEFT JOIN temp.stack_map sm ON sm.old = e.stack_id"
-		" LEFT JOIN temp.pystack_map pm ON pm.old = e.py_stack_id ORDER BY e.id" },
-	[CW_MT_OFFCPU] = { "offcpu", 1,
-		"INSERT INTO main.offcpu (id, node, session_id, pid, tid, comm, start_mono_ns, end_mono_ns,"
-		" wall_ns, duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm)"
-		" SELECT id + :ooff, " N_ ", session_id + :soff, pid, tid, comm, start_mono_ns, end_mono_ns,"
-		" wall_ns, duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm"
-		" FROM src.offcpu ORDER BY id" },
-	[CW_MT_SNAPSHOTS] = { "snapshots", 1,
-		"INSERT INTO main.snapshots (id, node, session_id, mono_ns, wall_ns, cpu_pct, mem_pct,"
-		" swap_used_bytes, load1, ncpu, page_alloc_per_s, io_bytes_per_s, io_busy_pct)"
-		" SELECT id + :snoff, " N_ ", session_id + :soff, mono_ns, wall_ns, cpu_pct, mem_pct,"
-		" swap_used_bytes, load1, ncpu, page_alloc_per_s, io_bytes_per_s, io_busy_pct"
-		" FROM src.snapshots ORDER BY id" },
-	[CW_MT_PROCESSES] = { "processes", 1,
-		"INSERT INTO main.processes (node, pid, ppid, comm, cmdline, cgroup_id, rank, local_rank,"
-		" world_size, start_wall_ns, exit_code)"
-		" SELECT " N_ ", pid, ppid, comm, cmdline, cgroup_id, rank, local_rank, world_size,"
-		" start_wall_ns, exit_code FROM src.processes" },
-	[CW_MT_THREADS] = { "threads", 1,
-		"INSERT INTO main.threads (node, tid, pid, comm) SELECT " N_ ", tid, pid, comm FROM src.threads" },
-	[CW_MT_CGROUPS] = { "cgroups", 1,
-		"INSERT INTO main.cgroups (node, cgroup_id, path, container)"
-		" SELECT " N_ ", cgroup_id, path, container FROM src.cgroups" },
-	[CW_MT_KERNEL_NAMES] = { "kernel_names", 1,
-		"INSERT INTO main.kernel_names (node, pid, handle, name)"
-		" SELECT " N_ ", pid, handle, name FROM src.kernel_names" },
-	/* A chain's JSON names its node too; a relabelled input gets the new
-	 * name there as well (when the JSON is valid; otherwise kept as is). */
-	[CW_MT_CHAINS] = { "chains", 1,
-		"INSERT INTO main.chains (id, node, created_wall_ns, from_wall_ns, to_wall_ns, severity, kind, op,"
-		" count, slow_count, p50_ns, p99_ns, tail_ratio, explained_share, pid, tid, rank, python_file,"
-		" python_line, python_function, summary, json)"
-		" SELECT id + :coff, " N_ ", created_wall_ns, from_wall_ns, to_wall_ns, severity, kind, op,"
-		" count, slow_count, p50_ns, p99_ns, tail_ratio, explained_share, pid, tid, rank, python_file,"
-		" python_line, python_function, summary,"
-		" CASE WHEN :relabel IS NOT NULL AND json_valid(json) THEN json_set(json, '$.node', :relabel)"
-		" ELSE json END FROM src.chains ORDER BY id" },
-	[CW_MT_AGGREGATES] = { "aggregates", 1,
-		"INSERT INTO main.aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
-		" SELECT " N_ ", source, op, second, count, sum_ns, max_ns, hist FROM src.aggregates" },
-	[CW_MT_COUNTERS] = { "counters", 1,
-		"INSERT INTO main.counters (node, session_id, name, value)"
-		" SELECT " N_ ", session_id + :soff, name, value FROM src.counters" },
-};
-
-/* The order rows are copied in: stacks before the events that point at
- * them, sessions first so offsets are known. */
-static const enum cw_merge_table copy_order[CW_MT_MAX] = {
-	CW_MT_SESSIONS,  CW_MT_STACKS,    CW_MT_PY_STACKS, CW_MT_PY_CODE,      CW_MT_EVENTS,
-	CW_MT_OFFCPU,    CW_MT_SNAPSHOTS, CW_MT_PROCESSES, CW_MT_THREADS,      CW_MT_CGROUPS,
-	CW_MT_KERNEL_NAMES, CW_MT_CHAINS, CW_MT_AGGREGATES, CW_MT_COUNTERS,
-};
-
-const char *cw_merge_table_name(enum cw_merge_table t)
-{
-	return (unsigned)t < CW_MT_MAX ? tables[t].name : "?";
-}
-
-int cw_merge_table_has_node(enum cw_merge_table t)
-{
-	return (unsigned)t < CW_MT_MAX && tables[t].has_node;
-}
 
 struct input_info {
 	char **nodes;
@@ -265,8 +165,8 @@ static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struc
 	if ((ret = cw_exec(db, "BEGIN")))
 		return ret;
 	for (int k = 0; k < CW_MT_MAX; k++) {
-		enum cw_merge_table t = copy_order[k];
-		int64_t n = count_rows(db, "src", tables[t].name);
+		enum cw_merge_table t = cw_merge_copy_order[k];
+		int64_t n = count_rows(db, "src", cw_merge_tables[t].name);
 
 		if (n < 0) {
 			ret = (int)n;
@@ -274,8 +174,8 @@ static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struc
 		}
 		r->in_rows[t] += n;
 		if (n > 100000)
-			progress(o, "%s: %s, %lld rows", o->inputs[idx].path, tables[t].name, (long long)n);
-		rc = sqlite3_prepare_v2(db, tables[t].insert, -1, &st, NULL);
+			progress(o, "%s: %s, %lld rows", o->inputs[idx].path, cw_merge_tables[t].name, (long long)n);
+		rc = sqlite3_prepare_v2(db, cw_merge_tables[t].insert, -1, &st, NULL);
 		if (rc != SQLITE_OK) {
 			ret = cw_sqlite_errno(rc);
 			goto out;
@@ -329,13 +229,13 @@ static int per_node_counts(sqlite3 *db, struct cw_merge_result *r)
 	sqlite3_stmt *st = NULL;
 
 	for (int t = 0; t < CW_MT_MAX; t++) {
-		int64_t n = count_rows(db, "main", tables[t].name);
+		int64_t n = count_rows(db, "main", cw_merge_tables[t].name);
 		if (n < 0)
 			return (int)n;
 		r->rows[t] = n;
-		if (!tables[t].has_node)
+		if (!cw_merge_tables[t].has_node)
 			continue;
-		snprintf(sql, sizeof(sql), "SELECT node, count(*) FROM main.%s GROUP BY node", tables[t].name);
+		snprintf(sql, sizeof(sql), "SELECT node, count(*) FROM main.%s GROUP BY node", cw_merge_tables[t].name);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 			return -EIO;
 		while (sqlite3_step(st) == SQLITE_ROW) {

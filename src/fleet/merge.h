@@ -14,9 +14,10 @@
  * by its unique key. Every row keeps its node (relabelled on request).
  *
  * Clock skew between nodes is estimated from NCCL collectives: the k-th
- * collective of a communicator completes at the same instant on every
- * rank, so the differences between the nodes' completion times are their
- * clock offsets (see merge_skew.c and docs/merge.md). The estimate is
+ * blocking collective of a communicator completes at the same instant on
+ * every rank (for asynchronous ones, the synchronize after it), so the
+ * differences between the nodes' completion times are their clock offsets
+ * (see merge_skew.c and docs/merge.md). The estimate is
  * stored in meta 'merge.skew' and never applied to the stored times. */
 #ifndef CW_FLEET_MERGE_H
 #define CW_FLEET_MERGE_H

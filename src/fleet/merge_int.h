@@ -1,0 +1,17 @@
+/* Internals of merge shared by merge.c and merge_tables.c. */
+#ifndef CW_FLEET_MERGE_INT_H
+#define CW_FLEET_MERGE_INT_H
+
+#include "fleet/merge.h"
+
+struct cw_merge_table_sql {
+	const char *name;
+	int has_node;
+	const char *insert; /* INSERT ... SELECT FROM src.<table> (or the events stage) */
+};
+
+extern const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX];
+/* Stacks before the events that point at them, sessions first. */
+extern const enum cw_merge_table cw_merge_copy_order[CW_MT_MAX];
+
+#endif

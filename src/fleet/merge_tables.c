@@ -1,0 +1,101 @@
+/* The SQL that copies each table of an attached input ("src") into the
+ * merged store, and the order tables are copied in (merge.c). */
+#include "fleet/merge_int.h"
+
+/* Relabelling: coalesce(:relabel, node) keeps the node unless the input
+ * was given a new name. Offsets shift row ids past the merged rows. */
+#define N_ "coalesce(:relabel, node)"
+
+const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX] = {
+	[CW_MT_SESSIONS] = { "sessions", 1,
+		"INSERT INTO main.sessions (id, node, kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns,"
+		" host, kernel, gpu, driver, cuda, python, rank, local_rank, world_size, command)"
+		" SELECT id + :soff, " N_ ", kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns,"
+		" host, kernel, gpu, driver, cuda, python, rank, local_rank, world_size, command"
+		" FROM src.sessions ORDER BY id" },
+	/* Stacks are interned by hash of their frames: equal hashes are the
+	 * same stack on every node, so the first copy wins and events are
+	 * re-pointed through temp.stack_map. */
+	[CW_MT_STACKS] = { "stacks", 0,
+		"INSERT OR IGNORE INTO main.stacks (hash, depth, frames)"
+		" SELECT hash, depth, frames FROM src.stacks ORDER BY id" },
+	[CW_MT_PY_STACKS] = { "py_stacks", 0,
+		"INSERT OR IGNORE INTO main.py_stacks (hash, depth, frames, user_file, user_line, user_function)"
+		" SELECT hash, depth, frames, user_file, user_line, user_function FROM src.py_stacks ORDER BY id" },
+	[CW_MT_PY_CODE] = { "py_code", 1,
+		"INSERT OR IGNORE INTO main.py_code (node, pid, address, file, function, qualname, firstlineno)"
+		" SELECT " N_ ", pid, address, file, function, qualname, firstlineno FROM src.py_code ORDER BY id" },
+	/* Events are staged and written at the end in wall-clock order (see
+	 * order_events()), so that ids grow with time across nodes as they do
+	 * in a store written live: explain finds time ranges by bisecting ids. */
+	[CW_MT_EVENTS] = { "events", 1,
+		"INSERT INTO temp.events_stage (node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm,"
+		" source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id,"
+		" py_stack_id, anomalous)"
+		" SELECT coalesce(:relabel, e.node), e.seq, e.session_id + :soff, e.wall_ns,"
+		" e.mono_ns, e.pid, e.tid, e.cgroup_id, e.comm, e.source, e.op, e.duration_ns, e.arg0, e.arg1,"
+		" e.arg2, e.arg3, e.bytes, e.detail, e.ret, e.device, sm.new, pm.new, e.anomalous"
+		" FROM src.events e LEFT JOIN temp.stack_map sm ON sm.old = e.stack_id"
+		" LEFT JOIN temp.pystack_map pm ON pm.old = e.py_stack_id ORDER BY e.id" },
+	[CW_MT_OFFCPU] = { "offcpu", 1,
+		"INSERT INTO main.offcpu (id, node, session_id, pid, tid, comm, start_mono_ns, end_mono_ns,"
+		" wall_ns, duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm)"
+		" SELECT id + :ooff, " N_ ", session_id + :soff, pid, tid, comm, start_mono_ns, end_mono_ns,"
+		" wall_ns, duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm"
+		" FROM src.offcpu ORDER BY id" },
+	[CW_MT_SNAPSHOTS] = { "snapshots", 1,
+		"INSERT INTO main.snapshots (id, node, session_id, mono_ns, wall_ns, cpu_pct, mem_pct,"
+		" swap_used_bytes, load1, ncpu, page_alloc_per_s, io_bytes_per_s, io_busy_pct)"
+		" SELECT id + :snoff, " N_ ", session_id + :soff, mono_ns, wall_ns, cpu_pct, mem_pct,"
+		" swap_used_bytes, load1, ncpu, page_alloc_per_s, io_bytes_per_s, io_busy_pct"
+		" FROM src.snapshots ORDER BY id" },
+	[CW_MT_PROCESSES] = { "processes", 1,
+		"INSERT INTO main.processes (node, pid, ppid, comm, cmdline, cgroup_id, rank, local_rank,"
+		" world_size, start_wall_ns, exit_code)"
+		" SELECT " N_ ", pid, ppid, comm, cmdline, cgroup_id, rank, local_rank, world_size,"
+		" start_wall_ns, exit_code FROM src.processes" },
+	[CW_MT_THREADS] = { "threads", 1,
+		"INSERT INTO main.threads (node, tid, pid, comm) SELECT " N_ ", tid, pid, comm FROM src.threads" },
+	[CW_MT_CGROUPS] = { "cgroups", 1,
+		"INSERT INTO main.cgroups (node, cgroup_id, path, container)"
+		" SELECT " N_ ", cgroup_id, path, container FROM src.cgroups" },
+	[CW_MT_KERNEL_NAMES] = { "kernel_names", 1,
+		"INSERT INTO main.kernel_names (node, pid, handle, name)"
+		" SELECT " N_ ", pid, handle, name FROM src.kernel_names" },
+	/* A chain's JSON names its node too; a relabelled input gets the new
+	 * name there as well (when the JSON is valid; otherwise kept as is). */
+	[CW_MT_CHAINS] = { "chains", 1,
+		"INSERT INTO main.chains (id, node, created_wall_ns, from_wall_ns, to_wall_ns, severity, kind, op,"
+		" count, slow_count, p50_ns, p99_ns, tail_ratio, explained_share, pid, tid, rank, python_file,"
+		" python_line, python_function, summary, json)"
+		" SELECT id + :coff, " N_ ", created_wall_ns, from_wall_ns, to_wall_ns, severity, kind, op,"
+		" count, slow_count, p50_ns, p99_ns, tail_ratio, explained_share, pid, tid, rank, python_file,"
+		" python_line, python_function, summary,"
+		" CASE WHEN :relabel IS NOT NULL AND json_valid(json) THEN json_set(json, '$.node', :relabel)"
+		" ELSE json END FROM src.chains ORDER BY id" },
+	[CW_MT_AGGREGATES] = { "aggregates", 1,
+		"INSERT INTO main.aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
+		" SELECT " N_ ", source, op, second, count, sum_ns, max_ns, hist FROM src.aggregates" },
+	[CW_MT_COUNTERS] = { "counters", 1,
+		"INSERT INTO main.counters (node, session_id, name, value)"
+		" SELECT " N_ ", session_id + :soff, name, value FROM src.counters" },
+};
+
+/* The order rows are copied in: stacks before the events that point at
+ * them, sessions first so offsets are known. */
+const enum cw_merge_table cw_merge_copy_order[CW_MT_MAX] = {
+	CW_MT_SESSIONS,  CW_MT_STACKS,    CW_MT_PY_STACKS, CW_MT_PY_CODE,      CW_MT_EVENTS,
+	CW_MT_OFFCPU,    CW_MT_SNAPSHOTS, CW_MT_PROCESSES, CW_MT_THREADS,      CW_MT_CGROUPS,
+	CW_MT_KERNEL_NAMES, CW_MT_CHAINS, CW_MT_AGGREGATES, CW_MT_COUNTERS,
+};
+
+const char *cw_merge_table_name(enum cw_merge_table t)
+{
+	return (unsigned)t < CW_MT_MAX ? cw_merge_tables[t].name : "?";
+}
+
+int cw_merge_table_has_node(enum cw_merge_table t)
+{
+	return (unsigned)t < CW_MT_MAX && cw_merge_tables[t].has_node;
+}
+
