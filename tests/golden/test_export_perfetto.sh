@@ -131,6 +131,13 @@ dgold=$CW_ROOT/tests/golden/export/demo_incident.json
 	2> /dev/null || fail "demo export"
 python3 "$check" "$tmp/d.json" --min-flows 5 > /dev/null || fail "demo trace structure"
 grep -q '"name":"off-cpu (preempted by stress-ng)"' "$tmp/d.json" || fail "demo: no stress-ng preemption slice"
+# Checkpoint I/O that outlives the call that issued it cannot nest: it
+# goes to an "(overlap N)" lane of the same thread, durations untouched.
+"$CW_BIN" demo io-contention --db "$tmp/io.db" > /dev/null || fail "demo io-contention"
+"$CW_BIN" export --db "$tmp/io.db" --since 20s -o "$tmp/io.json" 2> /dev/null || fail "io export"
+python3 "$check" "$tmp/io.json" --min-flows 1 > /dev/null || fail "io trace structure"
+grep -q '"name":"thread_name","pid":1,"args":{"name":"[^"]* (overlap 1)"}' "$tmp/io.json" || fail "no overlap lane"
+grep -q '"name":"io_contention"' "$tmp/io.json" || fail "no io_contention chain in the trace"
 if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then
 	cp "$tmp/d.json" "$dgold"
 	echo "updated $dgold"
