@@ -234,11 +234,15 @@ int cmd_export(int argc, char **argv)
 	if (tmp)
 		fprintf(stderr,
 			"causeway: export: wrote \"%s\": %d node%s, %d threads, %llu slices (%llu off-CPU, %llu I/O),"
-			" %llu chain markers, %llu flows, %llu counter samples\n",
+			" %llu chain markers, %llu flows, %llu counter samples%s\n",
 			out_path, stats.nodes, stats.nodes == 1 ? "" : "s", stats.threads,
 			(unsigned long long)stats.slices, (unsigned long long)stats.offcpu,
 			(unsigned long long)stats.io, (unsigned long long)stats.markers,
-			(unsigned long long)stats.flows, (unsigned long long)stats.counters);
+			(unsigned long long)stats.flows, (unsigned long long)stats.counters,
+			stats.skew_applied ? "; clock offsets applied (otherData.clock_offsets_ns)" : "");
+	else if (stats.skew_applied)
+		fprintf(stderr, "causeway: export: clock offsets of %d node%s applied (otherData.clock_offsets_ns)\n",
+			stats.skew_applied, stats.skew_applied == 1 ? "" : "s");
 out:
 	free(tmp);
 	cw_store_close(st);
