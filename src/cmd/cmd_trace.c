@@ -100,6 +100,7 @@ struct trace {
 	uint32_t pending[256];
 	int npending;
 	uint64_t pending_lost;
+	uint64_t entries; /* call entries received */
 	char cuda_version[64], driver_version[64], python_version[16];
 	pid_t child;
 };
@@ -139,8 +140,10 @@ static void tap(void *ctx, const void *data, size_t size)
 		return;
 	if (t->view)
 		cw_trace_view_record(t->view, data, size);
-	if (h->type == CW_REC_CALL_ENTRY)
+	if (h->type == CW_REC_CALL_ENTRY) {
+		t->entries++;
 		add_pending(t, h->pid);
+	}
 	else if (h->type == CW_REC_PROC && h->op == CW_OP_fork && size >= sizeof(struct cw_proc))
 		add_pending(t, ((const struct cw_proc *)data)->child_pid);
 }
@@ -473,7 +476,7 @@ struct loss_totals {
 static void store_counters(struct trace *t, struct loss_totals *lt)
 {
 	static const char *const cs_names[CW_CS_MAX] = {
-		"trace.cuda.calls", "trace.cuda.emitted", "trace.cuda.entry_dropped", "trace.cuda.return_dropped",
+		NULL, NULL, "trace.cuda.entry_dropped", "trace.cuda.return_dropped",
 		"trace.cuda.aggregated", "trace.cuda.kernel_name_dropped", "trace.cuda.state_map_full", NULL,
 	};
 	struct cw_kernel_drop_counts kd;
@@ -501,6 +504,11 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 			if (cs_names[i])
 				cw_writer_counter_set(t->w, cs_names[i], cs[i]);
 		lt->aggregated = cs[CW_CS_AGGREGATED];
+		/* Every call the probes saw: emitted (received here), lost at
+		 * entry, or counted in the kernel. */
+		cw_writer_counter_set(t->w, "trace.cuda.emitted", t->entries);
+		cw_writer_counter_set(t->w, "trace.cuda.calls",
+				      t->entries + cs[CW_CS_ENTRY_DROPPED] + cs[CW_CS_AGGREGATED]);
 	}
 	if (lt->aggregated)
 		for (i = 1; i < CW_OP_MAX; i++) {

@@ -175,7 +175,13 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	cp = calloc(1, sizeof(*cp));
 	if (!cp)
 		return -ENOMEM;
-	cp->multi = 1;
+	/* uprobe_multi links by default. Trade-off measured on 6.18 (bench/
+	 * trace_overhead.sh): a perf-event uprobe hit costs ~0.4-0.6 us less,
+	 * but detaching one waits ~0.1 s under a lock that serializes them
+	 * (200 probes: 20 s to stop, even from parallel threads), while a
+	 * multi link detaches at once. CW_UPROBE_MULTI=0 picks per-probe
+	 * links for long sessions where the per-call cost matters more. */
+	cp->multi = !(getenv("CW_UPROBE_MULTI") && !strcmp(getenv("CW_UPROBE_MULTI"), "0"));
 again:
 	cp->skel = cuda_bpf__open();
 	if (!cp->skel) {
