@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/uio.h>
-#include <time.h>
 
 #include "bpf/cuda.bpf.h"
 #include "bpf/events.h"
@@ -111,28 +110,17 @@ static void *run(void *arg)
 	while (!c->stop) {
 		struct epoll_event ev[8];
 		uint64_t now;
-		int n;
 
 		/* Wake at least every 50 ms so the flush cadence holds when idle. */
 		epoll_wait(efd, ev, 8, 50);
 		pthread_mutex_lock(&c->lock);
-		n = ring_buffer__consume(c->rb);
+		ring_buffer__consume(c->rb);
 		now = cw_monotonic_ns();
 		if (now - last_flush >= flush_ns) {
 			flush_locked(c);
 			last_flush = now;
 		}
 		pthread_mutex_unlock(&c->lock);
-		/* BPF ring buffers wake the consumer when a record lands while it
-		 * is caught up, i.e. per record for a fast consumer, and each
-		 * wakeup is an irq_work (a self-IPI, a VM exit on a guest) paid
-		 * by the traced thread. Staying a little behind after a busy
-		 * drain turns that into one wakeup per batch. */
-		if (n > 0) {
-			struct timespec ts = { 0, 2 * 1000000L };
-
-			nanosleep(&ts, NULL);
-		}
 	}
 	return NULL;
 }
