@@ -175,12 +175,11 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	cp = calloc(1, sizeof(*cp));
 	if (!cp)
 		return -ENOMEM;
-	/* uprobe_multi links by default. Trade-off measured on 6.18 (bench/
-	 * trace_overhead.sh): a perf-event uprobe hit costs ~0.4-0.6 us less,
-	 * but detaching one waits ~0.1 s under a lock that serializes them
-	 * (200 probes: 20 s to stop, even from parallel threads), while a
-	 * multi link detaches at once. CW_UPROBE_MULTI=0 picks per-probe
-	 * links for long sessions where the per-call cost matters more. */
+	/* uprobe_multi links by default: detaching a perf-event uprobe waits
+	 * ~0.1 s under a lock that serializes them on 6.18 (200 probes: 20 s
+	 * to stop, even from parallel threads), a multi link detaches at
+	 * once. Per-hit cost was not measurably different on this VM (bench/
+	 * RESULTS.md, "trace"). CW_UPROBE_MULTI=0 forces per-probe links. */
 	cp->multi = !(getenv("CW_UPROBE_MULTI") && !strcmp(getenv("CW_UPROBE_MULTI"), "0"));
 again:
 	cp->skel = cuda_bpf__open();
