@@ -28,7 +28,7 @@ python3 - "$D/j.out" <<'PY' || fail "bad NDJSON: $(head -5 "$D/j.out")"
 import json, sys
 n = 0
 for line in open(sys.argv[1]):
-    if line.startswith(("pid ", "worker ", "calls ")):
+    if line.startswith(("pid ", "worker ", "calls ", "loop ")):
         continue  # the workload's own stdout
     e = json.loads(line)
     assert {"wall_ns", "pid", "tid", "source", "op", "duration_ns"} <= set(e), e
