@@ -130,6 +130,24 @@ static void add_pending(struct trace *t, uint32_t pid)
 		t->pending_lost++;
 }
 
+/* An exec of python3 -> python3.X (pyenv and distributions install the
+ * versioned binary and symlink the short names to it). */
+static void python_from_exec(struct trace *t, const struct cw_proc *p)
+{
+	char fn[CW_PATH_LEN + 1], real[PATH_MAX];
+	const char *b;
+	int minor;
+
+	memcpy(fn, p->filename, CW_PATH_LEN);
+	fn[CW_PATH_LEN] = '\0';
+	if (!realpath(fn, real))
+		return;
+	b = strrchr(real, '/');
+	b = b ? b + 1 : real;
+	if (sscanf(b, "python3.%d", &minor) == 1)
+		snprintf(t->python_version, sizeof(t->python_version), "3.%d", minor);
+}
+
 /* Consumer thread, lock held: every raw record. */
 static void tap(void *ctx, const void *data, size_t size)
 {
@@ -146,6 +164,9 @@ static void tap(void *ctx, const void *data, size_t size)
 	}
 	else if (h->type == CW_REC_PROC && h->op == CW_OP_fork && size >= sizeof(struct cw_proc))
 		add_pending(t, ((const struct cw_proc *)data)->child_pid);
+	else if (h->type == CW_REC_PROC && h->op == CW_OP_exec && size >= sizeof(struct cw_proc) &&
+		 !t->python_version[0])
+		python_from_exec(t, (const struct cw_proc *)data);
 }
 
 /* Consumer thread, lock held: every stored row. */
@@ -457,7 +478,18 @@ static void rescan(struct trace *t)
 			cw_kernel_probes_track(t->kp, fresh[i]);
 		write_process(t, fresh[i]);
 	}
+	nfresh = 0;
+	for (i = 0; !t->python_version[0] && i < t->nknown && nfresh < 16; i++)
+		fresh[nfresh++] = t->known[i];
 	cw_consumer_unlock(&t->cons);
+	/* A launched command runs python only after exec: look again until
+	 * one traced process turns out to be CPython. */
+	for (i = 0; i < nfresh && !t->python_version[0]; i++) {
+		char py[16];
+
+		if (!cw_proc_python_version(fresh[i], py, sizeof(py)))
+			snprintf(t->python_version, sizeof(t->python_version), "%s", py);
+	}
 	free(sc);
 }
 
@@ -640,6 +672,32 @@ static void session_begin(struct trace *t, uint64_t start_wall)
 			si.python = py, snprintf(t->python_version, sizeof(t->python_version), "%s", py);
 	}
 	cw_session_begin(t->st, &si, &t->session_id);
+}
+
+/* Facts learned after the session row was written: a launched command
+ * maps libpython and its CUDA copies only after exec, and rescans find
+ * them. Only empty columns are filled. */
+static void session_late_facts(struct trace *t)
+{
+	sqlite3_stmt *s = NULL;
+
+	if (!t->st || (!t->python_version[0] && !t->cuda_version[0] && !t->driver_version[0]))
+		return;
+	if (sqlite3_prepare_v2(t->st->db,
+			       "UPDATE sessions SET python = coalesce(python, ?1), cuda = coalesce(cuda, ?2), "
+			       "driver = coalesce(driver, ?3) WHERE id = ?4",
+			       -1, &s, NULL) != SQLITE_OK)
+		return;
+	if (t->python_version[0])
+		sqlite3_bind_text(s, 1, t->python_version, -1, SQLITE_STATIC);
+	if (t->cuda_version[0])
+		sqlite3_bind_text(s, 2, t->cuda_version, -1, SQLITE_STATIC);
+	if (t->driver_version[0])
+		sqlite3_bind_text(s, 3, t->driver_version, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 4, t->session_id);
+	if (sqlite3_step(s) != SQLITE_DONE)
+		cw_debug("session facts: %s", sqlite3_errmsg(t->st->db));
+	sqlite3_finalize(s);
 }
 
 static int run(struct trace *t)
@@ -847,8 +905,10 @@ out:
 	cw_pipeline_free(t->pipe);
 	if (t->w && cw_writer_free(t->w) && exit_code == CW_EXIT_OK)
 		exit_code = CW_EXIT_DB;
-	if (t->session_id)
+	if (t->session_id) {
 		cw_session_end(t->st, t->session_id, cw_realtime_ns(), measure_offset());
+		session_late_facts(t);
+	}
 	cw_sysinfo_free(t->si);
 	cw_cuda_probes_close(t->cp);
 	cw_kernel_probes_close(t->kp);

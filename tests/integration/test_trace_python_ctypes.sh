@@ -29,7 +29,7 @@ for py in $PYS; do
 	q "op='cuMemcpyHtoD' AND bytes=1212"
 	q "op='ncclAllReduce' AND arg0=640 AND arg1=7 AND arg2=0"
 	ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-	[ "$(sqlite3 "$db" "SELECT python FROM sessions")" = "$ver" ] || echo "note: session python $(sqlite3 "$db" "SELECT python FROM sessions") (want $ver)"
+	[ "$(sqlite3 "$db" "SELECT python FROM sessions")" = "$ver" ] || fail "$py: session python \"$(sqlite3 "$db" "SELECT python FROM sessions")\", want $ver"
 	echo "$py ok"
 	n=$((n + 1))
 done
