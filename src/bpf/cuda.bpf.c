@@ -525,3 +525,45 @@ int cw_call_return_multi(struct pt_regs *ctx)
 {
 	return return_body(ctx);
 }
+
+/* __cudaRegisterFunction(handle, hostFun, deviceFun, ...) as a sleepable
+ * uprobe (kernel >= 6.0): nvcc's registration constructor runs before the
+ * executable's .rodata page holding deviceFun was touched, and only a
+ * sleepable program may fault it in (bpf_copy_from_user). The loader
+ * attaches this one to __cudaRegisterFunction when the kernel accepts it,
+ * and the generic entry program (which defers the read to userspace)
+ * otherwise. */
+SEC("uprobe.s")
+int cw_register_function(struct pt_regs *ctx)
+{
+	struct cw_kernel_name *k;
+	__u64 name_ptr, room;
+	struct uregs r;
+
+	if (!traced())
+		return 0;
+	load_regs(ctx, &r);
+	name_ptr = r.p[2];
+	k = bpf_ringbuf_reserve(&rb_cuda, sizeof(*k), 0);
+	if (!k) {
+		cw_drop(CW_DROP_KNAME);
+		cs_count(CW_CS_KNAME_DROPPED);
+		return 0;
+	}
+	cw_hdr_current(&k->hdr, CW_REC_KERNEL_NAME, sizeof(*k), CW_SRC_CUDA, CW_OP_kernel_name);
+	k->handle = r.p[1];
+	__builtin_memset(k->name, 0, sizeof(k->name));
+	if (bpf_copy_from_user(k->name, sizeof(k->name) - 1, (const void *)name_ptr)) {
+		/* The name ends near the end of its mapping: copy to the page end. */
+		room = 4096 - (name_ptr & 4095);
+		if (room > sizeof(k->name) - 1)
+			room = sizeof(k->name) - 1;
+		if (room == 0 || bpf_copy_from_user(k->name, room, (const void *)name_ptr)) {
+			__builtin_memset(k->name, 0, sizeof(k->name));
+			__builtin_memcpy(&k->name[CW_KNAME_DEFERRED_OFF], &name_ptr, sizeof(name_ptr));
+		}
+	}
+	k->name[sizeof(k->name) - 1] = 0;
+	submit(k);
+	return 0;
+}

@@ -144,6 +144,7 @@ struct cw_link_create_umulti {
 struct cw_cuda_probes {
 	struct cuda_bpf *skel;
 	int multi;         /* uprobe_multi links available */
+	int sleepable;     /* cw_register_function (uprobe.s) loaded */
 	int *mfds;         /* uprobe_multi link fds */
 	size_t nmfds, mfds_alloc;
 	struct bpf_link **links;
@@ -181,6 +182,7 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	 * once. Per-hit cost was not measurably different on this VM (bench/
 	 * RESULTS.md, "trace"). CW_UPROBE_MULTI=0 forces per-probe links. */
 	cp->multi = !(getenv("CW_UPROBE_MULTI") && !strcmp(getenv("CW_UPROBE_MULTI"), "0"));
+	cp->sleepable = 1;
 again:
 	cp->skel = cuda_bpf__open();
 	if (!cp->skel) {
@@ -205,12 +207,18 @@ again:
 		bpf_program__set_autoload(cp->skel->progs.cw_call_enter_multi, false);
 		bpf_program__set_autoload(cp->skel->progs.cw_call_return_multi, false);
 	}
+	if (!cp->sleepable)
+		bpf_program__set_autoload(cp->skel->progs.cw_register_function, false);
 	rc = cuda_bpf__load(cp->skel);
-	if (rc && cp->multi) {
-		/* A kernel before 6.6 refuses the attach type: per-probe links. */
+	if (rc && (cp->sleepable || cp->multi)) {
+		/* Older kernels: first without the sleepable registration probe
+		 * (< 6.0), then with per-probe links (no uprobe_multi, < 6.6). */
 		cuda_bpf__destroy(cp->skel);
 		cp->skel = NULL;
-		cp->multi = 0;
+		if (cp->sleepable)
+			cp->sleepable = 0;
+		else
+			cp->multi = 0;
 		goto again;
 	}
 	if (rc) {
@@ -341,10 +349,10 @@ static int push_link(struct cw_cuda_probes *cp, struct bpf_link *l)
 	return 0;
 }
 
-static int attach_one(struct cw_cuda_probes *cp, const char *path, uint64_t off, uint64_t cookie, int ret)
+static int attach_prog(struct cw_cuda_probes *cp, struct bpf_program *prog, const char *path, uint64_t off,
+		       uint64_t cookie, int ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie, .retprobe = ret);
-	struct bpf_program *prog = ret ? cp->skel->progs.cw_call_return : cp->skel->progs.cw_call_enter;
 	struct bpf_link *l;
 	int rc;
 
@@ -356,6 +364,12 @@ static int attach_one(struct cw_cuda_probes *cp, const char *path, uint64_t off,
 	if (rc)
 		bpf_link__destroy(l);
 	return rc;
+}
+
+static int attach_one(struct cw_cuda_probes *cp, const char *path, uint64_t off, uint64_t cookie, int ret)
+{
+	return attach_prog(cp, ret ? cp->skel->progs.cw_call_return : cp->skel->progs.cw_call_enter, path, off,
+			   cookie, ret);
 }
 
 static int link_umulti(int prog_fd, const char *path, const uint64_t *offs, const uint64_t *cookies, uint32_t n,
@@ -478,11 +492,27 @@ int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw
 		snprintf(err, errlen, "\"%s\" exports none of the hooked CUDA/NCCL functions", path);
 		goto out;
 	}
-	if (cp->multi) {
+	if (cp->sleepable) {
+		/* __cudaRegisterFunction goes to the sleepable program (it may
+		 * fault the name in); entry only, nothing happens at return. */
+		for (i = 0; i < sc.n; i++) {
+			uint64_t off;
+
+			if (sc.v[i].hook->op != CW_HOOK_REGISTER_FUNCTION ||
+			    cw_elf_vaddr_to_offset(e, sc.v[i].vaddr, &off))
+				continue;
+			if (!attach_prog(cp, cp->skel->progs.cw_register_function, path, off,
+					 CW_COOKIE(sc.v[i].hook->op, sc.v[i].hook->source), 0)) {
+				r.attached++;
+				sc.v[i--] = sc.v[--sc.n];
+			}
+		}
+	}
+	if (cp->multi && sc.n) {
 		int m = attach_multi(cp, e, path, &sc);
 
 		if (m > 0) {
-			r.attached = m;
+			r.attached += m;
 			goto attached;
 		}
 		if (m != -EINVAL && m != -EOPNOTSUPP && m != -ENOSYS) {
