@@ -101,6 +101,7 @@ struct trace {
 	int npending;
 	uint64_t pending_lost;
 	uint64_t entries; /* call entries received */
+	uint64_t json_write_errors;
 	char cuda_version[64], driver_version[64], python_version[16];
 	pid_t child;
 };
@@ -203,8 +204,17 @@ static void observe(void *ctx, const struct cw_event_row *r)
 			json_object_set_new(o, "detail", json_string(r->detail));
 		s = json_dumps(o, JSON_COMPACT);
 		if (s) {
-			fputs(s, stdout);
-			fputc('\n', stdout);
+			/* One write() per line: a launched command shares stdout,
+			 * and its output must not split an event line. */
+			size_t len = strlen(s);
+			char *line = realloc(s, len + 2);
+
+			if (line) {
+				s = line;
+				s[len] = '\n';
+				if (write(STDOUT_FILENO, s, len + 1) < 0)
+					t->json_write_errors++;
+			}
 			free(s);
 		}
 		json_decref(o);
@@ -560,6 +570,7 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 		}
 	cw_writer_counter_set(t->w, "trace.consumer.rejected", t->cons.rejected);
 	cw_writer_counter_set(t->w, "trace.kernel_names_unresolved", t->cons.names_unresolved);
+	cw_writer_counter_set(t->w, "trace.json_write_errors", t->json_write_errors);
 	cw_writer_counter_set(t->w, "trace.pids_untracked", t->pending_lost);
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
