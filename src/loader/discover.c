@@ -80,8 +80,8 @@ static int resolve_path(uint32_t pid, const char *range, const char *mapped, uin
 {
 	struct stat st;
 
-	snprintf(out, outlen, "/proc/%u/root%s", pid, mapped);
-	if (!stat(out, &st) && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev) {
+	/* A path that does not fit is not opened truncated. */
+	if ((size_t)snprintf(out, outlen, "/proc/%u/root%s", pid, mapped) < outlen && !stat(out, &st) && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev) {
 		/* Outside a container the plain path is the same file and reads
 		 * better in reports; keep /proc/PID/root only when needed. */
 		struct stat st2;
@@ -90,8 +90,7 @@ static int resolve_path(uint32_t pid, const char *range, const char *mapped, uin
 			snprintf(out, outlen, "%s", mapped);
 		return 0;
 	}
-	snprintf(out, outlen, "/proc/%u/map_files/%s", pid, range);
-	if (!stat(out, &st) && (uint64_t)st.st_ino == ino)
+	if ((size_t)snprintf(out, outlen, "/proc/%u/map_files/%s", pid, range) < outlen && !stat(out, &st) && (uint64_t)st.st_ino == ino)
 		return 0;
 	return -ENOENT;
 }
