@@ -9,6 +9,7 @@
 
 #include "bpf/cuda.bpf.h"
 #include "bpf/events.h"
+#include "symbol/demangle.h"
 
 #include "util/timeutil.h"
 
@@ -57,11 +58,19 @@ int cw_consumer_sample(void *ctx, void *data, size_t size)
 	struct cw_kernel_name kn;
 	const struct cw_hdr *h = data;
 
-	if (size == sizeof(kn) && h->type == CW_REC_KERNEL_NAME && !((const struct cw_kernel_name *)data)->name[0]) {
+	if (size == sizeof(kn) && h->type == CW_REC_KERNEL_NAME) {
+		char dm[sizeof(kn.name)];
+
 		/* The ring's pages are read-only here: fix up a copy. */
 		memcpy(&kn, data, sizeof(kn));
-		if (resolve_deferred_name(&kn))
+		if (!kn.name[0] && resolve_deferred_name(&kn))
 			c->names_unresolved++;
+		/* Launches show "cwtest::scale_kernel<float>(float*, float, int)",
+		 * not "_ZN6cwtest12scale_kernelIfEEvPT_S1_i" (truncated to the
+		 * record's 127 characters). */
+		kn.name[sizeof(kn.name) - 1] = '\0';
+		if (kn.name[0] && cw_demangle(kn.name, dm, sizeof(dm)))
+			memcpy(kn.name, dm, sizeof(dm));
 		data = &kn;
 	}
 

@@ -91,9 +91,10 @@ pid=$(q "SELECT DISTINCT pid FROM events WHERE op='cudaMalloc'")
 "$CW_BIN" trace --db "$D/k.db" --no-view -- "$FIX/named_kernels" >"$D/kout" 2>&1 || fail "trace named_kernels: $(cat "$D/kout")"
 kn=$(sqlite3 "$D/k.db" "SELECT group_concat(name, ' ') FROM kernel_names")
 echo "kernel names: $kn"
-case $kn in *cw_saxpy_kernel*) ;; *) fail "cw_saxpy_kernel not registered";; esac
-case $kn in *scale_kernel*) ;; *) fail "scale_kernel not registered";; esac
-[ "$(sqlite3 "$D/k.db" "SELECT count(*) FROM events WHERE op='cudaLaunchKernel' AND detail LIKE '%cw_saxpy_kernel%'")" -ge 1 ] \
+# Registered mangled, stored demangled.
+case $kn in *"cw_saxpy_kernel(float, float const*, float*, int)"*) ;; *) fail "cw_saxpy_kernel not registered/demangled";; esac
+case $kn in *"void cwtest::scale_kernel<float>(float*, float, int)"*) ;; *) fail "scale_kernel not registered/demangled";; esac
+[ "$(sqlite3 "$D/k.db" "SELECT count(*) FROM events WHERE op='cudaLaunchKernel' AND detail='cw_saxpy_kernel(float, float const*, float*, int)'")" -ge 1 ] \
 	|| fail "launch not named: $(sqlite3 "$D/k.db" "SELECT op, arg0, detail FROM events WHERE source='cuda'")"
 sqlite3 "$D/k.db" "PRAGMA integrity_check" | grep -qx ok || fail "integrity"
 echo "ok"
