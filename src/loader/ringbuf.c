@@ -115,15 +115,20 @@ static void *run(void *arg)
 	struct cw_consumer *c = arg;
 	int efd = ring_buffer__epoll_fd(c->rb);
 	uint64_t last_flush = cw_monotonic_ns(), flush_ns = (uint64_t)(c->flush_ms ? c->flush_ms : 200) * 1000000ull;
+	int n = 0;
 
 	while (!c->stop) {
 		struct epoll_event ev[8];
 		uint64_t now;
 
-		/* Wake at least every 50 ms so the flush cadence holds when idle. */
-		epoll_wait(efd, ev, 8, 50);
+		/* The CUDA probes do not wake us below a quarter-full ring (a
+		 * wakeup per record is expensive for the traced thread), so the
+		 * ring is polled: straight on after a large batch, otherwise
+		 * every 5 ms (a trickle must not make this loop spin). */
+		if (n < 256)
+			epoll_wait(efd, ev, 8, 5);
 		pthread_mutex_lock(&c->lock);
-		ring_buffer__consume(c->rb);
+		n = ring_buffer__consume(c->rb);
 		now = cw_monotonic_ns();
 		if (now - last_flush >= flush_ns) {
 			flush_locked(c);
