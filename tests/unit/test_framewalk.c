@@ -68,7 +68,7 @@ static void mkstr(uint64_t at, const char *s)
 static void mkcode(int i)
 {
 	const struct cw_py_offsets *o = &proc.off;
-	char name[16];
+	char name[32];
 	uint8_t *lt;
 
 	put64(CODE(i) + o->ob_type, CODETYPE);
