@@ -37,6 +37,13 @@ const volatile __u64 cfg_agg_bytes = 0;
  * children). 0: every process that runs a hooked library copy, which is
  * how processes started after trace are traced from their first call. */
 const volatile __u8 cfg_filter_tracked = 1;
+/* 1: the calling thread's Python stack after each call entry, for the
+ * processes the loader registered in cw_py_procs (trace --py-stacks). */
+const volatile __u8 cfg_py_stacks = 1;
+/* 1: the calling thread's native user stack (frame-pointer walk) after each
+ * call entry (trace --native-stacks). Off by default: code built without
+ * frame pointers yields one or two frames, and the walk costs per call. */
+const volatile __u8 cfg_native_stacks = 0;
 
 CW_DECLARE_RING(rb_cuda, 8 << 20);
 
@@ -324,6 +331,41 @@ static __always_inline void emit_kernel_name(__u64 handle, __u64 name_ptr)
 	submit(k);
 }
 
+/* Per-CPU scratch for a native stack: bpf_get_stack fills it, then one
+ * bpf_ringbuf_output copies only the frames found. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cw_ustack);
+} ustack_scratch SEC(".maps");
+
+/* Emits a CW_REC_USTACK with e's header after e (same contract as
+ * cw_capture_pystack: output now, read by the consumer right after e). */
+static __always_inline void capture_ustack(struct pt_regs *ctx, struct cw_call_entry *e)
+{
+	struct cw_ustack *s;
+	__u32 zero = 0;
+	long n;
+
+	s = bpf_map_lookup_elem(&ustack_scratch, &zero);
+	if (!s)
+		return;
+	n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
+	if (n <= 0)
+		return;
+	__builtin_memcpy(&s->hdr, &e->hdr, sizeof(s->hdr));
+	s->hdr.type = CW_REC_USTACK;
+	s->hdr.size = sizeof(*s);
+	s->nips = (__u32)n / sizeof(s->ips[0]);
+	s->pad = 0;
+	if (bpf_ringbuf_output(&rb_cuda, s, sizeof(*s), BPF_RB_NO_WAKEUP)) {
+		cw_drop(CW_DROP_USTACK);
+		return;
+	}
+	e->flags |= CW_CALL_F_USTACK;
+}
+
 /* The single path every call entry record takes. The Python stack capture
  * (pystack.bpf.h) hooks in here, after the entry is filled. */
 static __always_inline int emit_entry(struct pt_regs *ctx, const struct uregs *r, __u32 op, __u32 src)
@@ -363,7 +405,10 @@ static __always_inline int emit_entry(struct pt_regs *ctx, const struct uregs *r
 	dev = bpf_map_lookup_elem(&tid_dev, &k.tid);
 	e->device = dev ? *dev : -1;
 	e->flags = 0;
-	cw_capture_pystack(&rb_cuda, e);
+	if (cfg_py_stacks)
+		cw_capture_pystack(&rb_cuda, e);
+	if (cfg_native_stacks)
+		capture_ustack(ctx, e);
 	submit(e);
 	return 0;
 }

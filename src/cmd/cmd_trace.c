@@ -27,6 +27,7 @@
 #include "loader/uprobe_attach.h"
 #include "pipeline/ops.h"
 #include "pipeline/pipeline.h"
+#include "cmd/trace_python.h"
 #include "store/store.h"
 #include "store/writer.h"
 #include "util/log.h"
@@ -54,6 +55,9 @@ static const char usage_text[] =
 	"  --ring-kb N        size of each ring buffer in KiB (default 8192 calls, 4096 kernel)\n"
 	"  --agg-pct N        above N %% ring fill, count calls in the kernel instead of\n"
 	"                     emitting them (default 75; 0 disables)\n"
+	"  --no-py-stacks     do not capture Python stacks (default: every CUDA call of\n"
+	"                     a CPython 3.10-3.13 process carries its Python stack)\n"
+	"  --native-stacks    also capture each call's native stack (frame pointers)\n"
 	"  --json             stream the recorded events as NDJSON on stdout\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
 	"  -h, --help         this help\n"
@@ -78,6 +82,7 @@ struct trace_opts {
 	uint64_t size_cap;
 	unsigned ring_kb, agg_pct;
 	int json, no_view;
+	int no_py_stacks, native_stacks;
 	char **command;
 };
 
@@ -93,6 +98,7 @@ struct trace {
 	struct cw_consumer cons;
 	struct cw_trace_view *view;
 	struct cw_sysinfo *si;
+	struct trace_python *py;
 	int view_on;
 	/* Processes with a process row; guarded by the consumer lock. */
 	uint32_t known[MAX_PIDS];
@@ -149,6 +155,32 @@ static void python_from_exec(struct trace *t, const struct cw_proc *p)
 		snprintf(t->python_version, sizeof(t->python_version), "3.%d", minor);
 }
 
+/* Consumer thread, lock held: lifecycle records of traced processes. A
+ * forked Python child (multiprocessing, DataLoader workers) is Python at
+ * once; an exec'd one after its interpreter starts: both are (re)tried. */
+static void on_proc(struct trace *t, const struct cw_proc *p)
+{
+	switch (p->hdr.op) {
+	case CW_OP_fork:
+		add_pending(t, p->child_pid);
+		if (t->py)
+			trace_python_enroll(t->py, p->child_pid);
+		break;
+	case CW_OP_exec:
+		if (!t->python_version[0])
+			python_from_exec(t, p);
+		if (t->py)
+			trace_python_enroll(t->py, p->hdr.pid);
+		break;
+	case CW_OP_exit:
+		if (t->py)
+			trace_python_exited(t->py, p->child_pid);
+		break;
+	default:
+		break;
+	}
+}
+
 /* Consumer thread, lock held: every raw record. */
 static void tap(void *ctx, const void *data, size_t size)
 {
@@ -163,11 +195,8 @@ static void tap(void *ctx, const void *data, size_t size)
 		t->entries++;
 		add_pending(t, h->pid);
 	}
-	else if (h->type == CW_REC_PROC && h->op == CW_OP_fork && size >= sizeof(struct cw_proc))
-		add_pending(t, ((const struct cw_proc *)data)->child_pid);
-	else if (h->type == CW_REC_PROC && h->op == CW_OP_exec && size >= sizeof(struct cw_proc) &&
-		 !t->python_version[0])
-		python_from_exec(t, (const struct cw_proc *)data);
+	else if (h->type == CW_REC_PROC && size >= sizeof(struct cw_proc))
+		on_proc(t, (const struct cw_proc *)data);
 }
 
 /* Consumer thread, lock held: every stored row. */
@@ -277,6 +306,10 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		}
 		if (!strcmp(a, "--no-view")) {
 			o->no_view = 1;
+			continue;
+		}
+		if (!strcmp(a, "--no-py-stacks") || !strcmp(a, "--native-stacks")) {
+			*(a[2] == 'n' && a[3] == 'o' ? &o->no_py_stacks : &o->native_stacks) = 1;
 			continue;
 		}
 		if (!takes) {
@@ -487,6 +520,8 @@ static void rescan(struct trace *t)
 		if (!cw_kernel_probes_is_tracked(t->kp, fresh[i]))
 			cw_kernel_probes_track(t->kp, fresh[i]);
 		write_process(t, fresh[i]);
+		if (t->py)
+			trace_python_enroll(t->py, fresh[i]);
 	}
 	nfresh = 0;
 	for (i = 0; !t->python_version[0] && i < t->nknown && nfresh < 16; i++)
@@ -572,6 +607,14 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 	cw_writer_counter_set(t->w, "trace.kernel_names_unresolved", t->cons.names_unresolved);
 	cw_writer_counter_set(t->w, "trace.json_write_errors", t->json_write_errors);
 	cw_writer_counter_set(t->w, "trace.pids_untracked", t->pending_lost);
+	if (t->py) {
+		struct trace_python_stats ps;
+
+		trace_python_get_stats(t->py, &ps);
+		cw_writer_counter_set(t->w, "trace.py_processes", ps.attached);
+		cw_writer_counter_set(t->w, "trace.py_unsupported", ps.unsupported);
+		cw_writer_counter_set(t->w, "trace.py_threads", ps.threads);
+	}
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
 	cw_pipeline_get_counters(t->pipe, &pc);
@@ -589,6 +632,7 @@ static void tick(struct trace *t, uint64_t start_ns)
 		cw_consumer_feed(&t->cons, &snap, sizeof(snap));
 	cw_consumer_lock(&t->cons);
 	cw_pipeline_set_clock(t->pipe, measure_offset());
+	trace_python_forget_exited(t->py, cw_monotonic_ns());
 	cw_kernel_probes_flush(t->kp, 0);
 	store_counters(t, &lt);
 	if (t->view_on) {
@@ -771,6 +815,8 @@ static int run(struct trace *t)
 	co.ring_kb = t->o.ring_kb;
 	co.agg_pct = t->o.agg_pct;
 	co.filter_tracked = t->o.npids || t->o.command;
+	co.no_py_stacks = t->o.no_py_stacks;
+	co.native_stacks = t->o.native_stacks;
 	co.tracked_fd = cw_kernel_probes_tracked_fd(t->kp);
 	co.drops_fd = cw_kernel_probes_drops_fd(t->kp);
 	co.stats_fd = cw_kernel_probes_stats_fd(t->kp);
@@ -818,6 +864,13 @@ static int run(struct trace *t)
 	po.mono_to_wall_ns = measure_offset();
 	po.observer = observe;
 	po.observer_ctx = t;
+	rc = trace_python_new(&t->py, t->cp, &t->cons, !t->o.no_py_stacks, json);
+	if (rc) {
+		cw_report_error(json, "cannot set up Python stack capture: %s", strerror(-rc));
+		goto out;
+	}
+	po.py = trace_python_resolver(t->py);
+	po.sym = trace_python_symbolizer(t->py);
 	rc = cw_pipeline_new(&t->pipe, &po);
 	if (rc) {
 		cw_report_error(json, "cannot start the pipeline: %s", strerror(-rc));
@@ -862,6 +915,7 @@ static int run(struct trace *t)
 
 		nanosleep(&ts, NULL);
 		now = cw_monotonic_ns();
+		trace_python_poll(t->py, now);
 		if (t->child > 0 && waitpid(t->child, &status, WNOHANG) == t->child) {
 			child_done = 1;
 			break;
@@ -914,6 +968,7 @@ out:
 	if (t->rb)
 		ring_buffer__free(t->rb);
 	cw_pipeline_free(t->pipe);
+	trace_python_free(t->py); /* before the probes: it clears their maps */
 	if (t->w && cw_writer_free(t->w) && exit_code == CW_EXIT_OK)
 		exit_code = CW_EXIT_DB;
 	if (t->session_id) {

@@ -93,7 +93,11 @@ int64_t cw_ustack_intern(struct cw_writer *w, const struct cw_symbolizer *sym, c
 	hash = cw_fnv1a(hash, s->ips, n * sizeof(s->ips[0]));
 	strbuf_init(&sb, 64 * 1024);
 	for (i = 0; i < n; i++) {
-		if (!sym || !sym->symbolize || sym->symbolize(sym->ctx, s->hdr.pid, s->ips[i], line, sizeof(line)))
+		/* Frames after the first are return addresses: the call is the
+		 * instruction before, which matters when it ends a function. */
+		uint64_t ip = i && s->ips[i] ? s->ips[i] - 1 : s->ips[i];
+
+		if (!sym || !sym->symbolize || sym->symbolize(sym->ctx, s->hdr.pid, ip, line, sizeof(line)))
 			snprintf(line, sizeof(line), "0x%llx", (unsigned long long)s->ips[i]);
 		strbuf_addf(&sb, "%s%s", i ? "\n" : "", line);
 	}

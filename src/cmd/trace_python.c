@@ -1,0 +1,253 @@
+#include "cmd/trace_python.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyframe/pystack_loader.h"
+#include "pyframe/resolver.h"
+#include "symbol/symbolizer.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+
+#define MAX_CANDIDATES 256
+#define MAX_EXITED 256
+/* A process is tried from enrollment (or its last exec) on: often at first,
+ * because CPython initializes its runtime a few ms after exec and the first
+ * CUDA calls follow soon, then every second, and given up after this. */
+#define FAST_RETRY_NS (100ULL * 1000000)
+#define FAST_WINDOW_NS (3ULL * NSEC_PER_SEC)
+#define SLOW_RETRY_NS (1ULL * NSEC_PER_SEC)
+#define GIVE_UP_NS (20ULL * NSEC_PER_SEC)
+/* Threads created after a refresh have no stack until the next one. */
+#define REFRESH_NS (100ULL * 1000000)
+/* Records of an exited process can still sit in another ring when its exit
+ * record is read: keep its code objects a while. */
+#define FORGET_GRACE_NS (2ULL * NSEC_PER_SEC)
+
+struct candidate {
+	uint32_t pid;
+	uint64_t since_ns, next_ns; /* 0: not timed yet (set by the first poll) */
+	int err;                    /* the last attempt's error */
+	char why[160];
+};
+
+struct exited {
+	uint32_t pid;
+	uint64_t at_ns;
+};
+
+struct trace_python {
+	struct cw_consumer *cons;
+	struct cw_pystack_loader *ld; /* NULL when capture is off */
+	struct cw_pyres *res;
+	struct cw_symz *symz;
+	struct cw_py_resolver py;
+	struct cw_symbolizer sym;
+	int json;
+	/* Under the consumer lock. */
+	struct candidate cand[MAX_CANDIDATES];
+	int ncand;
+	struct exited gone[MAX_EXITED];
+	int ngone;
+	uint64_t cand_lost;
+	/* Main thread only. */
+	uint64_t last_refresh_ns;
+	struct trace_python_stats st;
+};
+
+int trace_python_new(struct trace_python **out, struct cw_cuda_probes *cp, struct cw_consumer *cons,
+		     int py_stacks, int json)
+{
+	struct trace_python *tp = calloc(1, sizeof(*tp));
+	int pfd = -1, tfd = -1, rc;
+
+	*out = NULL;
+	if (!tp)
+		return -ENOMEM;
+	tp->cons = cons;
+	tp->json = json;
+	if ((rc = cw_pyres_new(&tp->res)) || (rc = cw_symz_new(&tp->symz)))
+		goto fail;
+	cw_pyres_as_resolver(tp->res, &tp->py);
+	cw_symz_as_symbolizer(tp->symz, &tp->sym);
+	if (py_stacks) {
+		if ((rc = cw_cuda_probes_pystack_fds(cp, &pfd, &tfd)) ||
+		    (rc = cw_pystack_loader_new(&tp->ld, pfd, tfd)))
+			goto fail;
+	}
+	*out = tp;
+	return 0;
+fail:
+	trace_python_free(tp);
+	return rc < 0 ? rc : -EINVAL;
+}
+
+void trace_python_free(struct trace_python *tp)
+{
+	if (!tp)
+		return;
+	cw_pystack_loader_free(tp->ld);
+	cw_pyres_free(tp->res);
+	cw_symz_free(tp->symz);
+	free(tp);
+}
+
+const struct cw_py_resolver *trace_python_resolver(struct trace_python *tp)
+{
+	return &tp->py;
+}
+
+const struct cw_symbolizer *trace_python_symbolizer(struct trace_python *tp)
+{
+	return &tp->sym;
+}
+
+void trace_python_enroll(struct trace_python *tp, uint32_t pid)
+{
+	int i;
+
+	if (!tp->ld || !pid)
+		return;
+	for (i = 0; i < tp->ncand; i++)
+		if (tp->cand[i].pid == pid) {
+			tp->cand[i].since_ns = tp->cand[i].next_ns = 0; /* an exec: start over */
+			return;
+		}
+	if (tp->ncand >= MAX_CANDIDATES) {
+		tp->cand_lost++;
+		return;
+	}
+	memset(&tp->cand[tp->ncand], 0, sizeof(tp->cand[0]));
+	tp->cand[tp->ncand++].pid = pid;
+}
+
+static void drop_candidate(struct trace_python *tp, uint32_t pid)
+{
+	int i;
+
+	for (i = 0; i < tp->ncand; i++)
+		if (tp->cand[i].pid == pid) {
+			tp->cand[i] = tp->cand[--tp->ncand];
+			return;
+		}
+}
+
+void trace_python_exited(struct trace_python *tp, uint32_t pid)
+{
+	drop_candidate(tp, pid);
+	if (tp->ngone < MAX_EXITED) {
+		tp->gone[tp->ngone].pid = pid;
+		tp->gone[tp->ngone++].at_ns = cw_monotonic_ns();
+	}
+}
+
+void trace_python_forget_exited(struct trace_python *tp, uint64_t now_ns)
+{
+	int i = 0;
+
+	while (i < tp->ngone) {
+		if (now_ns - tp->gone[i].at_ns < FORGET_GRACE_NS) {
+			i++;
+			continue;
+		}
+		cw_pyres_forget(tp->res, tp->gone[i].pid);
+		cw_symz_forget(tp->symz, tp->gone[i].pid);
+		tp->gone[i] = tp->gone[--tp->ngone];
+	}
+}
+
+/* stdout carries NDJSON events only under --json: the counters say it. */
+__attribute__((format(printf, 3, 4))) static void report(struct trace_python *tp, uint32_t pid, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (tp->json)
+		return;
+	fprintf(stderr, "causeway: pid %u: ", pid);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* One attempt at pid; returns 1 when it is settled (attached, or given up). */
+static int try_add(struct trace_python *tp, struct candidate *c, uint64_t now)
+{
+	int rc;
+
+	/* First attempt since enrollment or an exec: a process image seen
+	 * before (a python that exec'd another python) must not keep the old
+	 * image's offsets. */
+	if (c->since_ns == now)
+		cw_pystack_loader_remove(tp->ld, (pid_t)c->pid);
+	rc = cw_pystack_loader_add(tp->ld, (pid_t)c->pid, c->why, sizeof(c->why));
+	if (!rc) {
+		tp->st.attached++;
+		report(tp, c->pid, "capturing Python stacks");
+		return 1;
+	}
+	c->err = rc;
+	if (now - c->since_ns >= GIVE_UP_NS) {
+		/* Not Python at all is the common, silent case. */
+		if (rc != -ENOENT) {
+			tp->st.unsupported++;
+			report(tp, c->pid, "no Python stacks: %s", c->why[0] ? c->why : strerror(-rc));
+		}
+		return 1;
+	}
+	c->next_ns = now + (now - c->since_ns < FAST_WINDOW_NS ? FAST_RETRY_NS : SLOW_RETRY_NS);
+	return 0;
+}
+
+void trace_python_poll(struct trace_python *tp, uint64_t now_ns)
+{
+	struct candidate work[MAX_CANDIDATES];
+	uint32_t settled[MAX_CANDIDATES];
+	int n = 0, nsettled = 0, i, j;
+
+	if (!tp->ld)
+		return;
+	cw_consumer_lock(tp->cons);
+	for (i = 0; i < tp->ncand; i++) {
+		struct candidate *c = &tp->cand[i];
+
+		if (!c->since_ns)
+			c->since_ns = c->next_ns = now_ns;
+		if (c->next_ns <= now_ns)
+			work[n++] = *c;
+	}
+	cw_consumer_unlock(tp->cons);
+	/* Reading the targets' memory takes a while: without the lock. */
+	for (i = 0; i < n; i++)
+		if (try_add(tp, &work[i], now_ns))
+			settled[nsettled++] = work[i].pid;
+	cw_consumer_lock(tp->cons);
+	for (i = 0; i < n; i++)
+		for (j = 0; j < tp->ncand; j++)
+			if (tp->cand[j].pid == work[i].pid && tp->cand[j].since_ns == work[i].since_ns) {
+				tp->cand[j] = work[i]; /* keep an exec seen meanwhile (since 0) */
+				break;
+			}
+	for (i = 0; i < nsettled; i++)
+		for (j = 0; j < tp->ncand; j++)
+			if (tp->cand[j].pid == settled[i] && tp->cand[j].since_ns) {
+				tp->cand[j] = tp->cand[--tp->ncand];
+				break;
+			}
+	cw_consumer_unlock(tp->cons);
+	if (now_ns - tp->last_refresh_ns >= REFRESH_NS) {
+		int nt = cw_pystack_loader_refresh(tp->ld);
+
+		tp->last_refresh_ns = now_ns;
+		if (nt >= 0)
+			tp->st.threads = (uint64_t)nt;
+	}
+}
+
+void trace_python_get_stats(struct trace_python *tp, struct trace_python_stats *out)
+{
+	*out = tp->st;
+}
