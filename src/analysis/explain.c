@@ -262,8 +262,8 @@ static void base_chain(struct cw_chain *c, const struct cw_rule_ctx *ctx)
 static void add_python_timeline(struct cw_chain *c, uint64_t t)
 {
 	if (c->has_python)
-		cw_chain_add_timeline(c, CW_LAYER_PYTHON, t, "issued from %s:%d in %s()", c->py_file,
-				      c->py_line, c->py_function);
+		cw_chain_add_timeline(c, CW_LAYER_PYTHON, t, "issued from %s() at %s:%d", c->py_function, c->py_file,
+				      c->py_line);
 }
 
 static int timeline_cmp(const void *a, const void *b)

@@ -144,7 +144,7 @@ int cw_explain_print_text(FILE *f, const struct cw_explain_result *r, int color)
 			fputc('\n', f);
 		}
 		if (c->has_python)
-			fprintf(f, "  python  %s:%d in %s()\n", c->py_file, c->py_line, c->py_function);
+			fprintf(f, "  python  %s() at %s:%d\n", c->py_function, c->py_file, c->py_line);
 		if (c->ntimeline) {
 			fprintf(f, "  timeline\n");
 			for (int k = 0; k < c->ntimeline; k++) {
