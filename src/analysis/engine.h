@@ -30,6 +30,7 @@ struct cw_slowcall {
 	char comm[32];
 	int device;          /* -1 unknown */
 	int64_t py_stack_id; /* 0 none */
+	int64_t stack_id;    /* native stack, 0 none */
 	uint64_t preempted_ns; /* off-CPU while runnable */
 	uint64_t blocked_ns;   /* off-CPU while sleeping */
 	uint64_t blocked_io_ns;  /* blocked while block I/O was in flight */

@@ -121,10 +121,11 @@ static void ident_add(struct ident *v, size_t *n, size_t cap, int64_t pid, int64
 
 static int fill_identity(sqlite3 *db, struct cw_chain *c, const struct cw_slowcall *calls, size_t ncalls)
 {
-	struct ident th[64], stk[64];
-	size_t nth = 0, nstk = 0, best = 0, bests = 0;
+	struct ident th[64], stk[64], nat[64];
+	size_t nth = 0, nstk = 0, nnat = 0, best = 0, bests = 0, bestn = 0;
 	uint64_t with_stack = 0;
-	int ret;
+	int64_t py_id = 0;
+	int ret, n;
 
 	for (size_t i = 0; i < ncalls; i++) {
 		ident_add(th, &nth, 64, calls[i].pid, calls[i].tid, 0, calls[i].comm, calls[i].dur_ns);
@@ -143,13 +144,29 @@ static int fill_identity(sqlite3 *db, struct cw_chain *c, const struct cw_slowca
 	snprintf(c->comm, sizeof(c->comm), "%s", th[best].comm);
 	if ((ret = load_rank(db, c->node, c->pid, &c->rank)) < 0)
 		return ret;
-	if (!nstk)
+	/* The native stack the chosen thread's slow calls share most. */
+	for (size_t i = 0; i < ncalls; i++)
+		if (calls[i].stack_id > 0 && calls[i].tid == c->tid)
+			ident_add(nat, &nnat, 64, 0, 0, calls[i].stack_id, "", 1);
+	for (size_t i = 1; i < nnat; i++)
+		if (nat[i].w > nat[bestn].w)
+			bestn = i;
+	if (nstk) {
+		for (size_t i = 1; i < nstk; i++)
+			if (stk[i].w > stk[bests].w)
+				bests = i;
+		if ((double)stk[bests].w >= CW_PY_MIN_SHARE * (double)with_stack) {
+			py_id = stk[bests].stack;
+			if ((ret = load_python(db, c, py_id)) < 0)
+				return ret;
+		}
+	}
+	if (!py_id && !nnat)
 		return 0;
-	for (size_t i = 1; i < nstk; i++)
-		if (stk[i].w > stk[bests].w)
-			bests = i;
-	if ((double)stk[bests].w >= CW_PY_MIN_SHARE * (double)with_stack)
-		return load_python(db, c, stk[bests].stack);
+	n = cw_stack_load(db, py_id, nnat ? nat[bestn].stack : 0, c->stack, CW_STACK_MAX_FRAMES);
+	if (n < 0)
+		return n;
+	c->nstack = n;
 	return 0;
 }
 
@@ -160,10 +177,10 @@ int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_
 	 * without anomalies (a steady memcpy, a launch loop) is sampled by
 	 * rowid from the window's start instead, stopping after 256 rows. */
 	static const char *const sqls[] = {
-		"SELECT duration_ns, pid, tid, comm, py_stack_id FROM events"
+		"SELECT duration_ns, pid, tid, comm, py_stack_id, stack_id FROM events"
 		" WHERE op = ?1 AND anomalous = 1 AND node = ?2 AND wall_ns BETWEEN ?3 AND ?4"
 		" AND (?5 = 0 OR pid = ?5) AND ?6 <= ?7 ORDER BY duration_ns DESC LIMIT 256",
-		"SELECT duration_ns, pid, tid, comm, py_stack_id FROM events"
+		"SELECT duration_ns, pid, tid, comm, py_stack_id, stack_id FROM events"
 		" WHERE id BETWEEN ?6 AND ?7 AND op = ?1 AND node = ?2 AND wall_ns BETWEEN ?3 AND ?4"
 		" AND (?5 = 0 OR pid = ?5) ORDER BY id LIMIT 256",
 	};
@@ -198,6 +215,7 @@ int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_
 			calls[n].tid = sqlite3_column_int64(st, 2);
 			snprintf(calls[n].comm, sizeof(calls[n].comm), "%s", comm ? comm : "");
 			calls[n].py_stack_id = sqlite3_column_int64(st, 4);
+			calls[n].stack_id = sqlite3_column_int64(st, 5);
 			n++;
 		}
 		sqlite3_finalize(st);

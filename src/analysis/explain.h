@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/stack_render.h"
+
 struct cw_explain_opts {
 	const char *node_filter;            /* NULL = every node */
 	uint64_t from_wall_ns, to_wall_ns;  /* 0 = open */
@@ -106,6 +108,10 @@ struct cw_chain {
 	char py_file[256];
 	int py_line;
 	char py_function[128];
+	/* The representative slow call's stack, native and Python spliced
+	 * (stack_render.h), innermost first; 0 frames when none was recorded. */
+	struct cw_stack_frame stack[CW_STACK_MAX_FRAMES];
+	int nstack;
 	struct cw_culprit culprit;
 	struct cw_evidence evidence[CW_CHAIN_MAX_EVIDENCE];
 	int nevidence;
@@ -135,6 +141,8 @@ int cw_explain_newest_wall(sqlite3 *db, uint64_t *out);
 
 /* Human-readable report. */
 int cw_explain_print_text(FILE *f, const struct cw_explain_result *r, int color);
+/* The same, with each chain's stack when stacks is set (explain --stacks). */
+int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int color, int stacks);
 /* One chain as the JSON contract of docs/explain.md. */
 json_t *cw_chain_to_json(const struct cw_chain *c);
 /* {"window":..., "chains":[...], "warnings":[...]}. */

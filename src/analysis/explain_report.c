@@ -20,6 +20,24 @@ static json_t *jint(uint64_t v)
 	return json_integer((json_int_t)v);
 }
 
+/* Innermost first: {"kind":"native","frame":"libcudart.so.13!cudaMalloc+0x0"}
+ * or {"kind":"py","file":..,"line":..,"function":..}. */
+static json_t *stack_to_json(const struct cw_chain *c)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < c->nstack; i++) {
+		const struct cw_stack_frame *f = &c->stack[i];
+
+		if (f->is_py)
+			json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:s}", "kind", "py", "file", f->file,
+							   "line", f->line, "function", f->function));
+		else
+			json_array_append_new(a, json_pack("{s:s, s:s}", "kind", "native", "frame", f->function));
+	}
+	return a;
+}
+
 json_t *cw_chain_to_json(const struct cw_chain *c)
 {
 	json_t *o = json_object(), *tl = json_array(), *fix = json_array(), *ev = json_object();
@@ -58,6 +76,7 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 							   c->py_line, "function", c->py_function));
 	else
 		json_object_set_new(o, "python", json_null());
+	json_object_set_new(o, "stack", stack_to_json(c));
 	if (c->culprit.known) {
 		json_t *cu = json_pack("{s:s, s:I, s:I}", "comm", c->culprit.comm, "pid",
 				       (json_int_t)c->culprit.pid, "overlap_ns",
@@ -110,6 +129,11 @@ static void clock_of(uint64_t wall, char *buf, int len)
 
 int cw_explain_print_text(FILE *f, const struct cw_explain_result *r, int color)
 {
+	return cw_explain_print_text_stacks(f, r, color, 0);
+}
+
+int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int color, int stacks)
+{
 	static const char *const sev_color[] = {"\033[1;31m", "\033[1;33m", "\033[1;36m"};
 	char from[40], to[40];
 
@@ -145,6 +169,16 @@ int cw_explain_print_text(FILE *f, const struct cw_explain_result *r, int color)
 		}
 		if (c->has_python)
 			fprintf(f, "  python  %s() at %s:%d\n", c->py_function, c->py_file, c->py_line);
+		if (stacks) {
+			char line[512];
+
+			fprintf(f, "  stack (representative slow call, innermost first)%s\n",
+				c->nstack ? "" : ": none recorded");
+			for (int k = 0; k < c->nstack; k++) {
+				cw_stack_frame_text(&c->stack[k], line, sizeof(line));
+				fprintf(f, "    %s\n", line);
+			}
+		}
 		if (c->ntimeline) {
 			fprintf(f, "  timeline\n");
 			for (int k = 0; k < c->ntimeline; k++) {

@@ -461,14 +461,14 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 {
 	static const char slow_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id FROM events"
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM events"
 		" WHERE op = ?1 AND anomalous = 1 AND duration_ns >= ?2 AND node = ?3"
 		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) ORDER BY duration_ns DESC LIMIT ?7";
 	/* The writer flags a call anomalous only once its op has 32 samples,
 	 * so an op's first calls (cold start) are read by rowid instead: the
 	 * scan starts at the op's first second and stops after 64 calls. */
 	static const char first_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id FROM events"
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM events"
 		" WHERE id BETWEEN ?8 AND ?9 AND op = ?1 AND duration_ns >= ?2 AND node = ?3"
 		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) AND anomalous = 0"
 		" ORDER BY id LIMIT ?7";
@@ -544,6 +544,7 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 		c->device = sqlite3_column_type(q, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 6);
 		c->py_stack_id = sqlite3_column_int64(q, 7);
 		c->id = sqlite3_column_int64(q, 8);
+		c->stack_id = sqlite3_column_int64(q, 9);
 	}
 	if (rc != SQLITE_DONE) {
 		ret = cw_sqlite_errno(rc);

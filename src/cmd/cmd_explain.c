@@ -18,7 +18,7 @@
 static void usage(FILE *f)
 {
 	fputs("usage: causeway explain [--db PATH] [--since DURATION | --from TIME --to TIME]\n"
-	      "                        [--pid PID] [--per-process] [--json] [--no-store]\n"
+	      "                        [--pid PID] [--per-process] [--stacks] [--json] [--no-store]\n"
 	      "\n"
 	      "Finds the ops with a latency tail, measures for each slow call what its\n"
 	      "thread was doing (preempted, blocked on I/O, under memory pressure, ...)\n"
@@ -31,6 +31,8 @@ static void usage(FILE *f)
 	      "  --to TIME         window end: RFC 3339 or Unix seconds\n"
 	      "  --pid PID         only slow calls of this process\n"
 	      "  --per-process     one chain per process instead of per op\n"
+	      "  --stacks          print each chain's stack: native frames with the Python\n"
+	      "                    frames spliced in (always in --json)\n"
 	      "  --json            one JSON object (see docs/explain.md)\n"
 	      "  --no-store        do not append the chains to the chains table\n"
 	      "  --help            this text\n"
@@ -54,12 +56,13 @@ static int parse_pid(const char *s, int64_t *out)
 
 int cmd_explain(int argc, char **argv)
 {
-	enum { OPT_NO_STORE = 256, OPT_PER_PROCESS, OPT_FROM, OPT_TO };
+	enum { OPT_NO_STORE = 256, OPT_PER_PROCESS, OPT_FROM, OPT_TO, OPT_STACKS };
 	static const struct option longopts[] = {
 		{"db", required_argument, NULL, 'd'},    {"since", required_argument, NULL, 's'},
 		{"from", required_argument, NULL, OPT_FROM}, {"to", required_argument, NULL, OPT_TO},
 		{"pid", required_argument, NULL, 'p'},   {"per-process", no_argument, NULL, OPT_PER_PROCESS},
 		{"json", no_argument, NULL, 'j'},        {"no-store", no_argument, NULL, OPT_NO_STORE},
+		{"stacks", no_argument, NULL, OPT_STACKS},
 		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
 	const char *db_path = CW_DEFAULT_DB, *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL;
@@ -68,7 +71,7 @@ int cmd_explain(int argc, char **argv)
 	struct cw_store *st = NULL;
 	uint64_t since_ns = 0;
 	char err[512];
-	int json = 0, c, ret, rc = CW_EXIT_OK;
+	int json = 0, stacks = 0, c, ret, rc = CW_EXIT_OK;
 
 	/* Fleet fan-out (src/fleet/fanout_cli.c): chains from every agent. */
 	if (cw_fleet_cli_wanted(argc, argv))
@@ -105,6 +108,9 @@ int cmd_explain(int argc, char **argv)
 			break;
 		case OPT_NO_STORE:
 			o.store_chains = 0;
+			break;
+		case OPT_STACKS:
+			stacks = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -178,7 +184,7 @@ int cmd_explain(int argc, char **argv)
 		puts(s);
 		free(s);
 	} else {
-		cw_explain_print_text(stdout, &r, isatty(STDOUT_FILENO));
+		cw_explain_print_text_stacks(stdout, &r, isatty(STDOUT_FILENO), stacks);
 	}
 	if (o.store_chains) {
 		const char *fake = getenv("CW_FAKE_NOW_NS");
