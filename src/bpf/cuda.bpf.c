@@ -37,9 +37,15 @@ const volatile __u64 cfg_agg_bytes = 0;
  * children). 0: every process that runs a hooked library copy, which is
  * how processes started after trace are traced from their first call. */
 const volatile __u8 cfg_filter_tracked = 1;
-/* 1: the calling thread's Python stack after each call entry, for the
- * processes the loader registered in cw_py_procs (trace --py-stacks). */
-const volatile __u8 cfg_py_stacks = 1;
+/* Python stacks for the processes the loader registered in cw_py_procs
+ * (trace --py-stacks): CW_PY_OFF; CW_PY_SLOW, the default, walks at the
+ * return of a slow call only (the calling thread's Python frames are the
+ * same at return as at entry: the call is synchronous), so fast calls pay
+ * a map update instead of a walk of microseconds; CW_PY_ALL walks at every
+ * entry. A call is slow when it took at least cfg_py_floor_ns and 3x its
+ * op's running mean (per CPU, updated by Python processes' calls). */
+const volatile __u8 cfg_py_mode = CW_PY_SLOW;
+const volatile __u64 cfg_py_floor_ns = 10000;
 /* 1: the calling thread's native user stack (frame-pointer walk) after each
  * call entry (trace --native-stacks). Off by default: code built without
  * frame pointers yields one or two frames, and the walk costs per call. */
@@ -331,6 +337,50 @@ static __always_inline void emit_kernel_name(__u64 handle, __u64 name_ptr)
 	submit(k);
 }
 
+/* (tid, op) -> the entry record's timestamp, for Python processes under
+ * CW_PY_SLOW: the stack record emitted at return must carry it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct call_key);
+	__type(value, __u64);
+} py_entry SEC(".maps");
+
+/* op -> running mean duration of Python processes' calls (ns, 1/16 EWMA). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CW_OP_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_mean SEC(".maps");
+
+/* CW_PY_SLOW, at return, before the return record is reserved (so the
+ * stack record precedes it in the ring): a slow call of a Python process
+ * gets its stack, stamped with the entry's timestamp. */
+static __always_inline void py_stack_at_return(struct call_key *k, __u32 src)
+{
+	__u64 *tsp = bpf_map_lookup_elem(&py_entry, k), *mean;
+	__u64 ts, now, d, m;
+	struct cw_hdr h;
+
+	if (!tsp)
+		return;
+	ts = *tsp;
+	bpf_map_delete_elem(&py_entry, k);
+	now = bpf_ktime_get_ns();
+	d = now > ts ? now - ts : 0;
+	mean = bpf_map_lookup_elem(&py_mean, &k->op);
+	if (!mean)
+		return;
+	m = *mean;
+	*mean = d >= m ? m + ((d - m) >> 4) : m - ((m - d) >> 4);
+	if (d < cfg_py_floor_ns || d < 3 * m)
+		return;
+	cw_hdr_current(&h, CW_REC_PYSTACK, sizeof(struct cw_pystack), src, k->op);
+	h.ts_ns = ts;
+	cw_emit_pystack(&rb_cuda, &h);
+}
+
 /* Per-CPU scratch for a native stack: bpf_get_stack fills it, then one
  * bpf_ringbuf_output copies only the frames found. */
 struct {
@@ -405,8 +455,13 @@ static __always_inline int emit_entry(struct pt_regs *ctx, const struct uregs *r
 	dev = bpf_map_lookup_elem(&tid_dev, &k.tid);
 	e->device = dev ? *dev : -1;
 	e->flags = 0;
-	if (cfg_py_stacks)
+	if (cfg_py_mode == CW_PY_ALL) {
 		cw_capture_pystack(&rb_cuda, e);
+	} else if (cfg_py_mode == CW_PY_SLOW && bpf_map_lookup_elem(&cw_py_procs, &e->hdr.pid)) {
+		__u64 ts = e->hdr.ts_ns;
+
+		bpf_map_update_elem(&py_entry, &k, &ts, BPF_ANY);
+	}
 	if (cfg_native_stacks)
 		capture_ustack(ctx, e);
 	submit(e);
@@ -537,6 +592,8 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	}
 	if (op >= CW_HOOK_REGISTER_FUNCTION)
 		return 0;
+	if (cfg_py_mode == CW_PY_SLOW)
+		py_stack_at_return(&k, src);
 	r = bpf_ringbuf_reserve(&rb_cuda, sizeof(*r), 0);
 	if (!r) {
 		cw_drop(drop_idx(src));

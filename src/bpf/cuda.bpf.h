@@ -22,6 +22,13 @@
 #define CW_COOKIE_OP(c) ((__u32)((c)&0xffff))
 #define CW_COOKIE_SRC(c) ((__u32)(((c) >> 16) & 0xff))
 
+/* Python stack capture modes (cfg_py_mode in cuda.bpf.c). */
+enum cw_py_mode {
+	CW_PY_OFF = 0,
+	CW_PY_SLOW = 1, /* at the return of slow calls only */
+	CW_PY_ALL = 2,  /* at every call entry */
+};
+
 /* Bookkeeping hooks: above every enum cw_op value that is a call, below
  * CW_OP_MAX. They feed the kernel-name records and the context -> device
  * map; they never produce call records. */

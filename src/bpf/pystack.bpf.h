@@ -135,15 +135,14 @@ static long cw_py_step(__u64 i, void *arg)
 	return 0;
 }
 
-/* Captures the current thread's Python stack for the call entry e (filled,
- * reserved on ring, not yet submitted). On success a CW_REC_PYSTACK record
- * with e's tid and timestamp is output to ring and CW_CALL_F_PYSTACK is set
- * in e->flags: the record's ring position is after e's, so the consumer
- * reads it right after e even though it is committed first. Threads that
- * run no Python cost one or two map lookups. */
-static __always_inline void cw_capture_pystack(void *ring, struct cw_call_entry *e)
+/* Walks the current thread's Python stack and outputs a CW_REC_PYSTACK
+ * record carrying h's identity (pid, tid, timestamp: the consumer ties it
+ * to the open call entry with that tid and timestamp) to ring. Returns 1
+ * when a record was output. Threads that run no Python cost one or two map
+ * lookups. */
+static __always_inline int cw_emit_pystack(void *ring, const struct cw_hdr *h)
 {
-	__u32 pid = e->hdr.pid, tid = e->hdr.tid, zero = 0;
+	__u32 pid = h->pid, tid = h->tid, zero = 0;
 	const struct cw_py_bpf_proc *o;
 	struct cw_py_walk w = {};
 	struct cw_pystack *s;
@@ -151,24 +150,24 @@ static __always_inline void cw_capture_pystack(void *ring, struct cw_call_entry 
 
 	o = bpf_map_lookup_elem(&cw_py_procs, &pid);
 	if (!o)
-		return;
+		return 0;
 	tsp = bpf_map_lookup_elem(&cw_py_tstate, &tid);
 	if (!tsp || !*tsp)
-		return;
+		return 0;
 	w.o = *o;
 	w.frame = cw_py_read_u64(*tsp + o->ts_frame);
 	if (w.frame && o->cframe_current >= 0)
 		w.frame = cw_py_read_u64(w.frame + (__u32)o->cframe_current);
 	if (!w.frame)
-		return; /* the thread holds no Python frame right now */
+		return 0; /* the thread holds no Python frame right now */
 	/* 2x the depth: skipped shim frames do not eat recorded depth */
 	bpf_loop(2 * CW_PY_MAX_FRAMES, cw_py_step, &w, 0);
 	if (!w.n)
-		return;
+		return 0;
 	s = bpf_map_lookup_elem(&cw_py_scratch, &zero);
 	if (!s)
-		return;
-	__builtin_memcpy(&s->hdr, &e->hdr, sizeof(s->hdr));
+		return 0;
+	__builtin_memcpy(&s->hdr, h, sizeof(s->hdr));
 	s->hdr.type = CW_REC_PYSTACK;
 	s->hdr.size = sizeof(*s);
 	s->hdr.source = CW_SRC_PYTHON;
@@ -177,11 +176,20 @@ static __always_inline void cw_capture_pystack(void *ring, struct cw_call_entry 
 	s->truncated = w.truncated || (w.frame && w.n >= CW_PY_MAX_FRAMES);
 	s->py_version = o->py_version;
 	s->pad = 0;
-	if (bpf_ringbuf_output(ring, s, sizeof(*s), 0)) {
+	if (bpf_ringbuf_output(ring, s, sizeof(*s), BPF_RB_NO_WAKEUP)) {
 		cw_drop(CW_DROP_PYSTACK);
-		return;
+		return 0;
 	}
-	e->flags |= CW_CALL_F_PYSTACK;
+	return 1;
+}
+
+/* At a call entry e (filled, reserved on ring, not yet submitted): the
+ * record's ring position is after e's, so the consumer reads it right
+ * after e even though it is committed first. */
+static __always_inline void cw_capture_pystack(void *ring, struct cw_call_entry *e)
+{
+	if (cw_emit_pystack(ring, &e->hdr))
+		e->flags |= CW_CALL_F_PYSTACK;
 }
 
 #endif /* __bpf__ */

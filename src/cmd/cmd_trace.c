@@ -55,8 +55,9 @@ static const char usage_text[] =
 	"  --ring-kb N        size of each ring buffer in KiB (default 8192 calls, 4096 kernel)\n"
 	"  --agg-pct N        above N %% ring fill, count calls in the kernel instead of\n"
 	"                     emitting them (default 75; 0 disables)\n"
-	"  --no-py-stacks     do not capture Python stacks (default: every CUDA call of\n"
-	"                     a CPython 3.10-3.13 process carries its Python stack)\n"
+	"  --py-stacks MODE   Python stacks of CPython 3.10-3.13 processes: slow (the\n"
+	"                     default: calls slower than 3x their op's mean and 10 us,\n"
+	"                     captured at return), all (every call), off\n"
 	"  --native-stacks    also capture each call's native stack (frame pointers)\n"
 	"  --json             stream the recorded events as NDJSON on stdout\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
@@ -82,7 +83,7 @@ struct trace_opts {
 	uint64_t size_cap;
 	unsigned ring_kb, agg_pct;
 	int json, no_view;
-	int no_py_stacks, native_stacks;
+	int py_mode, native_stacks; /* enum cw_py_mode */
 	char **command;
 };
 
@@ -277,6 +278,7 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 
 	memset(o, 0, sizeof(*o));
 	o->agg_pct = 75;
+	o->py_mode = CW_PY_SLOW;
 	for (i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			*json_out = 1;
@@ -286,7 +288,7 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--pid") || !strcmp(a, "--cuda-lib") || !strcmp(a, "--db") ||
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
-			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct");
+			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks");
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -308,8 +310,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			o->no_view = 1;
 			continue;
 		}
-		if (!strcmp(a, "--no-py-stacks") || !strcmp(a, "--native-stacks")) {
-			*(a[2] == 'n' && a[3] == 'o' ? &o->no_py_stacks : &o->native_stacks) = 1;
+		if (!strcmp(a, "--native-stacks")) {
+			o->native_stacks = 1;
 			continue;
 		}
 		if (!takes) {
@@ -345,6 +347,17 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 				return CW_EXIT_USAGE;
 			}
 			cw_global_node = v;
+		} else if (!strcmp(a, "--py-stacks")) {
+			if (!strcmp(v, "slow"))
+				o->py_mode = CW_PY_SLOW;
+			else if (!strcmp(v, "all"))
+				o->py_mode = CW_PY_ALL;
+			else if (!strcmp(v, "off"))
+				o->py_mode = CW_PY_OFF;
+			else {
+				cw_report_error(*json_out, "trace: bad --py-stacks \"%s\" (slow, all or off)", v);
+				return CW_EXIT_USAGE;
+			}
 		} else if (!strcmp(a, "--size-cap")) {
 			if (cw_parse_size(v, &o->size_cap) || !o->size_cap) {
 				cw_report_error(*json_out, "trace: bad --size-cap \"%s\"", v);
@@ -815,7 +828,7 @@ static int run(struct trace *t)
 	co.ring_kb = t->o.ring_kb;
 	co.agg_pct = t->o.agg_pct;
 	co.filter_tracked = t->o.npids || t->o.command;
-	co.no_py_stacks = t->o.no_py_stacks;
+	co.py_mode = t->o.py_mode;
 	co.native_stacks = t->o.native_stacks;
 	co.tracked_fd = cw_kernel_probes_tracked_fd(t->kp);
 	co.drops_fd = cw_kernel_probes_drops_fd(t->kp);
@@ -864,7 +877,7 @@ static int run(struct trace *t)
 	po.mono_to_wall_ns = measure_offset();
 	po.observer = observe;
 	po.observer_ctx = t;
-	rc = trace_python_new(&t->py, t->cp, &t->cons, !t->o.no_py_stacks, json);
+	rc = trace_python_new(&t->py, t->cp, &t->cons, t->o.py_mode != CW_PY_OFF, json);
 	if (rc) {
 		cw_report_error(json, "cannot set up Python stack capture: %s", strerror(-rc));
 		goto out;

@@ -35,7 +35,7 @@ struct cw_cuda_probes_opts {
 	unsigned ring_kb;      /* the calls ring; 0 = 8192 */
 	unsigned agg_pct;      /* aggregate above this ring fill %, 0 = never */
 	int filter_tracked;    /* only tracked tgids (else every process) */
-	int no_py_stacks;      /* never capture Python stacks */
+	int py_mode;           /* enum cw_py_mode (cuda.bpf.h); 0 = off */
 	int native_stacks;     /* a native user stack after every call entry */
 	/* Shared maps from kernel_probes (-1: own copies). */
 	int tracked_fd, drops_fd, stats_fd;

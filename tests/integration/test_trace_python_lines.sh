@@ -22,7 +22,7 @@ for v in 3.10 3.11 3.12 3.13; do
 	[ -n "$py" ] || fail "CPython $v is not installed under /root/.pyenv"
 	for lib in "$FAKE" "$REAL"; do
 		db=$D/$v-$(basename "$(dirname "$lib")").db
-		"$CW_BIN" trace --db "$db" --no-view --cuda-lib "$lib" -- "$py" "$SCRIPT" "$lib" >"$D/out" 2>"$D/err" \
+		"$CW_BIN" trace --db "$db" --no-view --py-stacks all --cuda-lib "$lib" -- "$py" "$SCRIPT" "$lib" >"$D/out" 2>"$D/err" \
 			|| fail "$v $lib: trace failed: $(cat "$D/err")"
 		grep -qx done "$D/out" || fail "$v $lib: workload did not finish: $(cat "$D/out" "$D/err")"
 		grep -q "capturing Python stacks" "$D/err" || fail "$v: no Python capture reported: $(cat "$D/err")"
