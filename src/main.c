@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "config/config.h"
 #include "util/log.h"
 
 const char *cw_global_config_path;
@@ -33,6 +34,69 @@ static void usage(FILE *f)
 	for (c = commands; c->name; c++)
 		fprintf(f, "  %-9s %s\n", c->name, c->summary);
 	fprintf(f, "\nRun 'causeway COMMAND --help' for a command's options.\n");
+}
+
+/* "--config FILE" (or "--config=FILE") may also follow the command: it is
+ * taken out of the command's arguments before the command parses them.
+ * Arguments after "--" (trace's COMMAND) are left alone. Returns the new
+ * argc, or -1 when the flag lacks its value. */
+static int take_config_flag(int argc, char **argv)
+{
+	int i = 1, out = 1;
+
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--config")) {
+			if (i + 1 >= argc)
+				return -1;
+			cw_global_config_path = argv[++i];
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			cw_global_config_path = argv[i] + 9;
+		} else {
+			argv[out++] = argv[i];
+		}
+	}
+	for (; i < argc; i++)
+		argv[out++] = argv[i];
+	argv[out] = NULL;
+	return out;
+}
+
+static int wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return 1;
+	return 0;
+}
+
+static int wants_json(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			return 1;
+	return 0;
+}
+
+/* Every command but version reads the config file (flag, /etc, ~): a bad
+ * one stops it here with the file and line, whatever the command. */
+static int run_command(const struct cw_command *c, int argc, char **argv)
+{
+	const struct cw_config *cfg;
+	char err[512];
+	int rc;
+
+	argc = take_config_flag(argc, argv);
+	if (argc < 0) {
+		cw_err("%s: --config needs a file", argv[0]);
+		return CW_EXIT_USAGE;
+	}
+	if (strcmp(c->name, "version") && !wants_help(argc, argv) && (rc = cw_config_get(&cfg, err, sizeof(err)))) {
+		cw_report_error(wants_json(argc, argv), "%s", err);
+		return CW_EXIT_USAGE;
+	}
+	return c->fn(argc, argv);
 }
 
 int main(int argc, char **argv)
@@ -66,7 +130,7 @@ int main(int argc, char **argv)
 	}
 	for (c = commands; c->name; c++)
 		if (!strcmp(c->name, argv[i]))
-			return c->fn(argc - i, argv + i);
+			return run_command(c, argc - i, argv + i);
 	cw_err("unknown command \"%s\"; see 'causeway --help'", argv[i]);
 	return CW_EXIT_USAGE;
 }

@@ -7,6 +7,8 @@
 #ifndef CW_CMD_CMD_H
 #define CW_CMD_CMD_H
 
+#include <stdint.h>
+
 enum cw_exit {
 	CW_EXIT_OK = 0,
 	CW_EXIT_FAIL = 1,      /* the work failed (database error, bad SQL, ...) */
@@ -33,6 +35,13 @@ int cmd_where(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+
+/* From the config file (main.c loads it before every command but version),
+ * else built-in: the store path (CW_DEFAULT_DB), the store size cap (0 =
+ * none) and the node name (--node, config, hostname). cmd/defaults.c. */
+const char *cw_default_db(void);
+uint64_t cw_default_size_cap(void);
+const char *cw_default_node(void);
 
 /* Global state set by main.c from flags before the subcommand. */
 extern const char *cw_global_config_path; /* --config */

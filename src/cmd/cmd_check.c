@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "config/config.h"
 #include "loader/discover.h"
 #include "loader/libfind.h"
 #include "loader/probe_features.h"
@@ -62,6 +63,22 @@ static void check_kernel(struct report *r, const struct cw_features *f)
 	item(r, "btf", f->btf ? ST_OK : ST_FAIL,
 	     "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (most distribution kernels are)",
 	     f->btf ? "/sys/kernel/btf/vmlinux present" : "/sys/kernel/btf/vmlinux missing");
+}
+
+/* main.c already refused a bad file; this says which one applies. */
+static void check_config(struct report *r)
+{
+	const struct cw_config *c = NULL;
+	char err[512];
+
+	if (cw_config_get(&c, err, sizeof(err)))
+		item(r, "config", ST_FAIL, "fix the file, or name another with --config", "%s", err);
+	else if (c->source)
+		item(r, "config", ST_OK, NULL, "%s (node %s, store %s)", c->source, cw_default_node(),
+		     cw_default_db());
+	else
+		item(r, "config", ST_OK, NULL, "no config file (%s, ~/%s): defaults (node %s, store %s)",
+		     CW_CONFIG_SYSTEM_PATH, CW_CONFIG_USER_PATH, cw_default_node(), cw_default_db());
 }
 
 static void check_privileges(struct report *r, const struct cw_features *f)
@@ -343,6 +360,7 @@ int cmd_check(int argc, char **argv)
 	check_libs(&r);
 	check_python(&r);
 	check_gpu(&r, &f);
+	check_config(&r);
 	rc = r.worst == ST_FAIL ? CW_EXIT_NOFEATURE : CW_EXIT_OK;
 	if (json) {
 		json_t *o = json_pack("{s:b, s:i, s:o, s:o, s:o}", "ok", rc == CW_EXIT_OK, "exit", rc, "checks", r.checks,

@@ -189,7 +189,7 @@ int cmd_demo(int argc, char **argv)
 		{ "now", no_argument, NULL, 'n' },        { "list", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
 	};
-	const char *db = CW_DEFAULT_DB, *name = CW_DEMO_DEFAULT_SCENARIO;
+	const char *db = cw_default_db(), *name = CW_DEMO_DEFAULT_SCENARIO;
 	int json = 0, do_list = 0, now = 0, c, ret, rc = CW_EXIT_FAIL;
 	struct cw_demo_opts o = { .seed = 1 };
 	struct cw_demo_result res;

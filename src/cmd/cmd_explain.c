@@ -65,7 +65,7 @@ int cmd_explain(int argc, char **argv)
 		{"stacks", no_argument, NULL, OPT_STACKS},
 		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
-	const char *db_path = CW_DEFAULT_DB, *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL;
+	const char *db_path = cw_default_db(), *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL;
 	struct cw_explain_opts o = {.store_chains = 1};
 	struct cw_explain_result r;
 	struct cw_store *st = NULL;

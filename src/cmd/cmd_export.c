@@ -84,7 +84,7 @@ int cmd_export(int argc, char **argv)
 		{ "no-chains", no_argument, NULL, OPT_NOCHAINS }, { "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },               { NULL, 0, NULL, 0 },
 	};
-	const char *db_path = CW_DEFAULT_DB, *out_path = NULL, *format = "perfetto", *since = NULL, *from = NULL,
+	const char *db_path = cw_default_db(), *out_path = NULL, *format = "perfetto", *since = NULL, *from = NULL,
 		   *to = NULL, *max = NULL;
 	struct cw_export_opts o = { 0 };
 	struct cw_export_stats stats;

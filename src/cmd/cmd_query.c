@@ -393,7 +393,7 @@ int cmd_query(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *db_path = CW_DEFAULT_DB, *since = NULL, *limit_s = NULL, *timeout_s = NULL;
+	const char *db_path = cw_default_db(), *since = NULL, *limit_s = NULL, *timeout_s = NULL;
 	struct cw_ro_query_limits lim = { 0, 0 };
 	struct cw_ro_value params[MAX_PARAMS];
 	int json = 0, csv = 0, by_line = 0, nparams = 0, c, i, rc;

@@ -719,7 +719,7 @@ static void session_begin(struct trace *t, uint64_t start_wall)
 	for (i = 0; t->o.command && t->o.command[i]; i++)
 		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%s", i ? " " : "", t->o.command[i]);
 	memset(&si, 0, sizeof(si));
-	si.node = cw_node_name(NULL);
+	si.node = cw_default_node();
 	si.kind = "trace";
 	si.started_wall_ns = start_wall;
 	si.mono_to_wall_ns = measure_offset();
@@ -858,7 +858,7 @@ static int run(struct trace *t)
 
 	session_begin(t, start_wall);
 	memset(&wo, 0, sizeof(wo));
-	wo.node = cw_node_name(NULL);
+	wo.node = cw_default_node();
 	wo.session_id = t->session_id;
 	wo.size_cap_bytes = (int64_t)t->o.size_cap;
 	rc = cw_writer_new(&t->w, t->st, &wo);
@@ -1008,14 +1008,10 @@ int cmd_trace(int argc, char **argv)
 		free(t);
 		return rc < 0 ? CW_EXIT_OK : rc;
 	}
-	if (!t->o.db) {
-		const struct cw_config *c = NULL;
-		char err[256];
-
-		t->o.db = (!cw_config_get(&c, err, sizeof(err)) && c && c->store_path) ? c->store_path : CW_DEFAULT_DB;
-		if (!t->o.size_cap && c)
-			t->o.size_cap = c->store_max_bytes;
-	}
+	if (!t->o.db)
+		t->o.db = cw_default_db();
+	if (!t->o.size_cap)
+		t->o.size_cap = cw_default_size_cap();
 	rc = run(t);
 	free(t);
 	return rc;
