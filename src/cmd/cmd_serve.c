@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/serve_setup.h"
 #include "config/config.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -43,33 +44,6 @@ static void usage(FILE *f)
 	      f);
 }
 
-static int is_loopback(const char *listen)
-{
-	char host[256];
-	unsigned char a[16];
-	int port;
-
-	if (cw_parse_hostport(listen, host, sizeof(host), &port)) {
-		/* port 0 */
-		const char *colon = strrchr(listen, ':');
-
-		if (!colon || (size_t)(colon - listen) >= sizeof(host))
-			return 0;
-		snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
-		if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-			memmove(host, host + 1, strlen(host));
-			host[strlen(host) - 1] = 0;
-		}
-	}
-	if (!strcmp(host, "localhost"))
-		return 1;
-	if (inet_pton(AF_INET, host, a) == 1)
-		return a[0] == 127;
-	if (inet_pton(AF_INET6, host, a) == 1)
-		return !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16);
-	return 0;
-}
-
 static int parse_count(const char *s, long long min, long long max, long long *out)
 {
 	char *end;
@@ -98,57 +72,57 @@ int cmd_serve(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const struct cw_config *cfg;
-	struct cw_server_opts o = { 0 };
+	struct serve_setup ss;
+	struct cw_server_opts *o = &ss.o;
 	struct cw_server *srv = NULL;
 	struct cw_store *st;
-	const char *token_file = NULL, *tls_dir = NULL;
-	char err[1024], dirbuf[PATH_MAX], *token = NULL;
+	char err[1024];
 	long long n;
 	sigset_t set;
-	int c, rc, sig, tls_flags;
+	int c, rc, sig;
 
+	memset(&ss, 0, sizeof(ss));
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
-			o.listen = optarg;
+			o->listen = optarg;
 			break;
 		case 'd':
-			o.db_path = optarg;
+			o->db_path = optarg;
 			break;
 		case O_CERT:
-			o.cert_file = optarg;
+			o->cert_file = optarg;
 			break;
 		case O_KEY:
-			o.key_file = optarg;
+			o->key_file = optarg;
 			break;
 		case O_CA:
-			o.client_ca_file = optarg;
+			o->client_ca_file = optarg;
 			break;
 		case O_TOKEN:
-			token_file = optarg;
+			ss.token_file = optarg;
 			break;
 		case O_NOTLS:
-			o.no_tls = 1;
+			o->no_tls = 1;
 			break;
 		case O_ROWS:
 			if (parse_count(optarg, 1, INT64_MAX, &n)) {
 				cw_err("serve: invalid --max-rows \"%s\"", optarg);
 				return CW_EXIT_USAGE;
 			}
-			o.max_rows = n;
+			o->max_rows = n;
 			break;
 		case O_BODY:
 			if (parse_count(optarg, 16, 64 << 20, &n)) {
 				cw_err("serve: invalid --max-body \"%s\" (16 to 67108864 bytes)", optarg);
 				return CW_EXIT_USAGE;
 			}
-			o.max_body = (size_t)n;
+			o->max_body = (size_t)n;
 			break;
 		case O_TMO:
-			if (cw_parse_duration(optarg, &o.timeout_ns) || !o.timeout_ns) {
+			if (cw_parse_duration(optarg, &o->timeout_ns) || !o->timeout_ns) {
 				cw_err("serve: invalid --timeout \"%s\" (e.g. 5s, 500ms)", optarg);
 				return CW_EXIT_USAGE;
 			}
@@ -158,10 +132,10 @@ int cmd_serve(int argc, char **argv)
 				cw_err("serve: invalid --per-ip \"%s\"", optarg);
 				return CW_EXIT_USAGE;
 			}
-			o.per_ip_limit = (unsigned)n;
+			o->per_ip_limit = (unsigned)n;
 			break;
 		case O_DIR:
-			tls_dir = optarg;
+			ss.tls_dir = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -178,70 +152,11 @@ int cmd_serve(int argc, char **argv)
 		cw_err("serve: unexpected argument \"%s\"", argv[optind]);
 		return CW_EXIT_USAGE;
 	}
-	if ((rc = cw_config_get(&cfg, err, sizeof(err)))) {
-		cw_err("%s", err);
-		return CW_EXIT_USAGE;
-	}
-	/* Flags win over the config file, which wins over built-in defaults. */
-	if (!o.listen)
-		o.listen = cfg->server_listen ? cfg->server_listen : CW_SERVER_DEFAULT_LISTEN;
-	if (!o.db_path)
-		o.db_path = cfg->store_path ? cfg->store_path : CW_DEFAULT_DB;
-	tls_flags = o.cert_file || o.key_file || o.client_ca_file;
-	if (!o.cert_file && !o.key_file) {
-		o.cert_file = cfg->tls_cert;
-		o.key_file = cfg->tls_key;
-	}
-	if (!o.client_ca_file)
-		o.client_ca_file = cfg->tls_client_ca;
-	if (!o.max_rows)
-		o.max_rows = cfg->server_max_rows;
-	if (!o.timeout_ns)
-		o.timeout_ns = cfg->server_timeout_ns;
-	o.node = cw_node_name(cfg);
-	if (o.no_tls && tls_flags) {
-		cw_err("serve: --no-tls cannot be combined with --cert, --key or --client-ca");
-		return CW_EXIT_USAGE;
-	}
-	if (o.no_tls) /* the config's TLS paths do not apply */
-		o.cert_file = o.key_file = o.client_ca_file = NULL;
-	if (!o.cert_file != !o.key_file) {
-		cw_err("serve: --cert and --key go together");
-		return CW_EXIT_USAGE;
-	}
-
-	/* The token never comes from argv (it would show in ps and shell
-	 * history): a file, the environment, or the config's file. */
-	if (!token_file && getenv("CW_TOKEN") && *getenv("CW_TOKEN")) {
-		token = strdup(getenv("CW_TOKEN"));
-	} else {
-		if (!token_file)
-			token_file = cfg->server_token_file;
-		if (token_file && !(token = cw_token_read_file(token_file, err, sizeof(err)))) {
-			cw_err("serve: %s", err);
-			return CW_EXIT_USAGE;
-		}
-	}
-	o.token = token;
-
-	if (!o.no_tls && !o.cert_file) {
-		const char *home = getenv("HOME");
-
-		if (!tls_dir && home && *home) {
-			snprintf(dirbuf, sizeof(dirbuf), "%s/.causeway/tls", home);
-			tls_dir = dirbuf;
-		} else if (!tls_dir) {
-			/* No home (a system service): next to the database. */
-			const char *slash = strrchr(o.db_path, '/');
-
-			snprintf(dirbuf, sizeof(dirbuf), "%.*s/causeway-tls",
-				 slash ? (int)(slash - o.db_path) : 1, slash ? o.db_path : ".");
-			tls_dir = dirbuf;
-		}
-		o.tls_dir = tls_dir;
-	}
-
-	rc = cw_store_open(&st, o.db_path, CW_STORE_READONLY, err, sizeof(err));
+	ss.tls_flags = o->cert_file || o->key_file || o->client_ca_file;
+	rc = serve_setup_resolve(&ss, "serve");
+	if (rc)
+		goto out;
+	rc = cw_store_open(&st, o->db_path, CW_STORE_READONLY, err, sizeof(err));
 	if (rc) {
 		cw_err("serve: %s", err);
 		rc = CW_EXIT_DB;
@@ -258,38 +173,14 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (o.no_tls && !is_loopback(o.listen))
-		cw_warn("serving plain HTTP on \"%s\": anyone on the network can read the "
-			"traces; use TLS unless this is a trusted network",
-			o.listen);
-	rc = cw_server_start(&srv, &o, err, sizeof(err));
-	if (rc) {
-		cw_err("serve: %s", err);
-		rc = rc == -EINVAL ? CW_EXIT_USAGE : CW_EXIT_FAIL;
+	rc = serve_setup_start(&ss, "serve", &srv);
+	if (rc)
 		goto out;
-	}
-	{
-		char shown[300];
-		const char *colon = strrchr(o.listen, ':');
-
-		snprintf(shown, sizeof(shown), "%.*s:%d", colon ? (int)(colon - o.listen) : 0,
-			 o.listen, cw_server_port(srv));
-		fprintf(stderr, "causeway: serving %s://%s for node \"%s\" from \"%s\"%s%s\n",
-			o.no_tls ? "http" : "https", shown, o.node, o.db_path,
-			o.client_ca_file ? ", client certificates required" : "",
-			token ? ", bearer token required" : "");
-		if (cw_server_cert_path(srv))
-			fprintf(stderr, "causeway: certificate \"%s\"\n", cw_server_cert_path(srv));
-		fflush(stderr);
-	}
 	while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
 		; /* nothing to reload yet; stay up */
 	rc = CW_EXIT_OK;
 out:
 	cw_server_stop(srv);
-	if (token) {
-		explicit_bzero(token, strlen(token));
-		free(token);
-	}
+	serve_setup_release(&ss);
 	return rc;
 }

@@ -27,6 +27,7 @@
 #include "loader/uprobe_attach.h"
 #include "pipeline/ops.h"
 #include "pipeline/pipeline.h"
+#include "cmd/serve_setup.h"
 #include "cmd/trace_python.h"
 #include "store/store.h"
 #include "store/writer.h"
@@ -59,6 +60,9 @@ static const char usage_text[] =
 	"                     default: calls slower than 3x their op's mean and 10 us,\n"
 	"                     captured at return), all (every call), off\n"
 	"  --native-stacks    also capture each call's native stack (frame pointers)\n"
+	"  --serve ADDR:PORT  while tracing, serve the read-only HTTPS API of `causeway\n"
+	"                     serve` over the database being written (TLS, client CA\n"
+	"                     and token from the config's server.* keys or $CW_TOKEN)\n"
 	"  --json             stream the recorded events as NDJSON on stdout\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
 	"  -h, --help         this help\n"
@@ -84,6 +88,7 @@ struct trace_opts {
 	unsigned ring_kb, agg_pct;
 	int json, no_view;
 	int py_mode, native_stacks; /* enum cw_py_mode */
+	const char *serve; /* --serve ADDR:PORT */
 	char **command;
 };
 
@@ -100,6 +105,8 @@ struct trace {
 	struct cw_trace_view *view;
 	struct cw_sysinfo *si;
 	struct trace_python *py;
+	struct serve_setup ss;
+	struct cw_server *srv;
 	int view_on;
 	/* Processes with a process row; guarded by the consumer lock. */
 	uint32_t known[MAX_PIDS];
@@ -288,7 +295,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--pid") || !strcmp(a, "--cuda-lib") || !strcmp(a, "--db") ||
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
-			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks");
+			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
+			    !strcmp(a, "--serve");
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -347,6 +355,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 				return CW_EXIT_USAGE;
 			}
 			cw_global_node = v;
+		} else if (!strcmp(a, "--serve")) {
+			o->serve = v;
 		} else if (!strcmp(a, "--py-stacks")) {
 			if (!strcmp(v, "slow"))
 				o->py_mode = CW_PY_SLOW;
@@ -900,6 +910,16 @@ static int run(struct trace *t)
 	}
 	if (cw_sysinfo_new(&t->si, NULL))
 		t->si = NULL;
+	if (t->o.serve) {
+		/* The API reads the file on its own read-only connections while
+		 * the writer appends (WAL). */
+		t->ss.o.listen = t->o.serve;
+		t->ss.o.db_path = t->o.db;
+		if ((rc = serve_setup_resolve(&t->ss, "trace")) || (rc = serve_setup_start(&t->ss, "trace", &t->srv))) {
+			exit_code = rc;
+			goto out;
+		}
+	}
 	rescan(t);
 	attach_ns = cw_monotonic_ns() - start;
 	cw_consumer_lock(&t->cons);
@@ -988,6 +1008,8 @@ out:
 		cw_session_end(t->st, t->session_id, cw_realtime_ns(), measure_offset());
 		session_late_facts(t);
 	}
+	cw_server_stop(t->srv);
+	serve_setup_release(&t->ss);
 	cw_sysinfo_free(t->si);
 	cw_cuda_probes_close(t->cp);
 	cw_kernel_probes_close(t->kp);
