@@ -1,8 +1,9 @@
 /* bigdb_bench: builds a large trace database through the real pipeline for
  * the explain/query latency benchmarks: N calls of a training loop on four
  * threads (launches, async copies, syncs, allocations), an off-CPU interval
- * around every sync, a 20-second CPU storm that preempts the syncs, and host
- * snapshots once a second.
+ * around every sync, a 20-second CPU storm that preempts the syncs, a
+ * data-loader thread reading from disk (one block read and the blocked
+ * interval around it per 100 calls), and host snapshots once a second.
  *   usage: bigdb_bench PATH [CALLS]   (default 10,000,000 calls) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,27 @@ int main(int argc, char **argv)
 		memset(&r, 0, sizeof(r));
 		fill(&r.hdr, CW_REC_CALL_RETURN, sizeof(r), CW_SRC_CUDA, op, ts + dur, tid);
 		cw_pipeline_feed(p, &r, sizeof(r));
+		if (i % 100 == 50) {
+			/* The data loader (its own thread) sleeps on a 128 KiB read. */
+			uint64_t io_dur = 100000 + rng % 200000;
+			struct cw_block_io b;
+			struct cw_offcpu o;
+
+			memset(&o, 0, sizeof(o));
+			fill(&o.hdr, CW_REC_OFFCPU, sizeof(o), CW_SRC_SCHED, CW_OP_offcpu, ts, 4840);
+			o.end_ns = ts + io_dur + 5000;
+			o.reason = CW_OFFCPU_BLOCKED;
+			memcpy(o.by_comm, "swapper/2", 10);
+			cw_pipeline_feed(p, &o, sizeof(o));
+			memset(&b, 0, sizeof(b));
+			fill(&b.hdr, CW_REC_BLOCK_IO, sizeof(b), CW_SRC_IO, CW_OP_block_read, ts + 1000, 4840);
+			b.complete_ns = ts + 1000 + io_dur;
+			b.sector = (uint64_t)i * 256;
+			b.bytes = 128 << 10;
+			b.dev = 259u << 20;
+			memcpy(b.rwbs, "RA", 3);
+			cw_pipeline_feed(p, &b, sizeof(b));
+		}
 		if (ts >= next_snap) {
 			struct cw_snapshot s;
 			int storm = ts >= storm_from && ts < storm_to;

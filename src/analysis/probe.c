@@ -399,10 +399,7 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 
 	sqlite3_reset(st);
 	sqlite3_bind_int64(st, 1, c->tid);
-	/* The thread was running when it entered the call, so an interval
-	 * overlapping the call starts inside it; one second of slack absorbs
-	 * clock skew between probes. */
-	sqlite3_bind_int64(st, 2, (int64_t)(s > NSEC_PER_SEC ? s - NSEC_PER_SEC : 0));
+	sqlite3_bind_int64(st, 2, (int64_t)s);
 	sqlite3_bind_int64(st, 3, (int64_t)e);
 	sqlite3_bind_text(st, 4, ctx->st->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, c->pid);
@@ -472,10 +469,18 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 		" WHERE id BETWEEN ?8 AND ?9 AND op = ?1 AND duration_ns >= ?2 AND node = ?3"
 		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) AND anomalous = 0"
 		" ORDER BY id LIMIT ?7";
+	/* The intervals that overlap a call [?2, ?3): those starting inside
+	 * it, and the thread's last one starting before it (intervals of one
+	 * thread never overlap, so no earlier one can reach the call). Both
+	 * are index seeks on (tid, start_mono_ns), whatever the store's size
+	 * or the thread's off-CPU rate. */
 	static const char off_sql[] =
 		"SELECT start_mono_ns, end_mono_ns, reason, cpu, by_pid, by_comm, by_cgroup_id"
 		" FROM offcpu WHERE tid = ?1 AND start_mono_ns >= ?2 AND start_mono_ns < ?3"
-		" AND node = ?4 AND pid = ?5";
+		" AND node = ?4 AND pid = ?5"
+		" UNION ALL SELECT * FROM (SELECT start_mono_ns, end_mono_ns, reason, cpu, by_pid, by_comm,"
+		" by_cgroup_id FROM offcpu WHERE tid = ?1 AND start_mono_ns < ?2 AND node = ?4 AND pid = ?5"
+		" ORDER BY start_mono_ns DESC LIMIT 1)";
 	const struct cw_opstat *op = ctx->st;
 	sqlite3_stmt *st = NULL, *off = NULL, *first = NULL;
 	size_t cap = 0, ccap = 0;
