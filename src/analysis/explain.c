@@ -381,6 +381,42 @@ static int distinct_pids(const struct cw_rule_ctx *ctx, int64_t **out)
 	return (int)n;
 }
 
+/* A call is slow from CW_SLOW_FACTOR x p50, and never inside p50's own
+ * histogram bucket. */
+static uint64_t slow_threshold(const struct cw_opstat *st)
+{
+	uint64_t next_bucket = cw_hist_bucket_low(cw_hist_bucket(st->p50_ns) + 1);
+	uint64_t t = (uint64_t)(CW_SLOW_FACTOR * (double)st->p50_ns);
+
+	return t < next_bucket ? next_bucket : t;
+}
+
+/* Probes and explains op for one process, judged against its own
+ * distribution (percentiles, tail and slow threshold from its calls, not
+ * the node's, where other processes' calls may dominate). */
+static int analyse_pid(struct cw_rule_ctx *base, int64_t pid, struct chains *cs, struct cw_explain_result *r)
+{
+	struct cw_rule_ctx pc = {
+		.db = base->db, .opts = base->opts, .sys = base->sys,
+		.window_from_ns = base->window_from_ns, .window_to_ns = base->window_to_ns,
+	};
+	struct cw_opstat pst;
+	int ret = cw_opstat_for_pid(base->db, base->st, pid, base->window_from_ns, base->window_to_ns, &pst);
+
+	if (ret < 0)
+		return ret;
+	if (has_tail(&pst)) {
+		pc.st = &pst;
+		pc.threshold_ns = slow_threshold(&pst);
+		ret = cw_probe_op(&pc, pid);
+		if (ret > 0)
+			ret = explain_op(&pc, cs, r);
+		cw_probe_free(&pc);
+	}
+	free(pst.secs);
+	return ret < 0 ? ret : 0;
+}
+
 static int analyse_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
 		      const struct cw_opstat *st, uint64_t from, uint64_t to, struct chains *cs,
 		      struct cw_explain_result *r)
@@ -388,40 +424,28 @@ static int analyse_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sy
 	struct cw_rule_ctx ctx = {
 		.db = db, .opts = o, .st = st, .sys = sys, .window_from_ns = from, .window_to_ns = to,
 	};
-	uint64_t next_bucket = cw_hist_bucket_low(cw_hist_bucket(st->p50_ns) + 1);
-	int ret;
-
-	ctx.threshold_ns = (uint64_t)(CW_SLOW_FACTOR * (double)st->p50_ns);
-	if (ctx.threshold_ns < next_bucket)
-		ctx.threshold_ns = next_bucket;
-	ret = cw_probe_op(&ctx, o->pid);
-	if (ret <= 0) {
-		cw_probe_free(&ctx);
-		return ret;
-	}
-	if (!o->per_process) {
-		ret = explain_op(&ctx, cs, r);
-		cw_probe_free(&ctx);
-		return ret;
-	}
 	int64_t *pids = NULL;
-	int np = distinct_pids(&ctx, &pids);
+	int ret, np;
+
+	if (o->pid)
+		return analyse_pid(&ctx, o->pid, cs, r);
+	ctx.threshold_ns = slow_threshold(st);
+	ret = cw_probe_op(&ctx, 0);
+	if (ret <= 0 || !o->per_process) {
+		if (ret > 0)
+			ret = explain_op(&ctx, cs, r);
+		cw_probe_free(&ctx);
+		return ret;
+	}
+	/* --per-process: the processes with node-wide slow calls, each then
+	 * re-probed against its own distribution. */
+	np = distinct_pids(&ctx, &pids);
 	cw_probe_free(&ctx);
 	if (np < 0)
 		return np;
-	for (int i = 0; i < np && ret >= 0; i++) {
-		struct cw_rule_ctx pc = ctx;
-		pc.calls = NULL;
-		pc.culprits = NULL;
-		pc.ncalls = pc.nculprits = 0;
-		pc.slow_time_ns = pc.preempted_ns = pc.blocked_ns = pc.blocked_io_ns = 0;
-		pc.blocked_mem_ns = pc.foreign_gpu_ns = pc.io_same_pid_ns = 0;
-		pc.offcpu_seen = 0;
-		ret = cw_probe_op(&pc, pids[i]);
-		if (ret > 0)
-			ret = explain_op(&pc, cs, r);
-		cw_probe_free(&pc);
-	}
+	ret = 0;
+	for (int i = 0; i < np && ret >= 0; i++)
+		ret = analyse_pid(&ctx, pids[i], cs, r);
 	free(pids);
 	return ret < 0 ? ret : 0;
 }

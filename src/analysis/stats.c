@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "store/store.h"
+#include "util/timeutil.h"
 
 uint64_t cw_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 {
@@ -200,6 +201,88 @@ out:
 	if (v)
 		cw_opstats_free(v, n);
 	return ret;
+}
+
+static struct cw_opsec *find_sec(struct cw_opsec *v, size_t n, int64_t second)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].second < second)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].second == second ? &v[lo] : NULL;
+}
+
+int cw_opstat_for_pid(sqlite3 *db, const struct cw_opstat *op, int64_t pid, uint64_t from_wall,
+		      uint64_t to_wall, struct cw_opstat *out)
+{
+	static const char sql[] =
+		"SELECT wall_ns, duration_ns FROM events WHERE op = ?1 AND node = ?2 AND pid = ?3"
+		" AND wall_ns BETWEEN ?4 AND ?5 AND duration_ns IS NOT NULL";
+	sqlite3_stmt *st = NULL;
+	size_t k = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	memcpy(out->node, op->node, sizeof(out->node));
+	memcpy(out->source, op->source, sizeof(out->source));
+	memcpy(out->op, op->op, sizeof(out->op));
+	cw_hist_reset(&out->hist);
+	/* The process's seconds are a subset of the op's: start from the op's
+	 * list with zero counts so each row is placed by binary search. */
+	if (op->nsecs) {
+		out->secs = calloc(op->nsecs, sizeof(*out->secs));
+		if (!out->secs)
+			return -ENOMEM;
+		for (size_t i = 0; i < op->nsecs; i++)
+			out->secs[i].second = op->secs[i].second;
+		out->nsecs = op->nsecs;
+	}
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		goto fail;
+	sqlite3_bind_text(st, 1, op->op, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, op->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, pid);
+	sqlite3_bind_int64(st, 4, (int64_t)from_wall);
+	sqlite3_bind_int64(st, 5, (int64_t)to_wall);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t d = (uint64_t)sqlite3_column_int64(st, 1);
+		struct cw_opsec *s = find_sec(out->secs, out->nsecs,
+					      sqlite3_column_int64(st, 0) / (int64_t)NSEC_PER_SEC);
+		cw_hist_add(&out->hist, d);
+		out->count++;
+		out->sum_ns += d;
+		if (d > out->max_ns)
+			out->max_ns = d;
+		if (s) {
+			s->count++;
+			s->sum_ns += d;
+			if (d > s->max_ns)
+				s->max_ns = d;
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		goto fail;
+	/* Keep only the seconds the process was active in, so secs[0] is its
+	 * own first second (cold-start detection reads it). */
+	for (size_t i = 0; i < out->nsecs; i++)
+		if (out->secs[i].count)
+			out->secs[k++] = out->secs[i];
+	out->nsecs = k;
+	out->p50_ns = cw_hist_quantile(&out->hist, 0.50);
+	out->p95_ns = cw_hist_quantile(&out->hist, 0.95);
+	out->p99_ns = cw_hist_quantile(&out->hist, 0.99);
+	return 0;
+fail:
+	free(out->secs);
+	out->secs = NULL;
+	out->nsecs = 0;
+	return cw_sqlite_errno(rc);
 }
 
 void cw_opstats_free(struct cw_opstat *v, size_t n)

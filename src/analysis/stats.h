@@ -54,6 +54,14 @@ int cw_opstats_load(sqlite3 *db, const char *node, int64_t from_sec, int64_t to_
 		    struct cw_opstat **out);
 void cw_opstats_free(struct cw_opstat *v, size_t n);
 
+/* The same op restricted to one process: count, percentiles, histogram
+ * and per-second counts of pid's calls of op->op on op->node with wall
+ * time in [from_wall, to_wall], read from events (aggregates carry no
+ * pid). out->secs is malloc'd: the caller frees it.
+ * Returns 0 or -errno. */
+int cw_opstat_for_pid(sqlite3 *db, const struct cw_opstat *op, int64_t pid, uint64_t from_wall,
+		      uint64_t to_wall, struct cw_opstat *out);
+
 /* Calls of op counted in seconds up to and including sec. */
 uint64_t cw_opstat_calls_through(const struct cw_opstat *s, int64_t sec);
 
