@@ -143,12 +143,15 @@ static int load_io(sqlite3 *db, struct cw_sysctx *sys, uint64_t from, uint64_t t
 {
 	static const char sql[] =
 		"SELECT mono_ns, duration_ns, pid FROM events"
-		" WHERE id BETWEEN ?5 AND ?6 AND op IN ('block_read', 'block_write', 'block_other')"
+		" WHERE id BETWEEN ?5 AND ?6 AND source = 'io' AND op IN ('block_read', 'block_write', 'block_other')"
 		" AND node = ?1 AND wall_ns BETWEEN ?2 AND ?3 LIMIT ?4";
 	sqlite3_stmt *st = NULL;
 	struct io_req *v = NULL;
 	size_t n = 0, cap = 0;
-	/* A request issued up to 10 s before the window can still be in flight. */
+	/* SQLite seeks the partial index events_io (node, wall_ns) for these
+	 * rows; a v1 file opened read-only lacks it, and the rowid range of
+	 * the window then bounds the scan.
+	 * A request issued up to 10 s before the window can still be in flight. */
 	uint64_t lo_wall = from > 10 * NSEC_PER_SEC ? from - 10 * NSEC_PER_SEC : 0;
 	int64_t lo_id, hi_id;
 	int rc;

@@ -192,8 +192,8 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 		if (!code && v > CW_SCHEMA_VERSION) {
 			found = v;
 			code = -EPROTO;
-		} else if (!code && v < CW_SCHEMA_VERSION) {
-			/* An empty or older file read-only: nothing to read. */
+		} else if (!code && v < CW_SCHEMA_MIN_READ_VERSION) {
+			/* An empty file read-only: nothing to read. */
 			code = v == 0 ? -ENOTSUP : -EPROTO;
 			found = v;
 		}

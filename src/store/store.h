@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CW_SCHEMA_VERSION 1
+#define CW_SCHEMA_VERSION 2
+/* The oldest version a read-only open accepts: later versions add only
+ * indexes, which speed reads but hold no data. */
+#define CW_SCHEMA_MIN_READ_VERSION 1
 #define CW_DEFAULT_DB "causeway.db"
 
 enum cw_store_mode {

@@ -64,6 +64,46 @@ static void test_missing_and_create(void **state)
 	cw_store_close(st);
 }
 
+static int int_query(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s;
+	int v = -1;
+
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static void test_v1_file_read_and_migrated(void **state)
+{
+	static const char has_io_index[] =
+		"SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'events_io'";
+	struct cw_store *st;
+	char err[256];
+
+	(void)state;
+	/* A v1 file: the v1 schema without the v2 index, holding one request. */
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_exec(st->db, "DROP INDEX events_io; PRAGMA user_version = 1;"
+					 "INSERT INTO events (node, seq, wall_ns, mono_ns, pid, tid, source, op,"
+					 " duration_ns) VALUES ('n1', 1, 5, 5, 1, 1, 'io', 'block_write', 7)"),
+			 0);
+	cw_store_close(st);
+	/* Read-only: accepted as it is (v2 adds only an index), not migrated. */
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), 0);
+	assert_int_equal(int_query(st->db, "PRAGMA user_version"), 1);
+	assert_int_equal(int_query(st->db, has_io_index), 0);
+	cw_store_close(st);
+	/* Read-write: migrated to the current version, data kept. */
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READWRITE, err, sizeof(err)), 0);
+	assert_int_equal(int_query(st->db, "PRAGMA user_version"), CW_SCHEMA_VERSION);
+	assert_int_equal(int_query(st->db, has_io_index), 1);
+	assert_int_equal(int_query(st->db, "SELECT duration_ns FROM events WHERE source = 'io'"), 7);
+	cw_store_close(st);
+}
+
 static void test_newer_schema_refused(void **state)
 {
 	struct cw_store *st;
@@ -162,6 +202,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_missing_and_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_v1_file_read_and_migrated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_and_foreign, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
