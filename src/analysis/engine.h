@@ -107,10 +107,15 @@ void cw_sysctx_free(struct cw_sysctx *sys);
  * fills ctx->calls, culprits and totals. Returns the slow-call count or -errno. */
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid);
 void cw_probe_free(struct cw_rule_ctx *ctx);
-/* Loads the node's block I/O of the window once (a scan of the window's
- * event rows: events has no time index); probe.c calls it only when a
- * slow call was blocked. */
+/* Loads the node's block I/O of the window once (a seek on the partial
+ * index events_io); probe.c calls it only when a slow call was blocked. */
 int cw_sysctx_need_io(struct cw_sysctx *sys);
+/* Whether the per-second aggregates count any call of source in wall
+ * seconds [from_sec, to_sec] (of node, or of any node when NULL): lets a
+ * rule skip an unindexed scan of events for rows that are not there.
+ * Returns 0 or -errno. */
+int cw_aggregates_have(sqlite3 *db, const char *node, const char *source, int64_t from_sec, int64_t to_sec,
+		       int *out);
 /* The smallest event id whose wall_ns is >= wall, by binary search over
  * the rowid (rows are appended in roughly time order); 1 past the last id
  * when none. Lets scans of a time range start and stop by rowid. */

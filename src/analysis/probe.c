@@ -211,21 +211,21 @@ static int load_io(sqlite3 *db, struct cw_sysctx *sys, uint64_t from, uint64_t t
 	return 0;
 }
 
-/* Whether the aggregates count any block request of the node in the
- * window, so that a store without I/O never pays for the scan. */
-static int has_io_rows(sqlite3 *db, const char *node, uint64_t from, uint64_t to, int *out)
+int cw_aggregates_have(sqlite3 *db, const char *node, const char *source, int64_t from_sec, int64_t to_sec,
+		       int *out)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(db,
-				    "SELECT 1 FROM aggregates WHERE node = ?1 AND source = 'io' AND second BETWEEN ?2 AND ?3"
-				    " LIMIT 1",
+				    "SELECT 1 FROM aggregates WHERE (?1 IS NULL OR node = ?1) AND source = ?2"
+				    " AND second BETWEEN ?3 AND ?4 LIMIT 1",
 				    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
-	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-	/* Requests issued up to 10 s before the window can still be in flight. */
-	sqlite3_bind_int64(st, 2, (int64_t)(from / NSEC_PER_SEC) - 10);
-	sqlite3_bind_int64(st, 3, (int64_t)(to / NSEC_PER_SEC));
+	if (node)
+		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, source, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, from_sec);
+	sqlite3_bind_int64(st, 4, to_sec);
 	rc = sqlite3_step(st);
 	*out = rc == SQLITE_ROW;
 	sqlite3_finalize(st);
@@ -244,7 +244,10 @@ int cw_sysctx_load(sqlite3 *db, const char *node, uint64_t from_wall, uint64_t t
 	sys->to_wall = to_wall;
 	if ((ret = load_offset(db, node, &sys->mono_to_wall)) < 0 ||
 	    (ret = load_snaps(db, sys, from_wall, to_wall)) < 0 || (ret = build_pressure(sys)) < 0 ||
-	    (ret = has_io_rows(db, node, from_wall, to_wall, &sys->has_io)) < 0) {
+	    /* Block I/O is loaded only when the aggregates count some; requests
+	     * issued up to 10 s before the window can still be in flight. */
+	    (ret = cw_aggregates_have(db, node, "io", (int64_t)(from_wall / NSEC_PER_SEC) - 10,
+				      (int64_t)(to_wall / NSEC_PER_SEC), &sys->has_io)) < 0) {
 		cw_sysctx_free(sys);
 		return ret;
 	}

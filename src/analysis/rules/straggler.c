@@ -85,30 +85,6 @@ static int64_t offset_of(json_t *nodes, const char *node)
 	return json_is_integer(off) ? json_integer_value(off) : 0;
 }
 
-/* Whether the per-second aggregates count any NCCL call in the window: the
- * rank scan below reads events without an index, so a store without
- * collectives (most single-node traces) never pays for it. */
-static int has_nccl_rows(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uint64_t to, int *out)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db,
-				    "SELECT 1 FROM aggregates WHERE source = 'nccl' AND second BETWEEN ?1 AND ?2"
-				    " AND (?3 IS NULL OR node = ?3) LIMIT 1",
-				    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
-	/* One second of slack: a call's second is taken from its entry or its
-	 * exit depending on the writer's path. */
-	sqlite3_bind_int64(st, 1, (int64_t)(from / NSEC_PER_SEC) - 1);
-	sqlite3_bind_int64(st, 2, (int64_t)(to / NSEC_PER_SEC) + 1);
-	if (o->node_filter)
-		sqlite3_bind_text(st, 3, o->node_filter, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	*out = rc == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
-}
-
 static int load_ranks(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uint64_t to, struct rank **out,
 		      int *nout)
 {
@@ -334,7 +310,12 @@ int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
 	size_t ng = 0;
 
 	int any = 0;
-	if ((ret = has_nccl_rows(db, o, from_wall, to_wall, &any)) < 0 || !any)
+	/* The rank scan below reads events without an index: a store without
+	 * collectives (most single-node traces) never pays for it. One second
+	 * of slack either side covers a call counted in its exit's second. */
+	if ((ret = cw_aggregates_have(db, o->node_filter, "nccl", (int64_t)(from_wall / NSEC_PER_SEC) - 1,
+				      (int64_t)(to_wall / NSEC_PER_SEC) + 1, &any)) < 0 ||
+	    !any)
 		return ret;
 	if ((ret = load_ranks(db, o, from_wall, to_wall, &rv, &nr)) < 0 || nr < 2)
 		goto out;
