@@ -20,38 +20,63 @@ static int64_t median(int64_t *v, int n)
 	return v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
+struct usable {
+	int64_t off, rtt;
+};
+
+static int cmp_rtt(const void *a, const void *b)
+{
+	const struct usable *x = a, *y = b;
+
+	return x->rtt < y->rtt ? -1 : x->rtt > y->rtt;
+}
+
 int cw_skew_compute(const struct cw_skew_sample *s, int n, struct cw_skew *out)
 {
-	int64_t *off, *rtt;
-	int i, m = 0;
+	struct usable *u;
+	int64_t *v;
+	int i, m = 0, best;
 
 	memset(out, 0, sizeof(*out));
 	if (n <= 0)
 		return -EAGAIN;
-	off = calloc((size_t)n, sizeof(*off));
-	rtt = calloc((size_t)n, sizeof(*rtt));
-	if (!off || !rtt) {
-		free(off);
-		free(rtt);
+	u = calloc((size_t)n, sizeof(*u));
+	v = calloc((size_t)n, sizeof(*v));
+	if (!u || !v) {
+		free(u);
+		free(v);
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
 		if (s[i].t1_ns < s[i].t0_ns || !s[i].server_ns)
 			continue;
 		/* (t0 + t1) / 2 without overflowing 64 bits. */
-		off[m] = (int64_t)s[i].server_ns -
-			 (int64_t)(s[i].t0_ns + (s[i].t1_ns - s[i].t0_ns) / 2);
-		rtt[m] = (int64_t)(s[i].t1_ns - s[i].t0_ns);
+		u[m].off = (int64_t)s[i].server_ns -
+			   (int64_t)(s[i].t0_ns + (s[i].t1_ns - s[i].t0_ns) / 2);
+		u[m].rtt = (int64_t)(s[i].t1_ns - s[i].t0_ns);
 		m++;
 	}
 	out->samples = m;
 	if (m) {
-		out->offset_ns = median(off, m);
-		out->spread_ns = (uint64_t)(off[m - 1] - off[0]);
-		out->rtt_ns = (uint64_t)median(rtt, m);
+		for (i = 0; i < m; i++)
+			v[i] = u[i].rtt;
+		out->rtt_ns = (uint64_t)median(v, m);
+		for (i = 0; i < m; i++)
+			v[i] = u[i].off;
+		median(v, m);
+		out->spread_ns = (uint64_t)(v[m - 1] - v[0]);
+		/* A sample's error is at most half its round trip, and a delayed
+		 * answer (a descheduled agent, a queued packet) errs by its delay:
+		 * the estimate is the median of the faster half (NTP's clock
+		 * filter prefers the shortest round trips the same way). */
+		qsort(u, (size_t)m, sizeof(*u), cmp_rtt);
+		best = (m + 1) / 2;
+		for (i = 0; i < best; i++)
+			v[i] = u[i].off;
+		out->offset_ns = median(v, best);
 	}
 	out->valid = m >= CW_SKEW_MIN_SAMPLES;
-	free(off);
-	free(rtt);
+	free(u);
+	free(v);
 	return out->valid ? 0 : -EAGAIN;
 }

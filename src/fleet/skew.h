@@ -6,8 +6,8 @@
  * clock halfway through the round trip,
  *     offset = ts - (t0 + t1) / 2,   rtt = t1 - t0,
  * and the error of one sample is at most rtt / 2. The estimate is the
- * median over the samples (robust to one delayed packet), with the median
- * RTT reported alongside. A positive offset means the agent's clock is
+ * median offset of the half of the samples with the shortest round trips
+ * (robust to delayed answers), with the median RTT reported alongside. A positive offset means the agent's clock is
  * ahead: agent_time - offset = local time. */
 #ifndef CW_FLEET_SKEW_H
 #define CW_FLEET_SKEW_H
@@ -26,7 +26,7 @@ struct cw_skew_sample {
 struct cw_skew {
 	int valid;          /* 1 when at least CW_SKEW_MIN_SAMPLES samples were usable */
 	int samples;        /* usable samples */
-	int64_t offset_ns;  /* median of the per-sample offsets */
+	int64_t offset_ns;  /* median offset of the faster half of the samples */
 	uint64_t rtt_ns;    /* median round trip */
 	uint64_t spread_ns; /* max - min of the per-sample offsets */
 };

@@ -262,6 +262,21 @@ static void test_skew_median(void **state)
 	assert_int_equal(cw_skew_compute(s, 2, &k), -EAGAIN);
 	assert_false(k.valid);
 	assert_int_equal(cw_skew_compute(s, 0, &k), -EAGAIN);
+	/* Three answers of five delayed on the way back: the median of all
+	 * offsets would be off by 10 ms, the faster half's is exact. */
+	{
+		struct cw_skew_sample d[5] = {
+			{ base, base + 2 * ms, base + 1 * ms + 250 * ms },
+			{ base + 10 * ms, base + 32 * ms, base + 11 * ms + 250 * ms },
+			{ base + 40 * ms, base + 62 * ms, base + 41 * ms + 250 * ms },
+			{ base + 70 * ms, base + 92 * ms, base + 71 * ms + 250 * ms },
+			{ base + 100 * ms, base + 102 * ms, base + 101 * ms + 250 * ms },
+		};
+		assert_int_equal(cw_skew_compute(d, 5, &k), 0);
+		assert_true(k.offset_ns == (int64_t)(250 * ms));
+		assert_true(k.rtt_ns == 22 * ms);
+		assert_true(k.spread_ns == 10 * ms);
+	}
 	/* A clock behind gives a negative offset. */
 	{
 		struct cw_skew_sample b[3] = {
