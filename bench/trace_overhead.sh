@@ -84,7 +84,7 @@ for rate in 50000 200000; do
 	wait $tp
 	got=$(awk '$1=="calls"{print $2}' "$D/o")
 	stored=$(sqlite3 "$D/s.db" "SELECT count(*) FROM events WHERE op='cudaStreamSynchronize'")
-	drops=$(sqlite3 "$D/s.db" "SELECT coalesce(sum(value),0) FROM counters WHERE name IN ('trace.cuda.entry_dropped','trace.cuda.aggregated','trace.cuda.return_dropped')")
+	drops=$(sqlite3 "$D/s.db" "SELECT coalesce(sum(value),0) FROM counters WHERE name IN ('trace.cuda.dropped','trace.cuda.aggregated','trace.cuda.state_map_full')")
 	awk -v r=$rate -v got="$got" -v st="$stored" -v dr="$drops" -v t0="$t0" -v t1="$t1" -v s0="$s0" -v s1="$s1" -v hwm="$hwm" -v hz="$(getconf CLK_TCK)" 'BEGIN {
 		printf "  offered %d calls/s: made %d in 5 s (%.0f/s), stored %d, dropped+aggregated %d, agent CPU %.1f %% of one core, peak RSS %.1f MiB\n",
 		       r, got, got / 5, st, dr, 100 * (t1 - t0) / hz / (s1 - s0), hwm / 1024 }'

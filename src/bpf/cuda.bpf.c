@@ -7,17 +7,21 @@
  * table lives in userspace (src/loader/uprobe_attach.c) and a library copy
  * costs attaches, not programs.
  *
- * Entry:  CW_REC_CALL_ENTRY with the arguments (normalized per op, see
- *         fill_args and docs/probes-cuda.md) and the thread's current device.
- * Return: CW_REC_CALL_RETURN with the return code (cudaError_t, CUresult
- *         and ncclResult_t are all C enums: a 32-bit int in eax).
- * Pairing is userspace's job (src/pipeline): per tid, innermost open entry
- * of the same source and op, so runtime -> driver nesting is fine.
+ * Entry:  the call's entry (arguments normalized per op, see fill_args and
+ *         docs/probes-cuda.md, and the thread's current device) is kept in
+ *         call_state, keyed by (tid, op) so runtime -> driver nesting is
+ *         fine.
+ * Return: one CW_REC_CALL record, the entry plus the return code
+ *         (cudaError_t, CUresult and ncclResult_t are all C enums: a 32-bit
+ *         int in eax). One ring record per call instead of an entry/return
+ *         pair halves the ring work and the header helpers on the traced
+ *         thread. Calls still open are in call_state, where userspace finds
+ *         them (cw_cuda_probes_take_inflight).
  *
  * Losses: a failed ring reserve is counted in cw_drops (per source) and in
- * cuda_stats. When the ring holds more than cfg_agg_bytes, a call is
- * counted into agg_hist (per op, log2 duration buckets) instead of being
- * emitted: aggregate before dropping.
+ * cuda_stats. When the ring holds more than cfg_agg_bytes at return, a
+ * call is counted into agg_hist (per op, log2 duration buckets) instead of
+ * being emitted: aggregate before dropping.
  */
 #include "common.bpf.h"
 #include "cuda.bpf.h"
@@ -83,31 +87,11 @@ struct {
 	__type(value, __s32);
 } ctx_dev SEC(".maps");
 
-enum call_mode {
-	MODE_EMITTED = 0, /* entry on the ring: emit the return */
-	MODE_AGG = 1,     /* counted into agg_hist at return */
-	MODE_DROPPED = 2, /* entry lost: suppress the return so it is one loss */
-};
-
-struct call_key {
-	__u32 tid;
-	__u32 op;
-};
-
-/* State carried from entry to return. Only calls that need it have an
- * entry: aggregated or dropped ones, and ops with work at return. */
-struct call_state {
-	__u64 start_ns;
-	__u64 a, b; /* op-specific: output pointer, name pointer, device */
-	__u32 mode; /* enum call_mode */
-	__u32 work; /* the op has return-side work */
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
-	__type(key, struct call_key);
-	__type(value, struct call_state);
+	__type(key, struct cw_call_key);
+	__type(value, struct cw_call_state);
 } call_state SEC(".maps");
 
 /* The argument registers and stack pointer, loaded once at the top of a
@@ -337,15 +321,6 @@ static __always_inline void emit_kernel_name(__u64 handle, __u64 name_ptr)
 	submit(k);
 }
 
-/* (tid, op) -> the entry record's timestamp, for Python processes under
- * CW_PY_SLOW: the stack record emitted at return must carry it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct call_key);
-	__type(value, __u64);
-} py_entry SEC(".maps");
-
 /* op -> running mean duration of Python processes' calls (ns, 1/16 EWMA). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -354,31 +329,24 @@ struct {
 	__type(value, __u64);
 } py_mean SEC(".maps");
 
-/* CW_PY_SLOW, at return, before the return record is reserved (so the
- * stack record precedes it in the ring): a slow call of a Python process
- * gets its stack, stamped with the entry's timestamp. */
-static __always_inline void py_stack_at_return(struct call_key *k, __u32 src)
+/* CW_PY_SLOW, at return, before the call record is reserved (so the stack
+ * record precedes it in the ring): a slow call of a Python process gets
+ * its stack, stamped with the entry's header. Returns 1 when emitted. */
+static __always_inline int py_stack_at_return(const struct cw_call_state *s, __u32 op, __u64 now)
 {
-	__u64 *tsp = bpf_map_lookup_elem(&py_entry, k), *mean;
-	__u64 ts, now, d, m;
+	__u64 ts = s->e.hdr.ts_ns, d, m, *mean;
 	struct cw_hdr h;
 
-	if (!tsp)
-		return;
-	ts = *tsp;
-	bpf_map_delete_elem(&py_entry, k);
-	now = bpf_ktime_get_ns();
 	d = now > ts ? now - ts : 0;
-	mean = bpf_map_lookup_elem(&py_mean, &k->op);
+	mean = bpf_map_lookup_elem(&py_mean, &op);
 	if (!mean)
-		return;
+		return 0;
 	m = *mean;
 	*mean = d >= m ? m + ((d - m) >> 4) : m - ((m - d) >> 4);
 	if (d < cfg_py_floor_ns || d < 3 * m)
-		return;
-	cw_hdr_current(&h, CW_REC_PYSTACK, sizeof(struct cw_pystack), src, k->op);
-	h.ts_ns = ts;
-	cw_emit_pystack(&rb_cuda, &h);
+		return 0;
+	__builtin_memcpy(&h, &s->e.hdr, sizeof(h));
+	return cw_emit_pystack(&rb_cuda, &h);
 }
 
 /* Per-CPU scratch for a native stack: bpf_get_stack fills it, then one
@@ -390,8 +358,8 @@ struct {
 	__type(value, struct cw_ustack);
 } ustack_scratch SEC(".maps");
 
-/* Emits a CW_REC_USTACK with e's header after e (same contract as
- * cw_capture_pystack: output now, read by the consumer right after e). */
+/* Emits a CW_REC_USTACK with e's header now; the call record that
+ * follows at return carries CW_CALL_F_USTACK. */
 static __always_inline void capture_ustack(struct pt_regs *ctx, struct cw_call_entry *e)
 {
 	struct cw_ustack *s;
@@ -416,55 +384,34 @@ static __always_inline void capture_ustack(struct pt_regs *ctx, struct cw_call_e
 	e->flags |= CW_CALL_F_USTACK;
 }
 
-/* The single path every call entry record takes. The Python stack capture
- * (pystack.bpf.h) hooks in here, after the entry is filled. */
-static __always_inline int emit_entry(struct pt_regs *ctx, const struct uregs *r, __u32 op, __u32 src)
+/* The single path every call entry takes: the entry is built whole in
+ * call_state, and the stack records of CW_PY_ALL and --native-stacks go
+ * on the ring now, ahead of the call record. */
+static __always_inline int open_call(struct pt_regs *ctx, const struct uregs *r, __u32 op, __u32 src)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct call_key k = { .tid = (__u32)id, .op = op };
-	struct call_state st = {};
-	struct cw_call_entry *e;
+	struct cw_call_key k;
+	struct cw_call_state st;
 	__s32 *dev;
-	int work;
 
-	work = return_work(r, op, &st.a, &st.b);
-	st.work = work;
-	if (cfg_agg_bytes && bpf_ringbuf_query(&rb_cuda, BPF_RB_AVAIL_DATA) > cfg_agg_bytes) {
-		st.mode = MODE_AGG;
-		st.start_ns = bpf_ktime_get_ns();
-		if (!bpf_map_update_elem(&call_state, &k, &st, BPF_ANY)) {
-			cs_count(CW_CS_AGGREGATED);
-			return 0;
-		}
-		cs_count(CW_CS_STATE_FULL);
-	}
-	e = bpf_ringbuf_reserve(&rb_cuda, sizeof(*e), 0);
-	if (!e) {
-		cw_drop(drop_idx(src));
-		cs_count(CW_CS_ENTRY_DROPPED);
-		st.mode = MODE_DROPPED;
-		bpf_map_update_elem(&call_state, &k, &st, BPF_ANY);
-		return 0;
-	}
-	if (work) {
-		st.mode = MODE_EMITTED;
-		bpf_map_update_elem(&call_state, &k, &st, BPF_ANY);
-	}
-	cw_hdr_current(&e->hdr, CW_REC_CALL_ENTRY, sizeof(*e), src, op);
-	fill_args(r, op, e->args);
+	cw_hdr_current(&st.e.hdr, CW_REC_CALL, sizeof(struct cw_call), src, op);
+	k.tid = st.e.hdr.tid;
+	k.op = op;
+	st.a = 0;
+	st.b = 0;
+	st.work = return_work(r, op, &st.a, &st.b);
+	fill_args(r, op, st.e.args);
 	dev = bpf_map_lookup_elem(&tid_dev, &k.tid);
-	e->device = dev ? *dev : -1;
-	e->flags = 0;
-	if (cfg_py_mode == CW_PY_ALL) {
-		cw_capture_pystack(&rb_cuda, e);
-	} else if (cfg_py_mode == CW_PY_SLOW && bpf_map_lookup_elem(&cw_py_procs, &e->hdr.pid)) {
-		__u64 ts = e->hdr.ts_ns;
-
-		bpf_map_update_elem(&py_entry, &k, &ts, BPF_ANY);
-	}
+	st.e.device = dev ? *dev : -1;
+	st.e.flags = 0;
+	st.py = 0;
+	if (cfg_py_mode == CW_PY_ALL)
+		cw_capture_pystack(&rb_cuda, &st.e);
+	else if (cfg_py_mode == CW_PY_SLOW && bpf_map_lookup_elem(&cw_py_procs, &st.e.hdr.pid))
+		st.py = 1;
 	if (cfg_native_stacks)
-		capture_ustack(ctx, e);
-	submit(e);
+		capture_ustack(ctx, &st.e);
+	if (bpf_map_update_elem(&call_state, &k, &st, BPF_ANY))
+		cs_count(CW_CS_STATE_FULL);
 	return 0;
 }
 
@@ -479,7 +426,7 @@ static __always_inline void set_ctx_device(__u64 pctx, __u64 dev)
 
 /* Work at return, whether or not the call itself was emitted: the device
  * and kernel-name state must stay right even while the ring is full. */
-static __always_inline void do_return_work(__u32 op, const struct call_state *s, __u32 tid, int ret)
+static __always_inline void do_return_work(__u32 op, const struct cw_call_state *s, __u32 tid, int ret)
 {
 	__s32 d;
 	__s32 *cd;
@@ -538,8 +485,8 @@ static __always_inline int enter_body(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 op = CW_COOKIE_OP(cookie);
-	struct call_key k;
-	struct call_state st = {};
+	struct cw_call_key k;
+	struct cw_call_state st;
 	struct uregs r;
 
 	if (!traced())
@@ -552,6 +499,7 @@ static __always_inline int enter_body(struct pt_regs *ctx)
 		return 0;
 	}
 	if (op >= CW_HOOK_PRIMARY_CTX_RETAIN) {
+		__builtin_memset(&st, 0, sizeof(st));
 		k.tid = (__u32)bpf_get_current_pid_tgid();
 		k.op = op;
 		st.work = return_work(&r, op, &st.a, &st.b);
@@ -559,7 +507,7 @@ static __always_inline int enter_body(struct pt_regs *ctx)
 			bpf_map_update_elem(&call_state, &k, &st, BPF_ANY);
 		return 0;
 	}
-	return emit_entry(ctx, &r, op, CW_COOKIE_SRC(cookie));
+	return open_call(ctx, &r, op, CW_COOKIE_SRC(cookie));
 }
 
 static __always_inline int return_body(struct pt_regs *ctx)
@@ -567,42 +515,47 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 op = CW_COOKIE_OP(cookie), src = CW_COOKIE_SRC(cookie);
 	int ret = (int)PT_REGS_RC(ctx);
-	struct call_key k;
-	struct call_state *sp, s;
-	struct cw_call_return *r;
+	struct cw_call_state *sp;
+	struct cw_call_key k;
+	struct cw_call *c;
+	__u64 now;
+	__u32 pyflag = 0;
 
 	if (!traced())
 		return 0;
 	k.tid = (__u32)bpf_get_current_pid_tgid();
 	k.op = op;
 	sp = bpf_map_lookup_elem(&call_state, &k);
-	if (sp) {
-		s = *sp;
-		bpf_map_delete_elem(&call_state, &k);
-		if (s.work)
-			do_return_work(op, &s, k.tid, ret);
-		if (s.mode == MODE_AGG) {
-			__u64 now = bpf_ktime_get_ns();
-
-			agg_add(op, now > s.start_ns ? now - s.start_ns : 0);
-			return 0;
-		}
-		if (s.mode == MODE_DROPPED)
-			return 0;
+	if (!sp) {
+		if (op < CW_HOOK_REGISTER_FUNCTION)
+			cs_count(CW_CS_RET_ORPHAN);
+		return 0;
 	}
+	if (sp->work)
+		do_return_work(op, sp, k.tid, ret);
 	if (op >= CW_HOOK_REGISTER_FUNCTION)
-		return 0;
-	if (cfg_py_mode == CW_PY_SLOW)
-		py_stack_at_return(&k, src);
-	r = bpf_ringbuf_reserve(&rb_cuda, sizeof(*r), 0);
-	if (!r) {
-		cw_drop(drop_idx(src));
-		cs_count(CW_CS_RET_DROPPED);
-		return 0;
+		goto done;
+	now = bpf_ktime_get_ns();
+	if (cfg_agg_bytes && bpf_ringbuf_query(&rb_cuda, BPF_RB_AVAIL_DATA) > cfg_agg_bytes) {
+		agg_add(op, now > sp->e.hdr.ts_ns ? now - sp->e.hdr.ts_ns : 0);
+		cs_count(CW_CS_AGGREGATED);
+		goto done;
 	}
-	cw_hdr_current(&r->hdr, CW_REC_CALL_RETURN, sizeof(*r), src, op);
-	r->retval = ret;
-	submit(r);
+	if (cfg_py_mode == CW_PY_SLOW && sp->py && py_stack_at_return(sp, op, now))
+		pyflag = CW_CALL_F_PYSTACK;
+	c = bpf_ringbuf_reserve(&rb_cuda, sizeof(*c), 0);
+	if (!c) {
+		cw_drop(drop_idx(src));
+		cs_count(CW_CS_DROPPED);
+		goto done;
+	}
+	__builtin_memcpy(&c->e, &sp->e, sizeof(c->e));
+	c->e.flags |= pyflag;
+	c->end_ns = now;
+	c->retval = ret;
+	submit(c);
+done:
+	bpf_map_delete_elem(&call_state, &k);
 	return 0;
 }
 

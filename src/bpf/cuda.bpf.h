@@ -15,6 +15,7 @@
 #else
 #include <linux/types.h>
 #endif
+#include "events.h"
 
 /* Cookie layout: bits 0-15 op (enum cw_op, or a CW_HOOK_* below for
  * bookkeeping hooks that emit no call), 16-23 source (enum cw_source). */
@@ -45,6 +46,23 @@ enum cw_hook {
  * (page not resident) and the consumer reads it from /proc/PID/mem. */
 #define CW_KNAME_DEFERRED_OFF 8
 
+/* In-flight calls (map call_state): keyed by thread and op, so a runtime
+ * call and the driver call it makes are both open. The entry is taken
+ * whole at the call's start and becomes the CW_REC_CALL record at its
+ * return; userspace reads the map for calls still open (a hung collective,
+ * a thread that exited mid-call) and stores them as unfinished. */
+struct cw_call_key {
+	__u32 tid;
+	__u32 op;
+};
+
+struct cw_call_state {
+	struct cw_call_entry e; /* e.hdr.type == CW_REC_CALL for calls; 0 for bookkeeping hooks */
+	__u64 a, b;             /* op-specific work at return: output pointer, name pointer, device */
+	__u32 work;             /* the op has return-side work */
+	__u32 py;               /* a Python process's call: CW_PY_SLOW may walk its stack at return */
+};
+
 /* Per-CPU counters of the CUDA side (map cuda_stats), summed by userspace. */
 enum cw_cuda_stat {
 	/* Calls seen and entries emitted are not counted here: two per-CPU
@@ -52,11 +70,11 @@ enum cw_cuda_stat {
 	 * userspace knows both (entries received + the losses below). */
 	CW_CS_CALLS = 0,      /* unused */
 	CW_CS_EMITTED,        /* unused */
-	CW_CS_ENTRY_DROPPED,  /* calls lost: entry reserve failed (return suppressed too) */
-	CW_CS_RET_DROPPED,    /* returns lost: the entry is stored as unfinished */
+	CW_CS_DROPPED,        /* calls lost: the ring was full at return */
+	CW_CS_RET_ORPHAN,     /* returns without an open entry (probe attached mid-call) */
 	CW_CS_AGGREGATED,     /* calls counted into agg_hist instead of emitted */
 	CW_CS_KNAME_DROPPED,  /* kernel-name records lost */
-	CW_CS_STATE_FULL,     /* per-call state map full: call emitted, not aggregated */
+	CW_CS_STATE_FULL,     /* calls lost: per-call state map full at entry */
 	CW_CS_MAX = 8
 };
 

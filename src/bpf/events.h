@@ -36,6 +36,7 @@ enum cw_rec_type {
 	CW_REC_KERNEL_NAME = 9, /* struct cw_kernel_name */
 	CW_REC_SNAPSHOT = 10,   /* struct cw_snapshot (userspace sampler) */
 	CW_REC_USTACK = 11,     /* struct cw_ustack */
+	CW_REC_CALL = 12,       /* struct cw_call: a whole call, entry and return */
 	CW_REC_TYPE_MAX
 };
 
@@ -168,8 +169,8 @@ struct cw_hdr {
 _Static_assert(sizeof(struct cw_hdr) == 48, "cw_hdr layout");
 
 /* Flags on call entries. */
-#define CW_CALL_F_PYSTACK 0x1 /* a CW_REC_PYSTACK with the same tid and ts follows */
-#define CW_CALL_F_USTACK 0x2  /* a CW_REC_USTACK with the same tid and ts follows */
+#define CW_CALL_F_PYSTACK 0x1 /* a CW_REC_PYSTACK with the same tid and ts follows (precedes a cw_call) */
+#define CW_CALL_F_USTACK 0x2  /* a CW_REC_USTACK with the same tid and ts follows (precedes a cw_call) */
 
 /* Entry of a traced library call. args[] holds the call's arguments in
  * order, as the ABI passes them (pointers as addresses); the meaning per op
@@ -190,6 +191,19 @@ struct cw_call_return {
 	__s64 retval; /* cudaError_t / CUresult / ncclResult_t */
 };
 _Static_assert(sizeof(struct cw_call_return) == 56, "cw_call_return layout");
+
+/* A whole traced call in one record, emitted at its return: the entry as
+ * it was taken (e.hdr.ts_ns is the entry time, e.hdr.type CW_REC_CALL) plus
+ * the return. The CUDA probes emit this instead of an entry/return pair;
+ * the state between the two lives in the kernel (cuda.bpf.h
+ * cw_call_state), so a call costs one ring record. Stack records of the
+ * call (CW_CALL_F_PYSTACK, CW_CALL_F_USTACK) precede it on the ring. */
+struct cw_call {
+	struct cw_call_entry e;
+	__u64 end_ns; /* CLOCK_MONOTONIC at return */
+	__s64 retval; /* as in cw_call_return */
+};
+_Static_assert(sizeof(struct cw_call) == 104 + 16, "cw_call layout");
 
 enum cw_offcpu_reason {
 	CW_OFFCPU_PREEMPTED = 1, /* switched out while runnable */

@@ -199,7 +199,7 @@ static void tap(void *ctx, const void *data, size_t size)
 		return;
 	if (t->view)
 		cw_trace_view_record(t->view, data, size);
-	if (h->type == CW_REC_CALL_ENTRY) {
+	if (h->type == CW_REC_CALL || h->type == CW_REC_CALL_ENTRY) {
 		t->entries++;
 		add_pending(t, h->pid);
 	}
@@ -576,7 +576,7 @@ struct loss_totals {
 static void store_counters(struct trace *t, struct loss_totals *lt)
 {
 	static const char *const cs_names[CW_CS_MAX] = {
-		NULL, NULL, "trace.cuda.entry_dropped", "trace.cuda.return_dropped",
+		NULL, NULL, "trace.cuda.dropped", "trace.cuda.return_orphaned",
 		"trace.cuda.aggregated", "trace.cuda.kernel_name_dropped", "trace.cuda.state_map_full", NULL,
 	};
 	struct cw_kernel_drop_counts kd;
@@ -604,11 +604,12 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 			if (cs_names[i])
 				cw_writer_counter_set(t->w, cs_names[i], cs[i]);
 		lt->aggregated = cs[CW_CS_AGGREGATED];
-		/* Every call the probes saw: emitted (received here), lost at
-		 * entry, or counted in the kernel. */
+		/* Every call the probes saw: received here (returned, or still
+		 * open and handed over by take_inflight), lost, or counted in
+		 * the kernel. */
 		cw_writer_counter_set(t->w, "trace.cuda.emitted", t->entries);
 		cw_writer_counter_set(t->w, "trace.cuda.calls",
-				      t->entries + cs[CW_CS_ENTRY_DROPPED] + cs[CW_CS_AGGREGATED]);
+				      t->entries + cs[CW_CS_DROPPED] + cs[CW_CS_STATE_FULL] + cs[CW_CS_AGGREGATED]);
 	}
 	if (lt->aggregated)
 		for (i = 1; i < CW_OP_MAX; i++) {
@@ -645,12 +646,31 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 		       pc.unfinished_entries + pc.overflow_entries + pc.write_errors;
 }
 
+static void feed_inflight(void *ctx, const struct cw_call_entry *e)
+{
+	struct trace *t = ctx;
+
+	cw_consumer_feed(&t->cons, e, sizeof(*e));
+}
+
+/* Calls open in the kernel since before cutoff become entries in the
+ * pipeline, which stores them as unfinished when they stay open past the
+ * consumer's max_open_ns or at the end. */
+static void take_inflight(struct trace *t, uint64_t cutoff_mono_ns)
+{
+	if (t->cp)
+		cw_cuda_probes_take_inflight(t->cp, cutoff_mono_ns, feed_inflight, t);
+}
+
 static void tick(struct trace *t, uint64_t start_ns)
 {
 	struct cw_snapshot snap;
 	struct loss_totals lt;
+	uint64_t now = cw_monotonic_ns();
 
 	rescan(t);
+	if (now > t->cons.max_open_ns)
+		take_inflight(t, now - t->cons.max_open_ns);
 	if (t->si && !cw_sysinfo_sample(t->si, &snap))
 		cw_consumer_feed(&t->cons, &snap, sizeof(snap));
 	cw_consumer_lock(&t->cons);
@@ -978,6 +998,7 @@ static int run(struct trace *t)
 	cw_consumer_unlock(&t->cons);
 	if (cw_consumer_stop(&t->cons))
 		exit_code = CW_EXIT_DB;
+	take_inflight(t, UINT64_MAX);
 	{
 		struct loss_totals lt;
 

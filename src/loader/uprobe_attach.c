@@ -611,6 +611,42 @@ int cw_cuda_probes_stats(struct cw_cuda_probes *cp, uint64_t out[CW_CS_MAX])
 	return 0;
 }
 
+/* Bounds one sweep: the map holds at most 65536 entries. */
+#define INFLIGHT_SWEEP_MAX 65536
+
+int cw_cuda_probes_take_inflight(struct cw_cuda_probes *cp, uint64_t cutoff_mono_ns,
+				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
+{
+	int fd = bpf_map__fd(cp->skel->maps.call_state), n = 0, i, more;
+	struct cw_call_key key, next;
+	struct cw_call_state st;
+
+	if (fd < 0)
+		return -EBADF;
+	if (bpf_map_get_next_key(fd, NULL, &key))
+		return 0;
+	/* The next key is read before the current one is deleted: a walk
+	 * from a deleted key restarts at the first (so does one from a key
+	 * the probes just deleted; the bound keeps that finite). */
+	for (i = 0; i < INFLIGHT_SWEEP_MAX; i++, key = next) {
+		more = !bpf_map_get_next_key(fd, &key, &next);
+		/* The side that deletes the entry owns the call; a return that
+		 * looked its state up just before this delete still emits it
+		 * (a window of a few instructions, once per call older than
+		 * the cutoff). */
+		if (!bpf_map_lookup_elem(fd, &key, &st) && st.e.hdr.type == CW_REC_CALL &&
+		    st.e.hdr.ts_ns < cutoff_mono_ns && !bpf_map_delete_elem(fd, &key)) {
+			st.e.hdr.type = CW_REC_CALL_ENTRY;
+			st.e.hdr.size = sizeof(st.e);
+			fn(ctx, &st.e);
+			n++;
+		}
+		if (!more)
+			break;
+	}
+	return n;
+}
+
 int cw_cuda_probes_agg(struct cw_cuda_probes *cp, unsigned op, struct cw_cuda_agg *out)
 {
 	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(cp->skel->maps.agg_hist), c, b;

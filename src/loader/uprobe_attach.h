@@ -72,6 +72,13 @@ int cw_cuda_probes_add_ring(struct cw_cuda_probes *cp, struct ring_buffer **rb, 
 
 /* Counters summed over CPUs, indexed by enum cw_cuda_stat. */
 int cw_cuda_probes_stats(struct cw_cuda_probes *cp, uint64_t out[CW_CS_MAX]);
+/* Calls still open in the kernel (entered, not returned) that entered
+ * before cutoff_mono_ns: each is removed from the probes' state and handed
+ * to fn as a CW_REC_CALL_ENTRY record, so the pipeline stores it as an
+ * unfinished call (a hung collective, a thread that exited mid-call).
+ * Returns how many were handed over, or -errno. */
+int cw_cuda_probes_take_inflight(struct cw_cuda_probes *cp, uint64_t cutoff_mono_ns,
+				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx);
 /* Calls aggregated in the kernel for op, summed over CPUs. 0 or -errno. */
 int cw_cuda_probes_agg(struct cw_cuda_probes *cp, unsigned op, struct cw_cuda_agg *out);
 

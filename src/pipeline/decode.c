@@ -16,6 +16,7 @@ size_t cw_record_size(unsigned type)
 	case CW_REC_KERNEL_NAME: return sizeof(struct cw_kernel_name);
 	case CW_REC_SNAPSHOT: return sizeof(struct cw_snapshot);
 	case CW_REC_USTACK: return sizeof(struct cw_ustack);
+	case CW_REC_CALL: return sizeof(struct cw_call);
 	default: return 0;
 	}
 }
@@ -46,6 +47,7 @@ enum cw_decode_result cw_decode(const void *data, size_t size, const struct cw_h
 		break;
 	case CW_REC_CALL_ENTRY:
 	case CW_REC_CALL_RETURN:
+	case CW_REC_CALL:
 		/* Graph calls exist in the runtime and the driver, and a probe may
 		 * report them under either library's source. */
 		if (!h->op || (cw_op_source(h->op) != h->source &&

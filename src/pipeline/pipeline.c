@@ -24,10 +24,23 @@ struct open_call {
 	int64_t stack_id;
 };
 
+/* A stack record whose call has not arrived yet: with CW_REC_CALL the
+ * stacks taken at entry (and the Python stack of a slow call, taken at
+ * return) precede the call record, which names them by its entry time. */
+struct pending_stack {
+	uint64_t ts_ns;
+	int64_t py_stack_id;
+	int64_t stack_id;
+};
+
+/* Enough for every call of a nesting chain to have a stack waiting. */
+#define MAX_PENDING_STACKS 4
+
 struct thread_state {
 	uint32_t tid;
 	int depth;
 	struct open_call open[MAX_NESTING];
+	struct pending_stack pending[MAX_PENDING_STACKS];
 };
 
 struct cw_pipeline {
@@ -357,29 +370,71 @@ static int on_return(struct cw_pipeline *p, const struct cw_call_return *r)
 	return 0;
 }
 
-static struct open_call *entry_for_stack(struct cw_pipeline *p, const struct cw_hdr *h)
+static struct open_call *entry_for_stack(struct thread_state *t, const struct cw_hdr *h)
 {
-	struct thread_state *t = thread_get(p, h, 0);
-
-	/* The stack record follows its entry immediately on the same CPU, so it
-	 * belongs to the innermost open entry with the same timestamp. */
+	/* Entry/return pairs: the stack record follows its entry immediately
+	 * on the same CPU, so it belongs to the innermost open entry with the
+	 * same timestamp. */
 	if (!t || !t->depth || t->open[t->depth - 1].e.hdr.ts_ns != h->ts_ns)
 		return NULL;
 	return &t->open[t->depth - 1];
 }
 
+/* The slot of t's pending stacks for a call that entered at ts: the one
+ * already holding ts, else a free one, else the oldest (its stack is
+ * given up as an orphan: its call record was lost). */
+static struct pending_stack *pending_slot(struct cw_pipeline *p, struct thread_state *t, uint64_t ts)
+{
+	struct pending_stack *free_slot = NULL, *oldest = &t->pending[0];
+	int i;
+
+	for (i = 0; i < MAX_PENDING_STACKS; i++) {
+		struct pending_stack *ps = &t->pending[i];
+
+		if (ps->ts_ns == ts && (ps->py_stack_id || ps->stack_id))
+			return ps;
+		if (!ps->py_stack_id && !ps->stack_id) {
+			if (!free_slot)
+				free_slot = ps;
+		} else if (ps->ts_ns < oldest->ts_ns) {
+			oldest = ps;
+		}
+	}
+	if (free_slot)
+		return free_slot;
+	p->c.orphan_stacks += (oldest->py_stack_id > 0) + (oldest->stack_id > 0);
+	memset(oldest, 0, sizeof(*oldest));
+	return oldest;
+}
+
+/* Attaches an interned stack to its open entry, or keeps it for the call
+ * record that follows. */
+static void attach_stack(struct cw_pipeline *p, const struct cw_hdr *h, int64_t id, int python)
+{
+	struct thread_state *t = thread_get(p, h, 1);
+	struct open_call *oc;
+	struct pending_stack *ps;
+
+	if (!t) {
+		p->c.orphan_stacks++;
+		return;
+	}
+	oc = entry_for_stack(t, h);
+	if (oc) {
+		*(python ? &oc->py_stack_id : &oc->stack_id) = id;
+		return;
+	}
+	ps = pending_slot(p, t, h->ts_ns);
+	ps->ts_ns = h->ts_ns;
+	*(python ? &ps->py_stack_id : &ps->stack_id) = id;
+}
+
 static int on_pystack(struct cw_pipeline *p, const struct cw_pystack *s)
 {
-	struct open_call *oc = entry_for_stack(p, &s->hdr);
-	int64_t id;
+	int64_t id = cw_pystack_intern(p->o.writer, p->o.py, s, &p->c.py_unresolved);
 
-	if (!oc) {
-		p->c.orphan_stacks++;
-		return 0;
-	}
-	id = cw_pystack_intern(p->o.writer, p->o.py, s, &p->c.py_unresolved);
 	if (id > 0)
-		oc->py_stack_id = id;
+		attach_stack(p, &s->hdr, id, 1);
 	else if (id < 0)
 		p->c.write_errors++;
 	return 0;
@@ -387,19 +442,41 @@ static int on_pystack(struct cw_pipeline *p, const struct cw_pystack *s)
 
 static int on_ustack(struct cw_pipeline *p, const struct cw_ustack *s)
 {
-	struct open_call *oc = entry_for_stack(p, &s->hdr);
-	int64_t id;
+	int64_t id = cw_ustack_intern(p->o.writer, p->o.sym, s);
 
-	if (!oc) {
-		p->c.orphan_stacks++;
-		return 0;
-	}
-	id = cw_ustack_intern(p->o.writer, p->o.sym, s);
 	if (id > 0)
-		oc->stack_id = id;
+		attach_stack(p, &s->hdr, id, 0);
 	else if (id < 0)
 		p->c.write_errors++;
 	return 0;
+}
+
+/* A whole call (CW_REC_CALL): stored at once with the stacks that came
+ * ahead of it. */
+static int on_call(struct cw_pipeline *p, const struct cw_call *c)
+{
+	struct thread_state *t = thread_get(p, &c->e.hdr, 1);
+	struct open_call oc;
+	int i;
+
+	if (!t)
+		return -ENOMEM;
+	memset(&oc, 0, sizeof(oc));
+	oc.e = c->e;
+	oc.e.hdr.type = CW_REC_CALL_ENTRY;
+	oc.e.hdr.size = sizeof(oc.e);
+	if (c->e.flags & (CW_CALL_F_PYSTACK | CW_CALL_F_USTACK))
+		for (i = 0; i < MAX_PENDING_STACKS; i++) {
+			struct pending_stack *ps = &t->pending[i];
+
+			if (ps->ts_ns != c->e.hdr.ts_ns || (!ps->py_stack_id && !ps->stack_id))
+				continue;
+			oc.py_stack_id = ps->py_stack_id;
+			oc.stack_id = ps->stack_id;
+			memset(ps, 0, sizeof(*ps));
+			break;
+		}
+	return emit_call(p, &oc, c->end_ns, 1, c->retval);
 }
 
 static int on_offcpu(struct cw_pipeline *p, const struct cw_offcpu *o)
@@ -600,6 +677,7 @@ int cw_pipeline_feed(struct cw_pipeline *p, const void *data, size_t size)
 	switch (h->type) {
 	case CW_REC_CALL_ENTRY: return on_entry(p, data);
 	case CW_REC_CALL_RETURN: return on_return(p, data);
+	case CW_REC_CALL: return on_call(p, data);
 	case CW_REC_OFFCPU: return on_offcpu(p, data);
 	case CW_REC_BLOCK_IO: return on_block_io(p, data);
 	case CW_REC_NET: return on_net(p, data);
@@ -669,8 +747,11 @@ void cw_pipeline_free(struct cw_pipeline *p)
 	for (i = 0; i < p->nthreads; i++) {
 		struct thread_state *t = &p->threads[i];
 		uint64_t last = t->depth ? t->open[t->depth - 1].e.hdr.ts_ns : 0;
+		int j;
 
 		close_stale(p, t, last, UINT64_MAX);
+		for (j = 0; j < MAX_PENDING_STACKS; j++)
+			p->c.orphan_stacks += (t->pending[j].py_stack_id > 0) + (t->pending[j].stack_id > 0);
 	}
 	store_counters(p);
 	for (i = 0; i < p->nkernel_names; i++)

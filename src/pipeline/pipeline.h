@@ -59,7 +59,7 @@ struct cw_pipeline_counters {
 	uint64_t unpaired_returns;   /* return without an open entry */
 	uint64_t unfinished_entries; /* entry whose return never came */
 	uint64_t overflow_entries;   /* entries beyond the per-thread nesting limit */
-	uint64_t orphan_stacks;      /* stack records with no matching entry */
+	uint64_t orphan_stacks;      /* stack records whose call never arrived */
 	uint64_t py_unresolved;      /* frames the resolver could not name */
 	uint64_t write_errors;       /* rows the writer refused */
 	uint64_t calls;              /* paired calls stored */

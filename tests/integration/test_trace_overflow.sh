@@ -1,7 +1,7 @@
 #!/bin/bash
 # Forced overflow: a tiny ring under a tight call loop. Every call the
-# workload made is accounted for exactly: stored + dropped (entry reserve
-# failed) + aggregated in the kernel + given up by the pipeline (nesting
+# workload made is accounted for exactly: stored + dropped (call record
+# reserve failed, or the open-call table full) + aggregated in the kernel + given up by the pipeline (nesting
 # overflow after lost returns). No crash, database intact. Once with
 # aggregation off (pure drops), once with aggregate-before-drop on.
 set -u
@@ -18,7 +18,7 @@ for agg in 0 50; do
 	grep -qx "calls $N" "$D/out" || fail "workload: $(cat "$D/out")"
 	c() { sqlite3 "$db" "SELECT coalesce((SELECT value FROM counters WHERE name='$1'), 0)"; }
 	stored=$(sqlite3 "$db" "SELECT count(*) FROM events WHERE op='cudaStreamSynchronize'")
-	dropped=$(c trace.cuda.entry_dropped)
+	dropped=$(( $(c trace.cuda.dropped) + $(c trace.cuda.state_map_full) ))
 	aggregated=$(c trace.cuda.aggregated)
 	overflow=$(c pipeline.overflow_entries)
 	calls=$(c trace.cuda.calls)

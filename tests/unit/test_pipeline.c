@@ -169,6 +169,86 @@ static void test_counts_losses(void **state)
 	assert_int_equal(scalar(f, "SELECT value FROM counters WHERE name='pipeline.unpaired_returns'"), 1);
 }
 
+static int call(struct cw_pipeline *p, unsigned src, unsigned op, uint64_t ts, uint64_t end, uint32_t tid,
+		int64_t rv, uint32_t flags)
+{
+	struct cw_call c;
+
+	memset(&c, 0, sizeof(c));
+	hdr(&c.e.hdr, CW_REC_CALL, sizeof(c), src, op, ts, tid);
+	c.e.args[1] = 4096;
+	c.e.device = 1;
+	c.e.flags = flags;
+	c.end_ns = end;
+	c.retval = rv;
+	return cw_pipeline_feed(p, &c, sizeof(c));
+}
+
+static int ustack(struct cw_pipeline *p, uint64_t ts, uint32_t tid, uint64_t ip)
+{
+	struct cw_ustack u;
+
+	memset(&u, 0, sizeof(u));
+	hdr(&u.hdr, CW_REC_USTACK, sizeof(u), CW_SRC_CUDA, CW_OP_NONE, ts, tid);
+	u.nips = 2;
+	u.ips[0] = ip;
+	u.ips[1] = ip + 0x100;
+	return cw_pipeline_feed(p, &u, sizeof(u));
+}
+
+/* Whole-call records (what the CUDA probes emit): the inner driver call
+ * arrives before the runtime call that made it, each call's stack arrives
+ * before its call record and is matched by entry time, a stack whose call
+ * never comes is an orphan, an open call handed over as an entry is
+ * stored unfinished. */
+static void test_whole_call_records(void **state)
+{
+	struct fixture *f = *state;
+	struct cw_pipeline_counters c;
+	struct cw_call bad;
+	int i;
+
+	assert_int_equal(ustack(f->p, 1000, 7, 0x401000), 0);
+	assert_int_equal(ustack(f->p, 1100, 7, 0x402000), 0);
+	assert_int_equal(call(f->p, CW_SRC_DRIVER, CW_OP_cuMemAlloc, 1100, 1900, 7, 0, CW_CALL_F_USTACK), 0);
+	assert_int_equal(call(f->p, CW_SRC_CUDA, CW_OP_cudaMalloc, 1000, 3000, 7, 2, CW_CALL_F_USTACK), 0);
+	assert_int_equal(call(f->p, CW_SRC_CUDA, CW_OP_cudaStreamSynchronize, 1200, 5200, 8, 0, 0), 0);
+	/* Truncated and oversized whole-call records are rejected. */
+	memset(&bad, 0, sizeof(bad));
+	hdr(&bad.e.hdr, CW_REC_CALL, sizeof(bad), CW_SRC_CUDA, CW_OP_cudaFree, 10, 9);
+	assert_int_equal(cw_pipeline_feed(f->p, &bad, sizeof(bad) - 16), -EINVAL);
+	/* Five stacks whose calls never come: the oldest is given up. */
+	for (i = 0; i < 5; i++)
+		assert_int_equal(ustack(f->p, 10000 + (uint64_t)i, 9, 0x500000 + (uint64_t)i * 0x1000), 0);
+	/* Still open in the kernel at the end: handed over as an entry. */
+	assert_int_equal(entry(f->p, CW_SRC_NCCL, CW_OP_ncclAllReduce, 6000, 8, 0), 0);
+	assert_int_equal(cw_pipeline_flush(f->p, 70000, 50000), 0);
+
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaMalloc'"), 2000);
+	assert_int_equal(scalar(f, "SELECT ret FROM events WHERE op='cudaMalloc'"), 2);
+	assert_int_equal(scalar(f, "SELECT bytes FROM events WHERE op='cudaMalloc'"), 4096);
+	assert_int_equal(scalar(f, "SELECT device FROM events WHERE op='cudaMalloc'"), 1);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cuMemAlloc'"), 800);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaStreamSynchronize'"), 4000);
+	/* Each call got its own stack: different ids, each the right frames. */
+	assert_int_equal(scalar(f, "SELECT count(DISTINCT stack_id) FROM events WHERE op IN ('cudaMalloc','cuMemAlloc')"),
+			 2);
+	assert_int_equal(scalar(f, "SELECT s.frames LIKE '0x401000%' FROM events e JOIN stacks s ON s.id = e.stack_id "
+				   "WHERE e.op='cudaMalloc'"),
+			 1);
+	assert_int_equal(scalar(f, "SELECT s.frames LIKE '0x402000%' FROM events e JOIN stacks s ON s.id = e.stack_id "
+				   "WHERE e.op='cuMemAlloc'"),
+			 1);
+	assert_int_equal(scalar(f, "SELECT stack_id IS NULL FROM events WHERE op='cudaStreamSynchronize'"), 1);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM events WHERE op='ncclAllReduce' AND detail = 'unfinished'"), 1);
+	cw_pipeline_get_counters(f->p, &c);
+	assert_int_equal(c.calls, 4);
+	assert_int_equal(c.orphan_stacks, 1);
+	assert_int_equal(c.rejected_size, 1);
+	assert_int_equal(c.unfinished_entries, 1);
+	assert_int_equal(c.unpaired_returns, 0);
+}
+
 static void test_offcpu_and_snapshot(void **state)
 {
 	struct fixture *f = *state;
@@ -197,6 +277,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pairs_nested_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counts_losses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_whole_call_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offcpu_and_snapshot, setup, teardown),
 	};
 
