@@ -25,7 +25,9 @@ echo "sleeper $sl: $nap naps >= 4 ms; spinner $sp: $spin_blocked blocked >= 4 ms
 jq -e -s --argjson p "$pid" --argjson a "$sl" --argjson b "$sp" \
 	'[.[] | select(.rec=="offcpu" and (.tid==$a or .tid==$b))] | length > 0 and all(.pid==$p) and all(.end > .ts)' \
 	"$T/out" >/dev/null || { echo "offcpu records with a wrong pid or interval"; exit 1; }
-jq -e -s --argjson a "$sl" '[.[] | select(.rec=="offcpu" and .tid==$a)] | all(.comm=="sleeper")' "$T/out" >/dev/null \
+# Its naps (after it named itself; a new thread can be preempted before
+# its prctl while it still has the parent's name) carry its own comm.
+jq -e -s --argjson a "$sl" '[.[] | select(.rec=="offcpu" and .tid==$a and .reason=="blocked" and .dur_ns >= 4000000)] | all(.comm=="sleeper")' "$T/out" >/dev/null \
 	|| { echo "sleeper records carry another comm"; exit 1; }
 # The naps end in a timer wakeup: the waker is recorded for blocked intervals.
 jq -e -s --argjson a "$sl" '[.[] | select(.rec=="offcpu" and .tid==$a and .reason=="blocked") | select(.waker_comm != "")] | length > 0' \
