@@ -54,7 +54,7 @@ static const char usage_text[] =
 	"  --node NAME        node name stored with every row (default: hostname)\n"
 	"  --size-cap SIZE    prune the oldest rows above SIZE (\"2GiB\")\n"
 	"  --ring-kb N        size of each ring buffer in KiB (default 8192 calls, 4096 kernel)\n"
-	"  --agg-pct N        above N %% ring fill, count calls in the kernel instead of\n"
+	"  --agg-pct N        above N % ring fill, count calls in the kernel instead of\n"
 	"                     emitting them (default 75; 0 disables)\n"
 	"  --py-stacks MODE   Python stacks of CPython 3.10-3.13 processes: slow (the\n"
 	"                     default: calls slower than 3x their op's mean and 10 us,\n"
