@@ -20,6 +20,7 @@
 
 enum stmt_id {
 	ST_EVENT,
+	ST_EVENT_MULTI,
 	ST_OFFCPU,
 	ST_SNAPSHOT,
 	ST_PROCESS,
@@ -37,10 +38,7 @@ enum stmt_id {
 };
 
 static const char *const stmt_sql[ST_MAX] = {
-	[ST_EVENT] = "INSERT INTO events (node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm,"
-		     " source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id,"
-		     " py_stack_id, anomalous) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,"
-		     "?17,?18,?19,?20,?21,?22,?23)",
+	/* ST_EVENT and ST_EVENT_MULTI are built at run time: event_sql(). */
 	[ST_OFFCPU] = "INSERT INTO offcpu (node, session_id, pid, tid, comm, start_mono_ns, end_mono_ns, wall_ns,"
 		      " duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm)"
 		      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
@@ -73,7 +71,9 @@ static const char *const stmt_sql[ST_MAX] = {
 
 /* Per-op running state: the median estimate that flags anomalies. */
 struct op_state {
-	char *source, *op;
+	char *source, *op; /* source is shared by the ops of one source */
+	int source_len, op_len;
+	int owns_source;
 	struct cw_hist all;
 	uint64_t cached_p50;
 	uint64_t since_refresh;
@@ -91,13 +91,63 @@ struct counter {
 	uint64_t value;
 };
 
-/* An event with its row's strings resolved for binding. */
-#define EVENT_COLUMNS 23
+/* Events are inserted EVENTS_PER_STMT rows per statement: one multi-row
+ * INSERT costs SQLite's statement start-up and tear-down (transaction
+ * check, three cursor opens, the rowid seek to the end of the table, the
+ * record buffer's allocation) once for all of them instead of once per row,
+ * which is most of a single-row insert. Rows wait in w->pend until the
+ * statement is full or the batch is flushed; their strings are copied into
+ * w->strs because the caller's buffers are gone by then. */
+#define EVENTS_PER_STMT 32
+/* Parameters per row of the multi-row statement, in column order; node and
+ * session id are bound once, as ?1 and ?2, and shared by every row. */
+enum event_param {
+	EP_SEQ,
+	EP_WALL,
+	EP_MONO,
+	EP_PID,
+	EP_TID,
+	EP_CGROUP,
+	EP_COMM,
+	EP_SOURCE,
+	EP_OP,
+	EP_DURATION,
+	EP_ARG0,
+	EP_BYTES = EP_ARG0 + 4,
+	EP_DETAIL,
+	EP_RET,
+	EP_DEVICE,
+	EP_STACK,
+	EP_PYSTACK,
+	EP_ANOMALOUS,
+	EVENT_ROW_PARAMS
+};
+#define EVENT_SHARED_PARAMS 2
+
+/* An accepted event, its integer columns flattened for binding. */
 struct pending_event {
-	struct cw_event_row row;
-	int64_t seq;
+	int64_t v[EVENT_ROW_PARAMS]; /* integer parameters (text ones unused) */
+	uint32_t nulls;              /* bit p: parameter p is NULL */
 	int op_index;
-	int anomalous;
+	int comm_off, comm_len;      /* in w->strs; comm_off -1 for NULL */
+	int detail_off, detail_len;
+};
+
+/* What one row of an event statement has bound. Bindings survive
+ * sqlite3_reset(), and consecutive events mostly repeat pid, tid, cgroup,
+ * comm, source, op, device, return code and their NULLs, so only the
+ * parameters that changed are re-bound: binding is a third of the
+ * per-row cost otherwise. Bound text points at this slot's own buffers,
+ * which change only together with a re-bind. */
+struct bound_row {
+	int valid;
+	int64_t v[EVENT_ROW_PARAMS];
+	uint32_t nulls;
+	int op_index;
+	const char *source;
+	char *text[2]; /* comm, detail */
+	int text_len[2]; /* -1 for NULL */
+	size_t text_alloc[2];
 };
 
 struct cw_writer {
@@ -120,6 +170,12 @@ struct cw_writer {
 	struct u64map pystack_ids; /* hash -> py_stacks.id */
 	struct counter counters[MAX_COUNTERS];
 	int ncounters;
+	struct pending_event pend[EVENTS_PER_STMT];
+	int npend;
+	struct bound_row bound_multi[EVENTS_PER_STMT]; /* ST_EVENT_MULTI's rows */
+	struct bound_row bound_one;                     /* ST_EVENT's row */
+	char *strs; /* the pending rows' comm and detail texts */
+	size_t strs_len, strs_alloc;
 	struct cw_writer_stats stats;
 };
 
@@ -212,10 +268,59 @@ static int load_next_seq(struct cw_writer *w)
 	return rc == SQLITE_ROW ? 0 : cw_sqlite_errno(rc);
 }
 
+/* INSERT INTO events ... VALUES (row 1), ..., (row n). Row k's parameters
+ * are numbered from EVENT_SHARED_PARAMS + 1 + k * EVENT_ROW_PARAMS, in
+ * the order bind_event() binds them; ?1 (node) and ?2 (session id) are
+ * shared. */
+static int event_sql(struct strbuf *sb, int rows)
+{
+	int k, j, b, err;
+
+	err = strbuf_adds(sb, "INSERT INTO events (node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id,"
+			  " comm, source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device,"
+			  " stack_id, py_stack_id, anomalous) VALUES ");
+	for (k = 0; k < rows && !err; k++) {
+		b = EVENT_SHARED_PARAMS + 1 + k * EVENT_ROW_PARAMS;
+		err = strbuf_addf(sb, "%s(?1,?%d,?2", k ? "," : "", b);
+		for (j = 1; j < EVENT_ROW_PARAMS && !err; j++)
+			err = strbuf_addf(sb, ",?%d", b + j);
+		if (!err)
+			err = strbuf_addch(sb, ')');
+	}
+	return err;
+}
+
+static int prepare(struct cw_writer *w, enum stmt_id id)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *sql = stmt_sql[id];
+	int rc, err = 0;
+
+	if (id == ST_EVENT || id == ST_EVENT_MULTI) {
+		err = event_sql(&sb, id == ST_EVENT ? 1 : EVENTS_PER_STMT);
+		sql = strbuf_str(&sb);
+	}
+	if (!err) {
+		rc = sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &w->st[id], NULL);
+		err = cw_sqlite_errno(rc);
+		if (rc != SQLITE_OK && !err)
+			err = -EIO;
+	}
+	strbuf_release(&sb);
+	if (err || (id != ST_EVENT && id != ST_EVENT_MULTI))
+		return err;
+	/* Bound once: bindings outlive sqlite3_reset(), and the event
+	 * statements are never cleared. */
+	sqlite3_bind_text(w->st[id], 1, w->node, -1, SQLITE_STATIC);
+	if (w->session_id)
+		sqlite3_bind_int64(w->st[id], 2, w->session_id);
+	return 0;
+}
+
 int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct cw_writer_opts *o)
 {
 	struct cw_writer *w;
-	int i, rc, err;
+	int i, err;
 
 	*out = NULL;
 	w = calloc(1, sizeof(*w));
@@ -236,11 +341,9 @@ int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct c
 		goto fail;
 	}
 	for (i = 0; i < ST_MAX; i++) {
-		rc = sqlite3_prepare_v3(w->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL);
-		if (rc != SQLITE_OK) {
-			err = cw_sqlite_errno(rc);
+		err = prepare(w, (enum stmt_id)i);
+		if (err)
 			goto fail;
-		}
 	}
 	err = load_next_seq(w);
 	if (err)
@@ -297,20 +400,30 @@ static int row_done(struct cw_writer *w, int err)
 
 static int op_index(struct cw_writer *w, const char *source, const char *op)
 {
-	int i;
+	int i, j;
 
-	/* Ops are few (tens); a linear scan over pointers-then-strings beats a
-	 * map. The op strings come from the static table in ops.c, so the
-	 * pointer compare usually hits. */
+	/* Ops are few (tens); a linear scan beats a map. */
 	for (i = 0; i < w->nops; i++)
-		if ((w->ops[i].op == op || !strcmp(w->ops[i].op, op)) && !strcmp(w->ops[i].source, source))
+		if (w->ops[i].op[0] == op[0] && !strcmp(w->ops[i].op, op) && !strcmp(w->ops[i].source, source))
 			return i;
 	if (w->nops >= MAX_OPS)
 		return -ENOSPC;
-	w->ops[i].source = strdup(source);
+	/* One copy per source, so an event row re-binds the source column
+	 * only when the source changes (bind_event compares pointers). */
+	for (j = 0; j < w->nops; j++)
+		if (!strcmp(w->ops[j].source, source))
+			break;
+	w->ops[i].owns_source = j == w->nops;
+	w->ops[i].source = w->ops[i].owns_source ? strdup(source) : w->ops[j].source;
 	w->ops[i].op = strdup(op);
-	if (!w->ops[i].source || !w->ops[i].op)
+	if (!w->ops[i].source || !w->ops[i].op) {
+		if (w->ops[i].owns_source)
+			free(w->ops[i].source);
+		free(w->ops[i].op);
 		return -ENOMEM;
+	}
+	w->ops[i].source_len = (int)strlen(source);
+	w->ops[i].op_len = (int)strlen(op);
 	cw_hist_reset(&w->ops[i].all);
 	w->nops++;
 	return i;
@@ -358,45 +471,195 @@ static int is_anomalous(struct op_state *s, uint64_t dur)
 	return dur > ANOMALY_FACTOR * s->cached_p50;
 }
 
-/* Binds one event. Every parameter is bound, NULL included, so the
- * statement needs no clear_bindings between uses (measurably cheaper). */
-static void bind_event(struct cw_writer *w, sqlite3_stmt *s, int base, const struct pending_event *pe)
+/* Keeps the first SQLite error of several calls in rc. */
+#define KEEP_RC(rc, call)                     \
+	do {                                  \
+		int rc_ = (call);             \
+		if (rc_ != SQLITE_OK && (rc) == SQLITE_OK) \
+			(rc) = rc_;           \
+	} while (0)
+
+/* Binds text parameter p of a row when it differs from what is bound. */
+static int bind_text_cached(sqlite3_stmt *s, int b, int p, struct bound_row *br, int t, const char *v, int len)
 {
-	const struct cw_event_row *r = &pe->row;
+	if (br->valid && br->text_len[t] == len && (len < 0 || !memcmp(br->text[t], v, (size_t)len)))
+		return 0;
+	if (len < 0) {
+		br->text_len[t] = -1;
+		return sqlite3_bind_null(s, b + p);
+	}
+	if ((size_t)len + 1 > br->text_alloc[t]) {
+		size_t a = br->text_alloc[t] ? br->text_alloc[t] : 32;
+		char *n;
+
+		while (a < (size_t)len + 1)
+			a *= 2;
+		/* The old buffer may be bound still; freeing it is safe because
+		 * the parameter is re-bound below, before any step. */
+		n = realloc(br->text[t], a);
+		if (!n) {
+			br->valid = 0;
+			return SQLITE_NOMEM;
+		}
+		br->text[t] = n;
+		br->text_alloc[t] = a;
+	}
+	memcpy(br->text[t], v, (size_t)len);
+	br->text[t][len] = '\0';
+	br->text_len[t] = len;
+	return sqlite3_bind_text(s, b + p, br->text[t], len, SQLITE_STATIC);
+}
+
+/* Binds one pending event as the row whose first parameter is b, skipping
+ * the parameters whose bound value is unchanged (br). */
+static int bind_event(struct cw_writer *w, sqlite3_stmt *s, int b, struct bound_row *br,
+		      const struct pending_event *pe)
+{
+	const uint32_t text_params = 1u << EP_COMM | 1u << EP_SOURCE | 1u << EP_OP | 1u << EP_DETAIL;
+	const struct op_state *o = &w->ops[pe->op_index];
+	uint32_t nulls = pe->nulls, diff;
+	int p, rc = SQLITE_OK;
+
+	/* NULL and text parameters hold 0 in v[], so one compare per
+	 * parameter finds what changed (the loop vectorizes). */
+	diff = br->valid ? br->nulls ^ nulls : ~0u;
+	for (p = 0; p < EVENT_ROW_PARAMS; p++)
+		diff |= (uint32_t)(br->v[p] != pe->v[p]) << p;
+	diff &= ((1u << EVENT_ROW_PARAMS) - 1) & ~text_params;
+	while (diff) {
+		p = __builtin_ctz(diff);
+		diff &= diff - 1;
+		KEEP_RC(rc, (nulls >> p & 1) ? sqlite3_bind_null(s, b + p) : sqlite3_bind_int64(s, b + p, pe->v[p]));
+	}
+	memcpy(br->v, pe->v, sizeof(br->v));
+	br->nulls = nulls;
+	if (!br->valid || br->source != o->source) {
+		KEEP_RC(rc, sqlite3_bind_text(s, b + EP_SOURCE, o->source, o->source_len, SQLITE_STATIC));
+		br->source = o->source;
+	}
+	if (!br->valid || br->op_index != pe->op_index) {
+		KEEP_RC(rc, sqlite3_bind_text(s, b + EP_OP, o->op, o->op_len, SQLITE_STATIC));
+		br->op_index = pe->op_index;
+	}
+	KEEP_RC(rc, bind_text_cached(s, b, EP_COMM, br, 0, pe->comm_off >= 0 ? w->strs + pe->comm_off : NULL,
+				     pe->comm_off >= 0 ? pe->comm_len : -1));
+	KEEP_RC(rc, bind_text_cached(s, b, EP_DETAIL, br, 1, pe->detail_off >= 0 ? w->strs + pe->detail_off : NULL,
+				     pe->detail_off >= 0 ? pe->detail_len : -1));
+	/* A failed bind leaves the parameter unknown: bind all next time. */
+	br->valid = rc == SQLITE_OK;
+	return rc;
+}
+
+/* Inserts n pending events with one step of s, whose rows' bindings are
+ * br[0..n-1]; they take the next n sequence numbers when stored. */
+static int insert_events(struct cw_writer *w, sqlite3_stmt *s, struct bound_row *br, struct pending_event *pe,
+			 int n)
+{
+	int k, rc = SQLITE_OK;
+
+	for (k = 0; k < n; k++) {
+		pe[k].v[EP_SEQ] = w->next_seq + k;
+		KEEP_RC(rc, bind_event(w, s, EVENT_SHARED_PARAMS + 1 + k * EVENT_ROW_PARAMS, &br[k], &pe[k]));
+	}
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(s);
+		sqlite3_reset(s);
+	}
+	if (rc != SQLITE_DONE) {
+		w->stats.failed_rows += (uint64_t)n;
+		return cw_sqlite_errno(rc);
+	}
+	w->next_seq += n;
+	w->stats.events += (uint64_t)n;
+	return 0;
+}
+
+/* Writes every pending event: a full statement's worth with the multi-row
+ * statement, a remainder (at a flush) one row at a time. */
+static int drain_events(struct cw_writer *w)
+{
+	int i, e, err = 0;
+
+	if (w->npend == EVENTS_PER_STMT) {
+		err = insert_events(w, w->st[ST_EVENT_MULTI], w->bound_multi, w->pend, w->npend);
+	} else {
+		for (i = 0; i < w->npend; i++) {
+			e = insert_events(w, w->st[ST_EVENT], &w->bound_one, &w->pend[i], 1);
+			if (e && !err)
+				err = e;
+		}
+	}
+	w->npend = 0;
+	w->strs_len = 0;
+	return err;
+}
+
+/* Copies a row's text into w->strs; *off is -1 for NULL. */
+static int keep_str(struct cw_writer *w, const char *v, int *off, int *len)
+{
+	size_t n;
+
+	*off = -1;
+	*len = 0;
+	if (!v)
+		return 0;
+	n = strlen(v);
+	if (n > (1u << 30))
+		return -E2BIG;
+	if (w->strs_len + n + 1 > w->strs_alloc) {
+		size_t a = w->strs_alloc ? w->strs_alloc : 4096;
+		char *p;
+
+		while (a < w->strs_len + n + 1)
+			a *= 2;
+		p = realloc(w->strs, a);
+		if (!p)
+			return -ENOMEM;
+		w->strs = p;
+		w->strs_alloc = a;
+	}
+	memcpy(w->strs + w->strs_len, v, n + 1);
+	*off = (int)w->strs_len;
+	*len = (int)n;
+	w->strs_len += n + 1;
+	return 0;
+}
+
+#define SET_OR_NULL(pe, p, cond, val)                 \
+	do {                                           \
+		if (cond)                              \
+			(pe)->v[p] = (int64_t)(val);   \
+		else                                   \
+			(pe)->nulls |= 1u << (p);      \
+	} while (0)
+
+static void flatten_event(struct pending_event *pe, const struct cw_event_row *r, int anomalous)
+{
 	int i;
 
-#define P(n) (base + (n))
-#define INT_OR_NULL(n, cond, v) ((cond) ? sqlite3_bind_int64(s, P(n), (v)) : sqlite3_bind_null(s, P(n)))
-	sqlite3_bind_text(s, P(1), w->node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, P(2), pe->seq);
-	INT_OR_NULL(3, w->session_id, w->session_id);
-	sqlite3_bind_int64(s, P(4), (int64_t)r->wall_ns);
-	sqlite3_bind_int64(s, P(5), (int64_t)r->mono_ns);
-	sqlite3_bind_int64(s, P(6), r->pid);
-	sqlite3_bind_int64(s, P(7), r->tid);
-	sqlite3_bind_int64(s, P(8), (int64_t)r->cgroup_id);
-	bind_text_or_null(s, P(9), r->comm);
-	sqlite3_bind_text(s, P(10), w->ops[pe->op_index].source, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, P(11), w->ops[pe->op_index].op, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, P(12), (int64_t)r->duration_ns);
+	memset(pe->v, 0, sizeof(pe->v));
+	pe->nulls = 0;
+	pe->v[EP_WALL] = (int64_t)r->wall_ns;
+	pe->v[EP_MONO] = (int64_t)r->mono_ns;
+	pe->v[EP_PID] = r->pid;
+	pe->v[EP_TID] = r->tid;
+	pe->v[EP_CGROUP] = (int64_t)r->cgroup_id;
+	pe->v[EP_DURATION] = (int64_t)r->duration_ns;
 	for (i = 0; i < 4; i++)
-		INT_OR_NULL(13 + i, i < r->nargs, r->args[i]);
-	INT_OR_NULL(17, r->has_bytes, r->bytes);
-	bind_text_or_null(s, P(18), r->detail);
-	INT_OR_NULL(19, r->has_ret, r->ret);
-	INT_OR_NULL(20, r->device >= 0, r->device);
-	INT_OR_NULL(21, r->stack_id > 0, r->stack_id);
-	INT_OR_NULL(22, r->py_stack_id > 0, r->py_stack_id);
-	sqlite3_bind_int(s, P(23), pe->anomalous);
-#undef INT_OR_NULL
-#undef P
+		SET_OR_NULL(pe, EP_ARG0 + i, i < r->nargs, r->args[i]);
+	SET_OR_NULL(pe, EP_BYTES, r->has_bytes, r->bytes);
+	SET_OR_NULL(pe, EP_RET, r->has_ret, r->ret);
+	SET_OR_NULL(pe, EP_DEVICE, r->device >= 0, r->device);
+	SET_OR_NULL(pe, EP_STACK, r->stack_id > 0, r->stack_id);
+	SET_OR_NULL(pe, EP_PYSTACK, r->py_stack_id > 0, r->py_stack_id);
+	pe->v[EP_ANOMALOUS] = anomalous;
 }
+#undef SET_OR_NULL
 
 int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 {
-	sqlite3_stmt *s = w->st[ST_EVENT];
-	struct pending_event pe;
-	int err, rc, opi, anomalous = 0;
+	struct pending_event *pe;
+	int err, opi, anomalous = 0;
 
 	err = begin_if_needed(w);
 	if (err)
@@ -404,25 +667,28 @@ int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 	opi = op_index(w, r->source, r->op);
 	if (opi < 0)
 		return row_done(w, opi);
+	pe = &w->pend[w->npend];
+	err = keep_str(w, r->comm, &pe->comm_off, &pe->comm_len);
+	if (!err)
+		err = keep_str(w, r->detail, &pe->detail_off, &pe->detail_len);
+	if (err)
+		return row_done(w, err);
 	/* Instant events (exec, retransmit) have no latency to judge. */
 	if (r->duration_ns || r->has_ret)
 		anomalous = is_anomalous(&w->ops[opi], r->duration_ns);
 	err = agg_add(w, opi, (int64_t)(r->wall_ns / 1000000000ULL), r->duration_ns);
 	if (err)
 		return row_done(w, err);
-	pe.row = *r;
-	pe.seq = w->next_seq;
-	pe.op_index = opi;
-	pe.anomalous = anomalous;
-	bind_event(w, s, 0, &pe);
-	rc = sqlite3_step(s);
-	sqlite3_reset(s);
-	err = rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
-	if (!err) {
-		w->next_seq++;
-		w->stats.events++;
+	flatten_event(pe, r, anomalous);
+	pe->op_index = opi;
+	w->npend++;
+	if (w->npend == EVENTS_PER_STMT) {
+		/* drain_events() counts the rows it stores or fails. */
+		err = drain_events(w);
+		if (err)
+			return err;
 	}
-	return row_done(w, err);
+	return row_done(w, 0);
 }
 
 int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
@@ -726,7 +992,10 @@ int cw_writer_flush(struct cw_writer *w)
 	err = begin_if_needed(w);
 	if (err)
 		return err;
-	err = write_pending(w);
+	err = drain_events(w);
+	e = write_pending(w);
+	if (!err)
+		err = e;
 	e = commit(w);
 	if (!err)
 		err = e;
@@ -758,12 +1027,20 @@ int cw_writer_free(struct cw_writer *w)
 	for (i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(w->st[i]);
 	for (i = 0; i < w->nops; i++) {
-		free(w->ops[i].source);
+		if (w->ops[i].owns_source)
+			free(w->ops[i].source);
 		free(w->ops[i].op);
 	}
 	for (i = 0; i < w->ncounters; i++)
 		free(w->counters[i].name);
+	for (i = 0; i <= EVENTS_PER_STMT; i++) {
+		struct bound_row *br = i < EVENTS_PER_STMT ? &w->bound_multi[i] : &w->bound_one;
+
+		free(br->text[0]);
+		free(br->text[1]);
+	}
 	free(w->ops);
+	free(w->strs);
 	free(w->aggs);
 	u64map_free(&w->agg_index);
 	u64map_free(&w->stack_ids);

@@ -3,7 +3,9 @@
  * Rows are inserted with prepared statements inside one open transaction
  * that is committed every batch_rows rows or when cw_writer_flush() is
  * called (trace calls it every 200 ms), so a SIGKILL loses at most the open
- * batch and never leaves a half-written one. The writer also keeps the
+ * batch and never leaves a half-written one. Events are inserted 32 rows
+ * per statement, so up to 31 wait in memory until the next statement or
+ * flush (stats count them once stored). The writer also keeps the
  * per-second aggregates, flags anomalous events and enforces the size cap. */
 #ifndef CW_STORE_WRITER_H
 #define CW_STORE_WRITER_H

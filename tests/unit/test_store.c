@@ -198,6 +198,126 @@ static void test_retention_prunes_oldest_ordinary_first(void **state)
 	cw_store_close(st);
 }
 
+/* Event i of test_event_rows_round_trip: columns vary with different
+ * periods, so consecutive rows of the writer's multi-row statement change
+ * some parameters and repeat others (NULLs included). */
+static void nth_event(int i, struct cw_event_row *r, char *comm, char *detail)
+{
+	static const char *const ops[] = { "cudaLaunchKernel", "cudaMemcpyAsync", "ncclAllReduce" };
+	int k;
+
+	memset(r, 0, sizeof(*r));
+	r->mono_ns = 1000000000ULL + (uint64_t)i * 1000;
+	r->wall_ns = r->mono_ns + 7;
+	r->duration_ns = 100 + (uint64_t)(i % 7) * 10;
+	r->pid = 100 + (uint32_t)(i / 50);
+	r->tid = 200 + (uint32_t)(i % 3);
+	r->cgroup_id = 9;
+	snprintf(comm, 16, i % 11 < 5 ? "python" : "worker%d", i % 4);
+	r->comm = i % 13 == 12 ? NULL : comm;
+	r->op = ops[i % 3];
+	r->source = i % 3 == 2 ? "nccl" : "cuda";
+	/* Same length, different text; longer; absent. */
+	snprintf(detail, 300, "%s%0*d", i % 2 ? "kern_" : "copy_", i % 5 == 4 ? 200 : 3, i % 9);
+	r->detail = i % 4 == 3 ? NULL : detail;
+	r->nargs = i % 5;
+	for (k = 0; k < 4; k++)
+		r->args[k] = (int64_t)k * 1000 + i % (k + 2);
+	r->has_bytes = i % 2;
+	r->bytes = 4096;
+	r->has_ret = i % 17 != 16;
+	r->ret = i % 6 == 5 ? -2 : 0;
+	r->device = i % 8 == 7 ? -1 : 0;
+	r->stack_id = i % 10 < 3 ? 0 : 5;
+	r->py_stack_id = i % 3 ? 0 : i;
+}
+
+static void check_text(sqlite3_stmt *s, int col, const char *want)
+{
+	if (!want) {
+		assert_int_equal(sqlite3_column_type(s, col), SQLITE_NULL);
+		return;
+	}
+	assert_non_null(sqlite3_column_text(s, col));
+	assert_string_equal((const char *)sqlite3_column_text(s, col), want);
+}
+
+static void check_int(sqlite3_stmt *s, int col, int present, int64_t want)
+{
+	if (!present) {
+		assert_int_equal(sqlite3_column_type(s, col), SQLITE_NULL);
+		return;
+	}
+	assert_int_equal(sqlite3_column_type(s, col), SQLITE_INTEGER);
+	assert_int_equal(sqlite3_column_int64(s, col), want);
+}
+
+/* The writer inserts events several rows per statement and re-binds only
+ * the parameters that changed: every column of every row must still be
+ * what was written, across full statements, the remainder written at a
+ * flush, and statements after it. */
+static void test_event_rows_round_trip(void **state)
+{
+	struct cw_writer_opts wo = { .node = "n1", .session_id = 3 };
+	char err[256], comm[16], detail[300];
+	struct cw_event_row r;
+	struct cw_writer *w;
+	struct cw_store *st;
+	sqlite3_stmt *s;
+	int i, k, n = 0;
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_writer_new(&w, st, &wo), 0);
+	for (i = 0; i < 300; i++) {
+		nth_event(i, &r, comm, detail);
+		assert_int_equal(cw_writer_event(w, &r), 0);
+		if (i == 100 || i == 101 || i == 170)
+			assert_int_equal(cw_writer_flush(w), 0);
+	}
+	assert_int_equal(cw_writer_flush(w), 0);
+	assert_int_equal(sqlite3_prepare_v2(st->db,
+					    "SELECT node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm,"
+					    " source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device,"
+					    " stack_id, py_stack_id, anomalous FROM events ORDER BY id",
+					    -1, &s, NULL),
+			 SQLITE_OK);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		nth_event(n, &r, comm, detail);
+		check_text(s, 0, "n1");
+		check_int(s, 1, 1, n + 1);
+		check_int(s, 2, 1, 3);
+		check_int(s, 3, 1, (int64_t)r.wall_ns);
+		check_int(s, 4, 1, (int64_t)r.mono_ns);
+		check_int(s, 5, 1, r.pid);
+		check_int(s, 6, 1, r.tid);
+		check_int(s, 7, 1, 9);
+		check_text(s, 8, r.comm);
+		check_text(s, 9, r.source);
+		check_text(s, 10, r.op);
+		check_int(s, 11, 1, (int64_t)r.duration_ns);
+		for (k = 0; k < 4; k++)
+			check_int(s, 12 + k, k < r.nargs, r.args[k]);
+		check_int(s, 16, r.has_bytes, r.bytes);
+		check_text(s, 17, r.detail);
+		check_int(s, 18, r.has_ret, r.ret);
+		check_int(s, 19, r.device >= 0, r.device);
+		check_int(s, 20, r.stack_id > 0, r.stack_id);
+		check_int(s, 21, r.py_stack_id > 0, r.py_stack_id);
+		check_int(s, 22, 1, 0);
+		n++;
+	}
+	sqlite3_finalize(s);
+	assert_int_equal(n, 300);
+	/* New files get 16 KiB pages. */
+	assert_int_equal(sqlite3_prepare_v2(st->db, "PRAGMA page_size", -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(s, 0), 16384);
+	sqlite3_finalize(s);
+	cw_writer_free(w);
+	cw_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +327,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corrupt_and_foreign, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention_prunes_oldest_ordinary_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_rows_round_trip, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
