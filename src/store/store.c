@@ -113,7 +113,13 @@ static int configure(sqlite3 *db, enum cw_store_mode mode)
 	 * survives SIGKILL of the writer: committed batches stay, the open one
 	 * is rolled back. NORMAL sync in WAL mode is durable to the last
 	 * checkpoint and consistent always. */
-	err = cw_exec(db, "PRAGMA journal_mode = WAL");
+	/* 16 KiB pages for new files (a no-op on existing ones): a quarter of
+	 * the WAL frames, write() calls and page splits of 4 KiB pages for the
+	 * append-mostly events table, measured ~10% faster ingest. Must come
+	 * before the switch to WAL, which fixes the page size. */
+	err = cw_exec(db, "PRAGMA page_size = 16384");
+	if (!err)
+		err = cw_exec(db, "PRAGMA journal_mode = WAL");
 	if (!err)
 		err = cw_exec(db, "PRAGMA synchronous = NORMAL");
 	if (!err)
