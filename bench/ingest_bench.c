@@ -1,9 +1,9 @@
 /* ingest_bench: events per second through decode -> pairing -> writer ->
  * SQLite on one core, with the drop and reject counters checked to be zero.
  *
- * The records are built in memory ahead of time exactly as the BPF side
- * lays them out (an entry and a return per call), so the figure is the
- * userspace pipeline's, not the generator's.
+ * The records are built in memory ahead of time exactly as the CUDA probes
+ * lay them out (one CW_REC_CALL per call, entry and return together), so
+ * the figure is the userspace pipeline's, not the generator's.
  *   usage: ingest_bench [CALLS] [RUNS] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,23 +45,21 @@ int main(int argc, char **argv)
 {
 	long calls = argc > 1 ? atol(argv[1]) : 1000000;
 	int runs = argc > 2 ? atoi(argv[2]) : 5, r;
-	struct cw_call_entry *entries = calloc((size_t)calls, sizeof(*entries));
-	struct cw_call_return *rets = calloc((size_t)calls, sizeof(*rets));
+	struct cw_call *recs = calloc((size_t)calls, sizeof(*recs));
 	double *rates = calloc((size_t)runs, sizeof(double));
 	long i;
 
-	if (!entries || !rets || !rates || calls <= 0 || runs <= 0)
+	if (!recs || !rates || calls <= 0 || runs <= 0)
 		return 2;
 	for (i = 0; i < calls; i++) {
 		uint64_t ts = 1000000000ULL + (uint64_t)i * 2000;
 		unsigned op = ops[i % 6];
 
-		fill_hdr(&entries[i].hdr, CW_REC_CALL_ENTRY, sizeof(entries[i]), op, ts, 4821 + (uint32_t)(i % 4));
-		entries[i].args[0] = 0x7f0000001000ULL;
-		entries[i].args[1] = 1 << 20;
-		entries[i].device = 0;
-		fill_hdr(&rets[i].hdr, CW_REC_CALL_RETURN, sizeof(rets[i]), op, ts + 1500 + (uint64_t)(i % 7) * 100,
-			 4821 + (uint32_t)(i % 4));
+		fill_hdr(&recs[i].e.hdr, CW_REC_CALL, sizeof(recs[i]), op, ts, 4821 + (uint32_t)(i % 4));
+		recs[i].e.args[0] = 0x7f0000001000ULL;
+		recs[i].e.args[1] = 1 << 20;
+		recs[i].e.device = 0;
+		recs[i].end_ns = ts + 1500 + (uint64_t)(i % 7) * 100;
 	}
 	for (r = 0; r < runs; r++) {
 		char path[] = "/tmp/cw-ingest-XXXXXX", side[64], err[256];
@@ -84,8 +82,7 @@ int main(int argc, char **argv)
 		cw_pipeline_new(&p, &po);
 		t0 = cw_monotonic_ns();
 		for (i = 0; i < calls; i++) {
-			cw_pipeline_feed(p, &entries[i], sizeof(entries[i]));
-			cw_pipeline_feed(p, &rets[i], sizeof(rets[i]));
+			cw_pipeline_feed(p, &recs[i], sizeof(recs[i]));
 			if ((i & 0xffff) == 0xffff)
 				cw_pipeline_flush(p, 0, 0);
 		}
@@ -102,8 +99,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		rates[r] = (double)calls / ((double)(t1 - t0) / 1e9);
-		printf("run %d: %ld calls (%ld records) in %.3f s: %.0f calls/s, 0 dropped\n", r + 1, calls, 2 * calls,
-		       (double)(t1 - t0) / 1e9, rates[r]);
+		printf("run %d: %ld calls in %.3f s: %.0f calls/s, 0 dropped\n", r + 1, calls, (double)(t1 - t0) / 1e9,
+		       rates[r]);
 		unlink(path);
 		snprintf(side, sizeof(side), "%s-wal", path);
 		unlink(side);
@@ -111,10 +108,8 @@ int main(int argc, char **argv)
 		unlink(side);
 	}
 	qsort(rates, (size_t)runs, sizeof(double), cmp_double);
-	printf("median: %.0f stored calls/s (%.0f records/s) over %d runs\n", rates[runs / 2], 2 * rates[runs / 2],
-	       runs);
-	free(entries);
-	free(rets);
+	printf("median: %.0f stored calls/s over %d runs\n", rates[runs / 2], runs);
+	free(recs);
 	free(rates);
 	return 0;
 }
