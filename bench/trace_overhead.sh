@@ -39,12 +39,26 @@ ns_per_call() { awk '$1=="loop"{print $4; exit}' "$1"; }
 run_none() { W -n "$N" -m sync >"$D/o"; ns_per_call "$D/o"; }
 run_bpftrace() { # program
 	taskset -c 0 bpftrace -e "$1" >"$D/bt.out" 2>&1 &
-	local bp=$!
-	# bpftrace prints "Attaching N probes..." once attached.
-	for _ in $(seq 100); do grep -q Attaching "$D/bt.out" && break; sleep 0.1; done
+	local bp=$! i
+	# bpftrace prints "Attaching N probes..." once attached; a rep where it
+	# never did would time an untraced loop, so it is not reported.
+	for _ in $(seq 300); do grep -q Attaching "$D/bt.out" && break; sleep 0.1; done
+	if ! grep -q Attaching "$D/bt.out"; then
+		kill -KILL $bp; wait $bp 2>/dev/null
+		echo "trace_overhead: bpftrace did not attach: $(head -c 300 "$D/bt.out")" >&2
+		echo NA
+		return
+	fi
 	sleep 0.5
 	W -n "$N" -m sync >"$D/o"
-	kill -INT $bp; wait $bp 2>/dev/null
+	# A SIGINT that arrives while bpftrace is still setting up is lost:
+	# repeat it, then kill.
+	for i in $(seq 50); do
+		kill -INT $bp 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL $bp 2>/dev/null
+	wait $bp 2>/dev/null
 	ns_per_call "$D/o"
 }
 run_causeway() {
@@ -60,7 +74,7 @@ for r in $(seq "$REPS"); do
 	A+=("$(run_none)"); E+=("$(run_bpftrace "$EMPTY")"); C+=("$(run_causeway)"); B+=("$(run_bpftrace "$HIST")")
 	echo "rep $r: none ${A[-1]} empty ${E[-1]} causeway ${C[-1]} bpftrace ${B[-1]} ns/call"
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+median() { printf '%s\n' "$@" | grep -vx NA | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 mA=$(median "${A[@]}"); mE=$(median "${E[@]}"); mC=$(median "${C[@]}"); mB=$(median "${B[@]}")
 awk -v a="$mA" -v e="$mE" -v c="$mC" -v b="$mB" -v n="$N" -v reps="$REPS" 'BEGIN {
 	printf "trace overhead, %d calls x %d reps, medians (ns per call):\n", n, reps

@@ -45,9 +45,11 @@ const volatile __u8 cfg_filter_tracked = 1;
  * (trace --py-stacks): CW_PY_OFF; CW_PY_SLOW, the default, walks at the
  * return of a slow call only (the calling thread's Python frames are the
  * same at return as at entry: the call is synchronous), so fast calls pay
- * a map update instead of a walk of microseconds; CW_PY_ALL walks at every
- * entry. A call is slow when it took at least cfg_py_floor_ns and 3x its
- * op's running mean (per CPU, updated by Python processes' calls). */
+ * a per-CPU mean update instead of a walk of microseconds; CW_PY_ALL walks
+ * at every entry. A call is slow when it took at least cfg_py_floor_ns and
+ * 3x its op's running mean (per CPU, over every traced process's calls:
+ * asking whether the caller is a Python process is a hash lookup, so it is
+ * asked of slow calls only). */
 const volatile __u8 cfg_py_mode = CW_PY_SLOW;
 const volatile __u64 cfg_py_floor_ns = 10000;
 /* 1: the calling thread's native user stack (frame-pointer walk) after each
@@ -327,7 +329,7 @@ static __always_inline void emit_kernel_name(__u64 handle, __u64 name_ptr)
 	submit(k, sizeof(*k));
 }
 
-/* op -> running mean duration of Python processes' calls (ns, 1/16 EWMA). */
+/* op -> running mean duration of the op's calls (ns, 1/16 EWMA). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, CW_OP_MAX);
@@ -336,8 +338,9 @@ struct {
 } py_mean SEC(".maps");
 
 /* CW_PY_SLOW, at return, before the call record is reserved (so the stack
- * record precedes it in the ring): a slow call of a Python process gets
- * its stack, stamped with the entry's header. Returns 1 when emitted. */
+ * record precedes it in the ring): a slow call of a registered Python
+ * process gets its stack, stamped with the entry's header. Returns 1 when
+ * emitted. */
 static __always_inline int py_stack_at_return(const struct cw_call_state *s, __u32 op, __u64 now)
 {
 	__u64 ts = s->e.hdr.ts_ns, d, m, *mean;
@@ -350,6 +353,8 @@ static __always_inline int py_stack_at_return(const struct cw_call_state *s, __u
 	m = *mean;
 	*mean = d >= m ? m + ((d - m) >> 4) : m - ((m - d) >> 4);
 	if (d < cfg_py_floor_ns || d < 3 * m)
+		return 0;
+	if (!bpf_map_lookup_elem(&cw_py_procs, &s->e.hdr.pid))
 		return 0;
 	__builtin_memcpy(&h, &s->e.hdr, sizeof(h));
 	return cw_emit_pystack(&rb_cuda, &h);
@@ -409,11 +414,9 @@ static __always_inline int open_call(struct pt_regs *ctx, const struct uregs *r,
 	dev = bpf_map_lookup_elem(&tid_dev, &k.tid);
 	st.e.device = dev ? *dev : -1;
 	st.e.flags = 0;
-	st.py = 0;
+	st.pad = 0;
 	if (cfg_py_mode == CW_PY_ALL)
 		cw_capture_pystack(&rb_cuda, &st.e);
-	else if (cfg_py_mode == CW_PY_SLOW && bpf_map_lookup_elem(&cw_py_procs, &st.e.hdr.pid))
-		st.py = 1;
 	if (cfg_native_stacks)
 		capture_ustack(ctx, &st.e);
 	if (bpf_map_update_elem(&call_state, &k, &st, BPF_ANY))
@@ -527,8 +530,8 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	__u64 now;
 	__u32 pyflag = 0;
 
-	if (!traced())
-		return 0;
+	/* No tracked check: an open call exists only for a call whose entry
+	 * passed it. */
 	k.tid = (__u32)bpf_get_current_pid_tgid();
 	k.op = op;
 	sp = bpf_map_lookup_elem(&call_state, &k);
@@ -547,7 +550,7 @@ static __always_inline int return_body(struct pt_regs *ctx)
 		cs_count(CW_CS_AGGREGATED);
 		goto done;
 	}
-	if (cfg_py_mode == CW_PY_SLOW && sp->py && py_stack_at_return(sp, op, now))
+	if (cfg_py_mode == CW_PY_SLOW && py_stack_at_return(sp, op, now))
 		pyflag = CW_CALL_F_PYSTACK;
 	c = bpf_ringbuf_reserve(&rb_cuda, sizeof(*c), 0);
 	if (!c) {

@@ -60,7 +60,7 @@ struct cw_call_state {
 	struct cw_call_entry e; /* e.hdr.type == CW_REC_CALL for calls; 0 for bookkeeping hooks */
 	__u64 a, b;             /* op-specific work at return: output pointer, name pointer, device */
 	__u32 work;             /* the op has return-side work */
-	__u32 py;               /* a Python process's call: CW_PY_SLOW may walk its stack at return */
+	__u32 pad;
 };
 
 /* Per-CPU counters of the CUDA side (map cuda_stats), summed by userspace. */
