@@ -1,0 +1,65 @@
+#!/bin/bash
+# probe_runtime.sh BUILD [CALLS] [REPS]: in-kernel run time per call of
+# causeway's CUDA entry and return programs, beside bpftrace's latency
+# histogram programs on the same calls, from the kernel's own BPF run-time
+# statistics (sysctl kernel.bpf_stats_enabled: run_time_ns / run_cnt per
+# program). Unlike trace_overhead.sh this excludes the uprobe trap and the
+# workload, so it isolates what the programs themselves cost. Medians over
+# REPS runs of CALLS cudaStreamSynchronize calls on the fake libcudart.
+set -u
+BUILD=${1:-build}
+N=${2:-300000}
+REPS=${3:-5}
+cd "$(dirname "$0")/.."
+FIX=$BUILD/fixtures
+LIB=$(cd "$FIX/fakecuda" && pwd)/libcudart.so.13
+[ "$(id -u)" = 0 ] || { echo "probe_runtime: needs root"; exit 1; }
+[ -x "$BUILD/causeway" ] && [ -f "$LIB" ] || { echo "probe_runtime: build first: make BUILD=$BUILD all fixtures"; exit 1; }
+command -v bpftrace >/dev/null || apt-get install -y -qq bpftrace >/dev/null || { echo "cannot install bpftrace"; exit 1; }
+D=$(mktemp -d)
+prev=$(sysctl -n kernel.bpf_stats_enabled)
+trap 'sysctl -qw kernel.bpf_stats_enabled=$prev; rm -rf "$D"' EXIT
+sysctl -qw kernel.bpf_stats_enabled=1
+export LD_LIBRARY_PATH=$FIX/fakecuda
+WCPU=$(($(nproc) - 1))
+
+# ns/run of the programs that ran at least N times: "name ns" lines.
+per_run() {
+	bpftool prog show -j | python3 -c '
+import json, sys
+n = int(sys.argv[1])
+for p in json.load(sys.stdin):
+    if p.get("run_cnt", 0) >= n:
+        print(p.get("name", "?"), round(p["run_time_ns"] / p["run_cnt"]))' "$N"
+}
+HIST="uprobe:$LIB:cudaStreamSynchronize { @s[tid] = nsecs; } uretprobe:$LIB:cudaStreamSynchronize /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }"
+for r in $(seq "$REPS"); do
+	# causeway: the stats are read from inside the traced command, while the
+	# probes are still attached.
+	taskset -c 0 "$BUILD/causeway" trace --no-view --cuda-lib "$LIB" --db "$D/t.db" -- bash -c \
+		"taskset -c $WCPU $FIX/fake_workload -n $N -m sync >/dev/null; $(declare -f per_run); N=$N per_run" \
+		2>/dev/null | awk '/^cw_call_enter/{e=$2} /^cw_call_return/{x=$2} END{print "causeway", e, x}'
+	rm -f "$D/t.db"*
+	taskset -c 0 bpftrace -e "$HIST" >"$D/bt.out" 2>&1 &
+	bp=$!
+	for _ in $(seq 300); do grep -q Attaching "$D/bt.out" && break; sleep 0.1; done
+	sleep 0.5
+	taskset -c $WCPU "$FIX/fake_workload" -n "$N" -m sync >/dev/null
+	per_run | awk '$1 ~ /^cudaStream/ {v[++n]=$2} END{print "bpftrace", v[1], v[2]}'
+	for _ in $(seq 50); do kill -INT $bp 2>/dev/null || break; sleep 0.1; done
+	kill -KILL $bp 2>/dev/null
+	wait $bp 2>/dev/null
+done >"$D/runs"
+cat "$D/runs"
+python3 - "$D/runs" "$N" "$REPS" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+def med(tool, i):
+    v = [int(r[i]) for r in rows if r[0] == tool and len(r) > i and r[i].isdigit()]
+    return statistics.median(v) if v else float("nan")
+ce, cr, be, br = med("causeway", 1), med("causeway", 2), med("bpftrace", 1), med("bpftrace", 2)
+print(f"probe run time, {sys.argv[2]} calls x {sys.argv[3]} reps, medians (ns per run):")
+print(f"  causeway entry {ce:.0f} + return {cr:.0f} = {ce + cr:.0f}")
+print(f"  bpftrace hist  {be:.0f} + {br:.0f} = {be + br:.0f} (bpftrace's two programs, in load order)")
+print(f"  causeway / bpftrace = {(ce + cr) / (be + br):.2f}x")
+PY
