@@ -20,6 +20,7 @@ D=$(mktemp -d)
 prev=$(sysctl -n kernel.bpf_stats_enabled)
 trap 'sysctl -qw kernel.bpf_stats_enabled=$prev; rm -rf "$D"' EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
+. bench/bpftrace_lib.sh
 export LD_LIBRARY_PATH=$FIX/fakecuda
 WCPU=$(($(nproc) - 1))
 
@@ -40,15 +41,10 @@ for r in $(seq "$REPS"); do
 		"taskset -c $WCPU $FIX/fake_workload -n $N -m sync >/dev/null; $(declare -f per_run); N=$N per_run" \
 		2>/dev/null | awk '/^cw_call_enter/{e=$2} /^cw_call_return/{x=$2} END{print "causeway", e, x}'
 	rm -f "$D/t.db"*
-	taskset -c 0 bpftrace -e "$HIST" >"$D/bt.out" 2>&1 &
-	bp=$!
-	for _ in $(seq 300); do grep -q Attaching "$D/bt.out" && break; sleep 0.1; done
-	sleep 0.5
+	bpftrace_start "$HIST" || continue
 	taskset -c $WCPU "$FIX/fake_workload" -n "$N" -m sync >/dev/null
 	per_run | awk '$1 ~ /^cudaStream/ {v[++n]=$2} END{print "bpftrace", v[1], v[2]}'
-	for _ in $(seq 50); do kill -INT $bp 2>/dev/null || break; sleep 0.1; done
-	kill -KILL $bp 2>/dev/null
-	wait $bp 2>/dev/null
+	bpftrace_stop
 done >"$D/runs"
 cat "$D/runs"
 python3 - "$D/runs" "$N" "$REPS" <<'PY'

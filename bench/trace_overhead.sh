@@ -26,6 +26,7 @@ LIB=$(cd "$FIX/fakecuda" && pwd)/libcudart.so.13
 [ -x "$CW" ] && [ -f "$LIB" ] || { echo "trace_overhead: build first: make BUILD=$BUILD all fixtures"; exit 1; }
 command -v bpftrace >/dev/null || apt-get install -y -qq bpftrace >/dev/null || { echo "cannot install bpftrace"; exit 1; }
 D=$(mktemp -d); trap 'rm -rf "$D"' EXIT
+. bench/bpftrace_lib.sh
 export LD_LIBRARY_PATH=$FIX/fakecuda
 
 # The workload runs on the last CPU, tracers (causeway's consumer, bpftrace)
@@ -38,27 +39,9 @@ ns_per_call() { awk '$1=="loop"{print $4; exit}' "$1"; }
 
 run_none() { W -n "$N" -m sync >"$D/o"; ns_per_call "$D/o"; }
 run_bpftrace() { # program
-	taskset -c 0 bpftrace -e "$1" >"$D/bt.out" 2>&1 &
-	local bp=$! i
-	# bpftrace prints "Attaching N probes..." once attached; a rep where it
-	# never did would time an untraced loop, so it is not reported.
-	for _ in $(seq 300); do grep -q Attaching "$D/bt.out" && break; sleep 0.1; done
-	if ! grep -q Attaching "$D/bt.out"; then
-		kill -KILL $bp; wait $bp 2>/dev/null
-		echo "trace_overhead: bpftrace did not attach: $(head -c 300 "$D/bt.out")" >&2
-		echo NA
-		return
-	fi
-	sleep 0.5
+	bpftrace_start "$1" || { echo NA; return; }
 	W -n "$N" -m sync >"$D/o"
-	# A SIGINT that arrives while bpftrace is still setting up is lost:
-	# repeat it, then kill.
-	for i in $(seq 50); do
-		kill -INT $bp 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL $bp 2>/dev/null
-	wait $bp 2>/dev/null
+	bpftrace_stop
 	ns_per_call "$D/o"
 }
 run_causeway() {
