@@ -140,11 +140,36 @@ static void check_bpf(struct report *r, const struct cw_features *f)
 
 /* ---- libraries ---- */
 
+/* Distinct library files listed, by device and inode. */
+#define LIBS_LISTED_MAX 256
+
 struct lib_seen {
 	struct report *r;
 	int found[CW_LIB_NKINDS], hooked[CW_LIB_NKINDS], real[CW_LIB_NKINDS];
 	char example[CW_LIB_NKINDS][PATH_MAX + 512];
+	struct { uint64_t dev, ino; } listed[LIBS_LISTED_MAX];
+	int nlisted;
+	int mapped_copies;  /* copies only running processes map (containers, private wheels) */
+	int mapping_pids;   /* processes that map a hooked library */
+	uint32_t last_pid;
 };
+
+/* 1 when (dev, ino) was listed already; else lists it (while there is
+ * room) and returns 0. */
+static int listed_before(struct lib_seen *s, uint64_t dev, uint64_t ino)
+{
+	int i;
+
+	for (i = 0; i < s->nlisted; i++)
+		if (s->listed[i].dev == dev && s->listed[i].ino == ino)
+			return 1;
+	if (s->nlisted < LIBS_LISTED_MAX) {
+		s->listed[s->nlisted].dev = dev;
+		s->listed[s->nlisted].ino = ino;
+		s->nlisted++;
+	}
+	return 0;
+}
 
 static int on_lib(void *ctx, const struct cw_found_lib *lib)
 {
@@ -154,6 +179,7 @@ static int on_lib(void *ctx, const struct cw_found_lib *lib)
 
 	if (n < 0)
 		n = 0;
+	listed_before(s, lib->dev, lib->ino);
 	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:b}", "kind", cw_lib_kind_name(lib->kind), "path",
 		      lib->path, "real_path", lib->real, "version", lib->version, "soname", lib->soname,
 		      "hooked_symbols", n, "hooks_for_kind", cw_hooks_count(lib->kind), "stub", lib->stub);
@@ -180,6 +206,41 @@ static int on_lib(void *ctx, const struct cw_found_lib *lib)
 	return 0;
 }
 
+/* A copy a running process maps, as trace would attach it: those already
+ * found on disk are not listed twice; the others (a container's copy
+ * through /proc/PID/root, a wheel outside the searched places) are, with
+ * the process that maps them. */
+static int on_mapped(void *ctx, const struct cw_lib_copy *lib)
+{
+	struct lib_seen *s = ctx;
+	int total = 0, n;
+	json_t *o;
+
+	if (lib->pid != s->last_pid) {
+		s->mapping_pids++;
+		s->last_pid = lib->pid;
+	}
+	if (listed_before(s, lib->dev, lib->ino))
+		return 0;
+	n = cw_hooks_in_file(lib->path, &total);
+	if (n < 0)
+		n = 0;
+	o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i}", "kind", cw_lib_kind_name(lib->kind), "path", lib->path,
+		      "mapped_path", lib->mapped, "pid", (int)lib->pid, "hooked_symbols", n, "hooks_for_kind",
+		      cw_hooks_count(lib->kind));
+	json_array_append_new(s->r->libs, o);
+	s->found[lib->kind]++;
+	s->mapped_copies++;
+	if (n > 0) {
+		s->hooked[lib->kind]++;
+		s->real[lib->kind]++;
+		if (!s->example[lib->kind][0])
+			snprintf(s->example[lib->kind], sizeof(s->example[0]), "%s (mapped by pid %u), %d hooked symbols",
+				 lib->path, lib->pid, n);
+	}
+	return 0;
+}
+
 static void check_libs(struct report *r)
 {
 	static const char *const label[CW_LIB_NKINDS] = { "cuda runtime", "cuda driver", "nccl" };
@@ -194,6 +255,7 @@ static void check_libs(struct report *r)
 	memset(&s, 0, sizeof(s));
 	s.r = r;
 	cw_libfind_cuda(NULL, on_lib, &s);
+	cw_discover_all(on_mapped, &s);
 	for (k = 0; k < CW_LIB_NKINDS; k++) {
 		if (!s.found[k])
 			item(r, label[k], ST_WARN, fix[k], "lib%s not found", cw_lib_kind_name(k));
@@ -206,6 +268,12 @@ static void check_libs(struct report *r)
 		else
 			item(r, label[k], ST_OK, NULL, "%s", s.example[k]);
 	}
+	if (!s.mapping_pids)
+		item(r, "cuda processes", ST_OK, NULL,
+		     "none running; trace attaches to the copies processes map when they start");
+	else
+		item(r, "cuda processes", ST_OK, NULL, "%d running process(es) map a hooked library; %d copy(ies) only they map",
+		     s.mapping_pids, s.mapped_copies);
 }
 
 /* ---- CPython ---- */

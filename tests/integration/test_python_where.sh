@@ -1,6 +1,7 @@
 #!/bin/bash
-# causeway where on every supported CPython (pyenv 3.10-3.13 and Debian's
-# static python3.11): every frame of every thread must name the file,
+# causeway where on every supported CPython (pyenv 3.10-3.13, Debian's
+# static python3.11, a virtualenv, and a python whose libpython exists only
+# in its own mount namespace, as in a container): every frame of every thread must name the file,
 # function and executing line that the interpreter itself reports
 # (sys._current_frames for the workers, the "# at:" markers for the main
 # thread). An unsupported interpreter (3.9) must be refused by version.
@@ -24,10 +25,31 @@ start() { # start PYTHON -> sets $pid, waits for the expected-stacks line
 	return 1
 }
 
+# A virtualenv's interpreter, and a "container" interpreter: CPython 3.12
+# with its libpython on a tmpfs mounted only in its own mount namespace
+# (the host sees an empty directory there), so the runtime can be read only
+# through /proc/PID/root. unshare without --fork: the exec'ed python keeps
+# the pid that `start` records.
+py312=$(ls -d /root/.pyenv/versions/3.12.*/bin/python3 | head -1)
+"$py312" -m venv --without-pip "$tmp/venv" || { echo "FAIL: venv"; fail=1; }
+ct=$tmp/ct
+mkdir -p "$ct"
+cat > "$tmp/ctpy" <<EOF
+#!/bin/bash
+exec unshare --mount --propagation private bash -c 'mount -t tmpfs cwct "$ct" && cp "$(dirname "$py312")"/../lib/libpython3.12.so.1.0 "$ct/" && LD_LIBRARY_PATH="$ct" exec "$py312" "\$@"' ctpy "\$@"
+EOF
+chmod +x "$tmp/ctpy"
+
 checked=0
-for py in /root/.pyenv/versions/3.1[0-3].*/bin/python3 /usr/bin/python3.11; do
+for py in /root/.pyenv/versions/3.1[0-3].*/bin/python3 /usr/bin/python3.11 "$tmp/venv/bin/python3" "$tmp/ctpy"; do
 	[ -x "$py" ] || continue
 	start "$py" || { fail=1; continue; }
+	if [ "$py" = "$tmp/ctpy" ]; then
+		# Meaningful only if the runtime is mapped from the namespace's
+		# own mount, which the host cannot open by that path.
+		grep -q " $ct/libpython3.12.so.1.0\$" "/proc/$pid/maps" && [ -z "$(ls -A "$ct")" ] \
+			|| { echo "FAIL: container python does not map its private libpython"; fail=1; }
+	fi
 	for mode in "" --no-native; do
 		if ! "$CW_BIN" where --json $mode "$pid" > "$tmp/got"; then
 			echo "FAIL $py: where $mode exited $?"; fail=1; continue
@@ -62,7 +84,7 @@ PY
 	kill "$pid"; wait "$pid" 2>/dev/null
 	checked=$((checked + 1))
 done
-[ "$checked" -ge 4 ] || { echo "FAIL: only $checked interpreters found"; fail=1; }
+[ "$checked" -ge 6 ] || { echo "FAIL: only $checked interpreters found"; fail=1; }
 
 # Unsupported interpreter: refused with its version and a reason, exit 5.
 old=$(ls -d /root/.pyenv/versions/3.9.*/bin/python3 2>/dev/null | head -1)
