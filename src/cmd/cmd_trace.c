@@ -998,7 +998,13 @@ static int run(struct trace *t)
 	cw_consumer_unlock(&t->cons);
 	if (cw_consumer_stop(&t->cons))
 		exit_code = CW_EXIT_DB;
+	/* Calls still open (a hung collective, a long synchronize) are stored
+	 * as unfinished with how long they had run by now. */
 	take_inflight(t, UINT64_MAX);
+	cw_consumer_lock(&t->cons);
+	if (cw_pipeline_flush(t->pipe, cw_monotonic_ns(), 1) && exit_code == CW_EXIT_OK)
+		exit_code = CW_EXIT_DB;
+	cw_consumer_unlock(&t->cons);
 	{
 		struct loss_totals lt;
 

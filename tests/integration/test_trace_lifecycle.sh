@@ -1,7 +1,7 @@
 #!/bin/bash
 # Processes started after trace, fork+exec children, a library dlopen'ed
-# mid-run, --pid, the launched command's exit status, and a SIGKILL of the
-# tracer leaving a consistent database.
+# mid-run, --pid, the launched command's exit status, a SIGKILL of the
+# tracer leaving a consistent database, and a call still open at stop.
 set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 FIX=$CW_BUILD/fixtures
@@ -65,4 +65,17 @@ got=$(n "$D/k.db" "pid=$wp AND source='cuda'")
 [ "$got" -gt 100 ] || fail "only $got events committed before SIGKILL"
 sqlite3 "$D/k.db" "SELECT count(*) FROM sessions" >/dev/null || fail "sessions unreadable"
 echo "sigkill: ok ($got events kept)"
+
+# 6. A call still open when trace stops (a hung synchronize, a stuck
+#    collective) is stored as unfinished, with how long it had run.
+#    The library is loaded before trace starts and the call begins well
+#    after the probes are attached.
+LD_LIBRARY_PATH=$D/lib CW_FAKE_SYNC_US=8000000 "$FIX/fake_workload" -n 1 -m sync -w 2000 >"$D/h.out" &
+wp=$!; pids+=($wp)
+sleep 0.5
+"$CW_BIN" trace --db "$D/h.db" --no-view --pid $wp --duration 4s >"$D/h.err" 2>&1 || fail "trace --pid (hung): $(cat "$D/h.err")"
+row=$(sqlite3 "$D/h.db" "SELECT detail, duration_ns > 1000000000, ret IS NULL FROM events WHERE pid=$wp AND op='cudaStreamSynchronize'")
+[ "$row" = "unfinished|1|1" ] || fail "open call at stop: '$row' ($(cat "$D/h.err"))"
+kill $wp 2>/dev/null
+echo "open call at stop: ok"
 echo ok
