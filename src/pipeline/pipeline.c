@@ -580,6 +580,7 @@ static int on_mem(struct cw_pipeline *p, const struct cw_mem *m)
 {
 	struct cw_event_row row;
 	char comm[CW_COMM_LEN], victim[CW_COMM_LEN];
+	uint64_t bytes;
 
 	base_row(p, &m->hdr, comm, &row);
 	copy_comm(victim, m->victim_comm);
@@ -588,7 +589,10 @@ static int on_mem(struct cw_pipeline *p, const struct cw_mem *m)
 	row.args[1] = (int64_t)m->interval_ns;
 	row.args[2] = m->victim_pid;
 	row.has_bytes = 1;
-	row.bytes = m->bytes ? (int64_t)m->bytes : (int64_t)m->pages * 4096;
+	/* Page counts come from the kernel side and recorded streams alike:
+	 * saturate instead of overflowing. */
+	bytes = m->bytes ? m->bytes : m->pages > (uint64_t)INT64_MAX / 4096 ? (uint64_t)INT64_MAX : m->pages * 4096;
+	row.bytes = bytes > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)bytes;
 	row.detail = m->hdr.op == CW_OP_oom_kill ? victim : NULL;
 	return write_event(p, &row);
 }
