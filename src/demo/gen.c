@@ -177,30 +177,29 @@ static void copy_comm(char *dst, const char *src)
 void cw_demo_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
 		  const uint64_t args[4], int device, int site)
 {
+	/* cuda.bpf.c emits a whole call at its return; a Python stack taken
+	 * for it precedes it on the ring, stamped with the entry's time. */
 	unsigned src = cw_op_source(op);
-	struct cw_call_entry *e = queue(g, ts, sizeof(*e), 0);
-	struct cw_call_return *r;
+	int with_stack = site > CW_SITE_NONE && site < CW_SITE_MAX;
+	struct cw_call *c;
 
-	if (!e)
-		return;
-	fill_hdr(&e->hdr, CW_REC_CALL_ENTRY, sizeof(*e), src, op, ts, t);
-	for (int i = 0; i < 4 && args; i++)
-		e->args[i] = args[i];
-	e->device = device;
-	if (site > CW_SITE_NONE && site < CW_SITE_MAX) {
+	if (with_stack) {
 		struct cw_hdr *h = queue(g, ts, sizeof(*h), site);
 
 		if (!h)
 			return;
-		e = (struct cw_call_entry *)(g->arena + g->q[g->n - 2].off);
-		e->flags |= CW_CALL_F_PYSTACK;
 		fill_hdr(h, CW_REC_PYSTACK, sizeof(struct cw_pystack), CW_SRC_PYTHON, CW_OP_pystack, ts, t);
 	}
-	r = queue(g, ts + dur, sizeof(*r), 0);
-	if (!r)
+	c = queue(g, ts + dur, sizeof(*c), 0);
+	if (!c)
 		return;
-	fill_hdr(&r->hdr, CW_REC_CALL_RETURN, sizeof(*r), src, op, ts + dur, t);
-	r->retval = 0; /* cudaSuccess */
+	fill_hdr(&c->e.hdr, CW_REC_CALL, sizeof(*c), src, op, ts, t);
+	for (int i = 0; i < 4 && args; i++)
+		c->e.args[i] = args[i];
+	c->e.device = device;
+	c->e.flags = with_stack ? CW_CALL_F_PYSTACK : 0;
+	c->end_ns = ts + dur;
+	c->retval = 0; /* cudaSuccess */
 }
 
 void cw_demo_offcpu(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t start, uint64_t end, int reason,
