@@ -6,6 +6,8 @@
 # program). Unlike trace_overhead.sh this excludes the uprobe trap and the
 # workload, so it isolates what the programs themselves cost. Medians over
 # REPS runs of CALLS cudaStreamSynchronize calls on the fake libcudart.
+# Then the scheduler side: causeway's sched_switch program per run while it
+# traces kp_workload's sleeper (5 ms naps) and spinner threads for 3 s.
 set -u
 BUILD=${1:-build}
 N=${2:-300000}
@@ -14,7 +16,9 @@ cd "$(dirname "$0")/.."
 FIX=$BUILD/fixtures
 LIB=$(cd "$FIX/fakecuda" && pwd)/libcudart.so.13
 [ "$(id -u)" = 0 ] || { echo "probe_runtime: needs root"; exit 1; }
-[ -x "$BUILD/causeway" ] && [ -f "$LIB" ] || { echo "probe_runtime: build first: make BUILD=$BUILD all fixtures"; exit 1; }
+BUILD=$(cd "$BUILD" && pwd)
+FIX=$BUILD/fixtures
+[ -x "$BUILD/causeway" ] && [ -f "$LIB" ] && [ -x "$FIX/kp_workload" ] || { echo "probe_runtime: build first: make BUILD=$BUILD all fixtures"; exit 1; }
 command -v bpftrace >/dev/null || apt-get install -y -qq bpftrace >/dev/null || { echo "cannot install bpftrace"; exit 1; }
 D=$(mktemp -d)
 prev=$(sysctl -n kernel.bpf_stats_enabled)
@@ -58,4 +62,18 @@ print(f"probe run time, {sys.argv[2]} calls x {sys.argv[3]} reps, medians (ns pe
 print(f"  causeway entry {ce:.0f} + return {cr:.0f} = {ce + cr:.0f}")
 print(f"  bpftrace hist  {be:.0f} + {br:.0f} = {be + br:.0f} (bpftrace's two programs, in load order)")
 print(f"  causeway / bpftrace = {(ce + cr) / (be + br):.2f}x")
+PY
+
+# Scheduler side: every context switch on the host runs sched_switch; the
+# traced threads' off-CPU intervals are emitted on the sched ring.
+for r in $(seq "$REPS"); do
+	taskset -c 0 "$BUILD/causeway" trace --no-view --db "$D/k.db" -- bash -c \
+		"$FIX/kp_workload threads 3000 >/dev/null; $(declare -f per_run); N=500 per_run" \
+		2>/dev/null | awk '/^sched_switch/{print "sched_switch", $2}'
+	rm -f "$D/k.db"*
+done >"$D/sched"
+python3 - "$D/sched" <<'PY'
+import statistics, sys
+v = [int(l.split()[1]) for l in open(sys.argv[1]) if len(l.split()) > 1]
+print(f"  sched_switch per run while tracing kp_workload threads: median {statistics.median(v):.0f} ns ({len(v)} runs: {' '.join(map(str, v))})" if v else "  sched_switch: no runs recorded")
 PY

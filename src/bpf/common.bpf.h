@@ -148,6 +148,25 @@ static __always_inline void *cw_reserve(void *ring, __u32 size, __u32 drop_idx)
 	return p;
 }
 
+/* Submits rec (size bytes) on ring, waking the consumer only as the ring
+ * fills past a quarter of its size; below and above that the consumer
+ * polls (src/loader/ringbuf.c: every 5 ms, straight on with a backlog).
+ * The default wakes a caught-up consumer on every record: an irq_work
+ * each, which in a guest is a self-IPI and a VM exit, microseconds on the
+ * traced thread's path (bench/RESULTS.md, "trace" and "probe run time").
+ * The record just reserved is counted in AVAIL_DATA, so the record that
+ * crossed is the one with avail in [quarter, quarter + size); producers on
+ * other CPUs can hide the crossing, which costs one poll interval of
+ * latency, never a record. Rings whose records must be seen at once (the
+ * critical ring: exec, exit, OOM) keep the default. */
+static __always_inline void cw_submit(void *ring, void *rec, __u64 size)
+{
+	__u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+	__u64 quarter = bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 4;
+
+	bpf_ringbuf_submit(rec, avail >= quarter && avail < quarter + 2 * size ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
 static __always_inline int cw_tgid_tracked(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&cw_tracked, &tgid) != NULL;

@@ -115,25 +115,9 @@ static __always_inline void load_regs(struct pt_regs *ctx, struct uregs *r)
 	r->sp = PT_REGS_SP(ctx);
 }
 
-/* Wake the consumer only as the ring fills past a quarter: below that, and
- * above it, the consumer polls (every 5 ms, or straight on while it has a
- * backlog). The default (wake when the consumer had caught up) is a wakeup
- * per record for a fast consumer, an irq_work each; waking on every record
- * above the threshold did the same whenever the consumer fell behind, and
- * measured (bpf_stats, 6.18 guest) ~1 us of the return program's ~1.3 us.
- * The record just reserved is already counted in AVAIL_DATA, so the record
- * that crossed the threshold is the one with avail in [thr, thr + size);
- * producers on other CPUs can hide the crossing, which costs at most one
- * poll interval of latency, never a record. */
-const volatile __u64 cfg_wakeup_bytes = 0;
-
 static __always_inline void submit(void *rec, __u64 size)
 {
-	__u64 avail = bpf_ringbuf_query(&rb_cuda, BPF_RB_AVAIL_DATA), flags = BPF_RB_NO_WAKEUP;
-
-	if (avail >= cfg_wakeup_bytes && avail < cfg_wakeup_bytes + 2 * size)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(rec, flags);
+	cw_submit(&rb_cuda, rec, size);
 }
 
 static __always_inline void cs_count(__u32 idx)

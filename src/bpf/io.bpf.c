@@ -174,7 +174,7 @@ static __always_inline int on_complete(struct request *rq, int error, __u32 nr_b
 		r->rwbs[i++] = 'M';
 	r->error = error;
 	r->pad = 0;
-	bpf_ringbuf_submit(r, 0);
+	cw_submit(&rb_bulk, r, sizeof(*r));
 out:
 	bpf_map_delete_elem(&inflight, &key);
 	return 0;

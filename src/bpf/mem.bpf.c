@@ -67,7 +67,7 @@ static __always_inline int on_page_alloc(unsigned int order)
 		r->pad = 0;
 		__builtin_memset(r->victim_comm, 0, sizeof(r->victim_comm));
 		r->bytes = a->pages * cfg_page_size;
-		bpf_ringbuf_submit(r, 0);
+		cw_submit(&rb_bulk, r, sizeof(*r));
 	}
 	/* A lost record loses its pages too; the drop counter says so. */
 	a->start_ns = now;

@@ -96,7 +96,7 @@ static __always_inline int on_retransmit(const struct sock *sk)
 		__builtin_memcpy(r->hdr.comm, ow->comm, sizeof(r->hdr.comm));
 	}
 	r->family = read_sock(sk, &r->sport, &r->dport, &r->state, r->saddr, r->daddr);
-	bpf_ringbuf_submit(r, 0);
+	cw_submit(&rb_bulk, r, sizeof(*r));
 	return 0;
 }
 
@@ -154,7 +154,7 @@ static __always_inline int on_length(struct sock *sk, int ret, __u32 dir)
 		__builtin_memcpy(r->saddr, a->saddr, 16);
 		__builtin_memcpy(r->daddr, a->daddr, 16);
 		r->bytes = a->bytes;
-		bpf_ringbuf_submit(r, 0);
+		cw_submit(&rb_bulk, r, sizeof(*r));
 	}
 	a->start_ns = now;
 	a->bytes = 0;

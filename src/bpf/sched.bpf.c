@@ -112,7 +112,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				o->waker_tid = 0;
 				__builtin_memset(o->waker_comm, 0, sizeof(o->waker_comm));
 			}
-			bpf_ringbuf_submit(o, 0);
+			cw_submit(&rb_sched, o, sizeof(*o));
 		}
 		bpf_map_delete_elem(&offcpu_start, &tid);
 		bpf_map_delete_elem(&wakers, &tid);

@@ -194,7 +194,6 @@ again:
 	bpf_map__set_max_entries(cp->skel->maps.rb_cuda, rb);
 	cp->skel->rodata->cfg_agg_bytes = o->agg_pct ? (uint64_t)rb * (o->agg_pct > 100 ? 100 : o->agg_pct) / 100 : 0;
 	cp->skel->rodata->cfg_filter_tracked = o->filter_tracked ? 1 : 0;
-	cp->skel->rodata->cfg_wakeup_bytes = rb / 4;
 	cp->skel->rodata->cfg_py_mode = (__u8)o->py_mode;
 	cp->skel->rodata->cfg_native_stacks = o->native_stacks ? 1 : 0;
 	if ((o->tracked_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_tracked, o->tracked_fd))) ||
