@@ -16,6 +16,7 @@
 #include "loader/libfind.h"
 #include "loader/probe_features.h"
 #include "loader/uprobe_attach.h"
+#include "util/fileset.h"
 #include "util/log.h"
 #include "util/table.h"
 
@@ -140,36 +141,15 @@ static void check_bpf(struct report *r, const struct cw_features *f)
 
 /* ---- libraries ---- */
 
-/* Distinct library files listed, by device and inode. */
-#define LIBS_LISTED_MAX 256
-
 struct lib_seen {
 	struct report *r;
 	int found[CW_LIB_NKINDS], hooked[CW_LIB_NKINDS], real[CW_LIB_NKINDS];
 	char example[CW_LIB_NKINDS][PATH_MAX + 512];
-	struct { uint64_t dev, ino; } listed[LIBS_LISTED_MAX];
-	int nlisted;
+	struct cw_fileset listed; /* library files listed, by identity */
 	int mapped_copies;  /* copies only running processes map (containers, private wheels) */
 	int mapping_pids;   /* processes that map a hooked library */
 	uint32_t last_pid;
 };
-
-/* 1 when (dev, ino) was listed already; else lists it (while there is
- * room) and returns 0. */
-static int listed_before(struct lib_seen *s, uint64_t dev, uint64_t ino)
-{
-	int i;
-
-	for (i = 0; i < s->nlisted; i++)
-		if (s->listed[i].dev == dev && s->listed[i].ino == ino)
-			return 1;
-	if (s->nlisted < LIBS_LISTED_MAX) {
-		s->listed[s->nlisted].dev = dev;
-		s->listed[s->nlisted].ino = ino;
-		s->nlisted++;
-	}
-	return 0;
-}
 
 static int on_lib(void *ctx, const struct cw_found_lib *lib)
 {
@@ -179,7 +159,7 @@ static int on_lib(void *ctx, const struct cw_found_lib *lib)
 
 	if (n < 0)
 		n = 0;
-	listed_before(s, lib->dev, lib->ino);
+	cw_fileset_add(&s->listed, lib->dev, lib->ino);
 	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:b}", "kind", cw_lib_kind_name(lib->kind), "path",
 		      lib->path, "real_path", lib->real, "version", lib->version, "soname", lib->soname,
 		      "hooked_symbols", n, "hooks_for_kind", cw_hooks_count(lib->kind), "stub", lib->stub);
@@ -220,7 +200,7 @@ static int on_mapped(void *ctx, const struct cw_lib_copy *lib)
 		s->mapping_pids++;
 		s->last_pid = lib->pid;
 	}
-	if (listed_before(s, lib->dev, lib->ino))
+	if (!cw_fileset_add(&s->listed, lib->dev, lib->ino))
 		return 0;
 	n = cw_hooks_in_file(lib->path, &total);
 	if (n < 0)

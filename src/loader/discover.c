@@ -12,9 +12,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-/* One maps file lists a library once per segment (4-5 lines); a process
- * rarely maps more than a handful of hooked copies. */
-#define MAX_SEEN 32
+#include "util/fileset.h"
 
 const char *cw_lib_kind_name(enum cw_lib_kind k)
 {
@@ -97,8 +95,9 @@ static int resolve_path(uint32_t pid, const char *range, const char *mapped, uin
 
 int cw_discover_pid(uint32_t pid, cw_discover_fn fn, void *ctx)
 {
-	struct { uint64_t dev, ino; } seen[MAX_SEEN];
-	int nseen = 0, n = 0, rc = 0;
+	/* A maps file lists a library once per segment (4-5 lines). */
+	struct cw_fileset seen = { .n = 0 };
+	int n = 0, rc = 0;
 	char p[64], line[PATH_MAX + 256];
 	FILE *f;
 
@@ -111,7 +110,7 @@ int cw_discover_pid(uint32_t pid, cw_discover_fn fn, void *ctx)
 		unsigned long long off, ino;
 		unsigned maj, min;
 		struct cw_lib_copy lib;
-		int kind, k;
+		int kind;
 
 		path[0] = '\0';
 		if (sscanf(line, "%63s %7s %llx %15s %llu %4095[^\n]", range, perms, &off, devs, &ino, path) < 6)
@@ -121,10 +120,7 @@ int cw_discover_pid(uint32_t pid, cw_discover_fn fn, void *ctx)
 		kind = cw_lib_kind_of(path);
 		if (kind < 0 || sscanf(devs, "%x:%x", &maj, &min) != 2)
 			continue;
-		for (k = 0; k < nseen; k++)
-			if (seen[k].ino == ino && seen[k].dev == (uint64_t)makedev(maj, min))
-				break;
-		if (k < nseen)
+		if (cw_fileset_has(&seen, (uint64_t)makedev(maj, min), ino))
 			continue;
 		memset(&lib, 0, sizeof(lib));
 		lib.kind = (enum cw_lib_kind)kind;
@@ -134,11 +130,7 @@ int cw_discover_pid(uint32_t pid, cw_discover_fn fn, void *ctx)
 		snprintf(lib.mapped, sizeof(lib.mapped), "%s", path);
 		if (resolve_path(pid, range, path, lib.dev, lib.ino, lib.path, sizeof(lib.path)))
 			continue;
-		if (nseen < MAX_SEEN) {
-			seen[nseen].dev = lib.dev;
-			seen[nseen].ino = lib.ino;
-			nseen++;
-		}
+		cw_fileset_add(&seen, lib.dev, lib.ino);
 		n++;
 		if (fn && (rc = fn(ctx, &lib)) != 0)
 			break;

@@ -12,36 +12,14 @@
 #include <unistd.h>
 
 #include "loader/elfsyms.h"
+#include "util/fileset.h"
 
 #define MAX_DIRS 256
-#define MAX_SEEN 256
 
 struct dirlist {
 	char *dir[MAX_DIRS];
 	int n;
 };
-
-struct seen {
-	struct {
-		uint64_t dev, ino;
-	} f[MAX_SEEN];
-	int n;
-};
-
-static int seen_add(struct seen *s, uint64_t dev, uint64_t ino)
-{
-	int i;
-
-	for (i = 0; i < s->n; i++)
-		if (s->f[i].dev == dev && s->f[i].ino == ino)
-			return 0;
-	if (s->n < MAX_SEEN) {
-		s->f[s->n].dev = dev;
-		s->f[s->n].ino = ino;
-		s->n++;
-	}
-	return 1;
-}
 
 static const char *rootp(const char *root)
 {
@@ -237,7 +215,7 @@ static void read_details(struct cw_found_lib *lib)
 int cw_libfind_cuda(const char *root, cw_found_lib_fn fn, void *ctx)
 {
 	struct dirlist d = { .n = 0 };
-	struct seen *s = calloc(1, sizeof(*s));
+	struct cw_fileset *s = calloc(1, sizeof(*s));
 	struct cw_found_lib *lib = calloc(1, sizeof(*lib));
 	int i, count = 0, rc = 0;
 
@@ -263,7 +241,7 @@ int cw_libfind_cuda(const char *root, cw_found_lib_fn fn, void *ctx)
 			snprintf(lib->path, sizeof(lib->path), "%s/%s", d.dir[i], de->d_name);
 			if (stat(lib->path, &st) != 0 || !S_ISREG(st.st_mode))
 				continue;
-			if (!seen_add(s, st.st_dev, st.st_ino))
+			if (!cw_fileset_add(s, st.st_dev, st.st_ino))
 				continue;
 			lib->kind = (enum cw_lib_kind)kind;
 			lib->dev = st.st_dev;
@@ -319,11 +297,11 @@ static int parse_minor(const char *name, const char *prefix, int *minor)
 	return 0;
 }
 
-static int emit_py(struct seen *s, struct cw_python_install *py, cw_python_fn fn, void *ctx, int *count)
+static int emit_py(struct cw_fileset *s, struct cw_python_install *py, cw_python_fn fn, void *ctx, int *count)
 {
 	struct stat st;
 
-	if (stat(py->path, &st) != 0 || !S_ISREG(st.st_mode) || !seen_add(s, st.st_dev, st.st_ino))
+	if (stat(py->path, &st) != 0 || !S_ISREG(st.st_mode) || !cw_fileset_add(s, st.st_dev, st.st_ino))
 		return 0;
 	py->dev = st.st_dev;
 	py->ino = st.st_ino;
@@ -332,7 +310,7 @@ static int emit_py(struct seen *s, struct cw_python_install *py, cw_python_fn fn
 	return fn ? fn(ctx, py) : 0;
 }
 
-static int find_pyenv(const char *root, const char *home, struct seen *s, struct cw_python_install *py,
+static int find_pyenv(const char *root, const char *home, struct cw_fileset *s, struct cw_python_install *py,
 		      cw_python_fn fn, void *ctx, int *count)
 {
 	const char *env = getenv("PYENV_ROOT");
@@ -374,7 +352,7 @@ static int find_pyenv(const char *root, const char *home, struct seen *s, struct
 	return rc;
 }
 
-static int find_system(const char *root, struct seen *s, struct cw_python_install *py, cw_python_fn fn,
+static int find_system(const char *root, struct cw_fileset *s, struct cw_python_install *py, cw_python_fn fn,
 		       void *ctx, int *count)
 {
 	static const char *const bins[] = { "/usr/bin", "/usr/local/bin", NULL };
@@ -429,7 +407,7 @@ static int find_system(const char *root, struct seen *s, struct cw_python_instal
 
 int cw_libfind_python(const char *root, const char *home, cw_python_fn fn, void *ctx)
 {
-	struct seen *s = calloc(1, sizeof(*s));
+	struct cw_fileset *s = calloc(1, sizeof(*s));
 	struct cw_python_install *py = calloc(1, sizeof(*py));
 	int count = 0, rc = -ENOMEM;
 

@@ -17,6 +17,7 @@
 #include "loader/discover.h"
 #include "loader/session.h"
 #include "loader/uprobe_attach.h"
+#include "util/fileset.h"
 
 static void test_lib_kind(void **state)
 {
@@ -165,12 +166,34 @@ static void test_view_warning(void **state)
 	cw_trace_view_free(v);
 }
 
+/* A file is one (device, inode), however reached; past the bound new files
+ * still read as new (reported again, never hidden). */
+static void test_fileset(void **state)
+{
+	static struct cw_fileset s;
+	uint64_t i;
+
+	(void)state;
+	assert_int_equal(cw_fileset_add(&s, 1, 100), 1);
+	assert_int_equal(cw_fileset_add(&s, 1, 100), 0);
+	assert_int_equal(cw_fileset_add(&s, 2, 100), 1);
+	assert_true(cw_fileset_has(&s, 2, 100));
+	assert_false(cw_fileset_has(&s, 2, 101));
+	for (i = 0; i < CW_FILESET_MAX; i++)
+		cw_fileset_add(&s, 9, i);
+	assert_int_equal(s.n, CW_FILESET_MAX);
+	assert_int_equal(cw_fileset_add(&s, 10, 1), 1);
+	assert_int_equal(cw_fileset_add(&s, 10, 1), 1);
+	assert_int_equal(cw_fileset_add(&s, 1, 100), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lib_kind),       cmocka_unit_test(test_lib_version),
 		cmocka_unit_test(test_environ_ranks),  cmocka_unit_test(test_hooks_in_file),
 		cmocka_unit_test(test_hook_table),     cmocka_unit_test(test_view_warning),
+		cmocka_unit_test(test_fileset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
