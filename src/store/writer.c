@@ -377,6 +377,9 @@ static int commit(struct cw_writer *w)
 	if (err) {
 		cw_exec(w->db, "ROLLBACK");
 		w->in_tx = 0;
+		/* The batch's rows are gone with it. */
+		w->stats.failed_rows += (uint64_t)w->rows_in_batch;
+		w->rows_in_batch = 0;
 		return err;
 	}
 	w->in_tx = 0;
@@ -993,6 +996,10 @@ int cw_writer_flush(struct cw_writer *w)
 	if (err)
 		return err;
 	err = drain_events(w);
+	/* Rows the store refused are losses too: counted where trace's other
+	 * losses are (the counter survives even when this batch fails). */
+	if (w->stats.failed_rows)
+		cw_writer_counter_set(w, "store.failed_rows", w->stats.failed_rows);
 	e = write_pending(w);
 	if (!err)
 		err = e;

@@ -318,6 +318,48 @@ static void test_event_rows_round_trip(void **state)
 	cw_store_close(st);
 }
 
+/* Rows the database refuses are counted, never silently lost: 40 events
+ * (a full 32-row statement and 8 single rows) refused by a trigger are
+ * store.failed_rows = 40, and the writer goes on once the cause is gone. */
+static void test_failed_rows_counted(void **state)
+{
+	struct cw_writer_opts wo = { .node = "n1", .session_id = 1 };
+	char err[256], comm[16], detail[300];
+	struct cw_event_row r;
+	struct cw_writer *w;
+	struct cw_store *st;
+	sqlite3_stmt *s;
+	int i;
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(sqlite3_exec(st->db,
+				      "CREATE TEMP TRIGGER refuse BEFORE INSERT ON main.events"
+				      " BEGIN SELECT RAISE(ABORT, 'refused'); END",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(cw_writer_new(&w, st, &wo), 0);
+	for (i = 0; i < 40; i++) {
+		nth_event(i, &r, comm, detail);
+		cw_writer_event(w, &r);
+	}
+	assert_true(cw_writer_flush(w) < 0);
+	assert_int_equal(sqlite3_exec(st->db, "DROP TRIGGER temp.refuse", NULL, NULL, NULL), SQLITE_OK);
+	nth_event(40, &r, comm, detail);
+	assert_int_equal(cw_writer_event(w, &r), 0);
+	assert_int_equal(cw_writer_flush(w), 0);
+	assert_int_equal(sqlite3_prepare_v2(st->db, "SELECT (SELECT count(*) FROM events),"
+					    " (SELECT value FROM counters WHERE name = 'store.failed_rows')",
+					    -1, &s, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(s, 0), 1);
+	assert_int_equal(sqlite3_column_int64(s, 1), 40);
+	sqlite3_finalize(s);
+	assert_int_equal(cw_writer_free(w), 0);
+	cw_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +370,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention_prunes_oldest_ordinary_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_rows_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_rows_counted, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
