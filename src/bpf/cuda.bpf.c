@@ -372,7 +372,8 @@ static __always_inline void capture_ustack(struct pt_regs *ctx, struct cw_call_e
 	s->hdr.size = sizeof(*s);
 	s->nips = (__u32)n / sizeof(s->ips[0]);
 	s->pad = 0;
-	if (bpf_ringbuf_output(&rb_cuda, s, sizeof(*s), BPF_RB_NO_WAKEUP)) {
+	/* Woken like Python stacks: symbolizing reads the process's maps. */
+	if (bpf_ringbuf_output(&rb_cuda, s, sizeof(*s), 0)) {
 		cw_drop(CW_DROP_USTACK);
 		return;
 	}

@@ -176,7 +176,11 @@ static __always_inline int cw_emit_pystack(void *ring, const struct cw_hdr *h)
 	s->truncated = w.truncated || (w.frame && w.n >= CW_PY_MAX_FRAMES);
 	s->py_version = o->py_version;
 	s->pad = 0;
-	if (bpf_ringbuf_output(ring, s, sizeof(*s), BPF_RB_NO_WAKEUP)) {
+	/* Default wakeup (an idle consumer is woken), unlike call records:
+	 * the consumer resolves these frames by reading the process's memory,
+	 * which must happen before the process exits, and a stack is often
+	 * taken just before it does (the last calls of a short script). */
+	if (bpf_ringbuf_output(ring, s, sizeof(*s), 0)) {
 		cw_drop(CW_DROP_PYSTACK);
 		return 0;
 	}

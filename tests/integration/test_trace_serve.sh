@@ -19,7 +19,7 @@ server:
 YAML
 export LD_LIBRARY_PATH=$CW_BUILD/fixtures/fakecuda
 CW_FAKE_SYNC_US=200 "$CW_BIN" --config "$T/cw.yaml" trace --db "$T/t.db" --no-view --serve 127.0.0.1:0 \
-	--cuda-lib "$FAKE" -- "$CW_BUILD/fixtures/fake_workload" -T 4 -m sync >"$T/w.out" 2>"$T/t.err" &
+	--cuda-lib "$FAKE" -- "$CW_BUILD/fixtures/fake_workload" -T 8 -m sync >"$T/w.out" 2>"$T/t.err" &
 TP=$!
 PIDS+=("$TP")
 PORT=
@@ -42,6 +42,8 @@ sleep 1.5
 n2=$(count) || fail "second query during the trace failed"
 echo "rows during the trace: $n1 then $n2"
 [ "$n1" -gt 0 ] && [ "$n2" -gt "$n1" ] || fail "rows do not grow while tracing: $n1, $n2"
+# Still tracing (the workload runs 8 s): the checks below talk to the live server.
+kill -0 $TP 2>/dev/null || fail "trace ended before the certificate checks: $(cat "$T/t.err")"
 c=$(code "$B/api/v1/health" --cacert "$PKI/ca.crt")
 [ "$c" = 403 ] || fail "no client certificate: got $c, want 403"
 node=$(curl -s --max-time 5 "${TLS[@]}" "$B/api/v1/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["node"])')
