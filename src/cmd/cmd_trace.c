@@ -520,10 +520,16 @@ static void rescan(struct trace *t)
 			cw_discover_all(on_lib, sc);
 		} else {
 			/* Named processes and their (kernel-tracked) children:
-			 * libraries they dlopen'ed since the last scan. */
+			 * libraries they dlopen'ed since the last scan. The
+			 * pending ones too: at start the named pids are only
+			 * pending, and their libraries must be attached before
+			 * trace says it is tracing. */
 			cw_consumer_lock(&t->cons);
 			for (i = 0; i < t->nknown && sc->npids < MAX_PIDS; i++)
 				sc->pids[sc->npids++] = t->known[i];
+			for (i = 0; i < t->npending && sc->npids < MAX_PIDS; i++)
+				if (!is_known(t, t->pending[i]))
+					sc->pids[sc->npids++] = t->pending[i];
 			cw_consumer_unlock(&t->cons);
 			for (i = 0; i < sc->npids; i++)
 				cw_discover_pid(sc->pids[i], on_lib, sc);
