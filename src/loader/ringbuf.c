@@ -125,8 +125,17 @@ static void *run(void *arg)
 		 * wakeup per record is expensive for the traced thread), so the
 		 * ring is polled: straight on after a large batch, otherwise
 		 * every 5 ms (a trickle must not make this loop spin). */
-		if (n < 256)
-			epoll_wait(efd, ev, 8, 5);
+		if (n < 256 && epoll_wait(efd, ev, 8, 5) > 0) {
+			/* Woken by a record that asked for it (a stack to
+			 * resolve while its process lives, a ring past a
+			 * quarter): let the burst it started gather first. A
+			 * ring wakes only a consumer that has read everything,
+			 * so this bounds wakeups to one per read instead of one
+			 * per record. */
+			struct timespec gather = { 0, 1000000 };
+
+			nanosleep(&gather, NULL);
+		}
 		pthread_mutex_lock(&c->lock);
 		n = ring_buffer__consume(c->rb);
 		now = cw_monotonic_ns();
