@@ -380,6 +380,14 @@ static struct open_call *entry_for_stack(struct thread_state *t, const struct cw
 	return &t->open[t->depth - 1];
 }
 
+/* Gives up a pending stack whose call never came: each of its stacks is
+ * an orphan. */
+static void orphan_pending(struct cw_pipeline *p, struct pending_stack *ps)
+{
+	p->c.orphan_stacks += (ps->py_stack_id > 0) + (ps->stack_id > 0);
+	memset(ps, 0, sizeof(*ps));
+}
+
 /* The slot of t's pending stacks for a call that entered at ts: the one
  * already holding ts, else a free one, else the oldest (its stack is
  * given up as an orphan: its call record was lost). */
@@ -402,8 +410,7 @@ static struct pending_stack *pending_slot(struct cw_pipeline *p, struct thread_s
 	}
 	if (free_slot)
 		return free_slot;
-	p->c.orphan_stacks += (oldest->py_stack_id > 0) + (oldest->stack_id > 0);
-	memset(oldest, 0, sizeof(*oldest));
+	orphan_pending(p, oldest);
 	return oldest;
 }
 
@@ -755,7 +762,7 @@ void cw_pipeline_free(struct cw_pipeline *p)
 
 		close_stale(p, t, last, UINT64_MAX);
 		for (j = 0; j < MAX_PENDING_STACKS; j++)
-			p->c.orphan_stacks += (t->pending[j].py_stack_id > 0) + (t->pending[j].stack_id > 0);
+			orphan_pending(p, &t->pending[j]);
 	}
 	store_counters(p);
 	for (i = 0; i < p->nkernel_names; i++)
