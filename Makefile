@@ -109,7 +109,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcauseway.a
 
 # Test fixtures: stand-in CUDA libraries and workloads, never shipped.
 .PHONY: fixtures
-fixtures:
+fixtures: $(BUILD)/libcauseway.a
 	@$(MAKE) --no-print-directory -C tests/fixtures BUILD=$(abspath $(BUILD))/fixtures
 
 asan:

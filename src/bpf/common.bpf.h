@@ -43,13 +43,19 @@ enum cw_stat_idx {
 	CW_STAT_OFFCPU_NOSTART = 1,  /* switch-in without a recorded switch-out */
 	CW_STAT_IO_CAPPED = 2,       /* block requests over the rate cap */
 	CW_STAT_IO_MAPFULL = 3,      /* in-flight request map full at issue */
-	CW_STAT_TRACK_FULL = 4,      /* tracked-tgid map full at fork */
+	CW_STAT_TRACK_FULL = 4,      /* unused: the tracked set is a bitmap, never full */
 	CW_STAT_MEM_MAPFULL = 5,     /* page-alloc aggregation map full */
 	CW_STAT_NET_MAPFULL = 6,     /* socket volume aggregation map full */
 	CW_STAT_MAX = 16
 };
 
-#define CW_TRACKED_MAX 8192
+/* Tracked processes: a bitmap over every possible tgid (the kernel's
+ * PID_MAX_LIMIT is 2^22), bit tgid % 64 of word tgid / 64. A test is an
+ * array access and a shift where a hash map lookup (the tgid hashed, a
+ * bucket walked) cost tens of nanoseconds on every traced call and twice
+ * on every context switch; it is never full. Set and cleared with atomic
+ * operations on both sides (the map is mmapable; userspace maps it). */
+#define CW_TRACKED_WORDS (1u << 16)
 
 /* Aggregation map layouts the loader reads when it flushes idle windows
  * (mem.bpf.c page_agg keyed by tid; net.bpf.c sock_agg). */
@@ -89,12 +95,14 @@ struct cw_sock_agg {
 #include <bpf/bpf_core_read.h>
 #include "events.h"
 
-/* tgid -> 1 for every process whose threads produce records. */
+/* The tracked-process bitmap (CW_TRACKED_WORDS above): processes whose
+ * threads produce records. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CW_TRACKED_MAX);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, CW_TRACKED_WORDS);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, __u64);
 } cw_tracked SEC(".maps");
 
 /* Per-CPU so the hot path never contends on a shared cache line. */
@@ -167,9 +175,34 @@ static __always_inline void cw_submit(void *ring, void *rec, __u64 size)
 	bpf_ringbuf_submit(rec, avail >= quarter && avail < quarter + 2 * size ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
+static __always_inline __u64 *cw_tracked_word(__u32 tgid)
+{
+	__u32 w = tgid >> 6;
+
+	return bpf_map_lookup_elem(&cw_tracked, &w);
+}
+
 static __always_inline int cw_tgid_tracked(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&cw_tracked, &tgid) != NULL;
+	__u64 *w = cw_tracked_word(tgid);
+
+	return w && ((*w >> (tgid & 63)) & 1);
+}
+
+static __always_inline void cw_track(__u32 tgid)
+{
+	__u64 *w = cw_tracked_word(tgid);
+
+	if (w)
+		__sync_fetch_and_or(w, 1ull << (tgid & 63));
+}
+
+static __always_inline void cw_untrack(__u32 tgid)
+{
+	__u64 *w = cw_tracked_word(tgid);
+
+	if (w)
+		__sync_fetch_and_and(w, ~(1ull << (tgid & 63)));
 }
 
 static __always_inline int cw_current_tracked(void)

@@ -89,12 +89,77 @@ struct {
 	__type(value, __s32);
 } ctx_dev SEC(".maps");
 
+/* Open calls (cuda.bpf.h): the slot table, and the hash map for calls
+ * whose slot another open call holds. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, CW_CALL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct cw_call_slot);
+} call_slots SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 16384);
 	__type(key, struct cw_call_key);
 	__type(value, struct cw_call_state);
 } call_state SEC(".maps");
+
+static __always_inline struct cw_call_slot *call_slot(const struct cw_call_key *k)
+{
+	__u32 idx = cw_call_slot_index(k->tid, k->op);
+
+	return bpf_map_lookup_elem(&call_slots, &idx);
+}
+
+/* Keeps st as k's open call: in its slot when the slot is free (or holds
+ * an older call of the same thread and op, which never returned), else in
+ * call_state. Returns nonzero when neither had room. */
+static __always_inline int keep_open(const struct cw_call_key *k, const struct cw_call_state *st)
+{
+	__u64 me = CW_CALL_OWNER(k->tid, k->op), held;
+	struct cw_call_slot *s = call_slot(k);
+
+	if (s) {
+		held = __sync_val_compare_and_swap(&s->owner, 0, me);
+		if (held == 0 || held == me) {
+			s->st.e.hdr.type = 0;
+			barrier();
+			__builtin_memcpy(&s->st, st, sizeof(*st));
+			barrier();
+			s->st.e.hdr.type = st->e.hdr.type;
+			return 0;
+		}
+	}
+	return bpf_map_update_elem(&call_state, k, st, BPF_ANY);
+}
+
+/* k's open call, and where it is: *slot is set when it is in call_slots. */
+static __always_inline struct cw_call_state *find_open(const struct cw_call_key *k, struct cw_call_slot **slot)
+{
+	struct cw_call_slot *s = call_slot(k);
+
+	if (s && s->owner == CW_CALL_OWNER(k->tid, k->op)) {
+		*slot = s;
+		return &s->st;
+	}
+	*slot = NULL;
+	return bpf_map_lookup_elem(&call_state, k);
+}
+
+/* Ends k's open call. Returns 0 when this return owned it; nonzero when
+ * userspace took it meanwhile as unfinished (cw_cuda_probes_take_inflight),
+ * and then the return must not emit it too. */
+static __always_inline int close_open(const struct cw_call_key *k, struct cw_call_slot *slot)
+{
+	__u64 me = CW_CALL_OWNER(k->tid, k->op);
+
+	if (!slot)
+		return bpf_map_delete_elem(&call_state, k) != 0;
+	slot->st.e.hdr.type = 0;
+	return __sync_val_compare_and_swap(&slot->owner, me, 0) != me;
+}
 
 /* The argument registers and stack pointer, loaded once at the top of a
  * program: the verifier refuses ctx loads at computed offsets, which is
@@ -404,7 +469,7 @@ static __always_inline int open_call(struct pt_regs *ctx, const struct uregs *r,
 		cw_capture_pystack(&rb_cuda, &st.e);
 	if (cfg_native_stacks)
 		capture_ustack(ctx, &st.e);
-	if (bpf_map_update_elem(&call_state, &k, &st, BPF_ANY))
+	if (keep_open(&k, &st))
 		cs_count(CW_CS_STATE_FULL);
 	return 0;
 }
@@ -498,7 +563,7 @@ static __always_inline int enter_body(struct pt_regs *ctx)
 		k.op = op;
 		st.work = return_work(&r, op, &st.a, &st.b);
 		if (st.work)
-			bpf_map_update_elem(&call_state, &k, &st, BPF_ANY);
+			keep_open(&k, &st);
 		return 0;
 	}
 	return open_call(ctx, &r, op, CW_COOKIE_SRC(cookie));
@@ -509,6 +574,7 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 op = CW_COOKIE_OP(cookie), src = CW_COOKIE_SRC(cookie);
 	int ret = (int)PT_REGS_RC(ctx);
+	struct cw_call_slot *slot;
 	struct cw_call_state *sp;
 	struct cw_call_key k;
 	struct cw_call *c;
@@ -519,7 +585,7 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	 * passed it. */
 	k.tid = (__u32)bpf_get_current_pid_tgid();
 	k.op = op;
-	sp = bpf_map_lookup_elem(&call_state, &k);
+	sp = find_open(&k, &slot);
 	if (!sp) {
 		if (op < CW_HOOK_REGISTER_FUNCTION)
 			cs_count(CW_CS_RET_ORPHAN);
@@ -547,9 +613,16 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	c->e.flags |= pyflag;
 	c->end_ns = now;
 	c->retval = ret;
+	/* The call is emitted by whichever side ends it: this return, or the
+	 * agent's sweep of calls open too long, which stored it already. */
+	if (close_open(&k, slot)) {
+		bpf_ringbuf_discard(c, BPF_RB_NO_WAKEUP);
+		return 0;
+	}
 	submit(c, sizeof(*c));
+	return 0;
 done:
-	bpf_map_delete_elem(&call_state, &k);
+	close_open(&k, slot);
 	return 0;
 }
 

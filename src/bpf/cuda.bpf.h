@@ -46,11 +46,19 @@ enum cw_hook {
  * (page not resident) and the consumer reads it from /proc/PID/mem. */
 #define CW_KNAME_DEFERRED_OFF 8
 
-/* In-flight calls (map call_state): keyed by thread and op, so a runtime
- * call and the driver call it makes are both open. The entry is taken
- * whole at the call's start and becomes the CW_REC_CALL record at its
- * return; userspace reads the map for calls still open (a hung collective,
- * a thread that exited mid-call) and stores them as unfinished. */
+/* In-flight calls: keyed by thread and op, so a runtime call and the
+ * driver call it makes are both open. The entry is taken whole at the
+ * call's start and becomes the CW_REC_CALL record at its return; userspace
+ * reads the open calls (a hung collective, a thread that exited mid-call)
+ * and stores them as unfinished.
+ *
+ * They live in call_slots, a direct-mapped table: (tid, op) hashes to one
+ * slot, claimed at entry by a compare-and-swap of its owner word and freed
+ * at return. An array slot costs a few instructions where a hash map
+ * update, lookup and delete cost a lock and a free-list operation each
+ * (about half of the probes' own run time, bench/RESULTS.md "probe run
+ * time"). A call whose slot is held by another open call goes to the
+ * call_state hash map instead. */
 struct cw_call_key {
 	__u32 tid;
 	__u32 op;
@@ -62,6 +70,28 @@ struct cw_call_state {
 	__u32 work;             /* the op has return-side work */
 	__u32 pad;
 };
+
+/* Slots of call_slots: a power of two. The map is mmapable; userspace
+ * reads it in place. */
+#define CW_CALL_SLOTS 65536
+
+/* A slot's owner word while a call is open: nonzero (a traced thread's id
+ * is never 0). Published with e.hdr.type: the entry clears the type before
+ * filling the slot and sets it last; the return clears it before freeing
+ * the slot, so a reader that sees the owner and type == CW_REC_CALL sees a
+ * whole entry. */
+struct cw_call_slot {
+	__u64 owner; /* CW_CALL_OWNER(tid, op); 0 free */
+	struct cw_call_state st;
+};
+
+#define CW_CALL_OWNER(tid, op) (((__u64)(tid) << 32) | (__u32)(op))
+
+static inline __u32 cw_call_slot_index(__u32 tid, __u32 op)
+{
+	/* Multiplicative hashing: consecutive tids and ops spread apart. */
+	return ((tid * 0x9E3779B1u) ^ (op * 0x85EBCA77u)) >> 16 & (CW_CALL_SLOTS - 1);
+}
 
 /* Per-CPU counters of the CUDA side (map cuda_stats), summed by userspace. */
 enum cw_cuda_stat {

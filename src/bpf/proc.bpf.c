@@ -16,14 +16,12 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	__u8 one = 1;
 	struct cw_proc *r;
 
 	/* A new thread shares the tgid and is already covered. */
 	if (ctgid == ptgid || !cw_tgid_tracked(ptgid))
 		return 0;
-	if (bpf_map_update_elem(&cw_tracked, &ctgid, &one, BPF_ANY))
-		cw_stat(CW_STAT_TRACK_FULL);
+	cw_track(ctgid);
 	r = cw_reserve(&rb_critical, sizeof(*r), CW_DROP_PROC);
 	if (!r)
 		return 0;
@@ -73,7 +71,7 @@ static __always_inline int on_exit(struct task_struct *p)
 		return 0;
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
-	bpf_map_delete_elem(&cw_tracked, &tgid);
+	cw_untrack(tgid);
 	r = cw_reserve(&rb_critical, sizeof(*r), CW_DROP_PROC);
 	if (!r)
 		return 0;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,11 +63,14 @@ struct cw_kernel_probes {
 	struct cw_kp_fam fam[CW_KP_NFAMILIES];
 	struct cw_kernel_family_info info[CW_KP_NFAMILIES];
 	int shared_fd[CW_SHARED_N]; /* our own dups; -1 when no family has it */
+	uint64_t *tracked_bits;     /* cw_tracked, mapped (tracked_bits()) */
 	struct btf *vmlinux;
 	uint64_t startup_ns;
 	ring_buffer_sample_fn sample_fn; /* from add_rings, for flush */
 	void *sample_ctx;
 };
+
+#define TRACKED_BYTES ((size_t)CW_TRACKED_WORDS * sizeof(uint64_t))
 
 static const char *const family_names[CW_KP_NFAMILIES] = { "sched", "io", "net", "mem", "proc" };
 static const char *const shared_names[CW_SHARED_N] = { "cw_tracked", "cw_drops", "cw_stats",
@@ -441,6 +445,8 @@ void cw_kernel_probes_close(struct cw_kernel_probes *kp)
 		return;
 	for (int i = 0; i < CW_KP_NFAMILIES; i++)
 		family_unload(&kp->fam[i], i);
+	if (kp->tracked_bits)
+		munmap(kp->tracked_bits, TRACKED_BYTES);
 	for (int i = 0; i < CW_SHARED_N; i++)
 		if (kp->shared_fd[i] >= 0)
 			close(kp->shared_fd[i]);
@@ -448,29 +454,61 @@ void cw_kernel_probes_close(struct cw_kernel_probes *kp)
 	free(kp);
 }
 
+/* The tracked-process bitmap (bpf/common.bpf.h), mapped on first use;
+ * NULL when no family is loaded or the mapping fails. */
+static uint64_t *tracked_bits(struct cw_kernel_probes *kp)
+{
+	void *m;
+
+	if (kp->tracked_bits || kp->shared_fd[CW_SHARED_TRACKED] < 0)
+		return kp->tracked_bits;
+	m = mmap(NULL, TRACKED_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, kp->shared_fd[CW_SHARED_TRACKED], 0);
+	if (m != MAP_FAILED)
+		kp->tracked_bits = m;
+	return kp->tracked_bits;
+}
+
+/* The bitmap word and bit of tgid; NULL beyond PID_MAX_LIMIT or unmapped. */
+static uint64_t *tracked_word(struct cw_kernel_probes *kp, uint32_t tgid, uint64_t *bit)
+{
+	uint64_t *bits = tracked_bits(kp);
+
+	if (!bits || tgid / 64 >= CW_TRACKED_WORDS)
+		return NULL;
+	*bit = 1ull << (tgid % 64);
+	return &bits[tgid / 64];
+}
+
 int cw_kernel_probes_track(struct cw_kernel_probes *kp, uint32_t tgid)
 {
-	uint8_t one = 1;
+	uint64_t *w, bit;
 
 	if (tgid == 0 || (kill((pid_t)tgid, 0) != 0 && errno == ESRCH))
 		return -ESRCH;
-	if (bpf_map_update_elem(kp->shared_fd[CW_SHARED_TRACKED], &tgid, &one, BPF_ANY))
-		return -errno;
+	w = tracked_word(kp, tgid, &bit);
+	if (!w)
+		return -EINVAL;
+	__atomic_fetch_or(w, bit, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
 int cw_kernel_probes_untrack(struct cw_kernel_probes *kp, uint32_t tgid)
 {
-	if (bpf_map_delete_elem(kp->shared_fd[CW_SHARED_TRACKED], &tgid))
-		return -errno;
+	uint64_t *w, bit;
+
+	w = tracked_word(kp, tgid, &bit);
+	if (!w)
+		return -EINVAL;
+	__atomic_fetch_and(w, ~bit, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
 int cw_kernel_probes_is_tracked(struct cw_kernel_probes *kp, uint32_t tgid)
 {
-	uint8_t v;
+	uint64_t *w, bit;
 
-	return bpf_map_lookup_elem(kp->shared_fd[CW_SHARED_TRACKED], &tgid, &v) == 0;
+	w = tracked_word(kp, tgid, &bit);
+	return w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & bit);
 }
 
 int cw_kernel_probes_tracked_fd(struct cw_kernel_probes *kp)
@@ -583,7 +621,6 @@ const char *cw_kernel_stat_name(unsigned idx)
 		[CW_STAT_OFFCPU_NOSTART] = "offcpu_nostart",
 		[CW_STAT_IO_CAPPED] = "io_capped",
 		[CW_STAT_IO_MAPFULL] = "io_map_full",
-		[CW_STAT_TRACK_FULL] = "tracked_map_full",
 		[CW_STAT_MEM_MAPFULL] = "mem_map_full",
 		[CW_STAT_NET_MAPFULL] = "net_map_full",
 	};

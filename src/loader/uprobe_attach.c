@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -152,7 +153,11 @@ struct cw_cuda_probes {
 	struct attached_file *files;
 	size_t nfiles, files_alloc;
 	int npairs;
+	struct cw_call_slot *slots; /* call_slots, mapped */
 };
+
+/* call_slots is an mmapable array: its elements lie value after value. */
+#define CALL_SLOTS_BYTES (sizeof(struct cw_call_slot) * CW_CALL_SLOTS)
 
 static unsigned ring_bytes(unsigned kb)
 {
@@ -227,6 +232,14 @@ again:
 		snprintf(err, errlen, "cannot load the cuda bpf programs: %s", strerror(-rc));
 		goto fail;
 	}
+	cp->slots = mmap(NULL, CALL_SLOTS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(cp->skel->maps.call_slots), 0);
+	if (cp->slots == MAP_FAILED) {
+		rc = -errno;
+		cp->slots = NULL;
+		snprintf(err, errlen, "cannot map the open-call table: %s", strerror(-rc));
+		goto fail;
+	}
 	*out = cp;
 	return 0;
 fail:
@@ -247,6 +260,8 @@ void cw_cuda_probes_close(struct cw_cuda_probes *cp)
 		close(cp->mfds[i]);
 	free(cp->mfds);
 	free(cp->files);
+	if (cp->slots)
+		munmap(cp->slots, CALL_SLOTS_BYTES);
 	cuda_bpf__destroy(cp->skel);
 	free(cp);
 }
@@ -610,40 +625,82 @@ int cw_cuda_probes_stats(struct cw_cuda_probes *cp, uint64_t out[CW_CS_MAX])
 	return 0;
 }
 
-/* Bounds one sweep: the map holds at most 65536 entries. */
-#define INFLIGHT_SWEEP_MAX 65536
+/* Bounds one sweep of call_state. */
+#define INFLIGHT_SWEEP_MAX 16384
 
-int cw_cuda_probes_take_inflight(struct cw_cuda_probes *cp, uint64_t cutoff_mono_ns,
-				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
+static void hand_over(struct cw_call_state *st, void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
 {
-	int fd = bpf_map__fd(cp->skel->maps.call_state), n = 0, i, more;
+	st->e.hdr.type = CW_REC_CALL_ENTRY;
+	st->e.hdr.size = sizeof(st->e);
+	fn(ctx, &st->e);
+}
+
+/* Open calls in call_slots. A slot is taken with the probes' own protocol
+ * (cuda.bpf.h): the owner word is swapped to 0 only if it still names the
+ * call that was copied, and the return that loses that race discards its
+ * record. One window stays: the call returns and its thread enters the
+ * same op again between the copy and the swap (a call older than the
+ * cutoff, within a few instructions); the old call is then stored twice
+ * and the new one's return is counted as orphaned. */
+static int take_slots(struct cw_call_slot *slots, uint64_t cutoff_mono_ns,
+		      void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
+{
+	struct cw_call_state st;
+	uint64_t owner;
+	int n = 0;
+	size_t i;
+
+	for (i = 0; i < CW_CALL_SLOTS; i++) {
+		owner = __atomic_load_n(&slots[i].owner, __ATOMIC_ACQUIRE);
+		if (!owner || __atomic_load_n(&slots[i].st.e.hdr.type, __ATOMIC_ACQUIRE) != CW_REC_CALL)
+			continue;
+		memcpy(&st, &slots[i].st, sizeof(st));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (st.e.hdr.type != CW_REC_CALL || st.e.hdr.ts_ns >= cutoff_mono_ns ||
+		    !__atomic_compare_exchange_n(&slots[i].owner, &owner, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			continue;
+		hand_over(&st, fn, ctx);
+		n++;
+	}
+	return n;
+}
+
+/* Open calls in call_state, the table of calls whose slot was held. */
+static int take_hashed(int fd, uint64_t cutoff_mono_ns, void (*fn)(void *ctx, const struct cw_call_entry *e),
+		       void *ctx)
+{
 	struct cw_call_key key, next;
 	struct cw_call_state st;
+	int n = 0, i, more;
 
-	if (fd < 0)
-		return -EBADF;
 	if (bpf_map_get_next_key(fd, NULL, &key))
 		return 0;
 	/* The next key is read before the current one is deleted: a walk
 	 * from a deleted key restarts at the first (so does one from a key
-	 * the probes just deleted; the bound keeps that finite). */
+	 * the probes just deleted; the bound keeps that finite). The side
+	 * whose delete succeeds owns the call: a return that loses discards
+	 * its record. */
 	for (i = 0; i < INFLIGHT_SWEEP_MAX; i++, key = next) {
 		more = !bpf_map_get_next_key(fd, &key, &next);
-		/* The side that deletes the entry owns the call; a return that
-		 * looked its state up just before this delete still emits it
-		 * (a window of a few instructions, once per call older than
-		 * the cutoff). */
 		if (!bpf_map_lookup_elem(fd, &key, &st) && st.e.hdr.type == CW_REC_CALL &&
 		    st.e.hdr.ts_ns < cutoff_mono_ns && !bpf_map_delete_elem(fd, &key)) {
-			st.e.hdr.type = CW_REC_CALL_ENTRY;
-			st.e.hdr.size = sizeof(st.e);
-			fn(ctx, &st.e);
+			hand_over(&st, fn, ctx);
 			n++;
 		}
 		if (!more)
 			break;
 	}
 	return n;
+}
+
+int cw_cuda_probes_take_inflight(struct cw_cuda_probes *cp, uint64_t cutoff_mono_ns,
+				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
+{
+	int fd = bpf_map__fd(cp->skel->maps.call_state);
+
+	if (fd < 0 || !cp->slots)
+		return -EBADF;
+	return take_slots(cp->slots, cutoff_mono_ns, fn, ctx) + take_hashed(fd, cutoff_mono_ns, fn, ctx);
 }
 
 int cw_cuda_probes_agg(struct cw_cuda_probes *cp, unsigned op, struct cw_cuda_agg *out)

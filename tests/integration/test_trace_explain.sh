@@ -60,9 +60,12 @@ res=$(top_kind <"$D/c.json")
 echo "c) $res"
 [ "$(echo "$res" | head -1)" = none ] || fail "c) a clean run produced a chain"
 
-# d) two workers; only worker 0 is pinned next to the hog.
+# d) two workers; only worker 0 is pinned next to the hog, worker 1 to
+# another CPU (left free, the scheduler could move it onto the hog's).
+others=-1
+[ "$CPU" -gt 0 ] && others="-o 0"
 hog
-CW_FAKE_SYNC_US=1000 run "$D/d.db" -T 3 -m sync -t 2 -p $CPU -1
+CW_FAKE_SYNC_US=1000 run "$D/d.db" -T 3 -m sync -t 2 -p $CPU $others
 wait ${bg[-1]} 2>/dev/null
 w0=$(awk '$1=="worker" && $2==0 {print $3}' "$D/w.out")
 w1=$(awk '$1=="worker" && $2==1 {print $3}' "$D/w.out")
@@ -72,9 +75,14 @@ c0=$(sqlite3 "$D/d.db" "SELECT count(*) FROM events WHERE tid=$w0 AND op='cudaSt
 echo "d) worker0 $w0 preempted by the hog ${p0} ns ($c0 calls), worker1 $w1 ${p1} ns"
 [ "$c0" -gt 0 ] || fail "d) no calls from worker 0"
 [ "$p0" -gt $((2 * p1)) ] || fail "d) off-CPU time not on worker 0"
-# The slow calls (>= 5 ms, 5x the configured 1 ms) are worker 0's.
-s0=$(sqlite3 "$D/d.db" "SELECT count(*) FROM events WHERE op='cudaStreamSynchronize' AND duration_ns >= 5000000 AND tid=$w0")
-s1=$(sqlite3 "$D/d.db" "SELECT count(*) FROM events WHERE op='cudaStreamSynchronize' AND duration_ns >= 5000000 AND tid=$w1")
-echo "d) slow calls: worker0 $s0, worker1 $s1"
-[ "$s0" -gt 0 ] && [ "$s0" -gt $((4 * s1)) ] || fail "d) slow calls not on worker 0"
+# The slow calls (>= 5 ms, 5x the configured 1 ms) that the hog preempted
+# are worker 0's only. (Worker 1 may have slow calls too: on a VM, time the
+# hypervisor takes from a vCPU stretches a spinning call without any
+# off-CPU interval.)
+hogged() { sqlite3 "$D/d.db" "SELECT count(*) FROM events e WHERE op='cudaStreamSynchronize' AND duration_ns >= 5000000 AND tid=$1
+	AND EXISTS (SELECT 1 FROM offcpu o WHERE o.tid = e.tid AND o.by_comm LIKE 'stress-ng%'
+	            AND o.start_mono_ns < e.mono_ns + e.duration_ns AND o.start_mono_ns + o.duration_ns > e.mono_ns)"; }
+s0=$(hogged "$w0"); s1=$(hogged "$w1")
+echo "d) slow calls preempted by the hog: worker0 $s0, worker1 $s1"
+[ "$s0" -gt 0 ] && [ "$s1" -eq 0 ] || fail "d) slow calls not on worker 0"
 echo ok
