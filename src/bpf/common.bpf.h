@@ -167,12 +167,17 @@ static __always_inline void *cw_reserve(void *ring, __u32 size, __u32 drop_idx)
  * other CPUs can hide the crossing, which costs one poll interval of
  * latency, never a record. Rings whose records must be seen at once (the
  * critical ring: exec, exit, OOM) keep the default. */
+static __always_inline __u64 cw_wakeup_flag(__u64 avail, __u64 quarter, __u64 size)
+{
+	return avail >= quarter && avail < quarter + 2 * size ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void cw_submit(void *ring, void *rec, __u64 size)
 {
 	__u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
 	__u64 quarter = bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 4;
 
-	bpf_ringbuf_submit(rec, avail >= quarter && avail < quarter + 2 * size ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(rec, cw_wakeup_flag(avail, quarter, size));
 }
 
 static __always_inline __u64 *cw_tracked_word(__u32 tgid)

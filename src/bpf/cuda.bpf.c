@@ -37,6 +37,9 @@ char LICENSE[] SEC("license") = "GPL";
 /* Aggregate instead of emitting when the ring holds more than this many
  * bytes; 0 never aggregates. */
 const volatile __u64 cfg_agg_bytes = 0;
+/* A quarter of rb_cuda's size (the loader sets it with the size): the
+ * call record wakes the consumer as it crosses it (cw_submit). */
+const volatile __u64 cfg_ring_quarter = (8 << 20) / 4;
 /* 1: only processes in cw_tracked (--pid, a launched command and their
  * children). 0: every process that runs a hooked library copy, which is
  * how processes started after trace are traced from their first call. */
@@ -578,7 +581,7 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	struct cw_call_state *sp;
 	struct cw_call_key k;
 	struct cw_call *c;
-	__u64 now;
+	__u64 now, avail;
 	__u32 pyflag = 0;
 
 	/* No tracked check: an open call exists only for a call whose entry
@@ -596,7 +599,10 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	if (op >= CW_HOOK_REGISTER_FUNCTION)
 		goto done;
 	now = bpf_ktime_get_ns();
-	if (cfg_agg_bytes && bpf_ringbuf_query(&rb_cuda, BPF_RB_AVAIL_DATA) > cfg_agg_bytes) {
+	/* One query serves the aggregation test and the wakeup decision
+	 * (cw_submit's, with the bytes this record adds). */
+	avail = bpf_ringbuf_query(&rb_cuda, BPF_RB_AVAIL_DATA);
+	if (cfg_agg_bytes && avail > cfg_agg_bytes) {
 		agg_add(op, now > sp->e.hdr.ts_ns ? now - sp->e.hdr.ts_ns : 0);
 		cs_count(CW_CS_AGGREGATED);
 		goto done;
@@ -619,7 +625,7 @@ static __always_inline int return_body(struct pt_regs *ctx)
 		bpf_ringbuf_discard(c, BPF_RB_NO_WAKEUP);
 		return 0;
 	}
-	submit(c, sizeof(*c));
+	bpf_ringbuf_submit(c, cw_wakeup_flag(avail + sizeof(*c), cfg_ring_quarter, sizeof(*c)));
 	return 0;
 done:
 	close_open(&k, slot);

@@ -197,6 +197,7 @@ again:
 	}
 	rb = ring_bytes(o->ring_kb);
 	bpf_map__set_max_entries(cp->skel->maps.rb_cuda, rb);
+	cp->skel->rodata->cfg_ring_quarter = rb / 4;
 	cp->skel->rodata->cfg_agg_bytes = o->agg_pct ? (uint64_t)rb * (o->agg_pct > 100 ? 100 : o->agg_pct) / 100 : 0;
 	cp->skel->rodata->cfg_filter_tracked = o->filter_tracked ? 1 : 0;
 	cp->skel->rodata->cfg_py_mode = (__u8)o->py_mode;
