@@ -1,22 +1,26 @@
 #!/bin/bash
-# trace_overhead.sh BUILD [CALLS] [REPS]: added cost per traced call.
+# trace_overhead.sh BUILD [ROUNDS] [REPS]: added cost per traced call.
 #
-# One workload (fake_workload: N x cudaStreamSynchronize on the fake
-# libcudart, which returns at once) timed under four conditions, interleaved
-# REPS times, medians reported:
-#   none      no probes
-#   empty     an empty uprobe + uretprobe pair on the same function (bpftrace
-#             with empty actions): the trap cost every uprobe tool pays
-#   causeway  causeway trace, full pipeline into SQLite
-#   bpftrace  bpftrace capturing the same calls into a latency histogram
-# Per-call added cost = condition - none. Ratios: causeway/empty (goal <= 1.2)
-# and causeway/bpftrace (goal < 1). A uprobe trap costs microseconds on a VM,
-# so only ratios measured in one run mean anything.
+# Four functions with the same body in the fake libcudart, called in turn
+# by one thread (fake_workload -m twins: 256 calls of each per round,
+# ROUNDS rounds, timed per function), while every tracer runs at once:
+#   none      cwBenchTwin1, no probes
+#   empty     cwBenchTwin2, an empty uprobe + uretprobe pair (bpftrace with
+#             empty actions): the trap cost every uprobe tool pays
+#   causeway  cudaStreamSynchronize, causeway trace, full pipeline into
+#             SQLite
+#   bpftrace  cwBenchTwin3, bpftrace capturing its calls into a latency
+#             histogram
+# Every condition sees the same machine at the same moment (a VM's noise,
+# the agent's own work), so the differences are the probes'. Per-call added
+# cost = condition - none. Ratios causeway/empty (goal <= 1.2) and
+# causeway/bpftrace (goal < 1), per rep; medians over REPS reps. A uprobe
+# trap costs microseconds on a VM, so only ratios mean anything.
 # Then the sustained-rate check: 50,000 and 200,000 calls/s offered (4
 # threads), with causeway's CPU share, peak RSS and drops.
 set -u
 BUILD=${1:-build}
-N=${2:-200000}
+ROUNDS=${2:-200}
 REPS=${3:-5}
 cd "$(dirname "$0")/.."
 CW=$BUILD/causeway
@@ -30,42 +34,44 @@ D=$(mktemp -d); trap 'rm -rf "$D"' EXIT
 export LD_LIBRARY_PATH=$FIX/fakecuda
 
 # The workload runs on the last CPU, tracers (causeway's consumer, bpftrace)
-# on CPU 0: what is measured is the cost on the calling thread, not
-# contention for its core with the agent's userspace.
+# on CPU 0.
 WCPU=$(($(nproc) - 1))
-W() { taskset -c $WCPU "$FIX/fake_workload" "$@"; }
+BT="uprobe:$LIB:cwBenchTwin2 {} uretprobe:$LIB:cwBenchTwin2 {}
+uprobe:$LIB:cwBenchTwin3 { @s[tid] = nsecs; } uretprobe:$LIB:cwBenchTwin3 /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }"
 
-ns_per_call() { awk '$1=="loop"{print $4; exit}' "$1"; }
-
-run_none() { W -n "$N" -m sync >"$D/o"; ns_per_call "$D/o"; }
-run_bpftrace() { # program
-	bpftrace_start "$1" || { echo NA; return; }
-	W -n "$N" -m sync >"$D/o"
-	bpftrace_stop
-	ns_per_call "$D/o"
-}
-run_causeway() {
-	rm -f "$D/t.db"*
-	taskset -c 0 "$CW" trace --no-view --cuda-lib "$LIB" --db "$D/t.db" -- taskset -c $WCPU "$FIX/fake_workload" -n "$N" -m sync >"$D/o" 2>"$D/cw.err"
-	ns_per_call "$D/o"
-}
-EMPTY="uprobe:$LIB:cudaStreamSynchronize {} uretprobe:$LIB:cudaStreamSynchronize {}"
-HIST="uprobe:$LIB:cudaStreamSynchronize { @s[tid] = nsecs; } uretprobe:$LIB:cudaStreamSynchronize /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }"
-
-declare -a A B C E
+twin() { awk -v f="$2" '$1=="twin" && $2==f {print $4}' "$1"; }
 for r in $(seq "$REPS"); do
-	A+=("$(run_none)"); E+=("$(run_bpftrace "$EMPTY")"); C+=("$(run_causeway)"); B+=("$(run_bpftrace "$HIST")")
-	echo "rep $r: none ${A[-1]} empty ${E[-1]} causeway ${C[-1]} bpftrace ${B[-1]} ns/call"
-done
-median() { printf '%s\n' "$@" | grep -vx NA | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-mA=$(median "${A[@]}"); mE=$(median "${E[@]}"); mC=$(median "${C[@]}"); mB=$(median "${B[@]}")
-awk -v a="$mA" -v e="$mE" -v c="$mC" -v b="$mB" -v n="$N" -v reps="$REPS" 'BEGIN {
-	printf "trace overhead, %d calls x %d reps, medians (ns per call):\n", n, reps
-	printf "  none %.0f   empty pair %.0f   causeway %.0f   bpftrace hist %.0f\n", a, e, c, b
-	printf "  added per call: empty %.0f ns, causeway %.0f ns, bpftrace %.0f ns\n", e - a, c - a, b - a
-	printf "  causeway / empty pair = %.2fx   causeway / bpftrace = %.2fx\n", (c - a) / (e - a), (c - a) / (b - a)
-}'
-grep -q "ring drops 0" "$D/cw.err" || echo "  note: causeway reported drops: $(tail -1 "$D/cw.err")"
+	rm -f "$D/t.db"*
+	bpftrace_start "$BT" || exit 1
+	taskset -c 0 "$CW" trace --no-view --cuda-lib "$LIB" --db "$D/t.db" -- \
+		taskset -c $WCPU "$FIX/fake_workload" -m twins -n "$ROUNDS" >"$D/o" 2>"$D/cw.err"
+	bpftrace_stop
+	grep -q "ring drops 0, aggregated 0" "$D/cw.err" || echo "  note: causeway reported losses: $(tail -1 "$D/cw.err")"
+	echo "$r $(twin "$D/o" cwBenchTwin1) $(twin "$D/o" cwBenchTwin2) $(twin "$D/o" cudaStreamSynchronize) $(twin "$D/o" cwBenchTwin3)"
+done >"$D/reps"
+calls=$(awk '$1=="twin" && $2=="cudaStreamSynchronize" {print $6}' "$D/o")
+stored=$(sqlite3 "$D/t.db" "SELECT count(*) FROM events WHERE op='cudaStreamSynchronize'")
+python3 - "$D/reps" "$ROUNDS" "$REPS" "$calls" "$stored" <<'PY'
+import statistics, sys
+reps = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 5 and not l.startswith(" ")]
+rounds, nrep, calls, stored = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+for l in open(sys.argv[1]):
+    if l.startswith(" "):
+        print(l.rstrip())
+rows = [[float(x) for x in r[1:]] for r in reps]
+for i, (n, e, c, b) in enumerate(rows, 1):
+    print(f"rep {i}: none {n:.0f} empty {e:.0f} causeway {c:.0f} bpftrace {b:.0f} ns/call"
+          f"   causeway/empty {(c - n) / (e - n):.2f}x causeway/bpftrace {(c - n) / (b - n):.2f}x")
+med = lambda k: statistics.median(r[k] for r in rows)
+n, e, c, b = med(0), med(1), med(2), med(3)
+re = statistics.median((r[2] - r[0]) / (r[1] - r[0]) for r in rows)
+rb = statistics.median((r[2] - r[0]) / (r[3] - r[0]) for r in rows)
+print(f"trace overhead, {rounds} rounds x 256 calls per function x {nrep} reps, medians (ns per call):")
+print(f"  none {n:.0f}   empty pair {e:.0f}   causeway {c:.0f}   bpftrace hist {b:.0f}")
+print(f"  added per call: empty {e - n:.0f} ns, causeway {c - n:.0f} ns, bpftrace {b - n:.0f} ns")
+print(f"  causeway / empty pair = {re:.2f}x   causeway / bpftrace = {rb:.2f}x (medians of the per-rep ratios)")
+print(f"  last rep: {calls} traced calls made, {stored} stored")
+PY
 
 # Sustained rates: 4 threads, paced.
 for rate in 50000 200000; do

@@ -76,13 +76,67 @@ struct {
 	__type(value, struct cw_cuda_agg);
 } agg_hist SEC(".maps");
 
-/* tid -> current CUDA device (cudaSetDevice, cuCtxSetCurrent). */
+/* Each thread's current CUDA device (cudaSetDevice, cuCtxSetCurrent),
+ * read at every call entry. Direct-mapped by tid like the open calls: a
+ * word (tid << 32) | (device + 1) in dev_slots[tid % DEV_SLOTS], device
+ * + 1 == 0 meaning none; a thread whose word another thread holds keeps
+ * its device in tid_dev, which is only looked up once something went
+ * there (tid_dev_used). */
+#define DEV_SLOTS 65536
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DEV_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} dev_slots SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, __s32);
 } tid_dev SEC(".maps");
+
+__u32 tid_dev_used = 0;
+
+static __always_inline __s32 thread_device(__u32 tid)
+{
+	__u32 i = tid & (DEV_SLOTS - 1);
+	__u64 *w = bpf_map_lookup_elem(&dev_slots, &i), v;
+	__s32 *d;
+
+	if (w) {
+		v = *w;
+		if ((__u32)(v >> 32) == tid)
+			return (__s32)(__u32)v - 1;
+	}
+	if (!tid_dev_used)
+		return -1;
+	d = bpf_map_lookup_elem(&tid_dev, &tid);
+	return d ? *d : -1;
+}
+
+/* dev < 0: the thread has no current device. */
+static __always_inline void set_thread_device(__u32 tid, __s32 dev)
+{
+	__u32 i = tid & (DEV_SLOTS - 1);
+	__u64 *w = bpf_map_lookup_elem(&dev_slots, &i), v, nv;
+	__u32 holder;
+
+	nv = ((__u64)tid << 32) | (__u32)(dev < 0 ? 0 : dev + 1);
+	if (w) {
+		v = *w;
+		holder = (__u32)(v >> 32);
+		if ((holder == 0 || holder == tid) && __sync_val_compare_and_swap(w, v, nv) == v)
+			return;
+	}
+	if (dev < 0) {
+		bpf_map_delete_elem(&tid_dev, &tid);
+		return;
+	}
+	tid_dev_used = 1;
+	bpf_map_update_elem(&tid_dev, &tid, &dev, BPF_ANY);
+}
 
 /* CUcontext -> device, learned when contexts are created or retained. */
 struct {
@@ -455,7 +509,6 @@ static __always_inline int open_call(struct pt_regs *ctx, const struct uregs *r,
 {
 	struct cw_call_key k;
 	struct cw_call_state st;
-	__s32 *dev;
 
 	cw_hdr_current(&st.e.hdr, CW_REC_CALL, sizeof(struct cw_call), src, op);
 	k.tid = st.e.hdr.tid;
@@ -464,8 +517,7 @@ static __always_inline int open_call(struct pt_regs *ctx, const struct uregs *r,
 	st.b = 0;
 	st.work = return_work(r, op, &st.a, &st.b);
 	fill_args(r, op, st.e.args);
-	dev = bpf_map_lookup_elem(&tid_dev, &k.tid);
-	st.e.device = dev ? *dev : -1;
+	st.e.device = thread_device(k.tid);
 	st.e.flags = 0;
 	st.pad = 0;
 	if (cfg_py_mode == CW_PY_ALL)
@@ -490,7 +542,6 @@ static __always_inline void set_ctx_device(__u64 pctx, __u64 dev)
  * and kernel-name state must stay right even while the ring is full. */
 static __always_inline void do_return_work(__u32 op, const struct cw_call_state *s, __u32 tid, int ret)
 {
-	__s32 d;
 	__s32 *cd;
 	__u64 h = 0;
 
@@ -498,19 +549,16 @@ static __always_inline void do_return_work(__u32 op, const struct cw_call_state 
 		return;
 	switch (op) {
 	case CW_OP_cudaSetDevice:
-		d = (__s32)s->a;
-		bpf_map_update_elem(&tid_dev, &tid, &d, BPF_ANY);
+		set_thread_device(tid, (__s32)s->a);
 		break;
 	case CW_OP_cuCtxSetCurrent:
 		if (!s->a) {
-			bpf_map_delete_elem(&tid_dev, &tid);
+			set_thread_device(tid, -1);
 			break;
 		}
 		cd = bpf_map_lookup_elem(&ctx_dev, &s->a);
-		if (cd) {
-			d = *cd;
-			bpf_map_update_elem(&tid_dev, &tid, &d, BPF_ANY);
-		}
+		if (cd)
+			set_thread_device(tid, *cd);
 		break;
 	case CW_OP_cuModuleGetFunction:
 	case CW_OP_cuLibraryGetKernel:
