@@ -928,8 +928,8 @@ static int run(struct trace *t)
 	cw_consumer_init(&t->cons, t->pipe);
 	t->cons.tap = tap;
 	t->cons.tap_ctx = t;
-	if (cw_kernel_probes_add_rings(t->kp, &t->rb, cw_consumer_stage, &t->cons) < 0 ||
-	    cw_cuda_probes_add_ring(t->cp, &t->rb, cw_consumer_stage, &t->cons) < 0 ||
+	if (cw_kernel_probes_add_rings(t->kp, &t->rb, cw_consumer_sample, &t->cons) < 0 ||
+	    cw_cuda_probes_add_ring(t->cp, &t->rb, cw_consumer_sample, &t->cons) < 0 ||
 	    cw_consumer_start(&t->cons, t->rb)) {
 		cw_report_error(json, "cannot read the ring buffers");
 		goto out;

@@ -3,7 +3,6 @@
 #include "loader/ringbuf.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/uio.h>
@@ -83,71 +82,6 @@ int cw_consumer_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Staging. The rings are copied out in a burst and the records processed
- * afterwards, away from the rings: while the consumer reads a ring, every
- * record it takes moves the ring's consumer position, a cache line the
- * probes read at every reserve on the traced thread's CPU (as they write
- * the producer position the consumer reads). Reading a ring record by
- * record at the pipeline's pace kept those lines moving between the two
- * CPUs for as long as a traced thread was calling; copying first confines
- * that to the copy. Each staged record is a 4-byte size then the record,
- * 8-byte aligned. */
-#define STAGE_BYTES (4u << 20)
-#define STAGE_RECORD_MAX (64u << 10) /* larger ones are processed in place */
-#define STAGE_ALIGN(n) (((n) + 7) & ~(size_t)7)
-
-static int process_stage(struct cw_consumer *c)
-{
-	size_t off = 0;
-	uint32_t sz;
-	int n = 0;
-
-	while (off < c->stage_len) {
-		memcpy(&sz, c->stage + off, sizeof(sz));
-		cw_consumer_sample(c, c->stage + off + 8, sz);
-		off += 8 + STAGE_ALIGN(sz);
-		n++;
-	}
-	c->stage_len = 0;
-	return n;
-}
-
-int cw_consumer_stage(void *ctx, void *data, size_t size)
-{
-	struct cw_consumer *c = ctx;
-	uint32_t sz = (uint32_t)size;
-
-	if (!c->stage)
-		c->stage = malloc(STAGE_BYTES);
-	if (!c->stage || size > STAGE_RECORD_MAX)
-		return cw_consumer_sample(c, data, size);
-	/* Records staged from outside a read (cw_kernel_probes_flush calls
-	 * this directly) can find the stage full: feed it first. */
-	if (STAGE_BYTES - c->stage_len < 8 + STAGE_RECORD_MAX)
-		process_stage(c);
-	memcpy(c->stage + c->stage_len, &sz, sizeof(sz));
-	memcpy(c->stage + c->stage_len + 8, data, size);
-	c->stage_len += 8 + STAGE_ALIGN(size);
-	/* Stop the read while the next record surely fits: libbpf has
-	 * consumed this one already (it stops after the callback fails). */
-	return STAGE_BYTES - c->stage_len < 8 + STAGE_RECORD_MAX ? -ENOSPC : 0;
-}
-
-/* Reads every ring and feeds what was read; the lock is held. Returns the
- * number of records. */
-static int drain_locked(struct cw_consumer *c)
-{
-	int n = 0, rc, rounds;
-
-	for (rounds = 0; rounds < 64; rounds++) {
-		rc = ring_buffer__consume(c->rb);
-		n += process_stage(c);
-		if (rc != -ENOSPC)
-			break;
-	}
-	return n;
-}
-
 void cw_consumer_lock(struct cw_consumer *c)
 {
 	pthread_mutex_lock(&c->lock);
@@ -203,7 +137,7 @@ static void *run(void *arg)
 			nanosleep(&gather, NULL);
 		}
 		pthread_mutex_lock(&c->lock);
-		n = drain_locked(c);
+		n = ring_buffer__consume(c->rb);
 		now = cw_monotonic_ns();
 		if (now - last_flush >= flush_ns) {
 			flush_locked(c);
@@ -236,10 +170,8 @@ int cw_consumer_stop(struct cw_consumer *c)
 	}
 	pthread_mutex_lock(&c->lock);
 	if (c->rb)
-		drain_locked(c);
+		ring_buffer__consume(c->rb);
 	flush_locked(c);
-	free(c->stage);
-	c->stage = NULL;
 	pthread_mutex_unlock(&c->lock);
 	return c->last_error;
 }

@@ -35,15 +35,11 @@ struct cw_consumer {
 	uint64_t records, rejected; /* fed, and refused by the pipeline */
 	uint64_t names_unresolved;  /* kernel names neither the probe nor /proc could read */
 	int last_error;             /* a pipeline flush error, 0 none */
-	unsigned char *stage;       /* records copied out of the rings, not yet fed */
-	size_t stage_len;
 };
 
 void cw_consumer_init(struct cw_consumer *c, struct cw_pipeline *pipe);
 /* The ring_buffer_sample_fn to register with every ring; ctx is the
- * consumer. Copies the record out (fed when the read ends). */
-int cw_consumer_stage(void *ctx, void *data, size_t size);
-/* Feeds one record now; the lock is held. */
+ * consumer. */
 int cw_consumer_sample(void *ctx, void *data, size_t size);
 /* Starts the thread on rb (rings already added). */
 int cw_consumer_start(struct cw_consumer *c, struct ring_buffer *rb);
