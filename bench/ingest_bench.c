@@ -46,17 +46,6 @@ static void fill_hdr(struct cw_hdr *h, unsigned type, size_t size, unsigned op, 
 #define CEIL_COLS 21     /* per-row parameters: every column but node and session */
 #define CEIL_TXN 50016   /* rows per transaction, a multiple of CEIL_ROWS */
 
-static void unlink_db(const char *path)
-{
-	char side[64];
-
-	unlink(path);
-	snprintf(side, sizeof(side), "%s-wal", path);
-	unlink(side);
-	snprintf(side, sizeof(side), "%s-shm", path);
-	unlink(side);
-}
-
 /* Rows per second SQLite alone stores for the calls in recs; 0 on error. */
 static double sqlite_ceiling(const struct cw_call *recs, long calls)
 {
@@ -127,7 +116,7 @@ out:
 	sqlite3_finalize(ins);
 	free(sql);
 	cw_store_close(st);
-	unlink_db(path);
+	cw_store_remove_files(path);
 	return rc || !ins ? 0 : (double)(i) / ((double)(t1 - t0) / 1e9);
 }
 
@@ -198,7 +187,7 @@ int main(int argc, char **argv)
 		rates[r] = (double)calls / ((double)(t1 - t0) / 1e9);
 		printf("run %d: %ld calls in %.3f s: %.0f calls/s, 0 dropped\n", r + 1, calls, (double)(t1 - t0) / 1e9,
 		       rates[r]);
-		unlink_db(path);
+		cw_store_remove_files(path);
 	}
 	qsort(rates, (size_t)runs, sizeof(double), cmp_double);
 	printf("median: %.0f stored calls/s over %d runs\n", rates[runs / 2], runs);

@@ -120,19 +120,6 @@ static int parse_seed(const char *s, uint64_t *out)
 	return 0;
 }
 
-static void unlink_db(const char *path)
-{
-	char side[4200];
-
-	unlink(path);
-	snprintf(side, sizeof(side), "%s-wal", path);
-	unlink(side);
-	snprintf(side, sizeof(side), "%s-shm", path);
-	unlink(side);
-	snprintf(side, sizeof(side), "%s-journal", path);
-	unlink(side);
-}
-
 /* May the demo replace path? Only a missing file or a causeway database
  * (of any schema version). Returns 0 or -errno with err filled. */
 static int check_replaceable(const char *path, char *err, size_t errlen)
@@ -282,7 +269,7 @@ int cmd_demo(int argc, char **argv)
 
 	/* Build the new database beside the old one, then rename it over:
 	 * readers never see a half-written demo. */
-	unlink_db(tmp);
+	cw_store_remove_files(tmp);
 	if ((ret = cw_store_open(&st, tmp, CW_STORE_CREATE, err, sizeof(err))) < 0) {
 		cw_report_error(json, "%s", err);
 		return CW_EXIT_DB;
@@ -291,7 +278,7 @@ int cmd_demo(int argc, char **argv)
 	cw_store_close(st);
 	st = NULL;
 	if (ret < 0) {
-		unlink_db(tmp);
+		cw_store_remove_files(tmp);
 		cw_report_error(json, "demo \"%s\": writing \"%s\" failed: %s", o.scenario->name, db, strerror(-ret));
 		return ret == -EPROTO ? CW_EXIT_FAIL : CW_EXIT_DB;
 	}
@@ -305,7 +292,7 @@ int cmd_demo(int argc, char **argv)
 		unlink(side);
 		if (rename(tmp, db) != 0) {
 			ret = -errno;
-			unlink_db(tmp);
+			cw_store_remove_files(tmp);
 			cw_report_error(json, "cannot replace \"%s\": %s", db, strerror(-ret));
 			return CW_EXIT_DB;
 		}

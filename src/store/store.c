@@ -225,6 +225,19 @@ fail:
 	return code;
 }
 
+void cw_store_remove_files(const char *path)
+{
+	static const char *const sides[] = { "-wal", "-shm", "-journal" };
+	char side[4200];
+	size_t i;
+
+	unlink(path);
+	for (i = 0; i < sizeof(sides) / sizeof(sides[0]); i++) {
+		snprintf(side, sizeof(side), "%s%s", path, sides[i]);
+		unlink(side);
+	}
+}
+
 void cw_store_close(struct cw_store *st)
 {
 	if (!st)

@@ -37,6 +37,8 @@ struct cw_store {
 int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
 		  char *err, size_t errlen);
 void cw_store_close(struct cw_store *st);
+/* Removes a database file and its side files (-wal, -shm, -journal). */
+void cw_store_remove_files(const char *path);
 
 /* Process-wide SQLite settings; cw_store_open calls it, other modules that
  * open connections of their own call it first too. */
