@@ -214,6 +214,11 @@ static __always_inline int close_open(const struct cw_call_key *k, struct cw_cal
 
 	if (!slot)
 		return bpf_map_delete_elem(&call_state, k) != 0;
+	/* The type is cleared before the slot is freed, so a sweep never
+	 * takes this thread's next call for this one; only while the slot is
+	 * still ours (after a sweep took it, another call may be filling it). */
+	if (slot->owner != me)
+		return 1;
 	slot->st.e.hdr.type = 0;
 	return __sync_val_compare_and_swap(&slot->owner, me, 0) != me;
 }
