@@ -55,11 +55,15 @@ mkcerts() {
 }
 
 # start_agent NAME DB [serve args...]: starts `serve` on a free loopback
-# port (port 0, read back from its banner); sets PORT and LAST_PID.
+# port (port 0, read back from its banner); sets PORT, LAST_PID and LAST_LOG.
 start_agent() {
 	local name=$1 db=$2 log i
 	shift 2
-	log=$T/agent-$name.log
+	# A fresh log per start: a restart under the same name must not read the
+	# previous run's banner (and port) before its own shell truncates the file.
+	AGENT_STARTS=$((${AGENT_STARTS:-0} + 1))
+	log=$T/agent-$name-$AGENT_STARTS.log
+	LAST_LOG=$log
 	"$CW_BIN" --node "$name" serve --db "$db" --listen 127.0.0.1:0 "$@" 2>"$log" &
 	LAST_PID=$!
 	PIDS+=("$LAST_PID")

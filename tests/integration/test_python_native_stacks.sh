@@ -16,6 +16,7 @@ trap cleanup EXIT
 fail=0
 
 run() { # run PROG -> $pid once it printed "ready"
+	rm -f "$tmp/out" # not the previous program's "ready"
 	"$@" > "$tmp/out" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 100); do grep -q ready "$tmp/out" && { sleep 0.1; return 0; }; sleep 0.05; done
@@ -55,9 +56,12 @@ kill "$pid"; wait "$pid" 2>/dev/null; pid=
 
 py=/root/.pyenv/versions/3.12.1/bin/python3
 if [ -x "$py" ]; then
-	"$py" "$CW_ROOT/tests/fixtures/py/where_sleep.py" > "$tmp/out" 2>&1 &
+	# its own output file: $tmp/out still holds the C fixtures' "ready", and
+	# the loop below could see it before the new process truncates the file
+	"$py" "$CW_ROOT/tests/fixtures/py/where_sleep.py" > "$tmp/pyout" 2>&1 &
 	pid=$!
-	for _ in $(seq 1 100); do [ -s "$tmp/out" ] && break; sleep 0.05; done
+	for _ in $(seq 1 200); do grep -q '"threads"' "$tmp/pyout" && break; sleep 0.05; done
+	grep -q '"threads"' "$tmp/pyout" || { echo "FAIL: where_sleep.py did not start:"; cat "$tmp/pyout"; exit 1; }
 	"$CW_BIN" where "$pid" > "$tmp/got" || { echo "FAIL: where python rc=$?"; fail=1; }
 	grep -q 'libc.so.6!clock_nanosleep' "$tmp/got" || { echo "FAIL: no libc frame for python:"; cat "$tmp/got"; fail=1; }
 	# the process keeps running after the dump (ptrace detached)

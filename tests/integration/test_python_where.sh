@@ -16,6 +16,9 @@ fail=0
 line_of() { grep -n "# at:$1\$" "$W" | cut -d: -f1; }
 
 start() { # start PYTHON -> sets $pid, waits for the expected-stacks line
+	# the previous start's line must not be taken for this one's (the new
+	# process truncates the file only once it runs)
+	rm -f "$tmp/want"
 	"$1" "$W" > "$tmp/want" 2>"$tmp/err" &
 	pid=$!
 	pids+=("$pid")

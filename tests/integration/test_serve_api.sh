@@ -107,7 +107,7 @@ sleep 0.3
 # Plain HTTP only when asked; a warning when not on loopback.
 start_agent plain "$T/a.db" --no-tls
 [ "$(code "http://127.0.0.1:$PORT/api/v1/health")" = 200 ] || fail "--no-tls health"
-grep -q warning "$T/agent-plain.log" && fail "loopback --no-tls should not warn"
+grep -q warning "$LAST_LOG" && fail "loopback --no-tls should not warn"
 "$CW_BIN" --node open serve --db "$T/a.db" --listen 0.0.0.0:0 --no-tls 2>"$T/open.log" &
 PIDS+=($!)
 for i in $(seq 1 60); do grep -q serving "$T/open.log" 2>/dev/null && break; sleep 0.05; done
