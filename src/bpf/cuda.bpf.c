@@ -170,24 +170,36 @@ static __always_inline struct cw_call_slot *call_slot(const struct cw_call_key *
 	return bpf_map_lookup_elem(&call_slots, &idx);
 }
 
-/* Keeps st as k's open call: in its slot when the slot is free (or holds
- * an older call of the same thread and op, which never returned), else in
- * call_state. Returns nonzero when neither had room. */
-static __always_inline int keep_open(const struct cw_call_key *k, const struct cw_call_state *st)
+/* Claims k's slot for a new open call: when it is free, or holds an
+ * older call of the same thread and op that never returned. The slot comes
+ * back with its type cleared; the caller fills it and sets the type last
+ * (cw_call_slot). NULL when another open call holds it. */
+static __always_inline struct cw_call_slot *claim_slot(const struct cw_call_key *k)
 {
 	__u64 me = CW_CALL_OWNER(k->tid, k->op), held;
 	struct cw_call_slot *s = call_slot(k);
 
+	if (!s)
+		return NULL;
+	held = __sync_val_compare_and_swap(&s->owner, 0, me);
+	if (held != 0 && held != me)
+		return NULL;
+	s->st.e.hdr.type = 0;
+	barrier();
+	return s;
+}
+
+/* Keeps st as k's open call: in its slot when claim_slot gets it, else in
+ * call_state. Returns nonzero when neither had room. */
+static __always_inline int keep_open(const struct cw_call_key *k, const struct cw_call_state *st)
+{
+	struct cw_call_slot *s = claim_slot(k);
+
 	if (s) {
-		held = __sync_val_compare_and_swap(&s->owner, 0, me);
-		if (held == 0 || held == me) {
-			s->st.e.hdr.type = 0;
-			barrier();
-			__builtin_memcpy(&s->st, st, sizeof(*st));
-			barrier();
-			s->st.e.hdr.type = st->e.hdr.type;
-			return 0;
-		}
+		__builtin_memcpy(&s->st, st, sizeof(*st));
+		barrier();
+		s->st.e.hdr.type = st->e.hdr.type;
+		return 0;
 	}
 	return bpf_map_update_elem(&call_state, k, st, BPF_ANY);
 }
@@ -507,29 +519,66 @@ static __always_inline void capture_ustack(struct pt_regs *ctx, struct cw_call_e
 	e->flags |= CW_CALL_F_USTACK;
 }
 
-/* The single path every call entry takes: the entry is built whole in
- * call_state, and the stack records of CW_PY_ALL and --native-stacks go
- * on the ring now, ahead of the call record. */
+/* Header of a call entry from the current task's task_struct: plain
+ * loads through the BTF pointer instead of the pid, cgroup and comm
+ * helpers (three helper calls on every traced call; uprobe cookies need
+ * kernel >= 5.15 already, get_current_task_btf 5.11). The type is left 0:
+ * the caller publishes it. */
+static __always_inline void call_hdr(struct cw_hdr *h, struct task_struct *t, __u32 src, __u32 op)
+{
+	h->size = sizeof(struct cw_call);
+	h->version = CW_EVENTS_VERSION;
+	h->source = src;
+	h->op = op;
+	h->ts_ns = bpf_ktime_get_ns();
+	h->pid = t->tgid;
+	h->tid = t->pid;
+	h->cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+	__builtin_memcpy(h->comm, t->comm, sizeof(h->comm));
+}
+
+/* Fills an open call's state in place (its slot, or the stack when the
+ * slot is held), all but e.hdr.type; the stack records of CW_PY_ALL and
+ * --native-stacks go on the ring now, ahead of the call record. */
+static __always_inline void fill_call(struct pt_regs *ctx, const struct uregs *r, struct task_struct *t,
+				      __u32 op, __u32 src, struct cw_call_state *st)
+{
+	call_hdr(&st->e.hdr, t, src, op);
+	st->a = 0;
+	st->b = 0;
+	st->work = return_work(r, op, &st->a, &st->b);
+	fill_args(r, op, st->e.args);
+	st->e.device = thread_device(st->e.hdr.tid);
+	st->e.flags = 0;
+	st->pad = 0;
+	if (cfg_py_mode == CW_PY_ALL)
+		cw_capture_pystack(&rb_cuda, &st->e);
+	if (cfg_native_stacks)
+		capture_ustack(ctx, &st->e);
+}
+
+/* The single path every call entry takes: the entry is built where it
+ * stays open, in its slot (no copy) or, when another call holds the slot,
+ * on the stack and then in call_state. */
 static __always_inline int open_call(struct pt_regs *ctx, const struct uregs *r, __u32 op, __u32 src)
 {
-	struct cw_call_key k;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct cw_call_slot *slot;
 	struct cw_call_state st;
+	struct cw_call_key k;
 
-	cw_hdr_current(&st.e.hdr, CW_REC_CALL, sizeof(struct cw_call), src, op);
-	k.tid = st.e.hdr.tid;
+	k.tid = t->pid;
 	k.op = op;
-	st.a = 0;
-	st.b = 0;
-	st.work = return_work(r, op, &st.a, &st.b);
-	fill_args(r, op, st.e.args);
-	st.e.device = thread_device(k.tid);
-	st.e.flags = 0;
-	st.pad = 0;
-	if (cfg_py_mode == CW_PY_ALL)
-		cw_capture_pystack(&rb_cuda, &st.e);
-	if (cfg_native_stacks)
-		capture_ustack(ctx, &st.e);
-	if (keep_open(&k, &st))
+	slot = claim_slot(&k);
+	if (slot) {
+		fill_call(ctx, r, t, op, src, &slot->st);
+		barrier();
+		slot->st.e.hdr.type = CW_REC_CALL;
+		return 0;
+	}
+	fill_call(ctx, r, t, op, src, &st);
+	st.e.hdr.type = CW_REC_CALL;
+	if (bpf_map_update_elem(&call_state, &k, &st, BPF_ANY))
 		cs_count(CW_CS_STATE_FULL);
 	return 0;
 }
