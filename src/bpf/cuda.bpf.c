@@ -280,6 +280,12 @@ static __always_inline int traced(void)
 	return cw_current_tracked();
 }
 
+/* traced() for a program that has the task already. */
+static __always_inline int task_traced(const struct task_struct *t)
+{
+	return !cfg_filter_tracked || cw_tgid_tracked(t->tgid);
+}
+
 /* The n-th integer argument (n >= 7) of a function at its first
  * instruction: x86-64 SysV passes the first six in registers and the rest
  * on the stack above the return address. */
@@ -560,9 +566,9 @@ static __always_inline void fill_call(struct pt_regs *ctx, const struct uregs *r
 /* The single path every call entry takes: the entry is built where it
  * stays open, in its slot (no copy) or, when another call holds the slot,
  * on the stack and then in call_state. */
-static __always_inline int open_call(struct pt_regs *ctx, const struct uregs *r, __u32 op, __u32 src)
+static __always_inline int open_call(struct pt_regs *ctx, const struct uregs *r, struct task_struct *t, __u32 op,
+				     __u32 src)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
 	struct cw_call_slot *slot;
 	struct cw_call_state st;
 	struct cw_call_key k;
@@ -649,11 +655,12 @@ static __always_inline int enter_body(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 op = CW_COOKIE_OP(cookie);
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct cw_call_key k;
 	struct cw_call_state st;
 	struct uregs r;
 
-	if (!traced())
+	if (!task_traced(t))
 		return 0;
 	load_regs(ctx, &r);
 	if (op == CW_HOOK_REGISTER_FUNCTION) {
@@ -664,14 +671,14 @@ static __always_inline int enter_body(struct pt_regs *ctx)
 	}
 	if (op >= CW_HOOK_PRIMARY_CTX_RETAIN) {
 		__builtin_memset(&st, 0, sizeof(st));
-		k.tid = (__u32)bpf_get_current_pid_tgid();
+		k.tid = t->pid;
 		k.op = op;
 		st.work = return_work(&r, op, &st.a, &st.b);
 		if (st.work)
 			keep_open(&k, &st);
 		return 0;
 	}
-	return open_call(ctx, &r, op, CW_COOKIE_SRC(cookie));
+	return open_call(ctx, &r, t, op, CW_COOKIE_SRC(cookie));
 }
 
 static __always_inline int return_body(struct pt_regs *ctx)
