@@ -138,6 +138,22 @@ static __always_inline void set_thread_device(__u32 tid, __s32 dev)
 	bpf_map_update_elem(&tid_dev, &tid, &dev, BPF_ANY);
 }
 
+/* Forgets an exited thread's device, so a thread that is later given the
+ * same tid (pids wrap) starts with none, as a new thread does. */
+static __always_inline void forget_thread_device(__u32 tid)
+{
+	__u32 i = tid & (DEV_SLOTS - 1);
+	__u64 *w = bpf_map_lookup_elem(&dev_slots, &i), v;
+
+	if (w) {
+		v = *w;
+		if (v && (__u32)(v >> 32) == tid)
+			__sync_val_compare_and_swap(w, v, 0);
+	}
+	if (tid_dev_used)
+		bpf_map_delete_elem(&tid_dev, &tid);
+}
+
 /* CUcontext -> device, learned when contexts are created or retained. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -738,6 +754,15 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	return 0;
 done:
 	close_open(&k, slot);
+	return 0;
+}
+
+/* Every exiting thread (sched_process_exit fires per thread): its device
+ * word goes with it. A few instructions for a thread that never set one. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(cw_thread_exit, struct task_struct *p)
+{
+	forget_thread_device(p->pid);
 	return 0;
 }
 

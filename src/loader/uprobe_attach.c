@@ -154,6 +154,7 @@ struct cw_cuda_probes {
 	size_t nfiles, files_alloc;
 	int npairs;
 	struct cw_call_slot *slots; /* call_slots, mapped */
+	struct bpf_link *exit_link; /* cw_thread_exit */
 };
 
 /* call_slots is an mmapable array: its elements lie value after value. */
@@ -241,6 +242,12 @@ again:
 		snprintf(err, errlen, "cannot map the open-call table: %s", strerror(-rc));
 		goto fail;
 	}
+	cp->exit_link = bpf_program__attach(cp->skel->progs.cw_thread_exit);
+	if (!cp->exit_link) {
+		rc = -errno ? -errno : -EINVAL;
+		snprintf(err, errlen, "cannot attach the thread-exit probe: %s", strerror(-rc));
+		goto fail;
+	}
 	*out = cp;
 	return 0;
 fail:
@@ -257,6 +264,7 @@ void cw_cuda_probes_close(struct cw_cuda_probes *cp)
 	for (i = 0; i < cp->nlinks; i++)
 		bpf_link__destroy(cp->links[i]);
 	free(cp->links);
+	bpf_link__destroy(cp->exit_link);
 	for (i = 0; i < cp->nmfds; i++)
 		close(cp->mfds[i]);
 	free(cp->mfds);

@@ -5,6 +5,8 @@
 # themselves (entered before the switch) the device the thread had before.
 # The run happens in a cgroup of its own: every call also carries its
 # thread's comm and that cgroup's id (the inode of its cgroup v2 directory).
+# A thread that is given an exited thread's tid (pids wrap) starts with no
+# device, not the dead thread's.
 set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 FIX=$CW_BUILD/fixtures
@@ -46,4 +48,15 @@ for i in 0 1 2; do
 	[ "$who" = "fake_workload $cgid 301" ] ||
 		fail "worker $i's calls carry comm/cgroup/count '$who', want 'fake_workload $cgid 301'"
 done
+
+# Tid reuse: worker 0 sets device 5 and exits; a new thread is handed its
+# tid (fake_workload -R) and synchronizes without setting a device.
+"$CW_BIN" trace --db "$D/r.db" --no-view --cuda-lib "$FIX/fakecuda/libcudart.so.13" -- "$FIX/fake_workload" -t 1 -D 5 -n 3 -R >"$D/r.out" 2>"$D/r.err" \
+	|| fail "trace (tid reuse): $(cat "$D/r.out" "$D/r.err")"
+tid=$(awk '$1=="reused" {print $2}' "$D/r.out")
+[ -n "$tid" ] || fail "no tid reuse: $(cat "$D/r.out")"
+got=$(sqlite3 "$D/r.db" "SELECT group_concat(d) FROM (SELECT coalesce(device, -1) d FROM events
+	WHERE tid=$tid AND op='cudaStreamSynchronize' ORDER BY mono_ns)")
+echo "tid $tid reused: syncs' devices $got"
+[ "$got" = "5,5,5,-1" ] || fail "the thread given tid $tid after worker 0 exited has devices '$got', want 5,5,5,-1"
 echo ok
