@@ -241,11 +241,39 @@ static __always_inline void cw_hdr_current(struct cw_hdr *h, __u16 type, __u16 s
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
+/* A task's fields, read by a body that serves a tp_btf program and its
+ * raw_tp twin: btf is a constant in each (the compiler keeps one branch).
+ * A tp_btf argument is a BTF-typed pointer, read with plain loads; a raw_tp
+ * argument is an integer, read with CO-RE probe reads (a helper call each,
+ * four for the cgroup). */
+static __always_inline __u32 cw_task_tgid(struct task_struct *t, const bool btf)
+{
+	return btf ? t->tgid : BPF_CORE_READ(t, tgid);
+}
+
+static __always_inline __u32 cw_task_tid(struct task_struct *t, const bool btf)
+{
+	return btf ? t->pid : BPF_CORE_READ(t, pid);
+}
+
+static __always_inline __u64 cw_task_cgroup(struct task_struct *t, const bool btf)
+{
+	return btf ? t->cgroups->dfl_cgrp->kn->id : cw_task_cgroup_id(t);
+}
+
+/* The kernel NUL-pads comm (strscpy_pad), so 16 bytes copy as a string. */
+static __always_inline void cw_task_comm(char *dst, struct task_struct *t, const bool btf)
+{
+	if (btf)
+		__builtin_memcpy(dst, t->comm, CW_COMM_LEN);
+	else
+		bpf_probe_read_kernel_str(dst, CW_COMM_LEN, &t->comm);
+}
+
 /* Header of a record about task t (which need not be current, e.g. the
- * thread switched out in sched_switch). Reads go through CORE reads so the
- * same code serves tp_btf and raw_tp programs. */
-static __always_inline void cw_hdr_task(struct cw_hdr *h, __u16 type, __u16 size,
-					__u8 source, __u16 op, struct task_struct *t)
+ * thread switched out in sched_switch); btf as for cw_task_tgid. */
+static __always_inline void cw_hdr_task_from(struct cw_hdr *h, __u16 type, __u16 size, __u8 source, __u16 op,
+					     struct task_struct *t, const bool btf)
 {
 	h->type = type;
 	h->size = size;
@@ -253,10 +281,18 @@ static __always_inline void cw_hdr_task(struct cw_hdr *h, __u16 type, __u16 size
 	h->source = source;
 	h->op = op;
 	h->ts_ns = bpf_ktime_get_ns();
-	h->pid = BPF_CORE_READ(t, tgid);
-	h->tid = BPF_CORE_READ(t, pid);
-	h->cgroup_id = cw_task_cgroup_id(t);
-	bpf_probe_read_kernel_str(h->comm, sizeof(h->comm), &t->comm);
+	h->pid = cw_task_tgid(t, btf);
+	h->tid = cw_task_tid(t, btf);
+	h->cgroup_id = cw_task_cgroup(t, btf);
+	cw_task_comm(h->comm, t, btf);
+}
+
+/* The same through CO-RE reads, for bodies that serve both kinds without
+ * telling them apart. */
+static __always_inline void cw_hdr_task(struct cw_hdr *h, __u16 type, __u16 size,
+					__u8 source, __u16 op, struct task_struct *t)
+{
+	cw_hdr_task_from(h, type, size, source, op, t, false);
 }
 
 #endif /* __bpf__ */

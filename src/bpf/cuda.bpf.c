@@ -553,10 +553,10 @@ static __always_inline void call_hdr(struct cw_hdr *h, struct task_struct *t, __
 	h->source = src;
 	h->op = op;
 	h->ts_ns = bpf_ktime_get_ns();
-	h->pid = t->tgid;
-	h->tid = t->pid;
-	h->cgroup_id = t->cgroups->dfl_cgrp->kn->id;
-	__builtin_memcpy(h->comm, t->comm, sizeof(h->comm));
+	h->pid = cw_task_tgid(t, true);
+	h->tid = cw_task_tid(t, true);
+	h->cgroup_id = cw_task_cgroup(t, true);
+	cw_task_comm(h->comm, t, true);
 }
 
 /* Fills an open call's state in place (its slot, or the stack when the

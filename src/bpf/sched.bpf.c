@@ -5,8 +5,10 @@
  * runnable vs blocked), on which CPU and which task took the CPU; at its
  * next switch-in we emit one struct cw_offcpu. sched_wakeup tells us who
  * woke a blocked thread. Each hook exists twice, tp_btf (preferred) and
- * raw_tp (fallback); the loader autoloads one of the pair. All task reads
- * are CO-RE reads so one body serves both.
+ * raw_tp (fallback); the loader autoloads one of the pair. One body serves
+ * both: task reads are plain loads in the tp_btf program and CO-RE probe
+ * reads in the raw_tp one (cw_task_tgid; sched_switch runs on every
+ * context switch of the host, so the helper calls saved count).
  */
 #include "common.bpf.h"
 
@@ -51,31 +53,31 @@ struct {
 /* TASK_RUNNING is 0 on every kernel; a task switched out in that state
  * (or with preempt set, kernel >= 4.x passes it) was still runnable. */
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
-				     struct task_struct *next, __u64 prev_state)
+				     struct task_struct *next, __u64 prev_state, const bool btf)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 prev_tgid = BPF_CORE_READ(prev, tgid);
-	__u32 next_tgid = BPF_CORE_READ(next, tgid);
+	__u32 prev_tgid = cw_task_tgid(prev, btf);
+	__u32 next_tgid = cw_task_tgid(next, btf);
 
 	if (prev_tgid && cw_tgid_tracked(prev_tgid)) {
 		struct offcpu_start s = {};
-		__u32 tid = BPF_CORE_READ(prev, pid);
+		__u32 tid = cw_task_tid(prev, btf);
 
 		s.ts = now;
 		s.state = prev_state;
 		s.reason = (preempt || prev_state == 0) ? CW_OFFCPU_PREEMPTED : CW_OFFCPU_BLOCKED;
 		s.cpu = bpf_get_smp_processor_id();
 		s.by_pid = next_tgid;
-		s.by_tid = BPF_CORE_READ(next, pid);
-		s.by_cgroup_id = cw_task_cgroup_id(next);
-		bpf_probe_read_kernel_str(s.by_comm, sizeof(s.by_comm), &next->comm);
+		s.by_tid = cw_task_tid(next, btf);
+		s.by_cgroup_id = cw_task_cgroup(next, btf);
+		cw_task_comm(s.by_comm, next, btf);
 		bpf_map_update_elem(&offcpu_start, &tid, &s, BPF_ANY);
 		/* A wakeup seen while it still ran belongs to no interval. */
 		bpf_map_delete_elem(&wakers, &tid);
 	}
 
 	if (next_tgid && cw_tgid_tracked(next_tgid)) {
-		__u32 tid = BPF_CORE_READ(next, pid);
+		__u32 tid = cw_task_tid(next, btf);
 		struct offcpu_start *s = bpf_map_lookup_elem(&offcpu_start, &tid);
 		struct cw_offcpu *o;
 		struct waker *w;
@@ -92,7 +94,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		}
 		o = cw_reserve(&rb_sched, sizeof(*o), CW_DROP_SCHED);
 		if (o) {
-			cw_hdr_task(&o->hdr, CW_REC_OFFCPU, sizeof(*o), CW_SRC_SCHED, CW_OP_offcpu, next);
+			cw_hdr_task_from(&o->hdr, CW_REC_OFFCPU, sizeof(*o), CW_SRC_SCHED, CW_OP_offcpu, next, btf);
 			o->hdr.ts_ns = s->ts;
 			o->end_ns = now;
 			o->reason = s->reason;
@@ -122,9 +124,9 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 
 /* The waker is current: the task running try_to_wake_up(), or whatever
  * an interrupt interrupted (then pid 0 / "swapper" is reported as is). */
-static __always_inline int on_wakeup(struct task_struct *p)
+static __always_inline int on_wakeup(struct task_struct *p, const bool btf)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = cw_task_tgid(p, btf);
 	__u64 id;
 	struct waker w = {};
 	__u32 tid;
@@ -135,7 +137,7 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	w.pid = id >> 32;
 	w.tid = (__u32)id;
 	bpf_get_current_comm(w.comm, sizeof(w.comm));
-	tid = BPF_CORE_READ(p, pid);
+	tid = cw_task_tid(p, btf);
 	bpf_map_update_elem(&wakers, &tid, &w, BPF_ANY);
 	return 0;
 }
@@ -145,38 +147,38 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	return on_switch(preempt, prev, next, prev_state);
+	return on_switch(preempt, prev, next, prev_state, true);
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	return on_switch(preempt, prev, next, prev_state);
+	return on_switch(preempt, prev, next, prev_state, false);
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, true);
 }
 
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, false);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, true);
 }
 
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(sched_wakeup_new_raw, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, false);
 }
 
 char LICENSE[] SEC("license") = "GPL";
