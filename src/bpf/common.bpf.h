@@ -46,6 +46,7 @@ enum cw_stat_idx {
 	CW_STAT_TRACK_FULL = 4,      /* unused: the tracked set is a bitmap, never full */
 	CW_STAT_MEM_MAPFULL = 5,     /* page-alloc aggregation map full */
 	CW_STAT_NET_MAPFULL = 6,     /* socket volume aggregation map full */
+	CW_STAT_OFFCPU_SLOT_TAKEN = 7, /* switch-out into a slot another off-CPU thread held */
 	CW_STAT_MAX = 16
 };
 

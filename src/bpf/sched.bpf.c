@@ -16,39 +16,76 @@ const volatile __u64 cfg_min_offcpu_ns = 20000;
 
 CW_DECLARE_RING(rb_sched, 4 << 20);
 
+/* Per-thread state lives in direct-mapped tables: thread tid in slot
+ * tid % SCHED_SLOTS, the slot's tid field saying whose it is (0: nobody's).
+ * An array slot costs a few loads and stores where an LRU hash update,
+ * lookup and three deletes per tracked switch were most of the program's
+ * run time (bench/RESULTS.md, "probe run time"). Two tracked threads whose
+ * tids collide and are off CPU at the same time share a slot: the later
+ * switch-out takes it (counted as offcpu_slot_taken) and the earlier
+ * thread's interval is lost (counted as offcpu_nostart at its switch-in). */
+#define SCHED_SLOTS (1u << 16)
+
 /* Still-open interval of a switched-out thread. */
 struct offcpu_start {
+	__u32 tid; /* whose; 0 free */
+	__u32 reason;
 	__u64 ts;
 	__u64 state;
 	__u64 by_cgroup_id;
-	__u32 reason;
 	__u32 cpu;
 	__u32 by_pid;
 	__u32 by_tid;
+	__u32 pad;
 	char by_comm[CW_COMM_LEN];
 };
 
+/* Who last woke the slot's thread, since its last switch-out. */
 struct waker {
+	__u32 wakee; /* whose; 0 free */
 	__u32 pid;
 	__u32 tid;
+	__u32 pad;
 	char comm[CW_COMM_LEN];
 };
 
-/* LRU: a thread that exits while switched out never switches in again;
- * its entry ages out instead of leaking. Keyed by tid. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCHED_SLOTS);
 	__type(key, __u32);
 	__type(value, struct offcpu_start);
 } offcpu_start SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCHED_SLOTS);
 	__type(key, __u32);
 	__type(value, struct waker);
 } wakers SEC(".maps");
+
+static __always_inline struct offcpu_start *start_slot(__u32 tid)
+{
+	__u32 i = tid & (SCHED_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&offcpu_start, &i);
+}
+
+static __always_inline struct waker *waker_slot(__u32 tid)
+{
+	__u32 i = tid & (SCHED_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&wakers, &i);
+}
+
+/* Forgets tid's waker, if the slot holds one. */
+static __always_inline void drop_waker(struct waker *w, __u32 tid)
+{
+	if (w && w->wakee == tid)
+		w->wakee = 0;
+}
+
+/* TASK_DEAD: a dying task's last switch-out, which no switch-in follows. */
+#define CW_TASK_DEAD 0x80
 
 /* TASK_RUNNING is 0 on every kernel; a task switched out in that state
  * (or with preempt set, kernel >= 4.x passes it) was still runnable. */
@@ -59,37 +96,42 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	__u32 prev_tgid = cw_task_tgid(prev, btf);
 	__u32 next_tgid = cw_task_tgid(next, btf);
 
-	if (prev_tgid && cw_tgid_tracked(prev_tgid)) {
-		struct offcpu_start s = {};
+	if (prev_tgid && cw_tgid_tracked(prev_tgid) && !(prev_state & CW_TASK_DEAD)) {
 		__u32 tid = cw_task_tid(prev, btf);
+		struct offcpu_start *s = start_slot(tid);
 
-		s.ts = now;
-		s.state = prev_state;
-		s.reason = (preempt || prev_state == 0) ? CW_OFFCPU_PREEMPTED : CW_OFFCPU_BLOCKED;
-		s.cpu = bpf_get_smp_processor_id();
-		s.by_pid = next_tgid;
-		s.by_tid = cw_task_tid(next, btf);
-		s.by_cgroup_id = cw_task_cgroup(next, btf);
-		cw_task_comm(s.by_comm, next, btf);
-		bpf_map_update_elem(&offcpu_start, &tid, &s, BPF_ANY);
+		if (s) {
+			if (s->tid && s->tid != tid)
+				cw_stat(CW_STAT_OFFCPU_SLOT_TAKEN);
+			s->ts = now;
+			s->state = prev_state;
+			s->reason = (preempt || prev_state == 0) ? CW_OFFCPU_PREEMPTED : CW_OFFCPU_BLOCKED;
+			s->cpu = bpf_get_smp_processor_id();
+			s->by_pid = next_tgid;
+			s->by_tid = cw_task_tid(next, btf);
+			s->by_cgroup_id = cw_task_cgroup(next, btf);
+			cw_task_comm(s->by_comm, next, btf);
+			s->pad = 0;
+			s->tid = tid;
+		}
 		/* A wakeup seen while it still ran belongs to no interval. */
-		bpf_map_delete_elem(&wakers, &tid);
+		drop_waker(waker_slot(tid), tid);
 	}
 
 	if (next_tgid && cw_tgid_tracked(next_tgid)) {
 		__u32 tid = cw_task_tid(next, btf);
-		struct offcpu_start *s = bpf_map_lookup_elem(&offcpu_start, &tid);
+		struct offcpu_start *s = start_slot(tid);
+		struct waker *w = waker_slot(tid);
 		struct cw_offcpu *o;
-		struct waker *w;
 
-		if (!s) {
+		if (!s || s->tid != tid) {
 			cw_stat(CW_STAT_OFFCPU_NOSTART);
 			return 0;
 		}
 		if (now - s->ts < cfg_min_offcpu_ns) {
 			cw_stat(CW_STAT_OFFCPU_FILTERED);
-			bpf_map_delete_elem(&offcpu_start, &tid);
-			bpf_map_delete_elem(&wakers, &tid);
+			s->tid = 0;
+			drop_waker(w, tid);
 			return 0;
 		}
 		o = cw_reserve(&rb_sched, sizeof(*o), CW_DROP_SCHED);
@@ -104,8 +146,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 			o->by_cgroup_id = s->by_cgroup_id;
 			__builtin_memcpy(o->by_comm, s->by_comm, sizeof(o->by_comm));
 			o->state = s->state;
-			w = bpf_map_lookup_elem(&wakers, &tid);
-			if (w) {
+			if (w && w->wakee == tid) {
 				o->waker_pid = w->pid;
 				o->waker_tid = w->tid;
 				__builtin_memcpy(o->waker_comm, w->comm, sizeof(o->waker_comm));
@@ -116,8 +157,8 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 			}
 			cw_submit(&rb_sched, o, sizeof(*o));
 		}
-		bpf_map_delete_elem(&offcpu_start, &tid);
-		bpf_map_delete_elem(&wakers, &tid);
+		s->tid = 0;
+		drop_waker(w, tid);
 	}
 	return 0;
 }
@@ -126,19 +167,22 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
  * an interrupt interrupted (then pid 0 / "swapper" is reported as is). */
 static __always_inline int on_wakeup(struct task_struct *p, const bool btf)
 {
-	__u32 tgid = cw_task_tgid(p, btf);
+	__u32 tgid = cw_task_tgid(p, btf), tid;
+	struct waker *w;
 	__u64 id;
-	struct waker w = {};
-	__u32 tid;
 
 	if (!tgid || !cw_tgid_tracked(tgid))
 		return 0;
-	id = bpf_get_current_pid_tgid();
-	w.pid = id >> 32;
-	w.tid = (__u32)id;
-	bpf_get_current_comm(w.comm, sizeof(w.comm));
 	tid = cw_task_tid(p, btf);
-	bpf_map_update_elem(&wakers, &tid, &w, BPF_ANY);
+	w = waker_slot(tid);
+	if (!w)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	w->pid = id >> 32;
+	w->tid = (__u32)id;
+	w->pad = 0;
+	bpf_get_current_comm(w->comm, sizeof(w->comm));
+	w->wakee = tid;
 	return 0;
 }
 

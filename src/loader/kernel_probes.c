@@ -623,6 +623,7 @@ const char *cw_kernel_stat_name(unsigned idx)
 		[CW_STAT_IO_MAPFULL] = "io_map_full",
 		[CW_STAT_MEM_MAPFULL] = "mem_map_full",
 		[CW_STAT_NET_MAPFULL] = "net_map_full",
+		[CW_STAT_OFFCPU_SLOT_TAKEN] = "offcpu_slot_taken",
 	};
 
 	return idx < CW_STAT_MAX ? n[idx] : NULL;
