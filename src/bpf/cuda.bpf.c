@@ -541,31 +541,17 @@ static __always_inline void capture_ustack(struct pt_regs *ctx, struct cw_call_e
 	e->flags |= CW_CALL_F_USTACK;
 }
 
-/* Header of a call entry from the current task's task_struct: plain
- * loads through the BTF pointer instead of the pid, cgroup and comm
- * helpers (three helper calls on every traced call; uprobe cookies need
- * kernel >= 5.15 already, get_current_task_btf 5.11). The type is left 0:
- * the caller publishes it. */
-static __always_inline void call_hdr(struct cw_hdr *h, struct task_struct *t, __u32 src, __u32 op)
-{
-	h->size = sizeof(struct cw_call);
-	h->version = CW_EVENTS_VERSION;
-	h->source = src;
-	h->op = op;
-	h->ts_ns = bpf_ktime_get_ns();
-	h->pid = cw_task_tgid(t, true);
-	h->tid = cw_task_tid(t, true);
-	h->cgroup_id = cw_task_cgroup(t, true);
-	cw_task_comm(h->comm, t, true);
-}
-
 /* Fills an open call's state in place (its slot, or the stack when the
  * slot is held), all but e.hdr.type; the stack records of CW_PY_ALL and
  * --native-stacks go on the ring now, ahead of the call record. */
 static __always_inline void fill_call(struct pt_regs *ctx, const struct uregs *r, struct task_struct *t,
 				      __u32 op, __u32 src, struct cw_call_state *st)
 {
-	call_hdr(&st->e.hdr, t, src, op);
+	/* The header from the task's BTF pointer: plain loads where the pid,
+	 * cgroup and comm helpers were three helper calls per traced call
+	 * (uprobe cookies need kernel >= 5.15 already, get_current_task_btf
+	 * 5.11). Type 0: the caller publishes it. */
+	cw_hdr_task_from(&st->e.hdr, 0, sizeof(struct cw_call), src, op, t, true);
 	st->a = 0;
 	st->b = 0;
 	st->work = return_work(r, op, &st->a, &st->b);
