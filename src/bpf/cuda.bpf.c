@@ -8,15 +8,16 @@
  * costs attaches, not programs.
  *
  * Entry:  the call's entry (arguments normalized per op, see fill_args and
- *         docs/probes-cuda.md, and the thread's current device) is kept in
- *         call_state, keyed by (tid, op) so runtime -> driver nesting is
+ *         docs/probes-cuda.md, and the thread's current device) is built in
+ *         the open-call table (call_slots, call_state for collisions; see
+ *         cuda.bpf.h), keyed by (tid, op) so runtime -> driver nesting is
  *         fine.
  * Return: one CW_REC_CALL record, the entry plus the return code
  *         (cudaError_t, CUresult and ncclResult_t are all C enums: a 32-bit
  *         int in eax). One ring record per call instead of an entry/return
  *         pair halves the ring work and the header helpers on the traced
- *         thread. Calls still open are in call_state, where userspace finds
- *         them (cw_cuda_probes_take_inflight).
+ *         thread. Calls still open are in the open-call table, where
+ *         userspace finds them (cw_cuda_probes_take_inflight).
  *
  * Losses: a failed ring reserve is counted in cw_drops (per source) and in
  * cuda_stats. When the ring holds more than cfg_agg_bytes at return, a
@@ -297,9 +298,9 @@ static __always_inline int traced(void)
 }
 
 /* traced() for a program that has the task already. */
-static __always_inline int task_traced(const struct task_struct *t)
+static __always_inline int task_traced(struct task_struct *t)
 {
-	return !cfg_filter_tracked || cw_tgid_tracked(t->tgid);
+	return !cfg_filter_tracked || cw_tgid_tracked(cw_task_tgid(t, true));
 }
 
 /* The n-th integer argument (n >= 7) of a function at its first
@@ -575,7 +576,7 @@ static __always_inline int open_call(struct pt_regs *ctx, const struct uregs *r,
 	struct cw_call_state st;
 	struct cw_call_key k;
 
-	k.tid = t->pid;
+	k.tid = cw_task_tid(t, true);
 	k.op = op;
 	slot = claim_slot(&k);
 	if (slot) {
@@ -673,7 +674,7 @@ static __always_inline int enter_body(struct pt_regs *ctx)
 	}
 	if (op >= CW_HOOK_PRIMARY_CTX_RETAIN) {
 		__builtin_memset(&st, 0, sizeof(st));
-		k.tid = t->pid;
+		k.tid = cw_task_tid(t, true);
 		k.op = op;
 		st.work = return_work(&r, op, &st.a, &st.b);
 		if (st.work)
@@ -748,7 +749,7 @@ done:
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(cw_thread_exit, struct task_struct *p)
 {
-	forget_thread_device(p->pid);
+	forget_thread_device(cw_task_tid(p, true));
 	return 0;
 }
 
