@@ -42,10 +42,9 @@ struct offcpu_start {
 
 /* Who last woke the slot's thread, since its last switch-out. */
 struct waker {
-	__u32 wakee; /* whose; 0 free */
+	__u64 wakee; /* whose tid; 0 free; 64 bits for the compare-and-swap */
 	__u32 pid;
 	__u32 tid;
-	__u32 pad;
 	char comm[CW_COMM_LEN];
 };
 
@@ -77,12 +76,21 @@ static __always_inline struct waker *waker_slot(__u32 tid)
 	return bpf_map_lookup_elem(&wakers, &i);
 }
 
+/* A waker slot's wakee while a wakeup writes it (no tid is ~0). Wakeups
+ * of one task are serialized by the kernel (its pi_lock), so only a
+ * colliding tid's wakeup can write the slot at the same time: the busy
+ * mark makes the second writer give up instead of mixing two entries, and
+ * a reader that sees the wakee change under its copy drops what it read. */
+#define WAKEE_BUSY (~0ull)
+
 /* Forgets tid's waker, if the slot holds one. */
 static __always_inline void drop_waker(struct waker *w, __u32 tid)
 {
 	if (w && w->wakee == tid)
-		w->wakee = 0;
+		__sync_val_compare_and_swap(&w->wakee, (__u64)tid, 0);
 }
+
+#define READ_WAKEE(w) (*(volatile __u64 *)&(w)->wakee)
 
 /* TASK_DEAD: a dying task's last switch-out, which no switch-in follows. */
 #define CW_TASK_DEAD 0x80
@@ -150,6 +158,12 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				o->waker_pid = w->pid;
 				o->waker_tid = w->tid;
 				__builtin_memcpy(o->waker_comm, w->comm, sizeof(o->waker_comm));
+				barrier();
+				if (READ_WAKEE(w) != tid) {
+					o->waker_pid = 0;
+					o->waker_tid = 0;
+					__builtin_memset(o->waker_comm, 0, sizeof(o->waker_comm));
+				}
 			} else {
 				o->waker_pid = 0;
 				o->waker_tid = 0;
@@ -169,7 +183,7 @@ static __always_inline int on_wakeup(struct task_struct *p, const bool btf)
 {
 	__u32 tgid = cw_task_tgid(p, btf), tid;
 	struct waker *w;
-	__u64 id;
+	__u64 id, held;
 
 	if (!tgid || !cw_tgid_tracked(tgid))
 		return 0;
@@ -177,11 +191,14 @@ static __always_inline int on_wakeup(struct task_struct *p, const bool btf)
 	w = waker_slot(tid);
 	if (!w)
 		return 0;
+	held = w->wakee;
+	if (held == WAKEE_BUSY || __sync_val_compare_and_swap(&w->wakee, held, WAKEE_BUSY) != held)
+		return 0;
 	id = bpf_get_current_pid_tgid();
 	w->pid = id >> 32;
 	w->tid = (__u32)id;
-	w->pad = 0;
 	bpf_get_current_comm(w->comm, sizeof(w->comm));
+	barrier();
 	w->wakee = tid;
 	return 0;
 }
