@@ -211,11 +211,6 @@ static __always_inline void cw_untrack(__u32 tgid)
 		__sync_fetch_and_and(w, ~(1ull << (tgid & 63)));
 }
 
-static __always_inline int cw_current_tracked(void)
-{
-	return cw_tgid_tracked(bpf_get_current_pid_tgid() >> 32);
-}
-
 /* cgroup v2 id of any task: the kernfs node id of its default-hierarchy
  * cgroup, the same value bpf_get_current_cgroup_id() returns for current
  * (kernel >= 5.5 made kernfs_node.id a u64). */

@@ -290,15 +290,8 @@ static __always_inline __u32 drop_idx(__u32 src)
 	return CW_DROP_CUDA;
 }
 
-static __always_inline int traced(void)
-{
-	if (!cfg_filter_tracked)
-		return 1;
-	return cw_current_tracked();
-}
-
-/* traced() for a program that has the task already. */
-static __always_inline int task_traced(struct task_struct *t)
+/* Whether task t's calls are traced (cfg_filter_tracked). */
+static __always_inline int traced(struct task_struct *t)
 {
 	return !cfg_filter_tracked || cw_tgid_tracked(cw_task_tgid(t, true));
 }
@@ -663,7 +656,7 @@ static __always_inline int enter_body(struct pt_regs *ctx)
 	struct cw_call_state st;
 	struct uregs r;
 
-	if (!task_traced(t))
+	if (!traced(t))
 		return 0;
 	load_regs(ctx, &r);
 	if (op == CW_HOOK_REGISTER_FUNCTION) {
@@ -796,7 +789,7 @@ int cw_register_function(struct pt_regs *ctx)
 	__u64 name_ptr, room;
 	struct uregs r;
 
-	if (!traced())
+	if (!traced(bpf_get_current_task_btf()))
 		return 0;
 	load_regs(ctx, &r);
 	name_ptr = r.p[2];
