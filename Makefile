@@ -90,7 +90,8 @@ $(BUILD)/gen/web_assets.c: $(shell find web -type f -not -path 'web/node_modules
 
 $(BUILD)/gen/vmlinux.h:
 	@mkdir -p $(dir $@)
-	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp
+	@mv $@.tmp $@
 
 $(BUILD)/bpf/%.bpf.o: src/bpf/%.bpf.c src/bpf/events.h $(wildcard src/bpf/*.bpf.h) $(BUILD)/gen/vmlinux.h
 	@mkdir -p $(dir $@)
