@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "config/config.h"
 #include "loader/discover.h"
 #include "loader/kernel_probes.h"
+#include "loader/live_discover.h"
 #include "loader/ringbuf.h"
 #include "loader/session.h"
 #include "loader/sysinfo.h"
@@ -60,6 +62,9 @@ static const char usage_text[] =
 	"                     default: calls slower than 3x their op's mean and 10 us,\n"
 	"                     captured at return), all (every call), off\n"
 	"  --native-stacks    also capture each call's native stack (frame pointers)\n"
+	"  --no-hold          never stop a process that loads a library copy not yet\n"
+	"                     attached (by default it is stopped until its probes are\n"
+	"                     in place, so its first calls are recorded)\n"
 	"  --serve ADDR:PORT  while tracing, serve the read-only HTTPS API of `causeway\n"
 	"                     serve` over the database being written (TLS, client CA\n"
 	"                     and token from the config's server.* keys or $CW_TOKEN)\n"
@@ -88,6 +93,7 @@ struct trace_opts {
 	unsigned ring_kb, agg_pct;
 	int json, no_view;
 	int py_mode, native_stacks; /* enum cw_py_mode */
+	int no_hold;
 	const char *serve; /* --serve ADDR:PORT */
 	char **command;
 };
@@ -100,6 +106,12 @@ struct trace {
 	int64_t session_id;
 	struct cw_kernel_probes *kp;
 	struct cw_cuda_probes *cp;
+	struct cw_live_discover *live; /* NULL: the rescan alone finds copies */
+	pthread_mutex_t attach_lock;   /* cp's attach: main and discovery threads */
+	int started;                   /* the first rescan is done */
+	uint64_t rescan_late;          /* copies the rescan found before discovery */
+	int live_was_on;
+	struct cw_live_stats live_last; /* at live_stop() */
 	struct ring_buffer *rb;
 	struct cw_consumer cons;
 	struct cw_trace_view *view;
@@ -322,6 +334,10 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			o->native_stacks = 1;
 			continue;
 		}
+		if (!strcmp(a, "--no-hold")) {
+			o->no_hold = 1;
+			continue;
+		}
 		if (!takes) {
 			cw_report_error(*json_out, "trace: unknown option \"%s\"; see 'causeway trace --help'", a);
 			return CW_EXIT_USAGE;
@@ -420,19 +436,31 @@ static void note_version(struct trace *t, const char *path)
 		cw_lib_version(path, t->driver_version, sizeof(t->driver_version));
 }
 
+/* Main thread (rescan) and discovery thread. */
 static int attach_path(struct trace *t, const char *path)
 {
 	char err[512];
 	struct cw_attach_report rep;
-	int rc = cw_cuda_probes_attach(t->cp, path, &rep, err, sizeof(err));
+	int rc;
 
+	pthread_mutex_lock(&t->attach_lock);
+	rc = cw_cuda_probes_attach(t->cp, path, &rep, err, sizeof(err));
+	if (rc >= 0)
+		cw_live_mark_path(t->live, path);
 	if (rc > 0) {
 		note_version(t, path);
 		cw_debug("attached %d probes in %.1f ms to \"%s\"", rc, rep.ns / 1e6, path);
 	} else if (rc < 0 && rc != -ENOENT) {
 		cw_debug("%s", err);
 	}
+	pthread_mutex_unlock(&t->attach_lock);
 	return rc;
+}
+
+/* Discovery thread: a copy a process has just mapped. */
+static int live_attach(void *ctx, const struct cw_lib_copy *lib)
+{
+	return attach_path(ctx, lib->path);
 }
 
 static void attach_known_dirs(struct trace *t)
@@ -476,9 +504,17 @@ struct scan_ctx {
 static int on_lib(void *ctx, const struct cw_lib_copy *lib)
 {
 	struct scan_ctx *sc = ctx;
+	struct trace *t = sc->t;
 	int i;
 
-	attach_path(sc->t, lib->path);
+	/* A copy first attached here, after start, while its process runs:
+	 * discovery did not see it load (no hook on its loader, --no-hold,
+	 * or a lost report), so calls made before now are not recorded. */
+	if (attach_path(t, lib->path) > 0 && t->started && !cw_live_is_held(t->live, lib->pid)) {
+		cw_debug("\"%s\" of pid %u attached by the rescan, after it was mapped", lib->path, lib->pid);
+		t->rescan_late++;
+	}
+	cw_live_mark(t->live, cw_kdev(lib->dev), lib->ino);
 	for (i = 0; i < sc->npids; i++)
 		if (sc->pids[i] == lib->pid)
 			return 0;
@@ -576,7 +612,37 @@ static int64_t measure_offset(void)
 
 struct loss_totals {
 	uint64_t ring_drops, aggregated, pipeline;
+	uint64_t held, late; /* discovery: processes stopped, copies attached late */
 };
+
+/* Lock held. Library discovery (docs/trace.md, "Discovery"). */
+static void store_discovery(struct trace *t, struct loss_totals *lt)
+{
+	struct cw_live_stats ls;
+
+	if (t->live)
+		cw_live_get_stats(t->live, &ls);
+	else
+		ls = t->live_last;
+	cw_writer_counter_set(t->w, "trace.discovery.live", t->live || t->live_was_on);
+	cw_writer_counter_set(t->w, "trace.discovery.loads", ls.loads);
+	cw_writer_counter_set(t->w, "trace.discovery.execs", ls.execs);
+	cw_writer_counter_set(t->w, "trace.discovery.reports", ls.events);
+	cw_writer_counter_set(t->w, "trace.discovery.held", ls.held);
+	cw_writer_counter_set(t->w, "trace.discovery.hold_map_full", ls.hold_full);
+	cw_writer_counter_set(t->w, "trace.discovery.ring_dropped", ls.ring_dropped);
+	cw_writer_counter_set(t->w, "trace.discovery.swept", ls.swept);
+	cw_writer_counter_set(t->w, "trace.discovery.attached", ls.attached);
+	cw_writer_counter_set(t->w, "trace.discovery.loaders", ls.loaders);
+	cw_writer_counter_set(t->w, "trace.discovery.attach_us_p50", ls.lat_p50_us);
+	cw_writer_counter_set(t->w, "trace.discovery.attach_us_max", ls.lat_max_us);
+	cw_writer_counter_set(t->w, "trace.discovery.attach_n", ls.lat_n);
+	/* Copies attached after their process had run on with them mapped:
+	 * each is a window in which calls may have been missed. */
+	cw_writer_counter_set(t->w, "trace.discovery.late", ls.late + t->rescan_late);
+	lt->held = ls.held;
+	lt->late = ls.late + t->rescan_late;
+}
 
 /* Lock held. Stores every loss counter of this session. */
 static void store_counters(struct trace *t, struct loss_totals *lt)
@@ -645,6 +711,7 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 		cw_writer_counter_set(t->w, "trace.py_unsupported", ps.unsupported);
 		cw_writer_counter_set(t->w, "trace.py_threads", ps.threads);
 	}
+	store_discovery(t, lt);
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
 	cw_pipeline_get_counters(t->pipe, &pc);
@@ -804,6 +871,16 @@ static void session_late_facts(struct trace *t)
 	sqlite3_finalize(s);
 }
 
+/* Ends discovery (resuming whatever it stopped), keeping its figures. */
+static void live_stop(struct trace *t)
+{
+	if (!t->live)
+		return;
+	t->live_was_on = 1;
+	cw_live_close(t->live, &t->live_last);
+	t->live = NULL;
+}
+
 static int run(struct trace *t)
 {
 	struct cw_kernel_probes_opts ko;
@@ -875,6 +952,21 @@ static int run(struct trace *t)
 		exit_code = rc == -EPERM ? CW_EXIT_NOPERM : CW_EXIT_NOFEATURE;
 		goto out;
 	}
+	if (!t->o.nlibs) {
+		struct cw_live_opts lo = {
+			.filter_tracked = co.filter_tracked,
+			.hold = !t->o.no_hold,
+			.tracked_fd = co.tracked_fd,
+			.drops_fd = co.drops_fd,
+			.stats_fd = co.stats_fd,
+			.attach = live_attach,
+			.ctx = t,
+		};
+
+		/* Without it (Linux < 6.7) the one-second rescan finds copies. */
+		if (cw_live_open(&t->live, &lo, err, sizeof(err)))
+			cw_debug("%s; library copies are found by the rescan only", err);
+	}
 	for (i = 0; i < t->o.nlibs; i++)
 		if (attach_path(t, t->o.libs[i]) < 0) {
 			cw_report_error(json, "cannot attach to \"%s\"", t->o.libs[i]);
@@ -890,6 +982,11 @@ static int run(struct trace *t)
 	if (t->child > 0) {
 		cw_kernel_probes_track(t->kp, (uint32_t)t->child);
 		add_pending(t, (uint32_t)t->child);
+	}
+	if (t->live && cw_live_start(t->live, err, sizeof(err))) {
+		cw_debug("%s; library copies are found by the rescan only", err);
+		cw_live_close(t->live, NULL);
+		t->live = NULL;
 	}
 
 	session_begin(t, start_wall);
@@ -947,6 +1044,7 @@ static int run(struct trace *t)
 		}
 	}
 	rescan(t);
+	t->started = 1;
 	attach_ns = cw_monotonic_ns() - start;
 	cw_consumer_lock(&t->cons);
 	cw_writer_counter_set(t->w, "trace.startup_ms", attach_ns / 1000000);
@@ -988,6 +1086,8 @@ static int run(struct trace *t)
 				break;
 		}
 	}
+	/* Nothing stays stopped past this point. */
+	live_stop(t);
 	if (t->child > 0 && !child_done) {
 		kill(t->child, SIGTERM);
 		waitpid(t->child, &status, 0);
@@ -1016,13 +1116,17 @@ static int run(struct trace *t)
 
 		store_counters(t, &lt);
 		if (!t->o.json)
-			fprintf(stderr, "causeway: stopped; ring drops %llu, aggregated %llu, pipeline losses %llu\n",
+			fprintf(stderr,
+				"causeway: stopped; ring drops %llu, aggregated %llu, pipeline losses %llu; "
+				"discovery: %llu held, %llu late%s\n",
 				(unsigned long long)lt.ring_drops, (unsigned long long)lt.aggregated,
-				(unsigned long long)lt.pipeline);
+				(unsigned long long)lt.pipeline, (unsigned long long)lt.held,
+				(unsigned long long)lt.late, lt.late ? " (calls before those attaches may be missing)" : "");
 	}
 	if (child_done && exit_code == CW_EXIT_OK)
 		exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 out:
+	live_stop(t);
 	if (gate >= 0)
 		close(gate); /* the child reads EOF and exits 126 */
 	if (t->child > 0 && !child_done) {
@@ -1058,6 +1162,7 @@ int cmd_trace(int argc, char **argv)
 
 	if (!t)
 		return CW_EXIT_FAIL;
+	pthread_mutex_init(&t->attach_lock, NULL);
 	rc = parse_args(&t->o, argc, argv, &json);
 	if (rc) {
 		free(t);

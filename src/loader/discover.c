@@ -93,6 +93,40 @@ static int resolve_path(uint32_t pid, const char *range, const char *mapped, uin
 	return -ENOENT;
 }
 
+uint64_t cw_kdev(uint64_t dev)
+{
+	return ((uint64_t)major(dev) << 20) | minor(dev);
+}
+
+int cw_discover_find_file(uint32_t pid, uint64_t kdev, uint64_t ino, char *out, size_t outlen)
+{
+	char p[64], line[PATH_MAX + 256];
+	int rc = -ENOENT;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%u/maps", pid);
+	f = fopen(p, "re");
+	if (!f)
+		return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
+	while (rc && fgets(line, sizeof(line), f)) {
+		char range[64], perms[8], devs[16], path[PATH_MAX];
+		unsigned long long off, i;
+		unsigned maj, min;
+
+		path[0] = '\0';
+		if (sscanf(line, "%63s %7s %llx %15s %llu %4095[^\n]", range, perms, &off, devs, &i, path) < 6 ||
+		    path[0] != '/' || i != ino || sscanf(devs, "%x:%x", &maj, &min) != 2 ||
+		    cw_kdev(makedev(maj, min)) != kdev)
+			continue;
+		/* A deleted file is still reachable through map_files. */
+		if (strstr(path, " (deleted)"))
+			*strstr(path, " (deleted)") = '\0';
+		rc = resolve_path(pid, range, path, makedev(maj, min), ino, out, outlen);
+	}
+	fclose(f);
+	return rc;
+}
+
 int cw_discover_pid(uint32_t pid, cw_discover_fn fn, void *ctx)
 {
 	/* A maps file lists a library once per segment (4-5 lines). */

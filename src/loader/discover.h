@@ -51,6 +51,17 @@ int cw_discover_pid(uint32_t pid, cw_discover_fn fn, void *ctx);
  * Returns the number of processes that map at least one hooked library. */
 int cw_discover_all(cw_discover_fn fn, void *ctx);
 
+/* A device number in the kernel's internal encoding (major << 20 |
+ * minor): what BPF reads from a superblock's s_dev. dev is a userspace
+ * dev_t (stat's st_dev, or makedev() of a maps line). */
+uint64_t cw_kdev(uint64_t dev);
+
+/* Finds, in pid's maps, the mapped file whose device (kernel encoding,
+ * cw_kdev) and inode are kdev/ino, and writes a path the tracer can open
+ * (as cw_lib_copy.path) into out. Returns 0, -ENOENT when pid does not
+ * map it (or is gone), or -errno. */
+int cw_discover_find_file(uint32_t pid, uint64_t kdev, uint64_t ino, char *out, size_t outlen);
+
 /* Whether a process exists (kill(pid, 0) semantics without signals). */
 int cw_pid_exists(uint32_t pid);
 
