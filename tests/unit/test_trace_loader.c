@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "bpf/events.h"
@@ -30,6 +32,25 @@ static void test_lib_kind(void **state)
 	assert_int_equal(cw_lib_kind_of("/usr/lib/libcudnn.so.9"), -1);
 	assert_int_equal(cw_lib_kind_of("/usr/lib/libcudart_static.a"), -1);
 	assert_int_equal(cw_lib_kind_of("/tmp/late.so.13"), -1);
+}
+
+/* The key BPF reads (s_dev in the kernel's encoding, inode) finds the
+ * mapping and an openable path to the same file. */
+static void test_find_file(void **state)
+{
+	char path[PATH_MAX];
+	struct stat st, st2;
+
+	(void)state;
+	assert_int_equal(cw_kdev(makedev(259, 3)), (259ull << 20) | 3);
+	assert_int_equal(stat("/proc/self/exe", &st), 0);
+	assert_int_equal(cw_discover_find_file((uint32_t)getpid(), cw_kdev(st.st_dev), st.st_ino, path, sizeof(path)), 0);
+	assert_int_equal(stat(path, &st2), 0);
+	assert_true(st2.st_ino == st.st_ino && st2.st_dev == st.st_dev);
+	/* A file the process does not map, and a process that is gone. */
+	assert_int_equal(cw_discover_find_file((uint32_t)getpid(), cw_kdev(st.st_dev) + 1, st.st_ino, path, sizeof(path)),
+			 -ENOENT);
+	assert_int_equal(cw_discover_find_file(0x7ffffffe, cw_kdev(st.st_dev), st.st_ino, path, sizeof(path)), -ENOENT);
 }
 
 static void test_lib_version(void **state)
@@ -193,7 +214,7 @@ int main(void)
 		cmocka_unit_test(test_lib_kind),       cmocka_unit_test(test_lib_version),
 		cmocka_unit_test(test_environ_ranks),  cmocka_unit_test(test_hooks_in_file),
 		cmocka_unit_test(test_hook_table),     cmocka_unit_test(test_view_warning),
-		cmocka_unit_test(test_fileset),
+		cmocka_unit_test(test_fileset),        cmocka_unit_test(test_find_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
