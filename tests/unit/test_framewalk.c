@@ -365,7 +365,7 @@ static void test_bad_native_tid(void **state)
 
 	(void)state;
 	setup_fake();
-	put64(TS1 + (uint32_t)proc.off.ts_native_thread_id, 1ull << 33);
+	put64(TS1 + (uint32_t)proc.off.ts_native_thread_id, (1ull << 31) | 5);
 	assert_int_equal(cw_py_threads(&proc, th, 4), 2);
 	assert_int_equal(th[0].tid, 0);
 	assert_int_equal(th[1].tid, 1002);

@@ -359,6 +359,16 @@ static void test_decode_rejections(void **state)
 	o.hdr.source = CW_SRC_SCHED;
 	o.hdr.size = (uint16_t)(sizeof(o) - 4);
 	assert_int_equal(cw_decode(&o, sizeof(o) - 4, &out), CW_DECODE_SHORT);
+	/* a whole-call record cut to an entry's length, header agreeing */
+	{
+		struct cw_call wc;
+
+		memset(&wc, 0, sizeof(wc));
+		hdr(&wc.e.hdr, CW_REC_CALL, sizeof(struct cw_call_entry), CW_SRC_CUDA, CW_OP_cudaFree, 10, 9);
+		assert_int_equal(cw_decode(&wc, sizeof(struct cw_call_entry), &out), CW_DECODE_SHORT);
+		wc.e.hdr.size = sizeof(wc);
+		assert_int_equal(cw_decode(&wc, sizeof(wc), &out), CW_DECODE_OK);
+	}
 	/* stacks are tied to a call, not an op */
 	memset(&ps, 0, sizeof(ps));
 	hdr(&ps.hdr, CW_REC_PYSTACK, sizeof(ps), CW_SRC_PYTHON, 0, 10, 9);
@@ -391,6 +401,57 @@ static void test_decode_rejections(void **state)
 	assert_int_equal(scalar(f, "SELECT value FROM counters WHERE name='pipeline.rejected_version'"), 1);
 }
 
+/* Pairing: a return closes the innermost open entry of its own op and
+ * source on its own thread; entries opened after it are given up as
+ * unfinished; a return earlier than its entry (clocks of two CPUs) has
+ * duration 0; nesting deeper than 16 gives up the oldest entry. */
+static void test_pairing_rules(void **state)
+{
+	struct fixture *f = *state;
+	struct cw_pipeline_counters c;
+	int i;
+
+	/* a launch whose callback's cudaMalloc never returned */
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaLaunchKernel, 1000, 7, 0), 0);
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaMalloc, 1100, 7, 64), 0);
+	/* the same op on another thread is not this thread's */
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaLaunchKernel, 1200, 8, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaLaunchKernel, 1500, 7, 0), 0);
+	/* graph launches under two sources: each return its own */
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaGraphLaunch, 2000, 9, 0), 0);
+	assert_int_equal(entry(f->p, CW_SRC_DRIVER, CW_OP_cudaGraphLaunch, 2100, 9, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_DRIVER, CW_OP_cudaGraphLaunch, 2300, 9, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaGraphLaunch, 2600, 9, 0), 0);
+	/* a return stamped before its entry */
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaFree, 3000, 10, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaFree, 2990, 10, 0), 0);
+	/* 17 nested entries on one thread: the first is given up */
+	for (i = 0; i < 17; i++)
+		assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaMemset, 4000 + (uint64_t)i * 10, 11, (uint64_t)i),
+				 0);
+	for (i = 16; i >= 0; i--)
+		assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaMemset, 5000 + (uint64_t)(16 - i) * 10, 11, 0), 0);
+	assert_int_equal(cw_pipeline_flush(f->p, 9000, 0), 0);
+	cw_pipeline_get_counters(f->p, &c);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaLaunchKernel'"), 500);
+	assert_int_equal(scalar(f, "SELECT ret IS NULL FROM events WHERE op='cudaLaunchKernel'"), 0);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaMalloc'"), 400);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM events WHERE op='cudaMalloc' AND detail = 'unfinished'"), 1);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaGraphLaunch' AND source='driver'"), 200);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaGraphLaunch' AND source='cuda'"), 600);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaFree'"), 0);
+	/* the 16 kept memsets pair innermost first; the first entry's return
+	 * finds nothing open */
+	assert_int_equal(scalar(f, "SELECT count(*) FROM events WHERE op='cudaMemset'"), 16);
+	assert_int_equal(scalar(f, "SELECT min(arg1) FROM events WHERE op='cudaMemset'"), 1);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaMemset' AND arg1 = 16"), 840);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaMemset' AND arg1 = 1"), 1140);
+	assert_int_equal(c.overflow_entries, 1);
+	assert_int_equal(c.unpaired_returns, 2);
+	assert_int_equal(c.unfinished_entries, 1);
+	assert_int_equal(c.calls, 21);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -399,6 +460,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_whole_call_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offcpu_and_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_decode_rejections, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pairing_rules, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
