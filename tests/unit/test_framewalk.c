@@ -205,6 +205,14 @@ static void test_corrupt_pointers(void **state)
 	put64(FR(1) + proc.off.fr_back, 0xdead0000beefull);
 	n = cw_py_walk(&proc, FR(0), fr, 8, &trunc);
 	assert_int_equal(n, 2);
+	/* a frame that reads well but sits at a misaligned address: refused */
+	put64(FR(5) + 4 + proc.off.fr_code, CODE(1));
+	put64(FR(5) + 4 + proc.off.fr_back, 0);
+	put64(FR(5) + 4 + proc.off.fr_lasti, CODE(1) + proc.off.co_code_adaptive);
+	assert_int_equal(cw_py_walk(&proc, FR(5) + 4, fr, 8, &trunc), -EFAULT);
+	put64(FR(1) + proc.off.fr_back, FR(5) + 4);
+	assert_int_equal(cw_py_walk(&proc, FR(0), fr, 8, &trunc), 2);
+	put64(FR(1) + proc.off.fr_back, 0xdead0000beefull);
 	/* misaligned, kernel-half and NULL-page starts */
 	assert_true(cw_py_walk(&proc, FR(0) + 3, fr, 8, &trunc) < 0);
 	assert_true(cw_py_walk(&proc, 0xffff888000000000ull, fr, 8, &trunc) < 0);
@@ -288,6 +296,7 @@ static void setup_fake310(void)
 	put64(INTERP + o->is_threads_head, TS1);
 	put64(TS1 + o->ts_interp, INTERP);
 	put64(TS1 + o->ts_thread_id, PTHREAD);
+	put64(PTHREAD, 0x1234567890abcdefull); /* glibc's header: never a tid */
 	put32(PTHREAD + PTHREAD_TID_OFF, 2001);
 	put64(TS1 + o->ts_frame, FR(0));
 	/* frames 0 -> 1 -> 2 on code 1, 2, 3 with f_lasti 3, 5, -1 */
