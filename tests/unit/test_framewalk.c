@@ -296,7 +296,7 @@ static void setup_fake310(void)
 	put64(INTERP + o->is_threads_head, TS1);
 	put64(TS1 + o->ts_interp, INTERP);
 	put64(TS1 + o->ts_thread_id, PTHREAD);
-	put64(PTHREAD, 0x1234567890abcdefull); /* glibc's header: never a tid */
+	put64(PTHREAD, 0x1234); /* glibc's header, not the tid */
 	put32(PTHREAD + PTHREAD_TID_OFF, 2001);
 	put64(TS1 + o->ts_frame, FR(0));
 	/* frames 0 -> 1 -> 2 on code 1, 2, 3 with f_lasti 3, 5, -1 */
