@@ -284,8 +284,8 @@ for m in "${MODULES[@]}"; do
 			fi
 		fi
 		restore
-		printf '  %-17s %s:%-3d %s:%s "%s" -> "%s" (%ss)\n' "$res" "$m" "$id" "$p" "${M_LINE[$i]}" "$o" "$r" \
-			$((SECONDS - t0))
+		printf '  %-17s %s:%-3d %s: "%s" -> "%s" (%ss, log %s)\n' "$res" "$m" "$id" "$p" "$o" "$r" \
+			$((SECONDS - t0)) "${log#"$ROOT"/}"
 	done
 	line="$m: $caught caught, $missed missed, $invalid invalid in $((SECONDS - mstart)) s"
 	echo "$line"
