@@ -21,6 +21,7 @@ extern const struct cw_demo_scenario cw_demo_scenario_gpu_steal;
 extern const struct cw_demo_scenario cw_demo_scenario_io_contention;
 extern const struct cw_demo_scenario cw_demo_scenario_memory_pressure;
 extern const struct cw_demo_scenario cw_demo_scenario_dataloader_starvation;
+extern const struct cw_demo_scenario cw_demo_scenario_throttle;
 extern const struct cw_demo_scenario cw_demo_scenario_healthy;
 
 static const struct cw_demo_scenario *const table[] = {
@@ -33,6 +34,7 @@ static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_io_contention,
 	&cw_demo_scenario_memory_pressure,
 	&cw_demo_scenario_dataloader_starvation,
+	&cw_demo_scenario_throttle,
 	&cw_demo_scenario_healthy,
 };
 

@@ -2,22 +2,39 @@
 # Every demo scenario exits 0, writes the tables explain needs through the
 # pipeline without losing a record, tags its session, and explain names the
 # scenario's intended root cause in its top chain (healthy: no chain).
+# The intended causes are this table's, not the product's: `demo --list`
+# must name exactly these scenarios and claim the same causes.
 set -eu
 BIN=${CW_BIN:?}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+declare -A want=(
+	[incident]=cpu_preemption
+	[cold-start]=cold_start
+	[memcpy-bottleneck]=memcpy_bound
+	[periodic-spike]=periodic_allocator
+	[cpu-contention]=cpu_preemption
+	[gpu-steal]=gpu_time_slicing
+	[io-contention]=io_contention
+	[memory-pressure]=memory_pressure
+	[dataloader-starvation]=dataloader_starvation
+	[throttle]=throughput_drop
+	[healthy]=none
+)
+
 "$BIN" demo --list --json > "$tmp/list.json"
-scenarios=$(python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))))' "$tmp/list.json")
-n=$(echo $scenarios | wc -w)
-[ "$n" -eq 10 ] || { echo "expected 10 scenarios, got $n: $scenarios"; exit 1; }
+listed=$(python3 -c 'import json,sys; print("\n".join(sorted(s["name"] + " " + (s["expect"] or "none") for s in json.load(open(sys.argv[1])))))' "$tmp/list.json")
+table=$(for s in "${!want[@]}"; do echo "$s ${want[$s]}"; done | sort)
+[ "$listed" = "$table" ] || { echo "demo --list disagrees with the test's table:"; diff <(echo "$table") <(echo "$listed"); exit 1; }
+scenarios=$(for s in "${!want[@]}"; do echo "$s"; done | sort)
 
 q() { "$BIN" query --db "$1" --json "$2"; }
 
 for s in $scenarios; do
 	db="$tmp/$s.db"
 	"$BIN" demo "$s" --db "$db" --json > "$tmp/$s.json" || { echo "demo $s failed"; exit 1; }
-	expect=$(python3 -c 'import json,sys; print(next(x["expect"] or "none" for x in json.load(open(sys.argv[1])) if x["name"] == sys.argv[2]))' "$tmp/list.json" "$s")
+	expect=${want[$s]}
 	q "$db" "SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM offcpu) AS offcpu,
 	         (SELECT count(*) FROM snapshots) AS snapshots, (SELECT count(*) FROM aggregates) AS aggregates,
 	         (SELECT count(*) FROM py_stacks) AS py_stacks, (SELECT count(*) FROM kernel_names) AS kernel_names,
@@ -55,5 +72,6 @@ else:
 print(f"ok {name}: {t['events']} events, {t['offcpu']} off-CPU, top {chains[0]['root_cause']['kind'] if chains else 'none'}")
 PY
 done
+[ "$(echo "$scenarios" | wc -l)" -eq 11 ] || { echo "expected 11 scenarios"; exit 1; }
 # The diagnosis is stored as chain history.
 [ "$(q "$tmp/incident.db" "SELECT count(*) AS n FROM chains WHERE kind = 'cpu_preemption'" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["n"])')" -ge 1 ]

@@ -18,11 +18,12 @@ declare -A want=(
 	[io-contention]=io_contention
 	[memory-pressure]=memory_pressure
 	[dataloader-starvation]=dataloader_starvation
+	[throttle]=throughput_drop
 	[healthy]=none
 )
 bad=()
 for s in incident cold-start memcpy-bottleneck periodic-spike cpu-contention gpu-steal io-contention \
-	memory-pressure dataloader-starvation healthy; do
+	memory-pressure dataloader-starvation throttle healthy; do
 	db=$tmp/$s.db
 	"$CW_BIN" demo "$s" --db "$db" >"$tmp/$s.demo" 2>&1 || fail "demo $s: $(tail -n 3 "$tmp/$s.demo")"
 	CW_FAKE_NOW_NS=1767225600000000000 "$CW_BIN" explain --db "$db" --json >"$tmp/$s.json" ||
@@ -74,6 +75,14 @@ if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then
 	cp "$tmp/incident.json" "$golden"
 fi
 diff -u "$golden" "$tmp/incident.json" || fail "incident diagnosis differs from $golden"
+
+# throughput_drop has no per-call cause to name: its whole diagnosis is
+# golden too (tests/golden/explain/throttle.json).
+golden=$CW_ROOT/tests/golden/explain/throttle.json
+if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then
+	cp "$tmp/throttle.json" "$golden"
+fi
+diff -u "$golden" "$tmp/throttle.json" || fail "throttle diagnosis differs from $golden"
 
 # The text report names the culprit and a fix.
 "$CW_BIN" explain --db "$tmp/incident.db" --no-store >"$tmp/inc.txt"

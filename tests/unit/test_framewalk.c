@@ -205,6 +205,14 @@ static void test_corrupt_pointers(void **state)
 	put64(FR(1) + proc.off.fr_back, 0xdead0000beefull);
 	n = cw_py_walk(&proc, FR(0), fr, 8, &trunc);
 	assert_int_equal(n, 2);
+	/* a frame that reads well but sits at a misaligned address: refused */
+	put64(FR(5) + 4 + proc.off.fr_code, CODE(1));
+	put64(FR(5) + 4 + proc.off.fr_back, 0);
+	put64(FR(5) + 4 + proc.off.fr_lasti, CODE(1) + proc.off.co_code_adaptive);
+	assert_int_equal(cw_py_walk(&proc, FR(5) + 4, fr, 8, &trunc), -EFAULT);
+	put64(FR(1) + proc.off.fr_back, FR(5) + 4);
+	assert_int_equal(cw_py_walk(&proc, FR(0), fr, 8, &trunc), 2);
+	put64(FR(1) + proc.off.fr_back, 0xdead0000beefull);
 	/* misaligned, kernel-half and NULL-page starts */
 	assert_true(cw_py_walk(&proc, FR(0) + 3, fr, 8, &trunc) < 0);
 	assert_true(cw_py_walk(&proc, 0xffff888000000000ull, fr, 8, &trunc) < 0);
@@ -258,12 +266,127 @@ static void test_non_ascii_names(void **state)
 	assert_string_equal(buf, "\xce\xb1");
 }
 
+/* A CPython 3.10 process: tstate->frame points straight at a
+ * PyFrameObject, f_lasti is an int counting code units (-1: not started),
+ * the thread id is glibc's pthread tid (pthread_self() + an inferred
+ * offset), and co_linetable holds PEP 626 (byte delta, line delta) pairs. */
+#define PTHREAD (BASE + 0xd000)
+#define PTHREAD_TID_OFF 0x2d0
+
+static void setup_fake310(void)
+{
+	/* the function starts at line 50: units 0-2 line 51, 3-4 a jump of
+	 * 200 split in (0, 127) (4, 73) -> 251, 5-6 no line (-128), 7 -> 252 */
+	static const uint8_t lt310[] = { 6, 1, 0, 127, 4, 73, 4, 0x80, 2, 1 };
+	const struct cw_py_offsets *o;
+
+	memset(mem, 0, sizeof(mem));
+	memset(&proc, 0, sizeof(proc));
+	proc.mem.read = fake_read;
+	proc.pthread_tid_off = PTHREAD_TID_OFF;
+	assert_int_equal(cw_py_offsets_builtin(10, &proc.off), 0);
+	o = &proc.off;
+	assert_int_equal(o->frame_kind, CW_PY_FRAME_OBJECT);
+	proc.runtime = RT;
+	put64(TYPENAME, 0x65646f63);
+	put64(OTHERNAME, 0x72747300);
+	put64(CODETYPE + o->tp_name, TYPENAME);
+	put64(OTHERTYPE + o->tp_name, OTHERNAME);
+	put64(RT + o->rt_interp_head, INTERP);
+	put64(INTERP + o->is_threads_head, TS1);
+	put64(TS1 + o->ts_interp, INTERP);
+	put64(TS1 + o->ts_thread_id, PTHREAD);
+	put64(PTHREAD, 0x1234); /* glibc's header, not the tid */
+	put32(PTHREAD + PTHREAD_TID_OFF, 2001);
+	put64(TS1 + o->ts_frame, FR(0));
+	/* frames 0 -> 1 -> 2 on code 1, 2, 3 with f_lasti 3, 5, -1 */
+	for (int i = 0; i < 3; i++) {
+		int c = i + 1;
+		char name[32];
+
+		put64(CODE(c) + o->ob_type, CODETYPE);
+		snprintf(name, sizeof(name), "file%d.py", c);
+		mkstr(STR(2 * c), name);
+		snprintf(name, sizeof(name), "fn%d", c);
+		mkstr(STR(2 * c + 1), name);
+		put64(CODE(c) + o->co_filename, STR(2 * c));
+		put64(CODE(c) + o->co_name, STR(2 * c + 1));
+		put32(CODE(c) + o->co_firstlineno, 50);
+		put64(CODE(c) + o->co_linetable, LT(c));
+		put64(LT(c) + o->ob_type, OTHERTYPE);
+		put64(LT(c) + o->var_size, sizeof(lt310));
+		memcpy(mem + (LT(c) - BASE) + o->bytes_sval, lt310, sizeof(lt310));
+		put64(FR(i) + o->fr_code, CODE(c));
+		put64(FR(i) + o->fr_back, i < 2 ? FR(i + 1) : 0);
+		put32(FR(i) + o->fr_lasti, (uint32_t)(int32_t[]){ 3, 5, -1 }[i]);
+	}
+}
+
+static void test_310_frames_and_lines(void **state)
+{
+	struct cw_py_thread th[4];
+	struct cw_py_frame fr[8];
+	struct cw_py_code c;
+	int n, trunc;
+	const int want[3] = { 251, 0, 50 }; /* a frame not started: its first line */
+
+	(void)state;
+	setup_fake310();
+	assert_int_equal(cw_py_proc_validate(&proc), 0);
+	n = cw_py_threads(&proc, th, 4);
+	assert_int_equal(n, 1);
+	assert_int_equal(th[0].tid, 2001);
+	assert_int_equal(th[0].frame, FR(0));
+	n = cw_py_walk(&proc, th[0].frame, fr, 8, &trunc);
+	assert_int_equal(n, 3);
+	assert_int_equal(trunc, 0);
+	assert_int_equal(fr[0].lasti, 3);
+	assert_int_equal(fr[1].lasti, 5);
+	assert_int_equal(fr[2].lasti, UINT32_MAX);
+	for (int i = 0; i < 3; i++) {
+		int64_t lasti = fr[i].lasti == UINT32_MAX ? -1 : (int64_t)fr[i].lasti;
+
+		assert_int_equal(fr[i].code, CODE(i + 1));
+		assert_int_equal(cw_py_code_read(&proc, fr[i].code, &c), 0);
+		assert_int_equal(c.fp.firstlineno, 50);
+		assert_int_equal(c.linetable_len, 10);
+		assert_int_equal(cw_linetable_line(10, c.linetable, c.linetable_len, c.fp.firstlineno, lasti), want[i]);
+		cw_py_code_release(&c);
+	}
+	/* unit 7 of the first frame's code: 252 */
+	assert_int_equal(cw_py_code_read(&proc, CODE(1), &c), 0);
+	assert_string_equal(c.function, "fn1");
+	assert_string_equal(c.file, "file1.py");
+	assert_int_equal(cw_linetable_line(10, c.linetable, c.linetable_len, 50, 7), 252);
+	cw_py_code_release(&c);
+	/* without the pthread tid offset the thread has no tid, but is listed */
+	proc.pthread_tid_off = -1;
+	n = cw_py_threads(&proc, th, 4);
+	assert_int_equal(n, 1);
+	assert_int_equal(th[0].tid, 0);
+	assert_int_equal(th[0].frame, FR(0));
+}
+
+/* 3.11+: a native thread id that cannot be a tid is not reported as one. */
+static void test_bad_native_tid(void **state)
+{
+	struct cw_py_thread th[4];
+
+	(void)state;
+	setup_fake();
+	put64(TS1 + (uint32_t)proc.off.ts_native_thread_id, (1ull << 31) | 5);
+	assert_int_equal(cw_py_threads(&proc, th, 4), 2);
+	assert_int_equal(th[0].tid, 0);
+	assert_int_equal(th[1].tid, 1002);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_threads_and_walk), cmocka_unit_test(test_code_and_line),
 		cmocka_unit_test(test_cycles),           cmocka_unit_test(test_corrupt_pointers),
-		cmocka_unit_test(test_non_ascii_names),
+		cmocka_unit_test(test_non_ascii_names),  cmocka_unit_test(test_310_frames_and_lines),
+		cmocka_unit_test(test_bad_native_tid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -144,12 +144,96 @@ static void test_garbage(void **state)
 	}
 }
 
+/* The 3.10 encoder's special cases (CPython 3.10 Python/compile.c
+ * assemble_line_range, decoded as Objects/codeobject.c advance() does),
+ * first line 100; offsets are code units, the table counts bytes:
+ *   (6, +1)              units 0-2     line 101
+ *   (0, +127) (4, +73)   units 3-4     line 301: a jump > 127 is split,
+ *                                      the zero-width entry moves the line
+ *   (4, -128)            units 5-6     no line (0); the line stays 301
+ *   (2, +1)              unit 7        line 302
+ *   (254, -2) (10, 0)    units 8-139   line 300: a range > 254 bytes is
+ *                                      split, the rest carries delta 0
+ *   (0, -127) (2, -60)   unit 140      line 113: a fall > 127 is split
+ *   (254, -128) (4, -128) units 141-269 no line over a split range
+ *   (2, 0)               unit 270      line 113 again */
+static const uint8_t tab310s[] = { 6,   1,   0,   127, 4,   73,  4, 0x80, 2, 1,    254, 0xfe, 10, 0,
+				   0, 0x81, 2,   0xc4, 254, 0x80, 4, 0x80, 2, 0 };
+
+static void test_310_special_cases(void **state)
+{
+	(void)state;
+	for (int64_t u = 0; u <= 2; u++)
+		assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, u), 101);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 3), 301);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 4), 301);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 5), 0);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 6), 0);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 7), 302);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 8), 300);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 134), 300); /* last unit of the 254 */
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 135), 300); /* first of the rest */
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 139), 300);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 140), 113);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 141), 0);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 268), 0);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 269), 0);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 270), 113);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, 271), -ENOENT);
+	assert_int_equal(cw_linetable_310(tab310s, sizeof(tab310s), 100, -1), 100);
+	assert_int_equal(cw_linetable_line(10, tab310s, sizeof(tab310s), 100, 140), 113);
+	/* a line at or below 0 (a corrupt or synthetic table) is "no line" */
+	{
+		const uint8_t down[] = { 2, 0xff, 2, 0xfe };
+
+		assert_int_equal(cw_linetable_310(down, sizeof(down), 2, 0), 1);
+		assert_int_equal(cw_linetable_310(down, sizeof(down), 2, 1), 0);
+	}
+	/* an empty table has no offsets */
+	assert_int_equal(cw_linetable_310(tab310s, 0, 100, 0), -ENOENT);
+}
+
+/* 3.11+ entry lengths are (b & 7) + 1 units; ONE_LINE codes move the line
+ * by 0, 1, 2; a NONE entry keeps the computed line. */
+static void test_311_lengths_and_one_line(void **state)
+{
+	const uint8_t t[] = {
+		0x80 | (13 << 3) | 7, 4,       /* units 0-7: +2 */
+		0x80 | (10 << 3) | 0, 1, 2,    /* unit 8: +0 */
+		0x80 | (11 << 3) | 1, 1, 2,    /* units 9-10: +1 */
+		0x80 | (15 << 3) | 0,          /* unit 11: none */
+		0x80 | (12 << 3) | 0, 1, 2,    /* unit 12: +2 */
+		0x80 | (3 << 3) | 0, 5,        /* unit 13: SHORT, same line */
+	};
+
+	(void)state;
+	assert_int_equal(cw_linetable_311(t, sizeof(t), 10, 0), 12);
+	assert_int_equal(cw_linetable_311(t, sizeof(t), 10, 7), 12);
+	assert_int_equal(cw_linetable_311(t, sizeof(t), 10, 8), 12);
+	assert_int_equal(cw_linetable_311(t, sizeof(t), 10, 9), 13);
+	assert_int_equal(cw_linetable_311(t, sizeof(t), 10, 10), 13);
+	assert_int_equal(cw_linetable_311(t, sizeof(t), 10, 11), 0);
+	assert_int_equal(cw_linetable_311(t, sizeof(t), 10, 12), 15);
+	assert_int_equal(cw_linetable_311(t, sizeof(t), 10, 13), 15);
+	assert_int_equal(cw_linetable_311(t, sizeof(t), 10, 14), -ENOENT);
+	assert_int_equal(cw_linetable_311(t, sizeof(t), 10, -1), 10);
+	assert_int_equal(cw_linetable_line(11, t, sizeof(t), 10, 12), 15);
+	assert_int_equal(cw_linetable_line(13, t, sizeof(t), 10, 12), 15);
+	/* a line at or below 0 is "no line" */
+	{
+		const uint8_t down[] = { 0x80 | (13 << 3) | 0, 3 }; /* -1 */
+
+		assert_int_equal(cw_linetable_311(down, sizeof(down), 1, 0), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_310_real_table),  cmocka_unit_test(test_312_real_table),
 		cmocka_unit_test(test_first_line_offset), cmocka_unit_test(test_entry_codes),
 		cmocka_unit_test(test_truncated_tables), cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_310_special_cases), cmocka_unit_test(test_311_lengths_and_one_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -63,6 +63,24 @@ static void align_with_late_start_and_jitter(void **state)
 	assert_true(r.spread_ns <= 40000);
 }
 
+/* The spread is the 90th percentile of the absolute deviations from the
+ * median: one collective in five completing 400 us early on b. */
+static void align_spread_is_p90_of_deviations(void **state)
+{
+	int64_t a[50], b[50];
+	struct cw_skew_align r;
+
+	(void)state;
+	series(a, 50, 0, 0);
+	series(b, 50, 250 * MS, 0);
+	for (int k = 0; k < 50; k += 5)
+		b[k] -= 400000;
+	assert_int_equal(cw_merge_align(a, 50, b, 50, 64, &r), 0);
+	assert_int_equal(r.offset_ns, 250 * MS);
+	assert_int_equal(r.shift, 0);
+	assert_int_equal(r.spread_ns, 400000);
+}
+
 static void align_needs_three_pairs(void **state)
 {
 	int64_t a[2] = { 1, 2 }, b[2] = { 1, 2 };
@@ -127,6 +145,11 @@ static int make_db(const char *name, const char *node, int nev, uint64_t stack_h
 		if (cw_writer_event(w, &r))
 			return -1;
 	}
+	/* one off-CPU interval per store: ids collide unless merge offsets them */
+	struct cw_offcpu_row o = { .pid = 1, .tid = 1, .comm = "t", .start_mono_ns = 1000, .end_mono_ns = 1100,
+				   .wall_ns = 1700000000000000000ULL, .reason = "blocked" };
+	if (cw_writer_offcpu(w, &o))
+		return -1;
 	cw_writer_free(w);
 	cw_store_close(st);
 	return 0;
@@ -244,7 +267,17 @@ static void same_node_refused_then_relabelled(void **state)
 	assert_int_equal(r.nodes[1].rows[CW_MT_EVENTS], 2);
 	/* Different stack hashes: both kept. */
 	assert_int_equal(r.rows[CW_MT_STACKS], 2);
+	assert_int_equal(r.rows[CW_MT_OFFCPU], 2);
 	cw_merge_result_free(&r);
+	/* A merged store holds two nodes: one name cannot relabel both. */
+	{
+		const char *again[] = { "out.db", "b.db" };
+		const char *rl[] = { "nz", NULL };
+
+		assert_int_equal(run(again, rl, 2, "out2.db", &r), -EINVAL);
+		assert_non_null(strstr(r.err, "holds 2 nodes"));
+		cw_merge_result_free(&r);
+	}
 	remove_out();
 }
 
@@ -280,6 +313,7 @@ int main(void)
 		cmocka_unit_test(align_finds_offset),
 		cmocka_unit_test(align_with_late_start_and_jitter),
 		cmocka_unit_test(align_needs_three_pairs),
+		cmocka_unit_test(align_spread_is_p90_of_deviations),
 		cmocka_unit_test(align_periodic_prefers_small_offset),
 		cmocka_unit_test(merge_counts_and_dedup),
 		cmocka_unit_test(same_node_refused_then_relabelled),

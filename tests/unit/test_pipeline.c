@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bpf/events.h"
+#include "pipeline/decode.h"
 #include "pipeline/pipeline.h"
 #include "store/store.h"
 #include "store/writer.h"
@@ -272,6 +273,215 @@ static void test_offcpu_and_snapshot(void **state)
 	assert_int_equal(scalar(f, "SELECT cast(cpu_pct * 100 AS INTEGER) FROM snapshots"), 9850);
 }
 
+/* decode's rejection paths, each on its own: the verdict of cw_decode and
+ * the counter the pipeline keeps for it. */
+static void test_decode_rejections(void **state)
+{
+	struct fixture *f = *state;
+	struct cw_pipeline_counters c;
+	const struct cw_hdr *out = NULL;
+	unsigned char big[sizeof(struct cw_call) + 64];
+	struct cw_call_entry e;
+	struct cw_offcpu o;
+	struct cw_pystack ps;
+
+	/* no data, shorter than a header */
+	assert_int_equal(cw_decode(NULL, 64, &out), CW_DECODE_SHORT);
+	memset(&e, 0, sizeof(e));
+	hdr(&e.hdr, CW_REC_CALL_ENTRY, sizeof(e), CW_SRC_CUDA, CW_OP_cudaMalloc, 10, 9);
+	assert_int_equal(cw_decode(&e, sizeof(e.hdr) - 1, &out), CW_DECODE_SHORT);
+	/* well formed: accepted, pointing at the record */
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_OK);
+	assert_ptr_equal(out, &e.hdr);
+	/* oversized: the sample is longer than its header says */
+	memset(big, 0, sizeof(big));
+	memcpy(big, &e, sizeof(e));
+	assert_int_equal(cw_decode(big, sizeof(e) + 8, &out), CW_DECODE_SHORT);
+	/* the header claims more than the sample holds */
+	((struct cw_hdr *)big)->size = (uint16_t)(sizeof(e) + 8);
+	assert_int_equal(cw_decode(big, sizeof(e), &out), CW_DECODE_SHORT);
+	/* header and sample agree but are shorter than the type's layout */
+	((struct cw_hdr *)big)->size = (uint16_t)(sizeof(e) - 8);
+	assert_int_equal(cw_decode(big, sizeof(e) - 8, &out), CW_DECODE_SHORT);
+	/* header and sample agree on a longer record (a newer producer
+	 * appending fields): accepted */
+	((struct cw_hdr *)big)->size = (uint16_t)(sizeof(e) + 8);
+	assert_int_equal(cw_decode(big, sizeof(e) + 8, &out), CW_DECODE_OK);
+	/* another ABI version */
+	e.hdr.version = CW_EVENTS_VERSION + 1;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_VERSION);
+	e.hdr.version = CW_EVENTS_VERSION;
+	/* unknown record types */
+	e.hdr.type = CW_REC_TYPE_MAX;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_TYPE);
+	e.hdr.type = 0;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_TYPE);
+	e.hdr.type = CW_REC_CALL_ENTRY;
+	/* unknown source, unknown op */
+	e.hdr.source = CW_SRC_MAX;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_TYPE);
+	e.hdr.source = 0;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_TYPE);
+	e.hdr.source = CW_SRC_CUDA;
+	e.hdr.op = CW_OP_MAX;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_TYPE);
+	/* a call without an op, a call under another library's source */
+	e.hdr.op = 0;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_TYPE);
+	e.hdr.op = CW_OP_cudaMalloc;
+	e.hdr.source = CW_SRC_NCCL;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_TYPE);
+	e.hdr.source = CW_SRC_DRIVER;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_TYPE);
+	/* graph calls: under the graph source, the runtime's or the driver's;
+	 * never under NCCL's */
+	e.hdr.op = CW_OP_cudaGraphLaunch;
+	e.hdr.source = CW_SRC_GRAPH;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_OK);
+	e.hdr.source = CW_SRC_CUDA;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_OK);
+	e.hdr.source = CW_SRC_DRIVER;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_OK);
+	e.hdr.source = CW_SRC_NCCL;
+	assert_int_equal(cw_decode(&e, sizeof(e), &out), CW_DECODE_TYPE);
+	/* a kernel-side record must carry its own op under its own source */
+	memset(&o, 0, sizeof(o));
+	hdr(&o.hdr, CW_REC_OFFCPU, sizeof(o), CW_SRC_SCHED, CW_OP_offcpu, 10, 9);
+	assert_int_equal(cw_decode(&o, sizeof(o), &out), CW_DECODE_OK);
+	o.hdr.op = 0;
+	assert_int_equal(cw_decode(&o, sizeof(o), &out), CW_DECODE_TYPE);
+	o.hdr.op = CW_OP_block_read;
+	assert_int_equal(cw_decode(&o, sizeof(o), &out), CW_DECODE_TYPE);
+	o.hdr.op = CW_OP_offcpu;
+	o.hdr.source = CW_SRC_IO;
+	assert_int_equal(cw_decode(&o, sizeof(o), &out), CW_DECODE_TYPE);
+	/* header and sample agree on less than an off-CPU record */
+	o.hdr.source = CW_SRC_SCHED;
+	o.hdr.size = (uint16_t)(sizeof(o) - 4);
+	assert_int_equal(cw_decode(&o, sizeof(o) - 4, &out), CW_DECODE_SHORT);
+	/* every type: one byte less than its layout, header agreeing, is short;
+	 * the sizes are the events.h structs' */
+	assert_int_equal(cw_record_size(CW_REC_USTACK), sizeof(struct cw_ustack));
+	assert_int_equal(cw_record_size(CW_REC_PYSTACK), sizeof(struct cw_pystack));
+	assert_int_equal(cw_record_size(CW_REC_OFFCPU), sizeof(struct cw_offcpu));
+	assert_int_equal(cw_record_size(CW_REC_SNAPSHOT), sizeof(struct cw_snapshot));
+	assert_int_equal(cw_record_size(CW_REC_KERNEL_NAME), sizeof(struct cw_kernel_name));
+	assert_int_equal(cw_record_size(CW_REC_BLOCK_IO), sizeof(struct cw_block_io));
+	assert_int_equal(cw_record_size(CW_REC_NET), sizeof(struct cw_net));
+	assert_int_equal(cw_record_size(CW_REC_MEM), sizeof(struct cw_mem));
+	assert_int_equal(cw_record_size(CW_REC_PROC), sizeof(struct cw_proc));
+	assert_int_equal(cw_record_size(CW_REC_CALL_RETURN), sizeof(struct cw_call_return));
+	for (unsigned t = 1; t < CW_REC_TYPE_MAX; t++) {
+		size_t need = cw_record_size(t);
+		unsigned char *r = calloc(1, need);
+
+		assert_true(need >= sizeof(struct cw_hdr));
+		hdr((struct cw_hdr *)r, t, need - 1, CW_SRC_CUDA, CW_OP_cudaFree, 10, 9);
+		assert_int_equal(cw_decode(r, need - 1, &out), CW_DECODE_SHORT);
+		free(r);
+	}
+	/* a whole-call record cut to an entry's length, header agreeing */
+	{
+		struct cw_call wc;
+
+		memset(&wc, 0, sizeof(wc));
+		hdr(&wc.e.hdr, CW_REC_CALL, sizeof(struct cw_call_entry), CW_SRC_CUDA, CW_OP_cudaFree, 10, 9);
+		assert_int_equal(cw_decode(&wc, sizeof(struct cw_call_entry), &out), CW_DECODE_SHORT);
+		wc.e.hdr.size = sizeof(wc);
+		assert_int_equal(cw_decode(&wc, sizeof(wc), &out), CW_DECODE_OK);
+	}
+	/* stacks are tied to a call, not an op; their source and op, when
+	 * set, must still be known */
+	memset(&ps, 0, sizeof(ps));
+	hdr(&ps.hdr, CW_REC_PYSTACK, sizeof(ps), CW_SRC_PYTHON, 0, 10, 9);
+	assert_int_equal(cw_decode(&ps, sizeof(ps), &out), CW_DECODE_OK);
+	ps.hdr.source = CW_SRC_MAX;
+	assert_int_equal(cw_decode(&ps, sizeof(ps), &out), CW_DECODE_TYPE);
+	ps.hdr.source = CW_SRC_PYTHON;
+	ps.hdr.op = CW_OP_MAX;
+	assert_int_equal(cw_decode(&ps, sizeof(ps), &out), CW_DECODE_TYPE);
+	ps.hdr.op = 0;
+
+	/* through the pipeline: each rejection counted under its reason */
+	e.hdr.source = CW_SRC_CUDA;
+	e.hdr.op = CW_OP_cudaMalloc;
+	assert_int_equal(cw_pipeline_feed(f->p, big, sizeof(big)), -EINVAL);       /* oversized */
+	e.hdr.type = 99;
+	assert_int_equal(cw_pipeline_feed(f->p, &e, sizeof(e)), -EINVAL);          /* unknown type */
+	e.hdr.type = CW_REC_CALL_ENTRY;
+	e.hdr.source = CW_SRC_NCCL;
+	assert_int_equal(cw_pipeline_feed(f->p, &e, sizeof(e)), -EINVAL);          /* source/op */
+	o.hdr.size = sizeof(o);
+	o.hdr.op = CW_OP_block_read;
+	assert_int_equal(cw_pipeline_feed(f->p, &o, sizeof(o)), -EINVAL);          /* source/op */
+	e.hdr.version = 0;
+	assert_int_equal(cw_pipeline_feed(f->p, &e, sizeof(e)), -EINVAL);          /* version */
+	cw_pipeline_get_counters(f->p, &c);
+	assert_int_equal(c.records, 5);
+	assert_int_equal(c.rejected_size, 1);
+	assert_int_equal(c.rejected_type, 3);
+	assert_int_equal(c.rejected_version, 1);
+	assert_int_equal(c.calls, 0);
+	assert_int_equal(cw_pipeline_flush(f->p, 100, 0), 0);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM events"), 0);
+	assert_int_equal(scalar(f, "SELECT value FROM counters WHERE name='pipeline.rejected_type'"), 3);
+	assert_int_equal(scalar(f, "SELECT value FROM counters WHERE name='pipeline.rejected_size'"), 1);
+	assert_int_equal(scalar(f, "SELECT value FROM counters WHERE name='pipeline.rejected_version'"), 1);
+}
+
+/* Pairing: a return closes the innermost open entry of its own op and
+ * source on its own thread; entries opened after it are given up as
+ * unfinished; a return earlier than its entry (clocks of two CPUs) has
+ * duration 0; nesting deeper than 16 gives up the oldest entry. */
+static void test_pairing_rules(void **state)
+{
+	struct fixture *f = *state;
+	struct cw_pipeline_counters c;
+	int i;
+
+	/* a launch whose callback's cudaMalloc never returned */
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaLaunchKernel, 1000, 7, 0), 0);
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaMalloc, 1100, 7, 64), 0);
+	/* the same op on another thread is not this thread's */
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaLaunchKernel, 1200, 8, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaLaunchKernel, 1500, 7, 0), 0);
+	/* a graph launch reported under two sources: a return closes the
+	 * entry of its own source (the driver's, inner, is given up) */
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaGraphLaunch, 2000, 9, 0), 0);
+	assert_int_equal(entry(f->p, CW_SRC_DRIVER, CW_OP_cudaGraphLaunch, 2100, 9, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaGraphLaunch, 2600, 9, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_DRIVER, CW_OP_cudaGraphLaunch, 2700, 9, 0), 0);
+	/* a return stamped before its entry */
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaFree, 3000, 10, 0), 0);
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaFree, 2990, 10, 0), 0);
+	/* 17 nested entries on one thread: the first is given up */
+	for (i = 0; i < 17; i++)
+		assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaMemset, 4000 + (uint64_t)i * 10, 11, (uint64_t)i),
+				 0);
+	for (i = 16; i >= 0; i--)
+		assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaMemset, 5000 + (uint64_t)(16 - i) * 10, 11, 0), 0);
+	assert_int_equal(cw_pipeline_flush(f->p, 9000, 0), 0);
+	cw_pipeline_get_counters(f->p, &c);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaLaunchKernel'"), 500);
+	assert_int_equal(scalar(f, "SELECT ret IS NULL FROM events WHERE op='cudaLaunchKernel'"), 0);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaMalloc'"), 400);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM events WHERE op='cudaMalloc' AND detail = 'unfinished'"), 1);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaGraphLaunch' AND source='driver'"
+				   " AND detail = 'unfinished'"), 500);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaGraphLaunch' AND source='cuda'"), 600);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaFree'"), 0);
+	/* the 16 kept memsets pair innermost first; the first entry's return
+	 * finds nothing open */
+	assert_int_equal(scalar(f, "SELECT count(*) FROM events WHERE op='cudaMemset'"), 16);
+	assert_int_equal(scalar(f, "SELECT min(arg1) FROM events WHERE op='cudaMemset'"), 1);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaMemset' AND arg1 = 16"), 840);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE op='cudaMemset' AND arg1 = 1"), 1140);
+	assert_int_equal(c.overflow_entries, 1);
+	assert_int_equal(c.unpaired_returns, 3);
+	assert_int_equal(c.unfinished_entries, 2);
+	assert_int_equal(c.calls, 21);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +489,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_counts_losses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_whole_call_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offcpu_and_snapshot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_decode_rejections, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pairing_rules, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -360,6 +360,122 @@ static void test_failed_rows_counted(void **state)
 	cw_store_close(st);
 }
 
+static int64_t q1(struct cw_store *st, const char *sql)
+{
+	sqlite3_stmt *s;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_prepare_v2(st->db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* Retention's edges: a store exactly at its cap is left alone; over it,
+ * the oldest ordinary rows go first, down to 90 % of the cap (so the next
+ * flush does not prune again), with the off-CPU intervals and snapshots
+ * older than every kept event; the writer enforces its size cap on flush and
+ * counts what it pruned. The anomaly flag: slower than 3x the op's running
+ * median, once the op has 32 samples. */
+static void test_retention_edges_and_anomalies(void **state)
+{
+	struct cw_writer_opts wo = { .node = "n", .session_id = 0, .batch_rows = 1000 };
+	struct cw_event_row r;
+	struct cw_offcpu_row o;
+	struct cw_snapshot_row sn;
+	struct cw_writer *w;
+	struct cw_store *st;
+	char err[256], detail[200];
+	int64_t pruned, used, first;
+	int i;
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_writer_new(&w, st, &wo), 0);
+	memset(&r, 0, sizeof(r));
+	r.source = "cuda";
+	r.op = "cudaMalloc";
+	r.has_ret = 1;
+	r.device = -1;
+	memset(detail, 'x', sizeof(detail) - 1);
+	detail[sizeof(detail) - 1] = '\0';
+	r.detail = detail;
+	for (i = 0; i < 10000; i++) {
+		r.mono_ns = r.wall_ns = 1000000 + (uint64_t)i * 1000;
+		/* 1000 ns each; call 40 at exactly 3x (not anomalous), call 41
+		 * just above; call 20 far slower but before 32 samples */
+		r.duration_ns = i == 40 ? 3000 : i == 41 ? 3001 : i == 20 ? 100000 : 1000;
+		assert_int_equal(cw_writer_event(w, &r), 0);
+		if (i % 100 == 0) {
+			memset(&o, 0, sizeof(o));
+			o.pid = o.tid = 1;
+			o.comm = "x";
+			o.reason = "blocked";
+			o.start_mono_ns = r.mono_ns;
+			o.end_mono_ns = r.mono_ns + 500;
+			o.wall_ns = r.wall_ns;
+			assert_int_equal(cw_writer_offcpu(w, &o), 0);
+			memset(&sn, 0, sizeof(sn));
+			sn.mono_ns = sn.wall_ns = r.mono_ns;
+			assert_int_equal(cw_writer_snapshot(w, &sn), 0);
+		}
+	}
+	assert_int_equal(cw_writer_flush(w), 0);
+	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE anomalous = 1"), 1);
+	assert_int_equal(q1(st, "SELECT duration_ns FROM events WHERE anomalous = 1"), 3001);
+	used = cw_store_used_bytes(st);
+	assert_true(used > 1024 * 1024);
+	/* at the cap: nothing to do */
+	assert_int_equal(cw_retention_enforce(st, used, &pruned), 0);
+	assert_int_equal(pruned, 0);
+	assert_int_equal(q1(st, "SELECT count(*) FROM events"), 10000);
+	/* over it: down to about 90 % of the cap, oldest first */
+	assert_int_equal(cw_retention_enforce(st, used - used / 10, &pruned), 0);
+	assert_true(pruned >= 1700 && pruned <= 2100);
+	assert_int_equal(q1(st, "SELECT count(*) FROM events"), 10000 - pruned);
+	first = q1(st, "SELECT min(mono_ns) FROM events WHERE anomalous = 0");
+	assert_int_equal(first, 1000000 + (pruned + 1) * 1000); /* call 41 was kept */
+	assert_int_equal(q1(st, "SELECT max(mono_ns) FROM events"), 1000000 + 9999 * 1000);
+	/* the anomalous event (call 41) is older than every kept ordinary one
+	 * but outlives them */
+	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE anomalous = 1"), 1);
+	/* intervals and snapshots are kept back to the oldest kept event, the
+	 * anomalous one (41 us in): only those of call 0 go */
+	assert_int_equal(q1(st, "SELECT count(*) FROM offcpu"), 99);
+	assert_int_equal(q1(st, "SELECT min(start_mono_ns) FROM offcpu"), 1000000 + 100 * 1000);
+	assert_int_equal(q1(st, "SELECT count(*) FROM snapshots"), 99);
+	cw_writer_free(w);
+	cw_store_close(st);
+
+	/* the writer's own cap */
+	unlink(path);
+	assert_true(used > 0);
+	wo.size_cap_bytes = used / 2;
+	wo.session_id = 1; /* counters are stored per session */
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_writer_new(&w, st, &wo), 0);
+	for (i = 0; i < 10000; i++) {
+		r.mono_ns = r.wall_ns = 1000000 + (uint64_t)i * 1000;
+		r.duration_ns = 1000;
+		assert_int_equal(cw_writer_event(w, &r), 0);
+	}
+	assert_int_equal(cw_writer_flush(w), 0);
+	assert_true(cw_store_used_bytes(st) <= used / 2);
+	{
+		struct cw_writer_stats ws;
+
+		cw_writer_get_stats(w, &ws);
+		assert_true(ws.pruned_events > 4000);
+		/* the counter row is written with the next flush */
+		assert_int_equal(cw_writer_flush(w), 0);
+		assert_int_equal(q1(st, "SELECT value FROM counters WHERE name = 'store.pruned_events'"),
+				 (int64_t)ws.pruned_events);
+	}
+	cw_writer_free(w);
+	cw_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +487,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retention_prunes_oldest_ordinary_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_rows_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_rows_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retention_edges_and_anomalies, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
