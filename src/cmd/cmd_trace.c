@@ -28,6 +28,7 @@
 #include "pipeline/ops.h"
 #include "pipeline/pipeline.h"
 #include "cmd/serve_setup.h"
+#include "server/live_metrics.h"
 #include "cmd/trace_python.h"
 #include "store/store.h"
 #include "store/writer.h"
@@ -107,6 +108,7 @@ struct trace {
 	struct trace_python *py;
 	struct serve_setup ss;
 	struct cw_server *srv;
+	struct cw_live_metrics *live; /* with --serve: /metrics of this session */
 	int view_on;
 	/* Processes with a process row; guarded by the consumer lock. */
 	uint32_t known[MAX_PIDS];
@@ -207,6 +209,15 @@ static void tap(void *ctx, const void *data, size_t size)
 		on_proc(t, (const struct cw_proc *)data);
 }
 
+/* Consumer thread, lock held: every stored off-CPU interval. */
+static void observe_offcpu(void *ctx, const struct cw_offcpu_row *r)
+{
+	struct trace *t = ctx;
+
+	if (t->live)
+		cw_live_metrics_offcpu(t->live, r);
+}
+
 /* Consumer thread, lock held: every stored row. */
 static void observe(void *ctx, const struct cw_event_row *r)
 {
@@ -214,6 +225,8 @@ static void observe(void *ctx, const struct cw_event_row *r)
 
 	if (t->view)
 		cw_trace_view_observe(t->view, r);
+	if (t->live)
+		cw_live_metrics_event(t->live, r);
 	if (t->o.json) {
 		json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:i,s:s,s:s,s:s}", "wall_ns", (json_int_t)r->wall_ns,
 				      "mono_ns", (json_int_t)r->mono_ns, "duration_ns", (json_int_t)r->duration_ns,
@@ -912,6 +925,7 @@ static int run(struct trace *t)
 	po.writer = t->w;
 	po.mono_to_wall_ns = measure_offset();
 	po.observer = observe;
+	po.offcpu_observer = observe_offcpu;
 	po.observer_ctx = t;
 	rc = trace_python_new(&t->py, t->cp, &t->cons, t->o.py_mode != CW_PY_OFF, json);
 	if (rc) {
@@ -945,6 +959,11 @@ static int run(struct trace *t)
 			exit_code = rc;
 			goto out;
 		}
+		if (cw_live_metrics_new(&t->live, 0)) {
+			cw_report_error(json, "out of memory");
+			goto out;
+		}
+		cw_server_set_live_metrics(t->srv, t->live);
 	}
 	rescan(t);
 	attach_ns = cw_monotonic_ns() - start;
@@ -1042,6 +1061,7 @@ out:
 		session_late_facts(t);
 	}
 	cw_server_stop(t->srv);
+	cw_live_metrics_free(t->live);
 	serve_setup_release(&t->ss);
 	cw_sysinfo_free(t->si);
 	cw_cuda_probes_close(t->cp);
