@@ -28,6 +28,7 @@
 #include "pipeline/ops.h"
 #include "pipeline/pipeline.h"
 #include "cmd/serve_setup.h"
+#include "loader/probe_features.h"
 #include "server/live_metrics.h"
 #include "cmd/trace_python.h"
 #include "store/store.h"
@@ -828,7 +829,7 @@ static int run(struct trace *t)
 	int rc, i, gate = -1, status = 0, exit_code = CW_EXIT_OK, child_done = 0, json = t->o.json;
 	struct sigaction sa;
 
-	if (geteuid() != 0) {
+	if (!cw_may_trace()) {
 		cw_report_error(json, "trace needs root (CAP_BPF and CAP_PERFMON to load and attach probes)");
 		return CW_EXIT_NOPERM;
 	}

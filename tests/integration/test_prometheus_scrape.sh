@@ -51,6 +51,9 @@ WPID=$(pgrep -f "$T/w.py" | grep -v "^$TP$" | tail -1)
 
 curl -s --max-time 5 "${TLS[@]}" "https://127.0.0.1:$PORT/metrics" >"$T/m.txt" || fail "scrape with curl"
 promtool check metrics <"$T/m.txt" || fail "promtool rejects the live /metrics: $(cat "$T/m.txt")"
+for fam in $(sed -n 's/^# TYPE \([^ ]*\) .*/\1/p' "$T/m.txt"); do
+	grep -q "\`$fam\`" "$CW_ROOT/docs/metrics.md" || fail "live family $fam is not documented in docs/metrics.md"
+done
 grep -q "^causeway_process_cuda_idle_seconds{node=\"prom-node\",pid=\"$WPID\",process=\"python3\"}" "$T/m.txt" ||
 	fail "no stall gauge for pid $WPID: $(grep idle "$T/m.txt")"
 
