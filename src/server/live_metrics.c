@@ -359,46 +359,97 @@ static void render_processes(struct strbuf *sb, const char *node, const struct p
 	}
 }
 
+/* A consistent copy of the registry with process labels assigned (top N by
+ * calls named, the rest "other") and equal label sets merged. */
+struct snapshot {
+	struct proc *procs; /* sorted by calls, the first ntop named */
+	unsigned nprocs, ntop;
+	struct proc rest;   /* off-CPU time of the unnamed */
+	struct out_series *o;
+	unsigned n;
+};
+
+static void snapshot_free(struct snapshot *sn)
+{
+	free(sn->procs);
+	free(sn->o);
+}
+
+static int snapshot_take(struct cw_live_metrics *m, struct snapshot *sn)
+{
+	unsigned i, r;
+
+	memset(sn, 0, sizeof(*sn));
+	sn->procs = malloc((MAX_PROCS + 1) * sizeof(*sn->procs));
+	sn->o = malloc((CW_LIVE_MAX_SERIES + 1) * sizeof(*sn->o));
+	if (!sn->procs || !sn->o) {
+		snapshot_free(sn);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&m->lock);
+	sn->nprocs = m->nprocs;
+	memcpy(sn->procs, m->procs, sn->nprocs * sizeof(*sn->procs));
+	sn->rest = m->overflow;
+	for (i = 0; i < m->nseries; i++)
+		sn->o[sn->n++].s = m->series[i];
+	if (m->series[CW_LIVE_MAX_SERIES].count)
+		sn->o[sn->n++].s = m->series[CW_LIVE_MAX_SERIES];
+	pthread_mutex_unlock(&m->lock);
+
+	qsort(sn->procs, sn->nprocs, sizeof(*sn->procs), by_calls_desc);
+	sn->ntop = sn->nprocs < m->max_processes ? sn->nprocs : m->max_processes;
+	for (i = sn->ntop; i < sn->nprocs; i++)
+		for (r = 0; r < 2; r++)
+			sn->rest.offcpu_ns[r] += sn->procs[i].offcpu_ns[r];
+	for (i = 0; i < sn->n; i++) {
+		const char *p = sn->o[i].s.pid ? named(sn->procs, sn->ntop, sn->o[i].s.pid) : NULL;
+
+		sn->o[i].process = p ? p : OTHER;
+	}
+	qsort(sn->o, sn->n, sizeof(*sn->o), by_labels);
+	sn->n = merge_equal(sn->o, sn->n);
+	return 0;
+}
+
 int cw_live_metrics_render(struct cw_live_metrics *m, const char *node, uint64_t now_mono_ns,
 			   struct strbuf *sb)
 {
-	struct proc *procs = NULL, rest;
-	struct out_series *o = NULL;
-	unsigned nprocs, nseries, ntop, i, r, n = 0;
-	int rc = -ENOMEM;
+	struct snapshot sn;
+	int rc = snapshot_take(m, &sn);
 
-	procs = malloc((MAX_PROCS + 1) * sizeof(*procs));
-	o = malloc((CW_LIVE_MAX_SERIES + 1) * sizeof(*o));
-	if (!procs || !o)
-		goto out;
-	pthread_mutex_lock(&m->lock);
-	nprocs = m->nprocs;
-	memcpy(procs, m->procs, nprocs * sizeof(*procs));
-	rest = m->overflow;
-	nseries = m->nseries;
-	for (i = 0; i < nseries; i++)
-		o[n++].s = m->series[i];
-	if (m->series[CW_LIVE_MAX_SERIES].count)
-		o[n++].s = m->series[CW_LIVE_MAX_SERIES];
-	pthread_mutex_unlock(&m->lock);
+	if (rc)
+		return rc;
+	render_histograms(sb, node, sn.o, sn.n);
+	render_processes(sb, node, sn.procs, sn.ntop, &sn.rest, now_mono_ns);
+	snapshot_free(&sn);
+	return sb->overflow ? -ENOMEM : 0;
+}
 
-	qsort(procs, nprocs, sizeof(*procs), by_calls_desc);
-	ntop = nprocs < m->max_processes ? nprocs : m->max_processes;
-	for (i = ntop; i < nprocs; i++)
-		for (r = 0; r < 2; r++)
-			rest.offcpu_ns[r] += procs[i].offcpu_ns[r];
-	for (i = 0; i < n; i++) {
-		const char *p = o[i].s.pid ? named(procs, ntop, o[i].s.pid) : NULL;
+int cw_live_metrics_series(struct cw_live_metrics *m, struct cw_prom_series **out, unsigned *n)
+{
+	struct cw_prom_series *v;
+	struct snapshot sn;
+	unsigned i;
+	int rc = snapshot_take(m, &sn);
 
-		o[i].process = p ? p : OTHER;
+	if (rc)
+		return rc;
+	v = calloc(sn.n ? sn.n : 1, sizeof(*v));
+	if (!v) {
+		snapshot_free(&sn);
+		return -ENOMEM;
 	}
-	qsort(o, n, sizeof(*o), by_labels);
-	n = merge_equal(o, n);
-	render_histograms(sb, node, o, n);
-	render_processes(sb, node, procs, ntop, &rest, now_mono_ns);
-	rc = sb->overflow ? -ENOMEM : 0;
-out:
-	free(procs);
-	free(o);
-	return rc;
+	for (i = 0; i < sn.n; i++) {
+		snprintf(v[i].process, sizeof(v[i].process), "%s", sn.o[i].process);
+		snprintf(v[i].source, sizeof(v[i].source), "%s", sn.o[i].s.source);
+		snprintf(v[i].op, sizeof(v[i].op), "%s", sn.o[i].s.op);
+		memcpy(v[i].buckets, sn.o[i].s.buckets, sizeof(v[i].buckets));
+		v[i].count = sn.o[i].s.count;
+		v[i].sum_ns = sn.o[i].s.sum_ns;
+		v[i].errors = sn.o[i].s.errors;
+	}
+	*out = v;
+	*n = sn.n;
+	snapshot_free(&sn);
+	return 0;
 }

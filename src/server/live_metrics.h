@@ -43,6 +43,22 @@ void cw_live_metrics_offcpu(struct cw_live_metrics *m, const struct cw_offcpu_ro
 int cw_live_metrics_render(struct cw_live_metrics *m, const char *node, uint64_t now_mono_ns,
 			   struct strbuf *sb);
 
+/* One histogram series: non-cumulative bucket counts on the buckets above
+ * (the last one +Inf). node is empty for the live session's own series. */
+struct cw_prom_series {
+	char node[64];
+	char process[16];
+	char source[32];
+	char op[64];
+	uint64_t buckets[CW_PROM_BUCKETS + 1];
+	uint64_t count, sum_ns, errors;
+};
+
+/* The series a render would show (top-N folding and merging applied), for
+ * other exporters (OTLP). *out is malloc'd; the caller frees it. Returns 0
+ * or -ENOMEM. */
+int cw_live_metrics_series(struct cw_live_metrics *m, struct cw_prom_series **out, unsigned *n);
+
 /* Bucket index (0..CW_PROM_BUCKETS, the last one being +Inf) of a duration. */
 unsigned cw_prom_bucket(uint64_t ns);
 /* Upper bound of bucket i in seconds (i < CW_PROM_BUCKETS). */

@@ -41,50 +41,39 @@ static const char *text(sqlite3_stmt *st, int col)
 /* ---- per-op histograms ---- */
 
 struct opacc {
-	char node[128], source[32], op[128];
 	struct cw_hist h;
+	struct cw_prom_series s;
 	int used;
 };
 
-static void flush_op(struct strbuf *sb, struct opacc *a)
+/* Converts the accumulated stored histogram to the fixed buckets and hands
+ * it to cb. */
+static int flush_op(struct opacc *a, int (*cb)(void *, const struct cw_prom_series *), void *ctx)
 {
-	uint64_t cum = 0;
 	unsigned hb = 0, b;
 
 	if (!a->used)
-		return;
-	for (b = 0; b < CW_PROM_BUCKETS; b++) {
-		/* Every stored bucket lies wholly below the bound 1024 << b. */
-		unsigned end = cw_hist_bucket(1024ULL << b);
+		return 0;
+	a->used = 0;
+	memset(a->s.buckets, 0, sizeof(a->s.buckets));
+	for (b = 0; b <= CW_PROM_BUCKETS; b++) {
+		/* Every stored bucket below the bound 1024 << b lies wholly below it. */
+		unsigned end = b < CW_PROM_BUCKETS ? cw_hist_bucket(1024ULL << b) : CW_HIST_BUCKETS;
 
 		for (; hb < end && hb < CW_HIST_BUCKETS; hb++)
-			cum += a->h.buckets[hb];
-		series2(sb, "causeway_op_duration_seconds_bucket", a->node, "source", a->source);
-		strbuf_adds(sb, ",op=\"");
-		cw_prom_escape_label(sb, a->op);
-		strbuf_addf(sb, "\",le=\"%.9g\"} %llu\n", cw_prom_bucket_le(b),
-			    (unsigned long long)cum);
+			a->s.buckets[b] += a->h.buckets[hb];
 	}
-	series2(sb, "causeway_op_duration_seconds_bucket", a->node, "source", a->source);
-	strbuf_adds(sb, ",op=\"");
-	cw_prom_escape_label(sb, a->op);
-	strbuf_addf(sb, "\",le=\"+Inf\"} %llu\n", (unsigned long long)a->h.count);
-	series2(sb, "causeway_op_duration_seconds_sum", a->node, "source", a->source);
-	strbuf_adds(sb, ",op=\"");
-	cw_prom_escape_label(sb, a->op);
-	strbuf_addf(sb, "\"} %.9g\n", (double)a->h.sum_ns / 1e9);
-	series2(sb, "causeway_op_duration_seconds_count", a->node, "source", a->source);
-	strbuf_adds(sb, ",op=\"");
-	cw_prom_escape_label(sb, a->op);
-	strbuf_addf(sb, "\"} %llu\n", (unsigned long long)a->h.count);
-	a->used = 0;
+	a->s.count = a->h.count;
+	a->s.sum_ns = a->h.sum_ns;
+	return cb(ctx, &a->s);
 }
 
-int cw_metrics_store_ops(sqlite3 *db, struct strbuf *sb)
+int cw_metrics_store_op_series(sqlite3 *db, int (*cb)(void *ctx, const struct cw_prom_series *s),
+			       void *ctx)
 {
 	struct opacc *a;
 	sqlite3_stmt *st;
-	int rc;
+	int rc, crc = 0;
 
 	a = calloc(1, sizeof(*a));
 	if (!a)
@@ -95,21 +84,20 @@ int cw_metrics_store_ops(sqlite3 *db, struct strbuf *sb)
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		goto out;
-	strbuf_adds(sb, "# HELP causeway_op_duration_seconds Duration of traced calls per op, "
-			"over the whole store (from the per-second aggregates).\n"
-			"# TYPE causeway_op_duration_seconds histogram\n");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while (!crc && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *node = text(st, 0), *src = text(st, 1), *op = text(st, 2);
 		uint64_t cnt = (uint64_t)sqlite3_column_int64(st, 3);
 
-		if (a->used && (strcmp(a->node, node) || strcmp(a->source, src) ||
-				strcmp(a->op, op)))
-			flush_op(sb, a);
+		if (a->used && (strncmp(a->s.node, node, sizeof(a->s.node) - 1) ||
+				strncmp(a->s.source, src, sizeof(a->s.source) - 1) ||
+				strncmp(a->s.op, op, sizeof(a->s.op) - 1)))
+			crc = flush_op(a, cb, ctx);
 		if (!a->used) {
 			cw_hist_reset(&a->h);
-			snprintf(a->node, sizeof(a->node), "%s", node);
-			snprintf(a->source, sizeof(a->source), "%s", src);
-			snprintf(a->op, sizeof(a->op), "%s", op);
+			memset(&a->s, 0, sizeof(a->s));
+			snprintf(a->s.node, sizeof(a->s.node), "%s", node);
+			snprintf(a->s.source, sizeof(a->s.source), "%s", src);
+			snprintf(a->s.op, sizeof(a->s.op), "%s", op);
 			a->used = 1;
 		}
 		/* A malformed blob costs that second's buckets, not the page. */
@@ -118,12 +106,51 @@ int cw_metrics_store_ops(sqlite3 *db, struct strbuf *sb)
 					   (uint64_t)sqlite3_column_int64(st, 4),
 					   (uint64_t)sqlite3_column_int64(st, 5));
 	}
-	flush_op(sb, a);
-	rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+	if (!crc)
+		crc = flush_op(a, cb, ctx);
+	rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 	sqlite3_finalize(st);
 out:
 	free(a);
+	if (crc)
+		return crc;
 	return rc == SQLITE_OK ? 0 : cw_sqlite_errno(rc);
+}
+
+static int prom_op(void *ctx, const struct cw_prom_series *s)
+{
+	struct strbuf *sb = ctx;
+	uint64_t cum = 0;
+	unsigned b;
+
+	for (b = 0; b <= CW_PROM_BUCKETS; b++) {
+		cum += s->buckets[b];
+		series2(sb, "causeway_op_duration_seconds_bucket", s->node, "source", s->source);
+		strbuf_adds(sb, ",op=\"");
+		cw_prom_escape_label(sb, s->op);
+		if (b < CW_PROM_BUCKETS)
+			strbuf_addf(sb, "\",le=\"%.9g\"} %llu\n", cw_prom_bucket_le(b),
+				    (unsigned long long)cum);
+		else
+			strbuf_addf(sb, "\",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+	}
+	series2(sb, "causeway_op_duration_seconds_sum", s->node, "source", s->source);
+	strbuf_adds(sb, ",op=\"");
+	cw_prom_escape_label(sb, s->op);
+	strbuf_addf(sb, "\"} %.9g\n", (double)s->sum_ns / 1e9);
+	series2(sb, "causeway_op_duration_seconds_count", s->node, "source", s->source);
+	strbuf_adds(sb, ",op=\"");
+	cw_prom_escape_label(sb, s->op);
+	strbuf_addf(sb, "\"} %llu\n", (unsigned long long)s->count);
+	return sb->overflow ? -ENOMEM : 0;
+}
+
+int cw_metrics_store_ops(sqlite3 *db, struct strbuf *sb)
+{
+	strbuf_adds(sb, "# HELP causeway_op_duration_seconds Duration of traced calls per op, "
+			"over the whole store (from the per-second aggregates).\n"
+			"# TYPE causeway_op_duration_seconds histogram\n");
+	return cw_metrics_store_op_series(db, prom_op, sb);
 }
 
 /* ---- session counters ---- */
