@@ -28,6 +28,7 @@
 #include "pipeline/ops.h"
 #include "pipeline/pipeline.h"
 #include "cmd/serve_setup.h"
+#include "cmd/otlp_setup.h"
 #include "loader/probe_features.h"
 #include "server/live_metrics.h"
 #include "cmd/trace_python.h"
@@ -65,6 +66,9 @@ static const char usage_text[] =
 	"  --serve ADDR:PORT  while tracing, serve the read-only HTTPS API of `causeway\n"
 	"                     serve` over the database being written (TLS, client CA\n"
 	"                     and token from the config's server.* keys or $CW_TOKEN)\n"
+	"  --otlp URL         export metrics and chains to an OpenTelemetry collector's\n"
+	"                     OTLP/HTTP receiver (e.g. http://127.0.0.1:4318; config\n"
+	"                     otlp.*; docs/otlp.md)\n"
 	"  --json             stream the recorded events as NDJSON on stdout\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
 	"  -h, --help         this help\n"
@@ -91,6 +95,7 @@ struct trace_opts {
 	int json, no_view;
 	int py_mode, native_stacks; /* enum cw_py_mode */
 	const char *serve; /* --serve ADDR:PORT */
+	const char *otlp;  /* --otlp URL */
 	char **command;
 };
 
@@ -109,7 +114,8 @@ struct trace {
 	struct trace_python *py;
 	struct serve_setup ss;
 	struct cw_server *srv;
-	struct cw_live_metrics *live; /* with --serve: /metrics of this session */
+	struct cw_live_metrics *live; /* /metrics and OTLP figures of this session */
+	struct cw_otlp *otlp;         /* --otlp or otlp.endpoint */
 	int view_on;
 	/* Processes with a process row; guarded by the consumer lock. */
 	uint32_t known[MAX_PIDS];
@@ -310,7 +316,7 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		int takes = !strcmp(a, "--pid") || !strcmp(a, "--cuda-lib") || !strcmp(a, "--db") ||
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
 			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
-			    !strcmp(a, "--serve");
+			    !strcmp(a, "--serve") || !strcmp(a, "--otlp");
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -369,6 +375,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 				return CW_EXIT_USAGE;
 			}
 			cw_global_node = v;
+		} else if (!strcmp(a, "--otlp")) {
+			o->otlp = v;
 		} else if (!strcmp(a, "--serve")) {
 			o->serve = v;
 		} else if (!strcmp(a, "--py-stacks")) {
@@ -951,6 +959,19 @@ static int run(struct trace *t)
 	}
 	if (cw_sysinfo_new(&t->si, NULL))
 		t->si = NULL;
+	/* /metrics and OTLP read the session's live figures. */
+	if (cw_live_metrics_new(&t->live, 0)) {
+		cw_report_error(json, "out of memory");
+		goto out;
+	}
+	if ((rc = otlp_setup_start(t->o.otlp, t->o.db, t->live, "trace", json, &t->otlp))) {
+		exit_code = rc;
+		goto out;
+	}
+	if (!t->otlp && !t->o.serve) { /* nobody reads them: no cost per row */
+		cw_live_metrics_free(t->live);
+		t->live = NULL;
+	}
 	if (t->o.serve) {
 		/* The API reads the file on its own read-only connections while
 		 * the writer appends (WAL). */
@@ -958,10 +979,6 @@ static int run(struct trace *t)
 		t->ss.o.db_path = t->o.db;
 		if ((rc = serve_setup_resolve(&t->ss, "trace")) || (rc = serve_setup_start(&t->ss, "trace", &t->srv))) {
 			exit_code = rc;
-			goto out;
-		}
-		if (cw_live_metrics_new(&t->live, 0)) {
-			cw_report_error(json, "out of memory");
 			goto out;
 		}
 		cw_server_set_live_metrics(t->srv, t->live);
@@ -1062,6 +1079,7 @@ out:
 		session_late_facts(t);
 	}
 	cw_server_stop(t->srv);
+	otlp_setup_stop(t->otlp, "trace", json);
 	cw_live_metrics_free(t->live);
 	serve_setup_release(&t->ss);
 	cw_sysinfo_free(t->si);

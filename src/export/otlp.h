@@ -18,7 +18,7 @@
 
 #define CW_OTLP_DEFAULT_INTERVAL_NS (10ULL * 1000000000ULL)
 #define CW_OTLP_DEFAULT_QUEUE 64 /* payloads */
-#define CW_OTLP_MAX_PAYLOAD (4u << 20)
+#define CW_OTLP_MAX_PAYLOAD (16u << 20) /* larger ones are dropped, counted */
 
 struct cw_live_metrics;
 
@@ -47,8 +47,9 @@ struct cw_otlp;
  * one sentence in err. */
 int cw_otlp_start(struct cw_otlp **out, const struct cw_otlp_opts *o, char *err, size_t errlen);
 /* Collects once more, tries to deliver what is queued for up to
- * flush_ns, then stops. NULL is fine. */
-void cw_otlp_stop(struct cw_otlp *x, uint64_t flush_ns);
+ * flush_ns, then stops; final (may be NULL) gets the last figures, with
+ * what was still queued counted in dropped_queue. NULL x is fine. */
+void cw_otlp_stop(struct cw_otlp *x, uint64_t flush_ns, struct cw_otlp_stats *final);
 void cw_otlp_get_stats(struct cw_otlp *x, struct cw_otlp_stats *s);
 
 /* Payload builders, exposed for the unit tests. Each returns a malloc'd

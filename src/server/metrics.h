@@ -18,6 +18,8 @@ int cw_prom_sanitize_name(struct strbuf *sb, const char *s);
  * returns 0 or -errno. */
 int cw_metrics_store_ops(sqlite3 *db, struct strbuf *sb);      /* per-op histograms */
 struct cw_prom_series;
+/* 1 when a session counter counts lost records, calls or rows. */
+int cw_metrics_counter_is_loss(const char *name);
 /* The store's per-op histograms (node, source, op; no process) one at a
  * time; a non-zero return of cb stops the walk and is returned. */
 int cw_metrics_store_op_series(sqlite3 *db, int (*cb)(void *ctx, const struct cw_prom_series *s),

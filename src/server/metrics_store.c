@@ -156,7 +156,7 @@ int cw_metrics_store_ops(sqlite3 *db, struct strbuf *sb)
 /* ---- session counters ---- */
 
 /* Counters whose value is a count of lost records, calls or rows. */
-static int is_loss(const char *name)
+int cw_metrics_counter_is_loss(const char *name)
 {
 	static const char *const prefixes[] = {
 		"trace.ring_drops.",       "trace.cuda.dropped",       "trace.cuda.state_map_full",
@@ -189,7 +189,7 @@ int cw_metrics_store_counters(sqlite3 *db, struct strbuf *sb)
 		const char *node = text(st, 0), *name = text(st, 1);
 		long long v = sqlite3_column_int64(st, 2);
 
-		if (is_loss(name)) {
+		if (cw_metrics_counter_is_loss(name)) {
 			series2(&lost, "causeway_events_lost_total", node, "counter", name);
 			strbuf_addf(&lost, "} %lld\n", v);
 		}
