@@ -667,6 +667,15 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 		cw_writer_counter_set(t->w, "trace.py_unsupported", ps.unsupported);
 		cw_writer_counter_set(t->w, "trace.py_threads", ps.threads);
 	}
+	if (t->otlp) {
+		struct cw_otlp_stats os;
+
+		cw_otlp_get_stats(t->otlp, &os);
+		cw_writer_counter_set(t->w, "otlp.sent", os.sent);
+		cw_writer_counter_set(t->w, "otlp.retries", os.retries);
+		cw_writer_counter_set(t->w, "otlp.dropped", os.dropped_queue);
+		cw_writer_counter_set(t->w, "otlp.refused", os.rejected);
+	}
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
 	cw_pipeline_get_counters(t->pipe, &pc);

@@ -30,6 +30,7 @@ int otlp_setup_start(const char *flag_url, const char *db, struct cw_live_metric
 	o.live = live;
 	o.ca_file = cfg->otlp_ca_cert;
 	o.interval_ns = cfg->otlp_interval_ns;
+	o.max_queue = cfg->otlp_queue;
 	if (cw_otlp_start(out, &o, err, sizeof(err))) {
 		cw_report_error(json, "%s: %s", who, err);
 		return CW_EXIT_USAGE;

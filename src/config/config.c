@@ -348,6 +348,21 @@ static int do_otlp(struct pctx *p, const char *key, yaml_node_t *v)
 	}
 	if (!strcmp(key, "ca_cert"))
 		return set_path(p, "otlp.ca_cert", v, &p->c->otlp_ca_cert);
+	if (!strcmp(key, "queue")) {
+		const char *s;
+		char *end;
+		long n;
+		int rc;
+
+		if ((rc = scalar(p, "otlp.queue", v, &s)))
+			return rc;
+		errno = 0;
+		n = strtol(s, &end, 10);
+		if (errno || end == s || *end || n < 1 || n > 10000)
+			return fail(p, v, "\"otlp.queue\": bad count \"%.40s\" (1 to 10000 payloads)", s);
+		p->c->otlp_queue = (unsigned)n;
+		return 0;
+	}
 	return unknown(p, "otlp", key, v);
 }
 

@@ -56,6 +56,7 @@ struct cw_config {
 	char *otlp_endpoint;       /* OTLP/HTTP receiver; NULL: no export */
 	uint64_t otlp_interval_ns; /* 0: default */
 	char *otlp_ca_cert;        /* https receiver's CA; NULL: the system's */
+	unsigned otlp_queue;       /* payloads held while the receiver is down; 0: default */
 };
 
 /* Reads path_or_null, or the first default path that exists. Relative

@@ -27,6 +27,7 @@
 struct payload {
 	const char *path; /* "/v1/metrics" or "/v1/logs" */
 	char *body;
+	int nchains;      /* log records of chains in body */
 };
 
 struct cw_otlp {
@@ -303,7 +304,7 @@ out:
 /* ---- queue and sender ---- */
 
 /* Lock held. Appends; past the bound the oldest payload goes. */
-static void enqueue(struct cw_otlp *x, const char *path, char *body)
+static void enqueue(struct cw_otlp *x, const char *path, char *body, int nchains)
 {
 	struct payload *p;
 
@@ -323,6 +324,7 @@ static void enqueue(struct cw_otlp *x, const char *path, char *body)
 	p = &x->q[(x->head + x->len) % x->o.max_queue];
 	p->path = path;
 	p->body = body;
+	p->nchains = nchains;
 	x->len++;
 }
 
@@ -379,10 +381,9 @@ static void collect(struct cw_otlp *x)
 	pthread_mutex_unlock(&x->lock);
 	l = cw_otlp_logs_payload(x->db_path, x->node, &after, &n);
 	pthread_mutex_lock(&x->lock);
-	enqueue(x, "/v1/metrics", m);
-	enqueue(x, "/v1/logs", l);
+	enqueue(x, "/v1/metrics", m, 0);
+	enqueue(x, "/v1/logs", l, n);
 	x->last_chain_id = after;
-	x->st.chains += (uint64_t)n;
 	pthread_mutex_unlock(&x->lock);
 }
 
@@ -412,9 +413,10 @@ static int drain(struct cw_otlp *x, CURL *c)
 		x->head = (x->head + 1) % x->o.max_queue;
 		x->len--;
 		free(p.body);
-		if (r == 0)
+		if (r == 0) {
 			x->st.sent++;
-		else
+			x->st.chains += (uint64_t)p.nchains;
+		} else
 			x->st.rejected++;
 		pthread_mutex_unlock(&x->lock);
 	}

@@ -37,7 +37,7 @@ struct cw_otlp_stats {
 	uint64_t retries;       /* failed attempts that were retried */
 	uint64_t dropped_queue; /* payloads dropped because the queue was full */
 	uint64_t rejected;      /* payloads the receiver refused (4xx but 429) */
-	uint64_t chains;        /* chains exported as log records */
+	uint64_t chains;        /* chains delivered as log records */
 	uint64_t queued;        /* payloads waiting now */
 };
 

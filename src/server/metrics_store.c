@@ -162,6 +162,7 @@ int cw_metrics_counter_is_loss(const char *name)
 		"trace.ring_drops.",       "trace.cuda.dropped",       "trace.cuda.state_map_full",
 		"trace.consumer.rejected", "pipeline.rejected_",       "pipeline.unpaired_returns",
 		"pipeline.write_errors",   "pipeline.overflow_entries", "store.failed_rows",
+		"otlp.dropped",            "otlp.refused",
 	};
 
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
