@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "loader/prog_stats.h"
 #include "server/live_metrics.h"
 #include "server/internal.h"
 #include "store/store.h"
@@ -79,6 +80,37 @@ static void render_self(struct strbuf *sb)
 		fclose(f);
 }
 
+/* trace --serve: run time and count of this agent's own BPF programs. */
+static void render_bpf(struct strbuf *sb, const char *node)
+{
+	struct cw_prog_stat ps[64];
+	int n = cw_prog_stats(ps, 64), i;
+
+	if (n <= 0)
+		return;
+	strbuf_adds(sb, "# HELP causeway_bpf_program_run_seconds_total Time the agent's BPF "
+			"programs ran in the kernel (counted while BPF statistics are enabled: "
+			"trace --bpf-stats or kernel.bpf_stats_enabled=1).\n"
+			"# TYPE causeway_bpf_program_run_seconds_total counter\n");
+	for (i = 0; i < n; i++) {
+		strbuf_adds(sb, "causeway_bpf_program_run_seconds_total{node=\"");
+		cw_prom_escape_label(sb, node);
+		strbuf_adds(sb, "\",program=\"");
+		cw_prom_escape_label(sb, ps[i].name);
+		strbuf_addf(sb, "\"} %.9f\n", (double)ps[i].run_time_ns / 1e9);
+	}
+	strbuf_adds(sb, "# HELP causeway_bpf_program_runs_total Runs of the agent's BPF programs "
+			"(counted while BPF statistics are enabled).\n"
+			"# TYPE causeway_bpf_program_runs_total counter\n");
+	for (i = 0; i < n; i++) {
+		strbuf_adds(sb, "causeway_bpf_program_runs_total{node=\"");
+		cw_prom_escape_label(sb, node);
+		strbuf_adds(sb, "\",program=\"");
+		cw_prom_escape_label(sb, ps[i].name);
+		strbuf_addf(sb, "\"} %llu\n", (unsigned long long)ps[i].run_cnt);
+	}
+}
+
 void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
 {
 	struct strbuf sb;
@@ -131,9 +163,10 @@ void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
 
 		/* One source per family: the live session's per-process view
 		 * while tracing, else the whole store's aggregates. */
-		if (live)
+		if (live) {
 			rc = cw_live_metrics_render(live, s->node, cw_monotonic_ns(), &sb);
-		else
+			render_bpf(&sb, s->node);
+		} else
 			rc = cw_metrics_store_ops(db, &sb);
 	}
 	cw_server_close_db(db);

@@ -29,7 +29,7 @@ for _ in range(300):
 print("idle", flush=True)
 time.sleep(60)
 PY
-CW_FAKE_SYNC_US=100 "$CW_BIN" --config "$T/cw.yaml" trace --db "$T/t.db" --no-view \
+CW_FAKE_SYNC_US=100 "$CW_BIN" --config "$T/cw.yaml" trace --db "$T/t.db" --no-view --bpf-stats \
 	--serve 127.0.0.1:0 --cuda-lib "$FAKE" -- python3 "$T/w.py" "$FAKE" >"$T/w.out" 2>"$T/t.err" &
 TP=$!
 PIDS+=("$TP")
@@ -54,6 +54,17 @@ promtool check metrics <"$T/m.txt" || fail "promtool rejects the live /metrics: 
 for fam in $(sed -n 's/^# TYPE \([^ ]*\) .*/\1/p' "$T/m.txt"); do
 	grep -q "\`$fam\`" "$CW_ROOT/docs/metrics.md" || fail "live family $fam is not documented in docs/metrics.md"
 done
+# --bpf-stats: the agent's own programs ran, and their time was counted.
+python3 - "$T/m.txt" <<'PY' || fail "BPF program statistics"
+import re, sys
+t = open(sys.argv[1]).read()
+runs = {m[0]: int(m[1]) for m in re.findall(r'^causeway_bpf_program_runs_total\{node="prom-node",program="([^"]+)"\} (\d+)$', t, re.M)}
+secs = {m[0]: float(m[1]) for m in re.findall(r'^causeway_bpf_program_run_seconds_total\{node="prom-node",program="([^"]+)"\} (\S+)$', t, re.M)}
+busy = [p for p, n in runs.items() if n >= 300]
+print("programs:", len(runs), "ran >= 300 times:", busy)
+if not busy or not all(secs[p] > 0 for p in busy):
+    sys.exit("FAIL: no program counted 300 runs with run time: %r %r" % (runs, secs))
+PY
 grep -q "^causeway_process_cuda_idle_seconds{node=\"prom-node\",pid=\"$WPID\",process=\"python3\"}" "$T/m.txt" ||
 	fail "no stall gauge for pid $WPID: $(grep idle "$T/m.txt")"
 
