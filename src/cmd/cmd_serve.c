@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/otlp_setup.h"
 #include "cmd/serve_setup.h"
 #include "config/config.h"
 #include "server/server.h"
@@ -23,7 +24,7 @@ static void usage(FILE *f)
 	fputs("usage: causeway serve [--listen ADDR:PORT] [--db PATH] [--cert FILE --key FILE]\n"
 	      "                      [--client-ca FILE] [--token-file FILE] [--no-tls]\n"
 	      "                      [--max-rows N] [--max-body BYTES] [--timeout DURATION]\n"
-	      "                      [--per-ip N] [--tls-dir DIR]\n\n"
+	      "                      [--per-ip N] [--tls-dir DIR] [--otlp URL]\n\n"
 	      "Serves a read-only JSON API (/api/v1/...), the dashboard and /metrics over\n"
 	      "HTTPS (TLS 1.3 only). See docs/api.md.\n\n"
 	      "  --listen ADDR:PORT  address to bind (default " CW_SERVER_DEFAULT_LISTEN
@@ -40,7 +41,9 @@ static void usage(FILE *f)
 	      "  --max-rows N        row cap for /api/v1/query (default 10000)\n"
 	      "  --max-body BYTES    request body cap (default 65536)\n"
 	      "  --timeout DURATION  per-request time limit (default 10s)\n"
-	      "  --per-ip N          concurrent connections per client address (default 16)\n",
+	      "  --per-ip N          concurrent connections per client address (default 16)\n"
+	      "  --otlp URL          also export metrics and new chains to an OTLP/HTTP\n"
+	      "                      receiver (config otlp.*; docs/otlp.md)\n",
 	      f);
 }
 
@@ -55,7 +58,7 @@ static int parse_count(const char *s, long long min, long long max, long long *o
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_ROWS, O_BODY, O_TMO, O_PERIP, O_DIR };
+	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_ROWS, O_BODY, O_TMO, O_PERIP, O_DIR, O_OTLP };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "db", required_argument, NULL, 'd' },
@@ -69,12 +72,15 @@ int cmd_serve(int argc, char **argv)
 		{ "timeout", required_argument, NULL, O_TMO },
 		{ "per-ip", required_argument, NULL, O_PERIP },
 		{ "tls-dir", required_argument, NULL, O_DIR },
+		{ "otlp", required_argument, NULL, O_OTLP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct serve_setup ss;
 	struct cw_server_opts *o = &ss.o;
 	struct cw_server *srv = NULL;
+	struct cw_otlp *otlp = NULL;
+	const char *otlp_url = NULL;
 	struct cw_store *st;
 	char err[1024];
 	long long n;
@@ -137,6 +143,9 @@ int cmd_serve(int argc, char **argv)
 		case O_DIR:
 			ss.tls_dir = optarg;
 			break;
+		case O_OTLP:
+			otlp_url = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return CW_EXIT_OK;
@@ -176,11 +185,15 @@ int cmd_serve(int argc, char **argv)
 	rc = serve_setup_start(&ss, "serve", &srv);
 	if (rc)
 		goto out;
+	rc = otlp_setup_start(otlp_url, o->db_path, NULL, "serve", 0, &otlp);
+	if (rc)
+		goto out;
 	while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
 		; /* nothing to reload yet; stay up */
 	rc = CW_EXIT_OK;
 out:
 	cw_server_stop(srv);
+	otlp_setup_stop(otlp, "serve", 0);
 	serve_setup_release(&ss);
 	return rc;
 }

@@ -30,6 +30,10 @@
 #include "pipeline/ops.h"
 #include "pipeline/pipeline.h"
 #include "cmd/serve_setup.h"
+#include "cmd/otlp_setup.h"
+#include "loader/probe_features.h"
+#include "loader/prog_stats.h"
+#include "server/live_metrics.h"
 #include "cmd/trace_python.h"
 #include "store/store.h"
 #include "store/writer.h"
@@ -68,6 +72,11 @@ static const char usage_text[] =
 	"  --serve ADDR:PORT  while tracing, serve the read-only HTTPS API of `causeway\n"
 	"                     serve` over the database being written (TLS, client CA\n"
 	"                     and token from the config's server.* keys or $CW_TOKEN)\n"
+	"  --bpf-stats        count the run time of causeway's BPF programs (shown on\n"
+	"                     /metrics; adds ~20 ns per program run)\n"
+	"  --otlp URL         export metrics and chains to an OpenTelemetry collector's\n"
+	"                     OTLP/HTTP receiver (e.g. http://127.0.0.1:4318; config\n"
+	"                     otlp.*; docs/otlp.md)\n"
 	"  --json             stream the recorded events as NDJSON on stdout\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
 	"  -h, --help         this help\n"
@@ -95,6 +104,8 @@ struct trace_opts {
 	int py_mode, native_stacks; /* enum cw_py_mode */
 	int no_hold;
 	const char *serve; /* --serve ADDR:PORT */
+	const char *otlp;  /* --otlp URL */
+	int bpf_stats;     /* --bpf-stats */
 	char **command;
 };
 
@@ -119,6 +130,9 @@ struct trace {
 	struct trace_python *py;
 	struct serve_setup ss;
 	struct cw_server *srv;
+	struct cw_live_metrics *live; /* /metrics and OTLP figures of this session */
+	struct cw_otlp *otlp;         /* --otlp or otlp.endpoint */
+	int stats_fd;                 /* --bpf-stats: BPF_ENABLE_STATS, -1 none */
 	int view_on;
 	/* Processes with a process row; guarded by the consumer lock. */
 	uint32_t known[MAX_PIDS];
@@ -219,6 +233,15 @@ static void tap(void *ctx, const void *data, size_t size)
 		on_proc(t, (const struct cw_proc *)data);
 }
 
+/* Consumer thread, lock held: every stored off-CPU interval. */
+static void observe_offcpu(void *ctx, const struct cw_offcpu_row *r)
+{
+	struct trace *t = ctx;
+
+	if (t->live)
+		cw_live_metrics_offcpu(t->live, r);
+}
+
 /* Consumer thread, lock held: every stored row. */
 static void observe(void *ctx, const struct cw_event_row *r)
 {
@@ -226,6 +249,8 @@ static void observe(void *ctx, const struct cw_event_row *r)
 
 	if (t->view)
 		cw_trace_view_observe(t->view, r);
+	if (t->live)
+		cw_live_metrics_event(t->live, r);
 	if (t->o.json) {
 		json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:i,s:s,s:s,s:s}", "wall_ns", (json_int_t)r->wall_ns,
 				      "mono_ns", (json_int_t)r->mono_ns, "duration_ns", (json_int_t)r->duration_ns,
@@ -308,7 +333,7 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		int takes = !strcmp(a, "--pid") || !strcmp(a, "--cuda-lib") || !strcmp(a, "--db") ||
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
 			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
-			    !strcmp(a, "--serve");
+			    !strcmp(a, "--serve") || !strcmp(a, "--otlp");
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -336,6 +361,10 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		}
 		if (!strcmp(a, "--no-hold")) {
 			o->no_hold = 1;
+			continue;
+		}
+		if (!strcmp(a, "--bpf-stats")) {
+			o->bpf_stats = 1;
 			continue;
 		}
 		if (!takes) {
@@ -371,6 +400,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 				return CW_EXIT_USAGE;
 			}
 			cw_global_node = v;
+		} else if (!strcmp(a, "--otlp")) {
+			o->otlp = v;
 		} else if (!strcmp(a, "--serve")) {
 			o->serve = v;
 		} else if (!strcmp(a, "--py-stacks")) {
@@ -712,6 +743,15 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 		cw_writer_counter_set(t->w, "trace.py_threads", ps.threads);
 	}
 	store_discovery(t, lt);
+	if (t->otlp) {
+		struct cw_otlp_stats os;
+
+		cw_otlp_get_stats(t->otlp, &os);
+		cw_writer_counter_set(t->w, "otlp.sent", os.sent);
+		cw_writer_counter_set(t->w, "otlp.retries", os.retries);
+		cw_writer_counter_set(t->w, "otlp.dropped", os.dropped_queue);
+		cw_writer_counter_set(t->w, "otlp.refused", os.rejected);
+	}
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
 	cw_pipeline_get_counters(t->pipe, &pc);
@@ -892,7 +932,7 @@ static int run(struct trace *t)
 	int rc, i, gate = -1, status = 0, exit_code = CW_EXIT_OK, child_done = 0, json = t->o.json;
 	struct sigaction sa;
 
-	if (geteuid() != 0) {
+	if (!cw_may_trace()) {
 		cw_report_error(json, "trace needs root (CAP_BPF and CAP_PERFMON to load and attach probes)");
 		return CW_EXIT_NOPERM;
 	}
@@ -1009,6 +1049,7 @@ static int run(struct trace *t)
 	po.writer = t->w;
 	po.mono_to_wall_ns = measure_offset();
 	po.observer = observe;
+	po.offcpu_observer = observe_offcpu;
 	po.observer_ctx = t;
 	rc = trace_python_new(&t->py, t->cp, &t->cons, t->o.py_mode != CW_PY_OFF, json);
 	if (rc) {
@@ -1033,6 +1074,24 @@ static int run(struct trace *t)
 	}
 	if (cw_sysinfo_new(&t->si, NULL))
 		t->si = NULL;
+	if (t->o.bpf_stats && (t->stats_fd = cw_prog_stats_enable()) < 0) {
+		cw_report_error(json, "trace: cannot enable BPF statistics: %s", strerror(-t->stats_fd));
+		exit_code = CW_EXIT_NOFEATURE;
+		goto out;
+	}
+	/* /metrics and OTLP read the session's live figures. */
+	if (cw_live_metrics_new(&t->live, 0)) {
+		cw_report_error(json, "out of memory");
+		goto out;
+	}
+	if ((rc = otlp_setup_start(t->o.otlp, t->o.db, t->live, "trace", json, &t->otlp))) {
+		exit_code = rc;
+		goto out;
+	}
+	if (!t->otlp && !t->o.serve) { /* nobody reads them: no cost per row */
+		cw_live_metrics_free(t->live);
+		t->live = NULL;
+	}
 	if (t->o.serve) {
 		/* The API reads the file on its own read-only connections while
 		 * the writer appends (WAL). */
@@ -1042,6 +1101,7 @@ static int run(struct trace *t)
 			exit_code = rc;
 			goto out;
 		}
+		cw_server_set_live_metrics(t->srv, t->live);
 	}
 	rescan(t);
 	t->started = 1;
@@ -1146,6 +1206,10 @@ out:
 		session_late_facts(t);
 	}
 	cw_server_stop(t->srv);
+	otlp_setup_stop(t->otlp, "trace", json);
+	if (t->stats_fd >= 0)
+		close(t->stats_fd);
+	cw_live_metrics_free(t->live);
 	serve_setup_release(&t->ss);
 	cw_sysinfo_free(t->si);
 	cw_cuda_probes_close(t->cp);
@@ -1163,6 +1227,7 @@ int cmd_trace(int argc, char **argv)
 	if (!t)
 		return CW_EXIT_FAIL;
 	pthread_mutex_init(&t->attach_lock, NULL);
+	t->stats_fd = -1;
 	rc = parse_args(&t->o, argc, argv, &json);
 	if (rc) {
 		free(t);

@@ -329,6 +329,43 @@ static int do_fleet(struct pctx *p, const char *key, yaml_node_t *v)
 	return unknown(p, "fleet", key, v);
 }
 
+static int do_otlp(struct pctx *p, const char *key, yaml_node_t *v)
+{
+	if (!strcmp(key, "endpoint")) {
+		int rc = set_str(p, "otlp.endpoint", v, &p->c->otlp_endpoint);
+		const char *e = p->c->otlp_endpoint;
+
+		if (!rc && e && strncmp(e, "http://", 7) && strncmp(e, "https://", 8))
+			return fail(p, v, "\"otlp.endpoint\": \"%.100s\" is not an http:// or https:// URL", e);
+		return rc;
+	}
+	if (!strcmp(key, "interval")) {
+		int rc = set_duration(p, "otlp.interval", v, &p->c->otlp_interval_ns);
+
+		if (!rc && p->c->otlp_interval_ns && p->c->otlp_interval_ns < 1000000000ULL)
+			return fail(p, v, "\"otlp.interval\": at least 1s");
+		return rc;
+	}
+	if (!strcmp(key, "ca_cert"))
+		return set_path(p, "otlp.ca_cert", v, &p->c->otlp_ca_cert);
+	if (!strcmp(key, "queue")) {
+		const char *s;
+		char *end;
+		long n;
+		int rc;
+
+		if ((rc = scalar(p, "otlp.queue", v, &s)))
+			return rc;
+		errno = 0;
+		n = strtol(s, &end, 10);
+		if (errno || end == s || *end || n < 1 || n > 10000)
+			return fail(p, v, "\"otlp.queue\": bad count \"%.40s\" (1 to 10000 payloads)", s);
+		p->c->otlp_queue = (unsigned)n;
+		return 0;
+	}
+	return unknown(p, "otlp", key, v);
+}
+
 static int do_top(struct pctx *p, const char *key, yaml_node_t *v)
 {
 	if (!strcmp(key, "node")) {
@@ -345,6 +382,8 @@ static int do_top(struct pctx *p, const char *key, yaml_node_t *v)
 		return walk(p, "server", v, do_server);
 	if (!strcmp(key, "fleet"))
 		return walk(p, "fleet", v, do_fleet);
+	if (!strcmp(key, "otlp"))
+		return walk(p, "otlp", v, do_otlp);
 	return unknown(p, "", key, v);
 }
 
@@ -478,6 +517,8 @@ void cw_config_free(struct cw_config *c)
 	free(c->fleet_client_cert);
 	free(c->fleet_client_key);
 	free(c->fleet_token_file);
+	free(c->otlp_endpoint);
+	free(c->otlp_ca_cert);
 	memset(c, 0, sizeof(*c));
 }
 

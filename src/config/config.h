@@ -52,6 +52,11 @@ struct cw_config {
 	char *fleet_token_file;    /* token sent to the agents */
 	uint64_t fleet_timeout_ns; /* per node; 0: default */
 	uint64_t fleet_skew_warn_ns;
+
+	char *otlp_endpoint;       /* OTLP/HTTP receiver; NULL: no export */
+	uint64_t otlp_interval_ns; /* 0: default */
+	char *otlp_ca_cert;        /* https receiver's CA; NULL: the system's */
+	unsigned otlp_queue;       /* payloads held while the receiver is down; 0: default */
 };
 
 /* Reads path_or_null, or the first default path that exists. Relative

@@ -38,6 +38,17 @@ static void read_caps(struct cw_features *f)
 #undef HAS
 }
 
+int cw_may_trace(void)
+{
+	struct cw_features f;
+
+	if (geteuid() == 0)
+		return 1;
+	memset(&f, 0, sizeof(f));
+	read_caps(&f);
+	return (f.cap_bpf && f.cap_perfmon) || f.cap_sys_admin;
+}
+
 static void find_tracefs(struct cw_features *f)
 {
 	struct mntent *m;

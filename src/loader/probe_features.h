@@ -47,4 +47,9 @@ int cw_features_privileged(const struct cw_features *f);
  * Returns 0 or -ENOENT. */
 int cw_parse_nvidia_version(const char *text, char *buf, size_t len);
 
+/* 1 when this process may load and attach probes: root, or CAP_BPF and
+ * CAP_PERFMON (Linux 5.8+) or CAP_SYS_ADMIN in its effective set, as the
+ * systemd unit and the DaemonSet in deploy/ grant instead of full root. */
+int cw_may_trace(void);
+
 #endif

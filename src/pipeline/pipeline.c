@@ -513,10 +513,13 @@ static int on_offcpu(struct cw_pipeline *p, const struct cw_offcpu *o)
 	row.waker_pid = o->waker_pid;
 	row.waker_comm = waker[0] ? waker : NULL;
 	err = cw_writer_offcpu(p->o.writer, &row);
-	if (err)
+	if (err) {
 		p->c.write_errors++;
-	else
+	} else {
 		p->c.offcpu++;
+		if (p->o.offcpu_observer)
+			p->o.offcpu_observer(p->o.observer_ctx, &row);
+	}
 	return err;
 }
 

@@ -48,6 +48,8 @@ struct cw_pipeline_opts {
 	const struct cw_symbolizer *sym;   /* NULL: native stacks are stored as raw addresses */
 	cw_pipeline_observer observer;     /* optional */
 	void *observer_ctx;
+	/* optional: every stored off-CPU interval (same ctx) */
+	void (*offcpu_observer)(void *ctx, const struct cw_offcpu_row *row);
 };
 
 /* Loss and health counters. Every place a record can be lost has one. */

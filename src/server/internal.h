@@ -23,6 +23,8 @@ struct cw_server {
 	uint64_t started_wall_ns;
 	int port;
 	atomic_uint_fast64_t requests, rejected, errors;
+	/* trace --serve: the session's live metrics (server/live_metrics.h) */
+	struct cw_live_metrics *_Atomic live;
 };
 
 struct cw_reply {

@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/hist.h"
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "loader/prog_stats.h"
+#include "server/live_metrics.h"
 #include "server/internal.h"
 #include "store/store.h"
 #include "util/timeutil.h"
@@ -45,164 +49,66 @@ int cw_prom_sanitize_name(struct strbuf *sb, const char *s)
 	return rc;
 }
 
-/* name{node="..",k2="v2"} — the node label is on every series. */
-static void series(struct strbuf *sb, const char *name, const char *node, const char *k2,
-		   const char *v2, const char *k3, const char *v3)
+void cw_server_set_live_metrics(struct cw_server *s, struct cw_live_metrics *m)
 {
-	strbuf_adds(sb, name);
-	strbuf_adds(sb, "{node=\"");
-	cw_prom_escape_label(sb, node);
-	strbuf_addch(sb, '"');
-	if (k2) {
-		strbuf_addf(sb, ",%s=\"", k2);
-		cw_prom_escape_label(sb, v2);
-		strbuf_addch(sb, '"');
-	}
-	if (k3) {
-		strbuf_addf(sb, ",%s=\"", k3);
-		cw_prom_escape_label(sb, v3);
-		strbuf_addch(sb, '"');
-	}
-	strbuf_addch(sb, '}');
+	atomic_store(&s->live, m);
 }
 
-struct opacc {
-	char node[128], source[32], op[128];
-	struct cw_hist h;
-	uint64_t count, sum_ns, max_ns;
-	int used;
-};
-
-static void flush_op(struct strbuf *lat, struct strbuf *mx, struct opacc *a)
+/* The agent's own CPU time and resident memory, under the names every
+ * Prometheus client library uses for them. */
+static void render_self(struct strbuf *sb)
 {
-	static const double qs[] = { 0.5, 0.95, 0.99 };
-	char q[16];
+	struct rusage ru;
+	long pages = 0, rss = 0;
+	FILE *f;
 
-	if (!a->used)
+	if (!getrusage(RUSAGE_SELF, &ru))
+		strbuf_addf(sb,
+			    "# HELP process_cpu_seconds_total CPU time of the causeway process.\n"
+			    "# TYPE process_cpu_seconds_total counter\n"
+			    "process_cpu_seconds_total %.6f\n",
+			    (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+				    ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6);
+	f = fopen("/proc/self/statm", "re");
+	if (f && fscanf(f, "%ld %ld", &pages, &rss) == 2)
+		strbuf_addf(sb,
+			    "# HELP process_resident_memory_bytes Resident memory of the causeway "
+			    "process.\n# TYPE process_resident_memory_bytes gauge\n"
+			    "process_resident_memory_bytes %lld\n",
+			    (long long)rss * sysconf(_SC_PAGESIZE));
+	if (f)
+		fclose(f);
+}
+
+/* trace --serve: run time and count of this agent's own BPF programs. */
+static void render_bpf(struct strbuf *sb, const char *node)
+{
+	struct cw_prog_stat ps[64];
+	int n = cw_prog_stats(ps, 64), i;
+
+	if (n <= 0)
 		return;
-	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
-		snprintf(q, sizeof(q), "%g", qs[i]);
-		strbuf_adds(lat, "causeway_op_latency_seconds{node=\"");
-		cw_prom_escape_label(lat, a->node);
-		strbuf_adds(lat, "\",source=\"");
-		cw_prom_escape_label(lat, a->source);
-		strbuf_adds(lat, "\",op=\"");
-		cw_prom_escape_label(lat, a->op);
-		strbuf_addf(lat, "\",quantile=\"%s\"} %.9g\n", q,
-			    (double)cw_hist_quantile(&a->h, qs[i]) / 1e9);
+	strbuf_adds(sb, "# HELP causeway_bpf_program_run_seconds_total Time the agent's BPF "
+			"programs ran in the kernel (counted while BPF statistics are enabled: "
+			"trace --bpf-stats or kernel.bpf_stats_enabled=1).\n"
+			"# TYPE causeway_bpf_program_run_seconds_total counter\n");
+	for (i = 0; i < n; i++) {
+		strbuf_adds(sb, "causeway_bpf_program_run_seconds_total{node=\"");
+		cw_prom_escape_label(sb, node);
+		strbuf_adds(sb, "\",program=\"");
+		cw_prom_escape_label(sb, ps[i].name);
+		strbuf_addf(sb, "\"} %.9f\n", (double)ps[i].run_time_ns / 1e9);
 	}
-	series(lat, "causeway_op_latency_seconds_sum", a->node, "source", a->source, "op", a->op);
-	strbuf_addf(lat, " %.9g\n", (double)a->sum_ns / 1e9);
-	series(lat, "causeway_op_latency_seconds_count", a->node, "source", a->source, "op",
-	       a->op);
-	strbuf_addf(lat, " %llu\n", (unsigned long long)a->count);
-	series(mx, "causeway_op_latency_max_seconds", a->node, "source", a->source, "op", a->op);
-	strbuf_addf(mx, " %.9g\n", (double)a->max_ns / 1e9);
-	a->used = 0;
-}
-
-static int render_ops(sqlite3 *db, struct strbuf *sb)
-{
-	struct strbuf lat, mx;
-	struct opacc *a;
-	sqlite3_stmt *st;
-	int rc;
-
-	a = calloc(1, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
-	strbuf_init(&lat, CW_METRICS_CAP);
-	strbuf_init(&mx, CW_METRICS_CAP);
-	rc = sqlite3_prepare_v2(db,
-				"SELECT node, source, op, count, sum_ns, max_ns, hist FROM aggregates "
-				"ORDER BY node, source, op",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		goto out;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *node = (const char *)sqlite3_column_text(st, 0);
-		const char *src = (const char *)sqlite3_column_text(st, 1);
-		const char *op = (const char *)sqlite3_column_text(st, 2);
-		uint64_t cnt = (uint64_t)sqlite3_column_int64(st, 3);
-		uint64_t sum = (uint64_t)sqlite3_column_int64(st, 4);
-		uint64_t max = (uint64_t)sqlite3_column_int64(st, 5);
-
-		node = node ? node : "";
-		src = src ? src : "";
-		op = op ? op : "";
-		if (a->used && (strcmp(a->node, node) || strcmp(a->source, src) ||
-				strcmp(a->op, op)))
-			flush_op(&lat, &mx, a);
-		if (!a->used) {
-			cw_hist_reset(&a->h);
-			snprintf(a->node, sizeof(a->node), "%s", node);
-			snprintf(a->source, sizeof(a->source), "%s", src);
-			snprintf(a->op, sizeof(a->op), "%s", op);
-			a->count = a->sum_ns = a->max_ns = 0;
-			a->used = 1;
-		}
-		a->count += cnt;
-		a->sum_ns += sum;
-		if (max > a->max_ns)
-			a->max_ns = max;
-		/* A malformed blob costs that second's quantiles, not the page. */
-		(void)cw_hist_decode_merge(&a->h, sqlite3_column_blob(st, 6),
-					   (size_t)sqlite3_column_bytes(st, 6), cnt, sum, max);
+	strbuf_adds(sb, "# HELP causeway_bpf_program_runs_total Runs of the agent's BPF programs "
+			"(counted while BPF statistics are enabled).\n"
+			"# TYPE causeway_bpf_program_runs_total counter\n");
+	for (i = 0; i < n; i++) {
+		strbuf_adds(sb, "causeway_bpf_program_runs_total{node=\"");
+		cw_prom_escape_label(sb, node);
+		strbuf_adds(sb, "\",program=\"");
+		cw_prom_escape_label(sb, ps[i].name);
+		strbuf_addf(sb, "\"} %llu\n", (unsigned long long)ps[i].run_cnt);
 	}
-	flush_op(&lat, &mx, a);
-	rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-	sqlite3_finalize(st);
-	strbuf_adds(sb, "# HELP causeway_op_latency_seconds Latency of traced calls per op, "
-			"over the whole store.\n# TYPE causeway_op_latency_seconds summary\n");
-	strbuf_add(sb, strbuf_str(&lat), lat.len);
-	strbuf_adds(sb, "# HELP causeway_op_latency_max_seconds Slowest traced call per op.\n"
-			"# TYPE causeway_op_latency_max_seconds gauge\n");
-	strbuf_add(sb, strbuf_str(&mx), mx.len);
-out:
-	strbuf_release(&lat);
-	strbuf_release(&mx);
-	free(a);
-	return rc == SQLITE_OK ? 0 : cw_sqlite_errno(rc);
-}
-
-static int render_counters(sqlite3 *db, struct strbuf *sb)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	strbuf_adds(sb, "# HELP causeway_store_counter_total Loss and health counters of the "
-			"stored sessions (drops, rejects, back-pressure), summed per node.\n"
-			"# TYPE causeway_store_counter_total counter\n");
-	rc = sqlite3_prepare_v2(db,
-				"SELECT node, name, sum(value) FROM counters GROUP BY node, name "
-				"ORDER BY node, name",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		series(sb, "causeway_store_counter_total",
-		       (const char *)sqlite3_column_text(st, 0), "name",
-		       (const char *)sqlite3_column_text(st, 1), NULL, NULL);
-		strbuf_addf(sb, " %lld\n", (long long)sqlite3_column_int64(st, 2));
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return cw_sqlite_errno(rc);
-	strbuf_adds(sb, "# HELP causeway_chains Causal chains stored by explain, per severity.\n"
-			"# TYPE causeway_chains gauge\n");
-	rc = sqlite3_prepare_v2(db,
-				"SELECT node, severity, count(*) FROM chains GROUP BY node, severity "
-				"ORDER BY node, severity",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		series(sb, "causeway_chains", (const char *)sqlite3_column_text(st, 0), "severity",
-		       (const char *)sqlite3_column_text(st, 1), NULL, NULL);
-		strbuf_addf(sb, " %lld\n", (long long)sqlite3_column_int64(st, 2));
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 
 void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
@@ -214,9 +120,11 @@ void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
 	int rc;
 
 	strbuf_init(&sb, CW_METRICS_CAP);
-	strbuf_adds(&sb, "# HELP causeway_info The serving agent.\n# TYPE causeway_info gauge\n");
-	series(&sb, "causeway_info", s->node, "version", CW_VERSION, NULL, NULL);
-	strbuf_adds(&sb, " 1\n");
+	strbuf_adds(&sb, "# HELP causeway_info The serving agent.\n# TYPE causeway_info gauge\n"
+			 "causeway_info{node=\"");
+	cw_prom_escape_label(&sb, s->node);
+	strbuf_adds(&sb, "\",version=\"" CW_VERSION "\"} 1\n");
+	render_self(&sb);
 	strbuf_addf(&sb,
 		    "# HELP causeway_http_requests_total Requests received by the API.\n"
 		    "# TYPE causeway_http_requests_total counter\n"
@@ -245,9 +153,22 @@ void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
 			    "causeway_store_size_bytes %lld\n",
 			    (long long)cw_store_size_bytes(&st));
 	}
-	rc = render_counters(db, &sb);
+	rc = cw_metrics_store_counters(db, &sb);
 	if (!rc)
-		rc = render_ops(db, &sb);
+		rc = cw_metrics_store_chains(db, &sb);
+	if (!rc)
+		rc = cw_metrics_store_host(db, &sb);
+	if (!rc) {
+		struct cw_live_metrics *live = atomic_load(&s->live);
+
+		/* One source per family: the live session's per-process view
+		 * while tracing, else the whole store's aggregates. */
+		if (live) {
+			rc = cw_live_metrics_render(live, s->node, cw_monotonic_ns(), &sb);
+			render_bpf(&sb, s->node);
+		} else
+			rc = cw_metrics_store_ops(db, &sb);
+	}
 	cw_server_close_db(db);
 	if (rc || sb.overflow) {
 		strbuf_release(&sb);

@@ -2,6 +2,8 @@
 #ifndef CW_SERVER_METRICS_H
 #define CW_SERVER_METRICS_H
 
+#include <sqlite3.h>
+
 #include "util/strbuf.h"
 
 /* Appends v as a label value, escaping backslash, double quote and newline
@@ -11,5 +13,19 @@ int cw_prom_escape_label(struct strbuf *sb, const char *v);
 /* Appends a metric name built from s, with every character outside
  * [a-zA-Z0-9_] replaced by '_' (and a leading digit prefixed with '_'). */
 int cw_prom_sanitize_name(struct strbuf *sb, const char *s);
+
+/* Families read from the store (metrics_store.c), appended to sb. Each
+ * returns 0 or -errno. */
+int cw_metrics_store_ops(sqlite3 *db, struct strbuf *sb);      /* per-op histograms */
+struct cw_prom_series;
+/* 1 when a session counter counts lost records, calls or rows. */
+int cw_metrics_counter_is_loss(const char *name);
+/* The store's per-op histograms (node, source, op; no process) one at a
+ * time; a non-zero return of cb stops the walk and is returned. */
+int cw_metrics_store_op_series(sqlite3 *db, int (*cb)(void *ctx, const struct cw_prom_series *s),
+			       void *ctx);
+int cw_metrics_store_counters(sqlite3 *db, struct strbuf *sb); /* losses, session stats */
+int cw_metrics_store_chains(sqlite3 *db, struct strbuf *sb);   /* chains by kind, severity */
+int cw_metrics_store_host(sqlite3 *db, struct strbuf *sb);     /* latest host snapshot */
 
 #endif

@@ -45,6 +45,12 @@ int cw_server_port(const struct cw_server *s);
 const char *cw_server_cert_path(const struct cw_server *s);
 void cw_server_stop(struct cw_server *s);
 
+struct cw_live_metrics;
+/* trace --serve: /metrics renders the running session's live families
+ * (per-process latency histograms, errors, off-CPU time, the stall gauge)
+ * from m instead of the store's aggregates. m must outlive the server. */
+void cw_server_set_live_metrics(struct cw_server *s, struct cw_live_metrics *m);
+
 /* Generates (or reuses, when both files exist and load) an ECDSA P-256
  * self-signed certificate for node in dir as server.crt and server.key, the
  * key written with mode 0600. Returns 0 or -errno with err filled. */

@@ -66,14 +66,14 @@ d = json.load(sys.stdin)
 assert d["counts"]["events"] == 342 and d["counts"]["offcpu"] == 12, d["counts"]
 assert d["nodes"] == ["gpu-1"] and d["sessions"][0]["rank"] == 0, d
 assert d["time_range"]["from_wall_ns"] == 1700000000 * 10**9, d["time_range"]' || fail "overview"
-# /metrics: Prometheus text with the per-op summary.
+# /metrics: Prometheus text with the per-op histograms.
 m=$(j "$B/metrics")
-echo "$m" | grep -q '^causeway_op_latency_seconds_count{node="gpu-1",source="cuda",op="cudaMalloc"} 312$' ||
+echo "$m" | grep -q '^causeway_op_duration_seconds_count{node="gpu-1",source="cuda",op="cudaMalloc"} 312$' ||
 	fail "metrics count: $m"
-echo "$m" | grep -q '^# TYPE causeway_op_latency_seconds summary$' || fail "metrics TYPE"
-if command -v promtool >/dev/null; then
-	echo "$m" | promtool check metrics || fail "promtool rejects /metrics"
-fi
+echo "$m" | grep -q '^causeway_op_duration_seconds_bucket{node="gpu-1",source="cuda",op="cudaMalloc",le="+Inf"} 312$' ||
+	fail "metrics +Inf bucket: $m"
+echo "$m" | grep -q '^# TYPE causeway_op_duration_seconds histogram$' || fail "metrics TYPE"
+echo "$m" | promtool check metrics || fail "promtool rejects /metrics"
 kill "$LAST_PID"
 wait "$LAST_PID" 2>/dev/null
 

@@ -304,7 +304,41 @@ static void test_example_file(void **state)
 	assert_string_equal(c.node, "gpu-node-07");
 	assert_int_equal(c.nfleet_nodes, 4);
 	assert_non_null(c.tls_client_ca);
+	assert_string_equal(c.otlp_endpoint, "http://otel-collector.monitoring:4318");
 	cw_config_free(&c);
+}
+
+static void test_otlp_keys(void **state)
+{
+	static const char ok[] = "otlp:\n  endpoint: https://c:4318\n  interval: 2s\n"
+				 "  queue: 5\n  ca_cert: ca.pem\n";
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "otlp:\n  endpoint: ftp://x\n", "not an http:// or https:// URL" },
+		{ "otlp:\n  interval: 500ms\n", "at least 1s" },
+		{ "otlp:\n  queue: 0\n", "1 to 10000 payloads" },
+		{ "otlp:\n  queue: 10001\n", "1 to 10000 payloads" },
+		{ "otlp:\n  queue: 5x\n", "bad count" },
+		{ "otlp:\n  port: 1\n", "otlp.port" },
+	};
+	struct cw_config c;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(cw_config_parse(ok, sizeof(ok) - 1, "t.yaml", "/etc/cw", &c, err, sizeof(err)), 0);
+	assert_string_equal(c.otlp_endpoint, "https://c:4318");
+	assert_true(c.otlp_interval_ns == 2000000000ULL);
+	assert_int_equal(c.otlp_queue, 5);
+	assert_string_equal(c.otlp_ca_cert, "/etc/cw/ca.pem");
+	cw_config_free(&c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(cw_config_parse(bad[i].text, strlen(bad[i].text), "t.yaml", NULL, &c,
+						 err, sizeof(err)), -EINVAL);
+		if (!strstr(err, bad[i].want))
+			fail_msg("%s: got \"%s\"", bad[i].text, err);
+		cw_config_free(&c);
+	}
 }
 
 int main(void)
@@ -320,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_prom_escape),
 		cmocka_unit_test(test_skew_median),
 		cmocka_unit_test(test_example_file),
+		cmocka_unit_test(test_otlp_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

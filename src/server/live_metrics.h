@@ -1,0 +1,67 @@
+/* Live metrics of a running trace session, for /metrics on `trace --serve`.
+ *
+ * The consumer thread adds every stored call and off-CPU interval; the
+ * server renders on scrape. Rates therefore come from the live session,
+ * never from scanning the store, so a scrape costs a copy of a few hundred
+ * small entries whatever the database holds.
+ *
+ * Cardinality is capped twice: at most CW_LIVE_MAX_SERIES (pid, source, op)
+ * entries are kept (later ones fold into one "other" process), and a render
+ * names only the top max_processes processes by calls, folding the rest into
+ * process="other". */
+#ifndef CW_SERVER_LIVE_METRICS_H
+#define CW_SERVER_LIVE_METRICS_H
+
+#include <stdint.h>
+
+#include "store/writer.h"
+#include "util/strbuf.h"
+
+#define CW_LIVE_MAX_SERIES 4096
+#define CW_LIVE_DEFAULT_PROCESSES 20
+/* Latency buckets: 1024 ns * 2^k for k = 0..CW_PROM_BUCKETS-1 (1.024 us ..
+ * 34.4 s), then +Inf. Fixed, so histograms from every node add up; powers of
+ * two of nanoseconds, so they fall on boundaries of the stored log-linear
+ * histograms (analysis/hist.h) and the store's figures convert exactly. A
+ * call lasting exactly a bound is counted in the next bucket. */
+#define CW_PROM_BUCKETS 26
+
+struct cw_live_metrics;
+
+/* max_processes: processes named in a render (0: the default). */
+int cw_live_metrics_new(struct cw_live_metrics **out, unsigned max_processes);
+void cw_live_metrics_free(struct cw_live_metrics *m);
+
+/* Consumer thread: one stored call or instant event. */
+void cw_live_metrics_event(struct cw_live_metrics *m, const struct cw_event_row *r);
+/* Consumer thread: one stored off-CPU interval of a traced thread. */
+void cw_live_metrics_offcpu(struct cw_live_metrics *m, const struct cw_offcpu_row *r);
+
+/* Appends the live families for node to sb. now_mono_ns is CLOCK_MONOTONIC
+ * now (the stall gauge's reference); a process whose /proc entry is gone is
+ * not reported as stalled. Returns 0 or -ENOMEM. */
+int cw_live_metrics_render(struct cw_live_metrics *m, const char *node, uint64_t now_mono_ns,
+			   struct strbuf *sb);
+
+/* One histogram series: non-cumulative bucket counts on the buckets above
+ * (the last one +Inf). node is empty for the live session's own series. */
+struct cw_prom_series {
+	char node[64];
+	char process[16];
+	char source[32];
+	char op[64];
+	uint64_t buckets[CW_PROM_BUCKETS + 1];
+	uint64_t count, sum_ns, errors;
+};
+
+/* The series a render would show (top-N folding and merging applied), for
+ * other exporters (OTLP). *out is malloc'd; the caller frees it. Returns 0
+ * or -ENOMEM. */
+int cw_live_metrics_series(struct cw_live_metrics *m, struct cw_prom_series **out, unsigned *n);
+
+/* Bucket index (0..CW_PROM_BUCKETS, the last one being +Inf) of a duration. */
+unsigned cw_prom_bucket(uint64_t ns);
+/* Upper bound of bucket i in seconds (i < CW_PROM_BUCKETS). */
+double cw_prom_bucket_le(unsigned i);
+
+#endif

@@ -1,0 +1,86 @@
+#!/bin/bash
+# /metrics on every demo scenario's database: promtool finds nothing to
+# complain about, every op's histogram agrees with `query --json` on the
+# same file (count, sum, and the bucket that holds the p50), buckets are
+# cumulative, and the families that alerts and dashboards use are there.
+set -u
+command -v promtool >/dev/null || { echo "FAIL: promtool not installed (scripts/install-deps.sh)"; exit 1; }
+D=$(mktemp -d)
+SP=
+cleanup() { [ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$D"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+scenarios=$("$CW_BIN" demo --list | awk '{print $1}')
+[ "$(echo "$scenarios" | wc -l)" -ge 10 ] || fail "demo --list: $scenarios"
+for s in $scenarios; do
+	db=$D/$s.db
+	"$CW_BIN" demo "$s" --db "$db" >/dev/null 2>&1 || fail "demo $s"
+	"$CW_BIN" explain --db "$db" >/dev/null 2>&1 # stores the chains /metrics counts
+	"$CW_BIN" query --db "$db" --json >"$D/q.json" || fail "query $s"
+	"$CW_BIN" serve --db "$db" --no-tls --listen 127.0.0.1:0 2>"$D/serve-$s.log" &
+	SP=$!
+	port=
+	for _ in $(seq 1 100); do
+		port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$D/serve-$s.log")
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	[ -n "$port" ] || fail "serve $s: $(cat "$D/serve-$s.log")"
+	curl -sf --max-time 10 "http://127.0.0.1:$port/metrics" >"$D/m.txt" || fail "scrape $s"
+	kill "$SP"
+	wait "$SP" 2>/dev/null
+	SP=
+	promtool check metrics <"$D/m.txt" || fail "promtool on $s: $(promtool check metrics <"$D/m.txt" 2>&1)"
+	python3 - "$D/m.txt" "$D/q.json" "$s" <<'PY' || exit 1
+import json, re, sys
+text = open(sys.argv[1]).read()
+ops = json.load(open(sys.argv[2]))
+scen = sys.argv[3]
+series = {}
+for line in text.splitlines():
+    if line.startswith("#") or not line:
+        continue
+    m = re.match(r'^(\w+)\{(.*)\} (\S+)$', line)
+    if not m:
+        m2 = re.match(r'^(\w+) (\S+)$', line)
+        if not m2:
+            sys.exit("FAIL %s: unparsable line %r" % (scen, line))
+        series.setdefault(m2.group(1), []).append(({}, float(m2.group(2))))
+        continue
+    labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2)))
+    series.setdefault(m.group(1), []).append((labels, float(m.group(3))))
+for fam in ("causeway_info", "causeway_events_lost_total",
+            "causeway_session_stat", "causeway_host_cpu_busy_ratio", "process_resident_memory_bytes"):
+    if fam not in series:
+        sys.exit("FAIL %s: family %s missing" % (scen, fam))
+def op_series(name, op):
+    return [(l, v) for l, v in series.get(name, []) if l.get("op") == op and l.get("source") == o["source"]]
+for o in ops:
+    op = o["op"]
+    cnt = op_series("causeway_op_duration_seconds_count", op)
+    if len(cnt) != 1 or cnt[0][1] != o["count"]:
+        sys.exit("FAIL %s: %s count %r, query says %d" % (scen, op, cnt, o["count"]))
+    sm = op_series("causeway_op_duration_seconds_sum", op)
+    if abs(sm[0][1] - o["total_ns"] / 1e9) > 1e-6 * max(1.0, o["total_ns"] / 1e9):
+        sys.exit("FAIL %s: %s sum %r, query says %d ns" % (scen, op, sm, o["total_ns"]))
+    buckets = sorted(((float("inf") if l["le"] == "+Inf" else float(l["le"])), v)
+                     for l, v in op_series("causeway_op_duration_seconds_bucket", op))
+    if len(buckets) != 27 or buckets[-1][1] != o["count"]:
+        sys.exit("FAIL %s: %s buckets %r" % (scen, op, buckets))
+    if any(b[1] > c[1] for b, c in zip(buckets, buckets[1:])):
+        sys.exit("FAIL %s: %s buckets not cumulative" % (scen, op))
+    # The first bucket holding half the calls must bound query's p50 from above,
+    # and the bucket before it from below.
+    half = next(i for i, b in enumerate(buckets) if b[1] * 2 >= o["count"])
+    p50 = o["p50_ns"] / 1e9
+    lo = buckets[half - 1][0] if half else 0
+    if not (lo * 0.95 <= p50 <= buckets[half][0] * 1.05):
+        sys.exit("FAIL %s: %s p50 %g outside bucket (%g, %g]" % (scen, op, p50, lo, buckets[half][0]))
+chains = sum(v for l, v in series.get("causeway_chains", []))
+if scen != "healthy" and chains < 1:
+    sys.exit("FAIL %s: no stored chain counted" % scen)
+print("%s: %d ops, %d chains, promtool clean" % (scen, len(ops), chains))
+PY
+done
+echo ok

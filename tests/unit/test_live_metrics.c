@@ -1,0 +1,177 @@
+/* Live /metrics registry: bucket bounds, per-process folding past the
+ * top-N cap, merging of processes that share a name, error and off-CPU
+ * accounting, and the stall gauge only for live processes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/live_metrics.h"
+
+static void call(struct cw_live_metrics *m, uint32_t pid, const char *comm, const char *op,
+		 uint64_t mono, uint64_t dur, int64_t ret)
+{
+	struct cw_event_row r;
+
+	memset(&r, 0, sizeof(r));
+	r.pid = r.tid = pid;
+	r.comm = comm;
+	r.source = "cuda";
+	r.op = op;
+	r.mono_ns = mono;
+	r.duration_ns = dur;
+	r.has_ret = 1;
+	r.ret = ret;
+	cw_live_metrics_event(m, &r);
+}
+
+static char *render(struct cw_live_metrics *m, uint64_t now)
+{
+	struct strbuf sb;
+
+	strbuf_init(&sb, 0);
+	assert_int_equal(cw_live_metrics_render(m, "n1", now, &sb), 0);
+	return strbuf_detach(&sb);
+}
+
+static void test_buckets(void **state)
+{
+	(void)state;
+	assert_int_equal(cw_prom_bucket(0), 0);
+	assert_int_equal(cw_prom_bucket(1023), 0);
+	assert_int_equal(cw_prom_bucket(1024), 1); /* a bound itself goes up */
+	assert_int_equal(cw_prom_bucket(2047), 1);
+	assert_int_equal(cw_prom_bucket(1024ULL << 25), CW_PROM_BUCKETS);
+	assert_int_equal(cw_prom_bucket((1024ULL << 25) - 1), CW_PROM_BUCKETS - 1);
+	assert_true(cw_prom_bucket_le(0) == 1.024e-6);
+}
+
+static void test_histogram_lines(void **state)
+{
+	struct cw_live_metrics *m;
+	char *t;
+
+	(void)state;
+	assert_int_equal(cw_live_metrics_new(&m, 4), 0);
+	call(m, 100, "train", "cudaMalloc", 10, 1500, 0);      /* bucket 1 */
+	call(m, 100, "train", "cudaMalloc", 20, 3000000, 2);   /* bucket 12, an error */
+	t = render(m, 1000);
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_bucket{node=\"n1\",process=\"train\","
+				  "source=\"cuda\",op=\"cudaMalloc\",le=\"1.024e-06\"} 0\n"));
+	assert_non_null(strstr(t, "process=\"train\",source=\"cuda\",op=\"cudaMalloc\","
+				  "le=\"2.048e-06\"} 1\n"));
+	assert_non_null(strstr(t, "op=\"cudaMalloc\",le=\"0.004194304\"} 2\n"));
+	assert_non_null(strstr(t, "op=\"cudaMalloc\",le=\"+Inf\"} 2\n"));
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_count{node=\"n1\",process=\"train\","
+				  "source=\"cuda\",op=\"cudaMalloc\"} 2\n"));
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_sum{node=\"n1\",process=\"train\","
+				  "source=\"cuda\",op=\"cudaMalloc\"} 0.0030015\n"));
+	assert_non_null(strstr(t, "causeway_op_errors_total{node=\"n1\",process=\"train\","
+				  "source=\"cuda\",op=\"cudaMalloc\"} 1\n"));
+	free(t);
+	cw_live_metrics_free(m);
+}
+
+static void test_top_n_and_same_name(void **state)
+{
+	struct cw_live_metrics *m;
+	char *t;
+	uint32_t pid;
+
+	(void)state;
+	assert_int_equal(cw_live_metrics_new(&m, 2), 0);
+	/* Two busy processes named "w" (merged in the histograms), then five
+	 * quiet ones folded into "other". */
+	for (int i = 0; i < 10; i++) {
+		call(m, 10, "w", "cudaFree", 1, 100, 0);
+		call(m, 11, "w", "cudaFree", 1, 100, 0);
+	}
+	for (pid = 20; pid < 25; pid++)
+		call(m, pid, "quiet", "cudaFree", 1, 100, 0);
+	t = render(m, 0);
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_count{node=\"n1\",process=\"w\","
+				  "source=\"cuda\",op=\"cudaFree\"} 20\n"));
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_count{node=\"n1\",process=\"other\","
+				  "source=\"cuda\",op=\"cudaFree\"} 5\n"));
+	assert_null(strstr(t, "process=\"quiet\""));
+	free(t);
+	cw_live_metrics_free(m);
+}
+
+static void test_offcpu_and_idle(void **state)
+{
+	struct cw_live_metrics *m;
+	struct cw_offcpu_row o;
+	uint32_t me = (uint32_t)getpid();
+	char want[256], *t;
+
+	(void)state;
+	assert_int_equal(cw_live_metrics_new(&m, 0), 0);
+	call(m, me, "self", "cudaMalloc", 1000000000ULL, 500000000ULL, 0);
+	/* A dead pid: counted, but never reported as stalled. */
+	call(m, 999999999u, "gone", "cudaMalloc", 1, 1, 0);
+	memset(&o, 0, sizeof(o));
+	o.pid = o.tid = me;
+	o.comm = "self";
+	o.start_mono_ns = 100;
+	o.end_mono_ns = 100 + 250000000ULL;
+	o.reason = "preempted";
+	cw_live_metrics_offcpu(m, &o);
+	o.reason = "blocked";
+	o.end_mono_ns = 100 + 1000000000ULL;
+	cw_live_metrics_offcpu(m, &o);
+	t = render(m, 4000000000ULL);
+	snprintf(want, sizeof(want),
+		 "causeway_process_cuda_idle_seconds{node=\"n1\",pid=\"%u\",process=\"self\"} 2.500\n",
+		 me);
+	assert_non_null(strstr(t, want));
+	assert_null(strstr(t, "causeway_process_cuda_idle_seconds{node=\"n1\",pid=\"999999999\""));
+	snprintf(want, sizeof(want),
+		 "causeway_offcpu_seconds_total{node=\"n1\",process=\"self\",pid=\"%u\","
+		 "reason=\"preempted\"} 0.25\n", me);
+	assert_non_null(strstr(t, want));
+	snprintf(want, sizeof(want),
+		 "causeway_offcpu_seconds_total{node=\"n1\",process=\"self\",pid=\"%u\","
+		 "reason=\"blocked\"} 1\n", me);
+	assert_non_null(strstr(t, want));
+	free(t);
+	cw_live_metrics_free(m);
+}
+
+static void test_series_cap(void **state)
+{
+	struct cw_live_metrics *m;
+	char op[32], *t;
+
+	(void)state;
+	assert_int_equal(cw_live_metrics_new(&m, 1), 0);
+	for (int i = 0; i < CW_LIVE_MAX_SERIES + 50; i++) {
+		snprintf(op, sizeof(op), "op%d", i);
+		call(m, 1, "p", op, 1, 1, 0);
+	}
+	t = render(m, 0);
+	/* The 50 past the cap are one series, not 50. */
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_count{node=\"n1\",process=\"other\","
+				  "source=\"other\",op=\"other\"} 50\n"));
+	free(t);
+	cw_live_metrics_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_buckets),
+		cmocka_unit_test(test_histogram_lines),
+		cmocka_unit_test(test_top_n_and_same_name),
+		cmocka_unit_test(test_offcpu_and_idle),
+		cmocka_unit_test(test_series_cap),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
