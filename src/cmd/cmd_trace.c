@@ -130,7 +130,7 @@ struct trace {
 	struct trace_python *py;
 	struct serve_setup ss;
 	struct cw_server *srv;
-	struct cw_live_metrics *live; /* /metrics and OTLP figures of this session */
+	struct cw_live_metrics *metrics; /* /metrics and OTLP figures of this session */
 	struct cw_otlp *otlp;         /* --otlp or otlp.endpoint */
 	int stats_fd;                 /* --bpf-stats: BPF_ENABLE_STATS, -1 none */
 	int view_on;
@@ -238,8 +238,8 @@ static void observe_offcpu(void *ctx, const struct cw_offcpu_row *r)
 {
 	struct trace *t = ctx;
 
-	if (t->live)
-		cw_live_metrics_offcpu(t->live, r);
+	if (t->metrics)
+		cw_live_metrics_offcpu(t->metrics, r);
 }
 
 /* Consumer thread, lock held: every stored row. */
@@ -249,8 +249,8 @@ static void observe(void *ctx, const struct cw_event_row *r)
 
 	if (t->view)
 		cw_trace_view_observe(t->view, r);
-	if (t->live)
-		cw_live_metrics_event(t->live, r);
+	if (t->metrics)
+		cw_live_metrics_event(t->metrics, r);
 	if (t->o.json) {
 		json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:i,s:s,s:s,s:s}", "wall_ns", (json_int_t)r->wall_ns,
 				      "mono_ns", (json_int_t)r->mono_ns, "duration_ns", (json_int_t)r->duration_ns,
@@ -1080,17 +1080,17 @@ static int run(struct trace *t)
 		goto out;
 	}
 	/* /metrics and OTLP read the session's live figures. */
-	if (cw_live_metrics_new(&t->live, 0)) {
+	if (cw_live_metrics_new(&t->metrics, 0)) {
 		cw_report_error(json, "out of memory");
 		goto out;
 	}
-	if ((rc = otlp_setup_start(t->o.otlp, t->o.db, t->live, "trace", json, &t->otlp))) {
+	if ((rc = otlp_setup_start(t->o.otlp, t->o.db, t->metrics, "trace", json, &t->otlp))) {
 		exit_code = rc;
 		goto out;
 	}
 	if (!t->otlp && !t->o.serve) { /* nobody reads them: no cost per row */
-		cw_live_metrics_free(t->live);
-		t->live = NULL;
+		cw_live_metrics_free(t->metrics);
+		t->metrics = NULL;
 	}
 	if (t->o.serve) {
 		/* The API reads the file on its own read-only connections while
@@ -1101,7 +1101,7 @@ static int run(struct trace *t)
 			exit_code = rc;
 			goto out;
 		}
-		cw_server_set_live_metrics(t->srv, t->live);
+		cw_server_set_live_metrics(t->srv, t->metrics);
 	}
 	rescan(t);
 	t->started = 1;
@@ -1209,7 +1209,7 @@ out:
 	otlp_setup_stop(t->otlp, "trace", json);
 	if (t->stats_fd >= 0)
 		close(t->stats_fd);
-	cw_live_metrics_free(t->live);
+	cw_live_metrics_free(t->metrics);
 	serve_setup_release(&t->ss);
 	cw_sysinfo_free(t->si);
 	cw_cuda_probes_close(t->cp);
