@@ -145,12 +145,19 @@ static struct proc *proc_of(struct cw_live_metrics *m, uint32_t pid, const char 
 	unsigned i;
 
 	if (last < m->nprocs && m->procs[last].pid == pid)
-		return &m->procs[last];
-	for (i = 0; i < m->nprocs; i++)
-		if (m->procs[i].pid == pid) {
-			last = i;
-			return &m->procs[i];
-		}
+		p = &m->procs[last];
+	else
+		for (i = 0, p = NULL; i < m->nprocs && !p; i++)
+			if (m->procs[i].pid == pid) {
+				last = i;
+				p = &m->procs[i];
+			}
+	if (p) {
+		/* exec renames a process: its fork row came under the parent's name. */
+		if (comm && *comm && strncmp(p->comm, comm, sizeof(p->comm) - 1))
+			snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		return p;
+	}
 	if (m->nprocs >= MAX_PROCS)
 		return &m->overflow;
 	p = &m->procs[m->nprocs];

@@ -71,7 +71,8 @@ grep -q "^causeway_process_cuda_idle_seconds{node=\"prom-node\",pid=\"$WPID\",pr
 PP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat >"$T/prom.yml" <<YAML
 global:
-  scrape_interval: 1s
+  scrape_interval: 2s
+  scrape_timeout: 2s
 scrape_configs:
   - job_name: causeway
     scheme: https
@@ -90,13 +91,14 @@ PIDS+=($!)
 q() { curl -s --max-time 5 -G "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=$1"; }
 val() { python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'; }
 calls= up=
-for _ in $(seq 1 300); do
+for _ in $(seq 1 600); do
 	up=$(q 'up{job="causeway"}' 2>/dev/null | val 2>/dev/null)
 	calls=$(q 'sum(causeway_op_duration_seconds_count{process="python3",op="cudaStreamSynchronize"})' 2>/dev/null | val 2>/dev/null)
 	[ "$up" = 1 ] && [ -n "$calls" ] && break
 	sleep 0.1
 done
-echo "up=$up calls=$calls"; [ "$up" = 1 ] || curl -s "http://127.0.0.1:$PP/api/v1/targets" | head -c 1500
+echo "up=$up calls=$calls"
+[ "$up" = 1 ] || curl -s "http://127.0.0.1:$PP/api/v1/targets" | python3 -c 'import json,sys; [print("target:", t["health"], t["lastError"]) for t in json.load(sys.stdin)["data"]["activeTargets"]]' 
 [ "$up" = 1 ] || fail "Prometheus did not scrape causeway over mTLS: $(tail -5 "$T/prom.log")"
 [ "$calls" = 300 ] || fail "PromQL counted $calls cudaStreamSynchronize calls, want 300"
 idle=$(q "causeway_process_cuda_idle_seconds{pid=\"$WPID\"}" | val)
