@@ -255,7 +255,7 @@ int cmd_demo(int argc, char **argv)
 	}
 	if ((ret = check_replaceable(db, err, sizeof(err))) < 0) {
 		if (!err[0])
-			snprintf(err, sizeof(err), "cannot use \"%s\": %s", db, strerror(-ret));
+			snprintf(err, sizeof(err), "cannot use \"%s\": %s", db, cw_store_strerror(ret));
 		cw_report_error(json, "%s", err);
 		return CW_EXIT_DB;
 	}
@@ -279,7 +279,7 @@ int cmd_demo(int argc, char **argv)
 	st = NULL;
 	if (ret < 0) {
 		cw_store_remove_files(tmp);
-		cw_report_error(json, "demo \"%s\": writing \"%s\" failed: %s", o.scenario->name, db, strerror(-ret));
+		cw_report_error(json, "demo \"%s\": writing \"%s\" failed: %s", o.scenario->name, db, cw_store_strerror(ret));
 		return ret == -EPROTO ? CW_EXIT_FAIL : CW_EXIT_DB;
 	}
 	{
@@ -293,7 +293,7 @@ int cmd_demo(int argc, char **argv)
 		if (rename(tmp, db) != 0) {
 			ret = -errno;
 			cw_store_remove_files(tmp);
-			cw_report_error(json, "cannot replace \"%s\": %s", db, strerror(-ret));
+			cw_report_error(json, "cannot replace \"%s\": %s", db, cw_store_strerror(ret));
 			return CW_EXIT_DB;
 		}
 		snprintf(side, sizeof(side), "%s-wal", tmp);
@@ -312,7 +312,7 @@ int cmd_demo(int argc, char **argv)
 	}
 	ret = cw_explain_run(st->db, &eo, &ex);
 	if (ret < 0) {
-		cw_report_error(json, "explain on \"%s\" failed: %s", db, strerror(-ret));
+		cw_report_error(json, "explain on \"%s\" failed: %s", db, cw_store_strerror(ret));
 		rc = CW_EXIT_DB;
 		goto out;
 	}
@@ -320,7 +320,7 @@ int cmd_demo(int argc, char **argv)
 	 * end of the synthetic run so the database stays reproducible. */
 	ret = cw_explain_store_chains(st->db, &ex, now ? cw_realtime_ns() : res.end_wall_ns);
 	if (ret < 0) {
-		cw_report_error(json, "storing chains in \"%s\" failed: %s", db, strerror(-ret));
+		cw_report_error(json, "storing chains in \"%s\" failed: %s", db, cw_store_strerror(ret));
 		rc = CW_EXIT_DB;
 		goto out;
 	}

@@ -33,7 +33,11 @@ struct cw_store {
  * into err (path quoted), suitable for the command to print as is:
  *   -ENOENT  file missing          -ENOTSUP  not a causeway/SQLite database
  *   -EBUSY   locked by another     -EPROTO   written by a newer causeway
- *   -EACCES  permission denied     -EIO      other SQLite failure */
+ *   -EACCES  permission denied     -EIO      other SQLite failure
+ *   -ENOSPC  disk full             -EROFS    read-only filesystem (writers)
+ *   -EUCLEAN read-only filesystem with an unmerged -wal file (readers)
+ * A reader on a read-only filesystem, where SQLite cannot create the
+ * -shm file, opens the file as immutable. */
 int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
 		  char *err, size_t errlen);
 void cw_store_close(struct cw_store *st);
@@ -44,8 +48,15 @@ void cw_store_remove_files(const char *path);
  * open connections of their own call it first too. */
 void cw_sqlite_global_init(void);
 
+/* A -errno from the store in words, "disk full (...)" for -ENOSPC. */
+const char *cw_store_strerror(int code);
+
 /* Translates a SQLite result code to -errno. */
 int cw_sqlite_errno(int rc);
+/* The same for a failure on db, looking at the OS error behind it: a full
+ * disk is -ENOSPC and a read-only filesystem -EROFS whichever SQLite code
+ * (I/O error, cannot open) carried them. */
+int cw_sqlite_db_errno(sqlite3 *db, int rc);
 
 /* Size of the database file plus its WAL, in bytes. */
 int64_t cw_store_size_bytes(struct cw_store *st);
