@@ -1,10 +1,12 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -290,7 +292,7 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 {
 	struct cw_store *st = NULL;
 	struct stat sb;
-	int code = 0, found = 0, v = 0, exists;
+	int code = 0, found = 0, v = 0, exists, wfd = -1;
 	sqlite3 *db = NULL;
 
 	*out = NULL;
@@ -338,6 +340,15 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 	}
 	if (code)
 		goto fail;
+	if (mode != CW_STORE_READONLY) {
+		/* Shared among writers (trace, explain, merge); a demo replacing
+		 * the file holds it exclusively. */
+		wfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (wfd >= 0 && flock(wfd, LOCK_SH | LOCK_NB) != 0) {
+			code = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			goto fail;
+		}
+	}
 	st = calloc(1, sizeof(*st));
 	if (!st || !(st->path = strdup(path))) {
 		free(st);
@@ -346,9 +357,12 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 	}
 	st->db = db;
 	st->mode = mode;
+	st->writer_fd = wfd;
 	*out = st;
 	return 0;
 fail:
+	if (wfd >= 0)
+		close(wfd);
 	if (db)
 		sqlite3_close_v2(db);
 	describe(err, errlen, path, code, found);
@@ -373,8 +387,24 @@ void cw_store_close(struct cw_store *st)
 	if (!st)
 		return;
 	sqlite3_close_v2(st->db);
+	if (st->writer_fd >= 0)
+		close(st->writer_fd);
 	free(st->path);
 	free(st);
+}
+
+int cw_store_lock_for_replace(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 int64_t cw_store_size_bytes(struct cw_store *st)

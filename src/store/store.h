@@ -27,6 +27,10 @@ struct cw_store {
 	sqlite3 *db;
 	char *path;
 	enum cw_store_mode mode;
+	/* Writers hold a shared flock(2) on the file while open, so that a
+	 * command about to replace it (demo) can tell that a causeway
+	 * process is writing it; -1 for readers. */
+	int writer_fd;
 };
 
 /* Opens path. On failure returns -errno and writes one lower-case sentence
@@ -41,6 +45,11 @@ struct cw_store {
 int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
 		  char *err, size_t errlen);
 void cw_store_close(struct cw_store *st);
+
+/* Takes the exclusive flock(2) of a database file a command is about to
+ * replace. Returns an fd to close after the replacement, -EBUSY when a
+ * causeway writer has the file open, or -errno. */
+int cw_store_lock_for_replace(const char *path);
 /* Removes a database file and its side files (-wal, -shm, -journal). */
 void cw_store_remove_files(const char *path);
 
