@@ -164,6 +164,7 @@ struct cw_writer {
 	/* Rows stored in the open transaction: lost with it when it rolls
 	 * back (a failed COMMIT, or SQLite's own rollback on a full disk). */
 	uint64_t tx_rows, tx_events, tx_offcpu, tx_snapshots;
+	int session_in_tx; /* the session row is in the open transaction */
 	int64_t next_seq;
 	struct op_state *ops;
 	int nops;
@@ -375,6 +376,10 @@ static void lose_tx(struct cw_writer *w)
 	 * must not be handed to later rows. */
 	u64map_clear(&w->stack_ids);
 	u64map_clear(&w->pystack_ids);
+	/* A session row written in it is gone as well: written again. */
+	if (w->session_in_tx)
+		w->session_id = 0;
+	w->session_in_tx = 0;
 }
 
 /* After a failed statement: SQLite rolls the whole transaction back by
@@ -416,6 +421,35 @@ int cw_writer_in_tx(const struct cw_writer *w)
 	return w->in_tx;
 }
 
+int cw_writer_session_begin(struct cw_writer *w, const struct cw_session_info *info)
+{
+	int64_t id = 0;
+	int err;
+
+	if (w->session_id)
+		return 0;
+	err = begin_if_needed(w);
+	if (err)
+		return err;
+	err = cw_session_begin(w->store, info, &id);
+	if (err) {
+		note_error(w, err);
+		/* Nothing else is in this batch yet: end it, lock released. */
+		if (w->in_tx && !sqlite3_get_autocommit(w->db))
+			cw_exec(w->db, "ROLLBACK");
+		lose_tx(w);
+		return err;
+	}
+	cw_writer_set_session(w, id);
+	w->session_in_tx = 1;
+	return 0;
+}
+
+int64_t cw_writer_session(const struct cw_writer *w)
+{
+	return w->session_id;
+}
+
 void cw_writer_set_session(struct cw_writer *w, int64_t session_id)
 {
 	w->session_id = session_id;
@@ -443,6 +477,7 @@ static int commit(struct cw_writer *w)
 	w->in_tx = 0;
 	w->rows_in_batch = 0;
 	w->tx_rows = w->tx_events = w->tx_offcpu = w->tx_snapshots = 0;
+	w->session_in_tx = 0;
 	w->stats.batches++;
 	w->stats.failing = 0;
 	return 0;

@@ -128,6 +128,11 @@ int cw_writer_in_tx(const struct cw_writer *w);
 /* The session rows belong to once its row exists (written late when the
  * store was locked at start). Call between batches. */
 void cw_writer_set_session(struct cw_writer *w, int64_t session_id);
+/* Writes the session row as the first row of a batch (opening one) unless
+ * the writer has a session; a batch that fails later takes the row with
+ * it and the next call writes it again. Returns 0, -EBUSY or -errno. */
+int cw_writer_session_begin(struct cw_writer *w, const struct cw_session_info *info);
+int64_t cw_writer_session(const struct cw_writer *w);
 
 /* Commits the open batch and the aggregates of every second seen so far;
  * enforces the size cap. */
