@@ -114,6 +114,7 @@ json_t *cw_explain_to_json(const struct cw_explain_result *r)
 	for (int i = 0; i < r->nwarnings; i++)
 		json_array_append_new(warns, json_string(r->warnings[i]));
 	json_object_set_new(o, "warnings", warns);
+	json_object_set_new(o, "losses", cw_losses_to_json(r->losses, r->nlosses));
 	return o;
 }
 

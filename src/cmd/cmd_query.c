@@ -220,6 +220,7 @@ static int run_sql(const char *db_path, const char *sql, const struct cw_ro_valu
 		cw_report_error(fmt == FMT_JSON, "%s", err);
 		return cw_ro_is_db_error(rc) ? CW_EXIT_DB : CW_EXIT_FAIL;
 	}
+	cw_warn_losses(db_path, NULL);
 	rc = print_sql_result(r, fmt);
 	if (!rc)
 		report_truncation(&r->info, fmt);
@@ -326,6 +327,8 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int6
 	int rc;
 
 	rc = cw_store_open(&st, db_path, CW_STORE_READONLY, err, sizeof(err));
+	if (!rc)
+		cw_warn_losses(db_path, st->db);
 	if (rc) {
 		cw_report_error(fmt == FMT_JSON, "%s", err);
 		return CW_EXIT_DB;
