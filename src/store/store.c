@@ -318,6 +318,9 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 		db = NULL;
 		code = wal_has_frames(path) ? -EUCLEAN : try_open(&db, path, mode, 1);
 	}
+	/* SQLite quietly opens a file it cannot write read-only. */
+	if (!code && mode != CW_STORE_READONLY && sqlite3_db_readonly(db, "main") == 1)
+		code = on_readonly_fs(path) ? -EROFS : -EACCES;
 	if (code == -ENOENT || code == -EACCES || code == -EIO)
 		code = open_cause(path, exists, mode, code);
 	if (code)
