@@ -134,6 +134,7 @@ struct trace {
 	int store_err;        /* why the gate is closed: -EBUSY, -ENOSPC, ... */
 	int lock_failed;      /* the store stayed locked past --lock-wait */
 	int said_held, said_failing;
+	uint64_t replayed_mark, dropped_mark; /* spool counts when the store locked */
 };
 
 static int is_known(const struct trace *t, uint32_t pid)
@@ -732,6 +733,8 @@ static void watch_store(struct trace *t, const struct loss_totals *lt)
 	cw_format_duration(t->o.lock_wait_ns, lim, sizeof(lim));
 	if (held && !t->said_held) {
 		t->said_held = 1;
+		t->replayed_mark = t->cons.spool_replayed;
+		t->dropped_mark = t->cons.spool_dropped;
 		if (!t->view_on && !t->o.json) {
 			if (t->store_err == -EBUSY)
 				fprintf(stderr, "causeway: database \"%s\" is locked by another process; holding records in "
@@ -747,8 +750,8 @@ static void watch_store(struct trace *t, const struct loss_totals *lt)
 		t->said_held = 0;
 		if (!t->view_on && !t->o.json)
 			fprintf(stderr, "causeway: database \"%s\" writable again; %llu held records written, %llu dropped\n",
-				t->o.db, (unsigned long long)t->cons.spool_replayed,
-				(unsigned long long)t->cons.spool_dropped);
+				t->o.db, (unsigned long long)(t->cons.spool_replayed - t->replayed_mark),
+				(unsigned long long)(t->cons.spool_dropped - t->dropped_mark));
 	}
 	if (held > t->o.lock_wait_ns)
 		t->lock_failed = 1;
@@ -956,7 +959,7 @@ static void wait_for_store(struct trace *t)
 		cw_consumer_unlock(&t->cons);
 		if (!busy && said)
 			fprintf(stderr, "causeway: database \"%s\" writable again; %llu held records written\n", t->o.db,
-				(unsigned long long)t->cons.spool_replayed);
+				(unsigned long long)(t->cons.spool_replayed - t->replayed_mark));
 		if (!busy || held_ns > t->o.lock_wait_ns)
 			return;
 		if (!said && !t->o.json && held_ns) {

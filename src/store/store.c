@@ -349,6 +349,14 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 		wfd = open(path, O_RDONLY | O_CLOEXEC);
 		if (wfd >= 0 && flock(wfd, LOCK_SH | LOCK_NB) != 0) {
 			code = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			if (code == -EBUSY) {
+				close(wfd);
+				sqlite3_close_v2(db);
+				snprintf(err, errlen,
+					 "database \"%s\" is being replaced by causeway demo; try again when it finishes",
+					 path);
+				return code;
+			}
 			goto fail;
 		}
 	}
