@@ -260,7 +260,7 @@ int cw_explain_store_chains(sqlite3 *db, const struct cw_explain_result *r, uint
 		sqlite3_bind_text(st, 21, txt, -1, free);
 		rc = sqlite3_step(st);
 		if (rc != SQLITE_DONE) {
-			ret = cw_sqlite_errno(rc);
+			ret = cw_sqlite_db_errno(db, rc);
 			goto out;
 		}
 		n++;
@@ -270,9 +270,11 @@ out:
 	if (ret == 0) {
 		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 		if (rc != SQLITE_OK)
-			ret = cw_sqlite_errno(rc);
+			ret = cw_sqlite_db_errno(db, rc);
 	}
-	if (ret < 0)
+	/* SQLite may have rolled back already (a full disk): a second
+	 * ROLLBACK would only replace the error with "no transaction". */
+	if (ret < 0 && !sqlite3_get_autocommit(db))
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	return ret < 0 ? ret : n;
 }

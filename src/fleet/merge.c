@@ -212,7 +212,7 @@ static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struc
 	if (!ret)
 		ret = cw_exec(db, "COMMIT");
 out:
-	if (ret)
+	if (ret && !sqlite3_get_autocommit(db))
 		cw_exec(db, "ROLLBACK");
 	return ret;
 }
@@ -388,9 +388,9 @@ static int order_events(sqlite3 *db, const struct cw_merge_opts *o, struct cw_me
 			  " anomalous FROM temp.events_stage ORDER BY wall_ns, node, seq");
 	if (!ret)
 		ret = cw_exec(db, "COMMIT");
-	if (ret)
+	if (ret && !sqlite3_get_autocommit(db))
 		cw_exec(db, "ROLLBACK");
-	else
+	else if (!ret)
 		ret = cw_exec(db, "DROP TABLE temp.events_stage");
 	return ret;
 }
