@@ -510,6 +510,18 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 		return ret;
 	out->from_wall_ns = o->from_wall_ns ? o->from_wall_ns : (lo < 0 ? 0 : (uint64_t)lo * NSEC_PER_SEC);
 	out->to_wall_ns = o->to_wall_ns ? o->to_wall_ns : (hi < 0 ? 0 : (uint64_t)(hi + 1) * NSEC_PER_SEC - 1);
+	/* A trace that lost records reads as complete unless it says so. */
+	ret = cw_store_losses(db, o->node_filter, out->from_wall_ns, out->to_wall_ns, &out->losses);
+	if (ret < 0)
+		return ret;
+	out->nlosses = ret;
+	for (int i = 0; i < out->nlosses; i++) {
+		char line[768];
+
+		cw_session_loss_text(&out->losses[i], line, sizeof(line));
+		if ((ret = warn(out, "%s", line)) < 0)
+			goto fail;
+	}
 	if (lo < 0 || out->to_wall_ns < out->from_wall_ns)
 		return 0;
 	from_sec = (int64_t)(out->from_wall_ns / NSEC_PER_SEC);
@@ -603,5 +615,6 @@ void cw_explain_result_free(struct cw_explain_result *r)
 	for (int i = 0; i < r->nwarnings; i++)
 		free(r->warnings[i]);
 	free(r->warnings);
+	free(r->losses);
 	memset(r, 0, sizeof(*r));
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "analysis/stack_render.h"
+#include "store/losses.h"
 
 struct cw_explain_opts {
 	const char *node_filter;            /* NULL = every node */
@@ -125,6 +126,10 @@ struct cw_explain_result {
 	uint64_t calls_analysed;           /* calls counted in the aggregates */
 	char **warnings;
 	int nwarnings;
+	/* Sessions in the window that lost records (store/losses.h); each
+	 * is also a warning. */
+	struct cw_session_loss *losses;
+	int nlosses;
 };
 
 const char *cw_kind_name(enum cw_kind k);

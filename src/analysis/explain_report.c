@@ -114,6 +114,7 @@ json_t *cw_explain_to_json(const struct cw_explain_result *r)
 	for (int i = 0; i < r->nwarnings; i++)
 		json_array_append_new(warns, json_string(r->warnings[i]));
 	json_object_set_new(o, "warnings", warns);
+	json_object_set_new(o, "losses", cw_losses_to_json(r->losses, r->nlosses));
 	return o;
 }
 
@@ -259,7 +260,7 @@ int cw_explain_store_chains(sqlite3 *db, const struct cw_explain_result *r, uint
 		sqlite3_bind_text(st, 21, txt, -1, free);
 		rc = sqlite3_step(st);
 		if (rc != SQLITE_DONE) {
-			ret = cw_sqlite_errno(rc);
+			ret = cw_sqlite_db_errno(db, rc);
 			goto out;
 		}
 		n++;
@@ -269,9 +270,11 @@ out:
 	if (ret == 0) {
 		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 		if (rc != SQLITE_OK)
-			ret = cw_sqlite_errno(rc);
+			ret = cw_sqlite_db_errno(db, rc);
 	}
-	if (ret < 0)
+	/* SQLite may have rolled back already (a full disk): a second
+	 * ROLLBACK would only replace the error with "no transaction". */
+	if (ret < 0 && !sqlite3_get_autocommit(db))
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	return ret < 0 ? ret : n;
 }

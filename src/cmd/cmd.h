@@ -7,6 +7,7 @@
 #ifndef CW_CMD_CMD_H
 #define CW_CMD_CMD_H
 
+#include <sqlite3.h>
 #include <stdint.h>
 
 enum cw_exit {
@@ -42,6 +43,11 @@ int cmd_export(int argc, char **argv);
 const char *cw_default_db(void);
 uint64_t cw_default_size_cap(void);
 const char *cw_default_node(void);
+
+/* Warns on stderr, one line per session, when the sessions of the
+ * database (db, or db_path opened read-only when db is NULL) lost records
+ * (store/losses.h): what reading commands print before their results. */
+void cw_warn_losses(const char *db_path, sqlite3 *db);
 
 /* Global state set by main.c from flags before the subcommand. */
 extern const char *cw_global_config_path; /* --config */

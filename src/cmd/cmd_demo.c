@@ -21,20 +21,25 @@
 #include "util/timeutil.h"
 
 #define DEMO_NODE "demo-node"
+/* Not trace's default (causeway.db, or the config's store path): a demo
+ * must never land on a store that holds real traces. */
+#define DEMO_DEFAULT_DB "causeway-demo.db"
 #define MAX_SPEED 1000.0
 
 static void usage(FILE *f)
 {
 	fputs("usage: causeway demo [SCENARIO] [--db PATH] [--json] [--speed X] [--seed N]\n"
-	      "                     [--now] [--list]\n"
+	      "                     [--now] [--list] [--force]\n"
 	      "\n"
 	      "Simulates a PyTorch training process (pid 4821) on GPU 0 and one cause of\n"
 	      "slowness, writes it through the same decode -> pairing -> store path live\n"
 	      "tracing uses, then prints explain's diagnosis. No GPU and no root needed.\n"
-	      "An existing causeway database at PATH is replaced; any other file is left\n"
+	      "An existing demo database at PATH is replaced; any other file is left\n"
 	      "alone. Scenarios: causeway demo --list (default: incident).\n"
 	      "\n"
-	      "  --db PATH    database to (re)create (default causeway.db)\n"
+	      "  --db PATH    database to (re)create (default causeway-demo.db)\n"
+	      "  --force      replace PATH even when it holds traces, has a newer schema\n"
+	      "               or another causeway process is writing it\n"
 	      "  --json       one object: {scenario, db, events, diagnosis}\n"
 	      "  --speed X    pace the generation at X times real time (default 0: as\n"
 	      "               fast as possible)\n"
@@ -47,7 +52,7 @@ static void usage(FILE *f)
 	      "The global --node NAME sets the node the rows carry (default demo-node).\n"
 	      "\n"
 	      "examples:\n"
-	      "  causeway demo\n"
+	      "  causeway demo && causeway explain --db causeway-demo.db\n"
 	      "  causeway demo gpu-steal --db /tmp/steal.db --json\n"
 	      "  causeway demo io-contention --speed 10\n",
 	      f);
@@ -120,30 +125,89 @@ static int parse_seed(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* May the demo replace path? Only a missing file or a causeway database
- * (of any schema version). Returns 0 or -errno with err filled. */
-static int check_replaceable(const char *path, char *err, size_t errlen)
+/* Sessions of path that are not demo runs (traces, merged nodes). */
+static int count_real_sessions(struct cw_store *st, int64_t *n)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	rc = sqlite3_prepare_v2(st->db, "SELECT count(*) FROM sessions WHERE kind NOT LIKE 'demo:%'", -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_db_errno(st->db, rc);
+	rc = sqlite3_step(s);
+	*n = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 0 : cw_sqlite_db_errno(st->db, rc);
+}
+
+/* May the demo replace path? A missing file, or a causeway database that
+ * holds demo runs only, that no causeway process is writing and whose
+ * schema this build knows; force lifts the last three conditions, never
+ * the first (a foreign file is left alone). On success *lock_fd holds the
+ * file's exclusive lock (-1 when there is no file) until it is replaced.
+ * Returns 0 or -errno with err filled. */
+static int check_replaceable(const char *path, int force, int *lock_fd, char *err, size_t errlen)
 {
 	struct cw_store *st = NULL;
 	struct stat sb;
+	int64_t real = 0;
 	int ret;
 
+	*lock_fd = -1;
 	if (stat(path, &sb) != 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISREG(sb.st_mode)) {
 		snprintf(err, errlen, "refusing to replace \"%s\": not a regular file", path);
 		return -EEXIST;
 	}
-	ret = cw_store_open(&st, path, CW_STORE_READONLY, err, errlen);
-	if (ret == 0) {
-		cw_store_close(st);
-		return 0;
+	/* First, so that a trace that has not written its session row yet
+	 * (a store locked at its start) is seen too. */
+	ret = cw_store_lock_for_replace(path);
+	if (ret == -EBUSY && !force) {
+		snprintf(err, errlen,
+			 "refusing to replace \"%s\": another causeway process (a trace) is writing it; "
+			 "use another --db, or --force",
+			 path);
+		return ret;
 	}
-	if (ret == -EPROTO) /* a newer causeway's database is still a causeway database */
-		return 0;
-	if (ret == -ENOTSUP)
+	if (ret == -EBUSY)
+		cw_warn("replacing \"%s\" while another causeway process writes it (--force): "
+			"its rows go to the replaced file", path);
+	else if (ret < 0) {
+		snprintf(err, errlen, "cannot lock \"%s\": %s", path, strerror(-ret));
+		return ret;
+	} else
+		*lock_fd = ret;
+	ret = cw_store_open(&st, path, CW_STORE_READONLY, err, errlen);
+	if (ret == -ENOTSUP) {
 		snprintf(err, errlen, "refusing to replace \"%s\": not a causeway database", path);
-	return ret;
+		return ret;
+	}
+	if (ret == -EPROTO && !force) {
+		snprintf(err, errlen,
+			 "refusing to replace \"%s\": its schema is newer than this causeway's (%d), "
+			 "so it was written by a newer causeway; use --force to replace it anyway",
+			 path, CW_SCHEMA_VERSION);
+		return ret;
+	}
+	if (ret && ret != -EPROTO)
+		return ret;
+	if (st) {
+		ret = count_real_sessions(st, &real);
+		cw_store_close(st);
+		if (ret) {
+			snprintf(err, errlen, "cannot read \"%s\": %s", path, cw_store_strerror(ret));
+			return ret;
+		}
+	}
+	if (real > 0 && !force) {
+		snprintf(err, errlen,
+			 "refusing to replace \"%s\": it is not a demo database (%lld trace or merged "
+			 "session%s); use --force to replace it",
+			 path, (long long)real, real == 1 ? "" : "s");
+		return -EEXIST;
+	}
+	return 0;
 }
 
 static json_t *summary_json(const char *scenario, const char *db, const struct cw_demo_result *r,
@@ -174,10 +238,11 @@ int cmd_demo(int argc, char **argv)
 		{ "db", required_argument, NULL, 'd' },   { "json", no_argument, NULL, 'j' },
 		{ "speed", required_argument, NULL, 's' }, { "seed", required_argument, NULL, 'S' },
 		{ "now", no_argument, NULL, 'n' },        { "list", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },       { "force", no_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 },
 	};
-	const char *db = cw_default_db(), *name = CW_DEMO_DEFAULT_SCENARIO;
-	int json = 0, do_list = 0, now = 0, c, ret, rc = CW_EXIT_FAIL;
+	const char *db = DEMO_DEFAULT_DB, *name = CW_DEMO_DEFAULT_SCENARIO;
+	int json = 0, do_list = 0, now = 0, force = 0, lock_fd = -1, c, ret, rc = CW_EXIT_FAIL;
 	struct cw_demo_opts o = { .seed = 1 };
 	struct cw_demo_result res;
 	struct cw_explain_opts eo = { 0 };
@@ -218,6 +283,9 @@ int cmd_demo(int argc, char **argv)
 		case 'l':
 			do_list = 1;
 			break;
+		case 'f':
+			force = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return CW_EXIT_OK;
@@ -253,9 +321,11 @@ int cmd_demo(int argc, char **argv)
 		cw_report_error(json, "database path \"%s\" is too long", db);
 		return CW_EXIT_USAGE;
 	}
-	if ((ret = check_replaceable(db, err, sizeof(err))) < 0) {
+	if ((ret = check_replaceable(db, force, &lock_fd, err, sizeof(err))) < 0) {
+		if (lock_fd >= 0)
+			close(lock_fd);
 		if (!err[0])
-			snprintf(err, sizeof(err), "cannot use \"%s\": %s", db, strerror(-ret));
+			snprintf(err, sizeof(err), "cannot use \"%s\": %s", db, cw_store_strerror(ret));
 		cw_report_error(json, "%s", err);
 		return CW_EXIT_DB;
 	}
@@ -272,15 +342,17 @@ int cmd_demo(int argc, char **argv)
 	cw_store_remove_files(tmp);
 	if ((ret = cw_store_open(&st, tmp, CW_STORE_CREATE, err, sizeof(err))) < 0) {
 		cw_report_error(json, "%s", err);
-		return CW_EXIT_DB;
+		rc = CW_EXIT_DB;
+		goto out;
 	}
 	ret = cw_demo_generate(st, &o, &res);
 	cw_store_close(st);
 	st = NULL;
 	if (ret < 0) {
 		cw_store_remove_files(tmp);
-		cw_report_error(json, "demo \"%s\": writing \"%s\" failed: %s", o.scenario->name, db, strerror(-ret));
-		return ret == -EPROTO ? CW_EXIT_FAIL : CW_EXIT_DB;
+		cw_report_error(json, "demo \"%s\": writing \"%s\" failed: %s", o.scenario->name, db, cw_store_strerror(ret));
+		rc = ret == -EPROTO ? CW_EXIT_FAIL : CW_EXIT_DB;
+		goto out;
 	}
 	{
 		char side[4200], dst[4200];
@@ -293,26 +365,33 @@ int cmd_demo(int argc, char **argv)
 		if (rename(tmp, db) != 0) {
 			ret = -errno;
 			cw_store_remove_files(tmp);
-			cw_report_error(json, "cannot replace \"%s\": %s", db, strerror(-ret));
-			return CW_EXIT_DB;
+			cw_report_error(json, "cannot replace \"%s\": %s", db, cw_store_strerror(ret));
+			rc = CW_EXIT_DB;
+			goto out;
 		}
 		snprintf(side, sizeof(side), "%s-wal", tmp);
 		snprintf(dst, sizeof(dst), "%s-wal", db);
 		if (access(side, F_OK) == 0 && rename(side, dst) != 0) {
 			cw_report_error(json, "cannot move \"%s\": %s", side, strerror(errno));
-			return CW_EXIT_DB;
+			rc = CW_EXIT_DB;
+			goto out;
 		}
 		snprintf(side, sizeof(side), "%s-shm", tmp);
 		unlink(side);
 	}
+	/* The old file is gone: its lock protected the replacement only. */
+	if (lock_fd >= 0)
+		close(lock_fd);
+	lock_fd = -1;
 
 	if ((ret = cw_store_open(&st, db, CW_STORE_READWRITE, err, sizeof(err))) < 0) {
 		cw_report_error(json, "%s", err);
-		return CW_EXIT_DB;
+		rc = CW_EXIT_DB;
+		goto out;
 	}
 	ret = cw_explain_run(st->db, &eo, &ex);
 	if (ret < 0) {
-		cw_report_error(json, "explain on \"%s\" failed: %s", db, strerror(-ret));
+		cw_report_error(json, "explain on \"%s\" failed: %s", db, cw_store_strerror(ret));
 		rc = CW_EXIT_DB;
 		goto out;
 	}
@@ -320,7 +399,7 @@ int cmd_demo(int argc, char **argv)
 	 * end of the synthetic run so the database stays reproducible. */
 	ret = cw_explain_store_chains(st->db, &ex, now ? cw_realtime_ns() : res.end_wall_ns);
 	if (ret < 0) {
-		cw_report_error(json, "storing chains in \"%s\" failed: %s", db, strerror(-ret));
+		cw_report_error(json, "storing chains in \"%s\" failed: %s", db, cw_store_strerror(ret));
 		rc = CW_EXIT_DB;
 		goto out;
 	}
@@ -340,6 +419,8 @@ int cmd_demo(int argc, char **argv)
 	}
 	rc = CW_EXIT_OK;
 out:
+	if (lock_fd >= 0)
+		close(lock_fd);
 	cw_explain_result_free(&ex);
 	cw_store_close(st);
 	return rc;

@@ -158,6 +158,18 @@ int cmd_explain(int argc, char **argv)
 	 * a read-only file can still be explained. */
 	ret = cw_store_open(&st, db_path, o.store_chains ? CW_STORE_READWRITE : CW_STORE_READONLY, err,
 			    sizeof(err));
+	if (o.store_chains && (ret == -EROFS || ret == -EACCES || ret == -ENOSPC)) {
+		/* A file this user cannot write (a read-only filesystem, another
+		 * user's store, a full disk) can still be explained. */
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", err);
+		ret = cw_store_open(&st, db_path, CW_STORE_READONLY, err, sizeof(err));
+		if (ret == 0) {
+			o.store_chains = 0;
+			cw_warn("%s; chains are not stored", why);
+		}
+	}
 	if (ret < 0) {
 		cw_report_error(json, "%s", err);
 		return CW_EXIT_DB;
@@ -192,7 +204,7 @@ int cmd_explain(int argc, char **argv)
 		uint64_t now = fake && *fake ? strtoull(fake, NULL, 10) : cw_realtime_ns();
 		ret = cw_explain_store_chains(st->db, &r, now);
 		if (ret < 0) {
-			cw_err("explain: could not store chains in \"%s\": %s", db_path, strerror(-ret));
+			cw_err("explain: could not store chains in \"%s\": %s", db_path, cw_store_strerror(ret));
 			rc = CW_EXIT_DB;
 		}
 	}
@@ -201,7 +213,7 @@ int cmd_explain(int argc, char **argv)
 	fflush(stdout);
 	return rc;
 db_fail:
-	cw_report_error(json, "explain: cannot read \"%s\": %s", db_path, strerror(-ret));
+	cw_report_error(json, "explain: cannot read \"%s\": %s", db_path, cw_store_strerror(ret));
 	cw_store_close(st);
 	return CW_EXIT_DB;
 }

@@ -179,6 +179,8 @@ int cmd_export(int argc, char **argv)
 		rc = CW_EXIT_DB;
 		goto out;
 	}
+	if (!fleet)
+		cw_warn_losses(db_path, st->db);
 	if (out_path && strcmp(out_path, "-")) {
 		int fd;
 		if (!(tmp = malloc(strlen(out_path) + 16))) {

@@ -220,12 +220,13 @@ static int run_sql(const char *db_path, const char *sql, const struct cw_ro_valu
 		cw_report_error(fmt == FMT_JSON, "%s", err);
 		return cw_ro_is_db_error(rc) ? CW_EXIT_DB : CW_EXIT_FAIL;
 	}
+	cw_warn_losses(db_path, NULL);
 	rc = print_sql_result(r, fmt);
 	if (!rc)
 		report_truncation(&r->info, fmt);
 	cw_ro_result_free(r);
 	if (rc) {
-		cw_report_error(fmt == FMT_JSON, "query: cannot print the result: %s", strerror(-rc));
+		cw_report_error(fmt == FMT_JSON, "query: cannot print the result: %s", cw_store_strerror(rc));
 		return CW_EXIT_FAIL;
 	}
 	return CW_EXIT_OK;
@@ -326,6 +327,8 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int6
 	int rc;
 
 	rc = cw_store_open(&st, db_path, CW_STORE_READONLY, err, sizeof(err));
+	if (!rc)
+		cw_warn_losses(db_path, st->db);
 	if (rc) {
 		cw_report_error(fmt == FMT_JSON, "%s", err);
 		return CW_EXIT_DB;
@@ -334,7 +337,7 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int6
 	cw_store_close(st);
 	if (rc) {
 		cw_report_error(fmt == FMT_JSON, "query: cannot read the summary from \"%s\": %s", db_path,
-				rc == -EINVAL ? "malformed aggregate row" : strerror(-rc));
+				rc == -EINVAL ? "malformed aggregate row" : cw_store_strerror(rc));
 		return rc == -EINVAL || rc == -ENOMEM ? CW_EXIT_FAIL : CW_EXIT_DB;
 	}
 	n = limit > 0 && (size_t)limit < s->n ? (size_t)limit : s->n;
@@ -365,7 +368,7 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int6
 	}
 	cw_summary_free(s);
 	if (rc) {
-		cw_report_error(fmt == FMT_JSON, "query: cannot print the summary: %s", strerror(-rc));
+		cw_report_error(fmt == FMT_JSON, "query: cannot print the summary: %s", cw_store_strerror(rc));
 		return CW_EXIT_FAIL;
 	}
 	return CW_EXIT_OK;

@@ -59,6 +59,10 @@ static const char usage_text[] =
 	"  --duration D       stop after D (\"30s\", \"5m\")\n"
 	"  --node NAME        node name stored with every row (default: hostname)\n"
 	"  --size-cap SIZE    prune the oldest rows above SIZE (\"2GiB\")\n"
+	"  --lock-wait D      while another process holds the database's write lock,\n"
+	"                     hold records in memory for up to D, then fail (default 30s)\n"
+	"  --lock-buffer SIZE memory for records held meanwhile (default 256MiB); more\n"
+	"                     are dropped and counted\n"
 	"  --ring-kb N        size of each ring buffer in KiB (default 8192 calls, 4096 kernel)\n"
 	"  --agg-pct N        above N % ring fill, count calls in the kernel instead of\n"
 	"                     emitting them (default 75; 0 disables)\n"
@@ -82,7 +86,8 @@ static const char usage_text[] =
 	"  -h, --help         this help\n"
 	"\n"
 	"exit status: the command's when one was launched; 3 not root, 4 no BTF,\n"
-	"5 unknown pid or a library without the hooked symbols, 6 database error.\n";
+	"5 unknown pid or a library without the hooked symbols, 6 database error (also\n"
+	"when rows could not be stored: a full disk, a lock held past --lock-wait).\n";
 
 static volatile sig_atomic_t stop_signal;
 
@@ -99,6 +104,7 @@ struct trace_opts {
 	const char *db;
 	uint64_t duration_ns;
 	uint64_t size_cap;
+	uint64_t lock_wait_ns, lock_buffer;
 	unsigned ring_kb, agg_pct;
 	int json, no_view;
 	int py_mode, native_stacks; /* enum cw_py_mode */
@@ -139,11 +145,22 @@ struct trace {
 	int nknown;
 	uint32_t pending[256];
 	int npending;
+	uint32_t rowless[256]; /* known, process row not written yet */
+	int nrowless;
 	uint64_t pending_lost;
 	uint64_t entries; /* call entries received */
 	uint64_t json_write_errors;
 	char cuda_version[64], driver_version[64], python_version[16];
 	pid_t child;
+	/* The session row, written with the first batch the store takes
+	 * (late when another process holds the write lock at start). */
+	struct cw_session_info sess;
+	struct cw_host_facts hf;
+	char command_line[1024];
+	int store_err;        /* why the gate is closed: -EBUSY, -ENOSPC, ... */
+	int lock_failed;      /* the store stayed locked past --lock-wait */
+	int said_held, said_failing;
+	uint64_t replayed_mark, dropped_mark; /* spool counts when the store locked */
 };
 
 static int is_known(const struct trace *t, uint32_t pid)
@@ -322,6 +339,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 
 	memset(o, 0, sizeof(*o));
 	o->agg_pct = 75;
+	o->lock_wait_ns = 30ull * NSEC_PER_SEC;
+	o->lock_buffer = 256ull << 20;
 	o->py_mode = CW_PY_SLOW;
 	for (i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
@@ -333,7 +352,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		int takes = !strcmp(a, "--pid") || !strcmp(a, "--cuda-lib") || !strcmp(a, "--db") ||
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
 			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
-			    !strcmp(a, "--serve") || !strcmp(a, "--otlp");
+			    !strcmp(a, "--serve") || !strcmp(a, "--otlp") || !strcmp(a, "--lock-wait") ||
+			    !strcmp(a, "--lock-buffer");
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -392,6 +412,17 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		} else if (!strcmp(a, "--duration")) {
 			if (cw_parse_duration(v, &o->duration_ns) || !o->duration_ns) {
 				cw_report_error(*json_out, "trace: bad --duration \"%s\"", v);
+				return CW_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--lock-wait")) {
+			if (cw_parse_duration(v, &o->lock_wait_ns) || !o->lock_wait_ns) {
+				cw_report_error(*json_out, "trace: bad --lock-wait \"%s\"", v);
+				return CW_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--lock-buffer")) {
+			if (cw_parse_size(v, &o->lock_buffer) || o->lock_buffer < (1u << 20) ||
+			    o->lock_buffer > (64ull << 30)) {
+				cw_report_error(*json_out, "trace: bad --lock-buffer \"%s\" (1MiB to 64GiB)", v);
 				return CW_EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--node")) {
@@ -577,7 +608,7 @@ static void rescan(struct trace *t)
 {
 	struct scan_ctx *sc = calloc(1, sizeof(*sc));
 	uint32_t fresh[MAX_PIDS];
-	int nfresh = 0, i;
+	int nfresh = 0, i, ready;
 
 	if (!sc)
 		return;
@@ -612,10 +643,22 @@ static void rescan(struct trace *t)
 			fresh[nfresh++] = t->pending[i];
 		}
 	t->npending = 0;
+	/* A store that cannot take rows now (locked by another process):
+	 * the process rows wait, the tracing does not. */
+	ready = cw_consumer_store_ready(&t->cons);
+	for (i = 0; ready && i < t->nrowless; i++)
+		write_process(t, t->rowless[i]);
+	if (ready)
+		t->nrowless = 0;
 	for (i = 0; i < nfresh; i++) {
 		if (!cw_kernel_probes_is_tracked(t->kp, fresh[i]))
 			cw_kernel_probes_track(t->kp, fresh[i]);
-		write_process(t, fresh[i]);
+		if (ready)
+			write_process(t, fresh[i]);
+		else if (t->nrowless < (int)(sizeof(t->rowless) / sizeof(t->rowless[0])))
+			t->rowless[t->nrowless++] = fresh[i];
+		else
+			t->pending_lost++;
 		if (t->py)
 			trace_python_enroll(t->py, fresh[i]);
 	}
@@ -644,6 +687,10 @@ static int64_t measure_offset(void)
 struct loss_totals {
 	uint64_t ring_drops, aggregated, pipeline;
 	uint64_t held, late; /* discovery: processes stopped, copies attached late */
+	uint64_t store_failed; /* rows the store refused or lost with a failed batch */
+	uint64_t held_dropped; /* records beyond --lock-buffer while the store was locked */
+	int store_error;       /* the latest store failure, while it lasts; 0 none */
+	int store_error_ever;  /* the latest store failure of the whole trace */
 };
 
 /* Lock held. Library discovery (docs/trace.md, "Discovery"). */
@@ -755,8 +802,78 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
 	cw_pipeline_get_counters(t->pipe, &pc);
+	/* Write errors are not added: the rows behind them are counted, one
+	 * by one, in store.failed_rows (a failed batch is many rows). */
 	lt->pipeline = pc.rejected_size + pc.rejected_version + pc.rejected_type + pc.unpaired_returns +
-		       pc.unfinished_entries + pc.overflow_entries + pc.write_errors;
+		       pc.unfinished_entries + pc.overflow_entries;
+	{
+		struct cw_writer_stats ws;
+
+		cw_writer_get_stats(t->w, &ws);
+		lt->store_failed = ws.failed_rows;
+		lt->store_error = ws.failing ? ws.last_error : 0;
+		lt->store_error_ever = ws.last_error;
+	}
+	lt->held_dropped = t->cons.spool_dropped;
+	cw_writer_counter_set(t->w, "trace.store_wait.held", t->cons.spooled);
+	cw_writer_counter_set(t->w, "trace.store_wait.dropped", t->cons.spool_dropped);
+	cw_writer_counter_set(t->w, "trace.store_wait.ms",
+			      (t->cons.held_ns_total +
+			       (t->cons.held ? cw_monotonic_ns() - t->cons.held_since_ns : 0)) / 1000000);
+}
+
+/* What stops the store, in words, or NULL. */
+static const char *store_problem(int err)
+{
+	if (!err)
+		return NULL;
+	return err == -ENOSPC ? "disk full" : cw_store_strerror(err);
+}
+
+/* Lock held, once a second: says (once per episode, on stderr when there
+ * is no live view) that the store is locked or failing, and ends the
+ * trace when a lock outlasts --lock-wait. */
+static void watch_store(struct trace *t, const struct loss_totals *lt)
+{
+	uint64_t held = t->cons.held ? cw_monotonic_ns() - t->cons.held_since_ns : 0;
+	char lim[32];
+
+	cw_format_duration(t->o.lock_wait_ns, lim, sizeof(lim));
+	if (held && !t->said_held) {
+		t->said_held = 1;
+		t->replayed_mark = t->cons.spool_replayed;
+		t->dropped_mark = t->cons.spool_dropped;
+		if (!t->view_on && !t->o.json) {
+			if (t->store_err == -EBUSY)
+				fprintf(stderr, "causeway: database \"%s\" is locked by another process; holding records in "
+						"memory (up to %llu MiB) for up to %s\n",
+					t->o.db, (unsigned long long)(t->o.lock_buffer >> 20), lim);
+			else
+				fprintf(stderr, "causeway: database \"%s\" cannot take rows (%s); holding records in "
+						"memory (up to %llu MiB) for up to %s\n",
+					t->o.db, store_problem(t->store_err), (unsigned long long)(t->o.lock_buffer >> 20),
+					lim);
+		}
+	} else if (!held && t->said_held && !cw_consumer_spool_records(&t->cons)) {
+		t->said_held = 0;
+		if (!t->view_on && !t->o.json)
+			fprintf(stderr, "causeway: database \"%s\" writable again; %llu held records written, %llu dropped\n",
+				t->o.db, (unsigned long long)(t->cons.spool_replayed - t->replayed_mark),
+				(unsigned long long)(t->cons.spool_dropped - t->dropped_mark));
+	}
+	if (held > t->o.lock_wait_ns)
+		t->lock_failed = 1;
+	if (lt->store_error && !t->said_failing) {
+		t->said_failing = 1;
+		if (!t->view_on && !t->o.json)
+			fprintf(stderr, "causeway: %s: rows cannot be stored in \"%s\" (%llu so far); still tracing\n",
+				store_problem(lt->store_error), t->o.db, (unsigned long long)lt->store_failed);
+	} else if (!lt->store_error && t->said_failing) {
+		t->said_failing = 0;
+		if (!t->view_on && !t->o.json)
+			fprintf(stderr, "causeway: \"%s\" takes rows again; %llu rows were lost\n", t->o.db,
+				(unsigned long long)lt->store_failed);
+	}
 }
 
 static void feed_inflight(void *ctx, const struct cw_call_entry *e)
@@ -791,6 +908,7 @@ static void tick(struct trace *t, uint64_t start_ns)
 	trace_python_forget_exited(t->py, cw_monotonic_ns());
 	cw_kernel_probes_flush(t->kp, 0);
 	store_counters(t, &lt);
+	watch_store(t, &lt);
 	if (t->view_on) {
 		struct cw_trace_view_status vs = {
 			.elapsed_ns = cw_monotonic_ns() - start_ns,
@@ -800,6 +918,12 @@ static void tick(struct trace *t, uint64_t start_ns)
 			.ring_drops = lt.ring_drops,
 			.aggregated = lt.aggregated,
 			.pipeline_losses = lt.pipeline,
+			.store_failed = lt.store_failed,
+			.held_dropped = lt.held_dropped,
+			.store_problem = store_problem(lt.store_error),
+			.held_ns = t->cons.held ? cw_monotonic_ns() - t->cons.held_since_ns : 0,
+			.held_records = cw_consumer_spool_records(&t->cons),
+			.held_limit_ns = t->o.lock_wait_ns,
 			.db = t->o.db,
 		};
 
@@ -851,38 +975,54 @@ static int any_alive(const struct trace *t)
 	return 0;
 }
 
-static void session_begin(struct trace *t, uint64_t start_wall)
+/* The session row's facts, known at start; written by store_gate(). */
+static void session_prepare(struct trace *t, uint64_t start_wall)
 {
-	struct cw_host_facts hf;
-	struct cw_session_info si;
-	char cmd[1024] = "";
+	struct cw_session_info *si = &t->sess;
+	char *cmd = t->command_line;
+	size_t len = sizeof(t->command_line);
 	int i;
 
-	cw_host_facts_read(&hf);
+	cw_host_facts_read(&t->hf);
+	cmd[0] = '\0';
 	for (i = 0; t->o.command && t->o.command[i]; i++)
-		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%s", i ? " " : "", t->o.command[i]);
-	memset(&si, 0, sizeof(si));
-	si.node = cw_default_node();
-	si.kind = "trace";
-	si.started_wall_ns = start_wall;
-	si.mono_to_wall_ns = measure_offset();
-	si.host = hf.host;
-	si.kernel = hf.kernel;
-	si.gpu = hf.gpu[0] ? hf.gpu : NULL;
-	si.driver = hf.driver[0] ? hf.driver : (t->driver_version[0] ? t->driver_version : NULL);
-	si.cuda = t->cuda_version[0] ? t->cuda_version : NULL;
-	si.python = t->python_version[0] ? t->python_version : NULL;
-	si.command = cmd[0] ? cmd : NULL;
-	si.rank = si.local_rank = si.world_size = -1;
+		snprintf(cmd + strlen(cmd), len - strlen(cmd), "%s%s", i ? " " : "", t->o.command[i]);
+	memset(si, 0, sizeof(*si));
+	si->node = cw_default_node();
+	si->kind = "trace";
+	si->started_wall_ns = start_wall;
+	si->mono_to_wall_ns = measure_offset();
+	si->host = t->hf.host;
+	si->kernel = t->hf.kernel;
+	si->gpu = t->hf.gpu[0] ? t->hf.gpu : NULL;
+	si->driver = t->hf.driver[0] ? t->hf.driver : (t->driver_version[0] ? t->driver_version : NULL);
+	si->cuda = t->cuda_version[0] ? t->cuda_version : NULL;
+	si->command = cmd[0] ? cmd : NULL;
+	si->rank = si->local_rank = si->world_size = -1;
 	if (t->o.command == NULL && t->o.npids)
-		cw_proc_ranks(t->o.pids[0], &si.rank, &si.local_rank, &si.world_size);
+		cw_proc_ranks(t->o.pids[0], &si->rank, &si->local_rank, &si->world_size);
 	if (t->o.npids && !t->python_version[0]) {
 		char py[16];
 
 		if (!cw_proc_python_version(t->o.pids[0], py, sizeof(py)))
-			si.python = py, snprintf(t->python_version, sizeof(t->python_version), "%s", py);
+			snprintf(t->python_version, sizeof(t->python_version), "%s", py);
 	}
-	cw_session_begin(t->st, &si, &t->session_id);
+	si->python = t->python_version[0] ? t->python_version : NULL;
+}
+
+/* cw_consumer_gate, consumer lock held: can the store take rows now?
+ * Opens the writer's batch, taking the write lock (never waiting for it:
+ * the consumer must keep draining the rings), and writes the session row
+ * first, so no row is ever stored without its session. */
+static int store_gate(void *ctx)
+{
+	struct trace *t = ctx;
+	int rc = cw_writer_try_begin(t->w);
+
+	if (!rc && !cw_writer_session(t->w))
+		rc = cw_writer_session_begin(t->w, &t->sess);
+	t->store_err = rc;
+	return rc == 0;
 }
 
 /* Facts learned after the session row was written: a launched command
@@ -919,6 +1059,38 @@ static void live_stop(struct trace *t)
 	t->live_was_on = 1;
 	cw_live_close(t->live, &t->live_last);
 	t->live = NULL;
+}
+
+/* At the end of a trace whose store is locked: the held records are
+ * written if the lock goes within what is left of --lock-wait. */
+static void wait_for_store(struct trace *t)
+{
+	int said = 0;
+
+	for (;;) {
+		uint64_t held_ns;
+		int busy;
+
+		cw_consumer_lock(&t->cons);
+		busy = !cw_consumer_store_ready(&t->cons);
+		held_ns = t->cons.held ? cw_monotonic_ns() - t->cons.held_since_ns : 0;
+		cw_consumer_unlock(&t->cons);
+		if (!busy && said)
+			fprintf(stderr, "causeway: database \"%s\" writable again; %llu held records written\n", t->o.db,
+				(unsigned long long)(t->cons.spool_replayed - t->replayed_mark));
+		if (!busy || held_ns > t->o.lock_wait_ns)
+			return;
+		if (!said && !t->o.json && held_ns) {
+			fprintf(stderr, "causeway: waiting for the write lock on \"%s\" to store the held records\n",
+				t->o.db);
+			said = 1;
+		}
+		{
+			struct timespec ts = { 0, 100 * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
 }
 
 static int run(struct trace *t)
@@ -1029,17 +1201,24 @@ static int run(struct trace *t)
 		t->live = NULL;
 	}
 
-	session_begin(t, start_wall);
+	session_prepare(t, start_wall);
 	memset(&wo, 0, sizeof(wo));
 	wo.node = cw_default_node();
-	wo.session_id = t->session_id;
 	wo.size_cap_bytes = (int64_t)t->o.size_cap;
+	/* Batches end at the consumer's flushes only, each begun through
+	 * store_gate(): a lock another process takes between two batches
+	 * holds records in memory instead of failing rows. */
+	wo.immediate = 1;
+	wo.batch_rows = 1 << 30;
 	rc = cw_writer_new(&t->w, t->st, &wo);
 	if (rc) {
-		cw_report_error(json, "cannot write to \"%s\": %s", t->o.db, strerror(-rc));
+		cw_report_error(json, "cannot write to \"%s\": %s", t->o.db, cw_store_strerror(rc));
 		exit_code = CW_EXIT_DB;
 		goto out;
 	}
+	/* The consumer thread must never sleep in SQLite's busy handler while
+	 * the rings fill: store_gate() retries a held lock itself. */
+	sqlite3_busy_timeout(t->st->db, 20);
 	t->view_on = !t->o.json && !t->o.no_view && isatty(STDOUT_FILENO);
 	if ((t->view_on || !t->o.json) && cw_trace_view_new(&t->view))
 		t->view = NULL;
@@ -1066,6 +1245,13 @@ static int run(struct trace *t)
 	cw_consumer_init(&t->cons, t->pipe);
 	t->cons.tap = tap;
 	t->cons.tap_ctx = t;
+	t->cons.gate = store_gate;
+	t->cons.gate_ctx = t;
+	t->cons.spool_cap = (size_t)t->o.lock_buffer;
+	/* The session row now, when the store takes it. */
+	cw_consumer_lock(&t->cons);
+	cw_consumer_store_ready(&t->cons);
+	cw_consumer_unlock(&t->cons);
 	if (cw_kernel_probes_add_rings(t->kp, &t->rb, cw_consumer_sample, &t->cons) < 0 ||
 	    cw_cuda_probes_add_ring(t->cp, &t->rb, cw_consumer_sample, &t->cons) < 0 ||
 	    cw_consumer_start(&t->cons, t->rb)) {
@@ -1142,6 +1328,8 @@ static int run(struct trace *t)
 		if (now - last_tick >= NSEC_PER_SEC) {
 			last_tick = now;
 			tick(t, start);
+			if (t->lock_failed)
+				break;
 			if (t->o.npids && !t->o.command && !any_alive(t))
 				break;
 		}
@@ -1162,26 +1350,59 @@ static int run(struct trace *t)
 	cw_consumer_lock(&t->cons);
 	cw_kernel_probes_flush(t->kp, 1);
 	cw_consumer_unlock(&t->cons);
+	if (!t->lock_failed)
+		wait_for_store(t);
 	if (cw_consumer_stop(&t->cons))
 		exit_code = CW_EXIT_DB;
+	cw_consumer_lock(&t->cons);
+	if (t->cons.held || cw_consumer_spool_records(&t->cons)) {
+		/* Still locked: what was held is lost, and counted. */
+		t->lock_failed = 1;
+		cw_consumer_spool_discard(&t->cons);
+	}
+	cw_consumer_unlock(&t->cons);
 	/* Calls still open (a hung collective, a long synchronize) are stored
 	 * as unfinished with how long they had run by now. */
-	take_inflight(t, UINT64_MAX);
+	if (!t->lock_failed)
+		take_inflight(t, UINT64_MAX);
 	cw_consumer_lock(&t->cons);
-	if (cw_pipeline_flush(t->pipe, cw_monotonic_ns(), 1) && exit_code == CW_EXIT_OK)
+	if (!t->lock_failed && cw_pipeline_flush(t->pipe, cw_monotonic_ns(), 1) && exit_code == CW_EXIT_OK)
 		exit_code = CW_EXIT_DB;
 	cw_consumer_unlock(&t->cons);
 	{
 		struct loss_totals lt;
+		const char *why;
+		char lim[32];
 
+		cw_consumer_lock(&t->cons);
 		store_counters(t, &lt);
+		cw_consumer_unlock(&t->cons);
+		why = store_problem(lt.store_error_ever);
 		if (!t->o.json)
 			fprintf(stderr,
-				"causeway: stopped; ring drops %llu, aggregated %llu, pipeline losses %llu; "
-				"discovery: %llu held, %llu late%s\n",
+				"causeway: stopped; ring drops %llu, aggregated %llu, pipeline losses %llu, "
+				"store losses %llu%s%s%s; discovery: %llu held, %llu late%s\n",
 				(unsigned long long)lt.ring_drops, (unsigned long long)lt.aggregated,
-				(unsigned long long)lt.pipeline, (unsigned long long)lt.held,
+				(unsigned long long)lt.pipeline, (unsigned long long)(lt.store_failed + lt.held_dropped),
+				why && lt.store_failed ? " (" : "", why && lt.store_failed ? why : "",
+				why && lt.store_failed ? ")" : "", (unsigned long long)lt.held,
 				(unsigned long long)lt.late, lt.late ? " (calls before those attaches may be missing)" : "");
+		cw_format_duration(t->o.lock_wait_ns, lim, sizeof(lim));
+		if (t->lock_failed) {
+			cw_report_error(json,
+					"database \"%s\" stayed locked by another process past --lock-wait %s: "
+					"%llu records were not stored; the trace is incomplete",
+					t->o.db, lim, (unsigned long long)(lt.held_dropped + lt.store_failed));
+			exit_code = CW_EXIT_DB;
+		} else if (lt.store_failed || lt.held_dropped) {
+			cw_report_error(json, "%s: %llu rows could not be stored in \"%s\"; the trace is incomplete",
+					lt.store_failed ? (why ? why : "store error") : "records dropped while the store was locked",
+					(unsigned long long)(lt.store_failed + lt.held_dropped), t->o.db);
+			exit_code = CW_EXIT_DB;
+		} else if (exit_code == CW_EXIT_DB) {
+			cw_report_error(json, "writing \"%s\" failed: %s", t->o.db,
+					cw_store_strerror(t->cons.last_error ? t->cons.last_error : -EIO));
+		}
 	}
 	if (child_done && exit_code == CW_EXIT_OK)
 		exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -1199,7 +1420,9 @@ out:
 		ring_buffer__free(t->rb);
 	cw_pipeline_free(t->pipe);
 	trace_python_free(t->py); /* before the probes: it clears their maps */
-	if (t->w && cw_writer_free(t->w) && exit_code == CW_EXIT_OK)
+	if (t->w)
+		t->session_id = cw_writer_session(t->w);
+	if (t->w && cw_writer_free(t->w) && exit_code == CW_EXIT_OK && !t->lock_failed)
 		exit_code = CW_EXIT_DB;
 	if (t->session_id) {
 		cw_session_end(t->st, t->session_id, cw_realtime_ns(), measure_offset());

@@ -1,8 +1,12 @@
 /* Defaults the commands share that come from the config file. */
 #include "cmd/cmd.h"
 
+#include <stdlib.h>
+
 #include "config/config.h"
+#include "store/losses.h"
 #include "store/store.h"
+#include "util/log.h"
 
 const char *cw_default_db(void)
 {
@@ -32,4 +36,25 @@ const char *cw_default_node(void)
 	if (cw_config_get(&c, err, sizeof(err)))
 		c = NULL;
 	return cw_node_name(c);
+}
+
+void cw_warn_losses(const char *db_path, sqlite3 *db)
+{
+	struct cw_session_loss *l = NULL;
+	struct cw_store *st = NULL;
+	char err[512], line[768];
+	int n;
+
+	if (!db) {
+		if (cw_store_open(&st, db_path, CW_STORE_READONLY, err, sizeof(err)))
+			return;
+		db = st->db;
+	}
+	n = cw_store_losses(db, cw_global_node, 0, 0, &l);
+	for (int i = 0; i < n; i++) {
+		cw_session_loss_text(&l[i], line, sizeof(line));
+		cw_warn("%s", line);
+	}
+	free(l);
+	cw_store_close(st);
 }

@@ -250,10 +250,22 @@ void cw_trace_view_render(struct cw_trace_view *v, FILE *f, const struct cw_trac
 			v->snap.cpu_pct_x100 / 100.0, v->snap.mem_pct_x100 / 100.0, v->snap.load1_x100 / 100.0,
 			(double)v->snap.swap_used_bytes / (1 << 20), (double)v->snap.io_bytes_per_s / (1 << 20),
 			v->snap.io_busy_pct_x100 / 100.0);
-	fprintf(f, "losses: ring drops %llu  aggregated in kernel %llu  pipeline %llu%s\n",
+	fprintf(f, "losses: ring drops %llu  aggregated in kernel %llu  pipeline %llu  store %llu%s\n",
 		(unsigned long long)st->ring_drops, (unsigned long long)st->aggregated,
-		(unsigned long long)st->pipeline_losses,
+		(unsigned long long)st->pipeline_losses, (unsigned long long)(st->store_failed + st->held_dropped),
 		st->aggregated ? "  (ring over its fill threshold: counted, not stored per call)" : "");
+	if (st->held_ns) {
+		char held[32], lim[32];
+
+		cw_format_duration(st->held_ns, held, sizeof(held));
+		cw_format_duration(st->held_limit_ns, lim, sizeof(lim));
+		fprintf(f, "STORE: database locked by another process for %s (giving up after %s); "
+			   "%llu records held in memory, %llu dropped\n",
+			held, lim, (unsigned long long)st->held_records, (unsigned long long)st->held_dropped);
+	}
+	if (st->store_problem)
+		fprintf(f, "STORE: %s: %llu rows could not be stored\n", st->store_problem,
+			(unsigned long long)st->store_failed);
 	fprintf(f, "\n%-8s %-26s %10s %9s %9s %9s %9s  %s\n", "SOURCE", "OP", "COUNT", "RATE/s", "P50", "P95",
 		"P99", "FLAGS");
 	for (i = 0; i < v->nops && i < 40; i++) {

@@ -22,7 +22,13 @@ struct cw_trace_view_status {
 	int nprocs, nlibs, nprobes;
 	uint64_t ring_drops;      /* failed ring reserves, all rings */
 	uint64_t aggregated;      /* calls counted in the kernel instead of emitted */
-	uint64_t pipeline_losses; /* rejected + unpaired + unfinished + write errors */
+	uint64_t pipeline_losses; /* rejected + unpaired + unfinished */
+	uint64_t store_failed;    /* rows the store refused or lost with a failed batch */
+	uint64_t held_dropped;    /* records beyond the memory held while the store was locked */
+	const char *store_problem; /* NULL, or what stops the store now ("disk full", ...) */
+	uint64_t held_ns;         /* how long the store has been locked (0: it is not) */
+	uint64_t held_records;    /* records held in memory meanwhile */
+	uint64_t held_limit_ns;   /* --lock-wait */
 	const char *db;
 };
 

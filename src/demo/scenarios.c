@@ -108,8 +108,14 @@ int cw_demo_generate(struct cw_store *st, const struct cw_demo_opts *o, struct c
 	cw_demo_gen_release(&g);
 	cw_pipeline_free(p);
 	p = NULL;
-	if (!err && pc.write_errors)
-		err = -EIO;
+	/* A record the store refused is a write error, not a bad record:
+	 * report the store's own cause (a full disk). */
+	if ((!err || err == -EPROTO) && pc.write_errors) {
+		struct cw_writer_stats ws;
+
+		cw_writer_get_stats(w, &ws);
+		err = ws.last_error ? ws.last_error : -EIO;
+	}
 out:
 	if (w) {
 		int ferr = cw_writer_free(w);

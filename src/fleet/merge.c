@@ -212,7 +212,7 @@ static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struc
 	if (!ret)
 		ret = cw_exec(db, "COMMIT");
 out:
-	if (ret)
+	if (ret && !sqlite3_get_autocommit(db))
 		cw_exec(db, "ROLLBACK");
 	return ret;
 }
@@ -307,7 +307,7 @@ static int plan(const struct cw_merge_opts *o, struct input_info *info, struct c
 		cw_store_close(st);
 		if (ret) {
 			snprintf(r->err, sizeof(r->err), "reading \"%s\": %s", o->inputs[i].path,
-				 ret == -ENOTSUP ? "database is corrupt" : strerror(-ret));
+				 ret == -ENOTSUP ? "database is corrupt" : cw_store_strerror(ret));
 			return ret == -ENOTSUP ? ret : -EIO;
 		}
 		if (rl && (!*rl || strlen(rl) >= sizeof(r->nodes[0].name))) {
@@ -388,9 +388,9 @@ static int order_events(sqlite3 *db, const struct cw_merge_opts *o, struct cw_me
 			  " anomalous FROM temp.events_stage ORDER BY wall_ns, node, seq");
 	if (!ret)
 		ret = cw_exec(db, "COMMIT");
-	if (ret)
+	if (ret && !sqlite3_get_autocommit(db))
 		cw_exec(db, "ROLLBACK");
-	else
+	else if (!ret)
 		ret = cw_exec(db, "DROP TABLE temp.events_stage");
 	return ret;
 }
@@ -418,7 +418,7 @@ static int fill(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_resu
 	for (int i = 0; i < o->ninputs; i++) {
 		strbuf_reset(&uri);
 		if ((ret = ro_uri(o->inputs[i].path, &uri))) {
-			snprintf(r->err, sizeof(r->err), "input \"%s\": %s", o->inputs[i].path, strerror(-ret));
+			snprintf(r->err, sizeof(r->err), "input \"%s\": %s", o->inputs[i].path, cw_store_strerror(ret));
 			break;
 		}
 		progress(o, "merging \"%s\" (%d/%d)", o->inputs[i].path, i + 1, o->ninputs);
@@ -495,7 +495,7 @@ int cw_merge_run(const struct cw_merge_opts *o, struct cw_merge_result *r)
 	sprintf(tmp, "%s.tmp-XXXXXX", o->out_path);
 	if ((fd = mkstemp(tmp)) < 0) {
 		ret = -errno;
-		snprintf(r->err, sizeof(r->err), "cannot create \"%s\": %s", tmp, strerror(-ret));
+		snprintf(r->err, sizeof(r->err), "cannot create \"%s\": %s", tmp, cw_store_strerror(ret));
 		free(tmp);
 		tmp = NULL;
 		goto out;
@@ -541,7 +541,7 @@ int cw_merge_run(const struct cw_merge_opts *o, struct cw_merge_result *r)
 	if (rename(tmp, o->out_path)) {
 		ret = -errno;
 		snprintf(r->err, sizeof(r->err), "cannot rename \"%s\" to \"%s\": %s", tmp, o->out_path,
-			 strerror(-ret));
+			 cw_store_strerror(ret));
 		goto out;
 	}
 	free(tmp);

@@ -3,6 +3,7 @@
 #include "loader/ringbuf.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/uio.h>
@@ -52,6 +53,129 @@ static int resolve_deferred_name(struct cw_kernel_name *k)
 	return k->name[0] ? 0 : -EINVAL;
 }
 
+#define SPOOL_CAP_DEFAULT (256u << 20)
+/* How often a closed gate is tried, and how many spooled records go
+ * through the pipeline per round once it opens (the rings are drained
+ * between rounds, into the spool's tail, so order is kept). */
+#define GATE_RETRY_NS (100ull * 1000000ull)
+#define REPLAY_PER_ROUND 20000
+
+struct spool_rec {
+	uint32_t size;
+	uint32_t pad;
+};
+
+static void spool_put(struct cw_consumer *c, const void *data, size_t size)
+{
+	size_t need = sizeof(struct spool_rec) + ((size + 7) & ~(size_t)7);
+	size_t cap = c->spool_cap ? c->spool_cap : SPOOL_CAP_DEFAULT;
+	struct spool_rec h = { (uint32_t)size, 0 };
+
+	if (size > UINT32_MAX || c->spool_len - c->spool_head + need > cap) {
+		c->spool_dropped++;
+		return;
+	}
+	if (c->spool_len + need > c->spool_alloc) {
+		size_t a = c->spool_alloc ? c->spool_alloc : 1u << 20;
+		unsigned char *p;
+
+		while (a < c->spool_len + need)
+			a *= 2;
+		p = realloc(c->spool, a);
+		if (!p) {
+			c->spool_dropped++;
+			return;
+		}
+		c->spool = p;
+		c->spool_alloc = a;
+	}
+	memcpy(c->spool + c->spool_len, &h, sizeof(h));
+	memcpy(c->spool + c->spool_len + sizeof(h), data, size);
+	c->spool_len += need;
+	c->spooled++;
+}
+
+static void spool_reset(struct cw_consumer *c)
+{
+	c->spool_head = c->spool_len = 0;
+	/* A long lock may have grown it to hundreds of MiB: give them back. */
+	if (c->spool_alloc > (4u << 20)) {
+		free(c->spool);
+		c->spool = NULL;
+		c->spool_alloc = 0;
+	}
+}
+
+uint64_t cw_consumer_spool_records(const struct cw_consumer *c)
+{
+	return c->spooled - c->spool_replayed;
+}
+
+void cw_consumer_spool_discard(struct cw_consumer *c)
+{
+	c->spool_dropped += c->spooled - c->spool_replayed;
+	c->spool_replayed = c->spooled;
+	c->spool_head = c->spool_len = 0;
+	free(c->spool);
+	c->spool = NULL;
+	c->spool_alloc = 0;
+}
+
+/* Feeds up to max spooled records to the pipeline. Returns 1 when the
+ * spool is empty. */
+static int spool_replay(struct cw_consumer *c, int max)
+{
+	int n = 0;
+
+	while (c->spool_head < c->spool_len && n < max) {
+		struct spool_rec h;
+
+		memcpy(&h, c->spool + c->spool_head, sizeof(h));
+		if (cw_pipeline_feed(c->pipe, c->spool + c->spool_head + sizeof(h), h.size))
+			c->rejected++;
+		c->spool_head += sizeof(h) + ((h.size + 7) & ~(size_t)7);
+		c->spool_replayed++;
+		n++;
+	}
+	if (c->spool_head < c->spool_len)
+		return 0;
+	spool_reset(c);
+	return 1;
+}
+
+/* Lock held. Closes the gate when the store cannot take rows; while it
+ * is closed, retries it every GATE_RETRY_NS. An open gate costs one call
+ * (the writer's batch is open already), so it is asked per record. */
+static int gate_check(struct cw_consumer *c)
+{
+	uint64_t now;
+
+	if (!c->gate)
+		return 1;
+	if (!c->held) {
+		if (c->gate(c->gate_ctx))
+			return 1;
+		c->held = 1;
+		c->held_since_ns = c->gate_tried_ns = cw_monotonic_ns();
+		return 0;
+	}
+	now = cw_monotonic_ns();
+	if (now - c->gate_tried_ns < GATE_RETRY_NS)
+		return 0;
+	c->gate_tried_ns = now;
+	if (!c->gate(c->gate_ctx))
+		return 0;
+	c->held = 0;
+	c->held_ns_total += now - c->held_since_ns;
+	c->held_since_ns = 0;
+	return 1;
+}
+
+int cw_consumer_store_ready(struct cw_consumer *c)
+{
+	return gate_check(c) && c->spool_head == c->spool_len;
+}
+
 int cw_consumer_sample(void *ctx, void *data, size_t size)
 {
 	struct cw_consumer *c = ctx;
@@ -77,6 +201,11 @@ int cw_consumer_sample(void *ctx, void *data, size_t size)
 	c->records++;
 	if (c->tap)
 		c->tap(c->tap_ctx, data, size);
+	/* Behind spooled records, or the store cannot take rows now. */
+	if (c->held || c->spool_len || !gate_check(c)) {
+		spool_put(c, data, size);
+		return 0;
+	}
 	if (cw_pipeline_feed(c->pipe, data, size))
 		c->rejected++;
 	return 0;
@@ -106,7 +235,9 @@ static void flush_locked(struct cw_consumer *c)
 {
 	int rc = cw_pipeline_flush(c->pipe, cw_monotonic_ns(), c->max_open_ns);
 
-	if (rc)
+	/* A lock another process took since the last batch loses nothing:
+	 * the rows wait in the writer for the next flush. */
+	if (rc && rc != -EBUSY)
 		c->last_error = rc;
 }
 
@@ -137,9 +268,16 @@ static void *run(void *arg)
 			nanosleep(&gather, NULL);
 		}
 		pthread_mutex_lock(&c->lock);
+		/* With the gate open, the spool (records held while it was
+		 * closed) goes first, a round at a time, each its own batch. */
+		if (c->spool_len && gate_check(c)) {
+			spool_replay(c, REPLAY_PER_ROUND);
+			flush_locked(c);
+			last_flush = cw_monotonic_ns();
+		}
 		n = ring_buffer__consume(c->rb);
 		now = cw_monotonic_ns();
-		if (now - last_flush >= flush_ns) {
+		if (!c->held && now - last_flush >= flush_ns) {
 			flush_locked(c);
 			last_flush = now;
 		}
@@ -171,7 +309,18 @@ int cw_consumer_stop(struct cw_consumer *c)
 	pthread_mutex_lock(&c->lock);
 	if (c->rb)
 		ring_buffer__consume(c->rb);
-	flush_locked(c);
+	/* A gate still closed keeps the spool for the caller to report. */
+	while (c->spool_len && gate_check(c)) {
+		spool_replay(c, REPLAY_PER_ROUND);
+		flush_locked(c);
+	}
+	if (!c->held)
+		flush_locked(c);
+	if (!c->spool_len) {
+		free(c->spool);
+		c->spool = NULL;
+		c->spool_alloc = 0;
+	}
 	pthread_mutex_unlock(&c->lock);
 	return c->last_error;
 }

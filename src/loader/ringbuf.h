@@ -20,6 +20,10 @@
 /* Sees every raw record before the pipeline does (live view, pid
  * discovery); called with the lock held. */
 typedef void (*cw_consumer_tap)(void *ctx, const void *data, size_t size);
+/* Says whether the store can take rows now (1) or not (0: another
+ * process holds its write lock); called with the lock held before
+ * records go to the pipeline. */
+typedef int (*cw_consumer_gate)(void *ctx);
 
 struct cw_consumer {
 	struct cw_pipeline *pipe;
@@ -35,6 +39,21 @@ struct cw_consumer {
 	uint64_t records, rejected; /* fed, and refused by the pipeline */
 	uint64_t names_unresolved;  /* kernel names neither the probe nor /proc could read */
 	int last_error;             /* a pipeline flush error, 0 none */
+	/* While the gate is closed the rings keep draining: records wait in
+	 * the spool, raw and in order, and go through the pipeline once the
+	 * gate opens, so a store locked by another process neither loses them
+	 * nor stalls the traced threads. Beyond spool_cap bytes they are
+	 * counted in spool_dropped. */
+	cw_consumer_gate gate;
+	void *gate_ctx;
+	size_t spool_cap;           /* 0 = 256 MiB */
+	int held;                   /* the gate is closed */
+	uint64_t held_since_ns;     /* when it closed (0 when open) */
+	uint64_t held_ns_total;     /* time spent closed, all periods */
+	uint64_t gate_tried_ns;
+	unsigned char *spool;
+	size_t spool_head, spool_len, spool_alloc;
+	uint64_t spooled, spool_dropped, spool_replayed;
 };
 
 void cw_consumer_init(struct cw_consumer *c, struct cw_pipeline *pipe);
@@ -49,5 +68,12 @@ void cw_consumer_lock(struct cw_consumer *c);
 void cw_consumer_unlock(struct cw_consumer *c);
 /* Feeds one record from another thread (snapshots); takes the lock. */
 int cw_consumer_feed(struct cw_consumer *c, const void *data, size_t size);
+/* Lock held: 1 when the store takes rows now (the gate is open and the
+ * spool written out), trying the gate again when it was closed. */
+int cw_consumer_store_ready(struct cw_consumer *c);
+/* Lock held: records still in the spool. */
+uint64_t cw_consumer_spool_records(const struct cw_consumer *c);
+/* Lock held: gives up what the spool holds (counted as dropped). */
+void cw_consumer_spool_discard(struct cw_consumer *c);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "analysis/explain.h"
 #include "server/web_assets.h"
+#include "store/losses.h"
 #include "store/ro_query.h"
 #include "store/store.h"
 #include "store/summary.h"
@@ -82,6 +83,32 @@ static int json_to_param(json_t *v, struct cw_ro_value *p)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* "losses" and "warnings": the sessions of the store that lost records,
+ * so that an answer from an incomplete trace says so (store/losses.h). */
+static void add_losses(struct cw_server *s, json_t *out)
+{
+	struct cw_session_loss *l = NULL;
+	json_t *warns = json_array();
+	uint64_t deadline;
+	sqlite3 *db;
+	char err[512], line[768];
+	int n;
+
+	if (cw_server_open_db(s, &db, &deadline, err, sizeof(err))) {
+		json_decref(warns);
+		return;
+	}
+	n = cw_store_losses(db, NULL, 0, 0, &l);
+	for (int i = 0; i < n; i++) {
+		cw_session_loss_text(&l[i], line, sizeof(line));
+		json_array_append_new(warns, json_string(line));
+	}
+	json_object_set_new(out, "losses", cw_losses_to_json(l, n > 0 ? n : 0));
+	json_object_set_new(out, "warnings", warns);
+	free(l);
+	cw_server_close_db(db);
 }
 
 static void route_query(struct cw_server *s, struct MHD_Connection *c, const char *method,
@@ -164,6 +191,8 @@ static void route_query(struct cw_server *s, struct MHD_Connection *c, const cha
 			"rows", rows, "row_count", (json_int_t)res->nrows, "truncated",
 			res->info.truncated, "max_rows", (json_int_t)res->info.max_rows,
 			"elapsed_ns", (json_int_t)res->info.elapsed_ns);
+	if (out)
+		add_losses(s, out);
 	cw_reply_json(r, 200, out);
 out:
 	cw_ro_result_free(res);

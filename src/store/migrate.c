@@ -29,12 +29,12 @@ int cw_schema_version(sqlite3 *db, int *version)
 
 	rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+		return cw_sqlite_db_errno(db, rc);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		*version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
-	return rc == SQLITE_ROW ? 0 : cw_sqlite_errno(rc);
+	return rc == SQLITE_ROW ? 0 : cw_sqlite_db_errno(db, rc);
 }
 
 int cw_migrate(sqlite3 *db, int *found_version)
@@ -69,6 +69,8 @@ int cw_migrate(sqlite3 *db, int *found_version)
 		goto fail;
 	return cw_exec(db, "COMMIT");
 fail:
-	cw_exec(db, "ROLLBACK");
+	/* SQLite may have rolled back already (a full disk, an I/O error). */
+	if (!sqlite3_get_autocommit(db))
+		cw_exec(db, "ROLLBACK");
 	return err;
 }

@@ -93,6 +93,7 @@ int cw_retention_enforce(struct cw_store *st, int64_t cap, int64_t *pruned_event
 fail:
 	err = (int)n;
 fail_err:
-	cw_exec(st->db, "ROLLBACK");
+	if (!sqlite3_get_autocommit(st->db))
+		cw_exec(st->db, "ROLLBACK");
 	return err;
 }

@@ -152,6 +152,9 @@ int cw_ro_is_db_error(int rc)
 	case -EACCES:
 	case -EISDIR:
 	case -EIO:
+	case -ENOSPC:
+	case -EROFS:
+	case -EUCLEAN:
 		return 1;
 	default:
 		return 0;

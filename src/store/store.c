@@ -1,11 +1,14 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "store/migrate.h"
@@ -46,9 +49,38 @@ int cw_sqlite_errno(int rc)
 	}
 }
 
+int cw_sqlite_db_errno(sqlite3 *db, int rc)
+{
+	int code = cw_sqlite_errno(rc), sys;
+
+	if (!code || !db)
+		return code;
+	if ((rc & 0xff) == SQLITE_FULL)
+		return -ENOSPC;
+	/* SQLite reports a failed write of its -shm or -wal file as an I/O
+	 * or open error; the OS error behind it names the real cause. */
+	sys = sqlite3_system_errno(db);
+	if (code == -EIO || code == -ENOENT || code == -EACCES || code == -EINVAL) {
+		if (sys == ENOSPC || sys == EDQUOT)
+			return -ENOSPC;
+		if (sys == EROFS)
+			return -EROFS;
+	}
+	return code;
+}
+
 int cw_exec(sqlite3 *db, const char *sql)
 {
-	return cw_sqlite_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
+	return cw_sqlite_db_errno(db, sqlite3_exec(db, sql, NULL, NULL, NULL));
+}
+
+const char *cw_store_strerror(int code)
+{
+	if (code == -ENOSPC || code == -EDQUOT)
+		return "disk full (no space left on device)";
+	if (code == -EROFS)
+		return "read-only filesystem";
+	return strerror(code < 0 ? -code : code);
 }
 
 static void describe(char *err, size_t errlen, const char *path, int code, int found)
@@ -73,6 +105,18 @@ static void describe(char *err, size_t errlen, const char *path, int code, int f
 		break;
 	case -EISDIR:
 		snprintf(err, errlen, "database \"%s\" is a directory", path);
+		break;
+	case -ENOSPC:
+		snprintf(err, errlen, "database \"%s\": disk full (no space left on its filesystem)", path);
+		break;
+	case -EROFS:
+		snprintf(err, errlen, "database \"%s\" is on a read-only filesystem", path);
+		break;
+	case -EUCLEAN:
+		snprintf(err, errlen,
+			 "database \"%s\" is on a read-only filesystem with an unmerged write-ahead log "
+			 "(\"%s-wal\"); copy both files to a writable place to read it",
+			 path, path);
 		break;
 	default:
 		snprintf(err, errlen, "database \"%s\": %s", path, strerror(-code));
@@ -146,50 +190,141 @@ void cw_sqlite_global_init(void)
 	pthread_once(&once, configure_sqlite_once);
 }
 
-int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
-		  char *err, size_t errlen)
+static int on_readonly_fs(const char *path)
 {
-	struct cw_store *st = NULL;
-	struct stat sb;
-	int flags, rc, code = 0, found = 0, v = 0;
-	sqlite3 *db = NULL;
+	struct statvfs vfs;
 
-	*out = NULL;
-	cw_sqlite_global_init();
-	if (!path || !*path)
-		path = CW_DEFAULT_DB;
-	if (stat(path, &sb) == 0) {
-		if (S_ISDIR(sb.st_mode)) {
-			code = -EISDIR;
-			goto fail;
+	return statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+}
+
+/* A -wal file with frames in it holds committed rows the main file lacks. */
+static int wal_has_frames(const char *path)
+{
+	char wal[4200];
+	struct stat sb;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	return stat(wal, &sb) == 0 && sb.st_size > 0;
+}
+
+/* The "file:" URI of path (SQLITE_OPEN_URI), with the characters a URI
+ * gives a meaning to escaped, and query appended. */
+static int uri_of(char *out, size_t len, const char *path, const char *query)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	const unsigned char *p;
+
+	if (len < 6)
+		return -ENAMETOOLONG;
+	memcpy(out, "file:", 5);
+	o = 5;
+	for (p = (const unsigned char *)path; *p; p++) {
+		if (o + 4 >= len)
+			return -ENAMETOOLONG;
+		if (*p == '%' || *p == '?' || *p == '#' || *p < 0x20 || *p >= 0x7f) {
+			out[o++] = '%';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		} else {
+			out[o++] = (char)*p;
 		}
-	} else if (mode != CW_STORE_CREATE) {
-		code = -ENOENT;
-		goto fail;
 	}
+	if (o + strlen(query) + 2 >= len)
+		return -ENAMETOOLONG;
+	snprintf(out + o, len - o, "?%s", query);
+	return 0;
+}
+
+/* Opens path and checks that it is ours; SQLite opens lazily, so the
+ * first read is where a missing -shm or a full disk shows. Returns 0 or
+ * -errno, with *dbp set either way (closed by the caller). */
+static int try_open(sqlite3 **dbp, const char *path, enum cw_store_mode mode, int immutable)
+{
+	char uri[4400];
+	int flags, rc;
+
+	*dbp = NULL;
 	if (mode == CW_STORE_READONLY)
 		flags = SQLITE_OPEN_READONLY;
 	else if (mode == CW_STORE_READWRITE)
 		flags = SQLITE_OPEN_READWRITE;
 	else
 		flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-	rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc != SQLITE_OK) {
-		code = access(path, F_OK) == 0 && access(path, R_OK) != 0 ? -EACCES : cw_sqlite_errno(rc);
-		if (code == -ENOENT && mode == CW_STORE_CREATE)
-			code = -EACCES;
+	rc = uri_of(uri, sizeof(uri), path, immutable ? "immutable=1" : mode == CW_STORE_READONLY ? "mode=ro" : "");
+	if (rc)
+		return rc;
+	rc = sqlite3_open_v2(uri, dbp, flags | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_db_errno(*dbp, rc);
+	sqlite3_extended_result_codes(*dbp, 0);
+	rc = looks_foreign(*dbp);
+	if (rc < 0)
+		return cw_sqlite_db_errno(*dbp, sqlite3_errcode(*dbp)) ?: rc;
+	return rc > 0 ? -ENOTSUP : 0;
+}
+
+/* SQLite says "cannot open" for a file that exists but whose side files
+ * (-shm, -wal) cannot be made: name the real cause. */
+static int open_cause(const char *path, int exists, enum cw_store_mode mode, int code)
+{
+	char dir[4200], *slash;
+
+	if (exists && access(path, R_OK) != 0)
+		return -EACCES;
+	if (exists && on_readonly_fs(path))
+		return -EROFS;
+	if (exists)
+		return code == -ENOENT ? -EACCES : code;
+	if (mode != CW_STORE_CREATE)
+		return code;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	return on_readonly_fs(dir) ? -EROFS : -EACCES;
+}
+
+int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
+		  char *err, size_t errlen)
+{
+	struct cw_store *st = NULL;
+	struct stat sb;
+	int code = 0, found = 0, v = 0, exists, wfd = -1;
+	sqlite3 *db = NULL;
+
+	*out = NULL;
+	cw_sqlite_global_init();
+	if (!path || !*path)
+		path = CW_DEFAULT_DB;
+	exists = stat(path, &sb) == 0;
+	if (exists && S_ISDIR(sb.st_mode)) {
+		code = -EISDIR;
 		goto fail;
 	}
-	sqlite3_extended_result_codes(db, 0);
-	rc = looks_foreign(db);
-	if (rc < 0) {
-		code = rc;
+	if (!exists && mode != CW_STORE_CREATE) {
+		code = -ENOENT;
 		goto fail;
 	}
-	if (rc > 0) {
-		code = -ENOTSUP;
-		goto fail;
+	code = try_open(&db, path, mode, 0);
+	if (code && code != -ENOTSUP && exists && mode == CW_STORE_READONLY && on_readonly_fs(path)) {
+		/* A WAL reader needs the -shm file, which SQLite cannot create
+		 * on a read-only filesystem. Nothing can write there either, so
+		 * the file is immutable: read it as such, unless committed rows
+		 * wait in a -wal file that an immutable reader would skip. */
+		sqlite3_close_v2(db);
+		db = NULL;
+		code = wal_has_frames(path) ? -EUCLEAN : try_open(&db, path, mode, 1);
 	}
+	/* SQLite quietly opens a file it cannot write read-only. */
+	if (!code && mode != CW_STORE_READONLY && sqlite3_db_readonly(db, "main") == 1)
+		code = on_readonly_fs(path) ? -EROFS : -EACCES;
+	if (code == -ENOENT || code == -EACCES || code == -EIO)
+		code = open_cause(path, exists, mode, code);
+	if (code)
+		goto fail;
 	code = configure(db, mode);
 	if (code)
 		goto fail;
@@ -208,6 +343,23 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 	}
 	if (code)
 		goto fail;
+	if (mode != CW_STORE_READONLY) {
+		/* Shared among writers (trace, explain, merge); a demo replacing
+		 * the file holds it exclusively. */
+		wfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (wfd >= 0 && flock(wfd, LOCK_SH | LOCK_NB) != 0) {
+			code = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			if (code == -EBUSY) {
+				close(wfd);
+				sqlite3_close_v2(db);
+				snprintf(err, errlen,
+					 "database \"%s\" is being replaced by causeway demo; try again when it finishes",
+					 path);
+				return code;
+			}
+			goto fail;
+		}
+	}
 	st = calloc(1, sizeof(*st));
 	if (!st || !(st->path = strdup(path))) {
 		free(st);
@@ -216,9 +368,12 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 	}
 	st->db = db;
 	st->mode = mode;
+	st->writer_fd = wfd;
 	*out = st;
 	return 0;
 fail:
+	if (wfd >= 0)
+		close(wfd);
 	if (db)
 		sqlite3_close_v2(db);
 	describe(err, errlen, path, code, found);
@@ -243,8 +398,24 @@ void cw_store_close(struct cw_store *st)
 	if (!st)
 		return;
 	sqlite3_close_v2(st->db);
+	if (st->writer_fd >= 0)
+		close(st->writer_fd);
 	free(st->path);
 	free(st);
+}
+
+int cw_store_lock_for_replace(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 int64_t cw_store_size_bytes(struct cw_store *st)

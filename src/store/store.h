@@ -27,16 +27,29 @@ struct cw_store {
 	sqlite3 *db;
 	char *path;
 	enum cw_store_mode mode;
+	/* Writers hold a shared flock(2) on the file while open, so that a
+	 * command about to replace it (demo) can tell that a causeway
+	 * process is writing it; -1 for readers. */
+	int writer_fd;
 };
 
 /* Opens path. On failure returns -errno and writes one lower-case sentence
  * into err (path quoted), suitable for the command to print as is:
  *   -ENOENT  file missing          -ENOTSUP  not a causeway/SQLite database
  *   -EBUSY   locked by another     -EPROTO   written by a newer causeway
- *   -EACCES  permission denied     -EIO      other SQLite failure */
+ *   -EACCES  permission denied     -EIO      other SQLite failure
+ *   -ENOSPC  disk full             -EROFS    read-only filesystem (writers)
+ *   -EUCLEAN read-only filesystem with an unmerged -wal file (readers)
+ * A reader on a read-only filesystem, where SQLite cannot create the
+ * -shm file, opens the file as immutable. */
 int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
 		  char *err, size_t errlen);
 void cw_store_close(struct cw_store *st);
+
+/* Takes the exclusive flock(2) of a database file a command is about to
+ * replace. Returns an fd to close after the replacement, -EBUSY when a
+ * causeway writer has the file open, or -errno. */
+int cw_store_lock_for_replace(const char *path);
 /* Removes a database file and its side files (-wal, -shm, -journal). */
 void cw_store_remove_files(const char *path);
 
@@ -44,8 +57,15 @@ void cw_store_remove_files(const char *path);
  * open connections of their own call it first too. */
 void cw_sqlite_global_init(void);
 
+/* A -errno from the store in words, "disk full (...)" for -ENOSPC. */
+const char *cw_store_strerror(int code);
+
 /* Translates a SQLite result code to -errno. */
 int cw_sqlite_errno(int rc);
+/* The same for a failure on db, looking at the OS error behind it: a full
+ * disk is -ENOSPC and a read-only filesystem -EROFS whichever SQLite code
+ * (I/O error, cannot open) carried them. */
+int cw_sqlite_db_errno(sqlite3 *db, int rc);
 
 /* Size of the database file plus its WAL, in bytes. */
 int64_t cw_store_size_bytes(struct cw_store *st);

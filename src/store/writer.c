@@ -159,7 +159,12 @@ struct cw_writer {
 	int64_t size_cap;
 	sqlite3_stmt *st[ST_MAX];
 	int in_tx;
+	int immediate;      /* BEGIN IMMEDIATE: take the write lock up front */
 	int rows_in_batch;
+	/* Rows stored in the open transaction: lost with it when it rolls
+	 * back (a failed COMMIT, or SQLite's own rollback on a full disk). */
+	uint64_t tx_rows, tx_events, tx_offcpu, tx_snapshots;
+	int session_in_tx; /* the session row is in the open transaction */
 	int64_t next_seq;
 	struct op_state *ops;
 	int nops;
@@ -193,7 +198,7 @@ static int step_reset(sqlite3_stmt *s)
 
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : cw_sqlite_errno(rc);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : cw_sqlite_db_errno(sqlite3_db_handle(s), rc);
 }
 
 int cw_session_begin(struct cw_store *st, const struct cw_session_info *in, int64_t *id)
@@ -207,7 +212,7 @@ int cw_session_begin(struct cw_store *st, const struct cw_session_info *in, int6
 				" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 				-1, &s, NULL);
 	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+		return cw_sqlite_db_errno(st->db, rc);
 	bind_text_or_null(s, i++, in->node);
 	bind_text_or_null(s, i++, in->kind);
 	sqlite3_bind_int64(s, i++, (int64_t)in->started_wall_ns);
@@ -230,7 +235,7 @@ int cw_session_begin(struct cw_store *st, const struct cw_session_info *in, int6
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
-		return cw_sqlite_errno(rc);
+		return cw_sqlite_db_errno(st->db, rc);
 	*id = sqlite3_last_insert_rowid(st->db);
 	return 0;
 }
@@ -243,13 +248,13 @@ int cw_session_end(struct cw_store *st, int64_t id, uint64_t ended_wall_ns, int6
 	rc = sqlite3_prepare_v2(st->db, "UPDATE sessions SET ended_wall_ns = ?, mono_to_wall_ns = ? WHERE id = ?",
 				-1, &s, NULL);
 	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+		return cw_sqlite_db_errno(st->db, rc);
 	sqlite3_bind_int64(s, 1, (int64_t)ended_wall_ns);
 	sqlite3_bind_int64(s, 2, mono_to_wall_ns);
 	sqlite3_bind_int64(s, 3, id);
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_db_errno(st->db, rc);
 }
 
 static int load_next_seq(struct cw_writer *w)
@@ -259,13 +264,13 @@ static int load_next_seq(struct cw_writer *w)
 
 	rc = sqlite3_prepare_v2(w->db, "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE node = ?", -1, &s, NULL);
 	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+		return cw_sqlite_db_errno(w->db, rc);
 	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW)
 		w->next_seq = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
-	return rc == SQLITE_ROW ? 0 : cw_sqlite_errno(rc);
+	return rc == SQLITE_ROW ? 0 : cw_sqlite_db_errno(w->db, rc);
 }
 
 /* INSERT INTO events ... VALUES (row 1), ..., (row n). Row k's parameters
@@ -302,7 +307,7 @@ static int prepare(struct cw_writer *w, enum stmt_id id)
 	}
 	if (!err) {
 		rc = sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &w->st[id], NULL);
-		err = cw_sqlite_errno(rc);
+		err = cw_sqlite_db_errno(w->db, rc);
 		if (rc != SQLITE_OK && !err)
 			err = -EIO;
 	}
@@ -331,6 +336,7 @@ int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct c
 	w->node = strdup(o->node && *o->node ? o->node : "localhost");
 	w->session_id = o->session_id;
 	w->batch_rows = o->batch_rows > 0 ? o->batch_rows : DEFAULT_BATCH_ROWS;
+	w->immediate = o->immediate;
 	w->size_cap = o->size_cap_bytes;
 	w->ops = calloc(MAX_OPS, sizeof(*w->ops));
 	u64map_init(&w->agg_index, 0);
@@ -355,16 +361,101 @@ fail:
 	return err;
 }
 
+/* The open transaction is gone: what it stored is counted as failed and
+ * no longer as stored. */
+static void lose_tx(struct cw_writer *w)
+{
+	w->stats.failed_rows += w->tx_rows;
+	w->stats.events -= w->tx_events;
+	w->stats.offcpu -= w->tx_offcpu;
+	w->stats.snapshots -= w->tx_snapshots;
+	w->tx_rows = w->tx_events = w->tx_offcpu = w->tx_snapshots = 0;
+	w->in_tx = 0;
+	w->rows_in_batch = 0;
+	/* Stacks interned in the lost transaction are gone too: their ids
+	 * must not be handed to later rows. */
+	u64map_clear(&w->stack_ids);
+	u64map_clear(&w->pystack_ids);
+	/* A session row written in it is gone as well: written again. */
+	if (w->session_in_tx)
+		w->session_id = 0;
+	w->session_in_tx = 0;
+}
+
+/* After a failed statement: SQLite rolls the whole transaction back by
+ * itself on some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM), and
+ * a COMMIT issued then would fail with "no transaction is active". */
+static void note_error(struct cw_writer *w, int err)
+{
+	w->stats.last_error = err;
+	w->stats.failing = 1;
+	if (w->in_tx && sqlite3_get_autocommit(w->db))
+		lose_tx(w);
+}
+
 static int begin_if_needed(struct cw_writer *w)
 {
 	int err;
 
 	if (w->in_tx)
 		return 0;
-	err = cw_exec(w->db, "BEGIN");
-	if (!err)
-		w->in_tx = 1;
-	return err;
+	err = cw_exec(w->db, w->immediate ? "BEGIN IMMEDIATE" : "BEGIN");
+	if (err) {
+		/* A lock held by another writer is no failure of ours. */
+		if (err != -EBUSY)
+			note_error(w, err);
+		return err;
+	}
+	w->in_tx = 1;
+	w->tx_rows = w->tx_events = w->tx_offcpu = w->tx_snapshots = 0;
+	return 0;
+}
+
+int cw_writer_try_begin(struct cw_writer *w)
+{
+	return begin_if_needed(w);
+}
+
+int cw_writer_in_tx(const struct cw_writer *w)
+{
+	return w->in_tx;
+}
+
+int cw_writer_session_begin(struct cw_writer *w, const struct cw_session_info *info)
+{
+	int64_t id = 0;
+	int err;
+
+	if (w->session_id)
+		return 0;
+	err = begin_if_needed(w);
+	if (err)
+		return err;
+	err = cw_session_begin(w->store, info, &id);
+	if (err) {
+		note_error(w, err);
+		/* Nothing else is in this batch yet: end it, lock released. */
+		if (w->in_tx && !sqlite3_get_autocommit(w->db))
+			cw_exec(w->db, "ROLLBACK");
+		lose_tx(w);
+		return err;
+	}
+	cw_writer_set_session(w, id);
+	w->session_in_tx = 1;
+	return 0;
+}
+
+int64_t cw_writer_session(const struct cw_writer *w)
+{
+	return w->session_id;
+}
+
+void cw_writer_set_session(struct cw_writer *w, int64_t session_id)
+{
+	w->session_id = session_id;
+	/* The event statements bind the session once (prepare()). */
+	sqlite3_bind_int64(w->st[ST_EVENT], 2, session_id);
+	sqlite3_bind_int64(w->st[ST_EVENT_MULTI], 2, session_id);
 }
 
 static int commit(struct cw_writer *w)
@@ -375,30 +466,44 @@ static int commit(struct cw_writer *w)
 		return 0;
 	err = cw_exec(w->db, "COMMIT");
 	if (err) {
-		cw_exec(w->db, "ROLLBACK");
-		w->in_tx = 0;
+		if (!sqlite3_get_autocommit(w->db))
+			cw_exec(w->db, "ROLLBACK");
 		/* The batch's rows are gone with it. */
-		w->stats.failed_rows += (uint64_t)w->rows_in_batch;
-		w->rows_in_batch = 0;
+		lose_tx(w);
+		w->stats.last_error = err;
+		w->stats.failing = 1;
 		return err;
 	}
 	w->in_tx = 0;
 	w->rows_in_batch = 0;
+	w->tx_rows = w->tx_events = w->tx_offcpu = w->tx_snapshots = 0;
+	w->session_in_tx = 0;
 	w->stats.batches++;
+	w->stats.failing = 0;
 	return 0;
 }
 
-/* Called after every row: commits when the batch is full. Aggregates are
- * written with the batch so they never run ahead of the events. */
+/* Counts a row toward the batch: commits when the batch is full.
+ * Aggregates are written with the batch so they never run ahead of the
+ * events. */
+static int batch_tick(struct cw_writer *w)
+{
+	if (++w->rows_in_batch >= w->batch_rows)
+		return cw_writer_flush(w);
+	return 0;
+}
+
+/* Called after every row but events (which count themselves when
+ * stored, in insert_events). */
 static int row_done(struct cw_writer *w, int err)
 {
 	if (err) {
 		w->stats.failed_rows++;
+		note_error(w, err);
 		return err;
 	}
-	if (++w->rows_in_batch >= w->batch_rows)
-		return cw_writer_flush(w);
-	return 0;
+	w->tx_rows++;
+	return batch_tick(w);
 }
 
 static int op_index(struct cw_writer *w, const char *source, const char *op)
@@ -569,11 +674,16 @@ static int insert_events(struct cw_writer *w, sqlite3_stmt *s, struct bound_row 
 		sqlite3_reset(s);
 	}
 	if (rc != SQLITE_DONE) {
+		int err = cw_sqlite_db_errno(w->db, rc);
+
 		w->stats.failed_rows += (uint64_t)n;
-		return cw_sqlite_errno(rc);
+		note_error(w, err);
+		return err;
 	}
 	w->next_seq += n;
 	w->stats.events += (uint64_t)n;
+	w->tx_events += (uint64_t)n;
+	w->tx_rows += (uint64_t)n;
 	return 0;
 }
 
@@ -691,7 +801,7 @@ int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 		if (err)
 			return err;
 	}
-	return row_done(w, 0);
+	return batch_tick(w);
 }
 
 int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
@@ -725,8 +835,10 @@ int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
 		sqlite3_bind_int64(s, 16, r->waker_pid);
 	bind_text_or_null(s, 17, r->waker_comm);
 	err = step_reset(s);
-	if (!err)
+	if (!err) {
 		w->stats.offcpu++;
+		w->tx_offcpu++;
+	}
 	return row_done(w, err);
 }
 
@@ -751,8 +863,10 @@ int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *r)
 	sqlite3_bind_int64(s, 11, r->io_bytes_per_s);
 	sqlite3_bind_double(s, 12, r->io_busy_pct);
 	err = step_reset(s);
-	if (!err)
+	if (!err) {
 		w->stats.snapshots++;
+		w->tx_snapshots++;
+	}
 	return row_done(w, err);
 }
 
@@ -850,8 +964,11 @@ static int64_t intern(struct cw_writer *w, struct u64map *cache, enum stmt_id ge
 	rc = sqlite3_step(s);
 	id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
 	sqlite3_reset(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return cw_sqlite_errno(rc);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		err = cw_sqlite_db_errno(w->db, rc);
+		note_error(w, err);
+		return err;
+	}
 	if (!id) {
 		s = w->st[put];
 		sqlite3_bind_int64(s, 1, (int64_t)hash);
@@ -864,8 +981,10 @@ static int64_t intern(struct cw_writer *w, struct u64map *cache, enum stmt_id ge
 			bind_text_or_null(s, 6, ufn);
 		}
 		err = step_reset(s);
-		if (err)
+		if (err) {
+			note_error(w, err);
 			return err;
+		}
 		id = sqlite3_last_insert_rowid(w->db);
 	}
 	/* A full cache only costs a lookup next time. */
@@ -943,7 +1062,7 @@ static int write_agg(struct cw_writer *w, const struct agg *a)
 				     (uint64_t)sqlite3_column_int64(g, 2));
 	sqlite3_reset(g);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return cw_sqlite_errno(rc);
+		return cw_sqlite_db_errno(w->db, rc);
 	n = cw_hist_encode(&h, buf, sizeof(buf));
 	if (n < 0)
 		return n;
@@ -997,12 +1116,17 @@ int cw_writer_flush(struct cw_writer *w)
 		return err;
 	err = drain_events(w);
 	/* Rows the store refused are losses too: counted where trace's other
-	 * losses are (the counter survives even when this batch fails). */
+	 * losses are (the counter survives even when this batch fails). The
+	 * stored count is the base readers compute a loss share against. */
 	if (w->stats.failed_rows)
 		cw_writer_counter_set(w, "store.failed_rows", w->stats.failed_rows);
+	cw_writer_counter_set(w, "store.events", w->stats.events);
 	e = write_pending(w);
-	if (!err)
-		err = e;
+	if (e) {
+		note_error(w, e);
+		if (!err)
+			err = e;
+	}
 	e = commit(w);
 	if (!err)
 		err = e;

@@ -27,9 +27,13 @@ struct cw_session_info {
 
 struct cw_writer_opts {
 	const char *node;
-	int64_t session_id;
+	int64_t session_id;     /* 0: none yet (cw_writer_set_session) */
 	int batch_rows;         /* rows per transaction; 0 = 50000 */
 	int64_t size_cap_bytes; /* 0 = no cap */
+	/* Take the write lock when a batch begins (BEGIN IMMEDIATE), so a
+	 * lock held by another process shows in cw_writer_try_begin() before
+	 * any row is handed over, never as a failed row. */
+	int immediate;
 };
 
 struct cw_event_row {
@@ -84,7 +88,11 @@ struct cw_process_row {
 };
 
 struct cw_writer_stats {
-	uint64_t events, offcpu, snapshots, batches, pruned_events, failed_rows;
+	uint64_t events, offcpu, snapshots, batches, pruned_events;
+	/* Rows the store refused or lost with a rolled-back batch. */
+	uint64_t failed_rows;
+	int last_error; /* -errno of the latest failed write (-ENOSPC: disk full), 0 none */
+	int failing;    /* the latest write failed and no commit succeeded since */
 };
 
 int cw_session_begin(struct cw_store *st, const struct cw_session_info *info, int64_t *id);
@@ -112,6 +120,19 @@ int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id);
 /* Counters are summed in memory and written on flush (absolute values). */
 void cw_writer_counter_add(struct cw_writer *w, const char *name, uint64_t delta);
 void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value);
+
+/* Opens a batch now. Returns 0, -EBUSY when another process holds the
+ * write lock (nothing counted as failed), or -errno. */
+int cw_writer_try_begin(struct cw_writer *w);
+int cw_writer_in_tx(const struct cw_writer *w);
+/* The session rows belong to once its row exists (written late when the
+ * store was locked at start). Call between batches. */
+void cw_writer_set_session(struct cw_writer *w, int64_t session_id);
+/* Writes the session row as the first row of a batch (opening one) unless
+ * the writer has a session; a batch that fails later takes the row with
+ * it and the next call writes it again. Returns 0, -EBUSY or -errno. */
+int cw_writer_session_begin(struct cw_writer *w, const struct cw_session_info *info);
+int64_t cw_writer_session(const struct cw_writer *w);
 
 /* Commits the open batch and the aggregates of every second seen so far;
  * enforces the size cap. */

@@ -1,9 +1,10 @@
 #!/bin/bash
 # Every command reads the config file (--config before or after the
 # command, else /etc/causeway/causeway.yaml, else ~/.causeway/...): the
-# store path is the default --db of demo, query, explain and export, a
-# --db flag beats it, check names the file, and a bad file stops every
-# command with its line number and exit 2 (also as {"error"} with --json).
+# store path is the default --db of query, explain and export (not of
+# demo, which never writes the trace store unasked), a --db flag beats it,
+# check names the file, and a bad file stops every command with its line
+# number and exit 2 (also as {"error"} with --json).
 set -u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -17,8 +18,9 @@ store:
   max_size: 1GiB
 YAML
 "$CW_BIN" demo incident --config good.yaml >/dev/null || fail "demo with config"
-[ -f from-config.db ] || fail "demo did not write the config's store path"
-[ ! -e causeway.db ] || fail "demo wrote ./causeway.db despite the config"
+[ -f causeway-demo.db ] || fail "demo did not write ./causeway-demo.db"
+[ ! -e from-config.db ] || fail "demo wrote the config's store path"
+"$CW_BIN" demo incident --config good.yaml --db "$tmp/from-config.db" >/dev/null || fail "demo into the config's store"
 n=$("$CW_BIN" --config good.yaml query --json "SELECT count(*) AS n FROM events" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["n"])') \
 	|| fail "query with config"
 [ "$n" -gt 0 ] || fail "query read no events from the config's store"

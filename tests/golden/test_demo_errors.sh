@@ -61,6 +61,35 @@ kinds=$("$BIN" query --db "$tmp/d.db" --json "SELECT group_concat(kind) AS k FRO
 [ "$kinds" = "demo:healthy" ] || { echo "FAIL replaced database holds sessions: $kinds"; fail=1; }
 [ ! -e "$tmp/d.db.tmp" ] || { echo "FAIL temporary file left behind"; fail=1; }
 
+# Not a demo database (a trace's session in it): refused, untouched, unless --force.
+sqlite3 "$tmp/d.db" "INSERT INTO sessions (node, kind, started_wall_ns, mono_to_wall_ns) VALUES ('n1', 'trace', 1, 0)"
+before=$(sqlite3 "$tmp/d.db" "SELECT count(*) FROM events")
+expect 6 "refuses to replace a trace database" -- demo healthy --db "$tmp/d.db"
+grep -q 'refusing to replace ".*d.db": it is not a demo database (1 trace or merged session); use --force' "$tmp/err" \
+	|| { echo "FAIL trace database wording"; cat "$tmp/err"; fail=1; }
+[ "$(sqlite3 "$tmp/d.db" "SELECT count(*) FROM events")" = "$before" ] && [ "$(sqlite3 "$tmp/d.db" "SELECT count(*) FROM sessions WHERE kind = 'trace'")" = 1 ] \
+	|| { echo "FAIL trace database changed"; fail=1; }
+expect 0 "--force replaces a trace database" -- demo healthy --db "$tmp/d.db" --force
+[ "$(sqlite3 "$tmp/d.db" "SELECT group_concat(kind) FROM sessions")" = "demo:healthy" ] || { echo "FAIL --force did not replace"; fail=1; }
+
+# A newer schema is a newer causeway's file: refused like every other command refuses it.
+sqlite3 "$tmp/d.db" "PRAGMA user_version = 99"
+expect 6 "refuses a newer schema" -- demo healthy --db "$tmp/d.db"
+grep -q 'schema is newer than this causeway' "$tmp/err" || { echo "FAIL newer schema wording"; cat "$tmp/err"; fail=1; }
+[ "$(sqlite3 "$tmp/d.db" "PRAGMA user_version")" = 99 ] || { echo "FAIL newer database changed"; fail=1; }
+expect 0 "--force replaces a newer schema" -- demo healthy --db "$tmp/d.db" --force
+
+# A database a causeway writer holds open (its shared flock) is not replaced.
+python3 - "$BIN" "$tmp/d.db" <<'PY' || fail=1
+import fcntl, os, subprocess, sys
+fd = os.open(sys.argv[2], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_SH)  # what cw_store_open does for a writer
+r = subprocess.run([sys.argv[1], "demo", "healthy", "--db", sys.argv[2]], capture_output=True, text=True)
+if r.returncode != 6 or "another causeway process (a trace) is writing it" not in r.stderr:
+    print("FAIL demo replaced a database held by a writer:", r.returncode, r.stderr); sys.exit(1)
+print("ok   refuses a database a writer holds")
+PY
+
 # --json errors are {"error": ...} on stdout.
 "$BIN" demo nosuch --json > "$tmp/out" 2>/dev/null
 rc=$?
@@ -71,7 +100,8 @@ rc=$?
 [ $rc -eq 6 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "not a causeway database" in d["error"]' "$tmp/out" \
 	&& echo "ok   json db error" || { echo "FAIL json db error (rc $rc)"; cat "$tmp/out"; fail=1; }
 
-# Default --db is causeway.db in the current directory.
-(cd "$tmp" && "$BIN" demo healthy > /dev/null) && [ -s "$tmp/causeway.db" ] && echo "ok   default db" \
-	|| { echo "FAIL default --db"; fail=1; }
+# Default --db is causeway-demo.db in the current directory, never trace's
+# causeway.db.
+(cd "$tmp" && "$BIN" demo healthy > /dev/null) && [ -s "$tmp/causeway-demo.db" ] && [ ! -e "$tmp/causeway.db" ] \
+	&& echo "ok   default db" || { echo "FAIL default --db"; fail=1; }
 exit $fail

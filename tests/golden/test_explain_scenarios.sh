@@ -39,7 +39,8 @@ print(d["chains"][0]["root_cause"]["kind"] if d["chains"] else "none")' "$tmp/$s
 	python3 - "$tmp/$s.json" <<'PY' || fail "$s: contract"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert set(d) == {"window", "chains", "warnings"}, d.keys()
+assert set(d) == {"window", "chains", "warnings", "losses"}, d.keys()
+assert d["losses"] == [], d["losses"]
 sev = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
 kinds = {"cpu_preemption", "io_contention", "memory_pressure", "cold_start", "periodic_allocator",
          "memcpy_bound", "gpu_time_slicing", "throughput_drop", "dataloader_starvation"}

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/losses.h"
 #include "store/retention.h"
 #include "store/store.h"
 #include "store/writer.h"
@@ -476,6 +477,97 @@ static void test_retention_edges_and_anomalies(void **state)
 	cw_store_close(st);
 }
 
+/* Readers' loss warnings: the share is lost / (stored + lost + aggregated)
+ * and sessions that lost nothing are not named. */
+static void test_losses_share(void **state)
+{
+	struct cw_session_loss *l = NULL;
+	char err[256], line[768];
+	struct cw_store *st;
+	int n;
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(
+		sqlite3_exec(st->db,
+			     "INSERT INTO sessions (id, node, kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns)"
+			     " VALUES (1, 'n1', 'trace', 100, 200, 0), (2, 'n1', 'trace', 300, 400, 0),"
+			     " (3, 'n2', 'trace', 100, 200, 0);"
+			     "INSERT INTO counters VALUES ('n1', 1, 'store.events', 700), ('n1', 1, 'store.failed_rows', 200),"
+			     " ('n1', 1, 'trace.ring_drops.cuda', 60), ('n1', 1, 'trace.cuda.state_map_full', 40),"
+			     " ('n1', 2, 'store.events', 50), ('n2', 3, 'store.events', 10),"
+			     " ('n2', 3, 'trace.cuda.aggregated', 10)",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	n = cw_store_losses(st->db, NULL, 0, 0, &l);
+	assert_int_equal(n, 2);
+	assert_int_equal(l[0].session_id, 1);
+	assert_int_equal(l[0].lost, 300);
+	assert_int_equal(l[0].store_failed, 200);
+	assert_int_equal(l[0].ring_drops, 100);
+	assert_true(l[0].lost_share > 0.2999 && l[0].lost_share < 0.3001);
+	cw_session_loss_text(&l[0], line, sizeof(line));
+	assert_non_null(strstr(line, "session 1 (trace, node \"n1\") lost 300 of 1000 records (30.0%): 200 refused by the store"));
+	assert_int_equal(l[1].session_id, 3);
+	assert_int_equal(l[1].lost, 0);
+	assert_true(l[1].aggregated_share > 0.4999 && l[1].aggregated_share < 0.5001);
+	free(l);
+	/* The node filter and the window. */
+	assert_int_equal(cw_store_losses(st->db, "n2", 0, 0, &l), 1);
+	free(l);
+	assert_int_equal(cw_store_losses(st->db, NULL, 250, 500, &l), 0);
+	free(l);
+	cw_store_close(st);
+}
+
+/* A write lock held by another connection: the writer says -EBUSY at the
+ * start of a batch without counting a failed row, and the session row is
+ * written with the first batch once the lock is gone. */
+static void test_lock_is_not_a_failure(void **state)
+{
+	struct cw_writer_opts wo = { .node = "n1", .immediate = 1 };
+	struct cw_session_info si = { .node = "n1", .kind = "trace", .started_wall_ns = 1, .rank = -1,
+				      .local_rank = -1, .world_size = -1 };
+	struct cw_writer_stats ws;
+	char err[256], comm[16], detail[300];
+	struct cw_event_row r;
+	struct cw_writer *w;
+	struct cw_store *st;
+	sqlite3 *other;
+	sqlite3_stmt *s;
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	sqlite3_busy_timeout(st->db, 0);
+	assert_int_equal(cw_writer_new(&w, st, &wo), 0);
+	assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(cw_writer_try_begin(w), -EBUSY);
+	assert_int_equal(cw_writer_session_begin(w, &si), -EBUSY);
+	cw_writer_get_stats(w, &ws);
+	assert_int_equal(ws.failed_rows, 0);
+	assert_int_equal(cw_writer_session(w), 0);
+	assert_int_equal(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(other);
+	assert_int_equal(cw_writer_session_begin(w, &si), 0);
+	assert_true(cw_writer_session(w) > 0);
+	nth_event(0, &r, comm, detail);
+	assert_int_equal(cw_writer_event(w, &r), 0);
+	assert_int_equal(cw_writer_flush(w), 0);
+	assert_int_equal(sqlite3_prepare_v2(st->db, "SELECT (SELECT count(*) FROM sessions),"
+					    " (SELECT count(*) FROM events WHERE session_id = (SELECT id FROM sessions)),"
+					    " (SELECT value FROM counters WHERE name = 'store.events')",
+					    -1, &s, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(s, 0), 1);
+	assert_int_equal(sqlite3_column_int64(s, 1), 1);
+	assert_int_equal(sqlite3_column_int64(s, 2), 1);
+	sqlite3_finalize(s);
+	assert_int_equal(cw_writer_free(w), 0);
+	cw_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +580,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_event_rows_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_rows_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention_edges_and_anomalies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_losses_share, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock_is_not_a_failure, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
