@@ -99,7 +99,10 @@ for _ in $(seq 1 600); do
 done
 echo "up=$up calls=$calls"
 [ "$up" = 1 ] || curl -s "http://127.0.0.1:$PP/api/v1/targets" | python3 -c 'import json,sys; [print("target:", t["health"], t["lastError"]) for t in json.load(sys.stdin)["data"]["activeTargets"]]' 
-[ "$up" = 1 ] || fail "Prometheus did not scrape causeway over mTLS: $(tail -5 "$T/prom.log")"
+if [ "$up" != 1 ]; then
+	kill -0 "$WPID" 2>/dev/null || { wait "$TP"; echo "the workload ended early: trace exit $?, $(cat "$T/w.out")"; }
+	fail "Prometheus did not scrape causeway over mTLS: $(tail -3 "$T/prom.log"; grep -v 'no Python stacks' "$T/t.err")"
+fi
 [ "$calls" = 300 ] || fail "PromQL counted $calls cudaStreamSynchronize calls, want 300"
 idle=$(q "causeway_process_cuda_idle_seconds{pid=\"$WPID\"}" | val)
 echo "stall gauge: $idle s"
