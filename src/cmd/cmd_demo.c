@@ -168,6 +168,90 @@ static void print_header(const struct cw_demo_scenario *sc, const char *db, cons
 	       (unsigned long long)r->records, r->elapsed_s, rate, (unsigned long long)r->rejected);
 }
 
+/* Writes scenario o into db through a temporary file renamed over it (so
+ * readers never see half a demo), then explains it and stores the chains.
+ * Shared by `causeway demo` and the MCP run_demo tool. Returns CW_EXIT_OK
+ * with res and ex filled (ex freed by the caller), or a CW_EXIT_* code
+ * with err set. */
+int cw_demo_build(const char *db, const struct cw_demo_opts *o, int now, struct cw_demo_result *res,
+		  struct cw_explain_result *ex, char *err, size_t errlen)
+{
+	struct cw_explain_opts eo = { 0 };
+	struct cw_store *st = NULL;
+	char tmp[4096];
+	int ret;
+
+	memset(ex, 0, sizeof(*ex));
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", db) >= sizeof(tmp) - 16) {
+		snprintf(err, errlen, "database path \"%s\" is too long", db);
+		return CW_EXIT_USAGE;
+	}
+	if ((ret = check_replaceable(db, err, errlen)) < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "cannot use \"%s\": %s", db, strerror(-ret));
+		return CW_EXIT_DB;
+	}
+	/* Build the new database beside the old one, then rename it over:
+	 * readers never see a half-written demo. */
+	cw_store_remove_files(tmp);
+	if ((ret = cw_store_open(&st, tmp, CW_STORE_CREATE, err, errlen)) < 0)
+		return CW_EXIT_DB;
+	ret = cw_demo_generate(st, o, res);
+	cw_store_close(st);
+	st = NULL;
+	if (ret < 0) {
+		cw_store_remove_files(tmp);
+		snprintf(err, errlen, "demo \"%s\": writing \"%s\" failed: %s", o->scenario->name, db, strerror(-ret));
+		return ret == -EPROTO ? CW_EXIT_FAIL : CW_EXIT_DB;
+	}
+	{
+		char side[4200], dst[4200];
+
+		/* The old file's WAL must not survive next to the new file. */
+		snprintf(side, sizeof(side), "%s-wal", db);
+		unlink(side);
+		snprintf(side, sizeof(side), "%s-shm", db);
+		unlink(side);
+		if (rename(tmp, db) != 0) {
+			ret = -errno;
+			cw_store_remove_files(tmp);
+			snprintf(err, errlen, "cannot replace \"%s\": %s", db, strerror(-ret));
+			return CW_EXIT_DB;
+		}
+		snprintf(side, sizeof(side), "%s-wal", tmp);
+		snprintf(dst, sizeof(dst), "%s-wal", db);
+		if (access(side, F_OK) == 0 && rename(side, dst) != 0) {
+			snprintf(err, errlen, "cannot move \"%s\": %s", side, strerror(errno));
+			return CW_EXIT_DB;
+		}
+		snprintf(side, sizeof(side), "%s-shm", tmp);
+		unlink(side);
+	}
+
+	if ((ret = cw_store_open(&st, db, CW_STORE_READWRITE, err, errlen)) < 0)
+		return CW_EXIT_DB;
+	ret = cw_explain_run(st->db, &eo, ex);
+	if (ret < 0) {
+		snprintf(err, errlen, "explain on \"%s\" failed: %s", db, strerror(-ret));
+		cw_explain_result_free(ex);
+		memset(ex, 0, sizeof(*ex));
+		cw_store_close(st);
+		return CW_EXIT_DB;
+	}
+	/* Chains are history: keep this diagnosis in the store, stamped at the
+	 * end of the synthetic run so the database stays reproducible. */
+	ret = cw_explain_store_chains(st->db, ex, now ? cw_realtime_ns() : res->end_wall_ns);
+	if (ret < 0) {
+		snprintf(err, errlen, "storing chains in \"%s\" failed: %s", db, strerror(-ret));
+		cw_explain_result_free(ex);
+		memset(ex, 0, sizeof(*ex));
+		cw_store_close(st);
+		return CW_EXIT_DB;
+	}
+	cw_store_close(st);
+	return CW_EXIT_OK;
+}
+
 int cmd_demo(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -177,13 +261,11 @@ int cmd_demo(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
 	};
 	const char *db = cw_default_db(), *name = CW_DEMO_DEFAULT_SCENARIO;
-	int json = 0, do_list = 0, now = 0, c, ret, rc = CW_EXIT_FAIL;
+	int json = 0, do_list = 0, now = 0, c, rc = CW_EXIT_FAIL;
 	struct cw_demo_opts o = { .seed = 1 };
 	struct cw_demo_result res;
-	struct cw_explain_opts eo = { 0 };
 	struct cw_explain_result ex = { 0 };
-	struct cw_store *st = NULL;
-	char err[512] = "", tmp[4096], names[512], cmdline[256];
+	char err[512] = "", names[512], cmdline[256];
 
 	/* A first pass for --json so that usage errors are reported in the
 	 * right format wherever the flag sits. */
@@ -249,81 +331,18 @@ int cmd_demo(int argc, char **argv)
 		cw_report_error(json, "--db needs a path");
 		return CW_EXIT_USAGE;
 	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", db) >= sizeof(tmp) - 16) {
-		cw_report_error(json, "database path \"%s\" is too long", db);
-		return CW_EXIT_USAGE;
-	}
-	if ((ret = check_replaceable(db, err, sizeof(err))) < 0) {
-		if (!err[0])
-			snprintf(err, sizeof(err), "cannot use \"%s\": %s", db, strerror(-ret));
-		cw_report_error(json, "%s", err);
-		return CW_EXIT_DB;
-	}
-
 	o.node = cw_global_node ? cw_global_node : DEMO_NODE;
 	o.progress = 1;
 	o.wall_start = now ? cw_realtime_ns() : 0;
 	snprintf(cmdline, sizeof(cmdline), "causeway demo %s --seed %llu", o.scenario->name,
 		 (unsigned long long)o.seed);
 	o.command = cmdline;
-
-	/* Build the new database beside the old one, then rename it over:
-	 * readers never see a half-written demo. */
-	cw_store_remove_files(tmp);
-	if ((ret = cw_store_open(&st, tmp, CW_STORE_CREATE, err, sizeof(err))) < 0) {
+	rc = cw_demo_build(db, &o, now, &res, &ex, err, sizeof(err));
+	if (rc != CW_EXIT_OK) {
 		cw_report_error(json, "%s", err);
-		return CW_EXIT_DB;
+		return rc;
 	}
-	ret = cw_demo_generate(st, &o, &res);
-	cw_store_close(st);
-	st = NULL;
-	if (ret < 0) {
-		cw_store_remove_files(tmp);
-		cw_report_error(json, "demo \"%s\": writing \"%s\" failed: %s", o.scenario->name, db, strerror(-ret));
-		return ret == -EPROTO ? CW_EXIT_FAIL : CW_EXIT_DB;
-	}
-	{
-		char side[4200], dst[4200];
-
-		/* The old file's WAL must not survive next to the new file. */
-		snprintf(side, sizeof(side), "%s-wal", db);
-		unlink(side);
-		snprintf(side, sizeof(side), "%s-shm", db);
-		unlink(side);
-		if (rename(tmp, db) != 0) {
-			ret = -errno;
-			cw_store_remove_files(tmp);
-			cw_report_error(json, "cannot replace \"%s\": %s", db, strerror(-ret));
-			return CW_EXIT_DB;
-		}
-		snprintf(side, sizeof(side), "%s-wal", tmp);
-		snprintf(dst, sizeof(dst), "%s-wal", db);
-		if (access(side, F_OK) == 0 && rename(side, dst) != 0) {
-			cw_report_error(json, "cannot move \"%s\": %s", side, strerror(errno));
-			return CW_EXIT_DB;
-		}
-		snprintf(side, sizeof(side), "%s-shm", tmp);
-		unlink(side);
-	}
-
-	if ((ret = cw_store_open(&st, db, CW_STORE_READWRITE, err, sizeof(err))) < 0) {
-		cw_report_error(json, "%s", err);
-		return CW_EXIT_DB;
-	}
-	ret = cw_explain_run(st->db, &eo, &ex);
-	if (ret < 0) {
-		cw_report_error(json, "explain on \"%s\" failed: %s", db, strerror(-ret));
-		rc = CW_EXIT_DB;
-		goto out;
-	}
-	/* Chains are history: keep this diagnosis in the store, stamped at the
-	 * end of the synthetic run so the database stays reproducible. */
-	ret = cw_explain_store_chains(st->db, &ex, now ? cw_realtime_ns() : res.end_wall_ns);
-	if (ret < 0) {
-		cw_report_error(json, "storing chains in \"%s\" failed: %s", db, strerror(-ret));
-		rc = CW_EXIT_DB;
-		goto out;
-	}
+	rc = CW_EXIT_FAIL;
 	if (json) {
 		json_t *j = summary_json(o.scenario->name, db, &res, &ex);
 
@@ -341,6 +360,5 @@ int cmd_demo(int argc, char **argv)
 	rc = CW_EXIT_OK;
 out:
 	cw_explain_result_free(&ex);
-	cw_store_close(st);
 	return rc;
 }
