@@ -196,9 +196,9 @@ static json_t *m_set_level(struct cw_mcp_session *s, json_t *id, json_t *params)
 				"alert, emergency");
 }
 
-static json_t *with_code(json_t *id, json_t *res, int code, const char *err)
+static json_t *with_code(json_t *id, json_t *res, const int *code, const char *err)
 {
-	return res ? cw_jsonrpc_result(id, res) : cw_jsonrpc_error(id, code, "%s", err);
+	return res ? cw_jsonrpc_result(id, res) : cw_jsonrpc_error(id, *code, "%s", err);
 }
 
 static json_t *request(const struct cw_mcp_config *cfg, struct cw_mcp_session *s, struct cw_jsonrpc_msg *m,
@@ -227,13 +227,13 @@ static json_t *request(const struct cw_mcp_config *cfg, struct cw_mcp_session *s
 	if (!strcmp(m->method, "prompts/list"))
 		return cw_jsonrpc_result(id, cw_mcp_prompts_list());
 	if (!strcmp(m->method, "prompts/get"))
-		return with_code(id, cw_mcp_prompt_get(p, &code, err, sizeof(err)), code, err);
+		return with_code(id, cw_mcp_prompt_get(p, &code, err, sizeof(err)), &code, err);
 	if (!strcmp(m->method, "resources/list"))
 		return cw_jsonrpc_result(id, cw_mcp_resources_list());
 	if (!strcmp(m->method, "resources/templates/list"))
 		return cw_jsonrpc_result(id, json_pack("{s:[]}", "resourceTemplates"));
 	if (!strcmp(m->method, "resources/read"))
-		return with_code(id, cw_mcp_resource_read(p, &code, err, sizeof(err)), code, err);
+		return with_code(id, cw_mcp_resource_read(p, &code, err, sizeof(err)), &code, err);
 	if (!strcmp(m->method, "logging/setLevel"))
 		return m_set_level(s, id, p);
 	if (!strcmp(m->method, "completion/complete"))

@@ -438,8 +438,8 @@ TOOL_FN(cw_tool_run_sql)
 	}
 	lim.max_rows = tool_int(args, "max_rows", CW_MCP_DEFAULT_ROWS);
 	lim.timeout_ns = c->deadline_ns > now ? c->deadline_ns - now : 1;
-	rc = cw_ro_query_collect(c->cfg->db_path, tool_str(args, "sql"), np ? params : NULL, np, &lim, &res, err,
-				 errlen);
+	rc = cw_ro_query_collect_cancel(c->cfg->db_path, tool_str(args, "sql"), np ? params : NULL, np, &lim,
+					&c->cancelled, &res, err, errlen);
 	if (rc) {
 		/* The store's sentences already say what was wrong ("query is
 		 * read-only: INSERT not allowed", "sql error: ..."). */
