@@ -244,6 +244,7 @@ int cmd_mcp(int argc, char **argv)
 	s.cfg.allow_where = geteuid() == 0;
 	s.cfg.allow_export_path = 1;
 	s.cfg.allow_demo = 1;
+	s.cfg.demo_keep_db = 1;
 	s.cfg.fleet = fleet ? &fo : NULL;
 	cw_mcp_session_init(&s.sess);
 	pthread_mutex_init(&s.out_mu, NULL);

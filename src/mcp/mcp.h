@@ -66,6 +66,7 @@ struct cw_mcp_config {
 	int allow_where;         /* where: live stacks need root on the traced host */
 	int allow_export_path;   /* export_timeline may write files */
 	int allow_demo;          /* run_demo may write temporary databases */
+	int demo_keep_db;        /* run_demo leaves its database for the caller (stdio) */
 	const struct cw_fleet_opts *fleet; /* NULL: the fleet tool reports it is not set up */
 	enum cw_mcp_mode mode;
 };

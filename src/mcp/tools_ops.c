@@ -230,6 +230,12 @@ TOOL_FN(cw_tool_run_demo)
 	snprintf(db, sizeof(db), "%s/demo.db", dir);
 	cw_mcp_progress(c, 0, 1, "generating the scenario");
 	rc = cw_demo_build(db, &o, 0, &res, &ex, err, errlen);
+	if (!c->cfg->demo_keep_db || rc != CW_EXIT_OK) {
+		/* Over HTTP the file is of no use to the caller: only the diagnosis
+		 * leaves, and the server's disk does not fill up. */
+		cw_store_remove_files(db);
+		rmdir(dir);
+	}
 	if (rc != CW_EXIT_OK)
 		return -EIO;
 	diag = cw_explain_to_json(&ex);
@@ -242,10 +248,11 @@ TOOL_FN(cw_tool_run_demo)
 		strbuf_addf(text, "[%s] %s: %s\n", json_string_value(json_object_get(ch, "severity")) ?: "?",
 			    json_string_value(json_object_get(json_object_get(ch, "root_cause"), "kind")) ?: "?",
 			    json_string_value(json_object_get(json_object_get(ch, "root_cause"), "summary")) ?: "");
-	strbuf_addf(text, "inspect it with `causeway mcp --db %s` or `causeway explain --db %s`\n", db, db);
-	*out = json_pack("{s:s, s:s, s:o, s:s, s:I, s:I, s:o, s:i, s:b}", "scenario", o.scenario->name, "title",
+	if (c->cfg->demo_keep_db)
+		strbuf_addf(text, "inspect it with `causeway mcp --db %s` or `causeway explain --db %s`\n", db, db);
+	*out = json_pack("{s:s, s:s, s:o, s:o, s:I, s:I, s:o, s:i, s:b}", "scenario", o.scenario->name, "title",
 			 o.scenario->title, "expect", o.scenario->expect ? json_string(o.scenario->expect) : json_null(),
-			 "db", db, "events", (json_int_t)(res.events + res.offcpu + res.snapshots), "seed",
+			 "db", c->cfg->demo_keep_db ? json_string(db) : json_null(), "events", (json_int_t)(res.events + res.offcpu + res.snapshots), "seed",
 			 (json_int_t)o.seed, "diagnosis", diag, "total_chains", ex.count, "truncated",
 			 ex.count > (int)json_array_size(chains));
 	cw_explain_result_free(&ex);

@@ -217,7 +217,7 @@ static const struct cw_mcp_tool tools[] = {
 		"(default 10)\"}}}",
 		"{\"type\": \"object\", \"required\": [\"scenario\", \"db\", \"diagnosis\"], \"properties\": {"
 		"\"scenario\": {\"type\": \"string\"}, \"title\": {\"type\": \"string\"}, \"expect\": {\"type\": "
-		"[\"string\", \"null\"]}, \"db\": {\"type\": \"string\"}, \"events\": {\"type\": \"integer\"}, "
+		"[\"string\", \"null\"]}, \"db\": {\"type\": [\"string\", \"null\"]}, \"events\": {\"type\": \"integer\"}, "
 		"\"diagnosis\": {\"type\": \"object\"}, \"total_chains\": {\"type\": \"integer\"}, \"truncated\": "
 		"{\"type\": \"boolean\"}}}",
 		cw_tool_run_demo,
