@@ -219,6 +219,10 @@ TOOL_FN(cw_tool_run_demo)
 		return -EPERM;
 	}
 	o.scenario = cw_demo_find(tool_str(args, "scenario") ?: CW_DEMO_DEFAULT_SCENARIO);
+	if (!o.scenario) {
+		snprintf(err, errlen, "unknown scenario; the inputSchema's enum lists them");
+		return -EINVAL;
+	}
 	o.seed = (uint64_t)tool_int(args, "seed", 1);
 	o.node = "demo-node";
 	snprintf(cmdline, sizeof(cmdline), "causeway demo %s --seed %" PRIu64, o.scenario->name, o.seed);

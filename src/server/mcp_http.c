@@ -410,8 +410,11 @@ void cw_mcp_route(struct cw_server *s, struct MHD_Connection *c, const char *met
 		cw_reply_error(r, 500, "out of memory");
 		return;
 	}
-	if (cw_mcp_http_origin_check(hdr(c, "Origin"), hdr(c, MHD_HTTP_HEADER_HOST), local_is_loopback(c), why,
-				     sizeof(why))) {
+	/* Host is checked only while the gate is open: with a client
+	 * certificate or a token a rebinding page has no credential, and fleet
+	 * tools reach agents by many names. */
+	if (cw_mcp_http_origin_check(hdr(c, "Origin"), hdr(c, MHD_HTTP_HEADER_HOST),
+				     !s->mtls && !s->has_token && local_is_loopback(c), why, sizeof(why))) {
 		reply_rpc_error(r, 403, CW_JSONRPC_INVALID_REQUEST, why);
 		return;
 	}

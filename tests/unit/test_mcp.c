@@ -223,6 +223,22 @@ static void test_tool_table(void **state)
 	cw_mcp_session_destroy(&s);
 }
 
+/* run_demo's enum is the demo's scenario table, name for name. */
+static void test_demo_enum(void **state)
+{
+	const struct cw_mcp_tool *t = cw_mcp_tool_find("run_demo");
+	json_t *sch = json_loads(t->input_schema, 0, NULL), *en;
+	const struct cw_demo_scenario *const *sc;
+	size_t n, i;
+
+	en = json_object_get(json_object_get(json_object_get(sch, "properties"), "scenario"), "enum");
+	sc = cw_demo_scenarios(&n);
+	assert_int_equal(json_array_size(en), n);
+	for (i = 0; i < n; i++)
+		assert_string_equal(json_string_value(json_array_get(en, i)), sc[i]->name);
+	json_decref(sch);
+}
+
 static void test_check_args(void **state)
 {
 	const struct cw_mcp_tool *t = cw_mcp_tool_find("causal_chains"), *sql = cw_mcp_tool_find("run_sql");
@@ -501,7 +517,7 @@ int main(void)
 		cmocka_unit_test(test_batches),		    cmocka_unit_test(test_tool_table),
 		cmocka_unit_test(test_check_args),	    cmocka_unit_test(test_tools_call_errors),
 		cmocka_unit_test(test_chains_match_explain), cmocka_unit_test(test_summary_and_sql),
-		cmocka_unit_test(test_cancel),		    cmocka_unit_test(test_prompts_resources),
+		cmocka_unit_test(test_cancel), cmocka_unit_test(test_prompts_resources), cmocka_unit_test(test_demo_enum),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
