@@ -175,7 +175,7 @@ static json_t *text_block(struct strbuf *text)
 json_t *cw_mcp_tool_call(struct cw_mcp_call *c, const struct cw_mcp_tool *t, json_t *args)
 {
 	struct strbuf text;
-	json_t *out = NULL, *res;
+	json_t *out = NULL, *res, *empty;
 	char err[1024] = "";
 	int rc;
 
@@ -183,7 +183,9 @@ json_t *cw_mcp_tool_call(struct cw_mcp_call *c, const struct cw_mcp_tool *t, jso
 	if (rc)
 		goto fail;
 	strbuf_init(&text, CW_MCP_MAX_TEXT + 4096);
-	rc = t->fn(c, args ? args : json_object(), &out, &text, err, sizeof(err));
+	empty = args ? NULL : json_object();
+	rc = t->fn(c, args ? args : empty, &out, &text, err, sizeof(err));
+	json_decref(empty);
 	if (rc) {
 		strbuf_release(&text);
 		json_decref(out);
