@@ -337,10 +337,10 @@ TOOL_FN(cw_tool_stacks)
 	/* Slow calls first (the anomalous index), whole ops when asked. */
 	rc = sqlite3_prepare_v2(db,
 				"SELECT stack_id, py_stack_id, count(*), sum(duration_ns), max(duration_ns),"
-				" min(id), min(op) FROM events"
+				" min(id), op FROM events"
 				" WHERE (?1 IS NULL OR op = ?1) AND (?2 = 0 OR pid = ?2)"
 				" AND (stack_id IS NOT NULL OR py_stack_id IS NOT NULL)"
-				" GROUP BY stack_id, py_stack_id ORDER BY sum(duration_ns) DESC LIMIT ?3",
+				" GROUP BY op, stack_id, py_stack_id ORDER BY sum(duration_ns) DESC LIMIT ?3",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		rc = tool_stop_reason(c, cw_sqlite_errno(rc), "stacks", err, errlen);
