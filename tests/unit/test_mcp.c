@@ -19,6 +19,7 @@
 #include "cmd/cmd.h"
 #include "demo/demo.h"
 #include "mcp/mcp.h"
+#include "server/internal.h"
 #include "store/store.h"
 #include "store/summary.h"
 
@@ -59,7 +60,7 @@ static int teardown(void **state)
 }
 
 /* Sends text, returns the answer (NULL for none). */
-static json_t *send(struct cw_mcp_session *s, const char *text, enum cw_mcp_kind *kind)
+static json_t *rpc(struct cw_mcp_session *s, const char *text, enum cw_mcp_kind *kind)
 {
 	enum cw_mcp_kind k;
 
@@ -81,10 +82,10 @@ static void init_session(struct cw_mcp_session *s, const char *version)
 		 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"%s\","
 		 "\"capabilities\":{},\"clientInfo\":{\"name\":\"unit\",\"version\":\"1\"}}}",
 		 version);
-	r = send(s, buf, NULL);
+	r = rpc(s, buf, NULL);
 	assert_non_null(json_object_get(r, "result"));
 	json_decref(r);
-	assert_null(send(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", NULL));
+	assert_null(rpc(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", NULL));
 }
 
 static void test_envelope_errors(void **state)
@@ -94,33 +95,33 @@ static void test_envelope_errors(void **state)
 	json_t *r;
 
 	init_session(&s, "2025-11-25");
-	r = send(&s, "{not json", &k);
+	r = rpc(&s, "{not json", &k);
 	assert_int_equal(err_code(r), CW_JSONRPC_PARSE_ERROR);
 	assert_true(json_is_null(json_object_get(r, "id")));
 	json_decref(r);
-	r = send(&s, "{\"id\":7,\"method\":\"ping\"}", &k);
+	r = rpc(&s, "{\"id\":7,\"method\":\"ping\"}", &k);
 	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_REQUEST);
 	assert_int_equal(json_integer_value(json_object_get(r, "id")), 7);
 	assert_int_equal(k, CW_MCP_KIND_INVALID);
 	json_decref(r);
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", &k);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", &k);
 	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_REQUEST);
 	json_decref(r);
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":3}", &k);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":3}", &k);
 	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_REQUEST);
 	json_decref(r);
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"no/such\"}", &k);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"no/such\"}", &k);
 	assert_int_equal(err_code(r), CW_JSONRPC_METHOD_NOT_FOUND);
 	assert_string_equal(json_string_value(json_object_get(r, "id")), "a");
 	json_decref(r);
 	/* Duplicate keys are ambiguous: a parse error. */
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}", &k);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}", &k);
 	assert_int_equal(err_code(r), CW_JSONRPC_PARSE_ERROR);
 	json_decref(r);
 	/* A response from the client, and a notification: no answer. */
-	assert_null(send(&s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}", &k));
+	assert_null(rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}", &k));
 	assert_int_equal(k, CW_MCP_KIND_RESPONSE);
-	assert_null(send(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}", &k));
+	assert_null(rpc(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}", &k));
 	assert_int_equal(k, CW_MCP_KIND_NOTIFICATION);
 	cw_mcp_session_destroy(&s);
 }
@@ -145,7 +146,7 @@ static void test_versions_and_handshake(void **state)
 			 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
 			 "\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"u\",\"version\":\"1\"}}}",
 			 cases[i][0]);
-		r = send(&s, buf, NULL);
+		r = rpc(&s, buf, NULL);
 		res = json_object_get(r, "result");
 		assert_string_equal(json_string_value(json_object_get(res, "protocolVersion")), cases[i][1]);
 		assert_string_equal(json_string_value(json_object_get(json_object_get(res, "serverInfo"), "name")),
@@ -156,13 +157,13 @@ static void test_versions_and_handshake(void **state)
 	}
 	/* Before initialize: ping is fine, anything else is refused. */
 	cw_mcp_session_init(&s);
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", NULL);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", NULL);
 	assert_true(json_is_object(json_object_get(r, "result")));
 	json_decref(r);
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", NULL);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", NULL);
 	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_REQUEST);
 	json_decref(r);
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{}}", NULL);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{}}", NULL);
 	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_PARAMS);
 	json_decref(r);
 	cw_mcp_session_destroy(&s);
@@ -174,12 +175,12 @@ static void test_batches(void **state)
 	json_t *r;
 
 	init_session(&s, "2025-06-18");
-	r = send(&s, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", NULL);
+	r = rpc(&s, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", NULL);
 	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_REQUEST);
 	json_decref(r);
 	cw_mcp_session_destroy(&s);
 	init_session(&s, "2025-03-26");
-	r = send(&s,
+	r = rpc(&s,
 		 "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"method\":\"n\"},"
 		 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}]",
 		 NULL);
@@ -187,7 +188,7 @@ static void test_batches(void **state)
 	assert_int_equal(json_array_size(r), 2);
 	assert_int_equal(err_code(json_array_get(r, 1)), CW_JSONRPC_METHOD_NOT_FOUND);
 	json_decref(r);
-	r = send(&s, "[]", NULL);
+	r = rpc(&s, "[]", NULL);
 	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_REQUEST);
 	json_decref(r);
 	cw_mcp_session_destroy(&s);
@@ -216,7 +217,7 @@ static void test_tool_table(void **state)
 			assert_string_not_equal(t[i].name, t[j].name);
 	}
 	init_session(&s, "2025-11-25");
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", NULL);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", NULL);
 	tools = json_object_get(json_object_get(r, "result"), "tools");
 	assert_int_equal(json_array_size(tools), n);
 	json_decref(r);
@@ -285,7 +286,7 @@ static json_t *call(struct cw_mcp_session *s, const char *name, const char *args
 		 "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
 		 "\"arguments\":%s}}",
 		 name, args);
-	r = send(s, buf, NULL);
+	r = rpc(s, buf, NULL);
 	res = json_incref(json_object_get(r, "result"));
 	json_decref(r);
 	return res;
@@ -297,10 +298,10 @@ static void test_tools_call_errors(void **state)
 	json_t *r;
 
 	init_session(&s, "2025-11-25");
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}", NULL);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}", NULL);
 	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_PARAMS);
 	json_decref(r);
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}", NULL);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}", NULL);
 	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_PARAMS);
 	json_decref(r);
 	/* Bad arguments are a tool result with isError, saying how to fix it. */
@@ -444,7 +445,7 @@ static void *cancel_soon(void *arg)
 			break;
 		usleep(1000);
 	}
-	r = send(c->s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":42}}",
+	r = rpc(c->s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":42}}",
 		 NULL);
 	json_decref(r);
 	return NULL;
@@ -461,7 +462,7 @@ static void test_cancel(void **state)
 
 	init_session(&s, "2025-11-25");
 	pthread_create(&th, NULL, cancel_soon, &c);
-	r = send(&s,
+	r = rpc(&s,
 		 "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{\"name\":\"run_sql\","
 		 "\"arguments\":{\"sql\":\"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n) "
 		 "SELECT count(*) FROM n\"}}}",
@@ -478,10 +479,10 @@ static void test_prompts_resources(void **state)
 	const char *text;
 
 	init_session(&s, "2025-11-25");
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/list\"}", NULL);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/list\"}", NULL);
 	assert_int_equal(json_array_size(json_object_get(json_object_get(r, "result"), "prompts")), 2);
 	json_decref(r);
-	r = send(&s,
+	r = rpc(&s,
 		 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\",\"params\":{\"name\":\"investigate\","
 		 "\"arguments\":{\"question\":\"why is rank 3 slow?\"}}}",
 		 NULL);
@@ -493,21 +494,44 @@ static void test_prompts_resources(void **state)
 	assert_non_null(strstr(text, "why is rank 3 slow?"));
 	assert_non_null(strstr(text, "never estimate"));
 	json_decref(r);
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\",\"params\":{\"name\":\"x\"}}", NULL);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\",\"params\":{\"name\":\"x\"}}", NULL);
 	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_PARAMS);
 	json_decref(r);
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{\"uri\":\"causeway://schema\"}}",
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{\"uri\":\"causeway://schema\"}}",
 		 NULL);
 	text = json_string_value(json_object_get(
 		json_array_get(json_object_get(json_object_get(r, "result"), "contents"), 0), "text"));
 	assert_non_null(text);
 	assert_non_null(strstr(text, "events"));
 	json_decref(r);
-	r = send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{\"uri\":\"file:///etc/passwd\"}}",
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{\"uri\":\"file:///etc/passwd\"}}",
 		 NULL);
 	assert_int_equal(err_code(r), -32002);
 	json_decref(r);
 	cw_mcp_session_destroy(&s);
+}
+
+/* DNS-rebinding protection of /mcp: foreign Origin always refused; Host
+ * refused only on an open loopback listener. */
+static void test_origin_check(void **state)
+{
+	char why[256];
+
+	assert_int_equal(cw_mcp_http_origin_check(NULL, NULL, 1, why, sizeof(why)), 0);
+	assert_int_equal(cw_mcp_http_origin_check("http://localhost:7070", "localhost:7070", 1, why, sizeof(why)), 0);
+	assert_int_equal(cw_mcp_http_origin_check("https://127.0.0.1", "127.0.0.1:7070", 1, why, sizeof(why)), 0);
+	assert_int_equal(cw_mcp_http_origin_check("http://[::1]:7070", "[::1]:7070", 1, why, sizeof(why)), 0);
+	assert_int_equal(cw_mcp_http_origin_check("http://evil.example", "127.0.0.1:7070", 1, why, sizeof(why)),
+			 -EACCES);
+	assert_non_null(strstr(why, "evil.example"));
+	assert_int_equal(cw_mcp_http_origin_check("http://localhost.evil.example", NULL, 0, why, sizeof(why)),
+			 -EACCES);
+	assert_int_equal(cw_mcp_http_origin_check("http://127.0.0.1.evil.example", NULL, 0, why, sizeof(why)),
+			 -EACCES);
+	assert_int_equal(cw_mcp_http_origin_check("null", NULL, 0, why, sizeof(why)), -EACCES);
+	assert_int_equal(cw_mcp_http_origin_check(NULL, "evil.example:7070", 1, why, sizeof(why)), -EACCES);
+	/* Not loopback (or the gate holds credentials): any Host. */
+	assert_int_equal(cw_mcp_http_origin_check(NULL, "gpu-17.cluster:7070", 0, why, sizeof(why)), 0);
 }
 
 int main(void)
@@ -517,7 +541,7 @@ int main(void)
 		cmocka_unit_test(test_batches),		    cmocka_unit_test(test_tool_table),
 		cmocka_unit_test(test_check_args),	    cmocka_unit_test(test_tools_call_errors),
 		cmocka_unit_test(test_chains_match_explain), cmocka_unit_test(test_summary_and_sql),
-		cmocka_unit_test(test_cancel), cmocka_unit_test(test_prompts_resources), cmocka_unit_test(test_demo_enum),
+		cmocka_unit_test(test_cancel), cmocka_unit_test(test_prompts_resources), cmocka_unit_test(test_demo_enum), cmocka_unit_test(test_origin_check),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
