@@ -280,10 +280,25 @@ async function http() {
 	checks++;
 	const after = await call(client, 'trace_summary', { limit: 1 });
 	ok(!after.isError, 'http: still serving after the refusals');
-	// DELETE ends the session; the id is then unknown.
+	// Raw Streamable HTTP: a notification gets 202 and no body, GET 405.
 	const sid = transport.sessionId;
+	const raw = tlsFetch(tlsFiles(env.MCP_CERT, env.MCP_KEY), hdr);
+	const base = { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+		'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+	let res = await raw(env.MCP_URL, { method: 'POST', headers: base,
+		body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+	ok(res.status === 202 && (await res.text()) === '', `http: notification -> 202 (got ${res.status})`);
+	res = await raw(env.MCP_URL, { method: 'GET', headers: { ...base, accept: 'text/event-stream' } });
+	ok(res.status === 405 && /POST/.test(res.headers.get('allow')), `http: GET -> 405 (got ${res.status})`);
+	res = await raw(env.MCP_URL, { method: 'POST', headers: { ...base, 'mcp-protocol-version': '1999-01-01' },
+		body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping' }) });
+	ok(res.status === 400, `http: unsupported MCP-Protocol-Version -> 400 (got ${res.status})`);
+	res = await raw(env.MCP_URL, { method: 'POST', headers: { ...base, origin: 'http://evil.example' },
+		body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping' }) });
+	ok(res.status === 403, `http: foreign Origin -> 403 (got ${res.status})`);
+	// DELETE ends the session; the id is then unknown.
 	await transport.terminateSession();
-	const res = await tlsFetch(tlsFiles(env.MCP_CERT, env.MCP_KEY), hdr)(env.MCP_URL, {
+	res = await raw(env.MCP_URL, {
 		method: 'POST',
 		headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
 			'mcp-session-id': sid },

@@ -255,6 +255,9 @@ static void test_check_args(void **state)
 	assert_int_equal(cw_mcp_check_args(t, a, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "between 1 and 100"));
 	json_decref(a);
+	a = json_pack("{s:i}", "top_n", 101);
+	assert_int_equal(cw_mcp_check_args(t, a, err, sizeof(err)), -EINVAL);
+	json_decref(a);
 	a = json_pack("{s:s}", "top_n", "5");
 	assert_int_equal(cw_mcp_check_args(t, a, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "must be an integer"));
