@@ -12,6 +12,17 @@
 
 const char *const cw_mcp_protocol_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", NULL };
 
+/* The stateless revision: no handshake, the version in every request's
+ * _meta, server/discover, resultType on every result. */
+#define STATELESS_VERSION "2026-07-28"
+#define META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define CW_MCP_UNSUPPORTED_VERSION -32022
+
+const char *cw_mcp_request_version(json_t *params)
+{
+	return json_string_value(json_object_get(json_object_get(params, "_meta"), META_VERSION));
+}
+
 /* logging/setLevel names (RFC 5424 severities, as MCP spells them). */
 static const char *const log_levels[] = { "debug", "info",  "notice",    "warning",
 					  "error", "critical", "alert", "emergency", NULL };
@@ -38,6 +49,12 @@ void cw_mcp_session_destroy(struct cw_mcp_session *s)
 	pthread_mutex_destroy(&s->mu);
 }
 
+static json_t *capabilities(void)
+{
+	return json_pack("{s:{s:b}, s:{s:b}, s:{s:b, s:b}, s:{}, s:{}}", "tools", "listChanged", 0, "prompts",
+			 "listChanged", 0, "resources", "subscribe", 0, "listChanged", 0, "logging", "completions");
+}
+
 static const char *negotiate(const char *asked)
 {
 	for (int i = 0; asked && cw_mcp_protocol_versions[i]; i++)
@@ -62,12 +79,10 @@ static json_t *m_initialize(struct cw_mcp_session *s, json_t *id, json_t *params
 		 json_is_string(json_object_get(ci, "name")) ? json_string_value(json_object_get(ci, "name")) : "");
 	s->initialized = 1;
 	pthread_mutex_unlock(&s->mu);
-	return cw_jsonrpc_result(
-		id, json_pack("{s:s, s:{s:{s:b}, s:{s:b}, s:{s:b, s:b}, s:{}, s:{}}, s:{s:s, s:s, s:s}, s:s}",
-			      "protocolVersion", v, "capabilities", "tools", "listChanged", 0, "prompts",
-			      "listChanged", 0, "resources", "subscribe", 0, "listChanged", 0, "logging",
-			      "completions", "serverInfo", "name", "causeway", "title", "causeway", "version",
-			      CW_VERSION, "instructions", instructions));
+	return cw_jsonrpc_result(id, json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", v,
+					       "capabilities", capabilities(), "serverInfo", "name", "causeway",
+					       "title", "causeway", "version", CW_VERSION, "instructions",
+					       instructions));
 }
 
 static json_t *tools_cached;
@@ -201,8 +216,62 @@ static json_t *with_code(json_t *id, json_t *res, const int *code, const char *e
 	return res ? cw_jsonrpc_result(id, res) : cw_jsonrpc_error(id, *code, "%s", err);
 }
 
+static json_t *m_discover(json_t *id)
+{
+	json_t *v = json_array();
+
+	json_array_append_new(v, json_string(STATELESS_VERSION));
+	for (int i = 0; cw_mcp_protocol_versions[i]; i++)
+		json_array_append_new(v, json_string(cw_mcp_protocol_versions[i]));
+	return cw_jsonrpc_result(id, json_pack("{s:s, s:o, s:o, s:{s:s, s:s, s:s}, s:s}", "resultType", "complete",
+					       "supportedVersions", v, "capabilities", capabilities(),
+					       "serverInfo", "name", "causeway", "title", "causeway", "version",
+					       CW_VERSION, "instructions", instructions));
+}
+
+static json_t *methods(const struct cw_mcp_config *cfg, struct cw_mcp_session *s, struct cw_jsonrpc_msg *m,
+		       cw_mcp_notify_fn notify, void *notify_arg, int stateless);
+
+/* A request of the stateless revision: answered on its own, whatever the
+ * session did before; every result says resultType "complete" (causeway
+ * never asks the client for input mid-call). */
+static json_t *stateless_request(const struct cw_mcp_config *cfg, struct cw_mcp_session *s,
+				 struct cw_jsonrpc_msg *m, cw_mcp_notify_fn notify, void *notify_arg)
+{
+	const char *v = cw_mcp_request_version(m->params);
+	json_t *r, *res;
+
+	if (strcmp(v, STATELESS_VERSION)) {
+		r = cw_jsonrpc_error(m->id, CW_MCP_UNSUPPORTED_VERSION, "unsupported protocol version \"%.32s\"", v);
+		json_object_set_new(json_object_get(r, "error"), "data",
+				    json_pack("{s:s, s:[s]}", "requested", v, "supported", STATELESS_VERSION));
+		return r;
+	}
+	if (!strcmp(m->method, "server/discover"))
+		return m_discover(m->id);
+	if (!strcmp(m->method, "initialize"))
+		return cw_jsonrpc_error(m->id, CW_JSONRPC_METHOD_NOT_FOUND,
+					"initialize is not part of protocol %s: send requests directly",
+					STATELESS_VERSION);
+	r = methods(cfg, s, m, notify, notify_arg, 1);
+	res = json_object_get(r, "result");
+	if (json_is_object(res))
+		json_object_set_new(res, "resultType", json_string("complete"));
+	return r;
+}
+
 static json_t *request(const struct cw_mcp_config *cfg, struct cw_mcp_session *s, struct cw_jsonrpc_msg *m,
 		       cw_mcp_notify_fn notify, void *notify_arg)
+{
+	if (json_is_object(m->params) && cw_mcp_request_version(m->params))
+		return stateless_request(cfg, s, m, notify, notify_arg);
+	if (!strcmp(m->method, "server/discover"))
+		return m_discover(m->id);
+	return methods(cfg, s, m, notify, notify_arg, cfg->mode == CW_MCP_STATELESS);
+}
+
+static json_t *methods(const struct cw_mcp_config *cfg, struct cw_mcp_session *s, struct cw_jsonrpc_msg *m,
+		       cw_mcp_notify_fn notify, void *notify_arg, int stateless)
 {
 	json_t *id = m->id, *p = m->params;
 	char err[512];
@@ -215,7 +284,7 @@ static json_t *request(const struct cw_mcp_config *cfg, struct cw_mcp_session *s
 	pthread_mutex_lock(&s->mu);
 	init = s->initialized;
 	pthread_mutex_unlock(&s->mu);
-	if (!init && cfg->mode == CW_MCP_STATEFUL)
+	if (!init && !stateless)
 		return cw_jsonrpc_error(id, CW_JSONRPC_INVALID_REQUEST,
 					"the session is not initialized: send initialize first");
 	if (p && !json_is_object(p))

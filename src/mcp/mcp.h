@@ -13,10 +13,9 @@
  *               command already computes (explain, query, export, ...);
  *   prompts.c   prompts and causeway:// resources.
  *
- * The dispatcher has a mode so that the stateless revision of the protocol
- * (no handshake, per-request _meta) can be added as CW_MCP_STATELESS
- * without a rewrite: methods look the protocol version up through the call,
- * never through a global. */
+ * Both eras are served side by side: the handshake revisions (2025-03-26 to
+ * 2025-11-25, a session holds the version) and the stateless 2026-07-28
+ * revision (each request carries its version in _meta; server/discover). */
 #ifndef CW_MCP_MCP_H
 #define CW_MCP_MCP_H
 
@@ -32,6 +31,13 @@
  * of these, and otherwise answers with the newest. */
 #define CW_MCP_PROTOCOL_LATEST "2025-11-25"
 extern const char *const cw_mcp_protocol_versions[];
+
+/* The stateless revision 2026-07-28 is served per request: a request whose
+ * params._meta names "io.modelcontextprotocol/protocolVersion" needs no
+ * handshake or session (server/discover describes the server). Returns that
+ * version, or NULL for a request of the handshake era. */
+#define CW_MCP_PROTOCOL_STATELESS "2026-07-28"
+const char *cw_mcp_request_version(json_t *params);
 
 /* JSON-RPC 2.0 error codes. */
 #define CW_JSONRPC_PARSE_ERROR -32700
@@ -54,7 +60,7 @@ extern const char *const cw_mcp_protocol_versions[];
 
 enum cw_mcp_mode {
 	CW_MCP_STATEFUL = 0, /* initialize first; a session holds the version */
-	CW_MCP_STATELESS,    /* reserved: version from each request's _meta */
+	CW_MCP_STATELESS,    /* no handshake required for any request */
 };
 
 /* What the server answers from; the same for every session. */

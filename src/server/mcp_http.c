@@ -312,6 +312,49 @@ static int wants_progress(const char *body, size_t len)
 	return r;
 }
 
+/* The version a stateless-revision message names in params._meta (copied
+ * into v), or 0 for a message of the handshake era. */
+static int stateless_version(const char *body, size_t len, char *v, size_t vlen)
+{
+	json_t *j = json_loadb(body, len, 0, NULL);
+	const char *s = json_is_object(j) ? cw_mcp_request_version(json_object_get(j, "params")) : NULL;
+	int r = s != NULL;
+
+	if (s)
+		snprintf(v, vlen, "%s", s);
+	json_decref(j);
+	return r;
+}
+
+/* One stateless request: a session of its own, for this request only. */
+static void stateless(struct cw_mcp_http *h, struct MHD_Connection *c, const char *body, size_t len,
+		      struct cw_reply *r)
+{
+	struct cw_mcp_session sess;
+	struct sse sse;
+	enum cw_mcp_kind kind;
+	int stream = accepts(c, "text/event-stream") && hdr(c, MHD_HTTP_HEADER_ACCEPT) && wants_progress(body, len);
+	json_t *out;
+
+	cw_mcp_session_init(&sess);
+	strbuf_init(&sse.sb, (size_t)8 << 20);
+	out = cw_mcp_handle(&h->cfg, &sess, body, len, stream ? sse_notify : NULL, &sse, &kind, NULL);
+	if (!out) {
+		r->status = 202;
+	} else if (stream) {
+		sse_event(&sse.sb, out);
+		json_decref(out);
+		r->status = 200;
+		r->ctype = "text/event-stream";
+		r->len = sse.sb.len;
+		r->body = strbuf_detach(&sse.sb);
+	} else {
+		cw_reply_json(r, 200, out);
+	}
+	strbuf_release(&sse.sb);
+	cw_mcp_session_destroy(&sess);
+}
+
 static void post(struct cw_server *s, struct cw_mcp_http *h, struct MHD_Connection *c, const char *body,
 		 size_t len, struct cw_reply *r)
 {
@@ -320,7 +363,8 @@ static void post(struct cw_server *s, struct cw_mcp_http *h, struct MHD_Connecti
 	struct sse sse;
 	enum cw_mcp_kind kind;
 	const char *method = NULL;
-	int stream;
+	char bv[32];
+	int stream, modern;
 	json_t *out;
 
 	ct = hdr(c, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -334,7 +378,7 @@ static void post(struct cw_server *s, struct cw_mcp_http *h, struct MHD_Connecti
 		return;
 	}
 	if (pv) {
-		int ok = 0;
+		int ok = !strcmp(pv, CW_MCP_PROTOCOL_STATELESS);
 
 		for (int i = 0; cw_mcp_protocol_versions[i]; i++)
 			ok |= !strcmp(pv, cw_mcp_protocol_versions[i]);
@@ -342,6 +386,18 @@ static void post(struct cw_server *s, struct cw_mcp_http *h, struct MHD_Connecti
 			reply_rpc_error(r, 400, CW_JSONRPC_INVALID_REQUEST, "unsupported MCP-Protocol-Version");
 			return;
 		}
+	}
+	modern = stateless_version(body, len, bv, sizeof(bv));
+	if (modern || (pv && !strcmp(pv, CW_MCP_PROTOCOL_STATELESS))) {
+		/* The stateless revision: no session; the header and the body
+		 * must name the same version. */
+		if (!modern || !pv || strcmp(pv, bv)) {
+			reply_rpc_error(r, 400, CW_JSONRPC_INVALID_REQUEST,
+					"MCP-Protocol-Version and params._meta protocolVersion must match");
+			return;
+		}
+		stateless(h, c, body, len, r);
+		return;
 	}
 	if (sid) {
 		e = sess_get(h, sid);

@@ -296,6 +296,18 @@ async function http() {
 	res = await raw(env.MCP_URL, { method: 'POST', headers: { ...base, origin: 'http://evil.example' },
 		body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping' }) });
 	ok(res.status === 403, `http: foreign Origin -> 403 (got ${res.status})`);
+	// The stateless revision 2026-07-28: no session, version in _meta and
+	// in the MCP-Protocol-Version header.
+	const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+		'io.modelcontextprotocol/clientCapabilities': {} };
+	res = await raw(env.MCP_URL, { method: 'POST',
+		headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+			'mcp-protocol-version': '2026-07-28' },
+		body: JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'tools/call',
+			params: { name: 'trace_summary', arguments: { limit: 1 }, _meta: meta } }) });
+	const sl = await res.json();
+	ok(res.status === 200 && sl.result.resultType === 'complete' &&
+		sl.result.structuredContent.ops.length === 1, 'http: stateless tools/call without a session');
 	// DELETE ends the session; the id is then unknown.
 	await transport.terminateSession();
 	res = await raw(env.MCP_URL, {

@@ -537,6 +537,54 @@ static void test_origin_check(void **state)
 	assert_int_equal(cw_mcp_http_origin_check(NULL, "gpu-17.cluster:7070", 0, why, sizeof(why)), 0);
 }
 
+#define META26 "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+/* The stateless revision: no handshake, server/discover, resultType,
+ * -32022 for a version it does not serve; the same session object may
+ * carry both eras. */
+static void test_stateless(void **state)
+{
+	struct cw_mcp_session s;
+	json_t *r, *res;
+
+	cw_mcp_session_init(&s);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" META26 "}}", NULL);
+	res = json_object_get(r, "result");
+	assert_string_equal(json_string_value(json_object_get(res, "resultType")), "complete");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(res, "supportedVersions"), 0)),
+			    "2026-07-28");
+	assert_non_null(json_object_get(json_object_get(res, "capabilities"), "tools"));
+	json_decref(r);
+	r = rpc(&s,
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_sql\","
+		"\"arguments\":{\"sql\":\"SELECT 2 AS x\"}," META26 "}}",
+		NULL);
+	res = json_object_get(r, "result");
+	assert_string_equal(json_string_value(json_object_get(res, "resultType")), "complete");
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_array_get(json_object_get(json_object_get(res, "structuredContent"), "rows"), 0), "x")),
+			 2);
+	json_decref(r);
+	r = rpc(&s,
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":{"
+		"\"io.modelcontextprotocol/protocolVersion\":\"2030-01-01\"}}}",
+		NULL);
+	assert_int_equal(err_code(r), -32022);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(r, "error"), "data"),
+							       "requested")),
+			    "2030-01-01");
+	json_decref(r);
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2026-07-28\"," META26 "}}",
+		NULL);
+	assert_int_equal(err_code(r), CW_JSONRPC_METHOD_NOT_FOUND);
+	json_decref(r);
+	/* Still not initialized for the handshake era. */
+	r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\"}", NULL);
+	assert_int_equal(err_code(r), CW_JSONRPC_INVALID_REQUEST);
+	json_decref(r);
+	cw_mcp_session_destroy(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,7 +592,7 @@ int main(void)
 		cmocka_unit_test(test_batches),		    cmocka_unit_test(test_tool_table),
 		cmocka_unit_test(test_check_args),	    cmocka_unit_test(test_tools_call_errors),
 		cmocka_unit_test(test_chains_match_explain), cmocka_unit_test(test_summary_and_sql),
-		cmocka_unit_test(test_cancel), cmocka_unit_test(test_prompts_resources), cmocka_unit_test(test_demo_enum), cmocka_unit_test(test_origin_check),
+		cmocka_unit_test(test_cancel), cmocka_unit_test(test_prompts_resources), cmocka_unit_test(test_demo_enum), cmocka_unit_test(test_origin_check), cmocka_unit_test(test_stateless),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
