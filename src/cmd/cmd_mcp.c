@@ -117,8 +117,15 @@ static void dispatch_line(struct stdio_srv *s, const char *buf, size_t len)
 	struct job *j;
 	pthread_attr_t at;
 	pthread_t th;
+	int busy;
 
-	if (!is_tool_call(buf, len)) {
+	pthread_mutex_lock(&s->run_mu);
+	busy = s->running >= CW_MCP_MAX_INFLIGHT;
+	pthread_mutex_unlock(&s->run_mu);
+	/* At the in-flight cap a tool call is refused at once by the
+	 * dispatcher, so answering it in line costs nothing and a flood of
+	 * calls cannot become a flood of threads. */
+	if (busy || !is_tool_call(buf, len)) {
 		handle(s, buf, len);
 		return;
 	}
