@@ -32,7 +32,8 @@ LDLIBS += -lstdc++
 # Product sources: everything under src/ except BPF programs and main.c.
 LIB_SRCS := $(filter-out src/main.c,$(shell find src -name '*.c' -not -name '*.bpf.c' | sort))
 LIB_OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
-GEN_SRCS := $(BUILD)/gen/schema_sql.c $(BUILD)/gen/web_assets.c
+GEN_SRCS := $(BUILD)/gen/schema_sql.c $(BUILD)/gen/web_assets.c $(BUILD)/gen/mcp_schema_md.c \
+	$(BUILD)/gen/mcp_rules_md.c
 GEN_OBJS := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRCS))
 
 BPF_SRCS := $(sort $(wildcard src/bpf/*.bpf.c))
@@ -59,6 +60,7 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 
 test:
 	@CW_TEST_DEPS=1 scripts/install-deps.sh
+	@scripts/install-mcp-tests.sh || [ $$? = 77 ]
 	@$(MAKE) --no-print-directory all unit fixtures
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit
 	@scripts/run-tests.sh $(BUILD) build-asan
@@ -83,6 +85,15 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 $(BUILD)/gen/schema_sql.c: src/store/schema.sql scripts/embed.sh
 	@mkdir -p $(dir $@)
 	scripts/embed.sh cw_schema_v1_sql $< > $@
+
+# The MCP resources causeway://schema and causeway://rules.
+$(BUILD)/gen/mcp_schema_md.c: docs/schema.md scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh cw_mcp_schema_md $< > $@
+
+$(BUILD)/gen/mcp_rules_md.c: docs/rules.md scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh cw_mcp_rules_md $< > $@
 
 $(BUILD)/gen/web_assets.c: $(shell find web -type f -not -path 'web/node_modules/*' -not -path 'web/test/*' 2>/dev/null) scripts/embed-web.sh
 	@mkdir -p $(dir $@)

@@ -23,7 +23,7 @@ command -v "$CLANG" >/dev/null || { echo "build-fuzz: clang not found" >&2; exit
 OUT=$BUILD/fuzz
 # The generated sources (schema, web assets, BPF skeletons) come from the
 # normal build's rules; the product itself is not needed.
-gen="$BUILD/gen/schema_sql.c $BUILD/gen/web_assets.c"
+gen="$BUILD/gen/schema_sql.c $BUILD/gen/web_assets.c $BUILD/gen/mcp_schema_md.c $BUILD/gen/mcp_rules_md.c"
 for b in src/bpf/*.bpf.c; do gen="$gen $BUILD/gen/$(basename "$b" .bpf.c).skel.h"; done
 # shellcheck disable=SC2086
 make --no-print-directory BUILD="$BUILD" $gen >/dev/null
@@ -33,7 +33,7 @@ FLAGS="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -f
 LIBS="$(pkg-config --libs $PKGS) -lpthread -lm -ldl -lstdc++"
 mkdir -p "$OUT/obj"
 srcs=$(find src -name '*.c' -not -name '*.bpf.c' -not -path src/main.c | sort)
-srcs="$srcs $BUILD/gen/schema_sql.c $BUILD/gen/web_assets.c"
+srcs="$srcs $BUILD/gen/schema_sql.c $BUILD/gen/web_assets.c $BUILD/gen/mcp_schema_md.c $BUILD/gen/mcp_rules_md.c"
 # Compile (only what changed), two at a time.
 export CLANG FLAGS OUT
 printf '%s\n' $srcs | xargs -P2 -I{} sh -c '

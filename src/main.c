@@ -19,6 +19,7 @@ static const struct cw_command commands[] = {
 	{ "export", cmd_export, "Perfetto/Chrome trace JSON of a database or a fleet" },
 	{ "merge", cmd_merge, "merge node databases into one" },
 	{ "serve", cmd_serve, "HTTPS API, dashboard and /metrics over the store" },
+	{ "mcp", cmd_mcp, "MCP server on stdio for AI assistants (also /mcp on serve)" },
 	{ "version", cmd_version, "version, commit, build date and library versions" },
 	{ NULL, NULL, NULL },
 };

@@ -8,6 +8,8 @@
 #define CW_CMD_CMD_H
 
 #include <sqlite3.h>
+#include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum cw_exit {
@@ -36,6 +38,22 @@ int cmd_where(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
+
+/* Work shared by a command and the MCP tool of the same name (one
+ * implementation, two front ends). Each returns a CW_EXIT_* code. */
+struct cw_demo_opts;
+struct cw_demo_result;
+struct cw_explain_result;
+/* check's report {"ok","exit","checks","libraries","python"}; NULL: no memory. */
+json_t *cw_check_report(void);
+/* where's dump of pid; *out set also with CW_EXIT_NOTARGET (python_error). */
+int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errlen);
+/* demo: the scenario into db (atomically), explained, chains stored. db is
+ * refused (CW_EXIT_DB, err says why) when a causeway writer holds it or it
+ * is not a demo database, unless force. Returns a CW_EXIT_* code. */
+int cw_demo_build(const char *db, const struct cw_demo_opts *o, int now, int force,
+		  struct cw_demo_result *res, struct cw_explain_result *ex, char *err, size_t errlen);
 
 /* From the config file (main.c loads it before every command but version),
  * else built-in: the store path (CW_DEFAULT_DB), the store size cap (0 =

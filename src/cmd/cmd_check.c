@@ -340,18 +340,20 @@ static void usage(FILE *f)
 	      f);
 }
 
-static void print_text(const struct report *r)
+static void print_text(json_t *o)
 {
 	struct cw_table *t = cw_table_new(3);
 	size_t i;
-	json_t *c;
+	json_t *c, *checks = json_object_get(o, "checks");
+	int ok = json_is_true(json_object_get(o, "ok")), warn = 0;
 
 	if (!t)
 		return;
 	cw_table_header(t, 0, "status", CW_ALIGN_LEFT);
 	cw_table_header(t, 1, "item", CW_ALIGN_LEFT);
 	cw_table_header(t, 2, "detail", CW_ALIGN_LEFT);
-	json_array_foreach(r->checks, i, c) {
+	json_array_foreach(checks, i, c) {
+		warn |= strcmp(json_string_value(json_object_get(c, "status")), "ok") != 0;
 		cw_table_row(t);
 		cw_table_set(t, 0, json_string_value(json_object_get(c, "status")));
 		cw_table_set(t, 1, json_string_value(json_object_get(c, "name")));
@@ -359,22 +361,53 @@ static void print_text(const struct report *r)
 	}
 	cw_table_print(t, stdout);
 	cw_table_free(t);
-	json_array_foreach(r->checks, i, c) {
+	json_array_foreach(checks, i, c) {
 		const char *fix = json_string_value(json_object_get(c, "recommendation"));
 
 		if (fix)
 			printf("\n%s (%s): %s", json_string_value(json_object_get(c, "name")),
 			       json_string_value(json_object_get(c, "status")), fix);
 	}
-	printf("%s\n%s\n", r->worst >= ST_WARN ? "\n" : "",
-	       r->worst == ST_FAIL ? "trace cannot run here: fix the failed items above"
+	printf("%s\n%s\n", warn ? "\n" : "",
+	       !ok ? "trace cannot run here: fix the failed items above"
 				    : "trace can run here");
+}
+
+/* The whole report as one object ({"ok", "exit", "checks", "libraries",
+ * "python"}, docs/check.md); `check --json` prints it and the MCP check
+ * tool returns it. NULL when out of memory. */
+json_t *cw_check_report(void)
+{
+	struct report r = { NULL, NULL, NULL, ST_OK };
+	struct cw_features f;
+	int rc;
+
+	r.checks = json_array();
+	r.libs = json_array();
+	r.pythons = json_array();
+	if (!r.checks || !r.libs || !r.pythons) {
+		json_decref(r.checks);
+		json_decref(r.libs);
+		json_decref(r.pythons);
+		return NULL;
+	}
+	cw_features_probe(&f);
+	check_kernel(&r, &f);
+	check_privileges(&r, &f);
+	check_tracefs(&r, &f);
+	check_bpf(&r, &f);
+	check_libs(&r);
+	check_python(&r);
+	check_gpu(&r, &f);
+	check_config(&r);
+	rc = r.worst == ST_FAIL ? CW_EXIT_NOFEATURE : CW_EXIT_OK;
+	return json_pack("{s:b, s:i, s:o, s:o, s:o}", "ok", rc == CW_EXIT_OK, "exit", rc, "checks", r.checks,
+			 "libraries", r.libs, "python", r.pythons);
 }
 
 int cmd_check(int argc, char **argv)
 {
-	struct report r = { NULL, NULL, NULL, ST_OK };
-	struct cw_features f;
+	json_t *o;
 	int json = 0, i, rc;
 
 	for (i = 1; i < argc; i++)
@@ -390,38 +423,18 @@ int cmd_check(int argc, char **argv)
 			return CW_EXIT_USAGE;
 		}
 	}
-	r.checks = json_array();
-	r.libs = json_array();
-	r.pythons = json_array();
-	if (!r.checks || !r.libs || !r.pythons) {
-		json_decref(r.checks);
-		json_decref(r.libs);
-		json_decref(r.pythons);
+	o = cw_check_report();
+	if (!o) {
 		cw_report_error(json, "check: out of memory");
 		return CW_EXIT_FAIL;
 	}
-	cw_features_probe(&f);
-	check_kernel(&r, &f);
-	check_privileges(&r, &f);
-	check_tracefs(&r, &f);
-	check_bpf(&r, &f);
-	check_libs(&r);
-	check_python(&r);
-	check_gpu(&r, &f);
-	check_config(&r);
-	rc = r.worst == ST_FAIL ? CW_EXIT_NOFEATURE : CW_EXIT_OK;
+	rc = (int)json_integer_value(json_object_get(o, "exit"));
 	if (json) {
-		json_t *o = json_pack("{s:b, s:i, s:o, s:o, s:o}", "ok", rc == CW_EXIT_OK, "exit", rc, "checks", r.checks,
-				      "libraries", r.libs, "python", r.pythons);
-
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		fputc('\n', stdout);
-		json_decref(o);
 	} else {
-		print_text(&r);
-		json_decref(r.checks);
-		json_decref(r.libs);
-		json_decref(r.pythons);
+		print_text(o);
 	}
+	json_decref(o);
 	return rc;
 }

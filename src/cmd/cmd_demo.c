@@ -232,6 +232,96 @@ static void print_header(const struct cw_demo_scenario *sc, const char *db, cons
 	       (unsigned long long)r->records, r->elapsed_s, rate, (unsigned long long)r->rejected);
 }
 
+int cw_demo_build(const char *db, const struct cw_demo_opts *o, int now, int force,
+		  struct cw_demo_result *res, struct cw_explain_result *ex, char *err, size_t errlen)
+{
+	struct cw_explain_opts eo = { 0 };
+	struct cw_store *st = NULL;
+	char tmp[4096];
+	int ret, lock_fd = -1, rc = CW_EXIT_DB;
+
+	memset(ex, 0, sizeof(*ex));
+	err[0] = '\0';
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", db) >= sizeof(tmp) - 16) {
+		snprintf(err, errlen, "database path \"%s\" is too long", db);
+		return CW_EXIT_USAGE;
+	}
+	if ((ret = check_replaceable(db, force, &lock_fd, err, errlen)) < 0) {
+		if (lock_fd >= 0)
+			close(lock_fd);
+		if (!err[0])
+			snprintf(err, errlen, "cannot use \"%s\": %s", db, cw_store_strerror(ret));
+		return CW_EXIT_DB;
+	}
+	/* Build the new database beside the old one, then rename it over:
+	 * readers never see a half-written demo. */
+	cw_store_remove_files(tmp);
+	if ((ret = cw_store_open(&st, tmp, CW_STORE_CREATE, err, errlen)) < 0)
+		goto out;
+	ret = cw_demo_generate(st, o, res);
+	cw_store_close(st);
+	st = NULL;
+	if (ret < 0) {
+		cw_store_remove_files(tmp);
+		snprintf(err, errlen, "demo \"%s\": writing \"%s\" failed: %s", o->scenario->name, db,
+			 cw_store_strerror(ret));
+		rc = ret == -EPROTO ? CW_EXIT_FAIL : CW_EXIT_DB;
+		goto out;
+	}
+	{
+		char side[4200], dst[4200];
+
+		/* The old file's WAL must not survive next to the new file. */
+		snprintf(side, sizeof(side), "%s-wal", db);
+		unlink(side);
+		snprintf(side, sizeof(side), "%s-shm", db);
+		unlink(side);
+		if (rename(tmp, db) != 0) {
+			ret = -errno;
+			cw_store_remove_files(tmp);
+			snprintf(err, errlen, "cannot replace \"%s\": %s", db, cw_store_strerror(ret));
+			goto out;
+		}
+		snprintf(side, sizeof(side), "%s-wal", tmp);
+		snprintf(dst, sizeof(dst), "%s-wal", db);
+		if (access(side, F_OK) == 0 && rename(side, dst) != 0) {
+			snprintf(err, errlen, "cannot move \"%s\": %s", side, strerror(errno));
+			goto out;
+		}
+		snprintf(side, sizeof(side), "%s-shm", tmp);
+		unlink(side);
+	}
+	/* The old file is gone: its lock protected the replacement only. */
+	if (lock_fd >= 0)
+		close(lock_fd);
+	lock_fd = -1;
+
+	if ((ret = cw_store_open(&st, db, CW_STORE_READWRITE, err, errlen)) < 0)
+		goto out;
+	ret = cw_explain_run(st->db, &eo, ex);
+	if (ret < 0) {
+		snprintf(err, errlen, "explain on \"%s\" failed: %s", db, cw_store_strerror(ret));
+		goto out;
+	}
+	/* Chains are history: keep this diagnosis in the store, stamped at the
+	 * end of the synthetic run so the database stays reproducible. */
+	ret = cw_explain_store_chains(st->db, ex, now ? cw_realtime_ns() : res->end_wall_ns);
+	if (ret < 0) {
+		snprintf(err, errlen, "storing chains in \"%s\" failed: %s", db, cw_store_strerror(ret));
+		goto out;
+	}
+	rc = CW_EXIT_OK;
+out:
+	if (rc != CW_EXIT_OK) {
+		cw_explain_result_free(ex);
+		memset(ex, 0, sizeof(*ex));
+	}
+	if (lock_fd >= 0)
+		close(lock_fd);
+	cw_store_close(st);
+	return rc;
+}
+
 int cmd_demo(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -242,13 +332,11 @@ int cmd_demo(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *db = DEMO_DEFAULT_DB, *name = CW_DEMO_DEFAULT_SCENARIO;
-	int json = 0, do_list = 0, now = 0, force = 0, lock_fd = -1, c, ret, rc = CW_EXIT_FAIL;
+	int json = 0, do_list = 0, now = 0, force = 0, c, rc = CW_EXIT_FAIL;
 	struct cw_demo_opts o = { .seed = 1 };
 	struct cw_demo_result res;
-	struct cw_explain_opts eo = { 0 };
 	struct cw_explain_result ex = { 0 };
-	struct cw_store *st = NULL;
-	char err[512] = "", tmp[4096], names[512], cmdline[256];
+	char err[512] = "", names[512], cmdline[256];
 
 	/* A first pass for --json so that usage errors are reported in the
 	 * right format wherever the flag sits. */
@@ -317,92 +405,18 @@ int cmd_demo(int argc, char **argv)
 		cw_report_error(json, "--db needs a path");
 		return CW_EXIT_USAGE;
 	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", db) >= sizeof(tmp) - 16) {
-		cw_report_error(json, "database path \"%s\" is too long", db);
-		return CW_EXIT_USAGE;
-	}
-	if ((ret = check_replaceable(db, force, &lock_fd, err, sizeof(err))) < 0) {
-		if (lock_fd >= 0)
-			close(lock_fd);
-		if (!err[0])
-			snprintf(err, sizeof(err), "cannot use \"%s\": %s", db, cw_store_strerror(ret));
-		cw_report_error(json, "%s", err);
-		return CW_EXIT_DB;
-	}
-
 	o.node = cw_global_node ? cw_global_node : DEMO_NODE;
 	o.progress = 1;
 	o.wall_start = now ? cw_realtime_ns() : 0;
 	snprintf(cmdline, sizeof(cmdline), "causeway demo %s --seed %llu", o.scenario->name,
 		 (unsigned long long)o.seed);
 	o.command = cmdline;
-
-	/* Build the new database beside the old one, then rename it over:
-	 * readers never see a half-written demo. */
-	cw_store_remove_files(tmp);
-	if ((ret = cw_store_open(&st, tmp, CW_STORE_CREATE, err, sizeof(err))) < 0) {
+	rc = cw_demo_build(db, &o, now, force, &res, &ex, err, sizeof(err));
+	if (rc != CW_EXIT_OK) {
 		cw_report_error(json, "%s", err);
-		rc = CW_EXIT_DB;
-		goto out;
+		return rc;
 	}
-	ret = cw_demo_generate(st, &o, &res);
-	cw_store_close(st);
-	st = NULL;
-	if (ret < 0) {
-		cw_store_remove_files(tmp);
-		cw_report_error(json, "demo \"%s\": writing \"%s\" failed: %s", o.scenario->name, db, cw_store_strerror(ret));
-		rc = ret == -EPROTO ? CW_EXIT_FAIL : CW_EXIT_DB;
-		goto out;
-	}
-	{
-		char side[4200], dst[4200];
-
-		/* The old file's WAL must not survive next to the new file. */
-		snprintf(side, sizeof(side), "%s-wal", db);
-		unlink(side);
-		snprintf(side, sizeof(side), "%s-shm", db);
-		unlink(side);
-		if (rename(tmp, db) != 0) {
-			ret = -errno;
-			cw_store_remove_files(tmp);
-			cw_report_error(json, "cannot replace \"%s\": %s", db, cw_store_strerror(ret));
-			rc = CW_EXIT_DB;
-			goto out;
-		}
-		snprintf(side, sizeof(side), "%s-wal", tmp);
-		snprintf(dst, sizeof(dst), "%s-wal", db);
-		if (access(side, F_OK) == 0 && rename(side, dst) != 0) {
-			cw_report_error(json, "cannot move \"%s\": %s", side, strerror(errno));
-			rc = CW_EXIT_DB;
-			goto out;
-		}
-		snprintf(side, sizeof(side), "%s-shm", tmp);
-		unlink(side);
-	}
-	/* The old file is gone: its lock protected the replacement only. */
-	if (lock_fd >= 0)
-		close(lock_fd);
-	lock_fd = -1;
-
-	if ((ret = cw_store_open(&st, db, CW_STORE_READWRITE, err, sizeof(err))) < 0) {
-		cw_report_error(json, "%s", err);
-		rc = CW_EXIT_DB;
-		goto out;
-	}
-	ret = cw_explain_run(st->db, &eo, &ex);
-	if (ret < 0) {
-		cw_report_error(json, "explain on \"%s\" failed: %s", db, cw_store_strerror(ret));
-		rc = CW_EXIT_DB;
-		goto out;
-	}
-	/* Chains are history: keep this diagnosis in the store, stamped at the
-	 * end of the synthetic run so the database stays reproducible. */
-	ret = cw_explain_store_chains(st->db, &ex, now ? cw_realtime_ns() : res.end_wall_ns);
-	if (ret < 0) {
-		cw_report_error(json, "storing chains in \"%s\" failed: %s", db, cw_store_strerror(ret));
-		rc = CW_EXIT_DB;
-		goto out;
-	}
+	rc = CW_EXIT_FAIL;
 	if (json) {
 		json_t *j = summary_json(o.scenario->name, db, &res, &ex);
 
@@ -419,9 +433,6 @@ int cmd_demo(int argc, char **argv)
 	}
 	rc = CW_EXIT_OK;
 out:
-	if (lock_fd >= 0)
-		close(lock_fd);
 	cw_explain_result_free(&ex);
-	cw_store_close(st);
 	return rc;
 }

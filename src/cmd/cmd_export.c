@@ -15,6 +15,7 @@
 #include "export/perfetto_fleet.h"
 #include "fleet/fanout_cli.h"
 #include "store/store.h"
+#include "util/atomic_file.h"
 #include "util/log.h"
 #include "util/timeutil.h"
 
@@ -90,7 +91,8 @@ int cmd_export(int argc, char **argv)
 	struct cw_export_stats stats;
 	struct cw_fleet_opts fo = { 0 };
 	struct cw_store *st = NULL;
-	char err[512], *tmp = NULL;
+	struct cw_atomic_file af = { 0 };
+	char err[512];
 	FILE *out = stdout;
 	int json = 0, fleet = 0, db_given = 0, c, ret, rc = CW_EXIT_OK;
 
@@ -182,44 +184,23 @@ int cmd_export(int argc, char **argv)
 	if (!fleet)
 		cw_warn_losses(db_path, st->db);
 	if (out_path && strcmp(out_path, "-")) {
-		int fd;
-		if (!(tmp = malloc(strlen(out_path) + 16))) {
-			cw_report_error(json, "export: out of memory");
+		if (cw_atomic_open(&af, out_path, err, sizeof(err))) {
+			cw_report_error(json, "export: %s", err);
 			rc = CW_EXIT_FAIL;
 			goto out;
 		}
-		sprintf(tmp, "%s.tmp-XXXXXX", out_path);
-		if ((fd = mkstemp(tmp)) < 0 || !(out = fdopen(fd, "w"))) {
-			cw_report_error(json, "export: cannot write \"%s\": %s", out_path, strerror(errno));
-			if (fd >= 0) {
-				close(fd);
-				unlink(tmp);
-			}
-			free(tmp);
-			tmp = NULL;
-			out = stdout;
-			rc = CW_EXIT_FAIL;
-			goto out;
-		}
+		out = af.f;
 	}
 	if (fleet)
 		ret = cw_export_perfetto_fleet(&fo, &o, out, &stats, fleet_warn, NULL, err, sizeof(err));
 	else
 		ret = cw_export_perfetto(st->db, &o, out, &stats, err, sizeof(err));
-	if (tmp) {
-		/* mkstemp made it 0600; a trace is an ordinary file. */
-		mode_t mask = umask(0);
-		umask(mask);
-		fchmod(fileno(out), 0666 & ~mask);
-		if (fclose(out) && !ret)
-			ret = -EIO;
+	if (af.f) {
+		int cr = cw_atomic_close(&af, !ret, ret ? NULL : err, ret ? 0 : sizeof(err));
+
+		if (!ret)
+			ret = cr;
 		out = stdout;
-		if (!ret && rename(tmp, out_path)) {
-			ret = -errno;
-			snprintf(err, sizeof(err), "cannot rename to \"%s\": %s", out_path, strerror(errno));
-		}
-		if (ret)
-			unlink(tmp);
 	}
 	if (ret) {
 		cw_report_error(json, "export: %s", err);
@@ -233,7 +214,7 @@ int cmd_export(int argc, char **argv)
 			" narrow --since",
 			(unsigned long long)stats.in_window, (unsigned long long)stats.slices, t);
 	}
-	if (tmp)
+	if (out_path && strcmp(out_path, "-"))
 		fprintf(stderr,
 			"causeway: export: wrote \"%s\": %d node%s, %d threads, %llu slices (%llu off-CPU, %llu I/O),"
 			" %llu chain markers, %llu flows, %llu counter samples%s\n",
@@ -246,7 +227,6 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "causeway: export: clock offsets of %d node%s applied (otherData.clock_offsets_ns)\n",
 			stats.skew_applied, stats.skew_applied == 1 ? "" : "s");
 out:
-	free(tmp);
 	cw_store_close(st);
 	if (fleet)
 		cw_fleet_cli_release(&fo);

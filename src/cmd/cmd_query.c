@@ -237,22 +237,6 @@ static int run_sql(const char *db_path, const char *sql, const struct cw_ro_valu
 static const char *summary_cols[] = { "source", "op", "count", "p50_ns", "p95_ns", "p99_ns", "max_ns",
 				      "total_ns", "wall_share" };
 
-static json_t *summary_row_json(const struct cw_summary_row *r, int by_line)
-{
-	json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "source", r->source, "op", r->op,
-			      "count", (json_int_t)r->count, "p50_ns", (json_int_t)r->p50_ns, "p95_ns",
-			      (json_int_t)r->p95_ns, "p99_ns", (json_int_t)r->p99_ns, "max_ns",
-			      (json_int_t)r->max_ns, "total_ns", (json_int_t)r->total_ns, "wall_share",
-			      r->wall_share);
-
-	if (o && by_line) {
-		json_object_set_new(o, "file", r->file ? json_string(r->file) : json_null());
-		json_object_set_new(o, "line", r->line ? json_integer(r->line) : json_null());
-		json_object_set_new(o, "function", r->function ? json_string(r->function) : json_null());
-	}
-	return o;
-}
-
 static char *location(const struct cw_summary_row *r)
 {
 	char *s;
@@ -345,7 +329,7 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int6
 		json_t *a = json_array();
 
 		for (i = 0; a && i < n; i++)
-			json_array_append_new(a, summary_row_json(&s->rows[i], by_line));
+			json_array_append_new(a, cw_summary_row_json(&s->rows[i], by_line));
 		rc = !a || json_dumpf(a, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) ? -ENOMEM : 0;
 		if (!rc)
 			fputc('\n', stdout);

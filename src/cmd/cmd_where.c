@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,62 +91,43 @@ static void print_text(json_t *root)
 	}
 }
 
-int cmd_where(int argc, char **argv)
+/* The dump of process pid as one object (docs/where.md), shared by `where
+ * --json` and the MCP where tool. Returns CW_EXIT_OK with *out set,
+ * CW_EXIT_NOTARGET with *out set when Python could not be read (its
+ * python_error says why), or another CW_EXIT_* code with err filled and
+ * *out NULL. One dump at a time: the frame buffers are large and static. */
+int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errlen)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "no-native", no_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	static struct cw_py_thread pyth[CW_PY_MAX_THREADS];
 	static struct cw_stopped stopped;
 	struct cw_pyres *res = NULL;
 	struct cw_symz *symz = NULL;
 	struct cw_py_proc *p;
 	struct cw_rmem mem;
-	int json = 0, native = 1, c, npy = 0, i, rc = CW_EXIT_OK, nstopped = -1, pyerr = 0;
-	char why[256] = "", *end, ver[32];
+	int npy = 0, i, rc = CW_EXIT_OK, nstopped = -1, pyerr = 0;
+	char why[256] = "", ver[32];
 	json_t *root = NULL, *threads;
-	long pid;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'n': native = 0; break;
-		case 'h': usage(stdout); return CW_EXIT_OK;
-		default:
-			cw_report_error(json, "where: unknown option (see causeway where --help)");
-			return CW_EXIT_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		cw_report_error(json, "where: expected exactly one PID");
-		return CW_EXIT_USAGE;
-	}
-	pid = strtol(argv[optind], &end, 10);
-	if (*end || end == argv[optind] || pid <= 0 || pid > 0x3fffffff) {
-		cw_report_error(json, "where: invalid pid \"%s\"", argv[optind]);
-		return CW_EXIT_USAGE;
-	}
+	*out = NULL;
+	pthread_mutex_lock(&mu);
 	cw_rmem_init_pid(&mem, (pid_t)pid);
 	if (cw_pyres_new(&res) || cw_symz_new(&symz)) {
-		cw_report_error(json, "where: out of memory");
+		snprintf(err, errlen, "where: out of memory");
 		rc = CW_EXIT_FAIL;
 		goto out;
 	}
 	if (native) {
 		nstopped = cw_threads_stop((pid_t)pid, &stopped);
 		if (nstopped == -ESRCH) {
-			cw_report_error(json, "where: no process %ld", pid);
+			snprintf(err, errlen, "where: no process %ld", pid);
 			rc = CW_EXIT_NOTARGET;
 			goto out;
 		}
 	}
 	p = cw_pyres_proc(res, (uint32_t)pid, why, sizeof(why));
 	if (!p && strstr(why, "no process")) {
-		cw_report_error(json, "where: %s", why);
+		snprintf(err, errlen, "where: %s", why);
 		rc = CW_EXIT_NOTARGET;
 		goto out;
 	}
@@ -228,6 +210,58 @@ int cmd_where(int argc, char **argv)
 	}
 	if (nstopped >= 0)
 		cw_threads_resume(&stopped);
+	if (pyerr)
+		rc = CW_EXIT_NOTARGET;
+	*out = root;
+	root = NULL;
+out:
+	if (nstopped >= 0)
+		cw_threads_resume(&stopped);
+	json_decref(root);
+	cw_symz_free(symz);
+	cw_pyres_free(res);
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+int cmd_where(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "no-native", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int json = 0, native = 1, c, rc;
+	char err[512], *end;
+	json_t *root = NULL;
+	long pid;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'n': native = 0; break;
+		case 'h': usage(stdout); return CW_EXIT_OK;
+		default:
+			cw_report_error(json, "where: unknown option (see causeway where --help)");
+			return CW_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		cw_report_error(json, "where: expected exactly one PID");
+		return CW_EXIT_USAGE;
+	}
+	pid = strtol(argv[optind], &end, 10);
+	if (*end || end == argv[optind] || pid <= 0 || pid > 0x3fffffff) {
+		cw_report_error(json, "where: invalid pid \"%s\"", argv[optind]);
+		return CW_EXIT_USAGE;
+	}
+	rc = cw_where_collect(pid, native, &root, err, sizeof(err));
+	if (!root) {
+		cw_report_error(json, "%s", err);
+		return rc;
+	}
 	if (json) {
 		char *s = json_dumps(root, JSON_INDENT(2));
 
@@ -237,16 +271,8 @@ int cmd_where(int argc, char **argv)
 	} else {
 		print_text(root);
 	}
-	if (pyerr) {
-		if (!json)
-			cw_err("where: %s", json_string_value(json_object_get(root, "python_error")));
-		rc = CW_EXIT_NOTARGET;
-	}
-out:
-	if (nstopped >= 0)
-		cw_threads_resume(&stopped);
+	if (rc == CW_EXIT_NOTARGET && !json)
+		cw_err("where: %s", json_string_value(json_object_get(root, "python_error")));
 	json_decref(root);
-	cw_symz_free(symz);
-	cw_pyres_free(res);
 	return rc;
 }

@@ -25,7 +25,10 @@ struct cw_server {
 	atomic_uint_fast64_t requests, rejected, errors;
 	/* trace --serve: the session's live metrics (server/live_metrics.h) */
 	struct cw_live_metrics *_Atomic live;
+	struct cw_mcp_http *mcp;           /* /mcp sessions (mcp_http.c), made on first use */
 };
+
+#define CW_REPLY_MAX_HDR 2
 
 struct cw_reply {
 	int status;
@@ -33,6 +36,8 @@ struct cw_reply {
 	size_t len;
 	const char *ctype;
 	int bearer_challenge; /* add WWW-Authenticate: Bearer */
+	int nhdr;             /* extra response headers (Mcp-Session-Id, Allow) */
+	char hdr[CW_REPLY_MAX_HDR][2][80];
 };
 
 /* One gate for every route: mutual TLS when a client CA is configured, then
@@ -47,6 +52,13 @@ int cw_token_hash(const char *tok, uint8_t out[32]);
 void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char *method,
 		       const char *url, const char *body, size_t body_len, struct cw_reply *r);
 void cw_metrics_render(struct cw_server *s, struct cw_reply *r);
+/* /mcp (mcp_http.c): the MCP server over Streamable HTTP. */
+void cw_mcp_route(struct cw_server *s, struct MHD_Connection *c, const char *method, const char *body,
+		  size_t len, struct cw_reply *r);
+void cw_mcp_http_free(struct cw_server *s);
+/* DNS-rebinding protection: 0 when Origin (may be NULL) names a loopback
+ * host and, on a loopback listener, Host does too; else -EACCES and why. */
+int cw_mcp_http_origin_check(const char *origin, const char *host, int loopback, char *why, size_t whylen);
 
 void cw_reply_json(struct cw_reply *r, int status, json_t *j); /* steals j */
 void cw_reply_error(struct cw_reply *r, int status, const char *fmt, ...)

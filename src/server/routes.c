@@ -465,6 +465,10 @@ void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char
 	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	const char *p;
 
+	if (!strcmp(url, "/mcp")) {
+		cw_mcp_route(s, c, method, body, body_len, r);
+		return;
+	}
 	if (!strcmp(url, "/metrics")) {
 		if (!get)
 			goto not_allowed;

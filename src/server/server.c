@@ -99,6 +99,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, struct cw_reply *r)
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (r->bearer_challenge)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"causeway\"");
+	for (int i = 0; i < r->nhdr; i++)
+		MHD_add_response_header(resp, r->hdr[i][0], r->hdr[i][1]);
 	ret = MHD_queue_response(c, (unsigned)r->status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -375,6 +377,7 @@ void cw_server_stop(struct cw_server *s)
 		return;
 	if (s->d)
 		MHD_stop_daemon(s->d);
+	cw_mcp_http_free(s);
 	free(s->db_path);
 	free(s->node);
 	free(s->cert_path);

@@ -16,6 +16,7 @@ struct cw_ro_db {
 	char denial[128];   /* scratch for the current refusal */
 	uint64_t deadline_ns;
 	int timed_out;
+	const atomic_int *cancel; /* cw_ro_set_cancel */
 };
 
 /* PRAGMAs that only read, callable with a table/index name argument. */
@@ -136,6 +137,8 @@ static int progress(void *arg)
 {
 	struct cw_ro_db *q = arg;
 
+	if (q->cancel && atomic_load(q->cancel))
+		return 1;
 	if (cw_monotonic_ns() < q->deadline_ns)
 		return 0;
 	q->timed_out = 1;
@@ -331,6 +334,10 @@ static int step_error(struct cw_ro_db *q, const struct cw_ro_query_limits *lim, 
 
 	switch (rc & 0xff) {
 	case SQLITE_INTERRUPT:
+		if (q->cancel && atomic_load(q->cancel)) {
+			snprintf(err, errlen, "query cancelled");
+			return -ECANCELED;
+		}
 		limit_text(lim->timeout_ns, buf, sizeof(buf));
 		snprintf(err, errlen, "query exceeded %s limit", buf);
 		return -ETIMEDOUT;
@@ -592,9 +599,21 @@ static int collect_names(struct cw_ro_db *q, const char *sql, struct cw_ro_resul
 	return r->names ? 0 : -ENOMEM;
 }
 
+void cw_ro_set_cancel(struct cw_ro_db *db, const atomic_int *flag)
+{
+	db->cancel = flag;
+}
+
 int cw_ro_query_collect(const char *db_path, const char *sql, const struct cw_ro_value *params,
 			int nparams, const struct cw_ro_query_limits *lim,
 			struct cw_ro_result **out, char *err, size_t errlen)
+{
+	return cw_ro_query_collect_cancel(db_path, sql, params, nparams, lim, NULL, out, err, errlen);
+}
+
+int cw_ro_query_collect_cancel(const char *db_path, const char *sql, const struct cw_ro_value *params,
+			       int nparams, const struct cw_ro_query_limits *lim, const atomic_int *cancel,
+			       struct cw_ro_result **out, char *err, size_t errlen)
 {
 	struct collect_ctx c = { NULL, 0, 0 };
 	struct cw_ro_db *q;
@@ -611,6 +630,7 @@ int cw_ro_query_collect(const char *db_path, const char *sql, const struct cw_ro
 		free(c.r);
 		return rc;
 	}
+	cw_ro_set_cancel(q, cancel);
 	rc = cw_ro_exec(q, sql, params, nparams, lim, collect_row, &c, &c.r->info, err, errlen);
 	if (rc == -E2BIG)
 		snprintf(err, errlen, "result is larger than %zu MiB; select fewer columns or rows",

@@ -17,6 +17,7 @@
 #define CW_STORE_RO_QUERY_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,6 +102,13 @@ int cw_ro_query_collect(const char *db_path, const char *sql, const struct cw_ro
 			int nparams, const struct cw_ro_query_limits *lim,
 			struct cw_ro_result **out, char *err, size_t errlen);
 void cw_ro_result_free(struct cw_ro_result *r);
+/* The same, stopped early (-ECANCELED, "query cancelled") once *cancel
+ * becomes non-zero: an MCP client's notifications/cancelled. */
+int cw_ro_query_collect_cancel(const char *db_path, const char *sql, const struct cw_ro_value *params,
+			       int nparams, const struct cw_ro_query_limits *lim, const atomic_int *cancel,
+			       struct cw_ro_result **out, char *err, size_t errlen);
+/* Runs on db stop when *flag becomes non-zero (NULL: never). */
+void cw_ro_set_cancel(struct cw_ro_db *db, const atomic_int *flag);
 
 /* A JSON value for one cell: integer, real (null for NaN/inf), string, or
  * for a BLOB its lower-case hex. */

@@ -10,6 +10,7 @@
 #ifndef CW_STORE_SUMMARY_H
 #define CW_STORE_SUMMARY_H
 
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,5 +41,10 @@ struct cw_summary {
  * empty summary, not an error. */
 int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_summary **out);
 void cw_summary_free(struct cw_summary *s);
+
+/* One row as a JSON object: source, op, count, p50_ns, p95_ns, p99_ns,
+ * max_ns, total_ns, wall_share, and with by_line file, line, function
+ * (null when unknown). The contract of `query --json`. */
+json_t *cw_summary_row_json(const struct cw_summary_row *r, int by_line);
 
 #endif

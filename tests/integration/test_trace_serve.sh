@@ -42,6 +42,17 @@ sleep 1.5
 n2=$(count) || fail "second query during the trace failed"
 echo "rows during the trace: $n1 then $n2"
 [ "$n1" -gt 0 ] && [ "$n2" -gt "$n1" ] || fail "rows do not grow while tracing: $n1, $n2"
+# /mcp is mounted on the live server too: a session, then trace_summary
+# over the database being written.
+H=(-H "Content-Type: application/json" -H "Accept: application/json, text/event-stream")
+sid=$(curl -s -D - -o /dev/null --max-time 5 "${TLS[@]}" "${H[@]}" -d \
+	'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+	"$B/mcp" | tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+[ -n "$sid" ] || fail "no MCP session from trace --serve"
+sync_calls=$(curl -s --max-time 10 "${TLS[@]}" "${H[@]}" -H "Mcp-Session-Id: $sid" -d \
+	'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"trace_summary","arguments":{}}}' "$B/mcp" |
+	python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]["structuredContent"]; print(sum(o["count"] for o in r["ops"] if o["op"]=="cudaStreamSynchronize"))')
+[ "${sync_calls:-0}" -gt 0 ] || fail "MCP trace_summary during the trace: $sync_calls"
 # Still tracing (the workload runs 8 s): the checks below talk to the live server.
 kill -0 $TP 2>/dev/null || fail "trace ended before the certificate checks: $(cat "$T/t.err")"
 c=$(code "$B/api/v1/health" --cacert "$PKI/ca.crt")

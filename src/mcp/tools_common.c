@@ -1,0 +1,105 @@
+/* Helpers every tool uses: arguments, the database, the time window. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/explain.h"
+#include "mcp/tools_int.h"
+#include "store/store.h"
+#include "util/timeutil.h"
+
+const char *tool_str(json_t *args, const char *k)
+{
+	return json_string_value(json_object_get(args, k));
+}
+
+int64_t tool_int(json_t *args, const char *k, int64_t def)
+{
+	json_t *v = json_object_get(args, k);
+
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	if (json_is_real(v))
+		return (int64_t)json_real_value(v);
+	return def;
+}
+
+int tool_bool(json_t *args, const char *k)
+{
+	return json_is_true(json_object_get(args, k));
+}
+
+static int stop_handler(void *arg)
+{
+	return cw_mcp_should_stop(arg);
+}
+
+int tool_open_db(struct cw_mcp_call *c, sqlite3 **db, char *err, size_t errlen)
+{
+	struct cw_store *st;
+	int rc;
+
+	*db = NULL;
+	rc = cw_store_open(&st, c->cfg->db_path, CW_STORE_READONLY, err, errlen);
+	if (rc)
+		return rc;
+	*db = st->db;
+	st->db = NULL;
+	cw_store_close(st);
+	sqlite3_progress_handler(*db, 1000, stop_handler, c);
+	return 0;
+}
+
+void tool_close_db(sqlite3 *db)
+{
+	sqlite3_close_v2(db);
+}
+
+int tool_window(sqlite3 *db, json_t *args, uint64_t *from, uint64_t *to, char *err, size_t errlen)
+{
+	const char *since = tool_str(args, "since"), *f = tool_str(args, "from"), *t = tool_str(args, "to");
+	uint64_t ns, newest;
+
+	*from = *to = 0;
+	if (since && (f || t)) {
+		snprintf(err, errlen, "\"since\" cannot be combined with \"from\" or \"to\"; give one or the other");
+		return -EINVAL;
+	}
+	if (f && cw_parse_time(f, from)) {
+		snprintf(err, errlen, "invalid \"from\" \"%s\": use RFC 3339 (2026-01-01T00:00:00Z) or Unix seconds", f);
+		return -EINVAL;
+	}
+	if (t && cw_parse_time(t, to)) {
+		snprintf(err, errlen, "invalid \"to\" \"%s\": use RFC 3339 (2026-01-01T00:00:00Z) or Unix seconds", t);
+		return -EINVAL;
+	}
+	if (f && t && *to <= *from) {
+		snprintf(err, errlen, "\"to\" must be after \"from\"");
+		return -EINVAL;
+	}
+	if (since) {
+		if (cw_parse_duration(since, &ns) || !ns) {
+			snprintf(err, errlen, "invalid \"since\" \"%s\": a duration such as 30s, 5m or 2h", since);
+			return -EINVAL;
+		}
+		if (cw_explain_newest_wall(db, &newest) == 0 && newest) {
+			*to = newest;
+			*from = newest > ns ? newest - ns : 1;
+		}
+	}
+	return 0;
+}
+
+int tool_stop_reason(struct cw_mcp_call *c, int rc, const char *what, char *err, size_t errlen)
+{
+	if (atomic_load(&c->cancelled)) {
+		snprintf(err, errlen, "%s: cancelled", what);
+		return -ECANCELED;
+	}
+	if (cw_monotonic_ns() > c->deadline_ns) {
+		snprintf(err, errlen, "%s exceeded the tool time limit; narrow the window (since/from/to)", what);
+		return -ETIMEDOUT;
+	}
+	snprintf(err, errlen, "%s failed: %s", what, strerror(rc < 0 ? -rc : rc));
+	return rc;
+}

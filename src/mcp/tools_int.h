@@ -1,0 +1,40 @@
+/* Shared by the tool files; not an API. */
+#ifndef CW_MCP_TOOLS_INT_H
+#define CW_MCP_TOOLS_INT_H
+
+#include <sqlite3.h>
+
+#include "mcp/mcp.h"
+#include "util/strbuf.h"
+
+#define TOOL_FN(name)                                                                                  \
+	int name(struct cw_mcp_call *c, json_t *args, json_t **out, struct strbuf *text, char *err, \
+		 size_t errlen)
+
+TOOL_FN(cw_tool_check);
+TOOL_FN(cw_tool_trace_summary);
+TOOL_FN(cw_tool_causal_chains);
+TOOL_FN(cw_tool_explain_call);
+TOOL_FN(cw_tool_stacks);
+TOOL_FN(cw_tool_run_sql);
+TOOL_FN(cw_tool_fleet);
+TOOL_FN(cw_tool_export_timeline);
+TOOL_FN(cw_tool_where);
+TOOL_FN(cw_tool_run_demo);
+
+/* Argument readers; the schema check has already run, so types are right. */
+const char *tool_str(json_t *args, const char *k);
+int64_t tool_int(json_t *args, const char *k, int64_t def);
+int tool_bool(json_t *args, const char *k);
+
+/* The configured database, read-only, interrupted when the call is
+ * cancelled or passes its deadline. Returns 0 or -errno with err. */
+int tool_open_db(struct cw_mcp_call *c, sqlite3 **db, char *err, size_t errlen);
+void tool_close_db(sqlite3 *db);
+/* since | from/to, as explain's flags: since counts back from the newest
+ * data. Returns 0 or -EINVAL with err. */
+int tool_window(sqlite3 *db, json_t *args, uint64_t *from, uint64_t *to, char *err, size_t errlen);
+/* "after a failure": -ETIMEDOUT/-ECANCELED when the call ran out, else rc. */
+int tool_stop_reason(struct cw_mcp_call *c, int rc, const char *what, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,246 @@
+/* The tool table: names, descriptions written for a model, and JSON
+ * schemas. A new tool is one row here and one function in tools_*.c;
+ * later tools (NCCL, tenants, GPU health) go through the same table. */
+#include "mcp/tools_int.h"
+
+#define WINDOW_PROPS                                                                                      \
+	"\"since\": {\"type\": \"string\", \"maxLength\": 32, \"description\": \"window: the last DURATION "  \
+	"before the newest data, e.g. 30s, 5m, 2h (not with from/to)\"},"                                     \
+	"\"from\": {\"type\": \"string\", \"maxLength\": 64, \"description\": \"window start: RFC 3339 or "   \
+	"Unix seconds\"},"                                                                                    \
+	"\"to\": {\"type\": \"string\", \"maxLength\": 64, \"description\": \"window end: RFC 3339 or Unix "  \
+	"seconds\"}"
+
+#define CHAIN_SCHEMA                                                                                      \
+	"{\"type\": \"object\", \"required\": [\"severity\", \"op\", \"root_cause\"], \"properties\": {"      \
+	"\"severity\": {\"type\": \"string\", \"enum\": [\"HIGH\", \"MEDIUM\", \"LOW\"]},"                    \
+	"\"op\": {\"type\": \"string\"}, \"source\": {\"type\": \"string\"},"                                \
+	"\"count\": {\"type\": \"integer\"}, \"p50_ns\": {\"type\": \"integer\"},"                           \
+	"\"p99_ns\": {\"type\": \"integer\"}, \"tail_ratio\": {\"type\": \"number\"},"                       \
+	"\"explained_share\": {\"type\": \"number\"},"                                                        \
+	"\"root_cause\": {\"type\": \"object\", \"properties\": {\"kind\": {\"type\": \"string\"},"           \
+	"\"summary\": {\"type\": \"string\"}}},"                                                              \
+	"\"fix\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}},"                                  \
+	"\"pid\": {\"type\": [\"integer\", \"null\"]}, \"rank\": {\"type\": [\"integer\", \"null\"]},"        \
+	"\"python\": {\"type\": [\"object\", \"null\"]}, \"slowest_call_id\": {\"type\": \"integer\"}}}"
+
+static const struct cw_mcp_tool tools[] = {
+	{
+		"causal_chains",
+		"Causal chains (why calls were slow)",
+		"The diagnosis: for every op with a latency tail (p99 well above p50) causeway measured what the "
+		"calling thread was doing during its slow calls (preempted, blocked on I/O, under memory "
+		"pressure, waiting on a straggler rank, ...) and names the cause with the numbers and fixes. "
+		"Same objects as `causeway explain --json`, most severe first. Use this first for \"why is X "
+		"slow\". Each chain has slowest_call_id for explain_call and an op/pid for stacks. Quote the "
+		"numbers (p99_ns, explained_share) exactly.",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" WINDOW_PROPS ","
+		"\"pid\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 4194304, \"description\": \"only this "
+		"process\"},"
+		"\"node\": {\"type\": \"string\", \"maxLength\": 255, \"description\": \"only this node (merged "
+		"databases)\"},"
+		"\"rank\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 1000000, \"description\": \"only "
+		"chains of this distributed rank\"},"
+		"\"per_process\": {\"type\": \"boolean\", \"description\": \"one chain per process instead of per "
+		"op\"},"
+		"\"top_n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 100, \"description\": \"chains to "
+		"return (default 10)\"}}}",
+		"{\"type\": \"object\", \"required\": [\"chains\", \"chain_count\", \"total_chains\", "
+		"\"truncated\"], \"properties\": {\"node\": {\"type\": \"string\"}, \"window\": {\"type\": "
+		"\"object\"}, \"chains\": {\"type\": \"array\", \"items\": " CHAIN_SCHEMA "},"
+		"\"chain_count\": {\"type\": \"integer\"}, \"total_chains\": {\"type\": \"integer\"},"
+		"\"truncated\": {\"type\": \"boolean\"}, \"warnings\": {\"type\": \"array\"}}}",
+		cw_tool_causal_chains,
+		1,
+	},
+	{
+		"trace_summary",
+		"Per-op latency summary",
+		"Per (source, op) over the window: call count, p50/p95/p99/max latency, total time and share of "
+		"wall time, largest total first (the rows of `causeway query --json`). Use it to see where time "
+		"goes before asking why; by_line splits each op by the Python source line that issued it. "
+		"Latencies are nanoseconds.",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
+		"\"since\": {\"type\": \"string\", \"maxLength\": 32, \"description\": \"the last DURATION before "
+		"the newest data, e.g. 5m\"},"
+		"\"by_line\": {\"type\": \"boolean\", \"description\": \"group by op and Python file:line\"},"
+		"\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000, \"description\": \"rows "
+		"(default 50)\"}}}",
+		"{\"type\": \"object\", \"required\": [\"ops\", \"row_count\", \"total_rows\", \"truncated\"], "
+		"\"properties\": {\"node\": {\"type\": \"string\"}, \"window\": {\"type\": \"object\"}, \"ops\": "
+		"{\"type\": \"array\", \"items\": {\"type\": \"object\", \"required\": [\"source\", \"op\", "
+		"\"count\", \"p50_ns\", \"p99_ns\"], \"properties\": {\"source\": {\"type\": \"string\"}, \"op\": "
+		"{\"type\": \"string\"}, \"count\": {\"type\": \"integer\"}, \"p50_ns\": {\"type\": \"integer\"}, "
+		"\"p95_ns\": {\"type\": \"integer\"}, \"p99_ns\": {\"type\": \"integer\"}, \"max_ns\": {\"type\": "
+		"\"integer\"}, \"total_ns\": {\"type\": \"integer\"}, \"wall_share\": {\"type\": \"number\"}}}}, "
+		"\"row_count\": {\"type\": \"integer\"}, \"total_rows\": {\"type\": \"integer\"}, \"truncated\": "
+		"{\"type\": \"boolean\"}}}",
+		cw_tool_trace_summary,
+		1,
+	},
+	{
+		"explain_call",
+		"One stored call, layer by layer",
+		"One traced call by its events.id (slowest_call_id from causal_chains, example_call_id from "
+		"stacks, or events.id from run_sql): the call itself, the Python line that issued it, its native "
+		"and Python stack, and its thread's timeline around it (its other CUDA/driver/NCCL calls and "
+		"every off-CPU interval with who held the CPU), offsets relative to the call's start.",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"id\"], \"properties\": {"
+		"\"id\": {\"type\": \"integer\", \"minimum\": 1, \"description\": \"events.id of the call\"},"
+		"\"around_ms\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 10000, \"description\": "
+		"\"timeline margin before and after the call (default 20)\"},"
+		"\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000, \"description\": "
+		"\"timeline entries (default 50)\"}}}",
+		"{\"type\": \"object\", \"required\": [\"call\", \"timeline\", \"truncated\"], \"properties\": {"
+		"\"call\": {\"type\": \"object\", \"required\": [\"id\", \"op\", \"duration_ns\"]}, \"python\": "
+		"{\"type\": [\"object\", \"null\"]}, \"stack\": {\"type\": \"array\", \"items\": {\"type\": "
+		"\"string\"}}, \"timeline\": {\"type\": \"array\"}, \"around_ms\": {\"type\": \"integer\"}, "
+		"\"truncated\": {\"type\": \"boolean\"}}}",
+		cw_tool_explain_call,
+		1,
+	},
+	{
+		"stacks",
+		"Top recorded stacks",
+		"The stacks (native frames with the Python frames spliced in, innermost first) that account for "
+		"the most time, optionally for one op and/or process. Each has calls, total_ns, max_ns and an "
+		"example_call_id for explain_call.",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
+		"\"op\": {\"type\": \"string\", \"maxLength\": 128, \"description\": \"e.g. cudaMalloc\"},"
+		"\"pid\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 4194304},"
+		"\"top_n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 50, \"description\": \"stacks "
+		"(default 10)\"}}}",
+		"{\"type\": \"object\", \"required\": [\"stacks\", \"count\", \"truncated\"], \"properties\": {"
+		"\"stacks\": {\"type\": \"array\", \"items\": {\"type\": \"object\", \"required\": [\"calls\", "
+		"\"total_ns\", \"frames\", \"example_call_id\"]}}, \"count\": {\"type\": \"integer\"}, "
+		"\"truncated\": {\"type\": \"boolean\"}}}",
+		cw_tool_stacks,
+		1,
+	},
+	{
+		"run_sql",
+		"Read-only SQL over the trace",
+		"Runs ONE read-only SELECT over the trace database (SQLite) and returns rows as objects. Writes, "
+		"ATTACH, DDL and PRAGMA changes are refused; there is a time limit and a row cap. Read the "
+		"causeway://schema resource for tables and columns. Main tables: events (one row per call: id, "
+		"node, wall_ns, mono_ns, pid, tid, comm, source, op, duration_ns, bytes, detail, ret, device, "
+		"stack_id, py_stack_id, anomalous), offcpu (pid, tid, start_mono_ns, end_mono_ns, duration_ns, "
+		"reason preempted|blocked, by_comm, by_pid), py_stacks (id, frames, user_file, user_line, "
+		"user_function), stacks (id, frames), processes, sessions, aggregates (per-second histograms), "
+		"chains, snapshots. Bind values with ?1.. and params instead of splicing them into the text.",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"sql\"], \"properties\": {"
+		"\"sql\": {\"type\": \"string\", \"maxLength\": 65536, \"description\": \"one SELECT statement\"},"
+		"\"params\": {\"type\": \"array\", \"description\": \"values for ?1, ?2, ... (null, number, boolean "
+		"or string)\"},"
+		"\"max_rows\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000, \"description\": \"row "
+		"cap (default 50)\"}}}",
+		"{\"type\": \"object\", \"required\": [\"columns\", \"rows\", \"row_count\", \"truncated\"], "
+		"\"properties\": {\"columns\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}, \"rows\": "
+		"{\"type\": \"array\", \"items\": {\"type\": \"object\"}}, \"row_count\": {\"type\": \"integer\"}, "
+		"\"truncated\": {\"type\": \"boolean\"}, \"max_rows\": {\"type\": \"integer\"}, \"elapsed_ns\": "
+		"{\"type\": \"integer\"}}}",
+		cw_tool_run_sql,
+		1,
+	},
+	{
+		"fleet",
+		"Ask every node of the fleet",
+		"Fans one question out to every configured causeway agent at once: action \"explain\" returns the "
+		"causal chains of all nodes (each labelled with its node), most severe first; action \"query\" "
+		"runs one read-only SELECT on every node with a leading node column. Nodes that are down or slow "
+		"become warnings in the result, the others still answer. Use it for \"which rank/node is "
+		"slow\".",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"action\"], \"properties\": "
+		"{\"action\": {\"type\": \"string\", \"enum\": [\"explain\", \"query\"]},"
+		"\"sql\": {\"type\": \"string\", \"maxLength\": 65536, \"description\": \"query: one SELECT\"},"
+		"\"max_rows\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000, \"description\": \"query: "
+		"rows per node (default 50)\"},"
+		"\"since\": {\"type\": \"string\", \"maxLength\": 32, \"description\": \"explain: the last DURATION "
+		"of each node's data\"},"
+		"\"top_n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 100, \"description\": \"explain: "
+		"chains (default 10)\"}}}",
+		"{\"type\": \"object\", \"properties\": {\"chains\": {\"type\": \"array\"}, \"columns\": {\"type\": "
+		"\"array\"}, \"rows\": {\"type\": \"array\"}, \"warnings\": {\"type\": \"array\"}, \"nodes\": "
+		"{\"type\": \"array\"}, \"nodes_asked\": {\"type\": \"integer\"}, \"nodes_answered\": {\"type\": "
+		"\"integer\"}, \"truncated\": {\"type\": \"boolean\"}}}",
+		cw_tool_fleet,
+		1,
+	},
+	{
+		"export_timeline",
+		"Perfetto timeline of the trace",
+		"Writes the window as Chrome trace JSON for ui.perfetto.dev (a track per thread, CUDA/NCCL calls "
+		"as slices, off-CPU and I/O intervals, chain markers with flow arrows) to an absolute \"path\" on "
+		"the server's host, as `causeway export -o` does. Without path it only reports what the file "
+		"would hold.",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" WINDOW_PROPS ","
+		"\"path\": {\"type\": \"string\", \"maxLength\": 4000, \"description\": \"absolute output path, "
+		"e.g. /tmp/trace.json\"},"
+		"\"max_events\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 100000000, \"description\": "
+		"\"slice cap (default 500000)\"}}}",
+		"{\"type\": \"object\", \"required\": [\"path\", \"stats\", \"truncated\"], \"properties\": {"
+		"\"path\": {\"type\": [\"string\", \"null\"]}, \"from_wall_ns\": {\"type\": \"integer\"}, "
+		"\"to_wall_ns\": {\"type\": \"integer\"}, \"stats\": {\"type\": \"object\"}, \"truncated\": "
+		"{\"type\": \"boolean\"}}}",
+		cw_tool_export_timeline,
+		0,
+	},
+	{
+		"where",
+		"Live stacks of a process",
+		"A one-shot dump of every thread of a running process: Python stack (file, function, executing "
+		"line) and native stack, as `causeway where --json`. Works only when the server runs as root on "
+		"the host of the process; the process is paused for the moment of the dump when native is set.",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"pid\"], \"properties\": {"
+		"\"pid\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1073741823},"
+		"\"native\": {\"type\": \"boolean\", \"description\": \"also native stacks (pauses the process "
+		"briefly)\"}}}",
+		"{\"type\": \"object\", \"required\": [\"pid\", \"threads\"], \"properties\": {\"pid\": {\"type\": "
+		"\"integer\"}, \"python\": {\"type\": \"string\"}, \"python_error\": {\"type\": \"string\"}, "
+		"\"threads\": {\"type\": \"array\"}}}",
+		cw_tool_where,
+		1,
+	},
+	{
+		"run_demo",
+		"Run a synthetic incident",
+		"Generates a synthetic GPU incident scenario (the real pipeline, no GPU needed) into a new "
+		"temporary database and returns causeway's diagnosis of it. Useful to see what each root cause "
+		"looks like; the database path comes back for `causeway mcp --db`.",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
+		"\"scenario\": {\"type\": \"string\", \"enum\": [\"incident\", \"cold-start\", "
+		"\"memcpy-bottleneck\", \"periodic-spike\", \"cpu-contention\", \"gpu-steal\", \"io-contention\", "
+		"\"memory-pressure\", \"dataloader-starvation\", \"healthy\"], \"description\": \"default "
+		"incident\"},"
+		"\"seed\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"random seed (default 1)\"},"
+		"\"top_n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 100, \"description\": \"chains "
+		"(default 10)\"}}}",
+		"{\"type\": \"object\", \"required\": [\"scenario\", \"db\", \"diagnosis\"], \"properties\": {"
+		"\"scenario\": {\"type\": \"string\"}, \"title\": {\"type\": \"string\"}, \"expect\": {\"type\": "
+		"[\"string\", \"null\"]}, \"db\": {\"type\": [\"string\", \"null\"]}, \"events\": {\"type\": \"integer\"}, "
+		"\"diagnosis\": {\"type\": \"object\"}, \"total_chains\": {\"type\": \"integer\"}, \"truncated\": "
+		"{\"type\": \"boolean\"}}}",
+		cw_tool_run_demo,
+		0,
+	},
+	{
+		"check",
+		"What this host supports",
+		"What the server's host offers tracing (kernel, BTF, privileges, BPF features, CUDA/NCCL "
+		"libraries on disk, CPython installs, GPU), each item ok/warn/fail with a recommendation, as "
+		"`causeway check --json`. Use it when a trace is missing data or trace will not start.",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {}}",
+		"{\"type\": \"object\", \"required\": [\"ok\", \"checks\"], \"properties\": {\"ok\": {\"type\": "
+		"\"boolean\"}, \"exit\": {\"type\": \"integer\"}, \"checks\": {\"type\": \"array\", \"items\": "
+		"{\"type\": \"object\", \"required\": [\"name\", \"status\", \"detail\"]}}, \"libraries\": "
+		"{\"type\": \"array\"}, \"python\": {\"type\": \"array\"}}}",
+		cw_tool_check,
+		1,
+	},
+};
+
+const struct cw_mcp_tool *cw_mcp_tools(size_t *n)
+{
+	*n = sizeof(tools) / sizeof(tools[0]);
+	return tools;
+}

@@ -1,0 +1,500 @@
+/* /mcp: the MCP server over Streamable HTTP (docs/mcp.md), behind the same
+ * gate as every route (TLS 1.3, mutual TLS, bearer token).
+ *
+ *   POST    one JSON-RPC message (or a 2025-03-26 batch): 200 with the
+ *           answer as JSON, or as an SSE stream when the client accepts one
+ *           and asked for progress; 202 for notifications and responses.
+ *   GET     405: the server sends no requests of its own, so there is no
+ *           stream to offer.
+ *   DELETE  ends the session named by Mcp-Session-Id.
+ *
+ * Sessions: initialize (without Mcp-Session-Id) creates one whose id is 32
+ * random bytes from GnuTLS in hex; every later request carries it, and an
+ * unknown or ended id gets 404 so the client starts over. Origin and, on
+ * loopback, Host are checked against DNS rebinding: a page on another site
+ * must not reach a server on 127.0.0.1 through the user's browser. */
+#define _GNU_SOURCE
+#include "server/internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <gnutls/crypto.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "mcp/mcp.h"
+#include "util/strbuf.h"
+#include "util/timeutil.h"
+
+#define MAX_SESSIONS 128
+#define SESSION_IDLE_NS (30ULL * 60 * NSEC_PER_SEC)
+#define SESSION_ID_BYTES 32
+
+struct http_sess {
+	char id[SESSION_ID_BYTES * 2 + 1];
+	struct cw_mcp_session s;
+	uint64_t last_ns;
+	int refs;
+	int ended;
+};
+
+struct cw_mcp_http {
+	pthread_mutex_t mu;
+	struct cw_mcp_config cfg;
+	struct http_sess *tab[MAX_SESSIONS];
+};
+
+static pthread_mutex_t create_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct cw_mcp_http *state(struct cw_server *s)
+{
+	struct cw_mcp_http *h;
+
+	pthread_mutex_lock(&create_mu);
+	h = s->mcp;
+	if (!h && (h = calloc(1, sizeof(*h)))) {
+		pthread_mutex_init(&h->mu, NULL);
+		h->cfg.db_path = s->db_path;
+		h->cfg.node = s->node;
+		h->cfg.transport = "http";
+		h->cfg.timeout_ns = s->timeout_ns;
+		h->cfg.allow_where = geteuid() == 0;
+		h->cfg.allow_export_path = 0;
+		h->cfg.allow_demo = 1;
+		h->cfg.demo_keep_db = 0;
+		s->mcp = h;
+	}
+	pthread_mutex_unlock(&create_mu);
+	return h;
+}
+
+static void sess_free(struct http_sess *e)
+{
+	cw_mcp_session_destroy(&e->s);
+	explicit_bzero(e->id, sizeof(e->id));
+	free(e);
+}
+
+void cw_mcp_http_free(struct cw_server *s)
+{
+	struct cw_mcp_http *h = s->mcp;
+
+	if (!h)
+		return;
+	for (int i = 0; i < MAX_SESSIONS; i++)
+		if (h->tab[i])
+			sess_free(h->tab[i]);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+	s->mcp = NULL;
+}
+
+/* Constant-time in the id's content: ids are bearer secrets. */
+static int id_equal(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned d = la != lb;
+
+	for (size_t i = 0; i < la && i < lb; i++)
+		d |= (unsigned)(a[i] ^ b[i]);
+	return !d;
+}
+
+static struct http_sess *sess_get(struct cw_mcp_http *h, const char *id)
+{
+	struct http_sess *found = NULL;
+
+	pthread_mutex_lock(&h->mu);
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		if (h->tab[i] && !h->tab[i]->ended && id_equal(h->tab[i]->id, id)) {
+			found = h->tab[i];
+			found->refs++;
+			found->last_ns = cw_monotonic_ns();
+			break;
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	return found;
+}
+
+static void sess_put(struct cw_mcp_http *h, struct http_sess *e)
+{
+	int i, gone = 0;
+
+	pthread_mutex_lock(&h->mu);
+	if (--e->refs == 0 && e->ended) {
+		for (i = 0; i < MAX_SESSIONS; i++)
+			if (h->tab[i] == e)
+				h->tab[i] = NULL;
+		gone = 1;
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (gone)
+		sess_free(e);
+}
+
+/* A new session in the table, evicting the longest-idle one past the idle
+ * limit when full. Returns it with one reference, or NULL. */
+static struct http_sess *sess_new(struct cw_mcp_http *h)
+{
+	unsigned char rnd[SESSION_ID_BYTES];
+	struct http_sess *e, *victim = NULL;
+	uint64_t now = cw_monotonic_ns();
+	int slot = -1, i;
+
+	if (gnutls_rnd(GNUTLS_RND_RANDOM, rnd, sizeof(rnd)) < 0)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	for (i = 0; i < SESSION_ID_BYTES; i++)
+		snprintf(e->id + 2 * i, 3, "%02x", rnd[i]);
+	explicit_bzero(rnd, sizeof(rnd));
+	cw_mcp_session_init(&e->s);
+	e->last_ns = now;
+	e->refs = 1;
+	pthread_mutex_lock(&h->mu);
+	for (i = 0; i < MAX_SESSIONS && slot < 0; i++)
+		if (!h->tab[i])
+			slot = i;
+	if (slot < 0) {
+		for (i = 0; i < MAX_SESSIONS; i++) {
+			struct http_sess *t = h->tab[i];
+
+			if (!t->refs && now - t->last_ns > SESSION_IDLE_NS &&
+			    (slot < 0 || t->last_ns < h->tab[slot]->last_ns))
+				slot = i;
+		}
+		if (slot >= 0)
+			victim = h->tab[slot];
+	}
+	if (slot >= 0)
+		h->tab[slot] = e;
+	pthread_mutex_unlock(&h->mu);
+	if (victim)
+		sess_free(victim);
+	if (slot < 0) {
+		sess_free(e);
+		return NULL;
+	}
+	return e;
+}
+
+static void sess_end(struct cw_mcp_http *h, struct http_sess *e)
+{
+	pthread_mutex_lock(&h->mu);
+	e->ended = 1;
+	pthread_mutex_unlock(&h->mu);
+}
+
+static int loopback_name(const char *host, size_t n)
+{
+	static const char *const names[] = { "localhost", "127.0.0.1", "[::1]", "::1", NULL };
+
+	for (int i = 0; names[i]; i++)
+		if (strlen(names[i]) == n && !strncasecmp(host, names[i], n))
+			return 1;
+	/* The rest of 127.0.0.0/8. */
+	return n > 4 && !strncmp(host, "127.", 4) && strspn(host, "0123456789.") == n;
+}
+
+/* The host part of "host[:port]" or "[v6]:port". */
+static size_t host_len(const char *h)
+{
+	if (*h == '[') {
+		const char *e = strchr(h, ']');
+
+		return e ? (size_t)(e - h + 1) : strlen(h);
+	}
+	return strcspn(h, ":/");
+}
+
+static int local_is_loopback(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (!ci || getsockname(ci->connect_fd, (struct sockaddr *)&ss, &sl))
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss.ss_family == AF_INET6) {
+		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
+/* 0, or -EACCES with the reason: a browser page from another origin (the
+ * Origin header) or a rebinding DNS name pointing at loopback (Host). */
+int cw_mcp_http_origin_check(const char *origin, const char *host, int loopback, char *why, size_t whylen)
+{
+	if (origin && strcmp(origin, "null")) {
+		const char *p = strstr(origin, "://");
+
+		p = p ? p + 3 : origin;
+		if (!loopback_name(p, host_len(p))) {
+			snprintf(why, whylen, "origin \"%.100s\" is not allowed", origin);
+			return -EACCES;
+		}
+	} else if (origin) {
+		snprintf(why, whylen, "origin \"null\" is not allowed");
+		return -EACCES;
+	}
+	if (loopback && host && !loopback_name(host, host_len(host))) {
+		snprintf(why, whylen, "host \"%.100s\" is not allowed on a loopback listener", host);
+		return -EACCES;
+	}
+	return 0;
+}
+
+static const char *hdr(struct MHD_Connection *c, const char *k)
+{
+	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, k);
+}
+
+static void add_hdr(struct cw_reply *r, const char *k, const char *v)
+{
+	if (r->nhdr >= CW_REPLY_MAX_HDR)
+		return;
+	snprintf(r->hdr[r->nhdr][0], sizeof(r->hdr[0][0]), "%s", k);
+	snprintf(r->hdr[r->nhdr][1], sizeof(r->hdr[0][1]), "%s", v);
+	r->nhdr++;
+}
+
+static void reply_rpc_error(struct cw_reply *r, int status, int code, const char *msg)
+{
+	cw_reply_json(r, status, cw_jsonrpc_error(NULL, code, "%s", msg));
+}
+
+struct sse {
+	struct strbuf sb;
+};
+
+static void sse_event(struct strbuf *sb, json_t *msg)
+{
+	char *s = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(10));
+
+	if (s)
+		strbuf_addf(sb, "event: message\ndata: %s\n\n", s);
+	free(s);
+}
+
+static void sse_notify(void *arg, json_t *msg)
+{
+	sse_event(&((struct sse *)arg)->sb, msg);
+	json_decref(msg);
+}
+
+static int accepts(struct MHD_Connection *c, const char *type)
+{
+	const char *a = hdr(c, MHD_HTTP_HEADER_ACCEPT);
+
+	return !a || strstr(a, type) || strstr(a, "*/*");
+}
+
+/* The progress token of a tools/call, so that we know to stream. */
+static int wants_progress(const char *body, size_t len)
+{
+	json_t *v = json_loadb(body, len, 0, NULL);
+	int r = json_object_get(json_object_get(json_object_get(v, "params"), "_meta"), "progressToken") != NULL;
+
+	json_decref(v);
+	return r;
+}
+
+/* The version a stateless-revision message names in params._meta (copied
+ * into v), or 0 for a message of the handshake era. */
+static int stateless_version(const char *body, size_t len, char *v, size_t vlen)
+{
+	json_t *j = json_loadb(body, len, 0, NULL);
+	const char *s = json_is_object(j) ? cw_mcp_request_version(json_object_get(j, "params")) : NULL;
+	int r = s != NULL;
+
+	if (s)
+		snprintf(v, vlen, "%s", s);
+	json_decref(j);
+	return r;
+}
+
+/* One stateless request: a session of its own, for this request only. */
+static void stateless(struct cw_mcp_http *h, struct MHD_Connection *c, const char *body, size_t len,
+		      struct cw_reply *r)
+{
+	struct cw_mcp_session sess;
+	struct sse sse;
+	enum cw_mcp_kind kind;
+	int stream = accepts(c, "text/event-stream") && hdr(c, MHD_HTTP_HEADER_ACCEPT) && wants_progress(body, len);
+	json_t *out;
+
+	cw_mcp_session_init(&sess);
+	strbuf_init(&sse.sb, (size_t)8 << 20);
+	out = cw_mcp_handle(&h->cfg, &sess, body, len, stream ? sse_notify : NULL, &sse, &kind, NULL);
+	if (!out) {
+		r->status = 202;
+	} else if (stream) {
+		sse_event(&sse.sb, out);
+		json_decref(out);
+		r->status = 200;
+		r->ctype = "text/event-stream";
+		r->len = sse.sb.len;
+		r->body = strbuf_detach(&sse.sb);
+	} else {
+		cw_reply_json(r, 200, out);
+	}
+	strbuf_release(&sse.sb);
+	cw_mcp_session_destroy(&sess);
+}
+
+static void post(struct cw_server *s, struct cw_mcp_http *h, struct MHD_Connection *c, const char *body,
+		 size_t len, struct cw_reply *r)
+{
+	const char *sid = hdr(c, "Mcp-Session-Id"), *pv = hdr(c, "MCP-Protocol-Version"), *ct;
+	struct http_sess *e = NULL, *fresh = NULL;
+	struct sse sse;
+	enum cw_mcp_kind kind;
+	const char *method = NULL;
+	char bv[32];
+	int stream, modern;
+	json_t *out;
+
+	ct = hdr(c, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!ct || strncasecmp(ct, "application/json", 16)) {
+		reply_rpc_error(r, 415, CW_JSONRPC_INVALID_REQUEST, "Content-Type must be application/json");
+		return;
+	}
+	if (!accepts(c, "application/json") && !accepts(c, "text/event-stream")) {
+		reply_rpc_error(r, 406, CW_JSONRPC_INVALID_REQUEST,
+				"Accept must include application/json and text/event-stream");
+		return;
+	}
+	if (pv) {
+		int ok = !strcmp(pv, CW_MCP_PROTOCOL_STATELESS);
+
+		for (int i = 0; cw_mcp_protocol_versions[i]; i++)
+			ok |= !strcmp(pv, cw_mcp_protocol_versions[i]);
+		if (!ok) {
+			reply_rpc_error(r, 400, CW_JSONRPC_INVALID_REQUEST, "unsupported MCP-Protocol-Version");
+			return;
+		}
+	}
+	modern = stateless_version(body, len, bv, sizeof(bv));
+	if (modern || (pv && !strcmp(pv, CW_MCP_PROTOCOL_STATELESS))) {
+		/* The stateless revision: no session; the header and the body
+		 * must name the same version. */
+		if (!modern || !pv || strcmp(pv, bv)) {
+			reply_rpc_error(r, 400, CW_JSONRPC_INVALID_REQUEST,
+					"MCP-Protocol-Version and params._meta protocolVersion must match");
+			return;
+		}
+		stateless(h, c, body, len, r);
+		return;
+	}
+	if (sid) {
+		e = sess_get(h, sid);
+		if (!e) {
+			reply_rpc_error(r, 404, CW_JSONRPC_INVALID_REQUEST,
+					"session not found (ended or expired): initialize again");
+			return;
+		}
+	} else {
+		/* Only initialize may come without a session. */
+		json_t *v = json_loadb(body, len, 0, NULL);
+		const char *m = json_string_value(json_object_get(v, "method"));
+		int init = m && !strcmp(m, "initialize");
+
+		json_decref(v);
+		if (!init) {
+			reply_rpc_error(r, 400, CW_JSONRPC_INVALID_REQUEST,
+					"missing Mcp-Session-Id header: send initialize first");
+			return;
+		}
+		e = fresh = sess_new(h);
+		if (!e) {
+			reply_rpc_error(r, 503, CW_JSONRPC_INTERNAL_ERROR, "too many MCP sessions; try again later");
+			return;
+		}
+	}
+	stream = accepts(c, "text/event-stream") && hdr(c, MHD_HTTP_HEADER_ACCEPT) && wants_progress(body, len);
+	strbuf_init(&sse.sb, (size_t)8 << 20);
+	out = cw_mcp_handle(&h->cfg, &e->s, body, len, stream ? sse_notify : NULL, &sse, &kind, &method);
+	if (fresh) {
+		/* A failed initialize leaves no session behind. */
+		if (out && json_object_get(out, "result"))
+			add_hdr(r, "Mcp-Session-Id", e->id);
+		else
+			sess_end(h, e);
+	}
+	if (!out) {
+		r->status = 202;
+		r->body = NULL;
+		r->len = 0;
+	} else if (stream) {
+		sse_event(&sse.sb, out);
+		json_decref(out);
+		r->status = 200;
+		r->ctype = "text/event-stream";
+		r->len = sse.sb.len;
+		r->body = strbuf_detach(&sse.sb);
+	} else {
+		cw_reply_json(r, 200, out);
+	}
+	strbuf_release(&sse.sb);
+	sess_put(h, e);
+	(void)s;
+	(void)method;
+}
+
+void cw_mcp_route(struct cw_server *s, struct MHD_Connection *c, const char *method, const char *body,
+		  size_t len, struct cw_reply *r)
+{
+	struct cw_mcp_http *h = state(s);
+	struct http_sess *e;
+	char why[256];
+	const char *sid;
+
+	if (!h) {
+		cw_reply_error(r, 500, "out of memory");
+		return;
+	}
+	/* Host is checked only while the gate is open: with a client
+	 * certificate or a token a rebinding page has no credential, and fleet
+	 * tools reach agents by many names. */
+	if (cw_mcp_http_origin_check(hdr(c, "Origin"), hdr(c, MHD_HTTP_HEADER_HOST),
+				     !s->mtls && !s->has_token && local_is_loopback(c), why, sizeof(why))) {
+		reply_rpc_error(r, 403, CW_JSONRPC_INVALID_REQUEST, why);
+		return;
+	}
+	if (!strcmp(method, "POST")) {
+		post(s, h, c, body, len, r);
+		return;
+	}
+	if (!strcmp(method, "DELETE")) {
+		sid = hdr(c, "Mcp-Session-Id");
+		if (!sid) {
+			reply_rpc_error(r, 400, CW_JSONRPC_INVALID_REQUEST, "missing Mcp-Session-Id header");
+			return;
+		}
+		e = sess_get(h, sid);
+		if (!e) {
+			reply_rpc_error(r, 404, CW_JSONRPC_INVALID_REQUEST, "session not found");
+			return;
+		}
+		sess_end(h, e);
+		sess_put(h, e);
+		r->status = 200;
+		return;
+	}
+	add_hdr(r, "Allow", "POST, DELETE");
+	reply_rpc_error(r, 405, CW_JSONRPC_INVALID_REQUEST,
+			"method not allowed: POST messages to /mcp (this server opens no GET stream)");
+}
