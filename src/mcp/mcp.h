@@ -180,6 +180,9 @@ const struct cw_mcp_tool *cw_mcp_tool_find(const char *name);
 /* The tools/list entry (parsed schemas and annotations); NULL on a schema
  * that does not parse (a unit test keeps that from shipping). */
 json_t *cw_mcp_tool_json(const struct cw_mcp_tool *t);
+/* The tool's inputSchema as served (run_demo's scenario enum filled from
+ * the demo table); NULL when it does not parse. */
+json_t *cw_mcp_input_schema(const struct cw_mcp_tool *t);
 /* Checks args against the tool's inputSchema: an object, no unknown
  * properties, required ones present, types, enums, integer ranges.
  * Returns 0 or -EINVAL with err naming the property and the fix. */

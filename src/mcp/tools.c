@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "demo/demo.h"
 #include "mcp/mcp.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
@@ -24,9 +25,26 @@ const struct cw_mcp_tool *cw_mcp_tool_find(const char *name)
 	return NULL;
 }
 
+json_t *cw_mcp_input_schema(const struct cw_mcp_tool *t)
+{
+	json_t *in = json_loads(t->input_schema, 0, NULL);
+	json_t *en = json_object_get(json_object_get(json_object_get(in, "properties"), "scenario"), "enum");
+
+	/* run_demo's scenarios: whatever the demo table holds, never a copy. */
+	if (en && !strcmp(t->name, "run_demo")) {
+		const struct cw_demo_scenario *const *sc;
+		size_t n, i;
+
+		sc = cw_demo_scenarios(&n);
+		for (i = 0; i < n; i++)
+			json_array_append_new(en, json_string(sc[i]->name));
+	}
+	return in;
+}
+
 json_t *cw_mcp_tool_json(const struct cw_mcp_tool *t)
 {
-	json_t *in = json_loads(t->input_schema, 0, NULL), *out = json_loads(t->output_schema, 0, NULL);
+	json_t *in = cw_mcp_input_schema(t), *out = json_loads(t->output_schema, 0, NULL);
 
 	if (!in || !out) {
 		json_decref(in);
@@ -64,7 +82,7 @@ static const char *a_or_an(const char *type)
 
 int cw_mcp_check_args(const struct cw_mcp_tool *t, json_t *args, char *err, size_t errlen)
 {
-	json_t *schema = json_loads(t->input_schema, 0, NULL), *props, *req, *v, *p;
+	json_t *schema = cw_mcp_input_schema(t), *props, *req, *v, *p;
 	const char *k;
 	size_t i;
 	int rc = -EINVAL;

@@ -208,9 +208,8 @@ static const struct cw_mcp_tool tools[] = {
 		"temporary database and returns causeway's diagnosis of it. Useful to see what each root cause "
 		"looks like; the database path comes back for `causeway mcp --db`.",
 		"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"
-		"\"scenario\": {\"type\": \"string\", \"enum\": [\"incident\", \"cold-start\", "
-		"\"memcpy-bottleneck\", \"periodic-spike\", \"cpu-contention\", \"gpu-steal\", \"io-contention\", "
-		"\"memory-pressure\", \"dataloader-starvation\", \"healthy\"], \"description\": \"default "
+		/* the enum is filled from the scenario table (cw_mcp_input_schema) */
+		"\"scenario\": {\"type\": \"string\", \"enum\": [], \"description\": \"default "
 		"incident\"},"
 		"\"seed\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"random seed (default 1)\"},"
 		"\"top_n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 100, \"description\": \"chains "

@@ -228,7 +228,7 @@ static void test_tool_table(void **state)
 static void test_demo_enum(void **state)
 {
 	const struct cw_mcp_tool *t = cw_mcp_tool_find("run_demo");
-	json_t *sch = json_loads(t->input_schema, 0, NULL), *en;
+	json_t *sch = cw_mcp_input_schema(t), *en;
 	const struct cw_demo_scenario *const *sc;
 	size_t n, i;
 
