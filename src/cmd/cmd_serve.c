@@ -23,7 +23,7 @@ static void usage(FILE *f)
 	fputs("usage: causeway serve [--listen ADDR:PORT] [--db PATH] [--cert FILE --key FILE]\n"
 	      "                      [--client-ca FILE] [--token-file FILE] [--no-tls]\n"
 	      "                      [--max-rows N] [--max-body BYTES] [--timeout DURATION]\n"
-	      "                      [--per-ip N] [--tls-dir DIR]\n\n"
+	      "                      [--read-timeout DURATION] [--per-ip N] [--tls-dir DIR]\n\n"
 	      "Serves a read-only JSON API (/api/v1/...), the dashboard and /metrics over\n"
 	      "HTTPS (TLS 1.3 only). See docs/api.md.\n\n"
 	      "  --listen ADDR:PORT  address to bind (default " CW_SERVER_DEFAULT_LISTEN
@@ -40,6 +40,10 @@ static void usage(FILE *f)
 	      "  --max-rows N        row cap for /api/v1/query (default 10000)\n"
 	      "  --max-body BYTES    request body cap (default 65536)\n"
 	      "  --timeout DURATION  per-request time limit (default 10s)\n"
+	      "  --read-timeout DURATION\n"
+	      "                      a whole request must arrive within this time of the\n"
+	      "                      connection opening or of the previous answer, else the\n"
+	      "                      connection is closed (default 10s)\n"
 	      "  --per-ip N          concurrent connections per client address (default 16)\n",
 	      f);
 }
@@ -55,7 +59,7 @@ static int parse_count(const char *s, long long min, long long max, long long *o
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_ROWS, O_BODY, O_TMO, O_PERIP, O_DIR };
+	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_ROWS, O_BODY, O_TMO, O_RTMO, O_PERIP, O_DIR };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "db", required_argument, NULL, 'd' },
@@ -67,6 +71,7 @@ int cmd_serve(int argc, char **argv)
 		{ "max-rows", required_argument, NULL, O_ROWS },
 		{ "max-body", required_argument, NULL, O_BODY },
 		{ "timeout", required_argument, NULL, O_TMO },
+		{ "read-timeout", required_argument, NULL, O_RTMO },
 		{ "per-ip", required_argument, NULL, O_PERIP },
 		{ "tls-dir", required_argument, NULL, O_DIR },
 		{ "help", no_argument, NULL, 'h' },
@@ -124,6 +129,12 @@ int cmd_serve(int argc, char **argv)
 		case O_TMO:
 			if (cw_parse_duration(optarg, &o->timeout_ns) || !o->timeout_ns) {
 				cw_err("serve: invalid --timeout \"%s\" (e.g. 5s, 500ms)", optarg);
+				return CW_EXIT_USAGE;
+			}
+			break;
+		case O_RTMO:
+			if (cw_parse_duration(optarg, &o->read_timeout_ns) || !o->read_timeout_ns) {
+				cw_err("serve: invalid --read-timeout \"%s\" (e.g. 10s, 500ms)", optarg);
 				return CW_EXIT_USAGE;
 			}
 			break;

@@ -271,6 +271,8 @@ static int do_server(struct pctx *p, const char *key, yaml_node_t *v)
 		return set_path(p, "server.token_file", v, &p->c->server_token_file);
 	if (!strcmp(key, "timeout"))
 		return set_duration(p, "server.timeout", v, &p->c->server_timeout_ns);
+	if (!strcmp(key, "read_timeout"))
+		return set_duration(p, "server.read_timeout", v, &p->c->server_read_timeout_ns);
 	if (!strcmp(key, "max_rows")) {
 		const char *s;
 		char *end;

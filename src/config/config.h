@@ -12,6 +12,7 @@
  *     listen: 0.0.0.0:7070
  *     tls: { cert: ..., key: ..., client_ca: ... }
  *     token_file: /etc/causeway/token
+ *     read_timeout: 10s
  *   fleet:
  *     nodes: [gpu-node-01:7070, gpu-node-02:7070]
  *     ca_cert: ...        # CA that signed the agents' server certificates
@@ -44,6 +45,7 @@ struct cw_config {
 	char *server_token_file;   /* bearer token the server requires */
 	int64_t server_max_rows;   /* 0: default */
 	uint64_t server_timeout_ns;
+	uint64_t server_read_timeout_ns; /* whole request must arrive within; 0: default */
 
 	char **fleet_nodes;        /* "host:port" */
 	int nfleet_nodes;

@@ -4,12 +4,26 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "server/server.h"
+
+/* Read deadlines (deadline.c): a whole request must arrive within
+ * timeout_ns of the connection opening or of the previous answer. */
+struct cw_conn_deadline;
+struct cw_deadlines {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	int inited, running, stop;
+	uint64_t timeout_ns;
+	struct cw_conn_deadline *head;
+	atomic_uint_fast64_t closed; /* connections cut at their deadline */
+};
 
 struct cw_server {
 	struct MHD_Daemon *d;
@@ -23,6 +37,7 @@ struct cw_server {
 	uint64_t started_wall_ns;
 	int port;
 	atomic_uint_fast64_t requests, rejected, errors;
+	struct cw_deadlines dl;
 };
 
 struct cw_reply {
@@ -45,6 +60,15 @@ int cw_token_hash(const char *tok, uint8_t out[32]);
 void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char *method,
 		       const char *url, const char *body, size_t body_len, struct cw_reply *r);
 void cw_metrics_render(struct cw_server *s, struct cw_reply *r);
+
+/* Starts the watchdog; 0 or -errno. Stop it after the daemon. */
+int cw_deadlines_start(struct cw_deadlines *d, uint64_t read_timeout_ns);
+void cw_deadlines_stop(struct cw_deadlines *d);
+/* MHD_OPTION_NOTIFY_CONNECTION callback, cls = the struct cw_deadlines. */
+void cw_deadlines_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+			 enum MHD_ConnectionNotificationCode code);
+/* armed = 0 once a request has fully arrived, 1 once its answer is done. */
+void cw_deadline_arm(struct cw_deadlines *d, struct MHD_Connection *c, int armed);
 
 void cw_reply_json(struct cw_reply *r, int status, json_t *j); /* steals j */
 void cw_reply_error(struct cw_reply *r, int status, const char *fmt, ...)
