@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -65,6 +66,8 @@ static const char usage_text[] =
 	"                     and token from the config's server.* keys or $CW_TOKEN)\n"
 	"  --json             stream the recorded events as NDJSON on stdout\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
+	"  --kill-on-exit     SIGKILL the launched COMMAND if trace itself dies (even by\n"
+	"                     SIGKILL); without it COMMAND runs on, untraced\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"exit status: the command's when one was launched; 3 not root, 4 no BTF,\n"
@@ -87,6 +90,7 @@ struct trace_opts {
 	uint64_t size_cap;
 	unsigned ring_kb, agg_pct;
 	int json, no_view;
+	int kill_on_exit; /* PR_SET_PDEATHSIG in the launched command */
 	int py_mode, native_stacks; /* enum cw_py_mode */
 	const char *serve; /* --serve ADDR:PORT */
 	char **command;
@@ -322,6 +326,10 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			o->native_stacks = 1;
 			continue;
 		}
+		if (!strcmp(a, "--kill-on-exit")) {
+			o->kill_on_exit = 1;
+			continue;
+		}
 		if (!takes) {
 			cw_report_error(*json_out, "trace: unknown option \"%s\"; see 'causeway trace --help'", a);
 			return CW_EXIT_USAGE;
@@ -387,6 +395,10 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			else
 				o->agg_pct = (unsigned)n;
 		}
+	}
+	if (o->kill_on_exit && !o->command) {
+		cw_report_error(*json_out, "trace: --kill-on-exit applies to a launched command (-- COMMAND)");
+		return CW_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -705,8 +717,8 @@ static void tick(struct trace *t, uint64_t start_ns)
  * probes are attached and its pid is tracked. Returns the write end. */
 static int spawn_command(struct trace *t, char **cmd, int *gate)
 {
+	pid_t parent = getpid(), pid;
 	int p[2];
-	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC))
 		return -errno;
@@ -720,6 +732,14 @@ static int spawn_command(struct trace *t, char **cmd, int *gate)
 		char c;
 
 		close(p[1]);
+		/* The death signal survives exec (not of a set-user-ID, set-group-ID
+		 * or file-capability binary, which clears it). It fires when the
+		 * thread that forked dies: this is the main thread, which lives as
+		 * long as trace. trace may have died between fork and prctl, and
+		 * then no signal comes: the child has been reparented already. */
+		if (t->o.kill_on_exit &&
+		    (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent))
+			_exit(126);
 		if (read(p[0], &c, 1) != 1)
 			_exit(126);
 		signal(SIGINT, SIG_DFL);
