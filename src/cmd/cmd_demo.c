@@ -17,10 +17,15 @@
 #include "demo/demo.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
 
 #define DEMO_NODE "demo-node"
+/* Pacing: 0 is as fast as possible; otherwise a speed-up of real time.
+ * Below MIN_SPEED a scenario would take days (and tiny values, 1e-300,
+ * overflow the schedule into no pacing at all). */
+#define MIN_SPEED 0.01
 #define MAX_SPEED 1000.0
 
 static void usage(FILE *f)
@@ -94,30 +99,14 @@ static void scenario_names(char *buf, size_t len)
 
 static int parse_speed(const char *s, double *out)
 {
-	char *end;
 	double v;
+	int rc = cw_parse_real(s, 0, MAX_SPEED, &v);
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > MAX_SPEED)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_seed(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	if (!rc && v != 0 && v < MIN_SPEED)
+		rc = -ERANGE;
+	if (!rc)
+		*out = v;
+	return rc;
 }
 
 /* May the demo replace path? Only a missing file or a causeway database
@@ -183,7 +172,7 @@ int cmd_demo(int argc, char **argv)
 	struct cw_explain_opts eo = { 0 };
 	struct cw_explain_result ex = { 0 };
 	struct cw_store *st = NULL;
-	char err[512] = "", tmp[4096], names[512], cmdline[256];
+	char err[512] = "", tmp[4096], names[512], cmdline[256], shown[CW_SHOWN_BUF];
 
 	/* A first pass for --json so that usage errors are reported in the
 	 * right format wherever the flag sits. */
@@ -202,13 +191,15 @@ int cmd_demo(int argc, char **argv)
 			break;
 		case 's':
 			if (parse_speed(optarg, &o.speed)) {
-				cw_report_error(json, "invalid --speed \"%s\": a number from 0 to %.0f", optarg, MAX_SPEED);
+				cw_report_error(json, "invalid --speed \"%s\": 0 (as fast as possible) or a number "
+						      "from %g to %g", cw_shown(optarg, shown), MIN_SPEED, MAX_SPEED);
 				return CW_EXIT_USAGE;
 			}
 			break;
 		case 'S':
-			if (parse_seed(optarg, &o.seed)) {
-				cw_report_error(json, "invalid --seed \"%s\": an unsigned 64-bit integer", optarg);
+			if (cw_parse_uint(optarg, 0, UINT64_MAX, &o.seed)) {
+				cw_report_error(json, "invalid --seed \"%s\": an unsigned 64-bit integer",
+						cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
 			break;

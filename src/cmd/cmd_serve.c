@@ -16,6 +16,7 @@
 #include "server/server.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/timeutil.h"
 
 static void usage(FILE *f)
@@ -48,15 +49,6 @@ static void usage(FILE *f)
 	      f);
 }
 
-static int parse_count(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	return errno || end == s || *end || *out < min || *out > max ? -EINVAL : 0;
-}
-
 int cmd_serve(int argc, char **argv)
 {
 	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_ROWS, O_BODY, O_TMO, O_RTMO, O_PERIP, O_DIR };
@@ -81,8 +73,8 @@ int cmd_serve(int argc, char **argv)
 	struct cw_server_opts *o = &ss.o;
 	struct cw_server *srv = NULL;
 	struct cw_store *st;
-	char err[1024];
-	long long n;
+	char err[1024], shown[CW_SHOWN_BUF];
+	uint64_t n;
 	sigset_t set;
 	int c, rc, sig;
 
@@ -113,34 +105,36 @@ int cmd_serve(int argc, char **argv)
 			o->no_tls = 1;
 			break;
 		case O_ROWS:
-			if (parse_count(optarg, 1, INT64_MAX, &n)) {
-				cw_err("serve: invalid --max-rows \"%s\"", optarg);
+			if (cw_parse_uint(optarg, 1, INT64_MAX, &n)) {
+				cw_err("serve: invalid --max-rows \"%s\" (1 or more)", cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
-			o->max_rows = n;
+			o->max_rows = (int64_t)n;
 			break;
 		case O_BODY:
-			if (parse_count(optarg, 16, 64 << 20, &n)) {
-				cw_err("serve: invalid --max-body \"%s\" (16 to 67108864 bytes)", optarg);
+			if (cw_parse_uint(optarg, 16, 64 << 20, &n)) {
+				cw_err("serve: invalid --max-body \"%s\" (16 to 67108864 bytes)",
+				       cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
 			o->max_body = (size_t)n;
 			break;
 		case O_TMO:
 			if (cw_parse_duration(optarg, &o->timeout_ns) || !o->timeout_ns) {
-				cw_err("serve: invalid --timeout \"%s\" (e.g. 5s, 500ms)", optarg);
+				cw_err("serve: invalid --timeout \"%s\" (e.g. 5s, 500ms)", cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
 			break;
 		case O_RTMO:
 			if (cw_parse_duration(optarg, &o->read_timeout_ns) || !o->read_timeout_ns) {
-				cw_err("serve: invalid --read-timeout \"%s\" (e.g. 10s, 500ms)", optarg);
+				cw_err("serve: invalid --read-timeout \"%s\" (e.g. 10s, 500ms)",
+				       cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
 			break;
 		case O_PERIP:
-			if (parse_count(optarg, 1, 65535, &n)) {
-				cw_err("serve: invalid --per-ip \"%s\"", optarg);
+			if (cw_parse_uint(optarg, 1, 65535, &n)) {
+				cw_err("serve: invalid --per-ip \"%s\" (1 to 65535)", cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
 			o->per_ip_limit = (unsigned)n;

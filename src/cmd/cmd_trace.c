@@ -33,6 +33,7 @@
 #include "store/store.h"
 #include "store/writer.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/timeutil.h"
 
 #define MAX_PIDS 4096
@@ -264,23 +265,15 @@ static void observe(void *ctx, const struct cw_event_row *r)
 
 static int parse_pids(struct trace_opts *o, const char *s)
 {
-	char *dup = strdup(s), *tok, *save = NULL;
-	int rc = 0;
+	uint64_t v[64];
+	int i, n = cw_parse_uint_list(s, 1, CW_PID_MAX, v, 64);
 
-	if (!dup)
-		return -ENOMEM;
-	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		unsigned long v = strtoul(tok, &end, 10);
-
-		if (*end || !v || v > 0x7fffffff || o->npids == 64) {
-			rc = -EINVAL;
-			break;
-		}
-		o->pids[o->npids++] = (uint32_t)v;
-	}
-	free(dup);
-	return o->npids ? rc : -EINVAL;
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++)
+		o->pids[i] = (uint32_t)v[i];
+	o->npids = n;
+	return 0;
 }
 
 static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out)
@@ -297,6 +290,7 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			break;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char shown[CW_SHOWN_BUF];
 		int takes = !strcmp(a, "--pid") || !strcmp(a, "--cuda-lib") || !strcmp(a, "--db") ||
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
 			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
@@ -331,7 +325,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			continue;
 		}
 		if (!takes) {
-			cw_report_error(*json_out, "trace: unknown option \"%s\"; see 'causeway trace --help'", a);
+			cw_report_error(*json_out, "trace: unknown option \"%s\"; see 'causeway trace --help'",
+					cw_shown(a, shown));
 			return CW_EXIT_USAGE;
 		}
 		if (!v) {
@@ -340,8 +335,12 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		}
 		i++;
 		if (!strcmp(a, "--pid")) {
-			if (parse_pids(o, v)) {
-				cw_report_error(*json_out, "trace: bad --pid \"%s\" (want P[,P...])", v);
+			int prc = parse_pids(o, v);
+
+			if (prc) {
+				cw_report_error(*json_out, "trace: bad --pid \"%s\" (%s)", cw_shown(v, shown),
+						prc == -E2BIG ? "at most 64 pids"
+							      : "want P[,P...], each pid from 1 to 4194304");
 				return CW_EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--cuda-lib")) {
@@ -354,12 +353,14 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			o->db = v;
 		} else if (!strcmp(a, "--duration")) {
 			if (cw_parse_duration(v, &o->duration_ns) || !o->duration_ns) {
-				cw_report_error(*json_out, "trace: bad --duration \"%s\"", v);
+				cw_report_error(*json_out, "trace: bad --duration \"%s\" (e.g. 30s, 5m)",
+						cw_shown(v, shown));
 				return CW_EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--node")) {
 			if (!cw_node_name_valid(v)) {
-				cw_report_error(*json_out, "trace: bad --node \"%s\" (1-63 of A-Z a-z 0-9 . _ -)", v);
+				cw_report_error(*json_out, "trace: bad --node \"%s\" (" CW_NODE_NAME_RULE ")",
+						cw_shown(v, shown));
 				return CW_EXIT_USAGE;
 			}
 			cw_global_node = v;
@@ -373,21 +374,23 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			else if (!strcmp(v, "off"))
 				o->py_mode = CW_PY_OFF;
 			else {
-				cw_report_error(*json_out, "trace: bad --py-stacks \"%s\" (slow, all or off)", v);
+				cw_report_error(*json_out, "trace: bad --py-stacks \"%s\" (slow, all or off)",
+						cw_shown(v, shown));
 				return CW_EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--size-cap")) {
 			if (cw_parse_size(v, &o->size_cap) || !o->size_cap) {
-				cw_report_error(*json_out, "trace: bad --size-cap \"%s\"", v);
+				cw_report_error(*json_out, "trace: bad --size-cap \"%s\" (e.g. 2GiB)",
+						cw_shown(v, shown));
 				return CW_EXIT_USAGE;
 			}
 		} else {
-			char *end;
-			unsigned long n = strtoul(v, &end, 10);
 			int ring = !strcmp(a, "--ring-kb");
+			uint64_t n;
 
-			if (*end || !*v || (ring && (n < 4 || n > (1ul << 20))) || (!ring && n > 100)) {
-				cw_report_error(*json_out, "trace: bad %s \"%s\"", a, v);
+			if (cw_parse_uint(v, ring ? 4 : 0, ring ? 1u << 20 : 100, &n)) {
+				cw_report_error(*json_out, "trace: bad %s \"%s\" (%s)", a, cw_shown(v, shown),
+						ring ? "4 to 1048576 KiB" : "a percentage, 0 to 100");
 				return CW_EXIT_USAGE;
 			}
 			if (ring)

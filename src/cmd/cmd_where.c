@@ -19,6 +19,7 @@
 #include "symbol/fpstack.h"
 #include "symbol/symbolizer.h"
 #include "util/log.h"
+#include "util/parse.h"
 
 #define NATIVE_MAX 64
 
@@ -105,8 +106,9 @@ int cmd_where(int argc, char **argv)
 	struct cw_py_proc *p;
 	struct cw_rmem mem;
 	int json = 0, native = 1, c, npy = 0, i, rc = CW_EXIT_OK, nstopped = -1, pyerr = 0;
-	char why[256] = "", *end, ver[32];
+	char why[256] = "", ver[32];
 	json_t *root = NULL, *threads;
+	uint64_t pid_v;
 	long pid;
 
 	optind = 1;
@@ -124,11 +126,14 @@ int cmd_where(int argc, char **argv)
 		cw_report_error(json, "where: expected exactly one PID");
 		return CW_EXIT_USAGE;
 	}
-	pid = strtol(argv[optind], &end, 10);
-	if (*end || end == argv[optind] || pid <= 0 || pid > 0x3fffffff) {
-		cw_report_error(json, "where: invalid pid \"%s\"", argv[optind]);
+	if (cw_parse_uint(argv[optind], 1, CW_PID_MAX, &pid_v)) {
+		char shown[CW_SHOWN_BUF];
+
+		cw_report_error(json, "where: invalid pid \"%s\" (1 to %d)", cw_shown(argv[optind], shown),
+				CW_PID_MAX);
 		return CW_EXIT_USAGE;
 	}
+	pid = (long)pid_v;
 	cw_rmem_init_pid(&mem, (pid_t)pid);
 	if (cw_pyres_new(&res) || cw_symz_new(&symz)) {
 		cw_report_error(json, "where: out of memory");

@@ -80,6 +80,7 @@ void cw_config_free(struct cw_config *c);
 const char *cw_node_name(const struct cw_config *c);
 
 /* 1 when s is a valid node name: 1..63 of [A-Za-z0-9._-]. */
+#define CW_NODE_NAME_RULE "1-63 of A-Z a-z 0-9 . _ -"
 int cw_node_name_valid(const char *s);
 
 /* Loads the config the global --config flag names (or the defaults) once
