@@ -88,8 +88,9 @@ int cw_node_name_valid(const char *s);
  * err filled like cw_config_load. */
 int cw_config_get(const struct cw_config **out, char *err, size_t errlen);
 
-/* Parses a size such as "512MiB", "2GiB", "10GB", "4096" (bytes).
- * Returns 0 or -EINVAL. */
+/* Parses a size such as "512MiB", "2GiB", "10GB", "4096" (bytes): a
+ * number as cw_parse_real takes it, then a unit. Returns 0, -EINVAL, or
+ * -ERANGE (overflow, or a positive size under one byte). */
 int cw_parse_size(const char *s, uint64_t *out);
 
 /* Splits "host:port" or "[v6addr]:port" into host (without brackets) and
