@@ -5,6 +5,7 @@
 #include "cmd/cmd.h"
 #include "config/config.h"
 #include "util/log.h"
+#include "util/parse.h"
 
 const char *cw_global_config_path;
 const char *cw_global_node;
@@ -91,6 +92,15 @@ static int run_command(const struct cw_command *c, int argc, char **argv)
 	argc = take_config_flag(argc, argv);
 	if (argc < 0) {
 		cw_err("%s: --config needs a file", argv[0]);
+		return CW_EXIT_USAGE;
+	}
+	/* The node name goes into rows, JSON, Prometheus labels and banners:
+	 * checked once here for every command, and echoed only in part. */
+	if (cw_global_node && !cw_node_name_valid(cw_global_node)) {
+		char shown[CW_SHOWN_BUF];
+
+		cw_report_error(wants_json(argc, argv), "bad --node \"%s\" (" CW_NODE_NAME_RULE ")",
+				cw_shown(cw_global_node, shown));
 		return CW_EXIT_USAGE;
 	}
 	if (strcmp(c->name, "version") && !wants_help(argc, argv) && (rc = cw_config_get(&cfg, err, sizeof(err)))) {

@@ -17,6 +17,7 @@
 #include "demo/demo.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
 
@@ -24,6 +25,10 @@
 /* Not trace's default (causeway.db, or the config's store path): a demo
  * must never land on a store that holds real traces. */
 #define DEMO_DEFAULT_DB "causeway-demo.db"
+/* Pacing: 0 is as fast as possible; otherwise a speed-up of real time.
+ * Below MIN_SPEED a scenario would take days (and tiny values, 1e-300,
+ * overflow the schedule into no pacing at all). */
+#define MIN_SPEED 0.01
 #define MAX_SPEED 1000.0
 
 static void usage(FILE *f)
@@ -99,30 +104,14 @@ static void scenario_names(char *buf, size_t len)
 
 static int parse_speed(const char *s, double *out)
 {
-	char *end;
 	double v;
+	int rc = cw_parse_real(s, 0, MAX_SPEED, &v);
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > MAX_SPEED)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_seed(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	if (!rc && v != 0 && v < MIN_SPEED)
+		rc = -ERANGE;
+	if (!rc)
+		*out = v;
+	return rc;
 }
 
 /* Sessions of path that are not demo runs (traces, merged nodes). */
@@ -336,7 +325,7 @@ int cmd_demo(int argc, char **argv)
 	struct cw_demo_opts o = { .seed = 1 };
 	struct cw_demo_result res;
 	struct cw_explain_result ex = { 0 };
-	char err[512] = "", names[512], cmdline[256];
+	char err[512] = "", names[512], cmdline[256], shown[CW_SHOWN_BUF];
 
 	/* A first pass for --json so that usage errors are reported in the
 	 * right format wherever the flag sits. */
@@ -355,13 +344,15 @@ int cmd_demo(int argc, char **argv)
 			break;
 		case 's':
 			if (parse_speed(optarg, &o.speed)) {
-				cw_report_error(json, "invalid --speed \"%s\": a number from 0 to %.0f", optarg, MAX_SPEED);
+				cw_report_error(json, "invalid --speed \"%s\": 0 (as fast as possible) or a number "
+						      "from %g to %g", cw_shown(optarg, shown), MIN_SPEED, MAX_SPEED);
 				return CW_EXIT_USAGE;
 			}
 			break;
 		case 'S':
-			if (parse_seed(optarg, &o.seed)) {
-				cw_report_error(json, "invalid --seed \"%s\": an unsigned 64-bit integer", optarg);
+			if (cw_parse_uint(optarg, 0, UINT64_MAX, &o.seed)) {
+				cw_report_error(json, "invalid --seed \"%s\": an unsigned 64-bit integer",
+						cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
 			break;

@@ -13,6 +13,7 @@
 #include "fleet/fanout_cli.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/timeutil.h"
 
 static void usage(FILE *f)
@@ -44,15 +45,12 @@ static void usage(FILE *f)
 
 static int parse_pid(const char *s, int64_t *out)
 {
-	char *end;
-	long long v;
+	uint64_t v;
+	int rc = cw_parse_uint(s, 1, CW_PID_MAX, &v);
 
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v <= 0 || v > 4194304)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	if (!rc)
+		*out = (int64_t)v;
+	return rc;
 }
 
 int cmd_explain(int argc, char **argv)
@@ -133,7 +131,10 @@ int cmd_explain(int argc, char **argv)
 		return CW_EXIT_USAGE;
 	}
 	if (since && (cw_parse_duration(since, &since_ns) < 0 || since_ns == 0)) {
-		cw_report_error(json, "explain: invalid duration \"%s\" (e.g. 30s, 5m, 2h)", since);
+		char shown[CW_SHOWN_BUF];
+
+		cw_report_error(json, "explain: invalid duration \"%s\" (e.g. 30s, 5m, 2h)",
+				cw_shown(since, shown));
 		return CW_EXIT_USAGE;
 	}
 	if (from && cw_parse_time(from, &o.from_wall_ns) < 0) {
@@ -149,7 +150,10 @@ int cmd_explain(int argc, char **argv)
 		return CW_EXIT_USAGE;
 	}
 	if (pid_s && parse_pid(pid_s, &o.pid) < 0) {
-		cw_report_error(json, "explain: invalid pid \"%s\"", pid_s);
+		char shown[CW_SHOWN_BUF];
+
+		cw_report_error(json, "explain: invalid pid \"%s\" (1 to %d)", cw_shown(pid_s, shown),
+				CW_PID_MAX);
 		return CW_EXIT_USAGE;
 	}
 	o.node_filter = cw_global_node;

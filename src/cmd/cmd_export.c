@@ -17,6 +17,7 @@
 #include "store/store.h"
 #include "util/atomic_file.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/timeutil.h"
 
 static void usage(FILE *f)
@@ -61,17 +62,7 @@ static void fleet_warn(void *arg, const char *msg)
 
 static int parse_count(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	if (!s || *s == '-' || !*s)
-		return -EINVAL;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v == 0 || v > 100000000ULL)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	return cw_parse_uint(s, 1, 100000000ULL, out);
 }
 
 int cmd_export(int argc, char **argv)
@@ -147,7 +138,10 @@ int cmd_export(int argc, char **argv)
 			goto out;
 	}
 	if (since && (cw_parse_duration(since, &o.since_ns) < 0 || !o.since_ns)) {
-		cw_report_error(json, "export: invalid duration \"%s\" (e.g. 30s, 5m, 2h)", since);
+		char shown[CW_SHOWN_BUF];
+
+		cw_report_error(json, "export: invalid duration \"%s\" (e.g. 30s, 5m, 2h)",
+				cw_shown(since, shown));
 		rc = CW_EXIT_USAGE;
 			goto out;
 	}
@@ -167,7 +161,10 @@ int cmd_export(int argc, char **argv)
 			goto out;
 	}
 	if (max && parse_count(max, &o.max_events) < 0) {
-		cw_report_error(json, "export: invalid --max-events \"%s\" (1 to 100000000)", max);
+		char shown[CW_SHOWN_BUF];
+
+		cw_report_error(json, "export: invalid --max-events \"%s\" (1 to 100000000)",
+				cw_shown(max, shown));
 		rc = CW_EXIT_USAGE;
 			goto out;
 	}

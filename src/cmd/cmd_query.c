@@ -16,6 +16,7 @@
 #include "store/store.h"
 #include "store/summary.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/strbuf.h"
 #include "util/table.h"
 #include "util/timeutil.h"
@@ -83,15 +84,12 @@ static void parse_param(const char *s, struct cw_ro_value *v)
 
 static int parse_limit(const char *s, int64_t *out)
 {
-	char *end;
-	long long v;
+	uint64_t v;
+	int rc = cw_parse_uint(s, 1, 1000000000ULL, &v);
 
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < 1 || v > 1000000000LL)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	if (!rc)
+		*out = (int64_t)v;
+	return rc;
 }
 
 static char *read_stdin_sql(void)
@@ -450,15 +448,24 @@ int cmd_query(int argc, char **argv)
 	}
 	fmt = json ? FMT_JSON : csv ? FMT_CSV : FMT_TEXT;
 	if (limit_s && parse_limit(limit_s, &limit) < 0) {
-		cw_report_error(json, "query: invalid --limit \"%s\" (a whole number from 1)", limit_s);
+		char shown[CW_SHOWN_BUF];
+
+		cw_report_error(json, "query: invalid --limit \"%s\" (1 to 1000000000)",
+				cw_shown(limit_s, shown));
 		return CW_EXIT_USAGE;
 	}
 	if (since && (cw_parse_duration(since, &since_ns) < 0 || since_ns == 0)) {
-		cw_report_error(json, "query: invalid duration \"%s\" (e.g. 30s, 5m, 2h)", since);
+		char shown[CW_SHOWN_BUF];
+
+		cw_report_error(json, "query: invalid duration \"%s\" (e.g. 30s, 5m, 2h)",
+				cw_shown(since, shown));
 		return CW_EXIT_USAGE;
 	}
 	if (timeout_s && (cw_parse_duration(timeout_s, &lim.timeout_ns) < 0 || lim.timeout_ns == 0)) {
-		cw_report_error(json, "query: invalid duration \"%s\" (e.g. 500ms, 10s, 1m)", timeout_s);
+		char shown[CW_SHOWN_BUF];
+
+		cw_report_error(json, "query: invalid duration \"%s\" (e.g. 500ms, 10s, 1m)",
+				cw_shown(timeout_s, shown));
 		return CW_EXIT_USAGE;
 	}
 	if (optind == argc) {

@@ -17,6 +17,7 @@
 #include "server/server.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/timeutil.h"
 
 static void usage(FILE *f)
@@ -24,7 +25,8 @@ static void usage(FILE *f)
 	fputs("usage: causeway serve [--listen ADDR:PORT] [--db PATH] [--cert FILE --key FILE]\n"
 	      "                      [--client-ca FILE] [--token-file FILE] [--no-tls]\n"
 	      "                      [--max-rows N] [--max-body BYTES] [--timeout DURATION]\n"
-	      "                      [--per-ip N] [--tls-dir DIR] [--otlp URL]\n\n"
+	      "                      [--read-timeout DURATION] [--per-ip N] [--tls-dir DIR]\n"
+	      "                      [--otlp URL]\n\n"
 	      "Serves a read-only JSON API (/api/v1/...), the dashboard and /metrics over\n"
 	      "HTTPS (TLS 1.3 only). See docs/api.md.\n\n"
 	      "  --listen ADDR:PORT  address to bind (default " CW_SERVER_DEFAULT_LISTEN
@@ -41,24 +43,19 @@ static void usage(FILE *f)
 	      "  --max-rows N        row cap for /api/v1/query (default 10000)\n"
 	      "  --max-body BYTES    request body cap (default 65536)\n"
 	      "  --timeout DURATION  per-request time limit (default 10s)\n"
+	      "  --read-timeout DURATION\n"
+	      "                      a whole request must arrive within this time of the\n"
+	      "                      connection opening or of the previous answer, else the\n"
+	      "                      connection is closed (default 10s)\n"
 	      "  --per-ip N          concurrent connections per client address (default 16)\n"
 	      "  --otlp URL          also export metrics and new chains to an OTLP/HTTP\n"
 	      "                      receiver (config otlp.*; docs/otlp.md)\n",
 	      f);
 }
 
-static int parse_count(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	return errno || end == s || *end || *out < min || *out > max ? -EINVAL : 0;
-}
-
 int cmd_serve(int argc, char **argv)
 {
-	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_ROWS, O_BODY, O_TMO, O_PERIP, O_DIR, O_OTLP };
+	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_ROWS, O_BODY, O_TMO, O_RTMO, O_PERIP, O_DIR, O_OTLP };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "db", required_argument, NULL, 'd' },
@@ -70,6 +67,7 @@ int cmd_serve(int argc, char **argv)
 		{ "max-rows", required_argument, NULL, O_ROWS },
 		{ "max-body", required_argument, NULL, O_BODY },
 		{ "timeout", required_argument, NULL, O_TMO },
+		{ "read-timeout", required_argument, NULL, O_RTMO },
 		{ "per-ip", required_argument, NULL, O_PERIP },
 		{ "tls-dir", required_argument, NULL, O_DIR },
 		{ "otlp", required_argument, NULL, O_OTLP },
@@ -82,8 +80,8 @@ int cmd_serve(int argc, char **argv)
 	struct cw_otlp *otlp = NULL;
 	const char *otlp_url = NULL;
 	struct cw_store *st;
-	char err[1024];
-	long long n;
+	char err[1024], shown[CW_SHOWN_BUF];
+	uint64_t n;
 	sigset_t set;
 	int c, rc, sig;
 
@@ -114,28 +112,36 @@ int cmd_serve(int argc, char **argv)
 			o->no_tls = 1;
 			break;
 		case O_ROWS:
-			if (parse_count(optarg, 1, INT64_MAX, &n)) {
-				cw_err("serve: invalid --max-rows \"%s\"", optarg);
+			if (cw_parse_uint(optarg, 1, INT64_MAX, &n)) {
+				cw_err("serve: invalid --max-rows \"%s\" (1 or more)", cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
-			o->max_rows = n;
+			o->max_rows = (int64_t)n;
 			break;
 		case O_BODY:
-			if (parse_count(optarg, 16, 64 << 20, &n)) {
-				cw_err("serve: invalid --max-body \"%s\" (16 to 67108864 bytes)", optarg);
+			if (cw_parse_uint(optarg, 16, 64 << 20, &n)) {
+				cw_err("serve: invalid --max-body \"%s\" (16 to 67108864 bytes)",
+				       cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
 			o->max_body = (size_t)n;
 			break;
 		case O_TMO:
 			if (cw_parse_duration(optarg, &o->timeout_ns) || !o->timeout_ns) {
-				cw_err("serve: invalid --timeout \"%s\" (e.g. 5s, 500ms)", optarg);
+				cw_err("serve: invalid --timeout \"%s\" (e.g. 5s, 500ms)", cw_shown(optarg, shown));
+				return CW_EXIT_USAGE;
+			}
+			break;
+		case O_RTMO:
+			if (cw_parse_duration(optarg, &o->read_timeout_ns) || !o->read_timeout_ns) {
+				cw_err("serve: invalid --read-timeout \"%s\" (e.g. 10s, 500ms)",
+				       cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
 			break;
 		case O_PERIP:
-			if (parse_count(optarg, 1, 65535, &n)) {
-				cw_err("serve: invalid --per-ip \"%s\"", optarg);
+			if (cw_parse_uint(optarg, 1, 65535, &n)) {
+				cw_err("serve: invalid --per-ip \"%s\" (1 to 65535)", cw_shown(optarg, shown));
 				return CW_EXIT_USAGE;
 			}
 			o->per_ip_limit = (unsigned)n;

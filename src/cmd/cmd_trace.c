@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,6 +39,7 @@
 #include "store/store.h"
 #include "store/writer.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/timeutil.h"
 
 #define MAX_PIDS 4096
@@ -83,6 +85,8 @@ static const char usage_text[] =
 	"                     otlp.*; docs/otlp.md)\n"
 	"  --json             stream the recorded events as NDJSON on stdout\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
+	"  --kill-on-exit     SIGKILL the launched COMMAND if trace itself dies (even by\n"
+	"                     SIGKILL); without it COMMAND runs on, untraced\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"exit status: the command's when one was launched; 3 not root, 4 no BTF,\n"
@@ -107,6 +111,7 @@ struct trace_opts {
 	uint64_t lock_wait_ns, lock_buffer;
 	unsigned ring_kb, agg_pct;
 	int json, no_view;
+	int kill_on_exit; /* PR_SET_PDEATHSIG in the launched command */
 	int py_mode, native_stacks; /* enum cw_py_mode */
 	int no_hold;
 	const char *serve; /* --serve ADDR:PORT */
@@ -314,23 +319,15 @@ static void observe(void *ctx, const struct cw_event_row *r)
 
 static int parse_pids(struct trace_opts *o, const char *s)
 {
-	char *dup = strdup(s), *tok, *save = NULL;
-	int rc = 0;
+	uint64_t v[64];
+	int i, n = cw_parse_uint_list(s, 1, CW_PID_MAX, v, 64);
 
-	if (!dup)
-		return -ENOMEM;
-	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		unsigned long v = strtoul(tok, &end, 10);
-
-		if (*end || !v || v > 0x7fffffff || o->npids == 64) {
-			rc = -EINVAL;
-			break;
-		}
-		o->pids[o->npids++] = (uint32_t)v;
-	}
-	free(dup);
-	return o->npids ? rc : -EINVAL;
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++)
+		o->pids[i] = (uint32_t)v[i];
+	o->npids = n;
+	return 0;
 }
 
 static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out)
@@ -349,6 +346,7 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			break;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char shown[CW_SHOWN_BUF];
 		int takes = !strcmp(a, "--pid") || !strcmp(a, "--cuda-lib") || !strcmp(a, "--db") ||
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
 			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
@@ -387,8 +385,13 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			o->bpf_stats = 1;
 			continue;
 		}
+		if (!strcmp(a, "--kill-on-exit")) {
+			o->kill_on_exit = 1;
+			continue;
+		}
 		if (!takes) {
-			cw_report_error(*json_out, "trace: unknown option \"%s\"; see 'causeway trace --help'", a);
+			cw_report_error(*json_out, "trace: unknown option \"%s\"; see 'causeway trace --help'",
+					cw_shown(a, shown));
 			return CW_EXIT_USAGE;
 		}
 		if (!v) {
@@ -397,8 +400,12 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		}
 		i++;
 		if (!strcmp(a, "--pid")) {
-			if (parse_pids(o, v)) {
-				cw_report_error(*json_out, "trace: bad --pid \"%s\" (want P[,P...])", v);
+			int prc = parse_pids(o, v);
+
+			if (prc) {
+				cw_report_error(*json_out, "trace: bad --pid \"%s\" (%s)", cw_shown(v, shown),
+						prc == -E2BIG ? "at most 64 pids"
+							      : "want P[,P...], each pid from 1 to 4194304");
 				return CW_EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--cuda-lib")) {
@@ -411,7 +418,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			o->db = v;
 		} else if (!strcmp(a, "--duration")) {
 			if (cw_parse_duration(v, &o->duration_ns) || !o->duration_ns) {
-				cw_report_error(*json_out, "trace: bad --duration \"%s\"", v);
+				cw_report_error(*json_out, "trace: bad --duration \"%s\" (e.g. 30s, 5m)",
+						cw_shown(v, shown));
 				return CW_EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--lock-wait")) {
@@ -427,7 +435,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			}
 		} else if (!strcmp(a, "--node")) {
 			if (!cw_node_name_valid(v)) {
-				cw_report_error(*json_out, "trace: bad --node \"%s\" (1-63 of A-Z a-z 0-9 . _ -)", v);
+				cw_report_error(*json_out, "trace: bad --node \"%s\" (" CW_NODE_NAME_RULE ")",
+						cw_shown(v, shown));
 				return CW_EXIT_USAGE;
 			}
 			cw_global_node = v;
@@ -443,21 +452,23 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			else if (!strcmp(v, "off"))
 				o->py_mode = CW_PY_OFF;
 			else {
-				cw_report_error(*json_out, "trace: bad --py-stacks \"%s\" (slow, all or off)", v);
+				cw_report_error(*json_out, "trace: bad --py-stacks \"%s\" (slow, all or off)",
+						cw_shown(v, shown));
 				return CW_EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--size-cap")) {
 			if (cw_parse_size(v, &o->size_cap) || !o->size_cap) {
-				cw_report_error(*json_out, "trace: bad --size-cap \"%s\"", v);
+				cw_report_error(*json_out, "trace: bad --size-cap \"%s\" (e.g. 2GiB)",
+						cw_shown(v, shown));
 				return CW_EXIT_USAGE;
 			}
 		} else {
-			char *end;
-			unsigned long n = strtoul(v, &end, 10);
 			int ring = !strcmp(a, "--ring-kb");
+			uint64_t n;
 
-			if (*end || !*v || (ring && (n < 4 || n > (1ul << 20))) || (!ring && n > 100)) {
-				cw_report_error(*json_out, "trace: bad %s \"%s\"", a, v);
+			if (cw_parse_uint(v, ring ? 4 : 0, ring ? 1u << 20 : 100, &n)) {
+				cw_report_error(*json_out, "trace: bad %s \"%s\" (%s)", a, cw_shown(v, shown),
+						ring ? "4 to 1048576 KiB" : "a percentage, 0 to 100");
 				return CW_EXIT_USAGE;
 			}
 			if (ring)
@@ -465,6 +476,10 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			else
 				o->agg_pct = (unsigned)n;
 		}
+	}
+	if (o->kill_on_exit && !o->command) {
+		cw_report_error(*json_out, "trace: --kill-on-exit applies to a launched command (-- COMMAND)");
+		return CW_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -936,8 +951,8 @@ static void tick(struct trace *t, uint64_t start_ns)
  * probes are attached and its pid is tracked. Returns the write end. */
 static int spawn_command(struct trace *t, char **cmd, int *gate)
 {
+	pid_t parent = getpid(), pid;
 	int p[2];
-	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC))
 		return -errno;
@@ -951,6 +966,14 @@ static int spawn_command(struct trace *t, char **cmd, int *gate)
 		char c;
 
 		close(p[1]);
+		/* The death signal survives exec (not of a set-user-ID, set-group-ID
+		 * or file-capability binary, which clears it). It fires when the
+		 * thread that forked dies: this is the main thread, which lives as
+		 * long as trace. trace may have died between fork and prctl, and
+		 * then no signal comes: the child has been reparented already. */
+		if (t->o.kill_on_exit &&
+		    (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent))
+			_exit(126);
 		if (read(p[0], &c, 1) != 1)
 			_exit(126);
 		signal(SIGINT, SIG_DFL);

@@ -20,6 +20,7 @@
 #include "symbol/fpstack.h"
 #include "symbol/symbolizer.h"
 #include "util/log.h"
+#include "util/parse.h"
 
 #define NATIVE_MAX 64
 
@@ -233,8 +234,9 @@ int cmd_where(int argc, char **argv)
 		{ 0 },
 	};
 	int json = 0, native = 1, c, rc;
-	char err[512], *end;
+	char err[512];
 	json_t *root = NULL;
+	uint64_t pid_v;
 	long pid;
 
 	optind = 1;
@@ -252,11 +254,14 @@ int cmd_where(int argc, char **argv)
 		cw_report_error(json, "where: expected exactly one PID");
 		return CW_EXIT_USAGE;
 	}
-	pid = strtol(argv[optind], &end, 10);
-	if (*end || end == argv[optind] || pid <= 0 || pid > 0x3fffffff) {
-		cw_report_error(json, "where: invalid pid \"%s\"", argv[optind]);
+	if (cw_parse_uint(argv[optind], 1, CW_PID_MAX, &pid_v)) {
+		char shown[CW_SHOWN_BUF];
+
+		cw_report_error(json, "where: invalid pid \"%s\" (1 to %d)", cw_shown(argv[optind], shown),
+				CW_PID_MAX);
 		return CW_EXIT_USAGE;
 	}
+	pid = (long)pid_v;
 	rc = cw_where_collect(pid, native, &root, err, sizeof(err));
 	if (!root) {
 		cw_report_error(json, "%s", err);

@@ -65,6 +65,8 @@ int serve_setup_resolve(struct serve_setup *s, const char *who)
 		o->max_rows = cfg->server_max_rows;
 	if (!o->timeout_ns)
 		o->timeout_ns = cfg->server_timeout_ns;
+	if (!o->read_timeout_ns)
+		o->read_timeout_ns = cfg->server_read_timeout_ns;
 	o->node = cw_default_node();
 	if (o->no_tls && s->tls_flags) {
 		cw_err("%s: --no-tls cannot be combined with --cert, --key or --client-ca", who);

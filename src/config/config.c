@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "util/parse.h"
 #include "util/timeutil.h"
 
 /* The global flags live in main.c. Weak definitions here let the unit tests,
@@ -271,21 +273,22 @@ static int do_server(struct pctx *p, const char *key, yaml_node_t *v)
 		return set_path(p, "server.token_file", v, &p->c->server_token_file);
 	if (!strcmp(key, "timeout"))
 		return set_duration(p, "server.timeout", v, &p->c->server_timeout_ns);
+	if (!strcmp(key, "read_timeout"))
+		return set_duration(p, "server.read_timeout", v, &p->c->server_read_timeout_ns);
 	if (!strcmp(key, "max_rows")) {
+		char shown[CW_SHOWN_BUF];
 		const char *s;
-		char *end;
-		long long n;
+		uint64_t n;
 		int rc;
 
 		if (is_null(v))
 			return 0;
 		if ((rc = scalar(p, "server.max_rows", v, &s)))
 			return rc;
-		errno = 0;
-		n = strtoll(s, &end, 10);
-		if (errno || end == s || *end || n <= 0)
-			return fail(p, v, "\"server.max_rows\": bad count \"%s\"", s);
-		p->c->server_max_rows = n;
+		if (cw_parse_uint(s, 1, INT64_MAX, &n))
+			return fail(p, v, "\"server.max_rows\": bad count \"%s\" (1 or more)",
+				    cw_shown(s, shown));
+		p->c->server_max_rows = (int64_t)n;
 		return 0;
 	}
 	return unknown(p, "server", key, v);
@@ -370,10 +373,11 @@ static int do_top(struct pctx *p, const char *key, yaml_node_t *v)
 {
 	if (!strcmp(key, "node")) {
 		int rc = set_str(p, "node", v, &p->c->node);
+		char shown[CW_SHOWN_BUF];
 
 		if (!rc && p->c->node && !cw_node_name_valid(p->c->node))
-			return fail(p, v, "bad node name \"%s\" (1-63 of A-Z a-z 0-9 . _ -)",
-				    p->c->node);
+			return fail(p, v, "bad node name \"%s\" (" CW_NODE_NAME_RULE ")",
+				    cw_shown(p->c->node, shown));
 		return rc;
 	}
 	if (!strcmp(key, "store"))
@@ -409,9 +413,35 @@ int cw_config_parse(const char *text, size_t len, const char *name, const char *
 	}
 	p.doc = &doc;
 	root = yaml_document_get_root_node(&doc);
-	if (root)
+	/* A file with nothing in it (or only comments, or a bare null) is
+	 * more likely a mistake, a truncated copy or the wrong file, than a
+	 * wish for the defaults; `{}` says that explicitly. */
+	if (!root || is_null(root)) {
+		snprintf(err, errlen, "config \"%s\" is empty (no settings); write {} for the "
+			 "defaults", name);
+		rc = -EINVAL;
+	} else {
 		rc = walk(&p, "the top level", root, do_top);
+	}
 	yaml_document_delete(&doc);
+	/* Only the first document would count, so a second one (after
+	 * "---") is refused rather than ignored. */
+	if (!rc) {
+		if (!yaml_parser_load(&parser, &doc)) {
+			snprintf(err, errlen, "config \"%s\" line %lu: %s", name,
+				 (unsigned long)parser.problem_mark.line + 1,
+				 parser.problem ? parser.problem : "syntax error");
+			rc = -EINVAL;
+		} else {
+			if (yaml_document_get_root_node(&doc)) {
+				snprintf(err, errlen, "config \"%s\" line %lu: a second YAML document; "
+					 "the config is one document", name,
+					 (unsigned long)doc.start_mark.line + 1);
+				rc = -EINVAL;
+			}
+			yaml_document_delete(&doc);
+		}
+	}
 	yaml_parser_delete(&parser);
 	if (rc)
 		cw_config_free(out);
@@ -586,24 +616,25 @@ int cw_parse_size(const char *s, uint64_t *out)
 		{ "GiB", 1ULL << 30 }, { "TB", 1000000000000ULL }, { "TiB", 1ULL << 40 },
 		{ "K", 1ULL << 10 },  { "M", 1ULL << 20 },   { "G", 1ULL << 30 },
 	};
-	char *end;
+	const char *end;
 	double v;
-	size_t i;
+	size_t i, n;
 
-	if (!s || !isdigit((unsigned char)*s))
+	/* The number as cw_parse_real takes it (no sign, hex, inf or nan). */
+	if (!s || !(n = cw_real_span(s)))
 		return -EINVAL;
 	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s)
-		return -EINVAL;
-	while (*end == ' ')
+	v = strtod(s, NULL);
+	if (errno == ERANGE || !isfinite(v))
+		return -ERANGE;
+	for (end = s + n; *end == ' ';)
 		end++;
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (!strcmp(end, units[i].suffix)) {
 			double b = v * (double)units[i].mult;
 
-			if (b >= 1.8e19)
-				return -EINVAL;
+			if (b >= 1.8e19 || (v > 0 && b < 1))
+				return -ERANGE;
 			*out = (uint64_t)b;
 			return 0;
 		}

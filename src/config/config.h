@@ -12,6 +12,7 @@
  *     listen: 0.0.0.0:7070
  *     tls: { cert: ..., key: ..., client_ca: ... }
  *     token_file: /etc/causeway/token
+ *     read_timeout: 10s
  *   fleet:
  *     nodes: [gpu-node-01:7070, gpu-node-02:7070]
  *     ca_cert: ...        # CA that signed the agents' server certificates
@@ -44,6 +45,7 @@ struct cw_config {
 	char *server_token_file;   /* bearer token the server requires */
 	int64_t server_max_rows;   /* 0: default */
 	uint64_t server_timeout_ns;
+	uint64_t server_read_timeout_ns; /* whole request must arrive within; 0: default */
 
 	char **fleet_nodes;        /* "host:port" */
 	int nfleet_nodes;
@@ -83,6 +85,7 @@ void cw_config_free(struct cw_config *c);
 const char *cw_node_name(const struct cw_config *c);
 
 /* 1 when s is a valid node name: 1..63 of [A-Za-z0-9._-]. */
+#define CW_NODE_NAME_RULE "1-63 of A-Z a-z 0-9 . _ -"
 int cw_node_name_valid(const char *s);
 
 /* Loads the config the global --config flag names (or the defaults) once
@@ -90,8 +93,9 @@ int cw_node_name_valid(const char *s);
  * err filled like cw_config_load. */
 int cw_config_get(const struct cw_config **out, char *err, size_t errlen);
 
-/* Parses a size such as "512MiB", "2GiB", "10GB", "4096" (bytes).
- * Returns 0 or -EINVAL. */
+/* Parses a size such as "512MiB", "2GiB", "10GB", "4096" (bytes): a
+ * number as cw_parse_real takes it, then a unit. Returns 0, -EINVAL, or
+ * -ERANGE (overflow, or a positive size under one byte). */
 int cw_parse_size(const char *s, uint64_t *out);
 
 /* Splits "host:port" or "[v6addr]:port" into host (without brackets) and

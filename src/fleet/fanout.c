@@ -187,17 +187,15 @@ static long remaining_ms(uint64_t deadline)
 }
 
 /* A node name from an answer is shown to users and used in rows: accept
- * only short printable strings. */
+ * only what a node may be named (cw_node_name_valid); otherwise the node
+ * keeps the address it was asked at. */
 static void adopt_name(struct cw_fleet_node *n, json_t *body)
 {
 	const char *s = json_string_value(json_object_get(body, "node"));
 	char *d;
 
-	if (!s || !*s || strlen(s) >= CW_NODE_NAME_MAX)
+	if (!cw_node_name_valid(s))
 		return;
-	for (const char *p = s; *p; p++)
-		if (!isprint((unsigned char)*p))
-			return;
 	if ((d = strdup(s))) {
 		free(n->name);
 		n->name = d;

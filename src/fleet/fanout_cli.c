@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "server/server.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
 
@@ -317,6 +318,7 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 	char err[512], *sql = NULL, *stdin_sql = NULL;
 	int json = 0, fmt = 0, by_line = 0, c, rc;
 	long long limit = 0;
+	uint64_t limit_v;
 
 	for (int i = 1; i < argc; i++)
 		json |= !strcmp(argv[i], "--json");
@@ -333,12 +335,15 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 			fmt = 2;
 			break;
 		case O_LIMIT:
-			limit = strtoll(optarg, NULL, 10);
-			if (limit <= 0) {
-				cw_report_error(json, "query: invalid --limit \"%s\"", optarg);
+			if (cw_parse_uint(optarg, 1, 1000000000ULL, &limit_v)) {
+				char shown[CW_SHOWN_BUF];
+
+				cw_report_error(json, "query: invalid --limit \"%s\" (1 to 1000000000)",
+						cw_shown(optarg, shown));
 				rc = CW_EXIT_USAGE;
 				goto out;
 			}
+			limit = (long long)limit_v;
 			break;
 		case O_SINCE:
 			since = optarg;

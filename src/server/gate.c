@@ -35,11 +35,35 @@ int cw_token_equal_hashed(const uint8_t want_hash[32], const char *got)
 	return diff == 0;
 }
 
+/* Why a verified-but-refused certificate was refused, most telling first:
+ * GNUTLS_CERT_INVALID accompanies every one of these bits. */
+static const struct {
+	unsigned bits;
+	const char *why;
+} cert_reasons[] = {
+	{ GNUTLS_CERT_SIGNER_NOT_FOUND | GNUTLS_CERT_SIGNER_NOT_CA,
+	  "not signed by the trusted client CA" },
+	{ GNUTLS_CERT_EXPIRED, "expired" },
+	{ GNUTLS_CERT_NOT_ACTIVATED, "not yet valid" },
+	{ GNUTLS_CERT_PURPOSE_MISMATCH,
+	  "its extended key usage does not allow client authentication" },
+	{ GNUTLS_CERT_REVOKED, "revoked" },
+};
+
 static int check_peer(struct MHD_Connection *c, char *why, size_t whylen)
 {
+	/* The purpose is what makes this a client check: without it, GnuTLS
+	 * (3.7) accepts a CA-signed certificate issued for anything, such as
+	 * a node's serverAuth-only certificate or a code-signing one. With it,
+	 * a certificate that carries an extended key usage extension must list
+	 * clientAuth (or anyExtendedKeyUsage); one without the extension is
+	 * not restricted, as RFC 5280 4.2.1.12 reads. */
+	gnutls_typed_vdata_st purpose = { .type = GNUTLS_DT_KEY_PURPOSE_OID,
+					  .data = (void *)GNUTLS_KP_TLS_WWW_CLIENT };
 	const union MHD_ConnectionInfo *ci;
 	gnutls_session_t sess;
 	unsigned status = 0;
+	size_t i;
 	int rc;
 
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
@@ -54,8 +78,9 @@ static int check_peer(struct MHD_Connection *c, char *why, size_t whylen)
 	}
 	/* No hostname: a client certificate names a user or host, not the
 	 * address it connects from. Checks the chain against the configured
-	 * client CA, the validity period and key usage. */
-	rc = gnutls_certificate_verify_peers3(sess, NULL, &status);
+	 * client CA, the validity period of every certificate in it (now, by
+	 * this host's clock) and the leaf's key usage and purpose. */
+	rc = gnutls_certificate_verify_peers(sess, &purpose, 1, &status);
 	if (rc == GNUTLS_E_NO_CERTIFICATE_FOUND) {
 		snprintf(why, whylen, "client certificate required");
 		return -EACCES;
@@ -65,18 +90,13 @@ static int check_peer(struct MHD_Connection *c, char *why, size_t whylen)
 		return -EACCES;
 	}
 	if (status) {
-		if (status & GNUTLS_CERT_EXPIRED)
-			snprintf(why, whylen, "client certificate rejected: expired");
-		else if (status & GNUTLS_CERT_NOT_ACTIVATED)
-			snprintf(why, whylen, "client certificate rejected: not yet valid");
-		else if (status & (GNUTLS_CERT_SIGNER_NOT_FOUND | GNUTLS_CERT_SIGNER_NOT_CA))
-			snprintf(why, whylen,
-				 "client certificate rejected: not signed by the trusted client CA");
-		else if (status & GNUTLS_CERT_REVOKED)
-			snprintf(why, whylen, "client certificate rejected: revoked");
-		else
-			snprintf(why, whylen, "client certificate rejected: invalid (status 0x%x)",
-				 status);
+		snprintf(why, whylen, "client certificate rejected: invalid (status 0x%x)", status);
+		for (i = 0; i < sizeof(cert_reasons) / sizeof(cert_reasons[0]); i++)
+			if (status & cert_reasons[i].bits) {
+				snprintf(why, whylen, "client certificate rejected: %s",
+					 cert_reasons[i].why);
+				break;
+			}
 		return -EACCES;
 	}
 	return 0;

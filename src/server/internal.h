@@ -4,12 +4,26 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "server/server.h"
+
+/* Read deadlines (deadline.c): a whole request must arrive within
+ * timeout_ns of the connection opening or of the previous answer. */
+struct cw_conn_deadline;
+struct cw_deadlines {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	int inited, running, stop;
+	uint64_t timeout_ns;
+	struct cw_conn_deadline *head;
+	atomic_uint_fast64_t closed; /* connections cut at their deadline */
+};
 
 struct cw_server {
 	struct MHD_Daemon *d;
@@ -26,6 +40,7 @@ struct cw_server {
 	/* trace --serve: the session's live metrics (server/live_metrics.h) */
 	struct cw_live_metrics *_Atomic live;
 	struct cw_mcp_http *mcp;           /* /mcp sessions (mcp_http.c), made on first use */
+	struct cw_deadlines dl;
 };
 
 #define CW_REPLY_MAX_HDR 2
@@ -59,6 +74,15 @@ void cw_mcp_http_free(struct cw_server *s);
 /* DNS-rebinding protection: 0 when Origin (may be NULL) names a loopback
  * host and, on a loopback listener, Host does too; else -EACCES and why. */
 int cw_mcp_http_origin_check(const char *origin, const char *host, int loopback, char *why, size_t whylen);
+
+/* Starts the watchdog; 0 or -errno. Stop it after the daemon. */
+int cw_deadlines_start(struct cw_deadlines *d, uint64_t read_timeout_ns);
+void cw_deadlines_stop(struct cw_deadlines *d);
+/* MHD_OPTION_NOTIFY_CONNECTION callback, cls = the struct cw_deadlines. */
+void cw_deadlines_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+			 enum MHD_ConnectionNotificationCode code);
+/* armed = 0 once a request has fully arrived, 1 once its answer is done. */
+void cw_deadline_arm(struct cw_deadlines *d, struct MHD_Connection *c, int armed);
 
 void cw_reply_json(struct cw_reply *r, int status, json_t *j); /* steals j */
 void cw_reply_error(struct cw_reply *r, int status, const char *fmt, ...)

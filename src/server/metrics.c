@@ -134,10 +134,15 @@ void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
 		    "causeway_http_rejected_total %llu\n"
 		    "# HELP causeway_http_errors_total Requests answered with a 5xx status.\n"
 		    "# TYPE causeway_http_errors_total counter\n"
-		    "causeway_http_errors_total %llu\n",
+		    "causeway_http_errors_total %llu\n"
+		    "# HELP causeway_http_read_timeouts_total Connections closed because a whole "
+		    "request did not arrive within the read timeout.\n"
+		    "# TYPE causeway_http_read_timeouts_total counter\n"
+		    "causeway_http_read_timeouts_total %llu\n",
 		    (unsigned long long)atomic_load(&s->requests),
 		    (unsigned long long)atomic_load(&s->rejected),
-		    (unsigned long long)atomic_load(&s->errors));
+		    (unsigned long long)atomic_load(&s->errors),
+		    (unsigned long long)atomic_load(&s->dl.closed));
 	rc = cw_server_open_db(s, &db, &deadline, err, sizeof(err));
 	if (rc) {
 		strbuf_release(&sb);

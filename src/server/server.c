@@ -148,6 +148,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	/* The whole request is in: answering it is not bound by the read
+	 * deadline (the per-request timeout applies). */
+	cw_deadline_arm(&s->dl, c, 0);
 	if (q->too_big)
 		cw_reply_error(&r, 413, "request body larger than %zu bytes", s->max_body);
 	else
@@ -161,8 +164,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
 {
+	struct cw_server *s = cls;
 	struct req *q = *con_cls;
 
+	/* The next request, or the end of a kept-alive connection's idling,
+	 * must come within the read deadline. */
+	cw_deadline_arm(&s->dl, c, 1);
 	if (q) {
 		strbuf_release(&q->body);
 		free(q);
@@ -269,6 +276,11 @@ int cw_server_start(struct cw_server **out, const struct cw_server_opts *o, char
 	s->max_rows = o->max_rows > 0 ? o->max_rows : CW_SERVER_DEFAULT_MAX_ROWS;
 	s->max_body = o->max_body ? o->max_body : CW_SERVER_DEFAULT_MAX_BODY;
 	s->timeout_ns = o->timeout_ns ? o->timeout_ns : CW_SERVER_DEFAULT_TIMEOUT_NS;
+	if ((rc = cw_deadlines_start(&s->dl, o->read_timeout_ns ? o->read_timeout_ns
+							       : CW_SERVER_DEFAULT_READ_TIMEOUT_NS))) {
+		snprintf(err, errlen, "cannot start the read-deadline thread: %s", strerror(-rc));
+		goto fail;
+	}
 	s->started_wall_ns = cw_realtime_ns();
 	if (!s->db_path || !s->node) {
 		rc = -ENOMEM;
@@ -340,8 +352,9 @@ int cw_server_start(struct cw_server **out, const struct cw_server_opts *o, char
 					     o->max_connections ? o->max_connections
 								: CW_SERVER_DEFAULT_MAX_CONN,
 					     NULL };
-	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed,
-					     NULL };
+	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, s };
+	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION,
+					     (intptr_t)cw_deadlines_notify, &s->dl };
 	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL };
 	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_ARRAY, opts,
@@ -378,6 +391,7 @@ void cw_server_stop(struct cw_server *s)
 	if (s->d)
 		MHD_stop_daemon(s->d);
 	cw_mcp_http_free(s);
+	cw_deadlines_stop(&s->dl); /* after the daemon: no connection is left */
 	free(s->db_path);
 	free(s->node);
 	free(s->cert_path);

@@ -14,6 +14,7 @@
 #define CW_SERVER_DEFAULT_MAX_BODY (64 * 1024)
 #define CW_SERVER_DEFAULT_MAX_ROWS 10000
 #define CW_SERVER_DEFAULT_TIMEOUT_NS (10ULL * 1000000000ULL)
+#define CW_SERVER_DEFAULT_READ_TIMEOUT_NS (10ULL * 1000000000ULL)
 #define CW_SERVER_DEFAULT_PER_IP 16
 #define CW_SERVER_DEFAULT_MAX_CONN 256
 
@@ -29,6 +30,7 @@ struct cw_server_opts {
 	int64_t max_rows;            /* 0: default */
 	size_t max_body;             /* 0: default */
 	uint64_t timeout_ns;         /* per request; 0: default */
+	uint64_t read_timeout_ns;    /* a whole request must arrive within; 0: default */
 	unsigned per_ip_limit;       /* concurrent connections per client IP; 0: default */
 	unsigned max_connections;    /* 0: default */
 };

@@ -4,10 +4,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "util/parse.h"
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -43,22 +46,25 @@ static const struct {
 
 int cw_parse_duration(const char *s, uint64_t *out_ns)
 {
-	char *end;
+	size_t n, i;
 	double v;
-	size_t i;
 
-	if (!s || !*s || isspace((unsigned char)*s) || *s == '-' || *s == '+')
+	/* The number as cw_parse_real takes it (no sign, hex, inf or nan). */
+	if (!s || !(n = cw_real_span(s)))
 		return -EINVAL;
 	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v != v || v < 0)
-		return -EINVAL;
+	v = strtod(s, NULL);
+	if (errno == ERANGE || !isfinite(v))
+		return -ERANGE;
 	for (i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
-		if (strcmp(end, duration_units[i].suffix) == 0) {
+		if (strcmp(s + n, duration_units[i].suffix) == 0) {
 			double ns = v * (double)duration_units[i].mult;
 
 			if (ns >= 1.8e19)
-				return -EINVAL;
+				return -ERANGE;
+			/* "1e-300s" is not a usable zero: only "0" is. */
+			if (v > 0 && ns < 0.5)
+				return -ERANGE;
 			*out_ns = (uint64_t)(ns + 0.5);
 			return 0;
 		}

@@ -12,8 +12,9 @@ uint64_t cw_monotonic_ns(void);
 uint64_t cw_realtime_ns(void);
 
 /* "250ms", "5s", "10m", "2h", "1d", "1500us", "42ns"; a bare number is
- * seconds. Returns 0 or -EINVAL; rejects negatives, overflow and trailing
- * garbage. */
+ * seconds. The number is as cw_parse_real (util/parse.h) takes it: no
+ * sign, hex, inf or nan. Returns 0, -EINVAL (not a duration) or -ERANGE
+ * (overflow, or a positive duration under half a nanosecond). */
 int cw_parse_duration(const char *s, uint64_t *out_ns);
 
 /* An absolute time: RFC 3339 ("2026-11-22T07:41:52Z", optional fraction and

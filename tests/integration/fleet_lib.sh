@@ -24,10 +24,13 @@ ensure_fixture() {
 	fi
 }
 
-# mkcerts: CA, server cert for 127.0.0.1/localhost, a good client, a client
-# from another CA, an expired client (issued in 2020 with libfaketime).
+# mkcerts: CA, server cert for 127.0.0.1/localhost (serverAuth, made as
+# docs/fleet.md tells users to), a good client (clientAuth), a client from
+# another CA; then, signed by the right CA with certtool templates and
+# explicit dates: an expired client, a not-yet-valid one, a code-signing one,
+# one without an EKU extension and one for both serverAuth and clientAuth.
 mkcerts() {
-	local d=$T/pki
+	local d=$T/pki n
 	mkdir -p "$d" && cd "$d" || exit 1
 	local ec="-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
 	openssl req -x509 $ec -keyout ca.key -out ca.crt -days 2 -subj /CN=cw-test-ca 2>/dev/null
@@ -43,13 +46,21 @@ mkcerts() {
 	openssl req -new $ec -keyout wrong.key -out wrong.csr -subj /CN=intruder 2>/dev/null
 	openssl x509 -req -in wrong.csr -CA ca2.crt -CAkey ca2.key -CAcreateserial -days 2 \
 		-extfile cli.ext -out wrong.crt 2>/dev/null
-	openssl req -new $ec -keyout expired.key -out expired.csr -subj /CN=old 2>/dev/null
-	faketime '2020-01-01 00:00:00' openssl x509 -req -in expired.csr -CA ca.crt -CAkey ca.key \
-		-CAcreateserial -days 1 -extfile cli.ext -out expired.crt 2>/dev/null
+	printf 'activation_date = "2020-01-01 00:00:00"\nexpiration_date = "2020-01-02 00:00:00"\ntls_www_client\n' >expired.tmpl
+	printf 'activation_date = "2099-01-01 00:00:00"\nexpiration_date = "2099-12-31 00:00:00"\ntls_www_client\n' >future.tmpl
+	printf 'expiration_days = 2\ncode_signing_key\n' >codesign.tmpl
+	printf 'expiration_days = 2\n' >noeku.tmpl
+	printf 'expiration_days = 2\ntls_www_client\ntls_www_server\n' >dual.tmpl
+	for n in expired future codesign noeku dual; do
+		openssl req -new $ec -keyout $n.key -out $n.csr -subj /CN=$n 2>/dev/null
+		printf 'cn = %s\nserial = %d\n' $n $((RANDOM + 1000)) >>$n.tmpl
+		certtool --generate-certificate --load-request $n.csr --load-ca-certificate ca.crt \
+			--load-ca-privkey ca.key --template $n.tmpl --outfile $n.crt >/dev/null 2>&1
+	done
 	chmod 600 ./*.key
 	cd - >/dev/null || exit 1
-	for f in ca.crt server.crt client.crt wrong.crt expired.crt; do
-		[ -s "$d/$f" ] || fail "openssl did not produce $f"
+	for n in ca server client wrong expired future codesign noeku dual; do
+		[ -s "$d/$n.crt" ] || fail "openssl/certtool did not produce $n.crt"
 	done
 	PKI=$d
 }

@@ -65,6 +65,13 @@ assert [sev[c["severity"].lower()] for c in ch] == sorted(sev[c["severity"].lowe
 	--client-key "$PKI/wrong.key" --token-file "$T/token" "SELECT 1" >"$T/o" 2>"$T/e" &&
 	fail "wrong-CA client got an answer"
 grep -q "HTTP 403" "$T/e" || fail "403 not reported: $(cat "$T/e")"
+# A node's own certificate (serverAuth only, as docs/fleet.md makes it) is
+# no client certificate: refused with the reason, by every agent.
+"$CW_BIN" query --nodes "$NODES" --ca-cert "$PKI/ca.crt" --client-cert "$PKI/server.crt" \
+	--client-key "$PKI/server.key" --token-file "$T/token" "SELECT 1" >"$T/o" 2>"$T/e" &&
+	fail "serverAuth-only client got an answer"
+[ "$(grep -c 'HTTP 403: client certificate rejected: its extended key usage' "$T/e")" = 4 ] ||
+	fail "EKU refusal not reported by all four: $(cat "$T/e")"
 
 # 4. One agent killed: the other three answer, plus a warning, in time.
 kill "${APIDS[1]}"

@@ -80,11 +80,52 @@ static void test_nodes_as_string_and_empty(void **state)
 	assert_int_equal(c.nfleet_nodes, 2);
 	assert_string_equal(c.fleet_nodes[0], "h1:1");
 	cw_config_free(&c);
-	/* An empty document is a valid, empty config. */
-	assert_int_equal(parse("", &c, err), 0);
+	/* An explicitly empty mapping is a valid config of defaults... */
+	assert_int_equal(parse("{}\n", &c, err), 0);
 	assert_null(c.node);
 	cw_config_free(&c);
+	assert_int_equal(parse("---\nnode: a\n...\n", &c, err), 0);
+	assert_string_equal(c.node, "a");
+	cw_config_free(&c);
 	assert_int_equal(parse("store:\n", &c, err), 0);
+	cw_config_free(&c);
+}
+
+static void expect_error(const char *y, const char *needle);
+
+/* ...a file without any document, or with more than one, is an error. */
+static void test_empty_and_multi_document(void **state)
+{
+	(void)state;
+	expect_error("", "config \"t.yaml\" is empty (no settings); write {} for the defaults");
+	expect_error("# all commented out\n# node: a\n", "is empty (no settings)");
+	expect_error("~\n", "is empty (no settings)");
+	expect_error("node: a\n---\nnode: b\n", "config \"t.yaml\" line 2: a second YAML document");
+	expect_error("node: a\n--- \n", "line 2: a second YAML document");
+	expect_error("---\nnode: a\n---\nstore: {path: x.db}\n---\n{}\n", "line 3: a second YAML");
+	/* A second document that does not parse is reported as such. */
+	expect_error("node: a\n---\n[\n", "t.yaml\" line");
+}
+
+static void test_bounded_echo(void **state)
+{
+	char y[6000], err[512];
+	struct cw_config c;
+
+	(void)state;
+	snprintf(y, sizeof(y), "node: %.5000s\n",
+		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	assert_int_equal(parse(y, &c, err), -EINVAL);
+	/* 64 bytes of the name and an ellipsis, not the whole name. */
+	assert_non_null(strstr(err, "bad node name \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				    "aaaaaaaaaaaaaaaa...\" (1-63 of"));
+	assert_int_equal(parse("server:\n  max_rows: 5x\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "\"server.max_rows\": bad count \"5x\""));
+	assert_int_equal(parse("server:\n  max_rows: -3\n", &c, err), -EINVAL);
+	assert_int_equal(parse("server:\n  max_rows: 0x10\n", &c, err), -EINVAL);
+	assert_int_equal(parse("server:\n  max_rows: 16\n", &c, err), 0);
+	assert_int_equal(c.server_max_rows, 16);
 	cw_config_free(&c);
 }
 
@@ -346,6 +387,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_file),
 		cmocka_unit_test(test_nodes_as_string_and_empty),
+		cmocka_unit_test(test_empty_and_multi_document),
+		cmocka_unit_test(test_bounded_echo),
 		cmocka_unit_test(test_errors_name_the_line),
 		cmocka_unit_test(test_load_files),
 		cmocka_unit_test(test_node_name_precedence),
