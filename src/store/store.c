@@ -258,6 +258,9 @@ static int try_open(sqlite3 **dbp, const char *path, enum cw_store_mode mode, in
 	if (rc != SQLITE_OK)
 		return cw_sqlite_db_errno(*dbp, rc);
 	sqlite3_extended_result_codes(*dbp, 0);
+	/* The first read below may meet another connection's WAL recovery or
+	 * checkpoint: wait for it as every later statement does. */
+	sqlite3_busy_timeout(*dbp, 2000);
 	rc = looks_foreign(*dbp);
 	if (rc < 0)
 		return cw_sqlite_db_errno(*dbp, sqlite3_errcode(*dbp)) ?: rc;
