@@ -29,6 +29,8 @@
 #include "pipeline/pipeline.h"
 #include "cmd/serve_setup.h"
 #include "cmd/trace_python.h"
+#include "cmd/trace_tenant.h"
+#include "tenant/resolve.h"
 #include "store/store.h"
 #include "store/writer.h"
 #include "util/log.h"
@@ -48,6 +50,12 @@ static const char usage_text[] =
 	"\n"
 	"options:\n"
 	"  --pid P[,P...]     trace these processes (and their children) only\n"
+	"  --cgroup PATH|ID   trace only the CUDA calls of this cgroup (v2 path or id)\n"
+	"                     and its descendants; the kernel-side sources still name\n"
+	"                     the neighbours that touch it (repeatable, as are these:)\n"
+	"  --container ID     ... of the container whose id starts with ID\n"
+	"  --pod NAME|UID     ... of a Kubernetes pod's containers\n"
+	"  --slurm-job ID     ... of a Slurm job's steps\n"
 	"  --cuda-lib PATH    attach to this library copy only (repeatable)\n"
 	"  --db PATH          database to record into (default ./causeway.db)\n"
 	"  --duration D       stop after D (\"30s\", \"5m\")\n"
@@ -90,6 +98,8 @@ struct trace_opts {
 	int py_mode, native_stacks; /* enum cw_py_mode */
 	const char *serve; /* --serve ADDR:PORT */
 	char **command;
+	struct cw_tenant_filter tenants[CW_TENANT_FILTERS_MAX];
+	int ntenants;
 };
 
 struct trace {
@@ -105,6 +115,7 @@ struct trace {
 	struct cw_trace_view *view;
 	struct cw_sysinfo *si;
 	struct trace_python *py;
+	struct trace_tenant *tenant;
 	struct serve_setup ss;
 	struct cw_server *srv;
 	int view_on;
@@ -199,6 +210,7 @@ static void tap(void *ctx, const void *data, size_t size)
 		return;
 	if (t->view)
 		cw_trace_view_record(t->view, data, size);
+	trace_tenant_tap(t->tenant, data, size);
 	if (h->type == CW_REC_CALL || h->type == CW_REC_CALL_ENTRY) {
 		t->entries++;
 		add_pending(t, h->pid);
@@ -296,7 +308,7 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		int takes = !strcmp(a, "--pid") || !strcmp(a, "--cuda-lib") || !strcmp(a, "--db") ||
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
 			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
-			    !strcmp(a, "--serve");
+			    !strcmp(a, "--serve") || trace_tenant_is_flag(a);
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -331,7 +343,14 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			return CW_EXIT_USAGE;
 		}
 		i++;
-		if (!strcmp(a, "--pid")) {
+		if (trace_tenant_is_flag(a)) {
+			char err[256];
+
+			if (trace_tenant_flag(o->tenants, &o->ntenants, a, v, err, sizeof(err))) {
+				cw_report_error(*json_out, "trace: %s", err);
+				return CW_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--pid")) {
 			if (parse_pids(o, v)) {
 				cw_report_error(*json_out, "trace: bad --pid \"%s\" (want P[,P...])", v);
 				return CW_EXIT_USAGE;
@@ -498,6 +517,12 @@ static void write_process(struct trace *t, uint32_t pid)
 	row.pid = pid;
 	row.comm = comm;
 	row.cmdline = cmdline;
+	{
+		char cg[CW_CGPATH_MAX + 1];
+
+		if (!cw_pid_cgroup_path(pid, cg, sizeof(cg)))
+			cw_cgroup_id_of(cw_cgroup2_root(), cg, &row.cgroup_id);
+	}
 	cw_proc_ranks(pid, &row.rank, &row.local_rank, &row.world_size);
 	row.start_wall_ns = cw_realtime_ns();
 	if (!t->python_version[0] && !cw_proc_python_version(pid, py, sizeof(py)))
@@ -535,6 +560,13 @@ static void rescan(struct trace *t)
 				cw_discover_pid(sc->pids[i], on_lib, sc);
 		}
 	}
+	/* With a tenant filter, discovery enrolls only the tenant's processes
+	 * (their sched, I/O and memory records); the checks read /proc, so
+	 * they run before the lock. */
+	if (!t->o.npids && !t->o.command)
+		for (i = 0; i < sc->npids; i++)
+			if (!trace_tenant_pid_allowed(t->tenant, sc->pids[i]))
+				sc->pids[i] = 0;
 	cw_consumer_lock(&t->cons);
 	if (!t->o.npids && !t->o.command)
 		for (i = 0; i < sc->npids; i++)
@@ -637,6 +669,7 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 	cw_writer_counter_set(t->w, "trace.kernel_names_unresolved", t->cons.names_unresolved);
 	cw_writer_counter_set(t->w, "trace.json_write_errors", t->json_write_errors);
 	cw_writer_counter_set(t->w, "trace.pids_untracked", t->pending_lost);
+	trace_tenant_counters(t->tenant, t->w);
 	if (t->py) {
 		struct trace_python_stats ps;
 
@@ -864,6 +897,7 @@ static int run(struct trace *t)
 	co.ring_kb = t->o.ring_kb;
 	co.agg_pct = t->o.agg_pct;
 	co.filter_tracked = t->o.npids || t->o.command;
+	co.filter_cgroup = t->o.ntenants > 0;
 	co.py_mode = t->o.py_mode;
 	co.native_stacks = t->o.native_stacks;
 	co.tracked_fd = cw_kernel_probes_tracked_fd(t->kp);
@@ -875,6 +909,14 @@ static int run(struct trace *t)
 		exit_code = rc == -EPERM ? CW_EXIT_NOPERM : CW_EXIT_NOFEATURE;
 		goto out;
 	}
+	rc = trace_tenant_new(&t->tenant, t->o.tenants, t->o.ntenants, t->cp, err, sizeof(err));
+	if (rc) {
+		cw_report_error(json, "%s", err);
+		exit_code = CW_EXIT_NOFEATURE;
+		goto out;
+	}
+	if (t->o.ntenants && !trace_tenant_allowed_now(t->tenant) && !t->o.json)
+		fprintf(stderr, "causeway: no cgroup matches the tenant filter yet; its calls are traced once one appears\n");
 	for (i = 0; i < t->o.nlibs; i++)
 		if (attach_path(t, t->o.libs[i]) < 0) {
 			cw_report_error(json, "cannot attach to \"%s\"", t->o.libs[i]);
@@ -947,6 +989,10 @@ static int run(struct trace *t)
 		}
 	}
 	rescan(t);
+	if ((rc = trace_tenant_start(t->tenant, &t->cons, t->w))) {
+		cw_report_error(json, "cannot start the cgroup resolver: %s", strerror(-rc));
+		goto out;
+	}
 	attach_ns = cw_monotonic_ns() - start;
 	cw_consumer_lock(&t->cons);
 	cw_writer_counter_set(t->w, "trace.startup_ms", attach_ns / 1000000);
@@ -1007,6 +1053,8 @@ static int run(struct trace *t)
 	/* Calls still open (a hung collective, a long synchronize) are stored
 	 * as unfinished with how long they had run by now. */
 	take_inflight(t, UINT64_MAX);
+	/* Cgroups first seen in the last second are named too. */
+	trace_tenant_finish(t->tenant);
 	cw_consumer_lock(&t->cons);
 	if (cw_pipeline_flush(t->pipe, cw_monotonic_ns(), 1) && exit_code == CW_EXIT_OK)
 		exit_code = CW_EXIT_DB;
@@ -1029,6 +1077,8 @@ out:
 		kill(t->child, SIGKILL);
 		waitpid(t->child, NULL, 0);
 	}
+	/* The resolver writes through the writer: stopped before it goes. */
+	trace_tenant_finish(t->tenant);
 	if (t->cons.running)
 		cw_consumer_stop(&t->cons);
 	if (t->rb)
@@ -1044,6 +1094,7 @@ out:
 	cw_server_stop(t->srv);
 	serve_setup_release(&t->ss);
 	cw_sysinfo_free(t->si);
+	trace_tenant_free(t->tenant);
 	cw_cuda_probes_close(t->cp);
 	cw_kernel_probes_close(t->kp);
 	cw_trace_view_free(t->view);

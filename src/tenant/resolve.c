@@ -84,6 +84,7 @@ static int pid_cgroup_line(uint32_t pid, const char *controller, char *buf, size
 		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 		if (!c2)
 			continue;
+		*c1 = 0; /* line: the hierarchy id; c1 + 1: its controllers */
 		*c2 = 0;
 		if (controller) {
 			/* "cpu,cpuacct": a whole-word match in the list. */
