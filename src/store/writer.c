@@ -909,23 +909,6 @@ int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row 
 	return row_done(w, step_reset(s));
 }
 
-/* Scenarios name their containers with readable ids ("trainer") that the
- * parser does not take for real ones: the runtime comes from the scope's
- * prefix then. */
-static void demo_runtime(struct cw_tenant *t, const char *path, const char *container)
-{
-	static const char *const pfx[][2] = {
-		{ "cri-containerd-", "containerd" }, { "crio-", "cri-o" }, { "docker-", "docker" }, { "libpod-", "podman" },
-	};
-
-	if (!container || !container[0] || t->container_id[0] || !path)
-		return;
-	snprintf(t->container_id, sizeof(t->container_id), "%s", container);
-	for (size_t i = 0; i < sizeof(pfx) / sizeof(pfx[0]); i++)
-		if (strstr(path, pfx[i][0]))
-			snprintf(t->runtime, sizeof(t->runtime), "%s", pfx[i][1]);
-}
-
 int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, const char *container)
 {
 	struct cw_cgroup_row r = { .cgroup_id = cgroup_id, .path = path, .container = container };
@@ -933,7 +916,6 @@ int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, 
 
 	if (!path || cw_tenant_parse(path, &t))
 		memset(&t, 0, sizeof(t));
-	demo_runtime(&t, path, container);
 	r.t = &t;
 	return cw_writer_cgroup_row(w, &r);
 }
