@@ -123,7 +123,7 @@ struct cw_chain {
 	char summary[512];      /* the root cause in one sentence */
 	struct cw_timeline_entry timeline[CW_CHAIN_MAX_TIMELINE];
 	int ntimeline;
-	char fix[CW_CHAIN_MAX_FIX][200];
+	char fix[CW_CHAIN_MAX_FIX][400]; /* room for a pod cgroup path (~200 chars) in a command */
 	int nfix;
 	int64_t pid, tid; /* 0 unknown */
 	char comm[32];

@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$BIN" demo --list --json > "$tmp/list.json"
 scenarios=$(python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))))' "$tmp/list.json")
 n=$(echo $scenarios | wc -w)
-[ "$n" -eq 10 ] || { echo "expected 10 scenarios, got $n: $scenarios"; exit 1; }
+[ "$n" -eq 11 ] || { echo "expected 11 scenarios, got $n: $scenarios"; exit 1; }
 
 q() { "$BIN" query --db "$1" --json "$2"; }
 

@@ -68,8 +68,8 @@ int cw_rule_noisy_neighbour(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		 head, (long long)c->tid, c->comm, victim, c->explained_share * 100, c->culprit.comm,
 		 (long long)c->culprit.pid, culprit);
 	cw_chain_add_timeline(c, CW_LAYER_HOST, c->timeline[c->ntimeline ? c->ntimeline - 1 : 0].t_ns,
-			      "%s (%s) belongs to %s; the slowed thread to %s", c->culprit.comm,
-			      c->culprit.container.cgroup, culprit, victim);
+			      "%s (pid %lld) runs in %.80s; the slowed thread in %.80s", c->culprit.comm,
+			      (long long)c->culprit.pid, culprit, victim);
 	fixes(c);
 	return 1;
 }
