@@ -477,6 +477,15 @@ static int chain_cmp(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* --per-tenant: chains grouped by tenant, then in severity order. */
+static int tenant_chain_cmp(const void *a, const void *b)
+{
+	const struct cw_chain *x = a, *y = b;
+	int k = strcmp(x->container.key, y->container.key);
+
+	return k ? k : chain_cmp(a, b);
+}
+
 static int window_bounds(sqlite3 *db, const char *node, int64_t *lo, int64_t *hi)
 {
 	sqlite3_stmt *st = NULL;
@@ -609,7 +618,7 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 		qsort(c->timeline, (size_t)c->ntimeline, sizeof(c->timeline[0]), timeline_cmp);
 	}
 	if (cs.n > 1)
-		qsort(cs.v, (size_t)cs.n, sizeof(*cs.v), chain_cmp);
+		qsort(cs.v, (size_t)cs.n, sizeof(*cs.v), o->per_tenant ? tenant_chain_cmp : chain_cmp);
 	out->chains = cs.v;
 	out->count = cs.n;
 	cw_opstats_free(ops, (size_t)nops);

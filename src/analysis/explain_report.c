@@ -170,6 +170,12 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 				fprintf(f, ", rank %d", c->rank);
 			fputc('\n', f);
 		}
+		if (cw_tenant_is_workload(&c->container)) {
+			char who[200];
+
+			cw_tenant_ref_name(&c->container, who, sizeof(who));
+			fprintf(f, "  tenant  %s (cgroup %s)\n", who, c->container.cgroup);
+		}
 		if (c->has_python)
 			fprintf(f, "  python  %s() at %s:%d\n", c->py_function, c->py_file, c->py_line);
 		if (stacks) {
