@@ -50,21 +50,28 @@ int cw_tenant_ref_load(sqlite3 *db, const char *node, uint64_t cgroup_id, struct
 	return 0;
 }
 
-/* The cgroup of pid: its process row, else any of its events. */
-static uint64_t pid_cgroup(sqlite3 *db, const char *node, int64_t pid)
+/* The cgroup the chain's calls ran in: its slow calls' (through the
+ * partial index of anomalous calls), else the process row (written when
+ * the process was enrolled: a launched command may move itself into its
+ * cgroup after that), else any of its events. */
+static uint64_t chain_cgroup(sqlite3 *db, const struct cw_chain *c)
 {
 	static const char *const q[] = {
+		"SELECT cgroup_id FROM events WHERE op = ?3 AND anomalous = 1 AND node = ?1 AND pid = ?2"
+		" AND cgroup_id > 0 LIMIT 1",
 		"SELECT cgroup_id FROM processes WHERE node = ?1 AND pid = ?2 AND cgroup_id IS NOT NULL",
 		"SELECT cgroup_id FROM events WHERE node = ?1 AND pid = ?2 AND cgroup_id > 0 LIMIT 1",
 	};
 	uint64_t id = 0;
 
-	for (int i = 0; i < 2 && !id; i++) {
+	for (int i = 0; i < 3 && !id; i++) {
 		sqlite3_stmt *st = NULL;
 		if (sqlite3_prepare_v2(db, q[i], -1, &st, NULL) != SQLITE_OK)
 			continue;
-		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, pid);
+		sqlite3_bind_text(st, 1, c->node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, c->pid);
+		if (i == 0)
+			sqlite3_bind_text(st, 3, c->op, -1, SQLITE_STATIC);
 		if (sqlite3_step(st) == SQLITE_ROW)
 			id = (uint64_t)sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
@@ -80,7 +87,7 @@ int cw_tenant_is_workload(const struct cw_tenant_ref *r)
 void cw_chain_fill_tenants(sqlite3 *db, struct cw_chain *c)
 {
 	if (c->pid > 0)
-		cw_tenant_ref_load(db, c->node, pid_cgroup(db, c->node, c->pid), &c->container);
+		cw_tenant_ref_load(db, c->node, chain_cgroup(db, c), &c->container);
 	if (c->culprit.known && c->culprit.cgroup_id)
 		cw_tenant_ref_load(db, c->node, c->culprit.cgroup_id, &c->culprit.container);
 }
