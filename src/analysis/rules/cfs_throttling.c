@@ -65,8 +65,9 @@ int cw_rule_cfs_throttling(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 			 (long long)t.period_us, (double)t.quota_us / (double)t.period_us);
 	c->kind = CW_KIND_CFS_THROTTLING;
 	snprintf(c->summary, sizeof(c->summary),
-		 "%s: thread %lld (%s) in %.120s was throttled by its own CPU quota%s: the cgroup was throttled in"
-		 " %lld of %lld periods (%s), and the thread sat runnable off-CPU for %.0f %% of its slow calls' time",
+		 "%.100s: thread %lld (%.16s) in %.90s was throttled by its own CPU quota%.60s: the cgroup was throttled"
+		 " in %lld of %lld periods (%.16s), and the thread sat runnable off-CPU for %.0f %% of its slow calls'"
+		 " time",
 		 head, (long long)c->tid, c->comm, who, quota, (long long)t.throttled, (long long)t.periods, thr,
 		 c->explained_share * 100);
 	cw_chain_add_timeline(c, CW_LAYER_HOST, ctx->calls[0].wall_ns, "cgroup %s throttled %lld times for %s%s",

@@ -63,8 +63,8 @@ int cw_rule_noisy_neighbour(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	cw_chain_headline(c, head, sizeof(head));
 	c->kind = CW_KIND_NOISY_NEIGHBOUR;
 	snprintf(c->summary, sizeof(c->summary),
-		 "%s: thread %lld (%s) in %.100s was preempted for %.0f %% of its slow calls' time by %s (pid %lld)"
-		 " in %.100s, another tenant",
+		 "%.100s: thread %lld (%.16s) in %.90s was preempted for %.0f %% of its slow calls' time by %.16s"
+		 " (pid %lld) in %.90s, another tenant",
 		 head, (long long)c->tid, c->comm, victim, c->explained_share * 100, c->culprit.comm,
 		 (long long)c->culprit.pid, culprit);
 	cw_chain_add_timeline(c, CW_LAYER_HOST, c->timeline[c->ntimeline ? c->ntimeline - 1 : 0].t_ns,
