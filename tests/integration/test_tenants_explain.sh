@@ -40,9 +40,9 @@ j() { python3 -c "import json,sys; c=(json.load(open('$1'))['chains'] or [{}])[0
 # Docker container's cgroup. The traced launcher starts it, so its timing
 # does not depend on trace's start-up.
 CW_FAKE_SYNC_US=1000 "$CW_BIN" trace --db "$D/a.db" --no-view -- \
-	sh -c 'echo $$ > "$1/cgroup.procs" || exit 1
+	env POD_NAME=victim-$$ POD_NAMESPACE=ml sh -c 'echo $$ > "$1/cgroup.procs" || exit 1
 	(sleep 1.8; exec sh -c "echo \$\$ > $2/cgroup.procs && exec chrt -f 1 stress-ng --cpu 1 --cpu-load 50 --cpu-load-slice 5 --taskset $3 --timeout 2s") >/dev/null 2>&1 &
-	exec env POD_NAME=victim-$4 POD_NAMESPACE=ml "$5" -w 1200 -T 3 -m sync -p "$3"' \
+	exec "$5" -w 1200 -T 3 -m sync -p "$3"' \
 	w "$V2$W" "$V2$H" "$CPU" $$ "$FIX/fake_workload" >/dev/null 2>"$D/a.err" || fail "trace a: $(cat "$D/a.err")"
 "$CW_BIN" explain --db "$D/a.db" --json --no-store >"$D/a.json" || fail "explain a"
 kind=$(j "$D/a.json" 'c.get("root_cause", {}).get("kind")')

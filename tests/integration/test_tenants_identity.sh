@@ -46,7 +46,10 @@ for k in "${!CG[@]}"; do
 	esac
 	# The first call after 2.5 s: the every-second rescan has attached to
 	# the fixture's library copy by then.
-	in_cg "${CG[$k]}" env CW_FAKE_SYNC_US=5000 CW_FAKE_MODE=sleep "${envs[@]}" "$FIX/fake_workload" -n 40 -m sync -w 2500 >"$D/w.$k" 2>&1 &
+	# The environment is set before the process enters its cgroup, as a
+	# runtime sets a container's before its first instruction.
+	env CW_FAKE_SYNC_US=5000 CW_FAKE_MODE=sleep "${envs[@]}" sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' \
+		in_cg "$V2${CG[$k]}" "$FIX/fake_workload" -n 40 -m sync -w 2500 >"$D/w.$k" 2>&1 &
 	pids+=($!)
 done
 wait "$tp" || fail "trace: $(cat "$D/t.out")"
