@@ -3,6 +3,7 @@
 #ifndef CW_ANALYSIS_ENGINE_H
 #define CW_ANALYSIS_ENGINE_H
 
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -144,6 +145,24 @@ int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_
 		      uint64_t to_wall, int64_t pid);
 /* Wall ns of a mono timestamp on the node. */
 uint64_t cw_sys_wall(const struct cw_sysctx *sys, uint64_t mono);
+
+/* Tenants (tenant_ref.c). */
+int cw_tenant_ref_load(sqlite3 *db, const char *node, uint64_t cgroup_id, struct cw_tenant_ref *out);
+/* Fills c->container (from c->pid) and c->culprit.container. */
+void cw_chain_fill_tenants(sqlite3 *db, struct cw_chain *c);
+/* A container, pod or Slurm job: a tenant of a shared host, not a host
+ * service or session. */
+int cw_tenant_is_workload(const struct cw_tenant_ref *r);
+json_t *cw_tenant_ref_json(const struct cw_tenant_ref *r);
+/* "pod ml/trainer-0", "docker container 3f2b9c0d1e4a", "Slurm job 42". */
+void cw_tenant_ref_name(const struct cw_tenant_ref *r, char *buf, size_t len);
+
+/* Rules that refine a chain another rule made (they run on the dominant
+ * cause): cfs_throttling when the preempted thread's own cgroup spent
+ * that time throttled by its CPU quota; noisy_neighbour when the culprit
+ * is another tenant. Each returns 1 when it rewrote c. */
+int cw_rule_cfs_throttling(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_noisy_neighbour(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 
 /* Per-op rules: each fills c->kind, explained_share, summary, fix,
  * timeline and evidence and returns 1 when it applies, 0 when not, -errno. */

@@ -340,6 +340,11 @@ static int explain_op(struct cw_rule_ctx *ctx, struct chains *cs, struct cw_expl
 	if (best.explained_share > 1)
 		best.explained_share = 1;
 	best.explained_ns = (uint64_t)((double)best.slow_time_ns * best.explained_share);
+	/* Who the thread and the culprit are on a shared host; a quota of the
+	 * thread's own or a neighbour tenant refines a preemption chain. */
+	cw_chain_fill_tenants(ctx->db, &best);
+	if (!cw_rule_cfs_throttling(ctx, &best))
+		cw_rule_noisy_neighbour(ctx, &best);
 	add_python_timeline(&best, ctx->calls[0].wall_ns);
 	struct cw_chain *slot = chains_push(cs);
 	if (!slot)
@@ -429,9 +434,17 @@ static int analyse_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sy
 
 	if (o->pid)
 		return analyse_pid(&ctx, o->pid, cs, r);
+	/* A tenant filter: its processes, each against its own calls. */
+	if (o->npids < 0)
+		return 0;
+	for (int i = 0; i < o->npids; i++)
+		if ((ret = analyse_pid(&ctx, o->pids[i], cs, r)) < 0)
+			return ret;
+	if (o->npids > 0)
+		return 0;
 	ctx.threshold_ns = slow_threshold(st);
 	ret = cw_probe_op(&ctx, 0);
-	if (ret <= 0 || !o->per_process) {
+	if (ret <= 0 || !(o->per_process || o->per_tenant)) {
 		if (ret > 0)
 			ret = explain_op(&ctx, cs, r);
 		cw_probe_free(&ctx);
@@ -462,6 +475,15 @@ static int chain_cmp(const void *a, const void *b)
 	if (strcmp(x->op, y->op))
 		return strcmp(x->op, y->op);
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* --per-tenant: chains grouped by tenant, then in severity order. */
+static int tenant_chain_cmp(const void *a, const void *b)
+{
+	const struct cw_chain *x = a, *y = b;
+	int k = strcmp(x->container.key, y->container.key);
+
+	return k ? k : chain_cmp(a, b);
 }
 
 static int window_bounds(sqlite3 *db, const char *node, int64_t *lo, int64_t *hi)
@@ -589,13 +611,26 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 		if (ret < 0)
 			goto fail;
 	}
+	/* Node-wide and cross-rank chains: kept under a tenant filter only
+	 * when they are about one of its processes. */
+	for (int i = 0; o->npids && i < cs.n;) {
+		int keep = 0;
+		for (int k = 0; k < o->npids && !keep; k++)
+			keep = cs.v[i].pid == o->pids[k];
+		if (keep)
+			i++;
+		else
+			cs.v[i] = cs.v[--cs.n];
+	}
 	for (int i = 0; i < cs.n; i++) {
 		struct cw_chain *c = &cs.v[i];
+		if (!c->container.known)
+			cw_chain_fill_tenants(db, c);
 		c->severity = severity_of(c, (double)(out->to_wall_ns - out->from_wall_ns));
 		qsort(c->timeline, (size_t)c->ntimeline, sizeof(c->timeline[0]), timeline_cmp);
 	}
 	if (cs.n > 1)
-		qsort(cs.v, (size_t)cs.n, sizeof(*cs.v), chain_cmp);
+		qsort(cs.v, (size_t)cs.n, sizeof(*cs.v), o->per_tenant ? tenant_chain_cmp : chain_cmp);
 	out->chains = cs.v;
 	out->count = cs.n;
 	cw_opstats_free(ops, (size_t)nops);

@@ -24,6 +24,13 @@ struct cw_explain_opts {
 	uint64_t from_wall_ns, to_wall_ns;  /* 0 = open */
 	int64_t pid;                        /* 0 = all */
 	int per_process;                    /* split chains per pid */
+	/* Tenant filter (--cgroup/--container/--pod/--slurm-job), resolved to
+	 * the processes that ran in the tenant's cgroups: only their calls
+	 * are explained, each against its own distribution. npids 0 = off;
+	 * pids NULL with npids < 0: a filter matched nothing. */
+	const int64_t *pids;
+	int npids;
+	int per_tenant;                     /* split chains per tenant */
 	int store_chains;                   /* informational for callers; run never writes */
 };
 
@@ -45,6 +52,8 @@ enum cw_kind {
 	CW_KIND_THROUGHPUT_DROP,
 	CW_KIND_DATALOADER_STARVATION,
 	CW_KIND_STRAGGLER,
+	CW_KIND_NOISY_NEIGHBOUR,
+	CW_KIND_CFS_THROTTLING,
 	CW_KIND_MAX
 };
 
@@ -76,6 +85,21 @@ struct cw_evidence {
 	int is_int; /* printed as an integer in JSON */
 };
 
+/* The tenant a thread ran in (docs/tenants.md): the chain's "container"
+ * object. known 0: no cgroup row for it. */
+struct cw_tenant_ref {
+	int known;
+	uint64_t cgroup_id;
+	char cgroup[256]; /* the cgroup v2 path */
+	char runtime[16];
+	char id[72];      /* container id, or "slurm-job-N" */
+	char pod[128];
+	char pod_uid[40];
+	char ns[64];
+	char qos[12];
+	char key[128];    /* tenant key: different keys are different tenants */
+};
+
 struct cw_culprit {
 	int known;
 	char comm[32];
@@ -83,6 +107,7 @@ struct cw_culprit {
 	uint64_t cgroup_id;
 	int cpu; /* -1 unknown */
 	uint64_t overlap_ns; /* preempted time attributed to it */
+	struct cw_tenant_ref container;
 };
 
 struct cw_chain {
@@ -99,7 +124,7 @@ struct cw_chain {
 	char summary[512];      /* the root cause in one sentence */
 	struct cw_timeline_entry timeline[CW_CHAIN_MAX_TIMELINE];
 	int ntimeline;
-	char fix[CW_CHAIN_MAX_FIX][200];
+	char fix[CW_CHAIN_MAX_FIX][400]; /* room for a pod cgroup path (~200 chars) in a command */
 	int nfix;
 	int64_t pid, tid; /* 0 unknown */
 	char comm[32];
@@ -114,6 +139,7 @@ struct cw_chain {
 	struct cw_stack_frame stack[CW_STACK_MAX_FRAMES];
 	int nstack;
 	struct cw_culprit culprit;
+	struct cw_tenant_ref container; /* the affected thread's tenant */
 	struct cw_evidence evidence[CW_CHAIN_MAX_EVIDENCE];
 	int nevidence;
 };

@@ -19,6 +19,8 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_THROUGHPUT_DROP] = "throughput_drop",
 		[CW_KIND_DATALOADER_STARVATION] = "dataloader_starvation",
 		[CW_KIND_STRAGGLER] = "straggler",
+		[CW_KIND_NOISY_NEIGHBOUR] = "noisy_neighbour",
+		[CW_KIND_CFS_THROTTLING] = "cfs_throttling",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }

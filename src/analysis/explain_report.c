@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/engine.h"
 #include "analysis/explain.h"
 #include "store/store.h"
 #include "util/timeutil.h"
@@ -77,6 +78,7 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 	else
 		json_object_set_new(o, "python", json_null());
 	json_object_set_new(o, "stack", stack_to_json(c));
+	json_object_set_new(o, "container", cw_tenant_ref_json(&c->container));
 	if (c->culprit.known) {
 		json_t *cu = json_pack("{s:s, s:I, s:I}", "comm", c->culprit.comm, "pid",
 				       (json_int_t)c->culprit.pid, "overlap_ns",
@@ -84,6 +86,7 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 		json_object_set_new(cu, "cgroup_id",
 				    c->culprit.cgroup_id ? jint(c->culprit.cgroup_id) : json_null());
 		json_object_set_new(cu, "cpu", c->culprit.cpu >= 0 ? json_integer(c->culprit.cpu) : json_null());
+		json_object_set_new(cu, "container", cw_tenant_ref_json(&c->culprit.container));
 		json_object_set_new(o, "culprit", cu);
 	} else {
 		json_object_set_new(o, "culprit", json_null());
@@ -167,6 +170,12 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 			if (c->rank >= 0)
 				fprintf(f, ", rank %d", c->rank);
 			fputc('\n', f);
+		}
+		if (cw_tenant_is_workload(&c->container)) {
+			char who[200];
+
+			cw_tenant_ref_name(&c->container, who, sizeof(who));
+			fprintf(f, "  tenant  %s (cgroup %s)\n", who, c->container.cgroup);
 		}
 		if (c->has_python)
 			fprintf(f, "  python  %s() at %s:%d\n", c->py_function, c->py_file, c->py_line);

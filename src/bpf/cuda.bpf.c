@@ -61,6 +61,25 @@ const volatile __u64 cfg_py_floor_ns = 10000;
  * frame pointers yields one or two frames, and the walk costs per call. */
 const volatile __u8 cfg_native_stacks = 0;
 
+/* 1: only calls of threads whose cgroup v2 id is in cw_cgroup_allow. */
+const volatile __u8 cfg_filter_cgroup = 0;
+
+/* The cgroups a tenant filter allows, descendants included: userspace
+ * walks the tree and adds each one as it appears (src/tenant/allow.c).
+ * A hash lookup on a u64 key: one per call entry, only with a filter;
+ * four loads reach the key (task -> css_set -> cgroup -> kernfs node). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CW_CGROUP_ALLOW_MAX);
+	__type(key, __u64);
+	__type(value, __u8);
+} cw_cgroup_allow SEC(".maps");
+
+static __always_inline int cw_cgroup_allowed(__u64 id)
+{
+	return bpf_map_lookup_elem(&cw_cgroup_allow, &id) != 0;
+}
+
 CW_DECLARE_RING(rb_cuda, 8 << 20);
 
 struct {
@@ -290,10 +309,13 @@ static __always_inline __u32 drop_idx(__u32 src)
 	return CW_DROP_CUDA;
 }
 
-/* Whether task t's calls are traced (cfg_filter_tracked). */
+/* Whether task t's calls are traced: cfg_filter_tracked, then (trace
+ * --cgroup/--container/--pod/--slurm-job) its cgroup must be allowed. */
 static __always_inline int traced(struct task_struct *t)
 {
-	return !cfg_filter_tracked || cw_tgid_tracked(cw_task_tgid(t, true));
+	if (cfg_filter_tracked && !cw_tgid_tracked(cw_task_tgid(t, true)))
+		return 0;
+	return !cfg_filter_cgroup || cw_cgroup_allowed(cw_task_cgroup(t, true));
 }
 
 /* The n-th integer argument (n >= 7) of a function at its first

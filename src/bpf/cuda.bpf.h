@@ -23,6 +23,11 @@
 #define CW_COOKIE_OP(c) ((__u32)((c)&0xffff))
 #define CW_COOKIE_SRC(c) ((__u32)(((c) >> 16) & 0xff))
 
+/* Allowed cgroups of a tenant filter (cw_cgroup_allow in cuda.bpf.c):
+ * a node's pods with their containers, or a Slurm job's steps, are tens;
+ * this leaves room for a thousand tenants' trees. */
+#define CW_CGROUP_ALLOW_MAX 16384
+
 /* Python stack capture modes (cfg_py_mode in cuda.bpf.c). */
 enum cw_py_mode {
 	CW_PY_OFF = 0,

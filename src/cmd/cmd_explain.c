@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "analysis/explain.h"
+#include "analysis/tenant_select.h"
+#include "cmd/trace_tenant.h"
 #include "cmd/cmd.h"
 #include "fleet/fanout_cli.h"
 #include "store/store.h"
@@ -20,6 +22,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: causeway explain [--db PATH] [--since DURATION | --from TIME --to TIME]\n"
 	      "                        [--pid PID] [--per-process] [--stacks] [--json] [--no-store]\n"
+	      "                        [--cgroup PATH|ID] [--container ID] [--pod NAME|UID]\n"
+	      "                        [--slurm-job ID] [--per-tenant]\n"
 	      "\n"
 	      "Finds the ops with a latency tail, measures for each slow call what its\n"
 	      "thread was doing (preempted, blocked on I/O, under memory pressure, ...)\n"
@@ -33,6 +37,11 @@ static void usage(FILE *f)
 	      "  --pid PID         only this process (its own percentiles and slow calls)\n"
 	      "  --per-process     one chain per process instead of per op, each judged by\n"
 	      "                    its own percentiles\n"
+	      "  --cgroup PATH|ID  only the processes of this cgroup and its descendants\n"
+	      "  --container ID    ... of the container whose id starts with ID\n"
+	      "  --pod NAME|UID    ... of a Kubernetes pod; --slurm-job ID: of a Slurm job\n"
+	      "                    (tenant filters repeat; docs/tenants.md)\n"
+	      "  --per-tenant      chains per process, grouped by container, pod or job\n"
 	      "  --stacks          print each chain's stack: native frames with the Python\n"
 	      "                    frames spliced in (always in --json)\n"
 	      "  --json            one JSON object (see docs/explain.md)\n"
@@ -55,13 +64,15 @@ static int parse_pid(const char *s, int64_t *out)
 
 int cmd_explain(int argc, char **argv)
 {
-	enum { OPT_NO_STORE = 256, OPT_PER_PROCESS, OPT_FROM, OPT_TO, OPT_STACKS };
+	enum { OPT_NO_STORE = 256, OPT_PER_PROCESS, OPT_FROM, OPT_TO, OPT_STACKS, OPT_PER_TENANT, OPT_TENANT };
 	static const struct option longopts[] = {
 		{"db", required_argument, NULL, 'd'},    {"since", required_argument, NULL, 's'},
 		{"from", required_argument, NULL, OPT_FROM}, {"to", required_argument, NULL, OPT_TO},
 		{"pid", required_argument, NULL, 'p'},   {"per-process", no_argument, NULL, OPT_PER_PROCESS},
 		{"json", no_argument, NULL, 'j'},        {"no-store", no_argument, NULL, OPT_NO_STORE},
-		{"stacks", no_argument, NULL, OPT_STACKS},
+		{"stacks", no_argument, NULL, OPT_STACKS}, {"per-tenant", no_argument, NULL, OPT_PER_TENANT},
+		{"cgroup", required_argument, NULL, OPT_TENANT}, {"container", required_argument, NULL, OPT_TENANT},
+		{"pod", required_argument, NULL, OPT_TENANT}, {"slurm-job", required_argument, NULL, OPT_TENANT},
 		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
 	const char *db_path = cw_default_db(), *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL;
@@ -70,7 +81,9 @@ int cmd_explain(int argc, char **argv)
 	struct cw_store *st = NULL;
 	uint64_t since_ns = 0;
 	char err[512];
-	int json = 0, stacks = 0, c, ret, rc = CW_EXIT_OK;
+	int json = 0, stacks = 0, c, ret, rc = CW_EXIT_OK, li, ntenants = 0;
+	struct cw_tenant_filter tenants[CW_TENANT_FILTERS_MAX];
+	int64_t *tenant_pids = NULL;
 
 	/* Fleet fan-out (src/fleet/fanout_cli.c): chains from every agent. */
 	if (cw_fleet_cli_wanted(argc, argv))
@@ -82,7 +95,7 @@ int cmd_explain(int argc, char **argv)
 			json = 1;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:", longopts, &li)) != -1) {
 		switch (c) {
 		case 'd':
 			db_path = optarg;
@@ -111,6 +124,19 @@ int cmd_explain(int argc, char **argv)
 		case OPT_STACKS:
 			stacks = 1;
 			break;
+		case OPT_PER_TENANT:
+			o.per_tenant = 1;
+			break;
+		case OPT_TENANT: {
+			char flag[32];
+
+			snprintf(flag, sizeof(flag), "--%s", longopts[li].name);
+			if (trace_tenant_flag(tenants, &ntenants, flag, optarg, err, sizeof(err))) {
+				cw_report_error(json, "explain: %s", err);
+				return CW_EXIT_USAGE;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return CW_EXIT_OK;
@@ -185,7 +211,21 @@ int cmd_explain(int argc, char **argv)
 		o.to_wall_ns = newest;
 		o.from_wall_ns = newest > since_ns ? newest - since_ns : 1;
 	}
+	if (ntenants) {
+		uint64_t *ids = NULL;
+
+		if ((ret = cw_tenant_select_cgroups(st->db, tenants, ntenants, &ids)) < 0)
+			goto db_fail;
+		if (ret > 0)
+			ret = cw_tenant_select_pids(st->db, ids, ret, &tenant_pids);
+		free(ids);
+		if (ret < 0)
+			goto db_fail;
+		o.pids = tenant_pids;
+		o.npids = ret > 0 ? ret : -1;
+	}
 	ret = cw_explain_run(st->db, &o, &r);
+	free(tenant_pids);
 	if (ret < 0)
 		goto db_fail;
 	if (json) {

@@ -36,6 +36,8 @@
 #include "loader/prog_stats.h"
 #include "server/live_metrics.h"
 #include "cmd/trace_python.h"
+#include "cmd/trace_tenant.h"
+#include "tenant/resolve.h"
 #include "store/store.h"
 #include "store/writer.h"
 #include "util/log.h"
@@ -56,6 +58,12 @@ static const char usage_text[] =
 	"\n"
 	"options:\n"
 	"  --pid P[,P...]     trace these processes (and their children) only\n"
+	"  --cgroup PATH|ID   trace only the CUDA calls of this cgroup (v2 path or id)\n"
+	"                     and its descendants; the kernel-side sources still name\n"
+	"                     the neighbours that touch it (repeatable, as are these:)\n"
+	"  --container ID     ... of the container whose id starts with ID\n"
+	"  --pod NAME|UID     ... of a Kubernetes pod's containers\n"
+	"  --slurm-job ID     ... of a Slurm job's steps\n"
 	"  --cuda-lib PATH    attach to this library copy only (repeatable)\n"
 	"  --db PATH          database to record into (default ./causeway.db)\n"
 	"  --duration D       stop after D (\"30s\", \"5m\")\n"
@@ -118,6 +126,8 @@ struct trace_opts {
 	const char *otlp;  /* --otlp URL */
 	int bpf_stats;     /* --bpf-stats */
 	char **command;
+	struct cw_tenant_filter tenants[CW_TENANT_FILTERS_MAX];
+	int ntenants;
 };
 
 struct trace {
@@ -139,6 +149,7 @@ struct trace {
 	struct cw_trace_view *view;
 	struct cw_sysinfo *si;
 	struct trace_python *py;
+	struct trace_tenant *tenant;
 	struct serve_setup ss;
 	struct cw_server *srv;
 	struct cw_live_metrics *metrics; /* /metrics and OTLP figures of this session */
@@ -247,6 +258,7 @@ static void tap(void *ctx, const void *data, size_t size)
 		return;
 	if (t->view)
 		cw_trace_view_record(t->view, data, size);
+	trace_tenant_tap(t->tenant, data, size);
 	if (h->type == CW_REC_CALL || h->type == CW_REC_CALL_ENTRY) {
 		t->entries++;
 		add_pending(t, h->pid);
@@ -351,7 +363,7 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
 			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
 			    !strcmp(a, "--serve") || !strcmp(a, "--otlp") || !strcmp(a, "--lock-wait") ||
-			    !strcmp(a, "--lock-buffer");
+			    !strcmp(a, "--lock-buffer") || trace_tenant_is_flag(a);
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -399,7 +411,14 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			return CW_EXIT_USAGE;
 		}
 		i++;
-		if (!strcmp(a, "--pid")) {
+		if (trace_tenant_is_flag(a)) {
+			char err[256];
+
+			if (trace_tenant_flag(o->tenants, &o->ntenants, a, v, err, sizeof(err))) {
+				cw_report_error(*json_out, "trace: %s", err);
+				return CW_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--pid")) {
 			int prc = parse_pids(o, v);
 
 			if (prc) {
@@ -611,6 +630,12 @@ static void write_process(struct trace *t, uint32_t pid)
 	row.pid = pid;
 	row.comm = comm;
 	row.cmdline = cmdline;
+	{
+		char cg[CW_CGPATH_MAX + 1];
+
+		if (!cw_pid_cgroup_path(pid, cg, sizeof(cg)))
+			cw_cgroup_id_of(cw_cgroup2_root(), cg, &row.cgroup_id);
+	}
 	cw_proc_ranks(pid, &row.rank, &row.local_rank, &row.world_size);
 	row.start_wall_ns = cw_realtime_ns();
 	if (!t->python_version[0] && !cw_proc_python_version(pid, py, sizeof(py)))
@@ -648,6 +673,13 @@ static void rescan(struct trace *t)
 				cw_discover_pid(sc->pids[i], on_lib, sc);
 		}
 	}
+	/* With a tenant filter, discovery enrolls only the tenant's processes
+	 * (their sched, I/O and memory records); the checks read /proc, so
+	 * they run before the lock. */
+	if (!t->o.npids && !t->o.command)
+		for (i = 0; i < sc->npids; i++)
+			if (!trace_tenant_pid_allowed(t->tenant, sc->pids[i]))
+				sc->pids[i] = 0;
 	cw_consumer_lock(&t->cons);
 	if (!t->o.npids && !t->o.command)
 		for (i = 0; i < sc->npids; i++)
@@ -796,6 +828,7 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 	cw_writer_counter_set(t->w, "trace.kernel_names_unresolved", t->cons.names_unresolved);
 	cw_writer_counter_set(t->w, "trace.json_write_errors", t->json_write_errors);
 	cw_writer_counter_set(t->w, "trace.pids_untracked", t->pending_lost);
+	trace_tenant_counters(t->tenant, t->w);
 	if (t->py) {
 		struct trace_python_stats ps;
 
@@ -1176,6 +1209,7 @@ static int run(struct trace *t)
 	co.ring_kb = t->o.ring_kb;
 	co.agg_pct = t->o.agg_pct;
 	co.filter_tracked = t->o.npids || t->o.command;
+	co.filter_cgroup = t->o.ntenants > 0;
 	co.py_mode = t->o.py_mode;
 	co.native_stacks = t->o.native_stacks;
 	co.tracked_fd = cw_kernel_probes_tracked_fd(t->kp);
@@ -1202,6 +1236,14 @@ static int run(struct trace *t)
 		if (cw_live_open(&t->live, &lo, err, sizeof(err)))
 			cw_debug("%s; library copies are found by the rescan only", err);
 	}
+	rc = trace_tenant_new(&t->tenant, t->o.tenants, t->o.ntenants, t->cp, err, sizeof(err));
+	if (rc) {
+		cw_report_error(json, "%s", err);
+		exit_code = CW_EXIT_NOFEATURE;
+		goto out;
+	}
+	if (t->o.ntenants && !trace_tenant_allowed_now(t->tenant) && !t->o.json)
+		fprintf(stderr, "causeway: no cgroup matches the tenant filter yet; its calls are traced once one appears\n");
 	for (i = 0; i < t->o.nlibs; i++)
 		if (attach_path(t, t->o.libs[i]) < 0) {
 			cw_report_error(json, "cannot attach to \"%s\"", t->o.libs[i]);
@@ -1313,6 +1355,10 @@ static int run(struct trace *t)
 		cw_server_set_live_metrics(t->srv, t->metrics);
 	}
 	rescan(t);
+	if ((rc = trace_tenant_start(t->tenant, &t->cons, t->w))) {
+		cw_report_error(json, "cannot start the cgroup resolver: %s", strerror(-rc));
+		goto out;
+	}
 	t->started = 1;
 	attach_ns = cw_monotonic_ns() - start;
 	cw_consumer_lock(&t->cons);
@@ -1388,6 +1434,8 @@ static int run(struct trace *t)
 	 * as unfinished with how long they had run by now. */
 	if (!t->lock_failed)
 		take_inflight(t, UINT64_MAX);
+	/* Cgroups first seen in the last second are named too. */
+	trace_tenant_finish(t->tenant);
 	cw_consumer_lock(&t->cons);
 	if (!t->lock_failed && cw_pipeline_flush(t->pipe, cw_monotonic_ns(), 1) && exit_code == CW_EXIT_OK)
 		exit_code = CW_EXIT_DB;
@@ -1437,6 +1485,8 @@ out:
 		kill(t->child, SIGKILL);
 		waitpid(t->child, NULL, 0);
 	}
+	/* The resolver writes through the writer: stopped before it goes. */
+	trace_tenant_finish(t->tenant);
 	if (t->cons.running)
 		cw_consumer_stop(&t->cons);
 	if (t->rb)
@@ -1458,6 +1508,7 @@ out:
 	cw_live_metrics_free(t->metrics);
 	serve_setup_release(&t->ss);
 	cw_sysinfo_free(t->si);
+	trace_tenant_free(t->tenant);
 	cw_cuda_probes_close(t->cp);
 	cw_kernel_probes_close(t->kp);
 	cw_trace_view_free(t->view);

@@ -23,6 +23,7 @@ extern const struct cw_demo_scenario cw_demo_scenario_memory_pressure;
 extern const struct cw_demo_scenario cw_demo_scenario_dataloader_starvation;
 extern const struct cw_demo_scenario cw_demo_scenario_throttle;
 extern const struct cw_demo_scenario cw_demo_scenario_healthy;
+extern const struct cw_demo_scenario cw_demo_scenario_noisy_neighbour;
 
 static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_incident,
@@ -36,6 +37,7 @@ static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_dataloader_starvation,
 	&cw_demo_scenario_throttle,
 	&cw_demo_scenario_healthy,
+	&cw_demo_scenario_noisy_neighbour,
 };
 
 const struct cw_demo_scenario *const *cw_demo_scenarios(size_t *n)

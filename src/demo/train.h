@@ -98,6 +98,7 @@ struct cw_demo_train {
 	uint64_t steps;       /* steps run, when finished */
 	uint64_t gpu_free;    /* when GPU 0 drains what was launched so far */
 	uint64_t nth[CW_OP_MAX];
+	const char *cgroup_path; /* the trainer's cgroup; NULL: a default pod-like one */
 };
 
 /* Processes and threads of the loop. */

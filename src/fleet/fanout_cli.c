@@ -449,6 +449,34 @@ out:
 
 /* A chain from an agent's JSON back into the engine's struct, so the fleet
  * report is printed by explain's own text printer. */
+/* An agent's chain "container" object (docs/explain.md) back into a
+ * tenant reference; the key is rebuilt as tenant_ref.c would. */
+static void tenant_from_json(json_t *o, struct cw_tenant_ref *r)
+{
+	const char *v;
+
+	memset(r, 0, sizeof(*r));
+	if (!json_is_object(o))
+		return;
+	r->known = 1;
+#define TSTR(dst, key) snprintf(dst, sizeof(dst), "%s", (v = json_string_value(json_object_get(o, key))) ? v : "")
+	TSTR(r->runtime, "runtime");
+	TSTR(r->id, "id");
+	TSTR(r->pod, "pod");
+	TSTR(r->pod_uid, "pod_uid");
+	TSTR(r->ns, "namespace");
+	TSTR(r->cgroup, "cgroup");
+	TSTR(r->qos, "qos");
+#undef TSTR
+	r->cgroup_id = (uint64_t)json_integer_value(json_object_get(o, "cgroup_id"));
+	if (r->pod_uid[0])
+		snprintf(r->key, sizeof(r->key), "pod:%s", r->pod_uid);
+	else if (r->id[0])
+		snprintf(r->key, sizeof(r->key), "container:%.100s", r->id);
+	else
+		snprintf(r->key, sizeof(r->key), "cgroup:%.100s", r->cgroup);
+}
+
 static void chain_from_json(json_t *j, struct cw_chain *c)
 {
 	json_t *rc = json_object_get(j, "root_cause"), *tl = json_object_get(j, "timeline"), *v;
@@ -521,7 +549,9 @@ static void chain_from_json(json_t *j, struct cw_chain *c)
 		c->culprit.cpu = json_is_integer(json_object_get(cu, "cpu"))
 					 ? (int)json_integer_value(json_object_get(cu, "cpu"))
 					 : -1;
+		tenant_from_json(json_object_get(cu, "container"), &c->culprit.container);
 	}
+	tenant_from_json(json_object_get(j, "container"), &c->container);
 	{
 		const char *key;
 

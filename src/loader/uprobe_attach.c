@@ -201,6 +201,7 @@ again:
 	cp->skel->rodata->cfg_ring_quarter = rb / 4;
 	cp->skel->rodata->cfg_agg_bytes = o->agg_pct ? (uint64_t)rb * (o->agg_pct > 100 ? 100 : o->agg_pct) / 100 : 0;
 	cp->skel->rodata->cfg_filter_tracked = o->filter_tracked ? 1 : 0;
+	cp->skel->rodata->cfg_filter_cgroup = o->filter_cgroup ? 1 : 0;
 	cp->skel->rodata->cfg_py_mode = (__u8)o->py_mode;
 	cp->skel->rodata->cfg_native_stacks = o->native_stacks ? 1 : 0;
 	if ((o->tracked_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_tracked, o->tracked_fd))) ||
@@ -253,6 +254,16 @@ again:
 fail:
 	cw_cuda_probes_close(cp);
 	return rc;
+}
+
+int cw_cuda_probes_allow_cgroup(struct cw_cuda_probes *cp, uint64_t id)
+{
+	__u64 k = id;
+	__u8 v = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(cp->skel->maps.cw_cgroup_allow), &k, &v, BPF_ANY))
+		return -errno;
+	return 0;
 }
 
 void cw_cuda_probes_close(struct cw_cuda_probes *cp)

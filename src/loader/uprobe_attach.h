@@ -35,6 +35,7 @@ struct cw_cuda_probes_opts {
 	unsigned ring_kb;      /* the calls ring; 0 = 8192 */
 	unsigned agg_pct;      /* aggregate above this ring fill %, 0 = never */
 	int filter_tracked;    /* only tracked tgids (else every process) */
+	int filter_cgroup;     /* only threads in cgroups added with cw_cuda_probes_allow_cgroup */
 	int py_mode;           /* enum cw_py_mode (cuda.bpf.h); 0 = off */
 	int native_stacks;     /* a native user stack after every call entry */
 	/* Shared maps from kernel_probes (-1: own copies). */
@@ -65,6 +66,10 @@ int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw
 /* Counts the hooked symbols a file exports, without attaching (check and
  * --cuda-lib validation). Returns the count or -errno. */
 int cw_hooks_in_file(const char *path, int *total_hooks);
+
+/* Lets calls of threads in cgroup v2 id through (filter_cgroup). Returns
+ * 0 or -errno (-E2BIG when the map is full). */
+int cw_cuda_probes_allow_cgroup(struct cw_cuda_probes *cp, uint64_t id);
 
 /* Adds the calls ring to *rb (created when NULL). */
 int cw_cuda_probes_add_ring(struct cw_cuda_probes *cp, struct ring_buffer **rb, ring_buffer_sample_fn fn,

@@ -14,10 +14,45 @@ extern const char cw_schema_v1_sql[];
 static const char schema_v2_sql[] =
 	"CREATE INDEX events_io ON events (node, wall_ns) WHERE source = 'io';";
 
+/* Tenants (docs/tenants.md): the identity of every cgroup seen, when it
+ * was first and last seen, per-cgroup pressure samples, and the views the
+ * per-tenant queries read (containers, cuda_events, nccl_events). One
+ * self-contained step: it only adds. */
+static const char schema_tenants_sql[] =
+	"ALTER TABLE cgroups ADD COLUMN runtime TEXT;"
+	"ALTER TABLE cgroups ADD COLUMN container_id TEXT;"
+	"ALTER TABLE cgroups ADD COLUMN pod TEXT;"
+	"ALTER TABLE cgroups ADD COLUMN pod_uid TEXT;"
+	"ALTER TABLE cgroups ADD COLUMN namespace TEXT;"
+	"ALTER TABLE cgroups ADD COLUMN qos TEXT;"
+	"ALTER TABLE cgroups ADD COLUMN slurm_job TEXT;"
+	"ALTER TABLE cgroups ADD COLUMN slurm_step TEXT;"
+	"ALTER TABLE cgroups ADD COLUMN unit TEXT;"
+	"ALTER TABLE cgroups ADD COLUMN tenant TEXT;"
+	"ALTER TABLE cgroups ADD COLUMN first_seen_wall_ns INTEGER;"
+	"ALTER TABLE cgroups ADD COLUMN last_seen_wall_ns INTEGER;"
+	"CREATE TABLE cgroup_pressure ("
+	" node TEXT NOT NULL, session_id INTEGER, cgroup_id INTEGER NOT NULL,"
+	" wall_ns INTEGER NOT NULL, mono_ns INTEGER NOT NULL,"
+	" cpu_some_us INTEGER, cpu_full_us INTEGER, memory_some_us INTEGER, memory_full_us INTEGER,"
+	" io_some_us INTEGER, io_full_us INTEGER,"
+	" cpu_some_avg10 REAL, memory_some_avg10 REAL, io_some_avg10 REAL,"
+	" nr_periods INTEGER, nr_throttled INTEGER, throttled_usec INTEGER,"
+	" quota_us INTEGER, period_us INTEGER);"
+	"CREATE INDEX cgroup_pressure_cg ON cgroup_pressure (node, cgroup_id, wall_ns);"
+	"CREATE VIEW containers AS SELECT node, cgroup_id, coalesce(container_id, CASE WHEN slurm_job IS NOT NULL"
+	" THEN 'slurm-job-' || slurm_job END, path) AS container_id, runtime, pod, namespace, pod_uid, qos,"
+	" slurm_job, slurm_step, unit, tenant, path, first_seen_wall_ns, last_seen_wall_ns FROM cgroups;"
+	"CREATE VIEW cuda_events AS SELECT *, CASE WHEN (op LIKE 'cudaLaunchKernel%' OR op LIKE 'cuLaunchKernel%')"
+	" AND detail IS NOT NULL THEN detail ELSE op END AS kernel_name FROM events"
+	" WHERE source IN ('cuda', 'driver', 'graph');"
+	"CREATE VIEW nccl_events AS SELECT *, op AS kernel_name FROM events WHERE source = 'nccl';";
+
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
 	cw_schema_v1_sql,
 	schema_v2_sql,
+	schema_tenants_sql,
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CW_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -26,6 +26,8 @@ enum stmt_id {
 	ST_PROCESS,
 	ST_THREAD,
 	ST_CGROUP,
+	ST_CGROUP_SEEN,
+	ST_PRESSURE,
 	ST_KERNEL_NAME,
 	ST_STACK_GET,
 	ST_STACK_PUT,
@@ -55,7 +57,27 @@ static const char *const stmt_sql[ST_MAX] = {
 		       " start_wall_ns = coalesce(start_wall_ns, excluded.start_wall_ns),"
 		       " exit_code = coalesce(excluded.exit_code, exit_code)",
 	[ST_THREAD] = "INSERT OR REPLACE INTO threads (node, tid, pid, comm) VALUES (?1,?2,?3,?4)",
-	[ST_CGROUP] = "INSERT OR REPLACE INTO cgroups (node, cgroup_id, path, container) VALUES (?1,?2,?3,?4)",
+	/* A cgroup keeps the identity it was first resolved with (a short-lived
+	 * container stays named after its directory is gone); later sightings
+	 * fill only what was unknown and move last_seen. */
+	[ST_CGROUP] = "INSERT INTO cgroups (node, cgroup_id, path, container, runtime, container_id, pod, pod_uid,"
+		      " namespace, qos, slurm_job, slurm_step, unit, tenant, first_seen_wall_ns, last_seen_wall_ns)"
+		      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?15)"
+		      " ON CONFLICT (node, cgroup_id) DO UPDATE SET path = coalesce(path, excluded.path),"
+		      " container = coalesce(container, excluded.container), runtime = coalesce(runtime, excluded.runtime),"
+		      " container_id = coalesce(container_id, excluded.container_id), pod = coalesce(pod, excluded.pod),"
+		      " pod_uid = coalesce(pod_uid, excluded.pod_uid), namespace = coalesce(namespace, excluded.namespace),"
+		      " qos = coalesce(qos, excluded.qos), slurm_job = coalesce(slurm_job, excluded.slurm_job),"
+		      " slurm_step = coalesce(slurm_step, excluded.slurm_step), unit = coalesce(unit, excluded.unit),"
+		      " tenant = coalesce(tenant, excluded.tenant),"
+		      " first_seen_wall_ns = coalesce(first_seen_wall_ns, excluded.first_seen_wall_ns),"
+		      " last_seen_wall_ns = max(coalesce(last_seen_wall_ns, 0), coalesce(excluded.last_seen_wall_ns, 0))",
+	[ST_CGROUP_SEEN] = "UPDATE cgroups SET last_seen_wall_ns = max(coalesce(last_seen_wall_ns, 0), ?3)"
+			   " WHERE node = ?1 AND cgroup_id = ?2",
+	[ST_PRESSURE] = "INSERT INTO cgroup_pressure (node, session_id, cgroup_id, wall_ns, mono_ns, cpu_some_us,"
+			" cpu_full_us, memory_some_us, memory_full_us, io_some_us, io_full_us, cpu_some_avg10,"
+			" memory_some_avg10, io_some_avg10, nr_periods, nr_throttled, throttled_usec, quota_us, period_us)"
+			" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
 	[ST_KERNEL_NAME] = "INSERT OR REPLACE INTO kernel_names (node, pid, handle, name) VALUES (?1,?2,?3,?4)",
 	[ST_STACK_GET] = "SELECT id FROM stacks WHERE hash = ?1",
 	[ST_STACK_PUT] = "INSERT INTO stacks (hash, depth, frames) VALUES (?1,?2,?3)",
@@ -921,9 +943,95 @@ int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char
 	return put4(w, ST_THREAD, tid, pid, NULL, comm, 0);
 }
 
+static const char *nz(const char *s)
+{
+	return s && s[0] ? s : NULL;
+}
+
+int cw_writer_cgroup_row(struct cw_writer *w, const struct cw_cgroup_row *r)
+{
+	sqlite3_stmt *s = w->st[ST_CGROUP];
+	const struct cw_tenant *t = r->t;
+	char key[CW_CGPATH_MAX + 16];
+	int err = begin_if_needed(w);
+
+	if (err)
+		return row_done(w, err);
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (int64_t)r->cgroup_id);
+	bind_text_or_null(s, 3, r->path);
+	bind_text_or_null(s, 4, nz(r->container) ? r->container : nz(t->container_id));
+	bind_text_or_null(s, 5, nz(t->runtime));
+	bind_text_or_null(s, 6, nz(t->container_id));
+	bind_text_or_null(s, 7, nz(t->pod));
+	bind_text_or_null(s, 8, nz(t->pod_uid));
+	bind_text_or_null(s, 9, nz(t->ns));
+	bind_text_or_null(s, 10, nz(t->qos));
+	bind_text_or_null(s, 11, nz(t->slurm_job));
+	bind_text_or_null(s, 12, nz(t->slurm_step));
+	bind_text_or_null(s, 13, nz(t->unit));
+	cw_tenant_key(t, r->path, key, sizeof(key));
+	bind_text_or_null(s, 14, key);
+	if (r->seen_wall_ns)
+		sqlite3_bind_int64(s, 15, (int64_t)r->seen_wall_ns);
+	return row_done(w, step_reset(s));
+}
+
+int cw_writer_cgroup_seen(struct cw_writer *w, uint64_t cgroup_id, uint64_t wall_ns)
+{
+	sqlite3_stmt *s = w->st[ST_CGROUP_SEEN];
+	int err = begin_if_needed(w);
+
+	if (err)
+		return row_done(w, err);
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (int64_t)cgroup_id);
+	sqlite3_bind_int64(s, 3, (int64_t)wall_ns);
+	return row_done(w, step_reset(s));
+}
+
+int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row *r)
+{
+	sqlite3_stmt *s = w->st[ST_PRESSURE];
+	int err = begin_if_needed(w), i;
+
+	if (err)
+		return row_done(w, err);
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	if (w->session_id)
+		sqlite3_bind_int64(s, 2, w->session_id);
+	sqlite3_bind_int64(s, 3, (int64_t)r->cgroup_id);
+	sqlite3_bind_int64(s, 4, (int64_t)r->wall_ns);
+	sqlite3_bind_int64(s, 5, (int64_t)r->mono_ns);
+	/* -1 marks a value the kernel did not offer: NULL. */
+	for (i = 0; i < 6; i++)
+		if (r->psi_total_us[i] >= 0)
+			sqlite3_bind_int64(s, 6 + i, r->psi_total_us[i]);
+	for (i = 0; i < 3; i++)
+		if (r->psi_avg10[i] >= 0)
+			sqlite3_bind_double(s, 12 + i, r->psi_avg10[i]);
+	if (r->nr_periods >= 0)
+		sqlite3_bind_int64(s, 15, r->nr_periods);
+	if (r->nr_throttled >= 0)
+		sqlite3_bind_int64(s, 16, r->nr_throttled);
+	if (r->throttled_usec >= 0)
+		sqlite3_bind_int64(s, 17, r->throttled_usec);
+	if (r->quota_us >= 0)
+		sqlite3_bind_int64(s, 18, r->quota_us);
+	if (r->period_us >= 0)
+		sqlite3_bind_int64(s, 19, r->period_us);
+	return row_done(w, step_reset(s));
+}
+
 int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, const char *container)
 {
-	return put4(w, ST_CGROUP, (int64_t)cgroup_id, 0, path, container, 1);
+	struct cw_cgroup_row r = { .cgroup_id = cgroup_id, .path = path, .container = container };
+	struct cw_tenant t;
+
+	if (!path || cw_tenant_parse(path, &t))
+		memset(&t, 0, sizeof(t));
+	r.t = &t;
+	return cw_writer_cgroup_row(w, &r);
 }
 
 int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, const char *name)

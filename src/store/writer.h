@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "tenant/tenant.h"
 
 struct cw_writer;
 
@@ -87,6 +88,24 @@ struct cw_process_row {
 	int exit_code;
 };
 
+struct cw_cgroup_row {
+	uint64_t cgroup_id;
+	const char *path;
+	const char *container; /* the legacy container column; NULL: the parsed id */
+	const struct cw_tenant *t;
+	uint64_t seen_wall_ns; /* 0 unknown */
+};
+
+/* One pressure sample of a cgroup; -1 in any field: not offered. */
+struct cw_pressure_row {
+	uint64_t cgroup_id;
+	uint64_t wall_ns, mono_ns;
+	int64_t psi_total_us[6]; /* cpu some/full, memory some/full, io some/full */
+	double psi_avg10[3];     /* cpu, memory, io "some" avg10 */
+	int64_t nr_periods, nr_throttled, throttled_usec;
+	int64_t quota_us, period_us; /* cpu.max or cpu.cfs_quota_us/period_us; quota -1 unlimited */
+};
+
 struct cw_writer_stats {
 	uint64_t events, offcpu, snapshots, batches, pruned_events;
 	/* Rows the store refused or lost with a rolled-back batch. */
@@ -107,7 +126,13 @@ int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *row);
 int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *row);
 int cw_writer_process(struct cw_writer *w, const struct cw_process_row *row);
 int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char *comm);
+/* A cgroup by path alone; the identity is parsed from it (tenant.h). */
 int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, const char *container);
+/* A resolved cgroup (src/tenant/); seen_wall_ns sets first seen for a new
+ * row and moves last seen. */
+int cw_writer_cgroup_row(struct cw_writer *w, const struct cw_cgroup_row *r);
+int cw_writer_cgroup_seen(struct cw_writer *w, uint64_t cgroup_id, uint64_t wall_ns);
+int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row *r);
 int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, const char *name);
 /* Interning: returns the row id (> 0) for hash, inserting when new. */
 int64_t cw_writer_intern_stack(struct cw_writer *w, uint64_t hash, int depth, const char *frames);

@@ -21,6 +21,7 @@ declare -A want=(
 	[dataloader-starvation]=dataloader_starvation
 	[throttle]=throughput_drop
 	[healthy]=none
+	[noisy-neighbour]=noisy_neighbour
 )
 
 "$BIN" demo --list --json > "$tmp/list.json"

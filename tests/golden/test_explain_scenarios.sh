@@ -20,10 +20,11 @@ declare -A want=(
 	[dataloader-starvation]=dataloader_starvation
 	[throttle]=throughput_drop
 	[healthy]=none
+	[noisy-neighbour]=noisy_neighbour
 )
 bad=()
 for s in incident cold-start memcpy-bottleneck periodic-spike cpu-contention gpu-steal io-contention \
-	memory-pressure dataloader-starvation throttle healthy; do
+	memory-pressure dataloader-starvation throttle healthy noisy-neighbour; do
 	db=$tmp/$s.db
 	"$CW_BIN" demo "$s" --db "$db" >"$tmp/$s.demo" 2>&1 || fail "demo $s: $(tail -n 3 "$tmp/$s.demo")"
 	CW_FAKE_NOW_NS=1767225600000000000 "$CW_BIN" explain --db "$db" --json >"$tmp/$s.json" ||
@@ -43,12 +44,13 @@ assert set(d) == {"window", "chains", "warnings", "losses"}, d.keys()
 assert d["losses"] == [], d["losses"]
 sev = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
 kinds = {"cpu_preemption", "io_contention", "memory_pressure", "cold_start", "periodic_allocator",
-         "memcpy_bound", "gpu_time_slicing", "throughput_drop", "dataloader_starvation"}
+         "memcpy_bound", "gpu_time_slicing", "throughput_drop", "dataloader_starvation",
+         "noisy_neighbour", "cfs_throttling"}
 prev = None
 for c in d["chains"]:
     for k in ("severity", "op", "source", "count", "slow_count", "p50_ns", "p99_ns", "tail_ratio",
               "explained_share", "root_cause", "timeline", "fix", "pid", "tid", "comm", "node", "rank",
-              "python", "culprit", "evidence"):
+              "python", "culprit", "evidence", "container"):
         assert k in c, k
     assert c["root_cause"]["kind"] in kinds and c["root_cause"]["summary"]
     assert 0 <= c["explained_share"] <= 1 and c["fix"] and c["timeline"]
@@ -60,6 +62,20 @@ for c in d["chains"]:
 PY
 done
 [ ${#bad[@]} -eq 0 ] || fail "wrong top chain for: ${bad[*]}"
+
+# noisy-neighbour names both tenants, and its fixes fit Kubernetes.
+python3 - "$tmp/noisy-neighbour.json" <<'PY' || fail "noisy-neighbour: tenants not named"
+import json, sys
+c = json.load(open(sys.argv[1]))["chains"][0]
+v, n = c["container"], c["culprit"]["container"]
+assert (v["runtime"], v["pod"], v["namespace"], v["qos"]) == ("containerd", "vit-train-0", "ml", "guaranteed"), v
+assert (n["pod"], n["namespace"], n["qos"]) == ("video-transcode-7d9f", "batch", "besteffort"), n
+assert n["id"].startswith("51c0ffee") and n["pod_uid"] == "e1d2c3b4-a5f6-4789-8abc-def012345678", n
+s = c["root_cause"]["summary"]
+assert "pod ml/vit-train-0" in s and "pod batch/video-transcode-7d9f" in s, s
+assert any("cpu-manager-policy=static" in f for f in c["fix"]) and any(f.endswith("cpu.max  # cgroup v2: at most one CPU") for f in c["fix"]), c["fix"]
+print("noisy-neighbour:", s)
+PY
 
 # Stored history: one row per chain, stamped with the injected clock.
 n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["chains"]))' "$tmp/incident.json")

@@ -77,6 +77,8 @@ static int int_query(sqlite3 *db, const char *sql)
 	return v;
 }
 
+extern const char cw_schema_v1_sql[];
+
 static void test_v1_file_read_and_migrated(void **state)
 {
 	static const char has_io_index[] =
@@ -85,13 +87,18 @@ static void test_v1_file_read_and_migrated(void **state)
 	char err[256];
 
 	(void)state;
-	/* A v1 file: the v1 schema without the v2 index, holding one request. */
-	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
-	assert_int_equal(cw_exec(st->db, "DROP INDEX events_io; PRAGMA user_version = 1;"
-					 "INSERT INTO events (node, seq, wall_ns, mono_ns, pid, tid, source, op,"
-					 " duration_ns) VALUES ('n1', 1, 5, 5, 1, 1, 'io', 'block_write', 7)"),
+	sqlite3 *raw;
+
+	/* A v1 file: the v1 schema alone (later migrations add to it), holding
+	 * one request. */
+	unlink(path);
+	assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+	assert_int_equal(cw_exec(raw, cw_schema_v1_sql), 0);
+	assert_int_equal(cw_exec(raw, "PRAGMA user_version = 1;"
+				      "INSERT INTO events (node, seq, wall_ns, mono_ns, pid, tid, source, op,"
+				      " duration_ns) VALUES ('n1', 1, 5, 5, 1, 1, 'io', 'block_write', 7)"),
 			 0);
-	cw_store_close(st);
+	sqlite3_close(raw);
 	/* Read-only: accepted as it is (v2 adds only an index), not migrated. */
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), 0);
 	assert_int_equal(int_query(st->db, "PRAGMA user_version"), 1);
@@ -102,6 +109,9 @@ static void test_v1_file_read_and_migrated(void **state)
 	assert_int_equal(int_query(st->db, "PRAGMA user_version"), CW_SCHEMA_VERSION);
 	assert_int_equal(int_query(st->db, has_io_index), 1);
 	assert_int_equal(int_query(st->db, "SELECT duration_ns FROM events WHERE source = 'io'"), 7);
+	/* The tenant migration's views read the migrated tables. */
+	assert_int_equal(int_query(st->db, "SELECT count(*) FROM cuda_events"), 0);
+	assert_int_equal(int_query(st->db, "SELECT count(*) FROM containers"), 0);
 	cw_store_close(st);
 }
 

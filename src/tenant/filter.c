@@ -1,0 +1,124 @@
+/* Tenant filters (--cgroup, --container, --pod, --slurm-job): parsing the
+ * flag and testing one cgroup against it. trace turns a filter into the
+ * BPF map of allowed cgroup ids (resolve.c walks the live tree); the
+ * reading commands match the cgroups table of the database. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tenant/tenant.h"
+
+int cw_cgpath_covers(const char *anc, const char *path)
+{
+	size_t n = strlen(anc);
+
+	while (n > 1 && anc[n - 1] == '/')
+		n--;
+	if (n == 1 && anc[0] == '/')
+		return path[0] == '/';
+	return !strncmp(anc, path, n) && (path[n] == 0 || path[n] == '/');
+}
+
+static int all_digits(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+int cw_tenant_filter_parse(struct cw_tenant_filter *f, const char *flag, const char *value, char *err,
+			   size_t errlen)
+{
+	struct cw_tenant t;
+	size_t n = value ? strlen(value) : 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!strcmp(flag, "--cgroup")) {
+		if (all_digits(value) && n <= 20) {
+			errno = 0;
+			f->id = strtoull(value, NULL, 10);
+			if (errno || !f->id)
+				goto bad;
+			f->kind = CW_TF_CGROUP_ID;
+			snprintf(f->value, sizeof(f->value), "%s", value);
+			return 0;
+		}
+		/* A path as /proc/PID/cgroup prints it; the mount point prefix
+		 * (/sys/fs/cgroup[/unified]) is accepted and dropped. */
+		static const char *const mounts[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup" };
+		for (int i = 0; i < 2; i++) {
+			size_t ml = strlen(mounts[i]);
+			if (!strncmp(value, mounts[i], ml) && (value[ml] == '/' || value[ml] == 0)) {
+				value += ml;
+				break;
+			}
+		}
+		if (!*value)
+			value = "/";
+		if (cw_tenant_parse(value, &t))
+			goto bad;
+		f->kind = CW_TF_CGROUP_PATH;
+		snprintf(f->value, sizeof(f->value), "%s", value);
+		return 0;
+	}
+	if (!strcmp(flag, "--container")) {
+		/* An id prefix as `docker ps` or `crictl ps` shows it. */
+		if (n < 4 || n > 64)
+			goto bad;
+		for (size_t i = 0; i < n; i++)
+			if (!((value[i] >= '0' && value[i] <= '9') || (value[i] >= 'a' && value[i] <= 'f')))
+				goto bad;
+		f->kind = CW_TF_CONTAINER;
+		snprintf(f->value, sizeof(f->value), "%s", value);
+		return 0;
+	}
+	if (!strcmp(flag, "--pod")) {
+		if (!cw_k8s_name_valid(value, n, 0))
+			goto bad;
+		f->kind = CW_TF_POD;
+		snprintf(f->value, sizeof(f->value), "%s", value);
+		return 0;
+	}
+	if (!strcmp(flag, "--slurm-job")) {
+		if (!all_digits(value) || n > 20)
+			goto bad;
+		f->kind = CW_TF_SLURM_JOB;
+		snprintf(f->value, sizeof(f->value), "%s", value);
+		return 0;
+	}
+	return -ENOENT;
+bad:
+	if (!strcmp(flag, "--container"))
+		snprintf(err, errlen, "bad --container \"%.80s\" (want 4-64 lower-case hex characters of a container id)",
+			 value ? value : "");
+	else if (!strcmp(flag, "--pod"))
+		snprintf(err, errlen, "bad --pod \"%.80s\" (want a pod name or UID)", value ? value : "");
+	else if (!strcmp(flag, "--slurm-job"))
+		snprintf(err, errlen, "bad --slurm-job \"%.80s\" (want a job number)", value ? value : "");
+	else
+		snprintf(err, errlen, "bad --cgroup \"%.80s\" (want a cgroup path or a cgroup v2 id)", value ? value : "");
+	memset(f, 0, sizeof(*f));
+	return -EINVAL;
+}
+
+int cw_tenant_match(const struct cw_tenant_filter *f, uint64_t id, const char *path, const struct cw_tenant *t)
+{
+	switch (f->kind) {
+	case CW_TF_CGROUP_ID:
+		return id == f->id;
+	case CW_TF_CGROUP_PATH:
+		return path && !strcmp(path, f->value);
+	case CW_TF_CONTAINER:
+		return t->container_id[0] && !strncmp(t->container_id, f->value, strlen(f->value));
+	case CW_TF_POD:
+		return (t->pod_uid[0] && !strcmp(t->pod_uid, f->value)) || (t->pod[0] && !strcmp(t->pod, f->value));
+	case CW_TF_SLURM_JOB:
+		return t->slurm_job[0] && !strcmp(t->slurm_job, f->value);
+	default:
+		return 0;
+	}
+}
