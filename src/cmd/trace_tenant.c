@@ -19,6 +19,7 @@ struct trace_tenant {
 	struct cw_cuda_probes *cp;
 	uint64_t allow_errors;
 	struct cw_tenant_batch batch; /* the resolver's */
+	int batch_pending;            /* resolved, waiting for the store */
 	pthread_t thread;
 	int running;
 	volatile int stop;
@@ -167,6 +168,18 @@ static void round_once(struct trace_tenant *tt, int second)
 	if (second && tt->filtering)
 		cw_tenant_allow_scan(&tt->allow, cw_cgroup2_root(), allow_new, tt);
 	cw_consumer_lock(tt->cons);
+	/* While another process holds the database, its rows wait here like
+	 * the consumer's records: a write now would only fail. */
+	if (!cw_consumer_store_ready(tt->cons)) {
+		cw_consumer_unlock(tt->cons);
+		return;
+	}
+	if (tt->batch_pending) {
+		cw_tenant_registry_commit(tt->reg, b, tt->w, cw_realtime_ns(), second);
+		tt->batch_pending = 0;
+		cw_consumer_unlock(tt->cons);
+		return;
+	}
 	have = cw_tenant_registry_pending(tt->reg);
 	rc = have || second ? cw_tenant_registry_take(tt->reg, b, second) : -EAGAIN;
 	cw_consumer_unlock(tt->cons);
@@ -174,7 +187,10 @@ static void round_once(struct trace_tenant *tt, int second)
 		return;
 	cw_tenant_batch_resolve(b, cw_monotonic_ns(), cw_realtime_ns());
 	cw_consumer_lock(tt->cons);
-	cw_tenant_registry_commit(tt->reg, b, tt->w, cw_realtime_ns(), second);
+	if (cw_consumer_store_ready(tt->cons))
+		cw_tenant_registry_commit(tt->reg, b, tt->w, cw_realtime_ns(), second);
+	else
+		tt->batch_pending = 1;
 	cw_consumer_unlock(tt->cons);
 }
 
@@ -222,6 +238,8 @@ void trace_tenant_finish(struct trace_tenant *tt)
 		tt->running = 0;
 	}
 	round_once(tt, 1);
+	if (tt->batch_pending) /* that round only stored the waiting batch */
+		round_once(tt, 1);
 }
 
 void trace_tenant_counters(struct trace_tenant *tt, struct cw_writer *w)

@@ -73,6 +73,6 @@ else:
 print(f"ok {name}: {t['events']} events, {t['offcpu']} off-CPU, top {chains[0]['root_cause']['kind'] if chains else 'none'}")
 PY
 done
-[ "$(echo "$scenarios" | wc -l)" -eq 11 ] || { echo "expected 11 scenarios"; exit 1; }
+[ "$(echo "$scenarios" | wc -l)" -eq ${#want[@]} ] || { echo "expected ${#want[@]} scenarios"; exit 1; }
 # The diagnosis is stored as chain history.
 [ "$(q "$tmp/incident.db" "SELECT count(*) AS n FROM chains WHERE kind = 'cpu_preemption'" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["n"])')" -ge 1 ]
