@@ -19,6 +19,11 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_THROUGHPUT_DROP] = "throughput_drop",
 		[CW_KIND_DATALOADER_STARVATION] = "dataloader_starvation",
 		[CW_KIND_STRAGGLER] = "straggler",
+		[CW_KIND_OOM_KILL] = "oom_kill",
+		[CW_KIND_NETWORK] = "network",
+		[CW_KIND_GRAPH_CHURN] = "graph_churn",
+		[CW_KIND_GRAPH_LAUNCH_TAIL] = "graph_launch_tail",
+		[CW_KIND_HOST_MEMORY] = "host_memory",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }

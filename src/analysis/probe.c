@@ -264,6 +264,33 @@ int cw_sysctx_need_io(struct cw_sysctx *sys)
 	return load_io(sys->db, sys, sys->from_wall, sys->to_wall);
 }
 
+static int rare_mono_cmp(const void *a, const void *b)
+{
+	const struct cw_rare_event *x = a, *y = b;
+	return x->mono_ns < y->mono_ns ? -1 : x->mono_ns > y->mono_ns;
+}
+
+/* At most this many retransmits are read per window: a link that drops
+ * more has named itself long before. */
+#define CW_RETX_MAX_ROWS 200000
+
+int cw_sysctx_need_retx(struct cw_sysctx *sys)
+{
+	int n;
+
+	if (sys->retx_loaded)
+		return 0;
+	sys->retx_loaded = 1;
+	n = cw_rare_events_load(sys->db, sys->node, "net", "tcp_retransmit", sys->from_wall, sys->to_wall,
+				CW_RETX_MAX_ROWS, &sys->retx);
+	if (n < 0)
+		return n;
+	sys->nretx = (size_t)n;
+	if (n > 1)
+		qsort(sys->retx, sys->nretx, sizeof(*sys->retx), rare_mono_cmp);
+	return 0;
+}
+
 int cw_events_id_at(sqlite3 *db, uint64_t wall, int64_t *id)
 {
 	sqlite3_stmt *mm = NULL, *at = NULL;
@@ -313,6 +340,7 @@ void cw_sysctx_free(struct cw_sysctx *sys)
 	free(sys->io);
 	free(sys->io_raw);
 	free(sys->io_pid);
+	free(sys->retx);
 	memset(sys, 0, sizeof(*sys));
 }
 
@@ -630,4 +658,35 @@ int cw_op_is_launch(const char *op)
 {
 	return !strncmp(op, "cudaLaunchKernel", 16) || !strncmp(op, "cuLaunchKernel", 14) ||
 	       !strcmp(op, "cudaGraphLaunch") || !strcmp(op, "cuGraphLaunch");
+}
+
+/* Page-locked host memory: the pages are allocated, zeroed and pinned by
+ * the call itself, so it is where host page-allocation pressure lands. */
+int cw_op_is_host_alloc(const char *op)
+{
+	static const char *const names[] = {"cudaHostAlloc", "cudaMallocHost", "cudaHostRegister",
+					    "cuMemHostAlloc", "cuMemAllocHost", "cuMemHostRegister"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(op, names[i]))
+			return 1;
+	return 0;
+}
+
+int cw_op_is_graph_launch(const char *op)
+{
+	return !strcmp(op, "cudaGraphLaunch") || !strcmp(op, "cuGraphLaunch");
+}
+
+/* Ops that (re)build a graph: capture, instantiation and update. A
+ * steady-state graph replays without any of them. */
+int cw_op_is_graph_build(const char *op)
+{
+	static const char *const names[] = {"cudaStreamEndCapture", "cudaGraphInstantiate",
+					    "cudaGraphInstantiateWithFlags", "cuGraphInstantiate",
+					    "cuGraphInstantiateWithFlags", "cudaGraphExecUpdate",
+					    "cuGraphExecUpdate", "cuStreamEndCapture"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(op, names[i]))
+			return 1;
+	return 0;
 }

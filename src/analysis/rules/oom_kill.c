@@ -1,0 +1,255 @@
+/* oom_kill: the kernel's OOM killer (global, or a memory cgroup at its
+ * limit: memory.max on cgroup v2, memory.limit_in_bytes on v1) killed a
+ * traced process, or a neighbour: a process in the cgroup of a traced
+ * one, or a victim chosen while a traced process allocated. The kill is
+ * read from mem.bpf.c's oom_kill events (found through the aggregates,
+ * never a scan): the victim, its RSS and its cgroup's limit. The 30 s
+ * before it are read by rowid range for the victim's allocation trend:
+ * its threads' page allocations (host) and CUDA allocation calls, the
+ * last of which gives the Python line. One chain per kill, at most 4;
+ * always HIGH. explained_share = 1; its time is the victim's run time in
+ * the window lost to the kill. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/engine.h"
+#include "store/store.h"
+#include "util/timeutil.h"
+
+#define CW_OOM_TREND_NS (30 * NSEC_PER_SEC)
+#define CW_OOM_RECENT_NS (10 * NSEC_PER_SEC)
+/* A limit this large is "max" (PAGE_COUNTER_MAX pages). */
+#define CW_OOM_NO_LIMIT (1ULL << 60)
+
+struct trend {
+	uint64_t pages_recent, pages_before; /* last 10 s, the 20 s before */
+	uint64_t cuda_bytes, cuda_calls;
+	char last_op[48];
+	int64_t last_py;
+	uint64_t last_wall;
+};
+
+/* Whether the kill concerns the traced processes of the node; sets
+ * *neighbour when only through a cgroup or the allocating task. */
+static int traced_kill(sqlite3 *db, const char *node, const struct cw_rare_event *k, int64_t victim, int *neighbour)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, hit = 0;
+
+	*neighbour = 0;
+	rc = sqlite3_prepare_v2(db,
+				"SELECT pid = ?2 FROM processes WHERE node = ?1 AND"
+				" (pid = ?2 OR pid = ?3 OR (?4 != 0 AND cgroup_id = ?4)) ORDER BY pid = ?2 DESC LIMIT 1",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, victim);
+	sqlite3_bind_int64(st, 3, k->pid);
+	sqlite3_bind_int64(st, 4, (int64_t)k->cgroup_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		hit = 1;
+		*neighbour = !sqlite3_column_int(st, 0);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return cw_sqlite_errno(rc);
+	return hit;
+}
+
+static int load_trend(sqlite3 *db, const char *node, int64_t victim, uint64_t kill_wall, struct trend *t)
+{
+	static const char sql[] =
+		"SELECT op, wall_ns, arg0, bytes, py_stack_id FROM events WHERE id BETWEEN ?1 AND ?2 AND node = ?3"
+		" AND pid = ?4 AND wall_ns BETWEEN ?5 AND ?6 AND (op = 'page_alloc' OR source IN ('cuda', 'driver'))";
+	uint64_t from = kill_wall > CW_OOM_TREND_NS ? kill_wall - CW_OOM_TREND_NS : 0;
+	sqlite3_stmt *st = NULL;
+	int64_t lo, hi;
+	int rc, ret;
+
+	memset(t, 0, sizeof(*t));
+	if ((ret = cw_events_id_at(db, from, &lo)) < 0 || (ret = cw_events_id_at(db, kill_wall + 2 * NSEC_PER_SEC, &hi)) < 0)
+		return ret;
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, hi);
+	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, victim);
+	sqlite3_bind_int64(st, 5, (int64_t)from);
+	sqlite3_bind_int64(st, 6, (int64_t)kill_wall);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *op = (const char *)sqlite3_column_text(st, 0);
+		uint64_t w = (uint64_t)sqlite3_column_int64(st, 1);
+		if (!op)
+			continue;
+		if (!strcmp(op, "page_alloc")) {
+			uint64_t pages = (uint64_t)sqlite3_column_int64(st, 2);
+			if (w + CW_OOM_RECENT_NS >= kill_wall)
+				t->pages_recent += pages;
+			else
+				t->pages_before += pages;
+			continue;
+		}
+		if (!cw_op_is_alloc(op) && !cw_op_is_host_alloc(op))
+			continue;
+		if (!strncmp(op, "cudaFree", 8) || !strcmp(op, "cuMemFree"))
+			continue;
+		t->cuda_calls++;
+		t->cuda_bytes += (uint64_t)sqlite3_column_int64(st, 3);
+		if (w >= t->last_wall) {
+			t->last_wall = w;
+			snprintf(t->last_op, sizeof(t->last_op), "%s", op);
+			if (sqlite3_column_int64(st, 4) > 0)
+				t->last_py = sqlite3_column_int64(st, 4);
+		}
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+static int load_py(sqlite3 *db, struct cw_chain *c, int64_t id)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1", -1,
+				    &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		const char *fn = (const char *)sqlite3_column_text(st, 2);
+		c->has_python = 1;
+		snprintf(c->py_file, sizeof(c->py_file), "%s", sqlite3_column_text(st, 0));
+		c->py_line = sqlite3_column_int(st, 1);
+		snprintf(c->py_function, sizeof(c->py_function), "%s", fn ? fn : "");
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+/* When the victim started (wall ns), 0 unknown. */
+static uint64_t victim_start(sqlite3 *db, const char *node, int64_t pid, int *rank)
+{
+	sqlite3_stmt *st = NULL;
+	uint64_t v = 0;
+
+	*rank = -1;
+	if (sqlite3_prepare_v2(db, "SELECT start_wall_ns, rank FROM processes WHERE node = ?1 AND pid = ?2", -1, &st,
+			       NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, pid);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		v = (uint64_t)sqlite3_column_int64(st, 0);
+		if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+			*rank = sqlite3_column_int(st, 1);
+	}
+	sqlite3_finalize(st);
+	return v;
+}
+
+static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_event *k, int neighbour,
+		 const struct trend *t, uint64_t from_wall, int nkills, struct cw_chain *c)
+{
+	int64_t victim = k->arg[2];
+	uint64_t rss = (uint64_t)(k->arg[0] > 0 ? k->arg[0] : 0) * 4096, limit = (uint64_t)(k->arg[1] > 0 ? k->arg[1] : 0);
+	uint64_t start, lost;
+	double recent = (double)t->pages_recent * 4096 / 10.0 / (1 << 20);
+	double before = (double)t->pages_before * 4096 / 20.0 / (1 << 20);
+	char lim[64], cause[96];
+
+	memset(c, 0, sizeof(*c));
+	c->kind = CW_KIND_OOM_KILL;
+	snprintf(c->op, sizeof(c->op), "oom_kill");
+	snprintf(c->source, sizeof(c->source), "mem");
+	snprintf(c->node, sizeof(c->node), "%s", sys->node);
+	c->culprit.cpu = -1;
+	c->count = (uint64_t)nkills;
+	c->slow_count = 1;
+	c->explained_share = 1;
+	start = victim_start(db, sys->node, victim, &c->rank);
+	if (start < from_wall)
+		start = from_wall;
+	lost = k->wall_ns > start ? k->wall_ns - start : 0;
+	c->slow_time_ns = c->explained_ns = lost;
+	c->pid = c->tid = victim;
+	snprintf(c->comm, sizeof(c->comm), "%.31s", k->detail[0] ? k->detail : "?");
+	if (limit && limit < CW_OOM_NO_LIMIT)
+		snprintf(lim, sizeof(lim), "its cgroup's limit %.0f MiB", (double)limit / (1 << 20));
+	else
+		snprintf(lim, sizeof(lim), "no cgroup limit recorded (host memory exhausted)");
+	snprintf(cause, sizeof(cause), "%s", neighbour ? " (a neighbour of the traced processes)" : "");
+	snprintf(c->summary, sizeof(c->summary),
+		 "oom_kill: the kernel OOM killer killed pid %lld (%s)%s with RSS %.0f MiB, %s; allocation by"
+		 " pid %lld (%s) triggered it; in the 10 s before, the victim allocated host pages at %.1f MiB/s"
+		 " (%.1f MiB/s in the 20 s before) and %.0f MiB through %llu CUDA allocation calls",
+		 (long long)victim, c->comm, cause, (double)rss / (1 << 20), lim, (long long)k->pid, k->comm, recent,
+		 before, (double)t->cuda_bytes / (1 << 20), (unsigned long long)t->cuda_calls);
+	if (t->last_py > 0)
+		load_py(db, c, t->last_py);
+	if (k->wall_ns > 20 * NSEC_PER_SEC)
+		cw_chain_add_timeline(c, CW_LAYER_SYSTEM, k->wall_ns - 20 * NSEC_PER_SEC,
+				      "victim allocating host pages at %.1f MiB/s", before);
+	if (t->last_wall)
+		cw_chain_add_timeline(c, CW_LAYER_CUDA, t->last_wall, "last allocation call before the kill: %s",
+				      t->last_op);
+	if (c->has_python)
+		cw_chain_add_timeline(c, CW_LAYER_PYTHON, t->last_wall, "last allocation from %s() at %s:%d",
+				      c->py_function, c->py_file, c->py_line);
+	cw_chain_add_timeline(c, CW_LAYER_SYSTEM, k->wall_ns, "OOM kill of pid %lld (%s), RSS %.0f MiB%s",
+			      (long long)victim, c->comm, (double)rss / (1 << 20),
+			      limit && limit < CW_OOM_NO_LIMIT ? " at its cgroup limit" : "");
+	if (limit && limit < CW_OOM_NO_LIMIT)
+		cw_chain_add_fix(c, "raise the container's memory limit above %.0f MiB (memory.max on cgroup v2, memory.limit_in_bytes on v1, resources.limits.memory in Kubernetes)",
+				 (double)rss * 1.5 / (1 << 20));
+	else
+		cw_chain_add_fix(c, "give the job a memory limit it fits in, or move other tenants off the node; dmesg | grep -i 'killed process'");
+	cw_chain_add_fix(c, "lower host memory per step: DataLoader(num_workers=2, prefetch_factor=2, persistent_workers=False); each worker holds its own copy of the dataset object");
+	cw_chain_add_fix(c, "drop references every step: accumulate loss.item(), not loss; del outputs before the next batch");
+	cw_chain_add_fix(c, "python -X tracemalloc=25 train.py  # or tracemalloc.take_snapshot() every N steps to find what grows");
+	if (victim > 0)
+		cw_chain_add_fix(c, "cat /proc/%lld/status | grep -E 'VmRSS|VmHWM'  # watch the next run grow", (long long)victim);
+	cw_chain_add_evidence(c, "victim_pid", (double)victim, 1);
+	cw_chain_add_evidence(c, "victim_rss_bytes", (double)rss, 1);
+	cw_chain_add_evidence(c, "cgroup_limit_bytes", limit < CW_OOM_NO_LIMIT ? (double)limit : 0, 1);
+	cw_chain_add_evidence(c, "trigger_pid", (double)k->pid, 1);
+	cw_chain_add_evidence(c, "host_alloc_mib_per_s_recent", recent, 0);
+	cw_chain_add_evidence(c, "host_alloc_mib_per_s_before", before, 0);
+	cw_chain_add_evidence(c, "cuda_alloc_bytes_30s", (double)t->cuda_bytes, 1);
+	cw_chain_add_evidence(c, "neighbour", neighbour, 1);
+	cw_chain_add_evidence(c, "kills", nkills, 1);
+}
+
+int cw_rule_oom_kill(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+		     uint64_t from_wall, uint64_t to_wall, struct cw_chain *c, int max)
+{
+	struct cw_rare_event *k = NULL;
+	int n, out = 0, ret = 0;
+
+	n = cw_rare_events_load(db, sys->node, "mem", "oom_kill", from_wall, to_wall, 64, &k);
+	if (n <= 0)
+		return n;
+	for (int i = 0; i < n && out < max; i++) {
+		int64_t victim = k[i].arg[2];
+		struct trend t;
+		int neighbour;
+
+		if (o->pid && victim != o->pid && k[i].pid != o->pid)
+			continue;
+		ret = traced_kill(db, sys->node, &k[i], victim, &neighbour);
+		if (ret < 0)
+			break;
+		if (!ret)
+			continue;
+		if ((ret = load_trend(db, sys->node, victim, k[i].wall_ns, &t)) < 0)
+			break;
+		fill(db, sys, &k[i], neighbour, &t, from_wall, n, &c[out++]);
+		ret = 0;
+	}
+	free(k);
+	return ret < 0 ? ret : out;
+}
