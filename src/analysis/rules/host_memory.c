@@ -7,7 +7,7 @@
  * 100 MiB/s, around the call) it runs direct reclaim or waits for
  * swap-in. A slow call counts when it overlaps either; its time less what
  * it spent preempted is explained. The thread's page-allocation records
- * are read for the 64 slowest calls only, one rowid range of [start - 1 s,
+ * are read for the 256 slowest calls only, one rowid range of [start - 1 s,
  * end] each. explained_share = that time / slow-call time. */
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@
 #include "util/timeutil.h"
 
 #define CW_HOSTMEM_OWN_RATE 25000.0 /* pages per second */
-#define CW_HOSTMEM_MAX_CALLS 64
+#define CW_HOSTMEM_MAX_CALLS 256
 
 /* The thread's highest page-allocation rate (pages/s) in records that
  * overlap [s, e]; records cover [mono, mono + interval]. */
