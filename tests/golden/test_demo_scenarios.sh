@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$BIN" demo --list --json > "$tmp/list.json"
 scenarios=$(python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))))' "$tmp/list.json")
 n=$(echo $scenarios | wc -w)
-[ "$n" -eq 10 ] || { echo "expected 10 scenarios, got $n: $scenarios"; exit 1; }
+[ "$n" -eq 15 ] || { echo "expected 15 scenarios, got $n: $scenarios"; exit 1; }
 
 q() { "$BIN" query --db "$1" --json "$2"; }
 
@@ -57,3 +57,17 @@ PY
 done
 # The diagnosis is stored as chain history.
 [ "$(q "$tmp/incident.db" "SELECT count(*) AS n FROM chains WHERE kind = 'cpu_preemption'" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["n"])')" -ge 1 ]
+# Scenarios of the OOM, network, CUDA-graph and host-memory rules, with the
+# kind each must name (kept as its own table so it merges with others).
+declare -A want16=(
+	[oom-kill]=oom_kill
+	[network]=network
+	[graph-churn]=graph_churn
+	[graph-launch-tail]=graph_launch_tail
+	[host-memory]=host_memory
+)
+for s in "${!want16[@]}"; do
+	got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["diagnosis"]["chains"][0]["root_cause"]["kind"])' "$tmp/$s.json") ||
+		{ echo "$s: no top chain"; exit 1; }
+	[ "$got" = "${want16[$s]}" ] || { echo "$s: top chain $got, want ${want16[$s]}"; exit 1; }
+done
