@@ -16,13 +16,15 @@
 
 #define CW_NET_MIN_RETX 3
 /* Linux never retransmits on a timeout sooner than 200 ms (TCP_RTO_MIN):
- * two retransmits of one socket further apart than that are RTOs. */
+ * two retransmits of one socket that far apart inside one slow call are
+ * a timeout's (the second waited for the RTO), not fast retransmits. */
 #define CW_NET_RTO_MIN_NS (200 * NSEC_PER_MSEC)
 
 struct peer {
 	char tuple[160];
 	uint64_t n;
 	uint64_t last_mono;
+	size_t last_call;
 	uint64_t rtos;
 };
 
@@ -84,10 +86,13 @@ int cw_rule_network(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 				np++;
 			}
 			if (p < np) {
-				if (peers[p].n && r->mono_ns - peers[p].last_mono >= CW_NET_RTO_MIN_NS)
+				/* Within one call: a later retransmit of one loss. */
+				if (peers[p].n && peers[p].last_call == i &&
+				    r->mono_ns - peers[p].last_mono >= CW_NET_RTO_MIN_NS)
 					peers[p].rtos++;
 				peers[p].n++;
 				peers[p].last_mono = r->mono_ns;
+				peers[p].last_call = i;
 			}
 		}
 		if (!hit)
