@@ -3,8 +3,9 @@
  * replay it cheaply) is lost: every capture re-runs the launches into the
  * graph and every instantiation re-validates and re-uploads it. Counts
  * come from the per-second aggregates (no scan): graph-building ops
- * (cudaStreamEndCapture, cudaGraphInstantiate*, cuGraphInstantiate*,
- * cudaGraphExecUpdate, ...) and graph launches in the steady state, the
+ * (captures: cudaStreamEndCapture; instantiations: cudaGraphInstantiate*,
+ * cuGraphInstantiate*, cudaGraphExecUpdate, ...; builds = the larger of
+ * the two) and graph launches in the steady state, the
  * seconds after the first max(2 s, 10 % of the graph-active span). It
  * fires with >= 10 steady builds and >= 0.2 builds per steady launch (a
  * graph replayed fewer than 5 times per build). explained_share = builds
@@ -35,7 +36,7 @@ int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const stru
 			struct cw_chain *c)
 {
 	int64_t first = INT64_MAX, last = INT64_MIN, steady;
-	uint64_t builds = 0, launches = 0, build_ns = 0, top_n = 0, all_builds = 0;
+	uint64_t builds = 0, launches = 0, build_ns = 0, all_builds = 0;
 	const struct cw_opstat *top = NULL;
 	struct cw_rare_event *cap = NULL;
 	int64_t mode = -1;
@@ -56,9 +57,17 @@ int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const stru
 	if (!(last >= first))
 		return 0;
 	steady = first + ((last - first + 1) / 10 > 2 ? (last - first + 1) / 10 : 2);
+	/* Captures and instantiations are counted apart and the larger is
+	 * the build count: a capture is normally instantiated once, and an
+	 * instantiation API can nest in another (the runtime's in the
+	 * driver's, cudaGraphInstantiate in its WithFlags form), so each
+	 * family counts its busiest op, not the sum. */
+	uint64_t cap_n = 0, cap_ns = 0, inst_n = 0, inst_ns = 0;
+	const struct cw_opstat *cap_top = NULL, *inst_top = NULL;
 	for (size_t i = 0; i < nops; i++) {
 		const struct cw_opstat *s = &ops[i];
 		int build = cw_op_is_graph_build(s->op);
+		int capture = build && strstr(s->op, "Capture") != NULL;
 		uint64_t n = 0, ns = 0;
 		if (strcmp(s->node, sys->node) || (!cw_op_is_graph_launch(s->op) && !build))
 			continue;
@@ -71,14 +80,21 @@ int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const stru
 			launches += n;
 			continue;
 		}
-		all_builds += s->count;
-		builds += n;
-		build_ns += ns;
-		if (n > top_n) {
-			top_n = n;
-			top = s;
+		if (capture && n > cap_n) {
+			cap_n = n;
+			cap_ns = ns;
+			cap_top = s;
+		} else if (!capture && n > inst_n) {
+			inst_n = n;
+			inst_ns = ns;
+			inst_top = s;
 		}
+		if (s->count > all_builds)
+			all_builds = s->count;
 	}
+	builds = cap_n > inst_n ? cap_n : inst_n;
+	build_ns = cap_ns + inst_ns;
+	top = inst_top ? inst_top : cap_top;
 	if (!top || builds < CW_CHURN_MIN_BUILDS)
 		return 0;
 	ratio = launches ? (double)builds / (double)launches : 1.0;

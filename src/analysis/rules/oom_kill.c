@@ -158,8 +158,8 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 	int64_t victim = k->arg[2];
 	uint64_t rss = (uint64_t)(k->arg[0] > 0 ? k->arg[0] : 0) * 4096, limit = (uint64_t)(k->arg[1] > 0 ? k->arg[1] : 0);
 	uint64_t start, lost;
-	double recent = (double)t->pages_recent * 4096 / 10.0 / (1 << 20);
-	double before = (double)t->pages_before * 4096 / 20.0 / (1 << 20);
+	double recent = (double)t->pages_recent * 4096 / (1 << 20); /* MiB in the last 10 s */
+	double before = (double)t->pages_before * 4096 / (1 << 20); /* MiB in the 20 s before */
 	char lim[64], cause[96];
 
 	memset(c, 0, sizeof(*c));
@@ -185,15 +185,19 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 	snprintf(cause, sizeof(cause), "%s", neighbour ? " (a neighbour of the traced processes)" : "");
 	snprintf(c->summary, sizeof(c->summary),
 		 "oom_kill: the kernel OOM killer killed pid %lld (%s)%s with RSS %.0f MiB, %s; allocation by"
-		 " pid %lld (%s) triggered it; in the 10 s before, the victim allocated host pages at %.1f MiB/s"
-		 " (%.1f MiB/s in the 20 s before) and %.0f MiB through %llu CUDA allocation calls",
+		 " pid %lld (%s) triggered it; in the 10 s before, the victim allocated %.0f MiB of host pages"
+		 " (%.0f MiB in the 20 s before) and %.0f MiB through %llu CUDA allocation calls",
 		 (long long)victim, c->comm, cause, (double)rss / (1 << 20), lim, (long long)k->pid, k->comm, recent,
 		 before, (double)t->cuda_bytes / (1 << 20), (unsigned long long)t->cuda_calls);
 	if (t->last_py > 0)
 		load_py(db, c, t->last_py);
-	if (k->wall_ns > 20 * NSEC_PER_SEC)
+	if (before > 0 && k->wall_ns > 20 * NSEC_PER_SEC)
 		cw_chain_add_timeline(c, CW_LAYER_SYSTEM, k->wall_ns - 20 * NSEC_PER_SEC,
-				      "victim allocating host pages at %.1f MiB/s", before);
+				      "victim allocating host pages: %.0f MiB over the next 20 s", before);
+	if (recent > 0)
+		cw_chain_add_timeline(c, CW_LAYER_SYSTEM, k->wall_ns - (k->wall_ns > 10 * NSEC_PER_SEC ? 10 * NSEC_PER_SEC : 0),
+				      "victim allocating host pages: %.0f MiB in the last 10 s (%.1f MiB/s)", recent,
+				      recent / 10);
 	if (t->last_wall)
 		cw_chain_add_timeline(c, CW_LAYER_CUDA, t->last_wall, "last allocation call before the kill: %s",
 				      t->last_op);
@@ -217,8 +221,8 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 	cw_chain_add_evidence(c, "victim_rss_bytes", (double)rss, 1);
 	cw_chain_add_evidence(c, "cgroup_limit_bytes", limit < CW_OOM_NO_LIMIT ? (double)limit : 0, 1);
 	cw_chain_add_evidence(c, "trigger_pid", (double)k->pid, 1);
-	cw_chain_add_evidence(c, "host_alloc_mib_per_s_recent", recent, 0);
-	cw_chain_add_evidence(c, "host_alloc_mib_per_s_before", before, 0);
+	cw_chain_add_evidence(c, "host_alloc_mib_last_10s", recent, 0);
+	cw_chain_add_evidence(c, "host_alloc_mib_10_to_30s", before, 0);
 	cw_chain_add_evidence(c, "cuda_alloc_bytes_30s", (double)t->cuda_bytes, 1);
 	cw_chain_add_evidence(c, "neighbour", neighbour, 1);
 	cw_chain_add_evidence(c, "kills", nkills, 1);
