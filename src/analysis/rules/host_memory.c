@@ -6,12 +6,15 @@
  * own page-allocation records, mem.bpf.c, show >= 25,000 pages/s, about
  * 100 MiB/s, around the call) it runs direct reclaim or waits for
  * swap-in. A slow call counts when it overlaps either; its time less what
- * it spent preempted is explained. The thread's page-allocation records
+ * it spent preempted is explained, plus the time the op's slow calls were
+ * preempted by the kernel's reclaim and writeback threads (kswapd*,
+ * kworker*), which run the same reclaim on the thread's CPU. The thread's page-allocation records
  * are read for the 256 slowest calls only, one rowid range of [start - 1 s,
  * end] each. explained_share = that time / slow-call time. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analysis/engine.h"
 #include "store/store.h"
@@ -62,7 +65,7 @@ int cw_rule_host_memory(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		" AND source = 'mem' AND node = ?3 AND tid = ?4";
 	const struct cw_slowcall **by = NULL;
 	sqlite3_stmt *st = NULL;
-	uint64_t explained = 0, in_pressure = 0, own_heavy = 0;
+	uint64_t explained = 0, in_pressure = 0, own_heavy = 0, reclaim_ns = 0;
 	double max_rate = 0, share;
 	size_t n;
 	char head[128], exp[32];
@@ -101,6 +104,10 @@ int cw_rule_host_memory(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	}
 	if (!explained)
 		goto out;
+	for (size_t i = 0; i < ctx->nculprits; i++)
+		if (!strncmp(ctx->culprits[i].comm, "kswapd", 6) || !strncmp(ctx->culprits[i].comm, "kworker", 7))
+			reclaim_ns += ctx->culprits[i].ns;
+	explained += reclaim_ns;
 	share = (double)explained / (double)ctx->slow_time_ns;
 	c->kind = CW_KIND_HOST_MEMORY;
 	c->explained_share = share;
@@ -127,6 +134,7 @@ int cw_rule_host_memory(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	cw_chain_add_evidence(c, "calls_own_alloc_heavy", (double)own_heavy, 1);
 	cw_chain_add_evidence(c, "own_page_alloc_per_s_max", max_rate, 1);
 	cw_chain_add_evidence(c, "blocked_ns", (double)ctx->blocked_ns, 1);
+	cw_chain_add_evidence(c, "reclaim_thread_preempted_ns", (double)reclaim_ns, 1);
 	ret = 1;
 out:
 	sqlite3_finalize(st);
