@@ -75,6 +75,14 @@ struct cw_rare_event {
 	int64_t py_stack_id;
 };
 
+/* One TCP retransmit, compact: a lossy link leaves hundreds of thousands. */
+#define CW_RETX_TUPLES 64
+struct cw_retx {
+	uint64_t mono_ns, wall_ns;
+	int64_t pid;  /* the socket's last traced user, 0 unknown */
+	int tuple;    /* index into cw_sysctx.retx_tuples; -1: beyond the first CW_RETX_TUPLES */
+};
+
 /* Window-wide context for one node. */
 struct cw_sysctx {
 	char node[64];
@@ -90,8 +98,10 @@ struct cw_sysctx {
 	uint64_t io_requests;
 	int64_t mono_to_wall; /* wall = mono + this, from the node's session */
 	int io_loaded, has_io;
-	struct cw_rare_event *retx; /* TCP retransmits, by time; loaded by cw_sysctx_need_retx */
+	struct cw_retx *retx; /* TCP retransmits by mono time; loaded by cw_sysctx_need_retx */
 	size_t nretx;
+	char (*retx_tuples)[160]; /* "src -> dst" of each distinct socket */
+	int nretx_tuples;
 	int retx_loaded;
 	uint64_t from_wall, to_wall;
 	sqlite3 *db;
@@ -129,10 +139,15 @@ int cw_sysctx_need_io(struct cw_sysctx *sys);
 /* Loads the node's TCP retransmits of the window once (network rule). */
 int cw_sysctx_need_retx(struct cw_sysctx *sys);
 /* Events of (source, op) on node with wall_ns in [from_wall, to_wall], at
- * most max, in rowid order, found through the aggregates' seconds (never
- * a scan of the window). *out is malloc'd. Returns the count or -errno. */
+ * most max, in time order, through the op's partial index (schema v3) or
+ * the aggregates' seconds (never a scan of the window). Retransmits read
+ * through their index carry only times, pid and detail. *out is
+ * malloc'd. Returns the count or -errno. */
 int cw_rare_events_load(sqlite3 *db, const char *node, const char *source, const char *op, uint64_t from_wall,
 			uint64_t to_wall, size_t max, struct cw_rare_event **out);
+/* 1 when the file has the named index (schema v3 adds partial indexes a
+ * v2 file opened read-only lacks), 0 when not, or -errno. */
+int cw_events_has_index(sqlite3 *db, const char *name);
 /* Whether the per-second aggregates count any call of source in wall
  * seconds [from_sec, to_sec] (of node, or of any node when NULL): lets a
  * rule skip an unindexed scan of events for rows that are not there.

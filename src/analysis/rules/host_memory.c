@@ -9,8 +9,9 @@
  * it spent preempted is explained, plus the time the op's slow calls were
  * preempted by the kernel's reclaim and writeback threads (kswapd*,
  * kworker*), which run the same reclaim on the thread's CPU. The thread's page-allocation records
- * are read for the 256 slowest calls only, one rowid range of [start - 1 s,
- * end] each. explained_share = that time / slow-call time. */
+ * are read for the 256 slowest calls only, one seek of the index
+ * events_pagealloc each (a rowid range of [start - 1 s, end] on files
+ * without it). explained_share = that time / slow-call time. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,9 @@ static int own_rate(const struct cw_rule_ctx *ctx, sqlite3_stmt *st, const struc
 	sqlite3_bind_int64(st, 2, hi);
 	sqlite3_bind_text(st, 3, ctx->st->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, c->tid);
+	sqlite3_bind_int64(st, 5, c->pid);
+	sqlite3_bind_int64(st, 6, (int64_t)ws);
+	sqlite3_bind_int64(st, 7, (int64_t)(we + NSEC_PER_SEC));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t m = (uint64_t)sqlite3_column_int64(st, 0);
 		int64_t pages = sqlite3_column_int64(st, 1), iv = sqlite3_column_int64(st, 2);
@@ -60,9 +64,15 @@ static int dur_desc(const void *a, const void *b)
 
 int cw_rule_host_memory(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
-	static const char sql[] =
+	/* Index events_pagealloc (schema v3) when the file has it, else the
+	 * rowid range of the call. */
+	static const char idx_sql[] =
+		"SELECT mono_ns, arg0, arg1 FROM events WHERE op = 'page_alloc' AND node = ?3 AND pid = ?5"
+		" AND wall_ns BETWEEN ?6 AND ?7 AND tid = ?4 AND ?1 <= ?2";
+	static const char scan_sql[] =
 		"SELECT mono_ns, arg0, arg1 FROM events WHERE id BETWEEN ?1 AND ?2 AND op = 'page_alloc'"
-		" AND source = 'mem' AND node = ?3 AND tid = ?4";
+		" AND source = 'mem' AND node = ?3 AND tid = ?4 AND ?5 = ?5 AND wall_ns BETWEEN ?6 AND ?7";
+	int has;
 	const struct cw_slowcall **by = NULL;
 	sqlite3_stmt *st = NULL;
 	uint64_t explained = 0, in_pressure = 0, own_heavy = 0, reclaim_ns = 0;
@@ -79,7 +89,11 @@ int cw_rule_host_memory(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	for (size_t i = 0; i < ctx->ncalls; i++)
 		by[i] = &ctx->calls[i];
 	qsort(by, ctx->ncalls, sizeof(*by), dur_desc);
-	rc = sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL);
+	if ((has = cw_events_has_index(ctx->db, "events_pagealloc")) < 0) {
+		ret = has;
+		goto out;
+	}
+	rc = sqlite3_prepare_v2(ctx->db, has ? idx_sql : scan_sql, -1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		ret = cw_sqlite_errno(rc);
 		goto out;

@@ -8,7 +8,9 @@
  * explained. The rule needs >= 3 retransmits inside the slow calls (one
  * stray retransmit is normal on any busy link).
  * explained_share = that time / slow-call time. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/engine.h"
@@ -55,6 +57,7 @@ int cw_rule_network(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	struct peer peers[16];
 	size_t np = 0, top = 0;
 	uint64_t explained = 0, retx = 0, calls_hit = 0, first_wall = 0, rtos = 0;
+	unsigned char *seen;
 	char head[128], exp[32];
 	double share;
 	int ret;
@@ -65,6 +68,10 @@ int cw_rule_network(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		return ret;
 	if (!ctx->sys->nretx)
 		return 0;
+	/* Calls of several threads can overlap one retransmit: count it once. */
+	seen = calloc(ctx->sys->nretx, 1);
+	if (!seen)
+		return -ENOMEM;
 	memset(peers, 0, sizeof(peers));
 	for (size_t i = 0; i < ctx->ncalls; i++) {
 		const struct cw_slowcall *s = &ctx->calls[i];
@@ -72,17 +79,22 @@ int cw_rule_network(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 
 		for (size_t k = retx_at(ctx->sys, s->mono_ns); k < ctx->sys->nretx && ctx->sys->retx[k].mono_ns <= e;
 		     k++) {
-			const struct cw_rare_event *r = &ctx->sys->retx[k];
+			const struct cw_retx *r = &ctx->sys->retx[k];
+			const char *tuple = r->tuple >= 0 ? ctx->sys->retx_tuples[r->tuple] : "other sockets";
 			size_t p;
 			if (r->pid <= 0 || r->pid != s->pid)
 				continue;
 			hit++;
+			if (seen[k])
+				continue;
+			seen[k] = 1;
+			retx++;
 			if (!first_wall)
 				first_wall = r->wall_ns;
-			for (p = 0; p < np && strcmp(peers[p].tuple, r->detail); p++)
+			for (p = 0; p < np && strcmp(peers[p].tuple, tuple); p++)
 				;
 			if (p == np && np < 16) {
-				snprintf(peers[np].tuple, sizeof(peers[np].tuple), "%s", r->detail);
+				snprintf(peers[np].tuple, sizeof(peers[np].tuple), "%s", tuple);
 				np++;
 			}
 			if (p < np) {
@@ -97,10 +109,10 @@ int cw_rule_network(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		}
 		if (!hit)
 			continue;
-		retx += hit;
 		calls_hit++;
 		explained += s->dur_ns > s->preempted_ns ? s->dur_ns - s->preempted_ns : 0;
 	}
+	free(seen);
 	if (retx < CW_NET_MIN_RETX || !np)
 		return 0;
 	for (size_t p = 1; p < np; p++)

@@ -2,11 +2,12 @@
  * limit: memory.max on cgroup v2, memory.limit_in_bytes on v1) killed a
  * traced process, or a neighbour: a process in the cgroup of a traced
  * one, or a victim chosen while a traced process allocated. The kill is
- * read from mem.bpf.c's oom_kill events (found through the aggregates,
- * never a scan): the victim, its RSS and its cgroup's limit. The 30 s
- * before it are read by rowid range for the victim's allocation trend:
- * its threads' page allocations (host) and CUDA allocation calls, the
- * last of which gives the Python line. One chain per kill, at most 4;
+ * read from mem.bpf.c's oom_kill events (index events_oom, or through
+ * the aggregates; never a scan): the victim, its RSS and its cgroup's
+ * limit. The 30 s before it give the victim's allocation trend: its page
+ * allocations (index events_pagealloc, or that rowid range) and its CUDA
+ * allocation calls, newest first, at most 256 and a bounded scan; the
+ * newest gives the Python line. One chain per kill, at most 4;
  * always HIGH. explained_share = 1; its time is the victim's run time in
  * the window lost to the kill. */
 #include <stdio.h>
@@ -26,8 +27,9 @@ struct trend {
 	uint64_t pages_recent, pages_before; /* last 10 s, the 20 s before */
 	uint64_t cuda_bytes, cuda_calls;
 	char last_op[48];
-	int64_t last_py;
-	uint64_t last_wall;
+	int64_t last_py; /* py_stacks.id of the newest allocation call, 0 none */
+	uint64_t last_wall, oldest_alloc_wall;
+	int truncated; /* the allocation scan hit its step budget */
 };
 
 /* Whether the kill concerns the traced processes of the node; sets
@@ -59,20 +61,33 @@ static int traced_kill(sqlite3 *db, const char *node, const struct cw_rare_event
 	return hit;
 }
 
-static int load_trend(sqlite3 *db, const char *node, int64_t victim, uint64_t kill_wall, struct trend *t)
-{
-	static const char sql[] =
-		"SELECT op, wall_ns, arg0, bytes, py_stack_id FROM events WHERE id BETWEEN ?1 AND ?2 AND node = ?3"
-		" AND pid = ?4 AND wall_ns BETWEEN ?5 AND ?6 AND (op = 'page_alloc' OR source IN ('cuda', 'driver'))";
-	uint64_t from = kill_wall > CW_OOM_TREND_NS ? kill_wall - CW_OOM_TREND_NS : 0;
-	sqlite3_stmt *st = NULL;
-	int64_t lo, hi;
-	int rc, ret;
+/* SQLite VM steps one scan of the trend may take (about 2 million rows
+ * of events): a dense store is cut short rather than read for seconds. */
+#define CW_OOM_SCAN_STEPS 20000000
+#define CW_OOM_MAX_ALLOCS 256
 
-	memset(t, 0, sizeof(*t));
-	if ((ret = cw_events_id_at(db, from, &lo)) < 0 || (ret = cw_events_id_at(db, kill_wall + 2 * NSEC_PER_SEC, &hi)) < 0)
-		return ret;
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+static int stop_scan(void *arg)
+{
+	return ++*(int *)arg > CW_OOM_SCAN_STEPS / 1000;
+}
+
+/* The victim's host page allocations in the 30 s before the kill: an index
+ * seek on events_pagealloc (schema v3), or the rowid range of the 30 s. */
+static int load_pages(sqlite3 *db, const char *node, int64_t victim, uint64_t from, uint64_t kill_wall,
+		      int64_t lo, int64_t hi, struct trend *t)
+{
+	static const char idx_sql[] =
+		"SELECT wall_ns, arg0 FROM events WHERE op = 'page_alloc' AND node = ?3 AND pid = ?4"
+		" AND wall_ns BETWEEN ?5 AND ?6 AND ?1 <= ?2";
+	static const char scan_sql[] =
+		"SELECT wall_ns, arg0 FROM events WHERE id BETWEEN ?1 AND ?2 AND op = 'page_alloc' AND node = ?3"
+		" AND pid = ?4 AND wall_ns BETWEEN ?5 AND ?6";
+	sqlite3_stmt *st = NULL;
+	int has = cw_events_has_index(db, "events_pagealloc"), rc;
+
+	if (has < 0)
+		return has;
+	rc = sqlite3_prepare_v2(db, has ? idx_sql : scan_sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	sqlite3_bind_int64(st, 1, lo);
@@ -82,33 +97,76 @@ static int load_trend(sqlite3 *db, const char *node, int64_t victim, uint64_t ki
 	sqlite3_bind_int64(st, 5, (int64_t)from);
 	sqlite3_bind_int64(st, 6, (int64_t)kill_wall);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *op = (const char *)sqlite3_column_text(st, 0);
-		uint64_t w = (uint64_t)sqlite3_column_int64(st, 1);
-		if (!op)
-			continue;
-		if (!strcmp(op, "page_alloc")) {
-			uint64_t pages = (uint64_t)sqlite3_column_int64(st, 2);
-			if (w + CW_OOM_RECENT_NS >= kill_wall)
-				t->pages_recent += pages;
-			else
-				t->pages_before += pages;
-			continue;
-		}
-		if (!cw_op_is_alloc(op) && !cw_op_is_host_alloc(op))
-			continue;
-		if (!strncmp(op, "cudaFree", 8) || !strcmp(op, "cuMemFree"))
-			continue;
-		t->cuda_calls++;
-		t->cuda_bytes += (uint64_t)sqlite3_column_int64(st, 3);
-		if (w >= t->last_wall) {
-			t->last_wall = w;
-			snprintf(t->last_op, sizeof(t->last_op), "%s", op);
-			if (sqlite3_column_int64(st, 4) > 0)
-				t->last_py = sqlite3_column_int64(st, 4);
-		}
+		uint64_t w = (uint64_t)sqlite3_column_int64(st, 0), pages = (uint64_t)sqlite3_column_int64(st, 1);
+		if (w + CW_OOM_RECENT_NS >= kill_wall)
+			t->pages_recent += pages;
+		else
+			t->pages_before += pages;
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+/* The victim's CUDA allocation calls, newest first from the kill back to
+ * 30 s before it: at most CW_OOM_MAX_ALLOCS calls and CW_OOM_SCAN_STEPS
+ * VM steps (a progress handler interrupts the scan). */
+static int load_allocs(sqlite3 *db, const char *node, int64_t victim, uint64_t from, uint64_t kill_wall,
+		       int64_t lo, int64_t hi, struct trend *t)
+{
+	static const char sql[] =
+		"SELECT op, wall_ns, bytes, py_stack_id FROM events WHERE id BETWEEN ?1 AND ?2 AND node = ?3"
+		" AND pid = ?4 AND wall_ns BETWEEN ?5 AND ?6 AND source IN ('cuda', 'driver') ORDER BY id DESC";
+	sqlite3_stmt *st = NULL;
+	int rc, ticks = 0;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, hi);
+	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, victim);
+	sqlite3_bind_int64(st, 5, (int64_t)from);
+	sqlite3_bind_int64(st, 6, (int64_t)kill_wall);
+	sqlite3_progress_handler(db, 1000, stop_scan, &ticks);
+	while (t->cuda_calls < CW_OOM_MAX_ALLOCS && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *op = (const char *)sqlite3_column_text(st, 0);
+		uint64_t w = (uint64_t)sqlite3_column_int64(st, 1);
+		if (!op || (!cw_op_is_alloc(op) && !cw_op_is_host_alloc(op)) || !strncmp(op, "cudaFree", 8) ||
+		    !strcmp(op, "cuMemFree"))
+			continue;
+		t->cuda_calls++;
+		t->cuda_bytes += (uint64_t)sqlite3_column_int64(st, 2);
+		if (w >= t->last_wall) {
+			t->last_wall = w;
+			snprintf(t->last_op, sizeof(t->last_op), "%s", op);
+		}
+		/* Python stacks are taken for slow calls only (trace
+		 * --py-stacks): the newest call that has one. */
+		if (!t->last_py && sqlite3_column_int64(st, 3) > 0)
+			t->last_py = sqlite3_column_int64(st, 3);
+		if (t->oldest_alloc_wall == 0 || w < t->oldest_alloc_wall)
+			t->oldest_alloc_wall = w;
+	}
+	sqlite3_progress_handler(db, 0, NULL, NULL);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_INTERRUPT)
+		t->truncated = 1;
+	return rc == SQLITE_DONE || rc == SQLITE_ROW || rc == SQLITE_INTERRUPT ? 0 : cw_sqlite_errno(rc);
+}
+
+static int load_trend(sqlite3 *db, const char *node, int64_t victim, uint64_t kill_wall, struct trend *t)
+{
+	uint64_t from = kill_wall > CW_OOM_TREND_NS ? kill_wall - CW_OOM_TREND_NS : 0;
+	int64_t lo, hi;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	if ((ret = cw_events_id_at(db, from, &lo)) < 0 || (ret = cw_events_id_at(db, kill_wall + 2 * NSEC_PER_SEC, &hi)) < 0)
+		return ret;
+	if ((ret = load_pages(db, node, victim, from, kill_wall, lo, hi, t)) < 0)
+		return ret;
+	return load_allocs(db, node, victim, from, kill_wall, lo, hi, t);
 }
 
 static int load_py(sqlite3 *db, struct cw_chain *c, int64_t id)
@@ -186,9 +244,10 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 	snprintf(c->summary, sizeof(c->summary),
 		 "oom_kill: the kernel OOM killer killed pid %lld (%s)%s with RSS %.0f MiB, %s; allocation by"
 		 " pid %lld (%s) triggered it; in the 10 s before, the victim allocated %.0f MiB of host pages"
-		 " (%.0f MiB in the 20 s before) and %.0f MiB through %llu CUDA allocation calls",
+		 " (%.0f MiB in the 20 s before) and %.0f MiB through %llu CUDA allocation calls%s",
 		 (long long)victim, c->comm, cause, (double)rss / (1 << 20), lim, (long long)k->pid, k->comm, recent,
-		 before, (double)t->cuda_bytes / (1 << 20), (unsigned long long)t->cuda_calls);
+		 before, (double)t->cuda_bytes / (1 << 20), (unsigned long long)t->cuda_calls,
+		 t->cuda_calls >= CW_OOM_MAX_ALLOCS || t->truncated ? " (the latest ones)" : "");
 	if (t->last_py > 0)
 		load_py(db, c, t->last_py);
 	if (before > 0 && k->wall_ns > 20 * NSEC_PER_SEC)
