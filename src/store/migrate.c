@@ -23,9 +23,9 @@ static const char schema_v2_sql[] =
  * hundreds of thousands), so it never touches the table (op is a column
  * too: SQLite 3.40 does not count the partial WHERE as covered). */
 static const char schema_v3_sql[] =
-	"CREATE INDEX events_retx ON events (node, wall_ns, mono_ns, pid, detail, op) WHERE op = 'tcp_retransmit';"
-	"CREATE INDEX events_oom ON events (node, wall_ns) WHERE op = 'oom_kill';"
-	"CREATE INDEX events_pagealloc ON events (node, pid, wall_ns) WHERE op = 'page_alloc';";
+	"CREATE INDEX IF NOT EXISTS events_retx ON events (node, wall_ns, mono_ns, pid, detail, op) WHERE op = 'tcp_retransmit';"
+	"CREATE INDEX IF NOT EXISTS events_oom ON events (node, wall_ns) WHERE op = 'oom_kill';"
+	"CREATE INDEX IF NOT EXISTS events_pagealloc ON events (node, pid, wall_ns) WHERE op = 'page_alloc';";
 
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
