@@ -4,7 +4,13 @@
  * around every sync, a 20-second CPU storm that preempts the syncs, a
  * data-loader thread reading from disk (one block read and the blocked
  * interval around it per 100 calls), and host snapshots once a second.
- *   usage: bigdb_bench PATH [CALLS]   (default 10,000,000 calls) */
+ * With "layers", it adds what the OOM, network and CUDA-graph rules read:
+ * a 20-second lossy stretch at three quarters of the run where a third of
+ * the syncs wait 30 us with a TCP retransmit of the process's socket
+ * inside, a graph capture + instantiation + launch every 240 calls, page
+ * allocation records every 100 ms and an OOM kill of the process near the
+ * end.
+ *   usage: bigdb_bench PATH [CALLS [layers]]   (default 10,000,000 calls) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +49,8 @@ int main(int argc, char **argv)
 	struct cw_pipeline *p;
 	struct cw_writer *w;
 	struct cw_store *st;
-	uint64_t t0 = cw_monotonic_ns(), storm_from, storm_to, next_snap = base;
+	uint64_t t0 = cw_monotonic_ns(), storm_from, storm_to, next_snap = base, lossy_from, lossy_to;
+	int layers = argc > 3 && !strcmp(argv[3], "layers");
 	unsigned rng = 12345;
 	char err[256];
 
@@ -64,6 +71,8 @@ int main(int argc, char **argv)
 	cw_pipeline_new(&p, &po);
 	storm_from = base + (uint64_t)calls * step / 2;
 	storm_to = storm_from + 20 * NSEC_PER_SEC;
+	lossy_from = base + (uint64_t)calls * step / 4 * 3;
+	lossy_to = lossy_from + 20 * NSEC_PER_SEC;
 	for (i = 0; i < calls; i++) {
 		uint64_t ts = base + (uint64_t)i * step;
 		uint32_t tid = 4821 + (uint32_t)(i % 4);
@@ -75,8 +84,22 @@ int main(int argc, char **argv)
 		if (op == CW_OP_cudaStreamSynchronize) {
 			struct cw_offcpu o;
 			int storm = ts >= storm_from && ts < storm_to && i % 3 == 0;
+			int lossy = layers && ts >= lossy_from && ts < lossy_to && i % 3 == 1;
 
-			dur = storm ? 30000 + rng % 5000 : 3000 + rng % 500;
+			dur = storm || lossy ? 30000 + rng % 5000 : 3000 + rng % 500;
+			if (lossy) {
+				struct cw_net n;
+
+				memset(&n, 0, sizeof(n));
+				fill(&n.hdr, CW_REC_NET, sizeof(n), CW_SRC_NET, CW_OP_tcp_retransmit, ts + dur / 2, 4830);
+				n.family = 2;
+				n.sport = 41822;
+				n.dport = 29500;
+				n.state = 1;
+				memcpy(n.saddr, "\x0a\x00\x03\x05", 4);
+				memcpy(n.daddr, "\x0a\x00\x03\x07", 4);
+				cw_pipeline_feed(p, &n, sizeof(n));
+			}
 			memset(&o, 0, sizeof(o));
 			fill(&o.hdr, CW_REC_OFFCPU, sizeof(o), CW_SRC_SCHED, CW_OP_offcpu, ts + 200, tid);
 			o.end_ns = ts + dur - 200;
@@ -95,6 +118,41 @@ int main(int argc, char **argv)
 		memset(&r, 0, sizeof(r));
 		fill(&r.hdr, CW_REC_CALL_RETURN, sizeof(r), CW_SRC_CUDA, op, ts + dur, tid);
 		cw_pipeline_feed(p, &r, sizeof(r));
+		if (layers && i % 240 == 7) {
+			static const unsigned gops[] = { CW_OP_cudaStreamEndCapture, CW_OP_cudaGraphInstantiate,
+							 CW_OP_cudaGraphLaunch };
+			for (unsigned g = 0; g < 3; g++) {
+				memset(&e, 0, sizeof(e));
+				fill(&e.hdr, CW_REC_CALL_ENTRY, sizeof(e), CW_SRC_GRAPH, gops[g], ts + dur + 10 + g * 300, 4821);
+				e.args[3] = 0x6a000000 + (uint64_t)i;
+				cw_pipeline_feed(p, &e, sizeof(e));
+				memset(&r, 0, sizeof(r));
+				fill(&r.hdr, CW_REC_CALL_RETURN, sizeof(r), CW_SRC_GRAPH, gops[g], ts + dur + 10 + g * 300 + 250,
+				     4821);
+				cw_pipeline_feed(p, &r, sizeof(r));
+			}
+		}
+		if (layers && i % 25000 == 3) {
+			struct cw_mem m;
+
+			memset(&m, 0, sizeof(m));
+			fill(&m.hdr, CW_REC_MEM, sizeof(m), CW_SRC_MEM, CW_OP_page_alloc, ts, 4821);
+			m.pages = 2000 + (uint64_t)i / 10000;
+			m.interval_ns = 100000000;
+			cw_pipeline_feed(p, &m, sizeof(m));
+		}
+		if (layers && i == calls - 1000) {
+			struct cw_mem m;
+
+			memset(&m, 0, sizeof(m));
+			fill(&m.hdr, CW_REC_MEM, sizeof(m), CW_SRC_MEM, CW_OP_oom_kill, ts, 4821);
+			m.victim_pid = 4821;
+			memcpy(m.victim_comm, "python", 7);
+			m.pages = (30ULL << 30) / 4096;
+			m.interval_ns = 32ULL << 30;
+			m.bytes = 64ULL << 30;
+			cw_pipeline_feed(p, &m, sizeof(m));
+		}
 		if (i % 100 == 50) {
 			/* The data loader (its own thread) sleeps on a 128 KiB read. */
 			uint64_t io_dur = 100000 + rng % 200000;

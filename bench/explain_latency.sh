@@ -6,7 +6,9 @@
 # are evicted from the page cache (posix_fadvise DONTNEED on this file only,
 # so the rest of the machine keeps its cache). Peak RSS from /usr/bin/time -v.
 # Databases are cached in $CW_BENCH_DIR (default /tmp/cw-bench); delete them
-# when done.
+# when done. CW_BENCH_LAYERS=1 builds them with bigdb_bench's "layers" (TCP
+# retransmits, CUDA graph churn, page allocations and an OOM kill, so the
+# network, graph_churn and oom_kill rules fire) as bigdb-CALLS-layers.db.
 set -eu
 BUILD=${1:-build}
 shift || true
@@ -36,8 +38,13 @@ run_ms() {
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 for calls in "${CALLS[@]}"; do
-	DB=$DIR/bigdb-$calls.db
-	[ -f "$DB" ] || "$BUILD"/bench/bigdb_bench "$DB" "$calls"
+	if [ "${CW_BENCH_LAYERS:-0}" = 1 ]; then
+		DB=$DIR/bigdb-$calls-layers.db
+		[ -f "$DB" ] || "$BUILD"/bench/bigdb_bench "$DB" "$calls" layers
+	else
+		DB=$DIR/bigdb-$calls.db
+		[ -f "$DB" ] || "$BUILD"/bench/bigdb_bench "$DB" "$calls"
+	fi
 	echo "database: $calls calls, $(du -h "$DB" | cut -f1)"
 	for cmd in "explain --no-store" "explain --json --no-store" "query"; do
 		warm=() cold=()

@@ -63,6 +63,27 @@ struct cw_snap {
 	int ncpu;
 };
 
+/* One rare kernel-side event row (rare_events.c). */
+struct cw_rare_event {
+	int64_t id;
+	uint64_t wall_ns, mono_ns, dur_ns;
+	int64_t pid, tid;
+	uint64_t cgroup_id;
+	char comm[32];
+	int64_t arg[4];
+	int64_t bytes;
+	char detail[160];
+	int64_t py_stack_id;
+};
+
+/* One TCP retransmit, compact: a lossy link leaves hundreds of thousands. */
+#define CW_RETX_TUPLES 64
+struct cw_retx {
+	uint64_t mono_ns, wall_ns;
+	int64_t pid;  /* the socket's last traced user, 0 unknown */
+	int tuple;    /* index into cw_sysctx.retx_tuples; -1: beyond the first CW_RETX_TUPLES */
+};
+
 /* Window-wide context for one node. */
 struct cw_sysctx {
 	char node[64];
@@ -78,6 +99,11 @@ struct cw_sysctx {
 	uint64_t io_requests;
 	int64_t mono_to_wall; /* wall = mono + this, from the node's session */
 	int io_loaded, has_io;
+	struct cw_retx *retx; /* TCP retransmits by mono time; loaded by cw_sysctx_need_retx */
+	size_t nretx;
+	char (*retx_tuples)[160]; /* "src -> dst" of each distinct socket */
+	int nretx_tuples;
+	int retx_loaded;
 	uint64_t from_wall, to_wall;
 	sqlite3 *db;
 };
@@ -111,6 +137,18 @@ void cw_probe_free(struct cw_rule_ctx *ctx);
 /* Loads the node's block I/O of the window once (a seek on the partial
  * index events_io); probe.c calls it only when a slow call was blocked. */
 int cw_sysctx_need_io(struct cw_sysctx *sys);
+/* Loads the node's TCP retransmits of the window once (network rule). */
+int cw_sysctx_need_retx(struct cw_sysctx *sys);
+/* Events of (source, op) on node with wall_ns in [from_wall, to_wall], at
+ * most max, in time order, through the op's partial index (schema v3) or
+ * the aggregates' seconds (never a scan of the window). Retransmits read
+ * through their index carry only times, pid and detail. *out is
+ * malloc'd. Returns the count or -errno. */
+int cw_rare_events_load(sqlite3 *db, const char *node, const char *source, const char *op, uint64_t from_wall,
+			uint64_t to_wall, size_t max, struct cw_rare_event **out);
+/* 1 when the file has the named index (schema v3 adds partial indexes a
+ * v2 file opened read-only lacks), 0 when not, or -errno. */
+int cw_events_has_index(sqlite3 *db, const char *name);
 /* Whether the per-second aggregates count any call of source in wall
  * seconds [from_sec, to_sec] (of node, or of any node when NULL): lets a
  * rule skip an unindexed scan of events for rows that are not there.
@@ -130,6 +168,9 @@ int cw_op_is_sync(const char *op);
 int cw_op_is_memcpy(const char *op);
 int cw_op_is_alloc(const char *op);
 int cw_op_is_launch(const char *op);
+int cw_op_is_host_alloc(const char *op);
+int cw_op_is_graph_launch(const char *op);
+int cw_op_is_graph_build(const char *op);
 
 /* Chain helpers used by rules (explain_chain.c). */
 void cw_chain_add_fix(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -173,6 +214,9 @@ int cw_rule_cold_start(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_periodic_allocator(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_throughput_drop(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_network(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_graph_launch_tail(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_host_memory(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 
 /* Node-wide rules: look at every op of one node. Each returns 1 when it
  * filled c. */
@@ -183,6 +227,13 @@ int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
 				  const struct cw_sysctx *sys, const struct cw_opstat *ops,
 				  size_t nops, uint64_t from_wall, uint64_t to_wall,
 				  struct cw_chain *c);
+int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+			const struct cw_opstat *ops, size_t nops, uint64_t from_wall, uint64_t to_wall,
+			struct cw_chain *c);
+/* Node-wide, one chain per OOM kill of a traced process or of its cgroup
+ * (at most max); returns how many it filled or -errno. */
+int cw_rule_oom_kill(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+		     uint64_t from_wall, uint64_t to_wall, struct cw_chain *c, int max);
 /* Cross-rank rule: runs once after every node's chains are known (they
  * supply the straggler's reason). Returns 1 when it filled c. */
 int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,

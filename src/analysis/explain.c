@@ -20,6 +20,7 @@ typedef int (*cw_op_rule_fn)(const struct cw_rule_ctx *, struct cw_chain *);
 static const cw_op_rule_fn op_rules[] = {
 	cw_rule_cpu_preemption, cw_rule_io_contention,      cw_rule_memory_pressure,
 	cw_rule_cold_start,     cw_rule_periodic_allocator, cw_rule_gpu_time_slicing,
+	cw_rule_network,        cw_rule_graph_launch_tail,  cw_rule_host_memory,
 };
 
 struct chains {
@@ -235,7 +236,10 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 {
 	double lost, lost_share;
 
-	if (c->kind == CW_KIND_MEMCPY_BOUND || c->kind == CW_KIND_DATALOADER_STARVATION)
+	if (c->kind == CW_KIND_OOM_KILL)
+		return CW_SEV_HIGH;
+	if (c->kind == CW_KIND_MEMCPY_BOUND || c->kind == CW_KIND_DATALOADER_STARVATION ||
+	    c->kind == CW_KIND_GRAPH_CHURN)
 		return c->explained_share >= 0.5 ? CW_SEV_HIGH : CW_SEV_MEDIUM;
 	lost = (double)c->slow_time_ns - (double)c->slow_count * (double)c->p50_ns;
 	if (lost < 0)
@@ -589,6 +593,30 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 					ret = -ENOMEM;
 				else
 					*slot = tmp;
+			}
+		}
+		if (ret >= 0) {
+			struct cw_chain tmp;
+			ret = cw_rule_graph_churn(db, o, &sys, ops + i, (size_t)(j - i), out->from_wall_ns,
+						  out->to_wall_ns, &tmp);
+			if (ret > 0) {
+				struct cw_chain *slot = chains_push(&cs);
+				if (!slot)
+					ret = -ENOMEM;
+				else
+					*slot = tmp;
+			}
+		}
+		if (ret >= 0) {
+			struct cw_chain kills[4];
+			ret = cw_rule_oom_kill(db, o, &sys, out->from_wall_ns, out->to_wall_ns, kills, 4);
+			for (int k = 0; k < ret; k++) {
+				struct cw_chain *slot = chains_push(&cs);
+				if (!slot) {
+					ret = -ENOMEM;
+					break;
+				}
+				*slot = kills[k];
 			}
 		}
 		if (ret >= 0 && sys.io_requests >= 2000000)

@@ -21,6 +21,11 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_STRAGGLER] = "straggler",
 		[CW_KIND_NOISY_NEIGHBOUR] = "noisy_neighbour",
 		[CW_KIND_CFS_THROTTLING] = "cfs_throttling",
+		[CW_KIND_OOM_KILL] = "oom_kill",
+		[CW_KIND_NETWORK] = "network",
+		[CW_KIND_GRAPH_CHURN] = "graph_churn",
+		[CW_KIND_GRAPH_LAUNCH_TAIL] = "graph_launch_tail",
+		[CW_KIND_HOST_MEMORY] = "host_memory",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }

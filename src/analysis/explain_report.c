@@ -161,9 +161,12 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 			cw_severity_name(c->severity), color ? "\033[0m" : "", cw_kind_name(c->kind), c->op,
 			c->source, c->node);
 		fprintf(f, "  %s\n", c->summary);
-		fprintf(f, "  calls %llu, slow %llu, p50 %s, p99 %s, tail %.1fx, explained %.0f %%\n",
-			(unsigned long long)c->count, (unsigned long long)c->slow_count, p50, p99,
-			c->tail_ratio, c->explained_share * 100);
+		if (c->kind == CW_KIND_OOM_KILL) /* an event, not a latency distribution */
+			fprintf(f, "  OOM kills in the window: %llu\n", (unsigned long long)c->count);
+		else
+			fprintf(f, "  calls %llu, slow %llu, p50 %s, p99 %s, tail %.1fx, explained %.0f %%\n",
+				(unsigned long long)c->count, (unsigned long long)c->slow_count, p50, p99,
+				c->tail_ratio, c->explained_share * 100);
 		if (c->pid) {
 			fprintf(f, "  process pid %lld, tid %lld (%s)", (long long)c->pid, (long long)c->tid,
 				c->comm);

@@ -264,6 +264,97 @@ int cw_sysctx_need_io(struct cw_sysctx *sys)
 	return load_io(sys->db, sys, sys->from_wall, sys->to_wall);
 }
 
+static int retx_mono_cmp(const void *a, const void *b)
+{
+	const struct cw_retx *x = a, *y = b;
+	return x->mono_ns < y->mono_ns ? -1 : x->mono_ns > y->mono_ns;
+}
+
+/* At most this many retransmits are read per window: a link that drops
+ * more has named itself long before. */
+#define CW_RETX_MAX_ROWS 200000
+
+static int retx_push(struct cw_sysctx *sys, size_t *cap, uint64_t wall, uint64_t mono, int64_t pid, const char *tuple)
+{
+	struct cw_retx *r;
+	int t;
+
+	if (sys->nretx == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct cw_retx *nv = realloc(sys->retx, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		sys->retx = nv;
+		*cap = nc;
+	}
+	for (t = 0; t < sys->nretx_tuples && strcmp(sys->retx_tuples[t], tuple); t++)
+		;
+	if (t == sys->nretx_tuples) {
+		if (t < CW_RETX_TUPLES)
+			snprintf(sys->retx_tuples[sys->nretx_tuples++], sizeof(sys->retx_tuples[0]), "%s", tuple);
+		else
+			t = -1;
+	}
+	r = &sys->retx[sys->nretx++];
+	r->wall_ns = wall;
+	r->mono_ns = mono;
+	r->pid = pid;
+	r->tuple = t;
+	return 0;
+}
+
+int cw_sysctx_need_retx(struct cw_sysctx *sys)
+{
+	static const char sql[] =
+		"SELECT wall_ns, mono_ns, pid, detail FROM events WHERE op = 'tcp_retransmit' AND node = ?1"
+		" AND wall_ns BETWEEN ?2 AND ?3 ORDER BY wall_ns LIMIT ?4";
+	size_t cap = 0;
+	int has, rc, ret = 0;
+
+	if (sys->retx_loaded)
+		return 0;
+	sys->retx_loaded = 1;
+	sys->retx_tuples = calloc(CW_RETX_TUPLES, sizeof(*sys->retx_tuples));
+	if (!sys->retx_tuples)
+		return -ENOMEM;
+	if ((has = cw_events_has_index(sys->db, "events_retx")) < 0)
+		return has;
+	if (has) {
+		/* A seek on the covering index events_retx (schema v3). */
+		sqlite3_stmt *st = NULL;
+		rc = sqlite3_prepare_v2(sys->db, sql, -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return cw_sqlite_errno(rc);
+		sqlite3_bind_text(st, 1, sys->node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (int64_t)sys->from_wall);
+		sqlite3_bind_int64(st, 3, (int64_t)sys->to_wall);
+		sqlite3_bind_int64(st, 4, CW_RETX_MAX_ROWS);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *d = (const char *)sqlite3_column_text(st, 3);
+			if ((ret = retx_push(sys, &cap, (uint64_t)sqlite3_column_int64(st, 0),
+					     (uint64_t)sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+					     d ? d : "")) < 0)
+				break;
+		}
+		sqlite3_finalize(st);
+		if (!ret && rc != SQLITE_DONE)
+			ret = cw_sqlite_errno(rc);
+	} else {
+		/* A file without it: through the aggregates' seconds. */
+		struct cw_rare_event *v = NULL;
+		int n = cw_rare_events_load(sys->db, sys->node, "net", "tcp_retransmit", sys->from_wall, sys->to_wall,
+					    CW_RETX_MAX_ROWS, &v);
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n && !ret; i++)
+			ret = retx_push(sys, &cap, v[i].wall_ns, v[i].mono_ns, v[i].pid, v[i].detail);
+		free(v);
+	}
+	if (!ret && sys->nretx > 1)
+		qsort(sys->retx, sys->nretx, sizeof(*sys->retx), retx_mono_cmp);
+	return ret;
+}
+
 int cw_events_id_at(sqlite3 *db, uint64_t wall, int64_t *id)
 {
 	sqlite3_stmt *mm = NULL, *at = NULL;
@@ -313,6 +404,8 @@ void cw_sysctx_free(struct cw_sysctx *sys)
 	free(sys->io);
 	free(sys->io_raw);
 	free(sys->io_pid);
+	free(sys->retx);
+	free(sys->retx_tuples);
 	memset(sys, 0, sizeof(*sys));
 }
 
@@ -630,4 +723,35 @@ int cw_op_is_launch(const char *op)
 {
 	return !strncmp(op, "cudaLaunchKernel", 16) || !strncmp(op, "cuLaunchKernel", 14) ||
 	       !strcmp(op, "cudaGraphLaunch") || !strcmp(op, "cuGraphLaunch");
+}
+
+/* Page-locked host memory: the pages are allocated, zeroed and pinned by
+ * the call itself, so it is where host page-allocation pressure lands. */
+int cw_op_is_host_alloc(const char *op)
+{
+	static const char *const names[] = {"cudaHostAlloc", "cudaMallocHost", "cudaHostRegister",
+					    "cuMemHostAlloc", "cuMemAllocHost", "cuMemHostRegister"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(op, names[i]))
+			return 1;
+	return 0;
+}
+
+int cw_op_is_graph_launch(const char *op)
+{
+	return !strcmp(op, "cudaGraphLaunch") || !strcmp(op, "cuGraphLaunch");
+}
+
+/* Ops that (re)build a graph: capture, instantiation and update. A
+ * steady-state graph replays without any of them. */
+int cw_op_is_graph_build(const char *op)
+{
+	static const char *const names[] = {"cudaStreamEndCapture", "cudaGraphInstantiate",
+					    "cudaGraphInstantiateWithFlags", "cuGraphInstantiate",
+					    "cuGraphInstantiateWithFlags", "cudaGraphExecUpdate",
+					    "cuGraphExecUpdate", "cuStreamEndCapture"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(op, names[i]))
+			return 1;
+	return 0;
 }

@@ -616,6 +616,35 @@ static __always_inline void set_ctx_device(__u64 pctx, __u64 dev)
 		bpf_map_update_elem(&ctx_dev, &c, &d, BPF_ANY);
 }
 
+/* The graph a capture produced and the exec an instantiation produced,
+ * read through the output pointer at return into an argument slot the
+ * function does not use, so graph ids can be followed from capture to
+ * launch (docs/probes-cuda.md):
+ *  - cudaStreamEndCapture(stream, cudaGraph_t *): args[2] = the graph;
+ *  - cudaGraphInstantiate(cudaGraphExec_t *, graph, ...) and the
+ *    WithFlags forms (runtime and driver): args[3] = the exec
+ *    (cudaGraphInstantiate has three parameters since CUDA 12, the
+ *    WithFlags forms three). */
+static __always_inline void graph_handle_out(__u32 op, struct cw_call_entry *e)
+{
+	__u64 h = 0;
+
+	switch (op) {
+	case CW_OP_cudaStreamEndCapture:
+		if (bpf_probe_read_user(&h, sizeof(h), (const void *)e->args[1]) == 0)
+			e->args[2] = h;
+		break;
+	case CW_OP_cudaGraphInstantiate:
+	case CW_OP_cudaGraphInstantiateWithFlags:
+	case CW_OP_cuGraphInstantiateWithFlags:
+		if (bpf_probe_read_user(&h, sizeof(h), (const void *)e->args[0]) == 0)
+			e->args[3] = h;
+		break;
+	default:
+		break;
+	}
+}
+
 /* Work at return, whether or not the call itself was emitted: the device
  * and kernel-name state must stay right even while the ring is full. */
 static __always_inline void do_return_work(__u32 op, const struct cw_call_state *s, __u32 tid, int ret)
@@ -743,6 +772,8 @@ static __always_inline int return_body(struct pt_regs *ctx)
 		goto done;
 	}
 	__builtin_memcpy(&c->e, &sp->e, sizeof(c->e));
+	if (ret == 0)
+		graph_handle_out(op, &c->e);
 	c->e.flags |= pyflag;
 	c->end_ns = now;
 	c->retval = ret;

@@ -83,12 +83,21 @@ enum cw_op {
 	CW_OP_cudaEventSynchronize,
 	CW_OP_cudaStreamWaitEvent,
 	CW_OP_cudaSetDevice,
+	CW_OP_cudaHostRegister,
 	/* CUDA graphs */
 	CW_OP_cudaStreamBeginCapture = 40,
 	CW_OP_cudaStreamEndCapture,
 	CW_OP_cudaGraphInstantiate,
 	CW_OP_cudaGraphLaunch,
 	CW_OP_cuGraphLaunch,
+	CW_OP_cudaGraphInstantiateWithFlags,
+	CW_OP_cudaGraphExecUpdate,
+	CW_OP_cudaGraphUpload,
+	CW_OP_cudaGraphExecDestroy,
+	CW_OP_cudaGraphDestroy,
+	CW_OP_cuGraphInstantiateWithFlags,
+	CW_OP_cuGraphExecUpdate,
+	CW_OP_cuGraphExecDestroy,
 	/* CUDA driver */
 	CW_OP_cuLaunchKernel = 60,
 	CW_OP_cuLaunchKernelEx,
@@ -112,6 +121,9 @@ enum cw_op {
 	CW_OP_cuCtxSetCurrent,
 	CW_OP_cuModuleGetFunction,
 	CW_OP_cuLibraryGetKernel,
+	CW_OP_cuMemHostAlloc,
+	CW_OP_cuMemAllocHost,
+	CW_OP_cuMemHostRegister,
 	/* NCCL */
 	CW_OP_ncclCommInitRank = 100,
 	CW_OP_ncclCommInitRankConfig,
@@ -255,7 +267,10 @@ struct cw_net {
 _Static_assert(sizeof(struct cw_net) == 48 + 48, "cw_net layout");
 
 /* Page allocation (aggregated in the kernel per thread and interval), OOM
- * kill, or RSS. */
+ * kill, or RSS. For oom_kill, pages is the victim's RSS (file, anon and
+ * shmem pages) and interval_ns the limit of the victim's memory cgroup in
+ * bytes (memory.max on v2, memory.limit_in_bytes on v1; 0 when none or
+ * unknown): an OOM record has no interval, and the layout stays. */
 struct cw_mem {
 	struct cw_hdr hdr;
 	__u64 pages;        /* pages allocated in the interval */

@@ -75,8 +75,49 @@ static __always_inline int on_page_alloc(unsigned int order)
 	return 0;
 }
 
+/* RSS of mm in pages: file + anon + shmem (MM_SWAPENTS is not
+ * resident). Kernel >= 6.2 keeps the counters as percpu_counters; their
+ * count is the approximate sum the kernel itself shows in /proc/PID/status
+ * between folds. Older layouts read 0. */
+static __always_inline __u64 mm_rss_pages(struct mm_struct *mm)
+{
+	__s64 f = 0, a = 0, sh = 0;
+
+	if (!mm || !bpf_core_field_exists(mm->rss_stat[0].count))
+		return 0;
+	f = BPF_CORE_READ(mm, rss_stat[0].count);
+	a = BPF_CORE_READ(mm, rss_stat[1].count);
+	sh = BPF_CORE_READ(mm, rss_stat[3].count);
+	f = (f > 0 ? f : 0) + (a > 0 ? a : 0) + (sh > 0 ? sh : 0);
+	return (__u64)f;
+}
+
+/* The limit of task's memory cgroup in bytes: the page counter behind
+ * memory.max (v2) and memory.limit_in_bytes (v1) alike. 0 when memcg is
+ * off or the cgroup is unlimited (PAGE_COUNTER_MAX). */
+static __always_inline __u64 memcg_limit_bytes(struct task_struct *task)
+{
+	int id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	struct cgroup_subsys_state *css;
+	struct mem_cgroup *memcg;
+	unsigned long max;
+
+	if (id < 0 || id >= 16)
+		return 0;
+	css = BPF_CORE_READ(task, cgroups, subsys[id]);
+	if (!css)
+		return 0;
+	/* css is mem_cgroup's first member. */
+	memcg = (struct mem_cgroup *)css;
+	max = BPF_CORE_READ(memcg, memory.max);
+	if (!max || max >= (1UL << 50))
+		return 0;
+	return (__u64)max * cfg_page_size;
+}
+
 /* The header names the task that ran into the OOM (current, usually the
- * allocator); victim_* names the task the OOM killer chose. */
+ * allocator); victim_* names the task the OOM killer chose, with its RSS
+ * (pages) and its memory cgroup's limit (interval_ns, see events.h). */
 static __always_inline int on_mark_victim(struct task_struct *victim)
 {
 	struct cw_mem *r = cw_reserve(&rb_critical, sizeof(*r), CW_DROP_OOM);
@@ -85,14 +126,14 @@ static __always_inline int on_mark_victim(struct task_struct *victim)
 	if (!r)
 		return 0;
 	cw_hdr_current(&r->hdr, CW_REC_MEM, sizeof(*r), CW_SRC_MEM, CW_OP_oom_kill);
-	r->pages = 0;
-	r->interval_ns = 0;
 	r->victim_pid = BPF_CORE_READ(victim, tgid);
 	r->pad = 0;
 	bpf_probe_read_kernel_str(r->victim_comm, sizeof(r->victim_comm), &victim->comm);
 	/* total_vm of the victim, in bytes, as the kernel's OOM report shows. */
 	mm = BPF_CORE_READ(victim, mm);
 	r->bytes = mm ? BPF_CORE_READ(mm, total_vm) * cfg_page_size : 0;
+	r->pages = mm_rss_pages(mm);
+	r->interval_ns = memcg_limit_bytes(victim);
 	bpf_ringbuf_submit(r, 0);
 	return 0;
 }

@@ -259,6 +259,39 @@ void cw_demo_page_alloc(struct cw_demo_gen *g, const struct cw_demo_task *t, uin
 	m->interval_ns = interval_ns;
 }
 
+void cw_demo_oom_kill(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts,
+		      const struct cw_demo_task *victim, uint64_t rss_pages, uint64_t limit_bytes, uint64_t total_vm)
+{
+	/* mem.bpf.c: the header is the task that ran into the OOM. */
+	struct cw_mem *m = queue(g, ts, sizeof(*m), 0);
+
+	if (!m)
+		return;
+	fill_hdr(&m->hdr, CW_REC_MEM, sizeof(*m), CW_SRC_MEM, CW_OP_oom_kill, ts, t);
+	m->pages = rss_pages;
+	m->interval_ns = limit_bytes;
+	m->victim_pid = victim->pid;
+	copy_comm(m->victim_comm, victim->comm);
+	m->bytes = total_vm;
+}
+
+void cw_demo_retransmit(struct cw_demo_gen *g, const struct cw_demo_task *owner, uint64_t ts, const uint8_t saddr[4],
+			uint16_t sport, const uint8_t daddr[4], uint16_t dport)
+{
+	/* net.bpf.c: attributed to the socket's last user. */
+	struct cw_net *n = queue(g, ts, sizeof(*n), 0);
+
+	if (!n)
+		return;
+	fill_hdr(&n->hdr, CW_REC_NET, sizeof(*n), CW_SRC_NET, CW_OP_tcp_retransmit, ts, owner);
+	n->family = 2; /* AF_INET */
+	n->sport = sport;
+	n->dport = dport;
+	n->state = 1; /* TCP_ESTABLISHED */
+	memcpy(n->saddr, saddr, 4);
+	memcpy(n->daddr, daddr, 4);
+}
+
 void cw_demo_proc(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, unsigned op, uint32_t child,
 		  int exit_code, const char *filename)
 {

@@ -77,6 +77,13 @@ void cw_demo_block_io(struct cw_demo_gen *g, const struct cw_demo_task *t, uint6
 		      uint32_t bytes, uint64_t sector, int write);
 void cw_demo_page_alloc(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t pages,
 			uint64_t interval_ns);
+/* An OOM kill as mem.bpf.c records it: t ran into the OOM, victim was
+ * killed with rss_pages resident under a cgroup limit of limit_bytes. */
+void cw_demo_oom_kill(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts,
+		      const struct cw_demo_task *victim, uint64_t rss_pages, uint64_t limit_bytes, uint64_t total_vm);
+/* A TCP retransmit of an IPv4 socket owned by owner. */
+void cw_demo_retransmit(struct cw_demo_gen *g, const struct cw_demo_task *owner, uint64_t ts, const uint8_t saddr[4],
+			uint16_t sport, const uint8_t daddr[4], uint16_t dport);
 /* op is CW_OP_exec, CW_OP_fork or CW_OP_exit. */
 void cw_demo_proc(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, unsigned op, uint32_t child,
 		  int exit_code, const char *filename);

@@ -22,6 +22,11 @@ extern const struct cw_demo_scenario cw_demo_scenario_io_contention;
 extern const struct cw_demo_scenario cw_demo_scenario_memory_pressure;
 extern const struct cw_demo_scenario cw_demo_scenario_dataloader_starvation;
 extern const struct cw_demo_scenario cw_demo_scenario_throttle;
+extern const struct cw_demo_scenario cw_demo_scenario_oom_kill;
+extern const struct cw_demo_scenario cw_demo_scenario_network;
+extern const struct cw_demo_scenario cw_demo_scenario_graph_churn;
+extern const struct cw_demo_scenario cw_demo_scenario_graph_launch_tail;
+extern const struct cw_demo_scenario cw_demo_scenario_host_memory;
 extern const struct cw_demo_scenario cw_demo_scenario_healthy;
 extern const struct cw_demo_scenario cw_demo_scenario_noisy_neighbour;
 
@@ -36,6 +41,11 @@ static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_memory_pressure,
 	&cw_demo_scenario_dataloader_starvation,
 	&cw_demo_scenario_throttle,
+	&cw_demo_scenario_oom_kill,
+	&cw_demo_scenario_network,
+	&cw_demo_scenario_graph_churn,
+	&cw_demo_scenario_graph_launch_tail,
+	&cw_demo_scenario_host_memory,
 	&cw_demo_scenario_healthy,
 	&cw_demo_scenario_noisy_neighbour,
 };

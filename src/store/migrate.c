@@ -48,11 +48,25 @@ static const char schema_tenants_sql[] =
 	" WHERE source IN ('cuda', 'driver', 'graph');"
 	"CREATE VIEW nccl_events AS SELECT *, op AS kernel_name FROM events WHERE source = 'nccl';";
 
+/* v4 (after the tenants step): the rare kernel-side events explain's oom_kill, network and
+ * host-memory rules read, by time: TCP retransmits and OOM kills per node,
+ * page-allocation records per process. Partial, so every other row (CUDA
+ * calls, nearly all of them) pays only the test of its op; queries must
+ * name the op as a literal to use them (src/analysis/rare_events.c).
+ * events_retx covers what the network rule reads (a lossy link can leave
+ * hundreds of thousands), so it never touches the table (op is a column
+ * too: SQLite 3.40 does not count the partial WHERE as covered). */
+static const char schema_layers_sql[] =
+	"CREATE INDEX IF NOT EXISTS events_retx ON events (node, wall_ns, mono_ns, pid, detail, op) WHERE op = 'tcp_retransmit';"
+	"CREATE INDEX IF NOT EXISTS events_oom ON events (node, wall_ns) WHERE op = 'oom_kill';"
+	"CREATE INDEX IF NOT EXISTS events_pagealloc ON events (node, pid, wall_ns) WHERE op = 'page_alloc';";
+
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
 	cw_schema_v1_sql,
 	schema_v2_sql,
 	schema_tenants_sql,
+	schema_layers_sql,
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CW_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -462,12 +462,17 @@ int cw_ro_exec(struct cw_ro_db *q, const char *sql, const struct cw_ro_value *pa
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < ncols; i++) {
-		names[i] = sqlite3_column_name(st, i);
-		if (!names[i])
-			names[i] = "?";
-	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		/* Names are read after the first step: binding a parameter that
+		 * a partial index's WHERE compares with (op = ?1 against the
+		 * events_* indexes) makes SQLite re-prepare the statement there,
+		 * which frees the names read before. */
+		if (inf.rows == 0)
+			for (i = 0; i < ncols; i++) {
+				names[i] = sqlite3_column_name(st, i);
+				if (!names[i])
+					names[i] = "?";
+			}
 		if (lim.max_rows >= 0 && inf.rows >= lim.max_rows) {
 			inf.truncated = 1;
 			break;

@@ -1,5 +1,6 @@
 -- causeway store, schema version 1. Applied by src/store/migrate.c, which
--- holds the later migrations (v2: index events_io); the version lives in
+-- holds the later migrations (v2: index events_io; v3: indexes events_retx,
+-- events_oom, events_pagealloc); the version lives in
 -- PRAGMA user_version. Every table that holds observations
 -- carries the node it came from so databases from many hosts can be merged.
 

@@ -20,6 +20,11 @@ declare -A want=(
 	[memory-pressure]=memory_pressure
 	[dataloader-starvation]=dataloader_starvation
 	[throttle]=throughput_drop
+	[oom-kill]=oom_kill
+	[network]=network
+	[graph-churn]=graph_churn
+	[graph-launch-tail]=graph_launch_tail
+	[host-memory]=host_memory
 	[healthy]=none
 	[noisy-neighbour]=noisy_neighbour
 )

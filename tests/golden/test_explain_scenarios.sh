@@ -22,9 +22,17 @@ declare -A want=(
 	[healthy]=none
 	[noisy-neighbour]=noisy_neighbour
 )
+# Layers added with issue 16 (OOM, network, CUDA graphs, host memory).
+want+=(
+	[oom-kill]=oom_kill
+	[network]=network
+	[graph-churn]=graph_churn
+	[graph-launch-tail]=graph_launch_tail
+	[host-memory]=host_memory
+)
 bad=()
 for s in incident cold-start memcpy-bottleneck periodic-spike cpu-contention gpu-steal io-contention \
-	memory-pressure dataloader-starvation throttle healthy noisy-neighbour; do
+	memory-pressure dataloader-starvation throttle oom-kill network graph-churn graph-launch-tail host-memory healthy noisy-neighbour; do
 	db=$tmp/$s.db
 	"$CW_BIN" demo "$s" --db "$db" >"$tmp/$s.demo" 2>&1 || fail "demo $s: $(tail -n 3 "$tmp/$s.demo")"
 	CW_FAKE_NOW_NS=1767225600000000000 "$CW_BIN" explain --db "$db" --json >"$tmp/$s.json" ||
@@ -45,7 +53,8 @@ assert d["losses"] == [], d["losses"]
 sev = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
 kinds = {"cpu_preemption", "io_contention", "memory_pressure", "cold_start", "periodic_allocator",
          "memcpy_bound", "gpu_time_slicing", "throughput_drop", "dataloader_starvation",
-         "noisy_neighbour", "cfs_throttling"}
+         "noisy_neighbour", "cfs_throttling", "oom_kill", "network", "graph_churn", "graph_launch_tail",
+         "host_memory"}
 prev = None
 for c in d["chains"]:
     for k in ("severity", "op", "source", "count", "slow_count", "p50_ns", "p99_ns", "tail_ratio",

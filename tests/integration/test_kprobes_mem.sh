@@ -1,8 +1,8 @@
 #!/bin/bash
 # Kernel probes, memory: page allocations of a tracked process are summed in
 # the kernel and add up to what it touched; an OOM kill in a memory-limited
-# cgroup is recorded on the critical ring with the victim, and its exit
-# carries SIGKILL.
+# cgroup is recorded on the critical ring with the victim, its RSS and the
+# cgroup's limit, and its exit carries SIGKILL.
 set -eu
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 H=$CW_BUILD/fixtures/kprobe_harness W=$CW_BUILD/fixtures/kp_workload
@@ -38,6 +38,10 @@ echo "oom run: pid $pid, wait status $status"
 [ "$status" -eq 9 ] || { echo "expected the workload to be SIGKILLed by the OOM killer"; cat "$T/err"; exit 1; }
 jq -e -s --argjson p "$pid" '[.[] | select(.rec=="mem" and .op=="oom_kill" and .victim_pid==$p and .victim_comm=="kp_workload" and .bytes > 0)] | length >= 1' "$T/out" >/dev/null \
 	|| { echo "no oom_kill record naming the victim"; jq -c 'select(.rec=="mem" and .op=="oom_kill")' "$T/out"; exit 1; }
+# The victim's RSS (pages) is near the limit, and interval_ns carries the
+# memory cgroup's limit in bytes (the same page counter on v1 and v2).
+jq -e -s --argjson p "$pid" '[.[] | select(.rec=="mem" and .op=="oom_kill" and .victim_pid==$p and .pages >= 4096 and .interval_ns == 33554432)] | length >= 1' "$T/out" >/dev/null \
+	|| { echo "oom_kill record lacks the victim's RSS or its cgroup's limit"; jq -c 'select(.rec=="mem" and .op=="oom_kill")' "$T/out"; exit 1; }
 jq -e -s --argjson p "$pid" '[.[] | select(.rec=="proc" and .op=="exit" and .pid==$p and .exit_code==9)] | length == 1' "$T/out" >/dev/null \
 	|| { echo "no exit record with SIGKILL"; exit 1; }
 echo ok

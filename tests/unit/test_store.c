@@ -186,7 +186,7 @@ static void test_retention_prunes_oldest_ordinary_first(void **state)
 	memset(detail, 'x', sizeof(detail) - 1);
 	detail[sizeof(detail) - 1] = '\0';
 	r.detail = detail;
-	for (i = 0; i < 20000; i++) {
+	for (i = 0; i < 40000; i++) {
 		r.mono_ns = r.wall_ns = (uint64_t)i * 1000;
 		/* Every 100th call is 100x slower: anomalous. */
 		r.duration_ns = i % 100 == 99 ? 100000 : 1000;
