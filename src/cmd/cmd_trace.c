@@ -17,6 +17,7 @@
 
 #include "bpf/events.h"
 #include "cmd/cmd.h"
+#include "cmd/trace_gpu.h"
 #include "cmd/trace_view.h"
 #include "config/config.h"
 #include "loader/discover.h"
@@ -63,6 +64,11 @@ static const char usage_text[] =
 	"  --serve ADDR:PORT  while tracing, serve the read-only HTTPS API of `causeway\n"
 	"                     serve` over the database being written (TLS, client CA\n"
 	"                     and token from the config's server.* keys or $CW_TOKEN)\n"
+	"  --gpu-interval DUR sample every GPU through NVML every DUR (default 1s)\n"
+	"  --no-gpu           no GPU telemetry and no Xid faults (NVML, /dev/kmsg)\n"
+	"  --stall-after DUR  name a training stall once a process that called CUDA\n"
+	"                     steadily has made no call for max(10 steps, DUR)\n"
+	"                     (default 30s)\n"
 	"  --json             stream the recorded events as NDJSON on stdout\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
 	"  -h, --help         this help\n"
@@ -88,6 +94,8 @@ struct trace_opts {
 	unsigned ring_kb, agg_pct;
 	int json, no_view;
 	int py_mode, native_stacks; /* enum cw_py_mode */
+	uint64_t gpu_interval_ns, stall_after_ns;
+	int no_gpu;
 	const char *serve; /* --serve ADDR:PORT */
 	char **command;
 };
@@ -105,6 +113,7 @@ struct trace {
 	struct cw_trace_view *view;
 	struct cw_sysinfo *si;
 	struct trace_python *py;
+	struct trace_gpu *gpu;
 	struct serve_setup ss;
 	struct cw_server *srv;
 	int view_on;
@@ -183,6 +192,7 @@ static void on_proc(struct trace *t, const struct cw_proc *p)
 	case CW_OP_exit:
 		if (t->py)
 			trace_python_exited(t->py, p->child_pid);
+		trace_gpu_exited(t->gpu, p->child_pid);
 		break;
 	default:
 		break;
@@ -214,6 +224,7 @@ static void observe(void *ctx, const struct cw_event_row *r)
 
 	if (t->view)
 		cw_trace_view_observe(t->view, r);
+	trace_gpu_observe(t->gpu, r);
 	if (t->o.json) {
 		json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:i,s:s,s:s,s:s}", "wall_ns", (json_int_t)r->wall_ns,
 				      "mono_ns", (json_int_t)r->mono_ns, "duration_ns", (json_int_t)r->duration_ns,
@@ -296,7 +307,7 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		int takes = !strcmp(a, "--pid") || !strcmp(a, "--cuda-lib") || !strcmp(a, "--db") ||
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
 			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
-			    !strcmp(a, "--serve");
+			    !strcmp(a, "--serve") || !strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after");
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -316,6 +327,10 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		}
 		if (!strcmp(a, "--no-view")) {
 			o->no_view = 1;
+			continue;
+		}
+		if (!strcmp(a, "--no-gpu")) {
+			o->no_gpu = 1;
 			continue;
 		}
 		if (!strcmp(a, "--native-stacks")) {
@@ -349,6 +364,16 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 				cw_report_error(*json_out, "trace: bad --duration \"%s\"", v);
 				return CW_EXIT_USAGE;
 			}
+		} else if (!strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after")) {
+			uint64_t ns;
+			if (cw_parse_duration(v, &ns) || ns < 10 * NSEC_PER_MSEC || ns > 3600 * NSEC_PER_SEC) {
+				cw_report_error(*json_out, "trace: bad %s \"%s\" (10ms to 1h)", a, v);
+				return CW_EXIT_USAGE;
+			}
+			if (a[2] == 'g')
+				o->gpu_interval_ns = ns;
+			else
+				o->stall_after_ns = ns;
 		} else if (!strcmp(a, "--node")) {
 			if (!cw_node_name_valid(v)) {
 				cw_report_error(*json_out, "trace: bad --node \"%s\" (1-63 of A-Z a-z 0-9 . _ -)", v);
@@ -645,6 +670,7 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 		cw_writer_counter_set(t->w, "trace.py_unsupported", ps.unsupported);
 		cw_writer_counter_set(t->w, "trace.py_threads", ps.threads);
 	}
+	trace_gpu_counters(t->gpu);
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
 	cw_pipeline_get_counters(t->pipe, &pc);
@@ -683,6 +709,7 @@ static void tick(struct trace *t, uint64_t start_ns)
 	cw_pipeline_set_clock(t->pipe, measure_offset());
 	trace_python_forget_exited(t->py, cw_monotonic_ns());
 	cw_kernel_probes_flush(t->kp, 0);
+	trace_gpu_tick(t->gpu, now);
 	store_counters(t, &lt);
 	if (t->view_on) {
 		struct cw_trace_view_status vs = {
@@ -936,6 +963,17 @@ static int run(struct trace *t)
 	}
 	if (cw_sysinfo_new(&t->si, NULL))
 		t->si = NULL;
+	{
+		struct trace_gpu_opts go = {
+			.interval_ns = t->o.gpu_interval_ns, .no_gpu = t->o.no_gpu,
+			.stall_floor_ns = t->o.stall_after_ns, .quiet = t->view_on,
+		};
+		rc = trace_gpu_start(&t->gpu, &go, &t->cons, t->w, t->st, cw_default_node(), t->session_id, t->view);
+		if (rc) {
+			cw_report_error(json, "cannot start GPU telemetry: %s", strerror(-rc));
+			goto out;
+		}
+	}
 	if (t->o.serve) {
 		/* The API reads the file on its own read-only connections while
 		 * the writer appends (WAL). */
@@ -993,6 +1031,9 @@ static int run(struct trace *t)
 		waitpid(t->child, &status, 0);
 		child_done = 1;
 	}
+	/* The telemetry thread writes under the consumer lock: halted before
+	 * the drain so its last rows are in the final flush. */
+	trace_gpu_halt(t->gpu);
 	/* Let records of the last calls reach the rings before the drain. */
 	{
 		struct timespec ts = { 0, 50 * 1000000L };
@@ -1035,6 +1076,7 @@ out:
 		ring_buffer__free(t->rb);
 	cw_pipeline_free(t->pipe);
 	trace_python_free(t->py); /* before the probes: it clears their maps */
+	trace_gpu_stop(t->gpu); /* before the writer: it writes with it */
 	if (t->w && cw_writer_free(t->w) && exit_code == CW_EXIT_OK)
 		exit_code = CW_EXIT_DB;
 	if (t->session_id) {
