@@ -79,6 +79,7 @@ struct cw_sysctx {
 	int io_loaded, has_io;
 	uint64_t from_wall, to_wall;
 	sqlite3 *db;
+	struct cw_gpuctx *gpu; /* GPU samples of the node (gpuctx.h); explain.c loads it */
 };
 
 /* Everything a rule sees about one op (optionally one pid). */
@@ -154,6 +155,13 @@ int cw_rule_cold_start(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_periodic_allocator(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_throughput_drop(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+/* GPU telemetry (docs/gpu.md): slow calls during clock-event reasons or
+ * near the device's memory limit. */
+int cw_rule_thermal_throttling(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_power_capping(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_gpu_memory_pressure(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+/* Shared by thermal_throttling and power_capping (gpu_throttle.c). */
+int cw_gpu_throttle_chain(const struct cw_rule_ctx *ctx, struct cw_chain *c, int thermal);
 
 /* Node-wide rules: look at every op of one node. Each returns 1 when it
  * filled c. */
@@ -164,6 +172,12 @@ int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
 				  const struct cw_sysctx *sys, const struct cw_opstat *ops,
 				  size_t nops, uint64_t from_wall, uint64_t to_wall,
 				  struct cw_chain *c);
+/* Node-wide GPU rules: an Xid fault on the node, a process whose CUDA
+ * calls stopped. Each returns 1 when it filled c. */
+int cw_rule_xid_fault(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+		      uint64_t from_wall, uint64_t to_wall, struct cw_chain *c);
+int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+			   uint64_t from_wall, uint64_t to_wall, struct cw_chain *c);
 /* Cross-rank rule: runs once after every node's chains are known (they
  * supply the straggler's reason). Returns 1 when it filled c. */
 int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/engine.h"
+#include "analysis/gpuctx.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -20,6 +21,7 @@ typedef int (*cw_op_rule_fn)(const struct cw_rule_ctx *, struct cw_chain *);
 static const cw_op_rule_fn op_rules[] = {
 	cw_rule_cpu_preemption, cw_rule_io_contention,      cw_rule_memory_pressure,
 	cw_rule_cold_start,     cw_rule_periodic_allocator, cw_rule_gpu_time_slicing,
+	cw_rule_thermal_throttling, cw_rule_power_capping,  cw_rule_gpu_memory_pressure,
 };
 
 struct chains {
@@ -237,6 +239,18 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 
 	if (c->kind == CW_KIND_MEMCPY_BOUND || c->kind == CW_KIND_DATALOADER_STARVATION)
 		return c->explained_share >= 0.5 ? CW_SEV_HIGH : CW_SEV_MEDIUM;
+	/* A job that stopped is the worst finding; an Xid is as severe as
+	 * the catalogue says (evidence severity_rank: 3 critical, 2 error). */
+	if (c->kind == CW_KIND_TRAINING_STALL)
+		return CW_SEV_HIGH;
+	if (c->kind == CW_KIND_XID_FAULT) {
+		for (int i = 0; i < c->nevidence; i++)
+			if (!strcmp(c->evidence[i].key, "severity_rank"))
+				return c->evidence[i].value >= 3 ? CW_SEV_HIGH
+				       : c->evidence[i].value >= 2 ? CW_SEV_MEDIUM
+								   : CW_SEV_LOW;
+		return CW_SEV_MEDIUM;
+	}
 	lost = (double)c->slow_time_ns - (double)c->slow_count * (double)c->p50_ns;
 	if (lost < 0)
 		lost = 0;
@@ -525,6 +539,12 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 			j++;
 		if ((ret = cw_sysctx_load(db, ops[i].node, out->from_wall_ns, out->to_wall_ns, &sys)) < 0)
 			goto fail;
+		struct cw_gpuctx gpu;
+		if ((ret = cw_gpuctx_load(db, ops[i].node, out->from_wall_ns, out->to_wall_ns, &gpu)) < 0) {
+			cw_sysctx_free(&sys);
+			goto fail;
+		}
+		sys.gpu = &gpu;
 		for (int k = i; k < j && ret >= 0; k++) {
 			if (!is_gpu_source(ops[k].source))
 				continue;
@@ -557,9 +577,32 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 					*slot = tmp;
 			}
 		}
+		if (ret >= 0) {
+			struct cw_chain tmp;
+			ret = cw_rule_xid_fault(db, o, &sys, out->from_wall_ns, out->to_wall_ns, &tmp);
+			if (ret > 0) {
+				struct cw_chain *slot = chains_push(&cs);
+				if (!slot)
+					ret = -ENOMEM;
+				else
+					*slot = tmp;
+			}
+		}
+		if (ret >= 0) {
+			struct cw_chain tmp;
+			ret = cw_rule_training_stall(db, o, &sys, out->from_wall_ns, out->to_wall_ns, &tmp);
+			if (ret > 0) {
+				struct cw_chain *slot = chains_push(&cs);
+				if (!slot)
+					ret = -ENOMEM;
+				else
+					*slot = tmp;
+			}
+		}
 		if (ret >= 0 && sys.io_requests >= 2000000)
 			ret = warn(out, "node \"%s\": block I/O capped at 2000000 requests for overlap", sys.node);
 		cw_sysctx_free(&sys);
+		cw_gpuctx_free(&gpu);
 		if (ret < 0)
 			goto fail;
 		i = j;

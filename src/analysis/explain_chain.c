@@ -19,6 +19,11 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_THROUGHPUT_DROP] = "throughput_drop",
 		[CW_KIND_DATALOADER_STARVATION] = "dataloader_starvation",
 		[CW_KIND_STRAGGLER] = "straggler",
+		[CW_KIND_XID_FAULT] = "xid_fault",
+		[CW_KIND_THERMAL_THROTTLING] = "thermal_throttling",
+		[CW_KIND_POWER_CAPPING] = "power_capping",
+		[CW_KIND_GPU_MEMORY_PRESSURE] = "gpu_memory_pressure",
+		[CW_KIND_TRAINING_STALL] = "training_stall",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }
