@@ -5,12 +5,10 @@
 
 void cw_gpu_sample_clear(struct cw_gpu_sample *s)
 {
-	int64_t *f = &s->gpu_util, *end = &s->nvlink_errors;
-
 	s->device = -1;
 	s->mono_ns = s->wall_ns = 0;
-	for (; f <= end; f++)
-		*f = -1;
+	for (int i = 0; i < CW_GPU_NREADINGS; i++)
+		*cw_gpu_reading(s, i) = -1;
 }
 
 static int bound(int64_t *v, int64_t lo, int64_t hi)

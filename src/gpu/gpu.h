@@ -5,6 +5,7 @@
 #ifndef CW_GPU_GPU_H
 #define CW_GPU_GPU_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define CW_GPU_MAX 64 /* devices (MIG instances included) per node */
@@ -57,6 +58,17 @@ struct cw_gpu_proc {
 	int64_t used_bytes; /* -1 unknown (NVML_VALUE_NOT_AVAILABLE) */
 	int64_t sm_util, mem_util; /* % over the last interval, -1 unknown */
 };
+
+/* The readings gpu_util .. nvlink_errors, in order (the gpu_samples
+ * columns), addressed from the start of the struct. */
+#define CW_GPU_NREADINGS 23
+_Static_assert(offsetof(struct cw_gpu_sample, nvlink_errors) - offsetof(struct cw_gpu_sample, gpu_util) ==
+		       (CW_GPU_NREADINGS - 1) * sizeof(int64_t),
+	       "cw_gpu_sample readings are contiguous int64_t");
+static inline int64_t *cw_gpu_reading(struct cw_gpu_sample *s, int i)
+{
+	return (int64_t *)((char *)s + offsetof(struct cw_gpu_sample, gpu_util) + (size_t)i * sizeof(int64_t));
+}
 
 /* Marks every field unknown (-1). */
 void cw_gpu_sample_clear(struct cw_gpu_sample *s);

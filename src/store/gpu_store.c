@@ -8,11 +8,6 @@
 
 #include "store/store.h"
 
-/* cw_gpu_store_sample binds gpu_util .. nvlink_errors as columns 7..29. */
-_Static_assert((offsetof(struct cw_gpu_sample, nvlink_errors) - offsetof(struct cw_gpu_sample, gpu_util)) /
-			       sizeof(int64_t) == 22,
-	       "gpu_samples columns and struct cw_gpu_sample fields must match");
-
 struct cw_gpu_store {
 	sqlite3 *db;
 	char node[64];
@@ -115,7 +110,7 @@ int cw_gpu_store_device(struct cw_gpu_store *gs, const struct cw_gpu_device *d, 
 int cw_gpu_store_sample(struct cw_gpu_store *gs, const struct cw_gpu_sample *x, const char *uuid)
 {
 	sqlite3_stmt *s = gs->sample;
-	const int64_t *f = &x->gpu_util;
+	struct cw_gpu_sample copy = *x;
 
 	sqlite3_bind_text(s, 1, gs->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, gs->session_id);
@@ -124,9 +119,9 @@ int cw_gpu_store_sample(struct cw_gpu_store *gs, const struct cw_gpu_sample *x, 
 		sqlite3_bind_text(s, 4, uuid, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(s, 5, (int64_t)x->mono_ns);
 	sqlite3_bind_int64(s, 6, (int64_t)x->wall_ns);
-	/* gpu_util .. nvlink_errors, in struct order = column order. */
-	for (int i = 0; &f[i] <= &x->nvlink_errors; i++)
-		bind_opt(s, 7 + i, f[i]);
+	/* gpu_util .. nvlink_errors (columns 7..29), in struct order. */
+	for (int i = 0; i < CW_GPU_NREADINGS; i++)
+		bind_opt(s, 7 + i, *cw_gpu_reading(&copy, i));
 	return step(s);
 }
 
