@@ -214,8 +214,8 @@ static void report_stall(struct trace_gpu *g, const struct cw_stall_hit *h, uint
 	detail = d ? json_dumps(d, JSON_COMPACT) : NULL;
 	{
 		struct cw_event_row r = {
-			.mono_ns = h->last_end_ns, .wall_ns = (uint64_t)((int64_t)h->last_end_ns + g->mono_to_wall),
-			.duration_ns = now - h->last_end_ns, .pid = h->pid, .tid = h->last_tid, .source = "stall",
+			.mono_ns = h->last_ns, .wall_ns = (uint64_t)((int64_t)h->last_ns + g->mono_to_wall),
+			.duration_ns = now - h->last_ns, .pid = h->pid, .tid = h->last_tid, .source = "stall",
 			.op = "training_stall", .detail = detail, .device = -1,
 		};
 		if (!g->mono_to_wall)

@@ -98,6 +98,12 @@ struct cw_demo_train {
 	uint64_t steps;       /* steps run, when finished */
 	uint64_t gpu_free;    /* when GPU 0 drains what was launched so far */
 	uint64_t nth[CW_OP_MAX];
+	/* Where the run is written, for rows trace writes outside the
+	 * pipeline (GPU telemetry, demo/gpu.h). */
+	struct cw_store *store;
+	const char *node;
+	int64_t session_id;
+	int64_t mono_to_wall;
 };
 
 /* Processes and threads of the loop. */

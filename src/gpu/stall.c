@@ -63,9 +63,10 @@ void cw_stall_proc_call(struct cw_stall_proc *p, uint32_t tid, const char *op, u
 		if (start_ns > o->last_start)
 			o->last_start = start_ns;
 	}
+	(void)end_ns;
 	p->calls++;
-	if (end_ns >= p->last_end) {
-		p->last_end = end_ns;
+	if (start_ns >= p->last_ns) {
+		p->last_ns = start_ns;
 		p->last_tid = tid;
 		snprintf(p->last_op, sizeof(p->last_op), "%s", op);
 	}
@@ -145,20 +146,20 @@ int cw_stall_check(struct cw_stall *s, uint64_t now, int (*alive)(uint32_t pid, 
 		struct cw_stall_proc *p = &s->procs[i];
 		uint64_t step, thr;
 
-		if (p->reported || now <= p->last_end)
+		if (p->reported || now <= p->last_ns)
 			continue;
 		step = cw_stall_proc_step(p, s->o.min_calls);
 		if (!step)
 			continue;
 		thr = cw_stall_threshold(step, &s->o);
-		if (now - p->last_end <= thr)
+		if (now - p->last_ns <= thr)
 			continue;
 		if (alive && !alive(p->pid, ctx))
 			continue;
 		p->reported = 1;
 		out[n] = (struct cw_stall_hit){
-			.pid = p->pid, .last_tid = p->last_tid, .last_end_ns = p->last_end, .step_ns = step,
-			.threshold_ns = thr, .silent_ns = now - p->last_end, .calls = p->calls,
+			.pid = p->pid, .last_tid = p->last_tid, .last_ns = p->last_ns, .step_ns = step,
+			.threshold_ns = thr, .silent_ns = now - p->last_ns, .calls = p->calls,
 		};
 		memcpy(out[n].last_op, p->last_op, sizeof(out[n].last_op));
 		n++;

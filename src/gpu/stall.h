@@ -35,7 +35,7 @@ struct cw_stall_op {
 struct cw_stall_proc {
 	uint32_t pid, last_tid;
 	char last_op[48];
-	uint64_t last_end;
+	uint64_t last_ns; /* start of the latest call */
 	uint64_t calls;
 	int reported;
 	struct cw_stall_op ops[CW_STALL_OPS];
@@ -45,7 +45,7 @@ struct cw_stall_proc {
 struct cw_stall_hit {
 	uint32_t pid, last_tid;
 	char last_op[48];
-	uint64_t last_end_ns, step_ns, threshold_ns, silent_ns;
+	uint64_t last_ns, step_ns, threshold_ns, silent_ns; /* last_ns: start of the last call */
 	uint64_t calls;
 };
 

@@ -10,7 +10,10 @@ trap 'rm -rf "$tmp"' EXIT
 "$BIN" demo --list --json > "$tmp/list.json"
 scenarios=$(python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))))' "$tmp/list.json")
 n=$(echo $scenarios | wc -w)
-[ "$n" -eq 10 ] || { echo "expected 10 scenarios, got $n: $scenarios"; exit 1; }
+# 10 scenarios plus the five GPU ones (xid-fault -> xid_fault, thermal-throttling
+# -> thermal_throttling, power-capping -> power_capping, gpu-memory-pressure ->
+# gpu_memory_pressure, training-stall -> training_stall).
+[ "$n" -eq 15 ] || { echo "expected 15 scenarios, got $n: $scenarios"; exit 1; }
 
 q() { "$BIN" query --db "$1" --json "$2"; }
 

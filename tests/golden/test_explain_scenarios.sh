@@ -19,10 +19,16 @@ declare -A want=(
 	[memory-pressure]=memory_pressure
 	[dataloader-starvation]=dataloader_starvation
 	[healthy]=none
+	[xid-fault]=xid_fault
+	[thermal-throttling]=thermal_throttling
+	[power-capping]=power_capping
+	[gpu-memory-pressure]=gpu_memory_pressure
+	[training-stall]=training_stall
 )
 bad=()
 for s in incident cold-start memcpy-bottleneck periodic-spike cpu-contention gpu-steal io-contention \
-	memory-pressure dataloader-starvation healthy; do
+	memory-pressure dataloader-starvation healthy \
+	xid-fault thermal-throttling power-capping gpu-memory-pressure training-stall; do
 	db=$tmp/$s.db
 	"$CW_BIN" demo "$s" --db "$db" >"$tmp/$s.demo" 2>&1 || fail "demo $s: $(tail -n 3 "$tmp/$s.demo")"
 	CW_FAKE_NOW_NS=1767225600000000000 "$CW_BIN" explain --db "$db" --json >"$tmp/$s.json" ||
@@ -41,7 +47,8 @@ d = json.load(open(sys.argv[1]))
 assert set(d) == {"window", "chains", "warnings"}, d.keys()
 sev = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
 kinds = {"cpu_preemption", "io_contention", "memory_pressure", "cold_start", "periodic_allocator",
-         "memcpy_bound", "gpu_time_slicing", "throughput_drop", "dataloader_starvation"}
+         "memcpy_bound", "gpu_time_slicing", "throughput_drop", "dataloader_starvation",
+         "xid_fault", "thermal_throttling", "power_capping", "gpu_memory_pressure", "training_stall"}
 prev = None
 for c in d["chains"]:
     for k in ("severity", "op", "source", "count", "slow_count", "p50_ns", "p99_ns", "tail_ratio",

@@ -235,7 +235,7 @@ static void test_stall_thresholds(void **state)
 	/* 20 ms steps: the 30 s floor rules. */
 	assert_int_equal(cw_stall_new(&s, NULL), 0);
 	steady(s, 10, 20 * MS, 50);
-	last = SEC + 49 * 20 * MS + 10 * MS;
+	last = SEC + 49 * 20 * MS + 100000; /* the last sync's start */
 	assert_int_equal(cw_stall_check(s, last + 29 * SEC, always, NULL, h, 4), 0);
 	assert_int_equal(cw_stall_check(s, last + 31 * SEC, never, NULL, h, 4), 0); /* dead is not stalled */
 	assert_int_equal(cw_stall_check(s, last + 31 * SEC, always, NULL, h, 4), 1);
@@ -252,7 +252,7 @@ static void test_stall_thresholds(void **state)
 	/* 5 s steps: 10 steps (50 s) rule over the floor. */
 	assert_int_equal(cw_stall_new(&s, NULL), 0);
 	steady(s, 11, 5 * SEC, 10);
-	last = SEC + 9 * 5 * SEC + 5 * SEC / 2;
+	last = SEC + 9 * 5 * SEC + 100000;
 	assert_int_equal(cw_stall_check(s, last + 49 * SEC, always, NULL, h, 4), 0);
 	assert_int_equal(cw_stall_check(s, last + 51 * SEC, always, NULL, h, 4), 1);
 	assert_int_equal(h[0].threshold_ns, 50 * SEC);
@@ -271,7 +271,7 @@ static void test_stall_thresholds(void **state)
 		struct cw_stall_opts o = {.floor_ns = 2 * SEC};
 		assert_int_equal(cw_stall_new(&s, &o), 0);
 		steady(s, 13, 20 * MS, 50);
-		last = SEC + 49 * 20 * MS + 10 * MS;
+		last = SEC + 49 * 20 * MS + 100000; /* the last sync's start */
 		assert_int_equal(cw_stall_check(s, last + 1900 * MS, always, NULL, h, 4), 0);
 		assert_int_equal(cw_stall_check(s, last + 2100 * MS, always, NULL, h, 4), 1);
 		cw_stall_free(s);

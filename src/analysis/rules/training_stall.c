@@ -1,7 +1,10 @@
 /* training_stall: a process that made GPU calls at a steady rhythm made
- * none for longer than max(10 x its step, 30 s) while alive (until the
- * end of the data, or until it exited). The step is the slowest steady
- * rhythm among its ops (gpu/stall.h, shared with trace's live detector).
+ * none for longer than max(10 x its step, 30 s) while alive: from the
+ * start of its last call to the end of the data or its exit, or between
+ * two calls (a stall that resumed). Silence runs from a call's start, so
+ * a call that never returns is a stall too. The step is the slowest
+ * steady rhythm among its ops (gpu/stall.h, shared with trace's live
+ * detector).
  * When trace named the stall live, its event (source 'stall') carries
  * every thread's state at that moment (syscall, what it waits on, wchan,
  * Python line) and its threshold; otherwise the chain reads the silent
@@ -22,7 +25,9 @@
 
 #define SCAN_MAX_ROWS 2000000
 #define MAX_PIDS 64
-#define CALLS_PER_PID 64
+/* Newest calls kept per process: enough of each op for its rhythm. */
+#define CALLS_PER_OP (CW_STALL_GAPS + 1)
+#define CALLS_PER_PID (CW_STALL_OPS * CALLS_PER_OP)
 
 struct pcall {
 	char op[48];
@@ -36,8 +41,14 @@ struct pidscan {
 	char comm[32];
 	struct pcall calls[CALLS_PER_PID]; /* newest first */
 	int n;
+	char ops[CW_STALL_OPS][48];
+	int op_n[CW_STALL_OPS], nops;
+	uint64_t total; /* GPU calls scanned */
 	uint64_t exit_wall;
 	int64_t stall_event; /* events.id of a live-detected stall, 0 none */
+	/* The longest silence between two calls of the scan (start to start). */
+	uint64_t next_start, gap_ns;
+	struct pcall gap_call; /* the call before that silence */
 };
 
 static struct pidscan *pid_get(struct pidscan *v, int *n, int64_t pid)
@@ -91,11 +102,22 @@ static int scan(sqlite3 *db, const char *node, int64_t lo, int64_t hi, struct pi
 				p->stall_event = sqlite3_column_int64(st, 0);
 			continue;
 		}
-		if (!is_gpu_source(src) || !(p = pid_get(v, n, pid)) || p->n == CALLS_PER_PID)
+		if (!is_gpu_source(src) || !(p = pid_get(v, n, pid)))
 			continue;
 		{
-			struct pcall *k = &p->calls[p->n++];
+			struct pcall tmp, *k = &tmp;
 			const char *cm = (const char *)sqlite3_column_text(st, 3);
+			int oi;
+
+			for (oi = 0; oi < p->nops && strcmp(p->ops[oi], op); oi++)
+				;
+			if (oi == p->nops && oi < CW_STALL_OPS)
+				snprintf(p->ops[p->nops++], sizeof(p->ops[0]), "%s", op);
+			if (oi < p->nops && p->op_n[oi] < CALLS_PER_OP && p->n < CALLS_PER_PID) {
+				k = &p->calls[p->n++];
+				p->op_n[oi]++;
+			}
+			p->total++;
 			snprintf(k->op, sizeof(k->op), "%s", op);
 			snprintf(k->source, sizeof(k->source), "%s", src);
 			k->tid = sqlite3_column_int64(st, 2);
@@ -104,6 +126,14 @@ static int scan(sqlite3 *db, const char *node, int64_t lo, int64_t hi, struct pi
 			k->wall = (uint64_t)sqlite3_column_int64(st, 8);
 			if (!p->comm[0])
 				snprintf(p->comm, sizeof(p->comm), "%s", cm ? cm : "");
+			/* Rows come newest first: the silence after this call
+			 * ends at the start of the one scanned before. */
+			if (p->next_start > k->wall && p->next_start - k->wall > p->gap_ns) {
+				p->gap_ns = p->next_start - k->wall;
+				p->gap_call = *k;
+			}
+			if (!p->next_start || k->wall < p->next_start)
+				p->next_start = k->wall;
 		}
 	}
 	sqlite3_finalize(st);
@@ -195,7 +225,8 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 	struct pidscan *v;
 	int n = 0, ret, best = -1;
 	int64_t lo, hi;
-	uint64_t end, best_silent = 0, best_step = 0, best_thr = 0, best_last_end = 0;
+	uint64_t end, best_silent = 0, best_step = 0, best_thr = 0, best_last = 0;
+	int best_resumed = 0;
 
 	if ((ret = cw_events_id_at(db, from_wall, &lo)) < 0 || (ret = cw_events_id_at(db, to_wall + 1, &hi)) < 0)
 		return ret;
@@ -209,7 +240,8 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 	for (int i = 0; i < n; i++) {
 		struct cw_stall_proc sp;
 		struct pidscan *p = &v[i];
-		uint64_t step, thr, last_end = 0, life_end, silent;
+		uint64_t step, thr, last = 0, life_end, silent;
+		int resumed = 0;
 		json_t *d;
 
 		if ((o->pid && p->pid != o->pid) || p->n < CW_STALL_MIN_CALLS)
@@ -230,17 +262,24 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 			json_decref(d);
 		}
 		for (int k = 0; k < p->n; k++)
-			if (p->calls[k].wall + p->calls[k].dur > last_end)
-				last_end = p->calls[k].wall + p->calls[k].dur;
-		life_end = p->exit_wall && p->exit_wall > last_end && p->exit_wall < end ? p->exit_wall : end;
-		silent = life_end > last_end ? life_end - last_end : 0;
+			if (p->calls[k].wall > last)
+				last = p->calls[k].wall;
+		life_end = p->exit_wall && p->exit_wall > last && p->exit_wall < end ? p->exit_wall : end;
+		silent = life_end > last ? life_end - last : 0;
+		if (p->gap_ns > silent) {
+			/* A stall that ended: the calls resumed. */
+			silent = p->gap_ns;
+			last = p->gap_call.wall;
+			resumed = 1;
+		}
 		if (silent <= thr || silent <= best_silent)
 			continue;
 		best = i;
 		best_silent = silent;
 		best_step = step;
 		best_thr = thr;
-		best_last_end = last_end;
+		best_last = last;
+		best_resumed = resumed;
 	}
 	if (best < 0) {
 		ret = 0;
@@ -248,17 +287,17 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 	}
 	{
 		struct pidscan *p = &v[best];
-		const struct pcall *last = &p->calls[0];
+		const struct pcall *last = best_resumed ? &p->gap_call : &p->calls[0];
 		char silent[32], stepd[32], thrd[32], what[400] = "", wait[32] = "";
 		json_t *d = stall_detail(db, p->stall_event);
-		int exited = p->exit_wall && p->exit_wall > best_last_end && p->exit_wall < end;
+		int exited = !best_resumed && p->exit_wall && p->exit_wall > best_last && p->exit_wall < end;
 
 		memset(c, 0, sizeof(*c));
 		c->kind = CW_KIND_TRAINING_STALL;
 		snprintf(c->op, sizeof(c->op), "%s", last->op);
 		snprintf(c->source, sizeof(c->source), "%s", last->source);
 		snprintf(c->node, sizeof(c->node), "%s", sys->node);
-		c->count = (uint64_t)p->n;
+		c->count = p->total;
 		c->p50_ns = c->p95_ns = c->p99_ns = best_step;
 		c->max_ns = best_silent;
 		c->slow_count = 1;
@@ -306,7 +345,7 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 					if ((s = json_string_value(json_object_get(t, "python"))))
 						snprintf(ts.python, sizeof(ts.python), "%s", s);
 					cw_thread_state_describe(&ts, line, sizeof(line));
-					cw_chain_add_timeline(c, CW_LAYER_HOST, best_last_end + best_thr, "%s", line);
+					cw_chain_add_timeline(c, CW_LAYER_HOST, best_last + best_thr, "%s", line);
 					if (!what[0] || mine) {
 						snprintf(what, sizeof(what), "%s", line);
 						snprintf(wait, sizeof(wait), "%s", ts.wait);
@@ -337,7 +376,7 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 				snprintf(what, sizeof(what), "thread %lld was runnable but preempted for %s",
 					 (long long)last->tid, b);
 			if (what[0])
-				cw_chain_add_timeline(c, CW_LAYER_HOST, best_last_end, "%s", what);
+				cw_chain_add_timeline(c, CW_LAYER_HOST, best_last, "%s", what);
 			cw_chain_add_evidence(c, "blocked_ns", (double)blocked, 1);
 			cw_chain_add_evidence(c, "preempted_ns", (double)preempted, 1);
 			cw_chain_add_evidence(c, "detected_live", 0, 1);
@@ -350,8 +389,9 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 			size_t len;
 			snprintf(sum, sizeof(sum),
 				 "process %lld (%s) made no GPU call for %s %s (steady step %s, threshold %s); last call %s%s%s",
-				 (long long)p->pid, p->comm, silent, exited ? "before it exited" : "while alive", stepd,
-				 thrd, last->op, what[0] ? "; " : "", what);
+				 (long long)p->pid, p->comm, silent,
+				 best_resumed ? "while alive, then resumed" : exited ? "before it exited" : "while alive",
+				 stepd, thrd, last->op, what[0] ? "; " : "", what);
 			len = strnlen(sum, sizeof(c->summary) - 1);
 			memcpy(c->summary, sum, len);
 			c->summary[len] = '\0';
@@ -363,6 +403,8 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 		cw_chain_add_evidence(c, "step_ns", (double)best_step, 1);
 		cw_chain_add_evidence(c, "threshold_ns", (double)best_thr, 1);
 		cw_chain_add_evidence(c, "exited", exited, 1);
+		cw_chain_add_evidence(c, "resumed", best_resumed, 1);
+		c->explained_ns = best_silent;
 		ret = 1;
 	}
 out:
