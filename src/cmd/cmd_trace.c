@@ -694,6 +694,36 @@ static void take_inflight(struct trace *t, uint64_t cutoff_mono_ns)
 		cw_cuda_probes_take_inflight(t->cp, cutoff_mono_ns, feed_inflight, t);
 }
 
+struct open_calls {
+	uint32_t *tids;
+	const char **ops;
+	uint64_t *since;
+	int n, max;
+};
+
+static void open_call_seen(void *ctx, const struct cw_call_entry *e)
+{
+	struct open_calls *oc = ctx;
+
+	if (oc->n == oc->max)
+		return;
+	oc->tids[oc->n] = e->hdr.tid;
+	oc->ops[oc->n] = cw_op_name(e->hdr.op);
+	oc->since[oc->n] = e->hdr.ts_ns;
+	oc->n++;
+}
+
+/* trace_gpu's view of the calls a stalled process is inside. */
+static int open_calls(void *ctx, uint32_t pid, uint32_t *tids, const char **ops, uint64_t *since, int max)
+{
+	struct trace *t = ctx;
+	struct open_calls oc = {tids, ops, since, 0, max};
+
+	if (!t->cp || cw_cuda_probes_peek_inflight(t->cp, pid, open_call_seen, &oc) < 0)
+		return 0;
+	return oc.n;
+}
+
 static void tick(struct trace *t, uint64_t start_ns)
 {
 	struct cw_snapshot snap;
@@ -967,6 +997,7 @@ static int run(struct trace *t)
 		struct trace_gpu_opts go = {
 			.interval_ns = t->o.gpu_interval_ns, .no_gpu = t->o.no_gpu,
 			.stall_floor_ns = t->o.stall_after_ns, .quiet = t->view_on,
+			.open_calls = open_calls, .open_calls_ctx = t,
 		};
 		rc = trace_gpu_start(&t->gpu, &go, &t->cons, t->w, t->st, cw_default_node(), t->session_id, t->view);
 		if (rc) {

@@ -187,6 +187,21 @@ static void report_stall(struct trace_gpu *g, const struct cw_stall_hit *h, uint
 	if (!g->py && cw_pyres_new(&g->py))
 		g->py = NULL;
 	n = cw_thread_states((pid_t)h->pid, th, CW_THREADSTATE_MAX, g->py);
+	/* A thread inside a traced call that has not returned (a hung
+	 * synchronize) is named by that call. */
+	if (g->o.open_calls && n > 0) {
+		uint32_t tids[16];
+		const char *ops[16];
+		uint64_t since[16];
+		int k = g->o.open_calls(g->o.open_calls_ctx, h->pid, tids, ops, since, 16);
+		for (int j = 0; j < k; j++)
+			for (int i = 0; i < n; i++)
+				if ((uint32_t)th[i].tid == tids[j] && ops[j]) {
+					snprintf(th[i].in_call, sizeof(th[i].in_call), "%s", ops[j]);
+					th[i].in_call_ns = now > since[j] ? now - since[j] : 0;
+					snprintf(th[i].wait, sizeof(th[i].wait), "cuda call");
+				}
+	}
 	arr = json_array();
 	for (int i = 0; i < n; i++) {
 		json_t *t = json_pack("{s:i, s:s, s:s#, s:s, s:I}", "tid", th[i].tid, "comm", th[i].comm, "state",
@@ -201,6 +216,10 @@ static void report_stall(struct trace_gpu *g, const struct cw_stall_hit *h, uint
 			json_object_set_new(t, "wchan", json_string(th[i].wchan));
 		if (th[i].python[0])
 			json_object_set_new(t, "python", json_string(th[i].python));
+		if (th[i].in_call[0]) {
+			json_object_set_new(t, "in_call", json_string(th[i].in_call));
+			json_object_set_new(t, "in_call_ns", json_integer((json_int_t)th[i].in_call_ns));
+		}
 		json_array_append_new(arr, t);
 		/* The thread that made the last CUDA call speaks for the process. */
 		if ((uint32_t)th[i].tid == h->last_tid || (main_i < 0 && (uint32_t)th[i].tid == h->pid))
@@ -208,18 +227,18 @@ static void report_stall(struct trace_gpu *g, const struct cw_stall_hit *h, uint
 	}
 	if (main_i >= 0)
 		cw_thread_state_describe(&th[main_i], desc, sizeof(desc));
-	d = json_pack("{s:I, s:I, s:I, s:s, s:I, s:I, s:o}", "step_ns", (json_int_t)h->step_ns, "threshold_ns",
+	d = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:o}", "last_call_wall_ns",
+		      (json_int_t)((int64_t)h->last_ns + g->mono_to_wall), "step_ns", (json_int_t)h->step_ns, "threshold_ns",
 		      (json_int_t)h->threshold_ns, "silent_ns", (json_int_t)h->silent_ns, "last_op", h->last_op,
 		      "last_tid", (json_int_t)h->last_tid, "calls", (json_int_t)h->calls, "threads", arr);
 	detail = d ? json_dumps(d, JSON_COMPACT) : NULL;
 	{
+		/* Stamped when named (the silence so far as duration), so the
+		 * data of the session reaches past the last call. */
 		struct cw_event_row r = {
-			.mono_ns = h->last_ns, .wall_ns = (uint64_t)((int64_t)h->last_ns + g->mono_to_wall),
-			.duration_ns = now - h->last_ns, .pid = h->pid, .tid = h->last_tid, .source = "stall",
-			.op = "training_stall", .detail = detail, .device = -1,
+			.mono_ns = now, .wall_ns = cw_realtime_ns(), .duration_ns = now - h->last_ns, .pid = h->pid,
+			.tid = h->last_tid, .source = "stall", .op = "training_stall", .detail = detail, .device = -1,
 		};
-		if (!g->mono_to_wall)
-			r.wall_ns = cw_realtime_ns() - r.duration_ns;
 		if (cw_writer_event(g->w, &r))
 			g->gpu_write_errors++;
 	}

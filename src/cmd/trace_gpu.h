@@ -23,6 +23,10 @@ struct trace_gpu_opts {
 	int no_gpu;              /* no NVML, no kmsg */
 	uint64_t stall_floor_ns; /* 0: 30 s */
 	int quiet;               /* no alert lines on stderr */
+	/* The calls of pid open right now (entered, not returned): fills up
+	 * to max (tid, op name, entry mono ns); returns the count. NULL: none. */
+	int (*open_calls)(void *ctx, uint32_t pid, uint32_t *tids, const char **ops, uint64_t *since, int max);
+	void *open_calls_ctx;
 };
 
 int trace_gpu_start(struct trace_gpu **out, const struct trace_gpu_opts *o, struct cw_consumer *cons,

@@ -190,7 +190,11 @@ void cw_thread_state_describe(const struct cw_thread_state *t, char *buf, size_t
 	const char *w = t->wait;
 	char what[160];
 
-	if (!strcmp(w, "pipe"))
+	if (t->in_call[0])
+		snprintf(what, sizeof(what), "inside %s for %.1fs, not returned (%s%s%s)", t->in_call,
+			 (double)t->in_call_ns / 1e9, t->state == 'R' ? "spinning" : "sleeping",
+			 t->syscall_name[0] ? " in " : "", t->syscall_name);
+	else if (!strcmp(w, "pipe"))
 		snprintf(what, sizeof(what), "blocked in %s on a pipe (%s)", t->syscall_name, t->target);
 	else if (!strcmp(w, "socket"))
 		snprintf(what, sizeof(what), "blocked in %s on a socket (%s)", t->syscall_name, t->target);

@@ -23,8 +23,11 @@ struct cw_thread_state {
 	char target[96];   /* "pipe:[123]", "socket:[456]", a path; "" none */
 	char wchan[48];    /* "" unknown */
 	char wait[32];     /* classification: "pipe", "lock", "socket", "file io", "disk io", "sleep", "poll",
-			      "child", "gpu driver", "runnable", "stopped", "other" */
+			      "child", "gpu driver", "runnable", "stopped", "other"; "cuda call" when
+			      the caller found it inside a GPU call that has not returned */
 	char python[200];  /* "train.py:42 in step", "" none */
+	char in_call[48];  /* a traced GPU call it is inside (entered, not returned), "" none */
+	unsigned long long in_call_ns; /* for how long */
 };
 
 /* Fills up to max threads of pid (res may be NULL: no Python lines).

@@ -215,7 +215,7 @@ static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 		cw_chain_add_fix(c, "the process waits on a lock: causeway where %lld shows which thread holds it", (long long)pid);
 	else if (!strcmp(wait, "socket"))
 		cw_chain_add_fix(c, "the process waits on the network: check the other ranks (a dead peer); init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 end a hung collective");
-	else if (!strcmp(wait, "runnable") || !strcmp(wait, "gpu driver"))
+	else if (!strcmp(wait, "runnable") || !strcmp(wait, "gpu driver") || !strcmp(wait, "cuda call"))
 		cw_chain_add_fix(c, "a thread spins or sits in the driver: a CUDA synchronization that never returns points at the GPU (check Xid faults: journalctl -k | grep -i xid)");
 }
 
@@ -344,6 +344,11 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 						snprintf(ts.wchan, sizeof(ts.wchan), "%s", s);
 					if ((s = json_string_value(json_object_get(t, "python"))))
 						snprintf(ts.python, sizeof(ts.python), "%s", s);
+					if ((s = json_string_value(json_object_get(t, "in_call")))) {
+						snprintf(ts.in_call, sizeof(ts.in_call), "%s", s);
+						ts.in_call_ns = (unsigned long long)json_integer_value(
+							json_object_get(t, "in_call_ns"));
+					}
 					cw_thread_state_describe(&ts, line, sizeof(line));
 					cw_chain_add_timeline(c, CW_LAYER_HOST, best_last + best_thr, "%s", line);
 					if (!what[0] || mine) {
