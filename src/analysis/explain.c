@@ -18,11 +18,21 @@
 #define CW_PY_MIN_SHARE 0.5
 
 typedef int (*cw_op_rule_fn)(const struct cw_rule_ctx *, struct cw_chain *);
+/* The GPU telemetry rules come first: on equal shares the device's own
+ * measured state (clocks, memory) is the more specific cause. Without
+ * GPU samples they never apply. */
 static const cw_op_rule_fn op_rules[] = {
+	cw_rule_thermal_throttling, cw_rule_power_capping,  cw_rule_gpu_memory_pressure,
 	cw_rule_cpu_preemption, cw_rule_io_contention,      cw_rule_memory_pressure,
 	cw_rule_cold_start,     cw_rule_periodic_allocator, cw_rule_gpu_time_slicing,
-	cw_rule_thermal_throttling, cw_rule_power_capping,  cw_rule_gpu_memory_pressure,
 };
+
+#define CW_GPU_RULE_MARGIN 0.10
+
+static int is_gpu_rule(cw_op_rule_fn f)
+{
+	return f == cw_rule_thermal_throttling || f == cw_rule_power_capping || f == cw_rule_gpu_memory_pressure;
+}
 
 struct chains {
 	struct cw_chain *v;
@@ -310,8 +320,8 @@ static int timeline_cmp(const void *a, const void *b)
  * chain of the dominant cause, or a warning when none explains enough. */
 static int explain_op(struct cw_rule_ctx *ctx, struct chains *cs, struct cw_explain_result *r)
 {
-	struct cw_chain base, cand, best;
-	int have = 0, ret;
+	struct cw_chain base, cand, best, best_gpu;
+	int have = 0, have_gpu = 0, ret;
 
 	base_chain(&base, ctx);
 	if ((ret = fill_identity(ctx->db, &base, ctx->calls, ctx->ncalls)) < 0)
@@ -327,12 +337,23 @@ static int explain_op(struct cw_rule_ctx *ctx, struct chains *cs, struct cw_expl
 		ret = op_rules[i](ctx, &cand);
 		if (ret < 0)
 			return ret;
+		if (ret > 0 && cand.explained_share >= CW_MIN_EXPLAINED && is_gpu_rule(op_rules[i]) &&
+		    (!have_gpu || cand.explained_share > best_gpu.explained_share)) {
+			best_gpu = cand;
+			have_gpu = 1;
+		}
 		if (ret > 0 && cand.explained_share >= CW_MIN_EXPLAINED &&
 		    (!have || cand.explained_share > best.explained_share)) {
 			best = cand;
 			have = 1;
 		}
 	}
+	/* The device's measured state (clock-event reasons, memory) is the
+	 * more specific cause: it wins within CW_GPU_RULE_MARGIN of a pattern
+	 * rule's share (a periodic allocator, preemption noise). */
+	if (have_gpu && best_gpu.explained_share >= 0.5 &&
+	    best_gpu.explained_share >= best.explained_share - CW_GPU_RULE_MARGIN)
+		best = best_gpu;
 	if (!have && !tail)
 		return 0;
 	if (!have) {

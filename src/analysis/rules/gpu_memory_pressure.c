@@ -1,10 +1,12 @@
 /* gpu_memory_pressure: slow device allocations (cudaMalloc and kin) made
  * while their GPU's memory was >= 90 % used. The caching allocator then
  * frees its cache and retries (cudaFree + synchronize inside the call),
- * and allocations start to fail. explained_share = slow allocation time
- * overlapping near-full samples / slow allocation time; failed
- * allocations of the op in the window and the process holding the most
- * device memory are named. */
+ * and allocations start to fail. A call counts when a sample of its
+ * device within CW_GPU_MEM_NEAR_NS of it shows the device near full
+ * (memory is sampled, allocations are not: a call between two samples
+ * belongs to both). explained_share = time of such slow allocations /
+ * slow allocation time; failed allocations of the op in the window and
+ * the process holding the most device memory are named. */
 #include <stdio.h>
 
 #include "analysis/engine.h"
@@ -13,6 +15,7 @@
 #include "util/timeutil.h"
 
 #define CW_GPU_MEM_FULL 0.90
+#define CW_GPU_MEM_NEAR_NS NSEC_PER_SEC
 
 static int near_full(const struct cw_gsample *s)
 {
@@ -80,7 +83,9 @@ int cw_rule_gpu_memory_pressure(const struct cw_rule_ctx *ctx, struct cw_chain *
 		return 0;
 	for (size_t i = 0; i < ctx->ncalls; i++) {
 		const struct cw_slowcall *k = &ctx->calls[i];
-		overlap += cw_gpuctx_overlap(g, k->device, k->mono_ns, k->mono_ns + k->dur_ns, near_full, &hit);
+		uint64_t from = k->mono_ns > CW_GPU_MEM_NEAR_NS ? k->mono_ns - CW_GPU_MEM_NEAR_NS : 0;
+		if (cw_gpuctx_overlap(g, k->device, from, k->mono_ns + k->dur_ns + CW_GPU_MEM_NEAR_NS, near_full, &hit))
+			overlap += k->dur_ns;
 	}
 	if (!overlap || !hit)
 		return 0;

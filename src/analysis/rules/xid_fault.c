@@ -26,8 +26,9 @@ struct xid_row {
 	char comm[32], pci[32], from[8], text[160];
 };
 
-/* The process with the most GPU calls (on device when known) in the
- * minute before the fault. */
+/* The process with the most GPU calls on the device (or on an unknown
+ * device: calls made before any cudaSetDevice carry none) in the minute
+ * before the fault. */
 static int64_t busiest(sqlite3 *db, const char *node, int device, uint64_t wall, char *comm, size_t clen)
 {
 	sqlite3_stmt *st = NULL;
@@ -37,7 +38,7 @@ static int64_t busiest(sqlite3 *db, const char *node, int device, uint64_t wall,
 		return 0;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT pid, comm, count(*) AS n FROM events WHERE id BETWEEN ?1 AND ?2 AND node = ?3"
-			       " AND source IN ('cuda','driver','nccl','graph') AND (?4 < 0 OR device = ?4)"
+			       " AND source IN ('cuda','driver','nccl','graph') AND (?4 < 0 OR device = ?4 OR device IS NULL)"
 			       " GROUP BY pid ORDER BY n DESC LIMIT 1",
 			       -1, &st, NULL) != SQLITE_OK)
 		return 0;
