@@ -140,12 +140,14 @@ trace xid -T 5 -m sync
 wp=$(sqlite3 "$D/xid.db" "SELECT pid FROM events WHERE source = 'cuda' LIMIT 1")
 [ -n "$wp" ] || fail "xid: no workload process"
 sleep 1
+# NVML reports the fault first; its event waits so that the kernel log's
+# line, which names the process, is the one stored.
+setctl 'xid=79@1\n'
+sleep 0.5
 line="NVRM: Xid (PCI:0000:3b:00): 79, pid=$wp, name=$MARK, GPU has fallen off the bus."
 echo "$line" >/dev/kmsg
 echo "$line" >/dev/kmsg
 echo "NVRM: Xid (PCI:0000:3b:00): 99999, pid=$wp, name=$MARK, out of range" >/dev/kmsg
-sleep 0.3
-setctl 'xid=79@1\n'
 finish xid
 q=$(sqlite3 "$D/xid.db" "SELECT (SELECT count(*) FROM events WHERE op = 'xid'),
 	(SELECT count(*) FROM events WHERE op = 'xid' AND source = 'gpu' AND pid = $wp AND comm = '$MARK' AND arg0 = 79 AND device = 0),
