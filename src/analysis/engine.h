@@ -132,6 +132,9 @@ int cw_op_is_alloc(const char *op);
 int cw_op_is_launch(const char *op);
 
 /* Chain helpers used by rules (explain_chain.c). */
+/* Sets c->summary, cut to its size (a long device name or path must not
+ * fail the build's truncation checks nor the chain). */
+void cw_chain_summary(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cw_chain_add_fix(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cw_chain_add_timeline(struct cw_chain *c, enum cw_layer layer, uint64_t t_ns, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

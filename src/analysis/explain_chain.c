@@ -112,3 +112,12 @@ void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len)
 	cw_format_duration(c->p99_ns, p99, sizeof(p99));
 	snprintf(buf, len, "%s p99 %s (%.1fx p50)", c->op, p99, c->tail_ratio);
 }
+
+void cw_chain_summary(struct cw_chain *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->summary, sizeof(c->summary), fmt, ap);
+	va_end(ap);
+}

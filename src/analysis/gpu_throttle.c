@@ -71,12 +71,12 @@ int cw_gpu_throttle_chain(const struct cw_rule_ctx *ctx, struct cw_chain *c, int
 		snprintf(dname, sizeof(dname), "GPU %d", hit->device);
 	cw_chain_headline(c, head, sizeof(head));
 	if (thermal)
-		snprintf(c->summary, sizeof(c->summary),
+		cw_chain_summary(c,
 			 "%s: %.0f %% of the slow calls' time ran while %s was thermally throttled (%s at %lld C):"
 			 " SM clock %lld -> %lld MHz (-%.0f %%)",
 			 head, share * 100, dname, why, (long long)hit->temp, (long long)base, (long long)low, drop * 100);
 	else
-		snprintf(c->summary, sizeof(c->summary),
+		cw_chain_summary(c,
 			 "%s: %.0f %% of the slow calls' time ran while %s was power capped (%s at %.0f W):"
 			 " SM clock %lld -> %lld MHz (-%.0f %%)",
 			 head, share * 100, dname, why, hit->power_mw / 1000.0, (long long)base, (long long)low,

@@ -97,7 +97,7 @@ int cw_rule_gpu_memory_pressure(const struct cw_rule_ctx *ctx, struct cw_chain *
 	c->kind = CW_KIND_GPU_MEMORY_PRESSURE;
 	c->explained_share = share;
 	cw_chain_headline(c, head, sizeof(head));
-	snprintf(c->summary, sizeof(c->summary),
+	cw_chain_summary(c,
 		 "%s: %.0f %% of the slow allocations' time ran while GPU %d%s%s%s had %.1f of %.1f GiB in use (%.0f %%)"
 		 "; %lld allocation(s) failed",
 		 head, share * 100, hit->device, dev ? " (" : "", dev ? dev->name : "", dev ? ")" : "",

@@ -185,7 +185,7 @@ int cw_rule_xid_fault(sqlite3 *db, const struct cw_explain_opts *o, const struct
 		if (d)
 			snprintf(dname, sizeof(dname), " (GPU %d, %s)", best.device, d->name);
 	}
-	snprintf(c->summary, sizeof(c->summary), "Xid %u on %s%s: %s (%s, %s)", best.code,
+	cw_chain_summary(c, "Xid %u on %s%s: %s (%s, %s)", best.code,
 		 best.pci[0] ? best.pci : "an unknown device", dname, info->name, info->severity, info->cause);
 	if (c->pid > 0) {
 		size_t len = strlen(c->summary);
