@@ -136,7 +136,7 @@ PY
 
 # xid from the kernel log
 setctl ''
-trace xid -T 5 -m sync
+trace xid -T 6 -m sync
 wp=$(sqlite3 "$D/xid.db" "SELECT pid FROM events WHERE source = 'cuda' LIMIT 1")
 [ -n "$wp" ] || fail "xid: no workload process"
 sleep 1
