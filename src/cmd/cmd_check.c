@@ -330,7 +330,7 @@ static void check_gpu_telemetry(struct report *r)
 	struct cw_nvml *n = NULL;
 	char why[256], list[400] = "";
 	size_t used = 0;
-	int rc = cw_nvml_open(&n, NULL, why, sizeof(why));
+	int rc = cw_nvml_open(&n, cw_default_nvml_lib(), why, sizeof(why));
 
 	if (rc) {
 		item(r, "gpu telemetry", ST_WARN,

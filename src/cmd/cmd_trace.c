@@ -995,8 +995,10 @@ static int run(struct trace *t)
 		t->si = NULL;
 	{
 		struct trace_gpu_opts go = {
-			.interval_ns = t->o.gpu_interval_ns, .no_gpu = t->o.no_gpu,
-			.stall_floor_ns = t->o.stall_after_ns, .quiet = t->view_on,
+			.interval_ns = t->o.gpu_interval_ns ? t->o.gpu_interval_ns : cw_default_gpu_interval(),
+			.nvml_path = cw_default_nvml_lib(), .no_gpu = t->o.no_gpu,
+			.stall_floor_ns = t->o.stall_after_ns ? t->o.stall_after_ns : cw_default_stall_after(),
+			.quiet = t->view_on,
 			.open_calls = open_calls, .open_calls_ctx = t,
 		};
 		rc = trace_gpu_start(&t->gpu, &go, &t->cons, t->w, t->st, cw_default_node(), t->session_id, t->view);

@@ -132,7 +132,7 @@ int trace_gpu_start(struct trace_gpu **out, const struct trace_gpu_opts *o, stru
 		return rc;
 	}
 	if (!o->no_gpu) {
-		struct cw_gpu_sampler_opts sopts = {.interval_ns = o->interval_ns};
+		struct cw_gpu_sampler_opts sopts = {.interval_ns = o->interval_ns, .nvml_path = o->nvml_path};
 		struct cw_gpu_sink sink = {g, on_device, on_samples, on_process, on_xid};
 		char why[256];
 

@@ -20,6 +20,7 @@ struct trace_gpu;
 
 struct trace_gpu_opts {
 	uint64_t interval_ns;    /* 0: 1 s */
+	const char *nvml_path;   /* NULL: $CW_NVML_LIB or libnvidia-ml.so.1 */
 	int no_gpu;              /* no NVML, no kmsg */
 	uint64_t stall_floor_ns; /* 0: 30 s */
 	int quiet;               /* no alert lines on stderr */

@@ -52,6 +52,10 @@ struct cw_config {
 	char *fleet_token_file;    /* token sent to the agents */
 	uint64_t fleet_timeout_ns; /* per node; 0: default */
 	uint64_t fleet_skew_warn_ns;
+
+	char *gpu_nvml_lib;        /* NULL: $CW_NVML_LIB, else libnvidia-ml.so.1 */
+	uint64_t gpu_interval_ns;  /* 0: 1 s */
+	uint64_t gpu_stall_after_ns; /* 0: 30 s */
 };
 
 /* Reads path_or_null, or the first default path that exists. Relative

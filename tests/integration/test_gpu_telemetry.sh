@@ -31,6 +31,10 @@ setctl() { printf "$1" >"$D/ctl.n"; mv "$D/ctl.n" "$D/ctl"; }
 # check
 "$CW_BIN" check --json >"$D/check.json"
 CW_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$CW_BIN" check --json >"$D/check-none.json"
+# The config names the library when the environment does not.
+printf 'gpu:\n  nvml_lib: %s\n' "$NVML" >"$D/c.yaml"
+env -u CW_NVML_LIB "$CW_BIN" --config "$D/c.yaml" check | grep -q '^ok  *gpu telemetry .*driver 580.65.06-fake' ||
+	fail "check: gpu.nvml_lib from the config"
 python3 - "$D/check.json" "$D/check-none.json" <<'PY' || fail check
 import json, sys
 r = json.load(open(sys.argv[1]))
