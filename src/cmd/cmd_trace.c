@@ -739,7 +739,10 @@ static void tick(struct trace *t, uint64_t start_ns)
 	cw_pipeline_set_clock(t->pipe, measure_offset());
 	trace_python_forget_exited(t->py, cw_monotonic_ns());
 	cw_kernel_probes_flush(t->kp, 0);
-	trace_gpu_tick(t->gpu, now);
+	{
+		uint64_t cs[CW_CS_MAX];
+		trace_gpu_tick(t->gpu, now, cw_cuda_probes_stats(t->cp, cs) ? 0 : cs[CW_CS_AGGREGATED]);
+	}
 	store_counters(t, &lt);
 	if (t->view_on) {
 		struct cw_trace_view_status vs = {

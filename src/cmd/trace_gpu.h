@@ -35,7 +35,9 @@ int trace_gpu_start(struct trace_gpu **out, const struct trace_gpu_opts *o, stru
 		    struct cw_trace_view *view);
 void trace_gpu_observe(struct trace_gpu *g, const struct cw_event_row *r);
 void trace_gpu_exited(struct trace_gpu *g, uint32_t pid);
-void trace_gpu_tick(struct trace_gpu *g, uint64_t now_mono);
+/* aggregated: calls counted in the kernel so far (not seen one by one);
+ * while it grows, no stall is named: the calls are not visible. */
+void trace_gpu_tick(struct trace_gpu *g, uint64_t now_mono, uint64_t aggregated);
 void trace_gpu_counters(struct trace_gpu *g);
 /* Stops the telemetry thread (its statistics stay for counters). */
 void trace_gpu_halt(struct trace_gpu *g);
