@@ -35,6 +35,7 @@ struct cw_nvml {
 	nvmlReturn_t (*DeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemory_t *);
 	nvmlReturn_t (*DeviceGetMemoryInfo_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
 	nvmlReturn_t (*DeviceGetTemperature)(nvmlDevice_t, int, unsigned int *);
+	nvmlReturn_t (*DeviceGetFieldValues)(nvmlDevice_t, int, nvmlFieldValue_t *);
 	nvmlReturn_t (*DeviceGetPowerUsage)(nvmlDevice_t, unsigned int *);
 	nvmlReturn_t (*DeviceGetEnforcedPowerLimit)(nvmlDevice_t, unsigned int *);
 	nvmlReturn_t (*DeviceGetTotalEnergyConsumption)(nvmlDevice_t, unsigned long long *);
@@ -79,6 +80,7 @@ static void resolve(struct cw_nvml *n)
 	SYM(n, DeviceGetMemoryInfo);
 	SYM(n, DeviceGetMemoryInfo_v2);
 	SYM(n, DeviceGetTemperature);
+	SYM(n, DeviceGetFieldValues);
 	SYM(n, DeviceGetPowerUsage);
 	SYM(n, DeviceGetEnforcedPowerLimit);
 	SYM(n, DeviceGetTotalEnergyConsumption);
@@ -295,6 +297,22 @@ int cw_nvml_sample(struct cw_nvml *n, int i, struct cw_gpu_sample *s)
 	}
 	if (n->DeviceGetTemperature && TAKE(n->DeviceGetTemperature(d, NVML_TEMPERATURE_GPU, &v)))
 		s->temp_gpu = v;
+	/* Memory (HBM) temperature is a field value, not a sensor. */
+	if (n->DeviceGetFieldValues) {
+		nvmlFieldValue_t fv;
+		memset(&fv, 0, sizeof(fv));
+		fv.fieldId = NVML_FI_DEV_MEMORY_TEMP;
+		if (TAKE(n->DeviceGetFieldValues(d, 1, &fv)) && fv.nvmlReturn == NVML_SUCCESS) {
+			if (fv.valueType == NVML_VALUE_TYPE_UNSIGNED_INT)
+				s->temp_mem = fv.value.uiVal;
+			else if (fv.valueType == NVML_VALUE_TYPE_SIGNED_INT)
+				s->temp_mem = fv.value.siVal;
+			else if (fv.valueType == NVML_VALUE_TYPE_UNSIGNED_LONG_LONG && fv.value.ullVal < 1000)
+				s->temp_mem = (int64_t)fv.value.ullVal;
+			else if (fv.valueType == NVML_VALUE_TYPE_SIGNED_LONG_LONG)
+				s->temp_mem = fv.value.sllVal;
+		}
+	}
 	if (n->DeviceGetPowerUsage && TAKE(n->DeviceGetPowerUsage(d, &v)))
 		s->power_mw = v;
 	if (n->DeviceGetTotalEnergyConsumption && TAKE(n->DeviceGetTotalEnergyConsumption(d, &ull)))

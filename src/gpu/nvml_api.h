@@ -122,6 +122,33 @@ typedef struct nvmlEventData_st {
 #define nvmlEventTypeDoubleBitEccError 0x0000000000000002ULL
 #define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
 
+/* nvmlDeviceGetFieldValues */
+#define NVML_FI_DEV_MEMORY_TEMP 82
+#define NVML_VALUE_TYPE_DOUBLE 0
+#define NVML_VALUE_TYPE_UNSIGNED_INT 1
+#define NVML_VALUE_TYPE_UNSIGNED_LONG 2
+#define NVML_VALUE_TYPE_UNSIGNED_LONG_LONG 3
+#define NVML_VALUE_TYPE_SIGNED_LONG_LONG 4
+#define NVML_VALUE_TYPE_SIGNED_INT 5
+typedef union nvmlValue_st {
+	double dVal;
+	unsigned int uiVal;
+	unsigned long ulVal;
+	unsigned long long ullVal;
+	signed long long sllVal;
+	signed int siVal;
+	unsigned short usVal;
+} nvmlValue_t;
+typedef struct nvmlFieldValue_st {
+	unsigned int fieldId;
+	unsigned int scopeId;
+	long long timestamp;
+	long long latencyUsec;
+	int valueType;  /* nvmlValueType_t */
+	nvmlReturn_t nvmlReturn;
+	nvmlValue_t value;
+} nvmlFieldValue_t;
+
 /* nvmlDeviceGetMigMode */
 #define NVML_DEVICE_MIG_ENABLE 1
 

@@ -387,7 +387,8 @@ static void test_nvml_fake(void **state)
 	assert_string_equal(cw_nvml_device(n, 1)->pci, "00000000:3C:00.0");
 	assert_string_equal(cw_nvml_device(n, 0)->uuid, "GPU-fa4e0000-0000-4000-8000-000000000000");
 	assert_int_equal(cw_nvml_device(n, 0)->max_sm_mhz, 1980);
-	assert_int_equal(cw_nvml_sample(n, 0, &s), 15); /* every reading the fake offers */
+	assert_int_equal(cw_nvml_sample(n, 0, &s), 16); /* every reading the fake offers */
+	assert_int_equal(s.temp_mem, 70);
 	assert_int_equal(s.sm_mhz, 1350);
 	assert_int_equal(s.reasons, (int64_t)CW_GPU_REASON_SW_POWER_CAP);
 	assert_int_equal(s.power_mw, 700000);
