@@ -106,6 +106,7 @@ struct cw_sysctx {
 	int retx_loaded;
 	uint64_t from_wall, to_wall;
 	sqlite3 *db;
+	struct cw_gpuctx *gpu; /* GPU samples of the node (gpuctx.h); explain.c loads it */
 };
 
 /* Everything a rule sees about one op (optionally one pid). */
@@ -173,6 +174,9 @@ int cw_op_is_graph_launch(const char *op);
 int cw_op_is_graph_build(const char *op);
 
 /* Chain helpers used by rules (explain_chain.c). */
+/* Sets c->summary, cut to its size (a long device name or path must not
+ * fail the build's truncation checks nor the chain). */
+void cw_chain_summary(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cw_chain_add_fix(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cw_chain_add_timeline(struct cw_chain *c, enum cw_layer layer, uint64_t t_ns, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -217,6 +221,13 @@ int cw_rule_throughput_drop(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_network(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_graph_launch_tail(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_host_memory(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+/* GPU telemetry (docs/gpu.md): slow calls during clock-event reasons or
+ * near the device's memory limit. */
+int cw_rule_thermal_throttling(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_power_capping(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+int cw_rule_gpu_memory_pressure(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+/* Shared by thermal_throttling and power_capping (gpu_throttle.c). */
+int cw_gpu_throttle_chain(const struct cw_rule_ctx *ctx, struct cw_chain *c, int thermal);
 
 /* Node-wide rules: look at every op of one node. Each returns 1 when it
  * filled c. */
@@ -234,6 +245,12 @@ int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const stru
  * (at most max); returns how many it filled or -errno. */
 int cw_rule_oom_kill(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
 		     uint64_t from_wall, uint64_t to_wall, struct cw_chain *c, int max);
+/* Node-wide GPU rules: an Xid fault on the node, a process whose CUDA
+ * calls stopped. Each returns 1 when it filled c. */
+int cw_rule_xid_fault(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+		      uint64_t from_wall, uint64_t to_wall, struct cw_chain *c);
+int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+			   uint64_t from_wall, uint64_t to_wall, struct cw_chain *c);
 /* Cross-rank rule: runs once after every node's chains are known (they
  * supply the straggler's reason). Returns 1 when it filled c. */
 int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,

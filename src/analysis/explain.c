@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/engine.h"
+#include "analysis/gpuctx.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -17,11 +18,22 @@
 #define CW_PY_MIN_SHARE 0.5
 
 typedef int (*cw_op_rule_fn)(const struct cw_rule_ctx *, struct cw_chain *);
+/* The GPU telemetry rules come first: on equal shares the device's own
+ * measured state (clocks, memory) is the more specific cause. Without
+ * GPU samples they never apply. */
 static const cw_op_rule_fn op_rules[] = {
+	cw_rule_thermal_throttling, cw_rule_power_capping,  cw_rule_gpu_memory_pressure,
 	cw_rule_cpu_preemption, cw_rule_io_contention,      cw_rule_memory_pressure,
 	cw_rule_cold_start,     cw_rule_periodic_allocator, cw_rule_gpu_time_slicing,
 	cw_rule_network,        cw_rule_graph_launch_tail,  cw_rule_host_memory,
 };
+
+#define CW_GPU_RULE_MARGIN 0.10
+
+static int is_gpu_rule(cw_op_rule_fn f)
+{
+	return f == cw_rule_thermal_throttling || f == cw_rule_power_capping || f == cw_rule_gpu_memory_pressure;
+}
 
 struct chains {
 	struct cw_chain *v;
@@ -241,6 +253,18 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 	if (c->kind == CW_KIND_MEMCPY_BOUND || c->kind == CW_KIND_DATALOADER_STARVATION ||
 	    c->kind == CW_KIND_GRAPH_CHURN)
 		return c->explained_share >= 0.5 ? CW_SEV_HIGH : CW_SEV_MEDIUM;
+	/* A job that stopped is the worst finding; an Xid is as severe as
+	 * the catalogue says (evidence severity_rank: 3 critical, 2 error). */
+	if (c->kind == CW_KIND_TRAINING_STALL)
+		return CW_SEV_HIGH;
+	if (c->kind == CW_KIND_XID_FAULT) {
+		for (int i = 0; i < c->nevidence; i++)
+			if (!strcmp(c->evidence[i].key, "severity_rank"))
+				return c->evidence[i].value >= 3 ? CW_SEV_HIGH
+				       : c->evidence[i].value >= 2 ? CW_SEV_MEDIUM
+								   : CW_SEV_LOW;
+		return CW_SEV_MEDIUM;
+	}
 	lost = (double)c->slow_time_ns - (double)c->slow_count * (double)c->p50_ns;
 	if (lost < 0)
 		lost = 0;
@@ -300,8 +324,8 @@ static int timeline_cmp(const void *a, const void *b)
  * chain of the dominant cause, or a warning when none explains enough. */
 static int explain_op(struct cw_rule_ctx *ctx, struct chains *cs, struct cw_explain_result *r)
 {
-	struct cw_chain base, cand, best;
-	int have = 0, ret;
+	struct cw_chain base, cand, best, best_gpu;
+	int have = 0, have_gpu = 0, ret;
 
 	base_chain(&base, ctx);
 	if ((ret = fill_identity(ctx->db, &base, ctx->calls, ctx->ncalls)) < 0)
@@ -317,12 +341,23 @@ static int explain_op(struct cw_rule_ctx *ctx, struct chains *cs, struct cw_expl
 		ret = op_rules[i](ctx, &cand);
 		if (ret < 0)
 			return ret;
+		if (ret > 0 && cand.explained_share >= CW_MIN_EXPLAINED && is_gpu_rule(op_rules[i]) &&
+		    (!have_gpu || cand.explained_share > best_gpu.explained_share)) {
+			best_gpu = cand;
+			have_gpu = 1;
+		}
 		if (ret > 0 && cand.explained_share >= CW_MIN_EXPLAINED &&
 		    (!have || cand.explained_share > best.explained_share)) {
 			best = cand;
 			have = 1;
 		}
 	}
+	/* The device's measured state (clock-event reasons, memory) is the
+	 * more specific cause: it wins within CW_GPU_RULE_MARGIN of a pattern
+	 * rule's share (a periodic allocator, preemption noise). */
+	if (have_gpu && best_gpu.explained_share >= 0.5 &&
+	    best_gpu.explained_share >= best.explained_share - CW_GPU_RULE_MARGIN)
+		best = best_gpu;
 	if (!have && !tail)
 		return 0;
 	if (!have) {
@@ -563,6 +598,12 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 			j++;
 		if ((ret = cw_sysctx_load(db, ops[i].node, out->from_wall_ns, out->to_wall_ns, &sys)) < 0)
 			goto fail;
+		struct cw_gpuctx gpu;
+		if ((ret = cw_gpuctx_load(db, ops[i].node, out->from_wall_ns, out->to_wall_ns, &gpu)) < 0) {
+			cw_sysctx_free(&sys);
+			goto fail;
+		}
+		sys.gpu = &gpu;
 		for (int k = i; k < j && ret >= 0; k++) {
 			if (!is_gpu_source(ops[k].source))
 				continue;
@@ -619,9 +660,32 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 				*slot = kills[k];
 			}
 		}
+		if (ret >= 0) {
+			struct cw_chain tmp;
+			ret = cw_rule_xid_fault(db, o, &sys, out->from_wall_ns, out->to_wall_ns, &tmp);
+			if (ret > 0) {
+				struct cw_chain *slot = chains_push(&cs);
+				if (!slot)
+					ret = -ENOMEM;
+				else
+					*slot = tmp;
+			}
+		}
+		if (ret >= 0) {
+			struct cw_chain tmp;
+			ret = cw_rule_training_stall(db, o, &sys, out->from_wall_ns, out->to_wall_ns, &tmp);
+			if (ret > 0) {
+				struct cw_chain *slot = chains_push(&cs);
+				if (!slot)
+					ret = -ENOMEM;
+				else
+					*slot = tmp;
+			}
+		}
 		if (ret >= 0 && sys.io_requests >= 2000000)
 			ret = warn(out, "node \"%s\": block I/O capped at 2000000 requests for overlap", sys.node);
 		cw_sysctx_free(&sys);
+		cw_gpuctx_free(&gpu);
 		if (ret < 0)
 			goto fail;
 		i = j;

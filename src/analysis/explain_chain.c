@@ -26,6 +26,11 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_GRAPH_CHURN] = "graph_churn",
 		[CW_KIND_GRAPH_LAUNCH_TAIL] = "graph_launch_tail",
 		[CW_KIND_HOST_MEMORY] = "host_memory",
+		[CW_KIND_XID_FAULT] = "xid_fault",
+		[CW_KIND_THERMAL_THROTTLING] = "thermal_throttling",
+		[CW_KIND_POWER_CAPPING] = "power_capping",
+		[CW_KIND_GPU_MEMORY_PRESSURE] = "gpu_memory_pressure",
+		[CW_KIND_TRAINING_STALL] = "training_stall",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }
@@ -113,4 +118,13 @@ void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len)
 
 	cw_format_duration(c->p99_ns, p99, sizeof(p99));
 	snprintf(buf, len, "%s p99 %s (%.1fx p50)", c->op, p99, c->tail_ratio);
+}
+
+void cw_chain_summary(struct cw_chain *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->summary, sizeof(c->summary), fmt, ap);
+	va_end(ap);
 }

@@ -60,6 +60,12 @@ int cw_demo_build(const char *db, const struct cw_demo_opts *o, int now, int for
  * none) and the node name (--node, config, hostname). cmd/defaults.c. */
 const char *cw_default_db(void);
 uint64_t cw_default_size_cap(void);
+/* GPU settings from the config (docs/config.md): the NVML library to load
+ * (NULL: $CW_NVML_LIB or libnvidia-ml.so.1; $CW_NVML_LIB always wins), the
+ * sample interval and the stall floor (0: the defaults). */
+const char *cw_default_nvml_lib(void);
+uint64_t cw_default_gpu_interval(void);
+uint64_t cw_default_stall_after(void);
 const char *cw_default_node(void);
 
 /* Warns on stderr, one line per session, when the sessions of the

@@ -12,6 +12,7 @@
 
 #include "cmd/cmd.h"
 #include "config/config.h"
+#include "gpu/nvml.h"
 #include "loader/discover.h"
 #include "loader/libfind.h"
 #include "loader/probe_features.h"
@@ -24,7 +25,7 @@ enum status { ST_OK, ST_WARN, ST_FAIL };
 static const char *const status_name[] = { "ok", "warn", "fail" };
 
 struct report {
-	json_t *checks, *libs, *pythons;
+	json_t *checks, *libs, *pythons, *gpus;
 	int worst;
 };
 
@@ -321,6 +322,45 @@ static void check_gpu(struct report *r, const struct cw_features *f)
 		     "no NVIDIA GPU (/dev/nvidia0 and /proc/driver/nvidia/version absent)");
 }
 
+/* NVML through the same dlopen path trace's sampler uses ($CW_NVML_LIB or
+ * libnvidia-ml.so.1): found, driver version, devices; or "no GPU
+ * telemetry" and why. Not a failure: tracing works without it. */
+static void check_gpu_telemetry(struct report *r)
+{
+	struct cw_nvml *n = NULL;
+	char why[256], list[400] = "";
+	size_t used = 0;
+	int rc = cw_nvml_open(&n, cw_default_nvml_lib(), why, sizeof(why));
+
+	if (rc) {
+		item(r, "gpu telemetry", ST_WARN,
+		     "install the NVIDIA driver (libnvidia-ml.so.1) for device telemetry and Xid faults; CUDA calls are traced either way",
+		     "no GPU telemetry: %s", why);
+		return;
+	}
+	for (int i = 0; i < cw_nvml_count(n); i++) {
+		const struct cw_gpu_device *d = cw_nvml_device(n, i);
+		json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:I, s:b}", "index", d->index, "uuid", d->uuid, "pci_bus_id",
+				      d->pci, "name", d->name, "memory_total", (json_int_t)d->mem_total, "mig", d->mig);
+		if (o && d->parent >= 0)
+			json_object_set_new(o, "parent", json_integer(d->parent));
+		json_array_append_new(r->gpus, o);
+		if (used < sizeof(list) - 1) {
+			int w = snprintf(list + used, sizeof(list) - used, "%s%d: %s (%s)", i ? "; " : "", i, d->name,
+					 d->pci);
+			if (w > 0)
+				used += (size_t)w;
+		}
+	}
+	if (cw_nvml_count(n))
+		item(r, "gpu telemetry", ST_OK, NULL, "NVML %s, driver %s, %d device(s): %s", cw_nvml_path(n),
+		     cw_nvml_driver(n)[0] ? cw_nvml_driver(n) : "unknown", cw_nvml_count(n), list);
+	else
+		item(r, "gpu telemetry", ST_WARN, "check nvidia-smi: the driver sees no device",
+		     "NVML %s, driver %s, no devices", cw_nvml_path(n), cw_nvml_driver(n));
+	cw_nvml_close(n);
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: causeway check [--json]\n"
@@ -328,7 +368,8 @@ static void usage(FILE *f)
 	      "Reports what this host offers trace: kernel and BTF, privileges,\n"
 	      "tracefs, BPF program and map types, tp_btf, uprobes, the CUDA\n"
 	      "runtime, driver and NCCL libraries on disk (versions and how many\n"
-	      "hooked symbols each exports), CPython installations and the GPU.\n"
+	      "hooked symbols each exports), CPython installations, the GPU and\n"
+	      "its telemetry (NVML: driver version and devices).\n"
 	      "Each item is ok, warn or fail; failures come with a recommendation.\n"
 	      "Libraries are only read, never run.\n"
 	      "\n"
@@ -378,17 +419,19 @@ static void print_text(json_t *o)
  * tool returns it. NULL when out of memory. */
 json_t *cw_check_report(void)
 {
-	struct report r = { NULL, NULL, NULL, ST_OK };
+	struct report r = { NULL, NULL, NULL, NULL, ST_OK };
 	struct cw_features f;
 	int rc;
 
 	r.checks = json_array();
 	r.libs = json_array();
 	r.pythons = json_array();
-	if (!r.checks || !r.libs || !r.pythons) {
+	r.gpus = json_array();
+	if (!r.checks || !r.libs || !r.pythons || !r.gpus) {
 		json_decref(r.checks);
 		json_decref(r.libs);
 		json_decref(r.pythons);
+		json_decref(r.gpus);
 		return NULL;
 	}
 	cw_features_probe(&f);
@@ -399,10 +442,11 @@ json_t *cw_check_report(void)
 	check_libs(&r);
 	check_python(&r);
 	check_gpu(&r, &f);
+	check_gpu_telemetry(&r);
 	check_config(&r);
 	rc = r.worst == ST_FAIL ? CW_EXIT_NOFEATURE : CW_EXIT_OK;
-	return json_pack("{s:b, s:i, s:o, s:o, s:o}", "ok", rc == CW_EXIT_OK, "exit", rc, "checks", r.checks,
-			 "libraries", r.libs, "python", r.pythons);
+	return json_pack("{s:b, s:i, s:o, s:o, s:o, s:o}", "ok", rc == CW_EXIT_OK, "exit", rc, "checks",
+			 r.checks, "libraries", r.libs, "python", r.pythons, "gpus", r.gpus);
 }
 
 int cmd_check(int argc, char **argv)

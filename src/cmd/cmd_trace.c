@@ -19,6 +19,7 @@
 
 #include "bpf/events.h"
 #include "cmd/cmd.h"
+#include "cmd/trace_gpu.h"
 #include "cmd/trace_view.h"
 #include "config/config.h"
 #include "loader/discover.h"
@@ -91,6 +92,11 @@ static const char usage_text[] =
 	"  --otlp URL         export metrics and chains to an OpenTelemetry collector's\n"
 	"                     OTLP/HTTP receiver (e.g. http://127.0.0.1:4318; config\n"
 	"                     otlp.*; docs/otlp.md)\n"
+	"  --gpu-interval DUR sample every GPU through NVML every DUR (default 1s)\n"
+	"  --no-gpu           no GPU telemetry and no Xid faults (NVML, /dev/kmsg)\n"
+	"  --stall-after DUR  name a training stall once a process that called CUDA\n"
+	"                     steadily has made no call for max(10 steps, DUR)\n"
+	"                     (default 30s)\n"
 	"  --json             stream the recorded events as NDJSON on stdout\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
 	"  --kill-on-exit     SIGKILL the launched COMMAND if trace itself dies (even by\n"
@@ -122,6 +128,8 @@ struct trace_opts {
 	int kill_on_exit; /* PR_SET_PDEATHSIG in the launched command */
 	int py_mode, native_stacks; /* enum cw_py_mode */
 	int no_hold;
+	uint64_t gpu_interval_ns, stall_after_ns;
+	int no_gpu;
 	const char *serve; /* --serve ADDR:PORT */
 	const char *otlp;  /* --otlp URL */
 	int bpf_stats;     /* --bpf-stats */
@@ -150,6 +158,7 @@ struct trace {
 	struct cw_sysinfo *si;
 	struct trace_python *py;
 	struct trace_tenant *tenant;
+	struct trace_gpu *gpu;
 	struct serve_setup ss;
 	struct cw_server *srv;
 	struct cw_live_metrics *metrics; /* /metrics and OTLP figures of this session */
@@ -242,6 +251,7 @@ static void on_proc(struct trace *t, const struct cw_proc *p)
 	case CW_OP_exit:
 		if (t->py)
 			trace_python_exited(t->py, p->child_pid);
+		trace_gpu_exited(t->gpu, p->child_pid);
 		break;
 	default:
 		break;
@@ -285,6 +295,7 @@ static void observe(void *ctx, const struct cw_event_row *r)
 		cw_trace_view_observe(t->view, r);
 	if (t->metrics)
 		cw_live_metrics_event(t->metrics, r);
+	trace_gpu_observe(t->gpu, r);
 	if (t->o.json) {
 		json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:i,s:s,s:s,s:s}", "wall_ns", (json_int_t)r->wall_ns,
 				      "mono_ns", (json_int_t)r->mono_ns, "duration_ns", (json_int_t)r->duration_ns,
@@ -363,7 +374,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
 			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
 			    !strcmp(a, "--serve") || !strcmp(a, "--otlp") || !strcmp(a, "--lock-wait") ||
-			    !strcmp(a, "--lock-buffer") || trace_tenant_is_flag(a);
+			    !strcmp(a, "--lock-buffer") || trace_tenant_is_flag(a) ||
+			    !strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after");
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -383,6 +395,10 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 		}
 		if (!strcmp(a, "--no-view")) {
 			o->no_view = 1;
+			continue;
+		}
+		if (!strcmp(a, "--no-gpu")) {
+			o->no_gpu = 1;
 			continue;
 		}
 		if (!strcmp(a, "--native-stacks")) {
@@ -452,6 +468,16 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 				cw_report_error(*json_out, "trace: bad --lock-buffer \"%s\" (1MiB to 64GiB)", v);
 				return CW_EXIT_USAGE;
 			}
+		} else if (!strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after")) {
+			uint64_t ns;
+			if (cw_parse_duration(v, &ns) || ns < 10 * NSEC_PER_MSEC || ns > 3600 * NSEC_PER_SEC) {
+				cw_report_error(*json_out, "trace: bad %s \"%s\" (10ms to 1h)", a, v);
+				return CW_EXIT_USAGE;
+			}
+			if (a[2] == 'g')
+				o->gpu_interval_ns = ns;
+			else
+				o->stall_after_ns = ns;
 		} else if (!strcmp(a, "--node")) {
 			if (!cw_node_name_valid(v)) {
 				cw_report_error(*json_out, "trace: bad --node \"%s\" (" CW_NODE_NAME_RULE ")",
@@ -847,6 +873,7 @@ static void store_counters(struct trace *t, struct loss_totals *lt)
 		cw_writer_counter_set(t->w, "otlp.dropped", os.dropped_queue);
 		cw_writer_counter_set(t->w, "otlp.refused", os.rejected);
 	}
+	trace_gpu_counters(t->gpu);
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
 	cw_pipeline_get_counters(t->pipe, &pc);
@@ -940,6 +967,36 @@ static void take_inflight(struct trace *t, uint64_t cutoff_mono_ns)
 		cw_cuda_probes_take_inflight(t->cp, cutoff_mono_ns, feed_inflight, t);
 }
 
+struct open_calls {
+	uint32_t *tids;
+	const char **ops;
+	uint64_t *since;
+	int n, max;
+};
+
+static void open_call_seen(void *ctx, const struct cw_call_entry *e)
+{
+	struct open_calls *oc = ctx;
+
+	if (oc->n == oc->max)
+		return;
+	oc->tids[oc->n] = e->hdr.tid;
+	oc->ops[oc->n] = cw_op_name(e->hdr.op);
+	oc->since[oc->n] = e->hdr.ts_ns;
+	oc->n++;
+}
+
+/* trace_gpu's view of the calls a stalled process is inside. */
+static int open_calls(void *ctx, uint32_t pid, uint32_t *tids, const char **ops, uint64_t *since, int max)
+{
+	struct trace *t = ctx;
+	struct open_calls oc = {tids, ops, since, 0, max};
+
+	if (!t->cp || cw_cuda_probes_peek_inflight(t->cp, pid, open_call_seen, &oc) < 0)
+		return 0;
+	return oc.n;
+}
+
 static void tick(struct trace *t, uint64_t start_ns)
 {
 	struct cw_snapshot snap;
@@ -955,6 +1012,10 @@ static void tick(struct trace *t, uint64_t start_ns)
 	cw_pipeline_set_clock(t->pipe, measure_offset());
 	trace_python_forget_exited(t->py, cw_monotonic_ns());
 	cw_kernel_probes_flush(t->kp, 0);
+	{
+		uint64_t cs[CW_CS_MAX];
+		trace_gpu_tick(t->gpu, now, cw_cuda_probes_stats(t->cp, cs) ? 0 : cs[CW_CS_AGGREGATED]);
+	}
 	store_counters(t, &lt);
 	watch_store(t, &lt);
 	if (t->view_on) {
@@ -1343,6 +1404,20 @@ static int run(struct trace *t)
 		cw_live_metrics_free(t->metrics);
 		t->metrics = NULL;
 	}
+	{
+		struct trace_gpu_opts go = {
+			.interval_ns = t->o.gpu_interval_ns ? t->o.gpu_interval_ns : cw_default_gpu_interval(),
+			.nvml_path = cw_default_nvml_lib(), .no_gpu = t->o.no_gpu,
+			.stall_floor_ns = t->o.stall_after_ns ? t->o.stall_after_ns : cw_default_stall_after(),
+			.quiet = t->view_on,
+			.open_calls = open_calls, .open_calls_ctx = t,
+		};
+		rc = trace_gpu_start(&t->gpu, &go, &t->cons, t->w, t->st, cw_default_node(), t->session_id, t->view);
+		if (rc) {
+			cw_report_error(json, "cannot start GPU telemetry: %s", strerror(-rc));
+			goto out;
+		}
+	}
 	if (t->o.serve) {
 		/* The API reads the file on its own read-only connections while
 		 * the writer appends (WAL). */
@@ -1410,6 +1485,9 @@ static int run(struct trace *t)
 		waitpid(t->child, &status, 0);
 		child_done = 1;
 	}
+	/* The telemetry thread writes under the consumer lock: halted before
+	 * the drain so its last rows are in the final flush. */
+	trace_gpu_halt(t->gpu);
 	/* Let records of the last calls reach the rings before the drain. */
 	{
 		struct timespec ts = { 0, 50 * 1000000L };
@@ -1493,6 +1571,7 @@ out:
 		ring_buffer__free(t->rb);
 	cw_pipeline_free(t->pipe);
 	trace_python_free(t->py); /* before the probes: it clears their maps */
+	trace_gpu_stop(t->gpu); /* before the writer: it writes with it */
 	if (t->w)
 		t->session_id = cw_writer_session(t->w);
 	if (t->w && cw_writer_free(t->w) && exit_code == CW_EXIT_OK && !t->lock_failed)

@@ -1,4 +1,5 @@
 /* Defaults the commands share that come from the config file. */
+#include <stdlib.h>
 #include "cmd/cmd.h"
 
 #include <stdlib.h>
@@ -57,4 +58,30 @@ void cw_warn_losses(const char *db_path, sqlite3 *db)
 	}
 	free(l);
 	cw_store_close(st);
+}
+
+const char *cw_default_nvml_lib(void)
+{
+	const struct cw_config *c;
+	char err[8];
+
+	if (getenv("CW_NVML_LIB") || cw_config_get(&c, err, sizeof(err)))
+		return NULL;
+	return c->gpu_nvml_lib;
+}
+
+uint64_t cw_default_gpu_interval(void)
+{
+	const struct cw_config *c;
+	char err[8];
+
+	return cw_config_get(&c, err, sizeof(err)) ? 0 : c->gpu_interval_ns;
+}
+
+uint64_t cw_default_stall_after(void)
+{
+	const struct cw_config *c;
+	char err[8];
+
+	return cw_config_get(&c, err, sizeof(err)) ? 0 : c->gpu_stall_after_ns;
 }

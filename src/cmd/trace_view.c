@@ -44,7 +44,26 @@ struct cw_trace_view {
 	struct cw_snapshot snap;
 	int have_snap;
 	uint64_t last_render_ns;
+	char gpu[CW_TRACE_VIEW_GPUS][200];
+	char alerts[4][256];
+	int nalerts;
 };
+
+void cw_trace_view_gpu_line(struct cw_trace_view *v, int i, const char *line)
+{
+	if (i < 0 || i >= CW_TRACE_VIEW_GPUS)
+		return;
+	snprintf(v->gpu[i], sizeof(v->gpu[i]), "%s", line ? line : "");
+}
+
+void cw_trace_view_alert(struct cw_trace_view *v, const char *text)
+{
+	if (v->nalerts == 4) {
+		memmove(v->alerts[0], v->alerts[1], sizeof(v->alerts[0]) * 3);
+		v->nalerts = 3;
+	}
+	snprintf(v->alerts[v->nalerts++], sizeof(v->alerts[0]), "%s", text);
+}
 
 int cw_trace_view_new(struct cw_trace_view **out)
 {
@@ -250,6 +269,9 @@ void cw_trace_view_render(struct cw_trace_view *v, FILE *f, const struct cw_trac
 			v->snap.cpu_pct_x100 / 100.0, v->snap.mem_pct_x100 / 100.0, v->snap.load1_x100 / 100.0,
 			(double)v->snap.swap_used_bytes / (1 << 20), (double)v->snap.io_bytes_per_s / (1 << 20),
 			v->snap.io_busy_pct_x100 / 100.0);
+	for (i = 0; i < CW_TRACE_VIEW_GPUS; i++)
+		if (v->gpu[i][0])
+			fprintf(f, "%s\n", v->gpu[i]);
 	fprintf(f, "losses: ring drops %llu  aggregated in kernel %llu  pipeline %llu  store %llu%s\n",
 		(unsigned long long)st->ring_drops, (unsigned long long)st->aggregated,
 		(unsigned long long)st->pipeline_losses, (unsigned long long)(st->store_failed + st->held_dropped),
@@ -288,8 +310,10 @@ void cw_trace_view_render(struct cw_trace_view *v, FILE *f, const struct cw_trac
 			(unsigned long long)o->count, o->interval_count / dt, p50, p95, p99, flags);
 	}
 	nw = cw_trace_view_warnings(v, warn, 3);
-	if (nw)
+	if (nw || v->nalerts)
 		fputc('\n', f);
+	for (i = 0; i < v->nalerts; i++)
+		fprintf(f, "warning: %s\n", v->alerts[i]);
 	for (i = 0; i < nw; i++)
 		fprintf(f, "warning: %s\n", warn[i]);
 	fflush(f);

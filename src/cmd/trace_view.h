@@ -42,6 +42,14 @@ void cw_trace_view_record(struct cw_trace_view *v, const void *data, size_t size
 /* Calls of op counted in the kernel (cumulative), shown with flag "agg". */
 void cw_trace_view_set_aggregated(struct cw_trace_view *v, const char *source, const char *op, uint64_t count);
 
+/* Per-GPU status line i (< CW_TRACE_VIEW_GPUS), replaced each sample;
+ * NULL clears it. */
+#define CW_TRACE_VIEW_GPUS 8
+void cw_trace_view_gpu_line(struct cw_trace_view *v, int i, const char *line);
+/* A standing alert (an Xid fault, a training stall): the last few are
+ * shown under the warnings until the trace ends. */
+void cw_trace_view_alert(struct cw_trace_view *v, const char *text);
+
 /* Writes up to max warnings into lines (each < 256 chars); returns how many. */
 int cw_trace_view_warnings(struct cw_trace_view *v, char (*lines)[256], int max);
 

@@ -369,6 +369,17 @@ static int do_otlp(struct pctx *p, const char *key, yaml_node_t *v)
 	return unknown(p, "otlp", key, v);
 }
 
+static int do_gpu(struct pctx *p, const char *key, yaml_node_t *v)
+{
+	if (!strcmp(key, "nvml_lib"))
+		return set_path(p, "gpu.nvml_lib", v, &p->c->gpu_nvml_lib);
+	if (!strcmp(key, "interval"))
+		return set_duration(p, "gpu.interval", v, &p->c->gpu_interval_ns);
+	if (!strcmp(key, "stall_after"))
+		return set_duration(p, "gpu.stall_after", v, &p->c->gpu_stall_after_ns);
+	return unknown(p, "gpu", key, v);
+}
+
 static int do_top(struct pctx *p, const char *key, yaml_node_t *v)
 {
 	if (!strcmp(key, "node")) {
@@ -388,6 +399,8 @@ static int do_top(struct pctx *p, const char *key, yaml_node_t *v)
 		return walk(p, "fleet", v, do_fleet);
 	if (!strcmp(key, "otlp"))
 		return walk(p, "otlp", v, do_otlp);
+	if (!strcmp(key, "gpu"))
+		return walk(p, "gpu", v, do_gpu);
 	return unknown(p, "", key, v);
 }
 
@@ -535,6 +548,7 @@ void cw_config_free(struct cw_config *c)
 	free(c->source);
 	free(c->node);
 	free(c->store_path);
+	free(c->gpu_nvml_lib);
 	free(c->server_listen);
 	free(c->tls_cert);
 	free(c->tls_key);

@@ -59,6 +59,9 @@ struct cw_config {
 	uint64_t otlp_interval_ns; /* 0: default */
 	char *otlp_ca_cert;        /* https receiver's CA; NULL: the system's */
 	unsigned otlp_queue;       /* payloads held while the receiver is down; 0: default */
+	char *gpu_nvml_lib;        /* NULL: $CW_NVML_LIB, else libnvidia-ml.so.1 */
+	uint64_t gpu_interval_ns;  /* 0: 1 s */
+	uint64_t gpu_stall_after_ns; /* 0: 30 s */
 };
 
 /* Reads path_or_null, or the first default path that exists. Relative

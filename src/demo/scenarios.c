@@ -29,6 +29,12 @@ extern const struct cw_demo_scenario cw_demo_scenario_graph_launch_tail;
 extern const struct cw_demo_scenario cw_demo_scenario_host_memory;
 extern const struct cw_demo_scenario cw_demo_scenario_healthy;
 extern const struct cw_demo_scenario cw_demo_scenario_noisy_neighbour;
+/* GPU telemetry scenarios (docs/gpu.md). */
+extern const struct cw_demo_scenario cw_demo_scenario_xid_fault;
+extern const struct cw_demo_scenario cw_demo_scenario_thermal_throttling;
+extern const struct cw_demo_scenario cw_demo_scenario_power_capping;
+extern const struct cw_demo_scenario cw_demo_scenario_gpu_memory_pressure;
+extern const struct cw_demo_scenario cw_demo_scenario_training_stall;
 
 static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_incident,
@@ -48,6 +54,11 @@ static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_host_memory,
 	&cw_demo_scenario_healthy,
 	&cw_demo_scenario_noisy_neighbour,
+	&cw_demo_scenario_xid_fault,
+	&cw_demo_scenario_thermal_throttling,
+	&cw_demo_scenario_power_capping,
+	&cw_demo_scenario_gpu_memory_pressure,
+	&cw_demo_scenario_training_stall,
 };
 
 const struct cw_demo_scenario *const *cw_demo_scenarios(size_t *n)
@@ -100,6 +111,10 @@ int cw_demo_generate(struct cw_store *st, const struct cw_demo_opts *o, struct c
 	cw_demo_gen_init(&g, o->seed);
 	memset(&tr, 0, sizeof(tr));
 	tr.g = &g;
+	tr.store = st;
+	tr.node = o->node;
+	tr.session_id = sid;
+	tr.mono_to_wall = off;
 	cw_demo_train_defaults(&tr.cfg);
 	o->scenario->setup(&tr);
 	cw_demo_train_run(&tr);

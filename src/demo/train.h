@@ -99,6 +99,12 @@ struct cw_demo_train {
 	uint64_t gpu_free;    /* when GPU 0 drains what was launched so far */
 	uint64_t nth[CW_OP_MAX];
 	const char *cgroup_path; /* the trainer's cgroup; NULL: a default pod-like one */
+	/* Where the run is written, for rows trace writes outside the
+	 * pipeline (GPU telemetry, demo/gpu.h). */
+	struct cw_store *store;
+	const char *node;
+	int64_t session_id;
+	int64_t mono_to_wall;
 };
 
 /* Processes and threads of the loop. */

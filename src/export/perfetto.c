@@ -474,6 +474,8 @@ int cw_export_perfetto(sqlite3 *db, const struct cw_export_opts *o, FILE *out, s
 			ret = emit_node_slices(&c, i);
 		if (!ret)
 			ret = emit_counters(&c, i);
+		if (!ret)
+			ret = pf_emit_gpu(&c, i);
 	}
 	if (!ret && !o->no_chains)
 		ret = pf_emit_chains(&c);

@@ -42,6 +42,9 @@ struct pf_ctx {
 /* Trace ts (us) of a wall ns on node n. */
 json_t *pf_ts(const struct pf_ctx *c, const struct pf_node *n, int64_t wall_ns);
 
+/* perfetto_gpu.c: GPU counters and Xid markers of node ni. */
+int pf_emit_gpu(struct pf_ctx *c, int ni);
+
 /* perfetto_chains.c: markers and flows of the explain engine's chains. */
 int pf_emit_chains(struct pf_ctx *c);
 

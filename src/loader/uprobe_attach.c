@@ -725,6 +725,43 @@ static int take_hashed(int fd, uint64_t cutoff_mono_ns, void (*fn)(void *ctx, co
 	return n;
 }
 
+int cw_cuda_probes_peek_inflight(struct cw_cuda_probes *cp, uint32_t pid,
+				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
+{
+	int fd = bpf_map__fd(cp->skel->maps.call_state), n = 0, i, more;
+	struct cw_call_key key, next;
+	struct cw_call_state st;
+
+	if (fd < 0 || !cp->slots)
+		return -EBADF;
+	/* A copy that races with the return is at worst a call that just
+	 * ended: the caller only reads it. */
+	for (size_t k = 0; k < CW_CALL_SLOTS; k++) {
+		if (!__atomic_load_n(&cp->slots[k].owner, __ATOMIC_ACQUIRE))
+			continue;
+		memcpy(&st, &cp->slots[k].st, sizeof(st));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (st.e.hdr.type != CW_REC_CALL || st.e.hdr.pid != pid)
+			continue;
+		st.e.hdr.type = CW_REC_CALL_ENTRY;
+		fn(ctx, &st.e);
+		n++;
+	}
+	if (bpf_map_get_next_key(fd, NULL, &key))
+		return n;
+	for (i = 0; i < INFLIGHT_SWEEP_MAX; i++, key = next) {
+		more = !bpf_map_get_next_key(fd, &key, &next);
+		if (!bpf_map_lookup_elem(fd, &key, &st) && st.e.hdr.type == CW_REC_CALL && st.e.hdr.pid == pid) {
+			st.e.hdr.type = CW_REC_CALL_ENTRY;
+			fn(ctx, &st.e);
+			n++;
+		}
+		if (!more)
+			break;
+	}
+	return n;
+}
+
 int cw_cuda_probes_take_inflight(struct cw_cuda_probes *cp, uint64_t cutoff_mono_ns,
 				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
 {

@@ -82,6 +82,11 @@ int cw_cuda_probes_stats(struct cw_cuda_probes *cp, uint64_t out[CW_CS_MAX]);
  * to fn as a CW_REC_CALL_ENTRY record, so the pipeline stores it as an
  * unfinished call (a hung collective, a thread that exited mid-call).
  * Returns how many were handed over, or -errno. */
+/* Reads (never removes) the calls of pid open in the kernel right now:
+ * fn gets each entry. A thread stuck in a call that never returns (a hung
+ * synchronize) is named by it. Returns how many were seen, or -errno. */
+int cw_cuda_probes_peek_inflight(struct cw_cuda_probes *cp, uint32_t pid,
+				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx);
 int cw_cuda_probes_take_inflight(struct cw_cuda_probes *cp, uint64_t cutoff_mono_ns,
 				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx);
 /* Calls aggregated in the kernel for op, summed over CPUs. 0 or -errno. */

@@ -61,12 +61,39 @@ static const char schema_layers_sql[] =
 	"CREATE INDEX IF NOT EXISTS events_oom ON events (node, wall_ns) WHERE op = 'oom_kill';"
 	"CREATE INDEX IF NOT EXISTS events_pagealloc ON events (node, pid, wall_ns) WHERE op = 'page_alloc';";
 
+/* v5: GPU telemetry (docs/gpu.md, docs/schema.md): the devices NVML reports,
+ * one sample per device per interval and per-process device memory.
+ * Xid faults and training stalls are events (source 'gpu', 'stall').
+ * Self-contained and idempotent (IF NOT EXISTS) so it can move to any
+ * position in the list. */
+static const char schema_gpu_sql[] =
+	"CREATE TABLE IF NOT EXISTS gpu_devices ("
+	" node TEXT NOT NULL, uuid TEXT NOT NULL, device INTEGER NOT NULL, pci_bus_id TEXT, name TEXT,"
+	" memory_total INTEGER, power_limit_mw INTEGER, max_sm_mhz INTEGER, max_mem_mhz INTEGER,"
+	" mig INTEGER, parent INTEGER, driver TEXT, first_wall_ns INTEGER,"
+	" PRIMARY KEY (node, uuid));"
+	"CREATE TABLE IF NOT EXISTS gpu_samples ("
+	" id INTEGER PRIMARY KEY, node TEXT NOT NULL, session_id INTEGER, device INTEGER NOT NULL, uuid TEXT,"
+	" mono_ns INTEGER NOT NULL, wall_ns INTEGER NOT NULL,"
+	" gpu_util INTEGER, mem_util INTEGER, mem_used INTEGER, mem_free INTEGER, mem_reserved INTEGER,"
+	" mem_total INTEGER, temp_gpu INTEGER, temp_mem INTEGER, power_mw INTEGER, energy_mj INTEGER,"
+	" sm_mhz INTEGER, mem_mhz INTEGER, clock_reasons INTEGER, ecc_sbe INTEGER, ecc_dbe INTEGER,"
+	" pcie_replay INTEGER, retired_sbe INTEGER, retired_dbe INTEGER, remap_corr INTEGER,"
+	" remap_unc INTEGER, remap_pending INTEGER, remap_failure INTEGER, nvlink_errors INTEGER);"
+	"CREATE INDEX IF NOT EXISTS gpu_samples_time ON gpu_samples (node, wall_ns);"
+	"CREATE TABLE IF NOT EXISTS gpu_processes ("
+	" id INTEGER PRIMARY KEY, node TEXT NOT NULL, session_id INTEGER, device INTEGER NOT NULL,"
+	" mono_ns INTEGER NOT NULL, wall_ns INTEGER NOT NULL, pid INTEGER NOT NULL,"
+	" used_bytes INTEGER, sm_util INTEGER, mem_util INTEGER);"
+	"CREATE INDEX IF NOT EXISTS gpu_processes_time ON gpu_processes (node, wall_ns);";
+
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
 	cw_schema_v1_sql,
 	schema_v2_sql,
 	schema_tenants_sql,
 	schema_layers_sql,
+	schema_gpu_sql,
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CW_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -97,7 +97,9 @@ int cw_retention_enforce(struct cw_store *st, int64_t cap, int64_t *pruned_event
 	/* Intervals and snapshots older than the oldest kept event explain
 	 * nothing any more. */
 	err = cw_exec(st->db, "DELETE FROM offcpu WHERE end_mono_ns < (SELECT min(mono_ns) FROM events);"
-			      "DELETE FROM snapshots WHERE mono_ns < (SELECT min(mono_ns) FROM events);");
+			      "DELETE FROM snapshots WHERE mono_ns < (SELECT min(mono_ns) FROM events);"
+			      "DELETE FROM gpu_samples WHERE mono_ns < (SELECT min(mono_ns) FROM events);"
+			      "DELETE FROM gpu_processes WHERE mono_ns < (SELECT min(mono_ns) FROM events);");
 	if (err)
 		goto fail_err;
 	err = cw_exec(st->db, "COMMIT");

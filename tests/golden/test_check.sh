@@ -24,7 +24,7 @@ for c in r["checks"]:
 failed = [c["name"] for c in r["checks"] if c["status"] == "fail"]
 assert r["ok"] == (not failed) and r["exit"] == rc == (4 if failed else 0), (r["ok"], rc, failed)
 for name in ("kernel", "btf", "privileges", "tracefs", "bpf", "tp_btf", "uprobes",
-             "cuda runtime", "cuda driver", "nccl", "python", "gpu"):
+             "cuda runtime", "cuda driver", "nccl", "python", "gpu", "gpu telemetry"):
     assert name in checks, name
 assert checks["kernel"]["detail"].startswith("Linux " + os.uname().release), checks["kernel"]
 if os.path.exists("/sys/kernel/btf/vmlinux"):

@@ -25,6 +25,11 @@ declare -A want=(
 	[graph-churn]=graph_churn
 	[graph-launch-tail]=graph_launch_tail
 	[host-memory]=host_memory
+	[xid-fault]=xid_fault
+	[thermal-throttling]=thermal_throttling
+	[power-capping]=power_capping
+	[gpu-memory-pressure]=gpu_memory_pressure
+	[training-stall]=training_stall
 	[healthy]=none
 	[noisy-neighbour]=noisy_neighbour
 )

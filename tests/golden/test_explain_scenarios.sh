@@ -30,9 +30,18 @@ want+=(
 	[graph-launch-tail]=graph_launch_tail
 	[host-memory]=host_memory
 )
+# GPU telemetry (docs/gpu.md).
+want+=(
+	[xid-fault]=xid_fault
+	[thermal-throttling]=thermal_throttling
+	[power-capping]=power_capping
+	[gpu-memory-pressure]=gpu_memory_pressure
+	[training-stall]=training_stall
+)
 bad=()
 for s in incident cold-start memcpy-bottleneck periodic-spike cpu-contention gpu-steal io-contention \
-	memory-pressure dataloader-starvation throttle oom-kill network graph-churn graph-launch-tail host-memory healthy noisy-neighbour; do
+	memory-pressure dataloader-starvation throttle oom-kill network graph-churn graph-launch-tail host-memory healthy noisy-neighbour \
+	xid-fault thermal-throttling power-capping gpu-memory-pressure training-stall; do
 	db=$tmp/$s.db
 	"$CW_BIN" demo "$s" --db "$db" >"$tmp/$s.demo" 2>&1 || fail "demo $s: $(tail -n 3 "$tmp/$s.demo")"
 	CW_FAKE_NOW_NS=1767225600000000000 "$CW_BIN" explain --db "$db" --json >"$tmp/$s.json" ||
@@ -54,7 +63,8 @@ sev = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
 kinds = {"cpu_preemption", "io_contention", "memory_pressure", "cold_start", "periodic_allocator",
          "memcpy_bound", "gpu_time_slicing", "throughput_drop", "dataloader_starvation",
          "noisy_neighbour", "cfs_throttling", "oom_kill", "network", "graph_churn", "graph_launch_tail",
-         "host_memory"}
+         "host_memory", "xid_fault", "thermal_throttling", "power_capping", "gpu_memory_pressure",
+         "training_stall"}
 prev = None
 for c in d["chains"]:
     for k in ("severity", "op", "source", "count", "slow_count", "p50_ns", "p99_ns", "tail_ratio",

@@ -157,6 +157,22 @@ static void test_errors_name_the_line(void **state)
 	expect_error("server:\n  max_rows: 0\n", "bad count");
 	expect_error("node: a\n  - b: [\n", "t.yaml\" line");
 	expect_error("- a\n- b\n", "must be a mapping");
+	expect_error("gpu:\n  interval: soon\n", "line 2: \"gpu.interval\": bad duration");
+	expect_error("gpu:\n  sample: 1s\n", "line 2: unknown key \"gpu.sample\"");
+}
+
+static void test_gpu_keys(void **state)
+{
+	struct cw_config c;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(parse("gpu:\n  nvml_lib: lib/libnvidia-ml.so.1\n  interval: 250ms\n  stall_after: 2m\n", &c, err),
+			 0);
+	assert_string_equal(c.gpu_nvml_lib, "/etc/cw/lib/libnvidia-ml.so.1");
+	assert_true(c.gpu_interval_ns == 250000000ULL);
+	assert_true(c.gpu_stall_after_ns == 120000000000ULL);
+	cw_config_free(&c);
 }
 
 static void test_load_files(void **state)
@@ -390,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_empty_and_multi_document),
 		cmocka_unit_test(test_bounded_echo),
 		cmocka_unit_test(test_errors_name_the_line),
+		cmocka_unit_test(test_gpu_keys),
 		cmocka_unit_test(test_load_files),
 		cmocka_unit_test(test_node_name_precedence),
 		cmocka_unit_test(test_hostport_and_size),

@@ -128,12 +128,15 @@ static void test_scenario_table(void **state)
 	static const char *const names[] = { "incident", "cold-start", "memcpy-bottleneck", "periodic-spike",
 					     "cpu-contention", "gpu-steal", "io-contention", "memory-pressure",
 					     "dataloader-starvation", "throttle", "oom-kill", "network", "graph-churn",
-					     "graph-launch-tail", "host-memory", "healthy", "noisy-neighbour" };
+					     "graph-launch-tail", "host-memory", "healthy", "noisy-neighbour",
+					     /* GPU telemetry */
+					     "xid-fault", "thermal-throttling", "power-capping", "gpu-memory-pressure",
+					     "training-stall" };
 	size_t n;
 	const struct cw_demo_scenario *const *t = cw_demo_scenarios(&n);
 
 	(void)state;
-	assert_int_equal(n, 17);
+	assert_int_equal(n, sizeof(names) / sizeof(names[0]));
 	for (size_t i = 0; i < n; i++) {
 		assert_string_equal(t[i]->name, names[i]);
 		assert_ptr_equal(cw_demo_find(names[i]), t[i]);

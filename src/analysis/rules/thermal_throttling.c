@@ -1,0 +1,11 @@
+/* thermal_throttling: the op's slow calls ran while their GPU reported a
+ * thermal clock-event reason (sw_thermal, hw_thermal) and its SM clock
+ * was measurably lower (>= 5 %) than in its unthrottled samples.
+ * explained_share = slow-call time overlapping those samples / slow-call
+ * time. Measurement in analysis/gpu_throttle.c. */
+#include "analysis/engine.h"
+
+int cw_rule_thermal_throttling(const struct cw_rule_ctx *ctx, struct cw_chain *c)
+{
+	return cw_gpu_throttle_chain(ctx, c, 1);
+}

@@ -1,0 +1,418 @@
+/* training_stall: a process that made GPU calls at a steady rhythm made
+ * none for longer than max(10 x its step, 30 s) while alive: from the
+ * start of its last call to the end of the data or its exit, or between
+ * two calls (a stall that resumed). Silence runs from a call's start, so
+ * a call that never returns is a stall too. The step is the slowest
+ * steady rhythm among its ops (gpu/stall.h, shared with trace's live
+ * detector).
+ * When trace named the stall live, its event (source 'stall') carries
+ * every thread's state at that moment (syscall, what it waits on, wchan,
+ * Python line) and its threshold; otherwise the chain reads the silent
+ * thread's off-CPU intervals after its last call. The longest stall of
+ * the node is the chain; explained_share is 1 (the silence is the
+ * finding). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/engine.h"
+#include "gpu/stall.h"
+#include "gpu/threadstate.h"
+#include "store/store.h"
+#include "util/timeutil.h"
+
+#define SCAN_MAX_ROWS 2000000
+#define MAX_PIDS 64
+/* Newest calls kept per process: enough of each op for its rhythm. */
+#define CALLS_PER_OP (CW_STALL_GAPS + 1)
+#define CALLS_PER_PID (CW_STALL_OPS * CALLS_PER_OP)
+
+struct pcall {
+	char op[48];
+	char source[16];
+	int64_t tid;
+	uint64_t mono, dur, wall;
+};
+
+struct pidscan {
+	int64_t pid;
+	char comm[32];
+	struct pcall calls[CALLS_PER_PID]; /* newest first */
+	int n;
+	char ops[CW_STALL_OPS][48];
+	int op_n[CW_STALL_OPS], nops;
+	uint64_t total; /* GPU calls scanned */
+	uint64_t exit_wall;
+	int64_t stall_event; /* events.id of a live-detected stall, 0 none */
+	/* The longest silence between two calls of the scan (start to start). */
+	uint64_t next_start, gap_ns;
+	struct pcall gap_call; /* the call before that silence */
+};
+
+static struct pidscan *pid_get(struct pidscan *v, int *n, int64_t pid)
+{
+	for (int i = 0; i < *n; i++)
+		if (v[i].pid == pid)
+			return &v[i];
+	if (*n == MAX_PIDS)
+		return NULL;
+	memset(&v[*n], 0, sizeof(v[0]));
+	v[*n].pid = pid;
+	return &v[(*n)++];
+}
+
+static int is_gpu_source(const char *s)
+{
+	return s && (!strcmp(s, "cuda") || !strcmp(s, "driver") || !strcmp(s, "nccl") || !strcmp(s, "graph"));
+}
+
+/* Newest GPU calls per process, exits and live stall events, reading the
+ * window backwards by rowid. */
+static int scan(sqlite3 *db, const char *node, int64_t lo, int64_t hi, struct pidscan *v, int *n)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, rows = 0;
+
+	rc = sqlite3_prepare_v2(db,
+				"SELECT id, pid, tid, comm, source, op, mono_ns, duration_ns, wall_ns FROM events"
+				" WHERE id BETWEEN ?1 AND ?2 AND node = ?3 ORDER BY id DESC",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, hi);
+	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
+	while (rows++ < SCAN_MAX_ROWS && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *src = (const char *)sqlite3_column_text(st, 4);
+		const char *op = (const char *)sqlite3_column_text(st, 5);
+		int64_t pid = sqlite3_column_int64(st, 1);
+		struct pidscan *p;
+
+		if (!src || !op || pid <= 0)
+			continue;
+		if (!strcmp(src, "proc")) {
+			if (!strcmp(op, "exit") && (p = pid_get(v, n, pid)) && !p->exit_wall)
+				p->exit_wall = (uint64_t)sqlite3_column_int64(st, 8);
+			continue;
+		}
+		if (!strcmp(src, "stall")) {
+			if ((p = pid_get(v, n, pid)) && !p->stall_event)
+				p->stall_event = sqlite3_column_int64(st, 0);
+			continue;
+		}
+		if (!is_gpu_source(src) || !(p = pid_get(v, n, pid)))
+			continue;
+		{
+			struct pcall tmp, *k = &tmp;
+			const char *cm = (const char *)sqlite3_column_text(st, 3);
+			int oi;
+
+			for (oi = 0; oi < p->nops && strcmp(p->ops[oi], op); oi++)
+				;
+			if (oi == p->nops && oi < CW_STALL_OPS)
+				snprintf(p->ops[p->nops++], sizeof(p->ops[0]), "%s", op);
+			if (oi < p->nops && p->op_n[oi] < CALLS_PER_OP && p->n < CALLS_PER_PID) {
+				k = &p->calls[p->n++];
+				p->op_n[oi]++;
+			}
+			p->total++;
+			snprintf(k->op, sizeof(k->op), "%s", op);
+			snprintf(k->source, sizeof(k->source), "%s", src);
+			k->tid = sqlite3_column_int64(st, 2);
+			k->mono = (uint64_t)sqlite3_column_int64(st, 6);
+			k->dur = (uint64_t)sqlite3_column_int64(st, 7);
+			k->wall = (uint64_t)sqlite3_column_int64(st, 8);
+			if (!p->comm[0])
+				snprintf(p->comm, sizeof(p->comm), "%s", cm ? cm : "");
+			/* Rows come newest first: the silence after this call
+			 * ends at the start of the one scanned before. */
+			if (p->next_start > k->wall && p->next_start - k->wall > p->gap_ns) {
+				p->gap_ns = p->next_start - k->wall;
+				p->gap_call = *k;
+			}
+			if (!p->next_start || k->wall < p->next_start)
+				p->next_start = k->wall;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+static int node_end(sqlite3 *db, const char *node, uint64_t to_wall, uint64_t *end)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, "SELECT max(second) FROM aggregates WHERE node = ?1", -1, &st, NULL);
+
+	*end = to_wall;
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		uint64_t e = (uint64_t)(sqlite3_column_int64(st, 0) + 1) * NSEC_PER_SEC;
+		if (e < *end)
+			*end = e;
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* The live stall event's detail (NULL when none). */
+static json_t *stall_detail(sqlite3 *db, int64_t id)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *d = NULL;
+
+	if (!id || sqlite3_prepare_v2(db, "SELECT detail FROM events WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT)
+		d = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+	sqlite3_finalize(st);
+	return d;
+}
+
+/* Off-CPU time of tid after mono (blocked, preempted), from the
+ * (tid, start) index. */
+static void offcpu_after(sqlite3 *db, const char *node, int64_t tid, uint64_t mono, uint64_t *blocked,
+			 uint64_t *preempted, char *waker, size_t wlen)
+{
+	sqlite3_stmt *st = NULL;
+	uint64_t best = 0;
+
+	*blocked = *preempted = 0;
+	waker[0] = '\0';
+	if (sqlite3_prepare_v2(db,
+			       "SELECT reason, duration_ns, waker_comm FROM offcpu WHERE tid = ?1 AND start_mono_ns >= ?2"
+			       " AND node = ?3 LIMIT 100000",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, tid);
+	sqlite3_bind_int64(st, 2, (int64_t)mono);
+	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *r = (const char *)sqlite3_column_text(st, 0);
+		const char *w = (const char *)sqlite3_column_text(st, 2);
+		uint64_t d = (uint64_t)sqlite3_column_int64(st, 1);
+		if (r && !strcmp(r, "blocked")) {
+			*blocked += d;
+			if (d > best && w) {
+				best = d;
+				snprintf(waker, wlen, "%s", w);
+			}
+		} else
+			*preempted += d;
+	}
+	sqlite3_finalize(st);
+}
+
+static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
+{
+	if (!strcmp(wait, "pipe"))
+		cw_chain_add_fix(c, "the process waits on a pipe: check its producer (a DataLoader worker or subprocess) is alive; DataLoader(timeout=...) makes a stuck worker raise");
+	else if (!strcmp(wait, "lock"))
+		cw_chain_add_fix(c, "the process waits on a lock: causeway where %lld shows which thread holds it", (long long)pid);
+	else if (!strcmp(wait, "socket"))
+		cw_chain_add_fix(c, "the process waits on the network: check the other ranks (a dead peer); init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 end a hung collective");
+	else if (!strcmp(wait, "runnable") || !strcmp(wait, "gpu driver") || !strcmp(wait, "cuda call"))
+		cw_chain_add_fix(c, "a thread spins or sits in the driver: a CUDA synchronization that never returns points at the GPU (check Xid faults: journalctl -k | grep -i xid)");
+}
+
+int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
+			   uint64_t from_wall, uint64_t to_wall, struct cw_chain *c)
+{
+	struct pidscan *v;
+	int n = 0, ret, best = -1;
+	int64_t lo, hi;
+	uint64_t end, best_silent = 0, best_step = 0, best_thr = 0, best_last = 0;
+	int best_resumed = 0;
+
+	if ((ret = cw_events_id_at(db, from_wall, &lo)) < 0 || (ret = cw_events_id_at(db, to_wall + 1, &hi)) < 0)
+		return ret;
+	if ((ret = node_end(db, sys->node, to_wall, &end)) < 0)
+		return ret;
+	v = calloc(MAX_PIDS, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	if ((ret = scan(db, sys->node, lo, hi, v, &n)) < 0)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		struct cw_stall_proc sp;
+		struct pidscan *p = &v[i];
+		uint64_t step, thr, last = 0, life_end, silent;
+		int resumed = 0;
+		json_t *d;
+
+		if ((o->pid && p->pid != o->pid) || p->n < CW_STALL_MIN_CALLS)
+			continue;
+		memset(&sp, 0, sizeof(sp));
+		for (int k = p->n - 1; k >= 0; k--)
+			cw_stall_proc_call(&sp, (uint32_t)p->calls[k].tid, p->calls[k].op, p->calls[k].mono,
+					   p->calls[k].mono + p->calls[k].dur);
+		step = cw_stall_proc_step(&sp, CW_STALL_MIN_CALLS);
+		if (!step)
+			continue;
+		thr = cw_stall_threshold(step, NULL);
+		/* trace's own threshold (--stall-after) when it named the stall. */
+		if ((d = stall_detail(db, p->stall_event))) {
+			json_int_t t = json_integer_value(json_object_get(d, "threshold_ns"));
+			if (t > 0 && (uint64_t)t < thr)
+				thr = (uint64_t)t;
+			json_decref(d);
+		}
+		for (int k = 0; k < p->n; k++)
+			if (p->calls[k].wall > last)
+				last = p->calls[k].wall;
+		life_end = p->exit_wall && p->exit_wall > last && p->exit_wall < end ? p->exit_wall : end;
+		silent = life_end > last ? life_end - last : 0;
+		if (p->gap_ns > silent) {
+			/* A stall that ended: the calls resumed. */
+			silent = p->gap_ns;
+			last = p->gap_call.wall;
+			resumed = 1;
+		}
+		if (silent <= thr || silent <= best_silent)
+			continue;
+		best = i;
+		best_silent = silent;
+		best_step = step;
+		best_thr = thr;
+		best_last = last;
+		best_resumed = resumed;
+	}
+	if (best < 0) {
+		ret = 0;
+		goto out;
+	}
+	{
+		struct pidscan *p = &v[best];
+		const struct pcall *last = best_resumed ? &p->gap_call : &p->calls[0];
+		char silent[32], stepd[32], thrd[32], what[400] = "", wait[32] = "";
+		json_t *d = stall_detail(db, p->stall_event);
+		int exited = !best_resumed && p->exit_wall && p->exit_wall > best_last && p->exit_wall < end;
+
+		memset(c, 0, sizeof(*c));
+		c->kind = CW_KIND_TRAINING_STALL;
+		snprintf(c->op, sizeof(c->op), "%s", last->op);
+		snprintf(c->source, sizeof(c->source), "%s", last->source);
+		snprintf(c->node, sizeof(c->node), "%s", sys->node);
+		c->count = p->total;
+		c->p50_ns = c->p95_ns = c->p99_ns = best_step;
+		c->max_ns = best_silent;
+		c->slow_count = 1;
+		c->slow_time_ns = best_silent;
+		c->explained_share = 1;
+		c->rank = -1;
+		c->culprit.cpu = -1;
+		c->pid = p->pid;
+		c->tid = last->tid;
+		snprintf(c->comm, sizeof(c->comm), "%s", p->comm);
+		cw_format_duration(best_silent, silent, sizeof(silent));
+		cw_format_duration(best_step, stepd, sizeof(stepd));
+		cw_format_duration(best_thr, thrd, sizeof(thrd));
+		cw_chain_add_timeline(c, cw_layer_of_source(last->source), last->wall, "last GPU call: %s by thread %lld",
+				      last->op, (long long)last->tid);
+		if (d) {
+			/* Live thread states: the thread that made the last call
+			 * first, then the others (up to the timeline's room). */
+			json_t *arr = json_object_get(d, "threads"), *t;
+			size_t i;
+			int shown = 0;
+			for (int pass = 0; pass < 2; pass++)
+				json_array_foreach(arr, i, t) {
+					struct cw_thread_state ts;
+					const char *s;
+					int mine = json_integer_value(json_object_get(t, "tid")) == c->tid;
+					char line[320];
+
+					if ((pass == 0) != mine || shown >= 6)
+						continue;
+					memset(&ts, 0, sizeof(ts));
+					ts.tid = (int)json_integer_value(json_object_get(t, "tid"));
+					if ((s = json_string_value(json_object_get(t, "comm"))))
+						snprintf(ts.comm, sizeof(ts.comm), "%s", s);
+					if ((s = json_string_value(json_object_get(t, "state"))))
+						ts.state = s[0];
+					if ((s = json_string_value(json_object_get(t, "wait"))))
+						snprintf(ts.wait, sizeof(ts.wait), "%s", s);
+					if ((s = json_string_value(json_object_get(t, "syscall_name"))))
+						snprintf(ts.syscall_name, sizeof(ts.syscall_name), "%s", s);
+					if ((s = json_string_value(json_object_get(t, "target"))))
+						snprintf(ts.target, sizeof(ts.target), "%s", s);
+					if ((s = json_string_value(json_object_get(t, "wchan"))))
+						snprintf(ts.wchan, sizeof(ts.wchan), "%s", s);
+					if ((s = json_string_value(json_object_get(t, "python"))))
+						snprintf(ts.python, sizeof(ts.python), "%s", s);
+					if ((s = json_string_value(json_object_get(t, "in_call")))) {
+						snprintf(ts.in_call, sizeof(ts.in_call), "%s", s);
+						ts.in_call_ns = (unsigned long long)json_integer_value(
+							json_object_get(t, "in_call_ns"));
+					}
+					cw_thread_state_describe(&ts, line, sizeof(line));
+					cw_chain_add_timeline(c, CW_LAYER_HOST, best_last + best_thr, "%s", line);
+					if (!what[0] || mine) {
+						snprintf(what, sizeof(what), "%s", line);
+						snprintf(wait, sizeof(wait), "%s", ts.wait);
+					}
+					if (mine && ts.python[0]) {
+						char *colon = strrchr(ts.python, ':');
+						c->has_python = 1;
+						snprintf(c->py_file, sizeof(c->py_file), "%.*s",
+							 colon ? (int)(colon - ts.python) : 0, ts.python);
+						c->py_line = colon ? atoi(colon + 1) : 0;
+						if ((s = strstr(ts.python, " in ")))
+							snprintf(c->py_function, sizeof(c->py_function), "%s", s + 4);
+					}
+					shown++;
+				}
+			cw_chain_add_evidence(c, "threads", (double)json_array_size(arr), 1);
+			cw_chain_add_evidence(c, "detected_live", 1, 1);
+			json_decref(d);
+		} else {
+			uint64_t blocked, preempted;
+			char waker[32], b[32];
+			offcpu_after(db, sys->node, last->tid, last->mono, &blocked, &preempted, waker, sizeof(waker));
+			cw_format_duration(blocked, b, sizeof(b));
+			if (blocked > preempted && blocked)
+				snprintf(what, sizeof(what), "thread %lld was blocked (off CPU, not runnable) for %s%s%s",
+					 (long long)last->tid, b, waker[0] ? ", woken last by " : "", waker);
+			else if (preempted)
+				snprintf(what, sizeof(what), "thread %lld was runnable but preempted for %s",
+					 (long long)last->tid, b);
+			if (what[0])
+				cw_chain_add_timeline(c, CW_LAYER_HOST, best_last, "%s", what);
+			cw_chain_add_evidence(c, "blocked_ns", (double)blocked, 1);
+			cw_chain_add_evidence(c, "preempted_ns", (double)preempted, 1);
+			cw_chain_add_evidence(c, "detected_live", 0, 1);
+		}
+		if (exited)
+			cw_chain_add_timeline(c, CW_LAYER_HOST, p->exit_wall, "process %lld exited", (long long)p->pid);
+		{
+			/* Composed long, cut to the summary's size. */
+			char sum[1024];
+			size_t len;
+			snprintf(sum, sizeof(sum),
+				 "process %lld (%s) made no GPU call for %s %s (steady step %s, threshold %s); last call %s%s%s",
+				 (long long)p->pid, p->comm, silent,
+				 best_resumed ? "while alive, then resumed" : exited ? "before it exited" : "while alive",
+				 stepd, thrd, last->op, what[0] ? "; " : "", what);
+			len = strnlen(sum, sizeof(c->summary) - 1);
+			memcpy(c->summary, sum, len);
+			c->summary[len] = '\0';
+		}
+		add_thread_fixes(c, wait, c->pid);
+		cw_chain_add_fix(c, "causeway where %lld  # every thread's Python and native stack now", (long long)c->pid);
+		cw_chain_add_fix(c, "alert on progress, not utilization: a last-step timestamp older than the threshold");
+		cw_chain_add_evidence(c, "silent_ns", (double)best_silent, 1);
+		cw_chain_add_evidence(c, "step_ns", (double)best_step, 1);
+		cw_chain_add_evidence(c, "threshold_ns", (double)best_thr, 1);
+		cw_chain_add_evidence(c, "exited", exited, 1);
+		cw_chain_add_evidence(c, "resumed", best_resumed, 1);
+		c->explained_ns = best_silent;
+		ret = 1;
+	}
+out:
+	free(v);
+	return ret;
+}

@@ -1,0 +1,49 @@
+/* power-capping: an operator lowered the board's power limit, and three
+ * times in the run (8 s from t = 20 s, every 30 s) the heaviest phase of
+ * the model draws into it: the software power cap holds the board at its
+ * limit and the power brake (a PSU alarm on the node) cuts the SM clock
+ * to ~600 MHz. Syncs spin ~3.5x longer. NVML shows sw_power_cap +
+ * hw_power_brake at the limit with the clock drop. -> power_capping. */
+#include "demo/demo.h"
+#include "demo/gpu.h"
+#include "demo/train.h"
+#include "util/timeutil.h"
+
+#define CAP_AT (20 * NSEC_PER_SEC)
+#define CAP_EVERY (30 * NSEC_PER_SEC)
+#define CAP_LEN (8 * NSEC_PER_SEC)
+
+static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
+{
+	if (p->op == CW_OP_cudaStreamSynchronize && cw_demo_in_window(tr, p->start, CAP_AT, CAP_EVERY, CAP_LEN))
+		cw_demo_plan_stretch(p, p->dur * cw_demo_rng_range(&tr->g->rng, 25, 30) / 10);
+}
+
+static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s)
+{
+	if (!cw_demo_in_window(tr, t, CAP_AT, CAP_EVERY, CAP_LEN))
+		return;
+	s->power_mw = (int64_t)cw_demo_rng_range(&tr->g->rng, 498000, 500000); /* the 500 W limit */
+	s->sm_mhz = (int64_t)cw_demo_rng_range(&tr->g->rng, 585, 630);
+	s->reasons = (int64_t)(CW_GPU_REASON_SW_POWER_CAP | CW_GPU_REASON_HW_POWER_BRAKE | CW_GPU_REASON_HW_SLOWDOWN);
+}
+
+static int meta(struct cw_demo_train *tr, struct cw_writer *w)
+{
+	(void)w;
+	return cw_demo_gpu_write(tr, adjust);
+}
+
+static const struct cw_demo_hooks hooks = {plan, NULL, meta};
+
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
+const struct cw_demo_scenario cw_demo_scenario_power_capping = {
+	"power-capping",
+	"the board sits at a lowered 500 W power limit with the power brake on: SM clock ~600 MHz three times",
+	"power_capping",
+	setup,
+};

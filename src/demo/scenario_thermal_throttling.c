@@ -1,0 +1,54 @@
+/* thermal-throttling: three times in the run (8 s from t = 20 s, every
+ * 30 s) the GPU's inlet air runs hot, it reaches its slowdown temperature
+ * (94 C) and the driver's hardware thermal slowdown cuts the SM clock
+ * from 1980 to ~560 MHz. Every step's kernels take ~3.5x as long, so
+ * loss.item()'s cudaStreamSynchronize spins ~3.5x longer; nothing on the
+ * host changes. GPU telemetry (one NVML sample a second) shows
+ * hw_thermal + sw_thermal with the clock drop. -> thermal_throttling. */
+#include "demo/demo.h"
+#include "demo/gpu.h"
+#include "demo/train.h"
+#include "util/timeutil.h"
+
+#define HOT_AT (20 * NSEC_PER_SEC)
+#define HOT_EVERY (30 * NSEC_PER_SEC)
+#define HOT_LEN (8 * NSEC_PER_SEC)
+
+static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
+{
+	if (p->op == CW_OP_cudaStreamSynchronize && cw_demo_in_window(tr, p->start, HOT_AT, HOT_EVERY, HOT_LEN))
+		cw_demo_plan_stretch(p, p->dur * cw_demo_rng_range(&tr->g->rng, 25, 30) / 10);
+}
+
+static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s)
+{
+	if (!cw_demo_in_window(tr, t, HOT_AT, HOT_EVERY, HOT_LEN)) {
+		s->temp_gpu += 10; /* a warm rack: 76-81 C, still under the slowdown point */
+		return;
+	}
+	s->temp_gpu = 94;
+	s->temp_mem = 101;
+	s->sm_mhz = (int64_t)cw_demo_rng_range(&tr->g->rng, 540, 585);
+	s->power_mw = (int64_t)cw_demo_rng_range(&tr->g->rng, 300000, 340000);
+	s->reasons = (int64_t)(CW_GPU_REASON_HW_THERMAL | CW_GPU_REASON_SW_THERMAL | CW_GPU_REASON_HW_SLOWDOWN);
+}
+
+static int meta(struct cw_demo_train *tr, struct cw_writer *w)
+{
+	(void)w;
+	return cw_demo_gpu_write(tr, adjust);
+}
+
+static const struct cw_demo_hooks hooks = {plan, NULL, meta};
+
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
+const struct cw_demo_scenario cw_demo_scenario_thermal_throttling = {
+	"thermal-throttling",
+	"the GPU reaches 94 C three times and hardware thermal slowdown cuts its SM clock to ~560 MHz",
+	"thermal_throttling",
+	setup,
+};

@@ -1,0 +1,168 @@
+#include "gpu/stall.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PROCS 256
+
+struct cw_stall {
+	struct cw_stall_opts o;
+	struct cw_stall_proc *procs;
+	int nprocs;
+};
+
+int cw_stall_new(struct cw_stall **out, const struct cw_stall_opts *o)
+{
+	struct cw_stall *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->procs = calloc(MAX_PROCS, sizeof(*s->procs));
+	if (!s->procs) {
+		free(s);
+		return -ENOMEM;
+	}
+	if (o)
+		s->o = *o;
+	*out = s;
+	return 0;
+}
+
+void cw_stall_free(struct cw_stall *s)
+{
+	if (!s)
+		return;
+	free(s->procs);
+	free(s);
+}
+
+void cw_stall_proc_call(struct cw_stall_proc *p, uint32_t tid, const char *op, uint64_t start_ns, uint64_t end_ns)
+{
+	struct cw_stall_op *o = NULL;
+
+	for (int i = 0; i < p->nops; i++)
+		if (!strcmp(p->ops[i].op, op)) {
+			o = &p->ops[i];
+			break;
+		}
+	if (!o && p->nops < CW_STALL_OPS) {
+		o = &p->ops[p->nops++];
+		memset(o, 0, sizeof(*o));
+		snprintf(o->op, sizeof(o->op), "%s", op);
+	}
+	if (o) {
+		if (o->last_start && start_ns > o->last_start) {
+			o->gaps[o->next] = start_ns - o->last_start;
+			o->next = (o->next + 1) % CW_STALL_GAPS;
+			if (o->ngaps < CW_STALL_GAPS)
+				o->ngaps++;
+		}
+		if (start_ns > o->last_start)
+			o->last_start = start_ns;
+	}
+	(void)end_ns;
+	p->calls++;
+	if (start_ns >= p->last_ns) {
+		p->last_ns = start_ns;
+		p->last_tid = tid;
+		snprintf(p->last_op, sizeof(p->last_op), "%s", op);
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+uint64_t cw_stall_proc_step(const struct cw_stall_proc *p, unsigned min_calls)
+{
+	uint64_t best = 0, v[CW_STALL_GAPS];
+
+	if (!min_calls)
+		min_calls = CW_STALL_MIN_CALLS;
+	for (int i = 0; i < p->nops; i++) {
+		const struct cw_stall_op *o = &p->ops[i];
+		/* n calls make n - 1 gaps. */
+		if (o->ngaps + 1 < min_calls)
+			continue;
+		memcpy(v, o->gaps, o->ngaps * sizeof(v[0]));
+		qsort(v, o->ngaps, sizeof(v[0]), cmp_u64);
+		if (v[o->ngaps / 2] > best)
+			best = v[o->ngaps / 2];
+	}
+	return best;
+}
+
+uint64_t cw_stall_threshold(uint64_t step_ns, const struct cw_stall_opts *o)
+{
+	uint64_t floor = o && o->floor_ns ? o->floor_ns : CW_STALL_FLOOR_NS;
+	unsigned f = o && o->factor ? o->factor : CW_STALL_FACTOR;
+	uint64_t t = step_ns * f;
+
+	return t > floor ? t : floor;
+}
+
+static struct cw_stall_proc *proc_get(struct cw_stall *s, uint32_t pid, int create)
+{
+	for (int i = 0; i < s->nprocs; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	if (!create || s->nprocs == MAX_PROCS)
+		return NULL;
+	memset(&s->procs[s->nprocs], 0, sizeof(s->procs[0]));
+	s->procs[s->nprocs].pid = pid;
+	return &s->procs[s->nprocs++];
+}
+
+void cw_stall_call(struct cw_stall *s, uint32_t pid, uint32_t tid, const char *op, uint64_t start_ns, uint64_t end_ns)
+{
+	struct cw_stall_proc *p = proc_get(s, pid, 1);
+
+	if (!p)
+		return;
+	cw_stall_proc_call(p, tid, op, start_ns, end_ns);
+	p->reported = 0;
+}
+
+void cw_stall_exited(struct cw_stall *s, uint32_t pid)
+{
+	for (int i = 0; i < s->nprocs; i++)
+		if (s->procs[i].pid == pid) {
+			s->procs[i] = s->procs[--s->nprocs];
+			return;
+		}
+}
+
+int cw_stall_check(struct cw_stall *s, uint64_t now, int (*alive)(uint32_t pid, void *ctx), void *ctx,
+		   struct cw_stall_hit *out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->nprocs && n < max; i++) {
+		struct cw_stall_proc *p = &s->procs[i];
+		uint64_t step, thr;
+
+		if (p->reported || now <= p->last_ns)
+			continue;
+		step = cw_stall_proc_step(p, s->o.min_calls);
+		if (!step)
+			continue;
+		thr = cw_stall_threshold(step, &s->o);
+		if (now - p->last_ns <= thr)
+			continue;
+		if (alive && !alive(p->pid, ctx))
+			continue;
+		p->reported = 1;
+		out[n] = (struct cw_stall_hit){
+			.pid = p->pid, .last_tid = p->last_tid, .last_ns = p->last_ns, .step_ns = step,
+			.threshold_ns = thr, .silent_ns = now - p->last_ns, .calls = p->calls,
+		};
+		memcpy(out[n].last_op, p->last_op, sizeof(out[n].last_op));
+		n++;
+	}
+	return n;
+}
