@@ -43,6 +43,8 @@ enum cw_merge_table {
 	CW_MT_CHAINS,
 	CW_MT_AGGREGATES,
 	CW_MT_COUNTERS,
+	CW_MT_NCCL_COMMS,
+	CW_MT_NCCL_CALLS,
 	CW_MT_MAX
 };
 

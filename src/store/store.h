@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CW_SCHEMA_VERSION 2
+#define CW_SCHEMA_VERSION 3
 /* The oldest version a read-only open accepts: later versions add only
  * indexes, which speed reads but hold no data. */
 #define CW_SCHEMA_MIN_READ_VERSION 1
