@@ -24,6 +24,7 @@ struct cw_explain_opts {
 	int64_t pid;                        /* 0 = all */
 	int per_process;                    /* split chains per pid */
 	int store_chains;                   /* informational for callers; run never writes */
+	uint64_t hang_min_ns;               /* nccl_hang floor; 0 = CW_NCCL_HANG_MIN_NS */
 };
 
 enum cw_severity {
@@ -44,6 +45,10 @@ enum cw_kind {
 	CW_KIND_THROUGHPUT_DROP,
 	CW_KIND_DATALOADER_STARVATION,
 	CW_KIND_STRAGGLER,
+	CW_KIND_NCCL_STRAGGLER, /* rules/nccl_chains.c */
+	CW_KIND_NCCL_HANG,
+	CW_KIND_COMM_BOUND,
+	CW_KIND_NCCL_WAIT,      /* a rank waiting for an nccl_straggler */
 	CW_KIND_MAX
 };
 
@@ -115,6 +120,23 @@ struct cw_chain {
 	struct cw_culprit culprit;
 	struct cw_evidence evidence[CW_CHAIN_MAX_EVIDENCE];
 	int nevidence;
+	/* NCCL chains: root_cause.because (the cause found on the late rank,
+	 * a kind name or "compute"/"blocked"), the sequence number and
+	 * communicator concerned, and the ranks that never arrived (nccl_hang). */
+	char because[32];
+	int64_t seq;     /* 0 none */
+	int64_t comm_id; /* 0 none */
+	int missing_ranks[16];
+	int nmissing;
+	char missing_state[CW_CHAIN_MAX_FIX][200]; /* what each missing rank is doing */
+	/* The chain this one is explained by (a waiting rank's sync points at
+	 * the straggler): its kind, node, pid and rank; kind "" when none. */
+	struct {
+		char kind[32];
+		char node[64];
+		int64_t pid;
+		int rank;
+	} caused_by;
 };
 
 struct cw_explain_result {

@@ -19,6 +19,10 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_THROUGHPUT_DROP] = "throughput_drop",
 		[CW_KIND_DATALOADER_STARVATION] = "dataloader_starvation",
 		[CW_KIND_STRAGGLER] = "straggler",
+		[CW_KIND_NCCL_STRAGGLER] = "nccl_straggler",
+		[CW_KIND_NCCL_HANG] = "nccl_hang",
+		[CW_KIND_COMM_BOUND] = "comm_bound",
+		[CW_KIND_NCCL_WAIT] = "nccl_wait",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }

@@ -38,6 +38,38 @@ static json_t *stack_to_json(const struct cw_chain *c)
 	return a;
 }
 
+/* Fields of the NCCL kinds, added only where set so other chains keep
+ * their shape: root_cause.because, .seq, .missing_ranks, .missing_state,
+ * and caused_by (the chain that explains this one). */
+static void nccl_fields(json_t *o, const struct cw_chain *c)
+{
+	json_t *rc = json_object_get(o, "root_cause");
+
+	if (c->because[0])
+		json_object_set_new(rc, "because", json_string(c->because));
+	if (c->seq)
+		json_object_set_new(rc, "seq", json_integer(c->seq));
+	if (c->comm_id)
+		json_object_set_new(rc, "comm_id", json_integer(c->comm_id));
+	if (c->kind == CW_KIND_NCCL_HANG) {
+		json_t *m = json_array(), *st = json_array();
+
+		for (int i = 0; i < c->nmissing; i++) {
+			json_array_append_new(m, json_integer(c->missing_ranks[i]));
+			if (i < CW_CHAIN_MAX_FIX)
+				json_array_append_new(st, json_string(c->missing_state[i]));
+		}
+		json_object_set_new(rc, "missing_ranks", m);
+		json_object_set_new(rc, "missing_state", st);
+	}
+	if (c->caused_by.kind[0]) {
+		json_t *cb = json_pack("{s:s, s:s, s:I}", "kind", c->caused_by.kind, "node", c->caused_by.node, "pid",
+				       (json_int_t)c->caused_by.pid);
+		json_object_set_new(cb, "rank", c->caused_by.rank >= 0 ? json_integer(c->caused_by.rank) : json_null());
+		json_object_set_new(o, "caused_by", cb);
+	}
+}
+
 json_t *cw_chain_to_json(const struct cw_chain *c)
 {
 	json_t *o = json_object(), *tl = json_array(), *fix = json_array(), *ev = json_object();
@@ -57,6 +89,7 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 	json_object_set_new(o, "explained_ns", jint(c->explained_ns));
 	json_object_set_new(o, "root_cause", json_pack("{s:s, s:s}", "kind", cw_kind_name(c->kind),
 						       "summary", c->summary));
+	nccl_fields(o, c);
 	for (int i = 0; i < c->ntimeline; i++)
 		json_array_append_new(tl, json_pack("{s:s, s:I, s:s}", "layer",
 						    cw_layer_name(c->timeline[i].layer), "t_ns",

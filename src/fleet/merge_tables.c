@@ -89,9 +89,9 @@ const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX] = {
 		" destroyed_wall_ns, async_error FROM src.nccl_comms" },
 	[CW_MT_NCCL_CALLS] = { "nccl_calls", 1,
 		"INSERT INTO main.nccl_calls (node, session_id, pid, tid, comm, comm_id, rank, nranks, seq, op,"
-		" count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret)"
+		" count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns)"
 		" SELECT " N_ ", session_id + :soff, pid, tid, comm, comm_id, rank, nranks, seq, op,"
-		" count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret"
+		" count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns"
 		" FROM src.nccl_calls ORDER BY id" },
 };
 

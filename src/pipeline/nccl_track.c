@@ -20,8 +20,22 @@ struct comm_state {
 	int64_t splits;     /* ncclCommSplit calls on it so far */
 };
 
+/* Calls of one thread waiting for their completion: an asynchronous
+ * collective (NCCL's, PyTorch's default) returns once enqueued and is
+ * waited for in the thread's next synchronization, whose end is the
+ * collective's completion. */
+#define MAX_PENDING 16
+struct pending {
+	uint32_t tid;
+	int n;
+	struct cw_nccl_call_row rows[MAX_PENDING];
+};
+
 struct cw_nccl_track {
 	struct cw_writer *w;
+	struct u64map pend_index; /* tid + 1 -> pend[] */
+	struct pending *pend;
+	size_t npend, pend_alloc;
 	struct u64map index;    /* hash(pid, handle) -> comms[] */
 	struct comm_state *comms;
 	size_t n, alloc;
@@ -40,14 +54,87 @@ int cw_nccl_track_new(struct cw_nccl_track **out, struct cw_writer *w)
 	u64map_init(&t->index, MAX_COMMS);
 	u64map_init(&t->channels, MAX_CHANNELS);
 	u64map_init(&t->ranked, MAX_COMMS);
+	u64map_init(&t->pend_index, MAX_CHANNELS);
 	*out = t;
 	return 0;
+}
+
+static int write_pending(struct cw_nccl_track *t, struct pending *p, uint64_t done_wall, uint64_t wait_ns,
+			 int known)
+{
+	int err = 0, e;
+
+	for (int i = 0; i < p->n; i++) {
+		struct cw_nccl_call_row *r = &p->rows[i];
+
+		if (known) {
+			r->done_wall_ns = (int64_t)done_wall;
+			r->wait_ns = (int64_t)wait_ns;
+		}
+		if ((e = cw_writer_nccl_call(t->w, r)) && !err)
+			err = e;
+	}
+	p->n = 0;
+	return err;
+}
+
+static struct pending *pending_of(struct cw_nccl_track *t, uint32_t tid, int create)
+{
+	int64_t idx;
+
+	if (u64map_get(&t->pend_index, (uint64_t)tid + 1, &idx))
+		return &t->pend[idx];
+	if (!create)
+		return NULL;
+	if (t->npend == t->pend_alloc) {
+		size_t na = t->pend_alloc ? t->pend_alloc * 2 : 16;
+		struct pending *nv = realloc(t->pend, na * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		t->pend = nv;
+		t->pend_alloc = na;
+	}
+	if (u64map_put(&t->pend_index, (uint64_t)tid + 1, (int64_t)t->npend))
+		return NULL;
+	t->pend[t->npend].tid = tid;
+	t->pend[t->npend].n = 0;
+	return &t->pend[t->npend++];
+}
+
+int cw_nccl_track_sync(struct cw_nccl_track *t, uint32_t tid, uint64_t wall_ns, uint64_t dur_ns, int has_ret)
+{
+	struct pending *p = pending_of(t, tid, 0);
+
+	if (!p || !p->n)
+		return 0;
+	/* An unfinished synchronization (a hang): the collectives waited for
+	 * never completed; their rows say so with a NULL completion. */
+	if (!has_ret) {
+		for (int i = 0; i < p->n; i++)
+			p->rows[i].wait_ns = (int64_t)dur_ns;
+		return write_pending(t, p, 0, 0, 0);
+	}
+	return write_pending(t, p, wall_ns + dur_ns, dur_ns, 1);
+}
+
+int cw_nccl_track_flush(struct cw_nccl_track *t)
+{
+	int err = 0, e;
+
+	for (size_t i = 0; i < t->npend; i++)
+		if ((e = write_pending(t, &t->pend[i], 0, 0, 0)) && !err)
+			err = e;
+	return err;
 }
 
 void cw_nccl_track_free(struct cw_nccl_track *t)
 {
 	if (!t)
 		return;
+	cw_nccl_track_flush(t);
+	u64map_free(&t->pend_index);
+	free(t->pend);
 	u64map_free(&t->index);
 	u64map_free(&t->channels);
 	u64map_free(&t->ranked);
@@ -240,7 +327,9 @@ static int on_traffic(struct cw_nccl_track *t, const struct cw_call_entry *e, ui
 		.count = (int64_t)e->args[0], .datatype = (int64_t)(int32_t)e->args[1], .redop = CW_NCCL_NONE,
 		.peer = CW_NCCL_NONE, .stream = (int64_t)e->args[4], .wall_ns = wall_ns, .mono_ns = e->hdr.ts_ns,
 		.duration_ns = end_ns > e->hdr.ts_ns ? end_ns - e->hdr.ts_ns : 0, .ret = has_ret ? ret : CW_NCCL_NONE,
+		.done_wall_ns = CW_NCCL_NONE, .wait_ns = CW_NCCL_NONE,
 	};
+	struct pending *p;
 	/* A call that failed at once entered no collective: it is stored
 	 * with the number the next one will take. */
 	int counts = !has_ret || ret == 0;
@@ -289,7 +378,23 @@ static int on_traffic(struct cw_nccl_track *t, const struct cw_call_entry *e, ui
 		if (counts)
 			c->coll_seq++;
 	}
-	return cw_writer_nccl_call(t->w, &r);
+	if (!counts)
+		return cw_writer_nccl_call(t->w, &r);
+	/* Held until the thread synchronizes. A blocking collective (the
+	 * call lasted until done) with none before the next one: its own
+	 * end is its completion, written when the next call comes. */
+	p = pending_of(t, e->hdr.tid, 1);
+	if (!p)
+		return -ENOMEM;
+	if (p->n == MAX_PENDING) {
+		const struct cw_nccl_call_row *last = &p->rows[p->n - 1];
+		int err = write_pending(t, p, last->wall_ns + last->duration_ns, 0, 1);
+
+		if (err)
+			return err;
+	}
+	p->rows[p->n++] = r;
+	return 0;
 }
 
 int cw_nccl_track_call(struct cw_nccl_track *t, const struct cw_call_entry *e, uint64_t wall_ns,

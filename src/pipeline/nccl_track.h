@@ -24,6 +24,13 @@ void cw_nccl_track_free(struct cw_nccl_track *t);
 int cw_nccl_track_call(struct cw_nccl_track *t, const struct cw_call_entry *e, uint64_t wall_ns,
 		       uint64_t end_ns, int has_ret, int64_t ret);
 
+/* A synchronization of thread tid ended (has_ret) or was stored
+ * unfinished: the collectives it waited for are complete (or never were)
+ * and their rows are written. */
+int cw_nccl_track_sync(struct cw_nccl_track *t, uint32_t tid, uint64_t wall_ns, uint64_t dur_ns, int has_ret);
+/* Writes every row still waiting for a synchronization (no completion). */
+int cw_nccl_track_flush(struct cw_nccl_track *t);
+
 /* Bytes of one element of an ncclDataType_t (nccl.h of 2.28), 0 unknown. */
 int cw_nccl_dtype_size(int64_t dtype);
 /* The call's payload: count x element size (the per-rank buffer the

@@ -282,6 +282,13 @@ static int is_launch(unsigned op)
 	       op == CW_OP_cuLaunchKernelEx;
 }
 
+static int is_sync(unsigned op)
+{
+	return op == CW_OP_cudaStreamSynchronize || op == CW_OP_cudaDeviceSynchronize ||
+	       op == CW_OP_cudaEventSynchronize || op == CW_OP_cuStreamSynchronize || op == CW_OP_cuCtxSynchronize ||
+	       op == CW_OP_cuEventSynchronize;
+}
+
 /* Emits a paired call. end_ns is the return time, or the flush time for an
  * unfinished call. */
 static int emit_call(struct cw_pipeline *p, const struct open_call *oc, uint64_t end_ns, int has_ret, int64_t ret)
@@ -332,6 +339,8 @@ static int emit_call(struct cw_pipeline *p, const struct open_call *oc, uint64_t
 	p->c.calls++;
 	i = write_event(p, &row);
 	if (e->hdr.source == CW_SRC_NCCL && cw_nccl_track_call(p->nccl, e, row.wall_ns, end_ns, has_ret, ret))
+		p->c.write_errors++;
+	else if (is_sync(e->hdr.op) && cw_nccl_track_sync(p->nccl, e->hdr.tid, row.wall_ns, row.duration_ns, has_ret))
 		p->c.write_errors++;
 	return i;
 }

@@ -38,7 +38,10 @@ static const char schema_v3_nccl_sql[] =
 	" op TEXT NOT NULL, count INTEGER, datatype INTEGER, bytes INTEGER,"
 	" redop INTEGER, peer INTEGER, stream INTEGER,"
 	" wall_ns INTEGER NOT NULL, mono_ns INTEGER NOT NULL,"
-	" duration_ns INTEGER NOT NULL, ret INTEGER);";
+	" duration_ns INTEGER NOT NULL, ret INTEGER,"
+	" done_wall_ns INTEGER,"       /* completion: end of the synchronization that waited for it */
+	" wait_ns INTEGER);"           /* that synchronization's duration; NULL: none seen */
+	"CREATE INDEX nccl_calls_time ON nccl_calls (wall_ns);";
 
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {

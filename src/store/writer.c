@@ -70,8 +70,8 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_AGG_PUT] = "INSERT OR REPLACE INTO aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
 		       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
 	[ST_NCCL_CALL] = "INSERT INTO nccl_calls (node, session_id, pid, tid, comm, comm_id, rank, nranks, seq, op,"
-			 " count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret)"
-			 " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
+			 " count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns)"
+			 " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)",
 	[ST_NCCL_COMM] = "INSERT INTO nccl_comms (node, pid, comm, comm_id, nranks, rank, parent_id, op,"
 			 " created_wall_ns, destroyed_wall_ns, async_error) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
 			 " ON CONFLICT (node, pid, comm) DO UPDATE SET"
@@ -874,6 +874,8 @@ int cw_writer_nccl_call(struct cw_writer *w, const struct cw_nccl_call_row *r)
 	sqlite3_bind_int64(s, i++, (int64_t)r->mono_ns);
 	sqlite3_bind_int64(s, i++, (int64_t)r->duration_ns);
 	bind_opt(s, i++, r->ret);
+	bind_opt(s, i++, r->done_wall_ns);
+	bind_opt(s, i++, r->wait_ns);
 	return row_done(w, step_reset(s));
 }
 

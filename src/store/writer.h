@@ -94,6 +94,7 @@ struct cw_nccl_call_row {
 	int64_t count, datatype, bytes, redop, peer, stream;
 	uint64_t wall_ns, mono_ns, duration_ns;
 	int64_t ret; /* CW_NCCL_NONE: unfinished */
+	int64_t done_wall_ns, wait_ns; /* CW_NCCL_NONE: unknown */
 };
 
 /* An upsert on (pid, comm): fields left CW_NCCL_NONE (op NULL) keep what
