@@ -68,6 +68,8 @@ static void one_group(const struct cw_nccl_call *c, size_t lo, size_t hi, struct
 	int64_t lag = hi - lo >= 2 ? c[last].entry - c[last - 1].entry : 0, tr = INT64_MAX;
 
 	for (size_t i = lo; i < hi; i++)
+		ranks[c[i].rank_idx].groups++;
+	for (size_t i = lo; i < hi; i++)
 		if (c[i].done != INT64_MIN && c[i].done >= c[i].entry) {
 			ranks[c[i].rank_idx].wait_ns += (uint64_t)(c[i].done - c[i].entry);
 			if (c[i].done - c[i].entry < tr)
@@ -98,6 +100,7 @@ int cw_nccl_arrival_analyse(struct cw_nccl_call *c, size_t n, struct cw_nccl_ran
 	out->comm_op = CW_OP_ncclAllReduce;
 	for (int r = 0; r < nranks; r++) {
 		ranks[r].calls = ranks[r].late = ranks[r].lag_ns = ranks[r].wait_ns = ranks[r].step_ns = 0;
+		ranks[r].waited_ns = ranks[r].groups = 0;
 		ranks[r].first_entry = INT64_MAX;
 		ranks[r].last_entry = INT64_MIN;
 		ranks[r].last_seq = 0;
@@ -241,12 +244,15 @@ int cw_nccl_arrival_analyse(struct cw_nccl_call *c, size_t n, struct cw_nccl_ran
 			for (j = i; j < n && c[j].comm_id == c[i].comm_id && c[j].seq == c[i].seq; j++)
 				;
 			if (j - i >= 2 && c[j - 1].rank_idx == out->straggler &&
-			    c[j - 1].entry - c[j - 2].entry >= (int64_t)CW_NCCL_MIN_LAG_NS)
+			    c[j - 1].entry - c[j - 2].entry >= (int64_t)CW_NCCL_MIN_LAG_NS) {
+				for (size_t k = i; k + 1 < j; k++)
+					ranks[c[k].rank_idx].waited_ns += (uint64_t)(c[j - 1].entry - c[k].entry);
 				all[g++] = (struct cw_nccl_late){
 					.entry = c[j - 1].entry, .entry_mono = c[j - 1].entry_mono,
 					.lag_ns = c[j - 1].entry - c[j - 2].entry, .seq = c[j - 1].seq,
 					.comm_id = c[j - 1].comm_id,
 				};
+			}
 		}
 		qsort(all, g, sizeof(*all), cmp_late);
 		out->nlate = g < CW_NCCL_MAX_LATE ? g : CW_NCCL_MAX_LATE;

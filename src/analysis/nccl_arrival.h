@@ -51,6 +51,8 @@ struct cw_nccl_rank {
 	int rank, nranks; /* -1 unknown */
 	/* Filled by the analysis. */
 	uint64_t calls, late, lag_ns, wait_ns, step_ns;
+	uint64_t waited_ns; /* waiting for the straggler where it was late */
+	uint64_t groups;    /* complete collectives it took part in */
 	int64_t first_entry, last_entry, last_seq;
 };
 
