@@ -175,6 +175,7 @@ int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
  * straggler and its waiting ranks (n 0 when there is no straggler). */
 #define CW_NCCL_MAX_PEERS 64
 struct cw_nccl_peers {
+	char kind[32]; /* the chain the peers' chains point at */
 	char node[64];
 	int64_t pid;
 	int rank;

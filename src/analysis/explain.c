@@ -553,8 +553,7 @@ static int nccl_chains(sqlite3 *db, const struct cw_explain_opts *o, struct cw_e
 			if (c->kind == CW_KIND_STRAGGLER && c->pid == p->pid && !strcmp(c->node, p->node))
 				continue;
 			if (is_peer(p, c->node, c->pid) && (cw_op_is_sync(c->op) || !strcmp(c->source, "nccl"))) {
-				snprintf(c->caused_by.kind, sizeof(c->caused_by.kind), "%s",
-					 cw_kind_name(CW_KIND_NCCL_STRAGGLER));
+				snprintf(c->caused_by.kind, sizeof(c->caused_by.kind), "%s", p->kind);
 				snprintf(c->caused_by.node, sizeof(c->caused_by.node), "%s", p->node);
 				c->caused_by.pid = p->pid;
 				c->caused_by.rank = p->rank;

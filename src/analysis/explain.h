@@ -170,6 +170,12 @@ json_t *cw_chain_to_json(const struct cw_chain *c);
 /* {"window":..., "chains":[...], "warnings":[...]}. */
 json_t *cw_explain_to_json(const struct cw_explain_result *r);
 
+/* explain --ranks: one object per rank that called NCCL collectives in
+ * the window (rules/nccl_chains.c): node, pid, rank, collectives, late,
+ * lag_ns, mean_lag_ns, last_seq, comm_wait_share, waited_for_straggler_ns,
+ * straggler, missing. NULL on error; an empty array without NCCL data. */
+json_t *cw_nccl_ranks_json(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall);
+
 /* Appends one chains row per chain, stamped now_wall_ns; never updates or
  * deletes. Returns the number of rows written or -errno. */
 int cw_explain_store_chains(sqlite3 *db, const struct cw_explain_result *r, uint64_t now_wall_ns);

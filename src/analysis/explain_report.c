@@ -202,6 +202,16 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 		}
 		if (c->has_python)
 			fprintf(f, "  python  %s() at %s:%d\n", c->py_function, c->py_file, c->py_line);
+		if (c->because[0] && c->kind != CW_KIND_NCCL_WAIT)
+			fprintf(f, "  because %s\n", c->because);
+		for (int k = 0; c->kind == CW_KIND_NCCL_HANG && k < c->nmissing && k < CW_CHAIN_MAX_FIX; k++)
+			fprintf(f, "  missing %s\n", c->missing_state[k]);
+		if (c->caused_by.kind[0]) {
+			fprintf(f, "  caused by %s: ", c->caused_by.kind);
+			if (c->caused_by.rank >= 0)
+				fprintf(f, "rank %d, ", c->caused_by.rank);
+			fprintf(f, "pid %lld on %s\n", (long long)c->caused_by.pid, c->caused_by.node);
+		}
 		if (stacks) {
 			char line[512];
 

@@ -47,6 +47,7 @@ struct cw_nccl_call {
 
 struct cw_nccl_rank {
 	char node[64];
+	char comm[32];
 	int64_t pid, tid; /* tid: the thread that calls NCCL */
 	int rank, nranks; /* -1 unknown */
 	/* Filled by the analysis. */

@@ -98,6 +98,10 @@ struct cw_demo_train {
 	uint64_t steps;       /* steps run, when finished */
 	uint64_t gpu_free;    /* when GPU 0 drains what was launched so far */
 	uint64_t nth[CW_OP_MAX];
+	/* Set by a scenario that is not one training process (the NCCL
+	 * jobs of scenario_nccl.c): queues the whole run instead of
+	 * cw_demo_train_run(). */
+	void (*run)(struct cw_demo_train *tr);
 };
 
 /* Processes and threads of the loop. */

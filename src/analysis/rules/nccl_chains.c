@@ -73,6 +73,7 @@ static int rank_index(struct loaded *l, const char *node, int64_t pid, int64_t t
 	l->ranks = nv;
 	memset(&nv[l->nranks], 0, sizeof(*nv));
 	snprintf(nv[l->nranks].node, sizeof(nv[0].node), "%s", node);
+
 	nv[l->nranks].pid = pid;
 	nv[l->nranks].tid = tid;
 	nv[l->nranks].rank = rank;
@@ -154,6 +155,18 @@ static int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uin
 	}
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
 		ret = cw_sqlite_errno(rc);
+	sqlite3_finalize(st);
+	st = NULL;
+	/* Each rank's thread name, for the chains. */
+	if (!ret && l->nranks &&
+	    sqlite3_prepare_v2(db, "SELECT comm FROM threads WHERE node = ?1 AND tid = ?2", -1, &st, NULL) == SQLITE_OK)
+		for (int i = 0; i < l->nranks; i++) {
+			sqlite3_bind_text(st, 1, l->ranks[i].node, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 2, l->ranks[i].tid);
+			if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+				snprintf(l->ranks[i].comm, sizeof(l->ranks[i].comm), "%s", sqlite3_column_text(st, 0));
+			sqlite3_reset(st);
+		}
 out:
 	sqlite3_finalize(st);
 	json_decref(sk);
@@ -365,6 +378,7 @@ static void base(struct cw_chain *c, const struct cw_nccl_rank *r, enum cw_kind 
 	c->pid = r->pid;
 	c->tid = r->tid;
 	c->rank = r->rank;
+	snprintf(c->comm, sizeof(c->comm), "%s", r->comm);
 }
 
 /* The Python line of the rank's collectives (the step that issued them). */
@@ -680,7 +694,8 @@ static int hang_chain(sqlite3 *db, const struct loaded *l, const struct cw_nccl_
 		c->summary[sizeof(c->summary) - 1] = '\0';
 	c->count = a->complete;
 	c->slow_count = 1;
-	c->slow_time_ns = c->explained_ns = (uint64_t)a->hang_for_ns;
+	/* The time lost is every waiting rank's: they all sit in it. */
+	c->slow_time_ns = c->explained_ns = (uint64_t)a->hang_for_ns * (uint64_t)(l->nranks - a->nmissing);
 	c->explained_share = 1;
 	c->p50_ns = (uint64_t)a->median_step_ns;
 	c->p99_ns = c->max_ns = (uint64_t)a->hang_for_ns;
@@ -754,9 +769,28 @@ int cw_rule_nccl(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wal
 		goto out;
 	if ((ret = cw_nccl_arrival_analyse(l.calls, l.n, l.ranks, l.nranks, until, o->hang_min_ns, a)) < 0)
 		goto out;
-	if (a->hang && n < max_out && (ret = hang_chain(db, &l, a, until, &out[n])) < 0)
-		goto out;
-	n += ret > 0;
+	if (a->hang && n < max_out) {
+		const struct cw_nccl_rank *m = &l.ranks[a->missing[0]];
+
+		if ((ret = hang_chain(db, &l, a, until, &out[n])) < 0)
+			goto out;
+		n++;
+		/* The ranks that entered wait for the missing one. */
+		snprintf(peers->kind, sizeof(peers->kind), "%s", cw_kind_name(CW_KIND_NCCL_HANG));
+		snprintf(peers->node, sizeof(peers->node), "%s", m->node);
+		peers->pid = m->pid;
+		peers->rank = m->rank;
+		for (int i = 0; i < l.nranks && peers->n < CW_NCCL_MAX_PEERS; i++) {
+			int missing = 0;
+
+			for (int k = 0; k < a->nmissing; k++)
+				missing |= a->missing[k] == i;
+			if (missing)
+				continue;
+			snprintf(peers->v[peers->n].node, sizeof(peers->v[0].node), "%s", l.ranks[i].node);
+			peers->v[peers->n++].pid = l.ranks[i].pid;
+		}
+	}
 	ret = 0;
 	if (a->straggler >= 0 && n < max_out) {
 		const struct cw_nccl_rank *s = &l.ranks[a->straggler];
@@ -764,6 +798,8 @@ int cw_rule_nccl(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wal
 		if ((ret = straggler_chain(db, &l, a, &out[n])) < 0)
 			goto out;
 		n++;
+		peers->n = 0;
+		snprintf(peers->kind, sizeof(peers->kind), "%s", cw_kind_name(CW_KIND_NCCL_STRAGGLER));
 		snprintf(peers->node, sizeof(peers->node), "%s", s->node);
 		peers->pid = s->pid;
 		peers->rank = s->rank;
@@ -785,4 +821,74 @@ out:
 	free(a);
 	loaded_free(&l);
 	return ret;
+}
+
+static int cmp_rank_json(const void *a, const void *b)
+{
+	json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	json_int_t rx = json_is_integer(json_object_get(x, "rank")) ? json_integer_value(json_object_get(x, "rank")) : 1 << 30;
+	json_int_t ry = json_is_integer(json_object_get(y, "rank")) ? json_integer_value(json_object_get(y, "rank")) : 1 << 30;
+	int c;
+
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	if ((c = strcmp(json_string_value(json_object_get(x, "node")), json_string_value(json_object_get(y, "node")))))
+		return c;
+	return json_integer_value(json_object_get(x, "pid")) < json_integer_value(json_object_get(y, "pid")) ? -1 : 1;
+}
+
+json_t *cw_nccl_ranks_json(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall)
+{
+	struct loaded l;
+	struct cw_nccl_arrival *a = malloc(sizeof(*a));
+	json_t *arr = json_array();
+	int64_t until = 0;
+
+	if (!a || !arr || cw_nccl_load(db, o->node_filter, from_wall, to_wall, &l) < 0) {
+		free(a);
+		json_decref(arr);
+		return NULL;
+	}
+	if (l.nranks && (observed_until(db, &l, &until) < 0 ||
+			 cw_nccl_arrival_analyse(l.calls, l.n, l.ranks, l.nranks, until, o->hang_min_ns, a) < 0)) {
+		json_decref(arr);
+		arr = NULL;
+		l.nranks = 0;
+	}
+	for (int i = 0; i < l.nranks; i++) {
+		const struct cw_nccl_rank *r = &l.ranks[i];
+		int missing = 0;
+		json_t *j;
+
+		for (int k = 0; a->hang && k < a->nmissing; k++)
+			missing |= a->missing[k] == i;
+		j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b}", "node", r->node, "pid",
+			      (json_int_t)r->pid, "tid", (json_int_t)r->tid, "collectives", (json_int_t)r->calls, "late",
+			      (json_int_t)r->late, "lag_ns", (json_int_t)r->lag_ns, "mean_lag_ns",
+			      (json_int_t)(r->late ? r->lag_ns / r->late : 0), "last_seq", (json_int_t)r->last_seq,
+			      "waited_for_straggler_ns", (json_int_t)r->waited_ns, "straggler", a->straggler == i,
+			      "missing", missing);
+		json_object_set_new(j, "rank", r->rank >= 0 ? json_integer(r->rank) : json_null());
+		json_object_set_new(j, "comm_wait_share",
+				    json_real(r->step_ns ? (double)((uint64_t)(1000.0 * (double)r->wait_ns /
+								    (double)r->step_ns)) / 1000.0 : 0));
+		json_array_append_new(arr, j);
+	}
+	if (arr && json_array_size(arr) > 1) {
+		size_t n = json_array_size(arr);
+		json_t **v = malloc(n * sizeof(*v));
+
+		if (v) {
+			for (size_t i = 0; i < n; i++)
+				v[i] = json_incref(json_array_get(arr, i));
+			qsort(v, n, sizeof(*v), cmp_rank_json);
+			json_array_clear(arr);
+			for (size_t i = 0; i < n; i++)
+				json_array_append_new(arr, v[i]);
+			free(v);
+		}
+	}
+	free(a);
+	loaded_free(&l);
+	return arr;
 }
