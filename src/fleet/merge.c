@@ -288,7 +288,7 @@ static int write_meta(sqlite3 *db, const struct cw_merge_opts *o, const struct c
 			json_object_set_new(nodes, n->name,
 					    json_pack("{s:I,s:I,s:i,s:s}", "offset_ns", (json_int_t)k->offset_ns,
 						      "spread_ns", (json_int_t)k->spread_ns, "samples", k->samples, "signal",
-						      k->after_sync ? "synchronize after collective" : "collective"));
+						      cw_merge_skew_signal(k)));
 	}
 	json_object_set_new(skew, "method", json_string("nccl collective completion"));
 	json_object_set_new(skew, "reference", r->reference[0] ? json_string(r->reference) : json_null());
