@@ -142,8 +142,10 @@ int cw_nccl_arrival_analyse(struct cw_nccl_call *c, size_t n, struct cw_nccl_ran
 
 		memset(seen, 0, (size_t)nranks);
 		for (j = i; j < n && c[j].comm_id == comm; j++) {
-			if (!seen[c[j].rank_idx]++)
+			if (!seen[c[j].rank_idx]) {
+				seen[c[j].rank_idx] = 1;
 				members++;
+			}
 			if (c[j].seq > ranks[c[j].rank_idx].last_seq)
 				ranks[c[j].rank_idx].last_seq = c[j].seq;
 			if (c[j].seq > maxseq)

@@ -244,6 +244,19 @@ static void test_comm_share_and_busbw(void **state)
 	free(j);
 }
 
+static void test_many_collectives(void **state)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	(void)state;
+	/* More collectives per rank than a byte counts: every one complete. */
+	straggle(j, 4, 1000, 2, 5 * MS, 1000);
+	assert_int_equal(analyse(j, 0, 0), 0);
+	assert_int_equal(j->a.complete, 1000);
+	assert_int_equal(j->a.straggler, 2);
+	free(j);
+}
+
 static void test_communicators_apart(void **state)
 {
 	struct job *j = calloc(1, sizeof(*j));
@@ -387,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_straggler_min_late), cmocka_unit_test(test_straggler_share),
 		cmocka_unit_test(test_min_lag_counts),	   cmocka_unit_test(test_hang_threshold),
 		cmocka_unit_test(test_comm_share_and_busbw), cmocka_unit_test(test_communicators_apart),
+		cmocka_unit_test(test_many_collectives),
 		cmocka_unit_test(test_track),		   cmocka_unit_test(test_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,7 +89,8 @@ static int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uin
 		"SELECT node, pid, tid, coalesce(comm_id, comm), seq, op, bytes, wall_ns, mono_ns, done_wall_ns,"
 		" rank, nranks FROM nccl_calls WHERE wall_ns BETWEEN ?1 AND ?2 AND (ret IS NULL OR ret = 0)"
 		" AND op NOT IN ('ncclSend', 'ncclRecv') AND (?3 IS NULL OR node = ?3)";
-	char *skew = cw_meta_get(db, "merge.skew"), cur_node[64] = "";
+	char *skew = cw_meta_get(db, "merge.skew"), cur_node[64] = "", cur_op[48] = "";
+	int32_t op_id = 0;
 	json_t *sk = skew ? json_loads(skew, 0, NULL) : NULL, *nodes = json_object_get(sk, "nodes");
 	sqlite3_stmt *st = NULL;
 	int rc, ret = 0, last = -1;
@@ -142,7 +143,12 @@ static int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uin
 		c = &l->calls[l->n++];
 		c->comm_id = sqlite3_column_int64(st, 3);
 		c->seq = sqlite3_column_int64(st, 4);
-		c->op = (int32_t)cw_op_lookup(op ? op : "");
+		/* Consecutive rows mostly repeat the op: look a name up once. */
+		if (strcmp(op ? op : "", cur_op)) {
+			snprintf(cur_op, sizeof(cur_op), "%s", op ? op : "");
+			op_id = (int32_t)cw_op_lookup(cur_op);
+		}
+		c->op = op_id;
 		c->bytes = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 6);
 		c->entry = sqlite3_column_int64(st, 7) - off;
 		c->entry_mono = sqlite3_column_int64(st, 8);
