@@ -85,6 +85,103 @@ static void one_group(const struct cw_nccl_call *c, size_t lo, size_t hi, struct
 	}
 }
 
+/* Sorts by (comm_id, seq, entry) in linear time: a counting sort by
+ * sequence number per communicator (sequence numbers are dense: every
+ * rank counts 1, 2, 3, ...), then the few calls of each collective by
+ * entry. Falls back to qsort for many communicators or sparse numbers.
+ * On a million calls this is a fraction of qsort's time, which was a
+ * quarter of the analysis. */
+#define SORT_MAX_COMMS 64
+static int sort_calls(struct cw_nccl_call *c, size_t n)
+{
+	int64_t ids[SORT_MAX_COMMS], lo[SORT_MAX_COMMS], hi[SORT_MAX_COMMS];
+	size_t cnt[SORT_MAX_COMMS] = { 0 }, base[SORT_MAX_COMMS], span = 0, *pos = NULL;
+	struct cw_nccl_call *out = NULL;
+	int nc = 0, last = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		int k = last >= 0 && ids[last] == c[i].comm_id ? last : -1;
+
+		for (int j = 0; k < 0 && j < nc; j++)
+			if (ids[j] == c[i].comm_id)
+				k = j;
+		if (k < 0) {
+			if (nc == SORT_MAX_COMMS)
+				goto fallback;
+			k = nc++;
+			ids[k] = c[i].comm_id;
+			lo[k] = hi[k] = c[i].seq;
+		}
+		last = k;
+		cnt[k]++;
+		if (c[i].seq < lo[k])
+			lo[k] = c[i].seq;
+		if (c[i].seq > hi[k])
+			hi[k] = c[i].seq;
+	}
+	/* Communicators in id order, each a dense range of numbers. */
+	for (int a = 1; a < nc; a++)
+		for (int b = a; b > 0 && ids[b - 1] > ids[b]; b--) {
+			int64_t t;
+			size_t u;
+			t = ids[b], ids[b] = ids[b - 1], ids[b - 1] = t;
+			t = lo[b], lo[b] = lo[b - 1], lo[b - 1] = t;
+			t = hi[b], hi[b] = hi[b - 1], hi[b - 1] = t;
+			u = cnt[b], cnt[b] = cnt[b - 1], cnt[b - 1] = u;
+		}
+	for (int k = 0; k < nc; k++) {
+		if ((uint64_t)(hi[k] - lo[k]) >= 4 * (uint64_t)cnt[k] + 16)
+			goto fallback;
+		base[k] = span;
+		span += (size_t)(hi[k] - lo[k] + 1);
+	}
+	pos = calloc(span + 1, sizeof(*pos));
+	out = malloc(n * sizeof(*out));
+	if (!pos || !out) {
+		free(pos);
+		free(out);
+		return -ENOMEM;
+	}
+	last = -1;
+	for (size_t i = 0; i < n; i++) {
+		int k = last >= 0 && ids[last] == c[i].comm_id ? last : 0;
+
+		while (ids[k] != c[i].comm_id)
+			k++;
+		last = k;
+		pos[base[k] + (size_t)(c[i].seq - lo[k]) + 1]++;
+	}
+	for (size_t b = 1; b <= span; b++)
+		pos[b] += pos[b - 1];
+	last = -1;
+	for (size_t i = 0; i < n; i++) {
+		int k = last >= 0 && ids[last] == c[i].comm_id ? last : 0;
+
+		while (ids[k] != c[i].comm_id)
+			k++;
+		last = k;
+		out[pos[base[k] + (size_t)(c[i].seq - lo[k])]++] = c[i];
+	}
+	/* Within a collective, by entry (a few ranks: insertion sort). */
+	for (size_t i = 1; i < n; i++) {
+		struct cw_nccl_call t = out[i];
+		size_t j = i;
+
+		while (j > 0 && out[j - 1].comm_id == t.comm_id && out[j - 1].seq == t.seq && out[j - 1].entry > t.entry) {
+			out[j] = out[j - 1];
+			j--;
+		}
+		out[j] = t;
+	}
+	memcpy(c, out, n * sizeof(*c));
+	free(out);
+	free(pos);
+	return 0;
+fallback:
+	qsort(c, n, sizeof(*c), cmp_call);
+	return 0;
+}
+
 int cw_nccl_arrival_analyse(struct cw_nccl_call *c, size_t n, struct cw_nccl_rank *ranks, int nranks,
 			    int64_t observed_until, uint64_t hang_min_ns, struct cw_nccl_arrival *out)
 {
@@ -107,7 +204,8 @@ int cw_nccl_arrival_analyse(struct cw_nccl_call *c, size_t n, struct cw_nccl_ran
 	}
 	if (!n || nranks <= 0)
 		return 0;
-	qsort(c, n, sizeof(*c), cmp_call);
+	if ((ret = sort_calls(c, n)) < 0)
+		return ret;
 	starts = malloc(n * sizeof(*starts));
 	lags = malloc(n * sizeof(*lags));
 	transfers = malloc(n * sizeof(*transfers));

@@ -249,11 +249,35 @@ static void test_many_collectives(void **state)
 	struct job *j = calloc(1, sizeof(*j));
 
 	(void)state;
-	/* More collectives per rank than a byte counts: every one complete. */
+	/* More collectives per rank than a byte counts: every one complete,
+	 * whatever order the calls come in (the counting sort). */
 	straggle(j, 4, 1000, 2, 5 * MS, 1000);
+	for (size_t i = j->n - 1; i > 0; i--) {
+		size_t k = (i * 2654435761u) % (i + 1);
+		struct cw_nccl_call t = j->c[i];
+		j->c[i] = j->c[k];
+		j->c[k] = t;
+	}
 	assert_int_equal(analyse(j, 0, 0), 0);
 	assert_int_equal(j->a.complete, 1000);
 	assert_int_equal(j->a.straggler, 2);
+	assert_int_equal(j->r[2].late, 1000);
+	for (size_t i = 1; i < j->n; i++)
+		assert_true(j->c[i - 1].seq < j->c[i].seq ||
+			    (j->c[i - 1].seq == j->c[i].seq && j->c[i - 1].entry <= j->c[i].entry));
+	/* Sparse sequence numbers take the general sort: same answer. */
+	straggle(j, 4, 50, 1, 5 * MS, 50);
+	for (size_t i = 0; i < j->n; i++)
+		j->c[i].seq *= 1000;
+	for (size_t i = j->n - 1; i > 0; i--) {
+		size_t k = (i * 40503u) % (i + 1);
+		struct cw_nccl_call t = j->c[i];
+		j->c[i] = j->c[k];
+		j->c[k] = t;
+	}
+	assert_int_equal(analyse(j, 0, 0), 0);
+	assert_int_equal(j->a.complete, 50);
+	assert_int_equal(j->a.straggler, 1);
 	free(j);
 }
 

@@ -85,10 +85,19 @@ static int rank_index(struct loaded *l, const char *node, int64_t pid, int64_t t
  * not collectives), entries moved onto one clock with merge's offsets. */
 static int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uint64_t to, struct loaded *l)
 {
-	static const char sql[] =
+	/* Through the time index for a part of the store; a window that
+	 * covers it all is read in one table scan (the index would add a
+	 * row lookup per call: about a third of the time on 1,000,000). */
+	static const char *const sqls[2] = {
 		"SELECT node, pid, tid, coalesce(comm_id, comm), seq, op, bytes, wall_ns, mono_ns, done_wall_ns,"
 		" rank, nranks FROM nccl_calls WHERE wall_ns BETWEEN ?1 AND ?2 AND (ret IS NULL OR ret = 0)"
-		" AND op NOT IN ('ncclSend', 'ncclRecv') AND (?3 IS NULL OR node = ?3)";
+		" AND op NOT IN ('ncclSend', 'ncclRecv') AND (?3 IS NULL OR node = ?3)",
+		"SELECT node, pid, tid, coalesce(comm_id, comm), seq, op, bytes, wall_ns, mono_ns, done_wall_ns,"
+		" rank, nranks FROM nccl_calls WHERE +wall_ns BETWEEN ?1 AND ?2 AND (ret IS NULL OR ret = 0)"
+		" AND op NOT IN ('ncclSend', 'ncclRecv') AND (?3 IS NULL OR node = ?3)",
+	};
+	const char *sql = sqls[0];
+	int64_t lo = 0, hi = -1;
 	char *skew = cw_meta_get(db, "merge.skew"), cur_node[64] = "", cur_op[48] = "";
 	int32_t op_id = 0;
 	json_t *sk = skew ? json_loads(skew, 0, NULL) : NULL, *nodes = json_object_get(sk, "nodes");
@@ -101,6 +110,15 @@ static int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uin
 	l->observed_until = INT64_MIN;
 	if (!has_table(db, "nccl_calls"))
 		goto out;
+	if (sqlite3_prepare_v2(db, "SELECT min(wall_ns), max(wall_ns) FROM nccl_calls", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		lo = sqlite3_column_int64(st, 0);
+		hi = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (hi >= lo && (int64_t)from <= lo && (int64_t)to >= hi)
+		sql = sqls[1];
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		ret = cw_sqlite_errno(rc);
