@@ -67,6 +67,7 @@ enum cw_layer {
 #define CW_CHAIN_MAX_TIMELINE 12
 #define CW_CHAIN_MAX_FIX 6
 #define CW_CHAIN_MAX_EVIDENCE 16
+#define CW_CHAIN_MAX_MISSING 4
 
 struct cw_timeline_entry {
 	enum cw_layer layer;
@@ -128,7 +129,7 @@ struct cw_chain {
 	int64_t comm_id; /* 0 none */
 	int missing_ranks[16];
 	int nmissing;
-	char missing_state[CW_CHAIN_MAX_FIX][200]; /* what each missing rank is doing */
+	char missing_state[CW_CHAIN_MAX_MISSING][400]; /* what the first missing ranks are doing */
 	/* The chain this one is explained by (a waiting rank's sync points at
 	 * the straggler): its kind, node, pid and rank; kind "" when none. */
 	struct {

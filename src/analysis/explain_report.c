@@ -56,7 +56,7 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 
 		for (int i = 0; i < c->nmissing; i++) {
 			json_array_append_new(m, json_integer(c->missing_ranks[i]));
-			if (i < CW_CHAIN_MAX_FIX)
+			if (i < CW_CHAIN_MAX_MISSING)
 				json_array_append_new(st, json_string(c->missing_state[i]));
 		}
 		json_object_set_new(rc, "missing_ranks", m);
@@ -204,7 +204,7 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 			fprintf(f, "  python  %s() at %s:%d\n", c->py_function, c->py_file, c->py_line);
 		if (c->because[0] && c->kind != CW_KIND_NCCL_WAIT)
 			fprintf(f, "  because %s\n", c->because);
-		for (int k = 0; c->kind == CW_KIND_NCCL_HANG && k < c->nmissing && k < CW_CHAIN_MAX_FIX; k++)
+		for (int k = 0; c->kind == CW_KIND_NCCL_HANG && k < c->nmissing && k < CW_CHAIN_MAX_MISSING; k++)
 			fprintf(f, "  missing %s\n", c->missing_state[k]);
 		if (c->caused_by.kind[0]) {
 			fprintf(f, "  caused by %s: ", c->caused_by.kind);

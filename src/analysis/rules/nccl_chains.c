@@ -582,46 +582,67 @@ static int wait_chain(const struct loaded *l, const struct cw_nccl_arrival *a, i
 	return 1;
 }
 
-/* Live state of a process on this host: its threads' states and kernel
- * waits from /proc (when the pid still runs the same program). */
-static void proc_state(int64_t pid, const char *comm, char *buf, size_t len)
+/* Reads a short /proc file's first line into buf ("" when unreadable). */
+static void read_line(const char *path, char *buf, size_t len)
 {
-	char path[64], line[256], c2[64] = "", tpath[320];
-	FILE *f;
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+/* Live state of a process on this host, when the pid still runs the same
+ * program: each thread's state and kernel wait (wchan: futex_do_wait for a
+ * lock, hrtimer_nanosleep for a sleep, ...) from /proc, the NCCL-calling
+ * thread first, at most 4. */
+static void proc_state(int64_t pid, int64_t tid, const char *comm, char *buf, size_t len)
+{
+	char path[96], c2[64], line[256], wchan[64];
+	size_t off = 0;
 	DIR *d;
 	struct dirent *de;
-	int nr = 0, ns = 0, nd = 0, n = 0;
+	int n = 0, more = 0;
 
 	buf[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%lld/comm", (long long)pid);
-	if (!(f = fopen(path, "r")))
-		return;
-	if (fgets(c2, sizeof(c2), f))
-		c2[strcspn(c2, "\n")] = '\0';
-	fclose(f);
-	if (comm && comm[0] && strncmp(c2, comm, 15))
+	read_line(path, c2, sizeof(c2));
+	if (!c2[0] || (comm && comm[0] && strncmp(c2, comm, 15)))
 		return;
 	snprintf(path, sizeof(path), "/proc/%lld/task", (long long)pid);
 	if (!(d = opendir(path)))
 		return;
-	while ((de = readdir(d)) && n < 4096) {
-		char *p;
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(tpath, sizeof(tpath), "/proc/%lld/task/%s/stat", (long long)pid, de->d_name);
-		if (!(f = fopen(tpath, "r")))
-			continue;
-		if (fgets(line, sizeof(line), f) && (p = strrchr(line, ')')) && p[1] == ' ') {
+	for (int pass = 0; pass < 2; pass++) {
+		rewinddir(d);
+		while ((de = readdir(d))) {
+			long long t = atoll(de->d_name);
+			char *p;
+
+			if (de->d_name[0] == '.' || (pass == 0) != (t == tid))
+				continue;
+			if (n == 4) {
+				more++;
+				continue;
+			}
+			snprintf(path, sizeof(path), "/proc/%lld/task/%lld/stat", (long long)pid, t);
+			read_line(path, line, sizeof(line));
+			if (!(p = strrchr(line, ')')) || p[1] != ' ')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%lld/task/%lld/wchan", (long long)pid, t);
+			read_line(path, wchan, sizeof(wchan));
+			if (off < len)
+				off += (size_t)snprintf(buf + off, len - off, "%s thread %lld %s%s%s", n ? "," : "; now:", t,
+							p[2] == 'R' ? "running" : p[2] == 'D' ? "in uninterruptible wait" : p[2] == 'S' ? "sleeping" : "stopped",
+							wchan[0] && strcmp(wchan, "0") ? " in " : "", wchan[0] && strcmp(wchan, "0") ? wchan : "");
 			n++;
-			nr += p[2] == 'R';
-			ns += p[2] == 'S';
-			nd += p[2] == 'D';
 		}
-		fclose(f);
 	}
 	closedir(d);
-	snprintf(buf, len, "; now %d thread%s: %d running, %d sleeping, %d in uninterruptible wait", n,
-		 n == 1 ? "" : "s", nr, ns, nd);
+	if (more && off < len)
+		snprintf(buf + off, len - off, ", %d more", more);
 }
 
 /* What a missing rank is doing, from the store (and /proc when live). */
@@ -637,7 +658,7 @@ static int missing_state(sqlite3 *db, const struct cw_nccl_rank *r, int64_t unti
 		"SELECT p.user_file, p.user_line, p.user_function FROM events e JOIN py_stacks p ON p.id = e.py_stack_id"
 		" WHERE e.node = ?1 AND e.pid = ?2 AND p.user_file IS NOT NULL ORDER BY e.id DESC LIMIT 1";
 	sqlite3_stmt *st = NULL;
-	char head[160], ago[32], d[32], live[160] = "", comm[32] = "";
+	char head[160], ago[32], d[32], live[200] = "", comm[32] = "";
 	size_t off;
 	int rc;
 
@@ -679,7 +700,7 @@ static int missing_state(sqlite3 *db, const struct cw_nccl_rank *r, int64_t unti
 	{
 		char host[64] = "";
 		if (!gethostname(host, sizeof(host) - 1) && !strcmp(host, r->node))
-			proc_state(r->pid, comm, live, sizeof(live));
+			proc_state(r->pid, r->tid, comm, live, sizeof(live));
 	}
 	if (live[0] && off < len)
 		snprintf(buf + off, len - off, "%s", live);
@@ -701,7 +722,7 @@ static int hang_chain(sqlite3 *db, const struct loaded *l, const struct cw_nccl_
 		off += (size_t)snprintf(who + off, sizeof(who) - off, "%s%s%d (pid %lld on %s)", i ? ", " : "",
 					r->rank >= 0 ? "rank " : "pid ", r->rank >= 0 ? r->rank : (int)r->pid,
 					(long long)r->pid, r->node);
-		if (i < CW_CHAIN_MAX_FIX &&
+		if (i < CW_CHAIN_MAX_MISSING &&
 		    (ret = missing_state(db, r, until, c->missing_state[i], sizeof(c->missing_state[i]))) < 0)
 			return ret;
 	}
