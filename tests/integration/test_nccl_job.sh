@@ -92,7 +92,8 @@ st = rc["missing_state"][0]
 assert st.startswith("rank 3 (pid %d" % top["pid"]), st
 assert "last call cudaStreamSynchronize" in st, st
 assert "; now: thread %d sleeping in %s" % (top["pid"], wchan) in st, st
-assert not d["warnings"], d["warnings"]
+# The waiting ranks' synchronizations are explained by the hang.
+assert not [w for w in d["warnings"] if w.startswith("cudaStreamSynchronize")], d["warnings"]
 print("ok hang", mode, st)
 PY
 	kill -KILL -- "-$(cat "$D/h$m.pid")"
