@@ -20,7 +20,7 @@ static const char schema_v2_sql[] =
  * ncclUniqueId) and sequence number, so one rank's n-th collective meets
  * every other rank's n-th on any node. */
 static const char schema_v3_nccl_sql[] =
-	"CREATE TABLE nccl_comms ("
+	"CREATE TABLE IF NOT EXISTS nccl_comms ("
 	" node TEXT NOT NULL, pid INTEGER NOT NULL,"
 	" comm INTEGER NOT NULL,"      /* the ncclComm_t handle in the process */
 	" comm_id INTEGER,"            /* shared by every rank; NULL unknown */
@@ -30,7 +30,7 @@ static const char schema_v3_nccl_sql[] =
 	" created_wall_ns INTEGER, destroyed_wall_ns INTEGER,"
 	" async_error INTEGER,"        /* last nonzero ncclCommGetAsyncError */
 	" PRIMARY KEY (node, pid, comm));"
-	"CREATE TABLE nccl_calls ("
+	"CREATE TABLE IF NOT EXISTS nccl_calls ("
 	" id INTEGER PRIMARY KEY, node TEXT NOT NULL, session_id INTEGER,"
 	" pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
 	" comm INTEGER, comm_id INTEGER, rank INTEGER, nranks INTEGER,"
@@ -41,7 +41,7 @@ static const char schema_v3_nccl_sql[] =
 	" duration_ns INTEGER NOT NULL, ret INTEGER,"
 	" done_wall_ns INTEGER,"       /* completion: end of the synchronization that waited for it */
 	" wait_ns INTEGER);"           /* that synchronization's duration; NULL: none seen */
-	"CREATE INDEX nccl_calls_time ON nccl_calls (wall_ns);";
+	"CREATE INDEX IF NOT EXISTS nccl_calls_time ON nccl_calls (wall_ns);";
 
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {

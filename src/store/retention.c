@@ -50,7 +50,7 @@ static int64_t delete_oldest(sqlite3 *db, int64_t n, int anomalous)
 
 int cw_retention_enforce(struct cw_store *st, int64_t cap, int64_t *pruned_events)
 {
-	int64_t used, total, want, n, done = 0;
+	int64_t used, total, want, n, done = 0, fixed;
 	int err;
 
 	*pruned_events = 0;
@@ -64,8 +64,13 @@ int cw_retention_enforce(struct cw_store *st, int64_t cap, int64_t *pruned_event
 		return 0;
 	/* Rows are roughly uniform in size, so the share of bytes to free is
 	 * the share of events to delete; aim at 90 % of the cap to avoid
-	 * pruning on every flush. */
-	want = (int64_t)((double)total * (double)(used - cap * 9 / 10) / (double)used) + 1;
+	 * pruning on every flush. Every table and index keeps at least its
+	 * root page however many rows go: that floor is not freed. */
+	fixed = pragma_int(st->db, "SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'index')") *
+		pragma_int(st->db, "PRAGMA page_size");
+	if (fixed < 0 || fixed >= used)
+		fixed = 0;
+	want = (int64_t)((double)total * (double)(used - cap * 9 / 10) / (double)(used - fixed)) + 1;
 	err = cw_exec(st->db, "BEGIN IMMEDIATE");
 	if (err)
 		return err;

@@ -127,12 +127,13 @@ static void test_scenario_table(void **state)
 {
 	static const char *const names[] = { "incident", "cold-start", "memcpy-bottleneck", "periodic-spike",
 					     "cpu-contention", "gpu-steal", "io-contention", "memory-pressure",
-					     "dataloader-starvation", "healthy" };
+					     "dataloader-starvation", "healthy", "nccl-straggler", "nccl-straggler-io",
+					     "nccl-straggler-input", "nccl-straggler-compute", "nccl-hang", "comm-bound" };
 	size_t n;
 	const struct cw_demo_scenario *const *t = cw_demo_scenarios(&n);
 
 	(void)state;
-	assert_int_equal(n, 10);
+	assert_int_equal(n, 16);
 	for (size_t i = 0; i < n; i++) {
 		assert_string_equal(t[i]->name, names[i]);
 		assert_ptr_equal(cw_demo_find(names[i]), t[i]);
