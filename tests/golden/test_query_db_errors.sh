@@ -34,7 +34,8 @@ expect_db 'is a directory' --db "$tmp/dir.db"
 
 "$fix" "$tmp/new.db" || exit 1
 sqlite3 "$tmp/new.db" 'PRAGMA user_version = 99'
-expect_db 'has schema version 99, newer than this causeway reads (2); upgrade causeway' --db "$tmp/new.db"
+schema=$(sed -n 's/^#define CW_SCHEMA_VERSION \([0-9]*\).*/\1/p' "$CW_ROOT/src/store/store.h")
+expect_db "has schema version 99, newer than this causeway reads ($schema); upgrade causeway" --db "$tmp/new.db"
 
 # The store is in WAL mode, where a writer's BEGIN EXCLUSIVE does not stop
 # readers (that is the point of WAL); exclusive locking mode does.
