@@ -36,6 +36,9 @@ void cw_trace_view_record(struct cw_trace_view *v, const void *data, size_t size
 /* Calls of op counted in the kernel (cumulative), shown with flag "agg". */
 void cw_trace_view_set_aggregated(struct cw_trace_view *v, const char *source, const char *op, uint64_t count);
 
+/* Floor of the live NCCL hang warning (trace --hang-after; 0: 10 s). */
+void cw_trace_view_set_hang_floor(struct cw_trace_view *v, uint64_t ns);
+
 /* Writes up to max warnings into lines (each < 256 chars); returns how many. */
 int cw_trace_view_warnings(struct cw_trace_view *v, char (*lines)[256], int max);
 

@@ -100,4 +100,12 @@ PY
 }
 hang sleep __do_sys_pause
 hang lock futex
+
+# Live: trace's view warns while the job hangs (2 s floor, 5 s run).
+command -v script >/dev/null || { echo "util-linux script not installed"; exit 77; }
+script -qec "'$CW_BIN' trace --db '$D/live.db' --duration 5s --hang-after 2s -- '$FIX/nccl_job' -n 4 -s 1000 -H 3 -N 10 -m sleep -o '$D/live.pid'" \
+	"$D/live.tty" >/dev/null
+[ -s "$D/live.pid" ] && groups+=("$(cat "$D/live.pid")")
+sed 's/\x1b\[[0-9;]*[HJ]//g' "$D/live.tty" | grep -aEq '^warning: NCCL hang: collective #10 entered by 3 of 4 processes [0-9.]+s ago; behind: rank 3 \(pid [0-9]+, at #9\)' ||
+	fail "no live hang warning: $(sed 's/\x1b\[[0-9;]*[HJ]//g' "$D/live.tty" | grep -a warning | tail -3)"
 echo ok
