@@ -248,6 +248,8 @@ void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
 	rc = render_counters(db, &sb);
 	if (!rc)
 		rc = render_ops(db, &sb);
+	if (!rc)
+		rc = cw_metrics_render_nccl(db, &sb);
 	cw_server_close_db(db);
 	if (rc || sb.overflow) {
 		strbuf_release(&sb);
