@@ -41,7 +41,10 @@ static const char schema_v3_nccl_sql[] =
 	" duration_ns INTEGER NOT NULL, ret INTEGER,"
 	" done_wall_ns INTEGER,"       /* completion: end of the synchronization that waited for it */
 	" wait_ns INTEGER);"           /* that synchronization's duration; NULL: none seen */
-	"CREATE INDEX IF NOT EXISTS nccl_calls_time ON nccl_calls (wall_ns);";
+	"CREATE INDEX IF NOT EXISTS nccl_calls_time ON nccl_calls (wall_ns);"
+	/* One collective's rows on every rank (export's arrows, merge's
+	 * offsets). */
+	"CREATE INDEX IF NOT EXISTS nccl_calls_seq ON nccl_calls (comm_id, seq);";
 
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
