@@ -15,7 +15,8 @@ command -v stress-ng >/dev/null || { echo "stress-ng not installed"; exit 77; }
 D=$(mktemp -d /var/tmp/cw-nccl-job.$$.XXXXXX)
 groups=()
 cleanup() {
-	for g in "${groups[@]}"; do kill -KILL -- "-$g" 2>/dev/null; done
+	# A killed job leaves its fake NCCL's shm segment (named by its pid).
+	for g in "${groups[@]}"; do kill -KILL -- "-$g" 2>/dev/null; rm -f /dev/shm/cwfakenccl-"$g"-*; done
 	[ -n "${hog:-}" ] && kill "$hog" 2>/dev/null
 	wait 2>/dev/null
 	rm -rf "$D"
@@ -97,6 +98,7 @@ assert not [w for w in d["warnings"] if w.startswith("cudaStreamSynchronize")], 
 print("ok hang", mode, st)
 PY
 	kill -KILL -- "-$(cat "$D/h$m.pid")"
+	rm -f /dev/shm/cwfakenccl-"$(cat "$D/h$m.pid")"-*
 }
 hang sleep __do_sys_pause
 hang lock futex
