@@ -256,4 +256,23 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,
 		      const struct cw_chain *chains, int nchains, struct cw_chain *c);
 
+/* NCCL arrival rules (rules/nccl_chains.c): nccl_hang, nccl_straggler
+ * with one nccl_wait chain per waiting rank, or comm_bound. Fills up to
+ * max_out chains and returns how many, or -errno; peers names the
+ * straggler and its waiting ranks (n 0 when there is no straggler). */
+#define CW_NCCL_MAX_PEERS 64
+struct cw_nccl_peers {
+	char kind[32]; /* the chain the peers' chains point at */
+	char node[64];
+	int64_t pid;
+	int rank;
+	int n;
+	struct {
+		char node[64];
+		int64_t pid;
+	} v[CW_NCCL_MAX_PEERS];
+};
+int cw_rule_nccl(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,
+		 struct cw_chain *out, int max_out, struct cw_nccl_peers *peers);
+
 #endif

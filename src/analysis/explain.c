@@ -251,7 +251,7 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 	if (c->kind == CW_KIND_OOM_KILL)
 		return CW_SEV_HIGH;
 	if (c->kind == CW_KIND_MEMCPY_BOUND || c->kind == CW_KIND_DATALOADER_STARVATION ||
-	    c->kind == CW_KIND_GRAPH_CHURN)
+	    c->kind == CW_KIND_GRAPH_CHURN || c->kind == CW_KIND_COMM_BOUND)
 		return c->explained_share >= 0.5 ? CW_SEV_HIGH : CW_SEV_MEDIUM;
 	/* A job that stopped is the worst finding; an Xid is as severe as
 	 * the catalogue says (evidence severity_rank: 3 critical, 2 error). */
@@ -265,6 +265,12 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 								   : CW_SEV_LOW;
 		return CW_SEV_MEDIUM;
 	}
+	/* A hang stops the job; a straggler slows every rank. Waiting ranks
+	 * are symptoms: LOW, below the straggler they point at. */
+	if (c->kind == CW_KIND_NCCL_HANG || c->kind == CW_KIND_NCCL_STRAGGLER)
+		return CW_SEV_HIGH;
+	if (c->kind == CW_KIND_NCCL_WAIT)
+		return CW_SEV_LOW;
 	lost = (double)c->slow_time_ns - (double)c->slow_count * (double)c->p50_ns;
 	if (lost < 0)
 		lost = 0;
@@ -559,6 +565,85 @@ int cw_explain_newest_wall(sqlite3 *db, uint64_t *out)
 	return 0;
 }
 
+static int is_peer(const struct cw_nccl_peers *p, const char *node, int64_t pid)
+{
+	for (int i = 0; i < p->n; i++)
+		if (p->v[i].pid == pid && !strcmp(p->v[i].node, node))
+			return 1;
+	return 0;
+}
+
+/* Whether warning w is "OP on NODE has ..." for a synchronization of a
+ * node whose traced ranks all wait for the straggler. */
+static int peer_sync_warning(const char *w, const struct cw_nccl_peers *p)
+{
+	char op[64], node[64];
+
+	if (sscanf(w, "%63s on %63s has", op, node) != 2 || !cw_op_is_sync(op))
+		return 0;
+	for (int i = 0; i < p->n; i++)
+		if (!strcmp(p->v[i].node, node))
+			return 1;
+	return 0;
+}
+
+/* The arrival rules (rules/nccl_chains.c). With a straggler, the chains
+ * of the ranks that wait for it point at it (caused_by), their syncs'
+ * "no measured cause" warnings are dropped (the nccl_wait chains explain
+ * them), and the older arrival-order straggler chain of the same rank is
+ * replaced by nccl_straggler, which carries the cause on that rank. */
+static int nccl_chains(sqlite3 *db, const struct cw_explain_opts *o, struct cw_explain_result *out,
+		       struct chains *cs)
+{
+	enum { MAX_OUT = 2 + CW_NCCL_MAX_PEERS };
+	struct cw_chain *v = malloc(MAX_OUT * sizeof(*v));
+	struct cw_nccl_peers *p = malloc(sizeof(*p));
+	int n, k = 0;
+
+	if (!v || !p) {
+		free(v);
+		free(p);
+		return -ENOMEM;
+	}
+	n = cw_rule_nccl(db, o, out->from_wall_ns, out->to_wall_ns, v, MAX_OUT, p);
+	if (n > 0 && p->pid) {
+		for (int i = 0; i < cs->n; i++) {
+			struct cw_chain *c = &cs->v[i];
+
+			if (c->kind == CW_KIND_STRAGGLER && c->pid == p->pid && !strcmp(c->node, p->node))
+				continue;
+			if (is_peer(p, c->node, c->pid) && (cw_op_is_sync(c->op) || !strcmp(c->source, "nccl"))) {
+				snprintf(c->caused_by.kind, sizeof(c->caused_by.kind), "%s", p->kind);
+				snprintf(c->caused_by.node, sizeof(c->caused_by.node), "%s", p->node);
+				c->caused_by.pid = p->pid;
+				c->caused_by.rank = p->rank;
+			}
+			cs->v[k++] = *c;
+		}
+		cs->n = k;
+		k = 0;
+		for (int i = 0; i < out->nwarnings; i++) {
+			if (peer_sync_warning(out->warnings[i], p))
+				free(out->warnings[i]);
+			else
+				out->warnings[k++] = out->warnings[i];
+		}
+		out->nwarnings = k;
+	}
+	for (int i = 0; i < n; i++) {
+		struct cw_chain *slot = chains_push(cs);
+
+		if (!slot) {
+			n = -ENOMEM;
+			break;
+		}
+		*slot = v[i];
+	}
+	free(v);
+	free(p);
+	return n < 0 ? n : 0;
+}
+
 int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_explain_result *out)
 {
 	struct cw_opstat *ops = NULL;
@@ -703,6 +788,8 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 		if (ret < 0)
 			goto fail;
 	}
+	if ((ret = nccl_chains(db, o, out, &cs)) < 0)
+		goto fail;
 	/* Node-wide and cross-rank chains: kept under a tenant filter only
 	 * when they are about one of its processes. */
 	for (int i = 0; o->npids && i < cs.n;) {

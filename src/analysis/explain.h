@@ -32,6 +32,7 @@ struct cw_explain_opts {
 	int npids;
 	int per_tenant;                     /* split chains per tenant */
 	int store_chains;                   /* informational for callers; run never writes */
+	uint64_t hang_min_ns;               /* nccl_hang floor; 0 = CW_NCCL_HANG_MIN_NS */
 };
 
 enum cw_severity {
@@ -64,6 +65,10 @@ enum cw_kind {
 	CW_KIND_POWER_CAPPING,
 	CW_KIND_GPU_MEMORY_PRESSURE,
 	CW_KIND_TRAINING_STALL,
+	CW_KIND_NCCL_STRAGGLER, /* rules/nccl_chains.c */
+	CW_KIND_NCCL_HANG,
+	CW_KIND_COMM_BOUND,
+	CW_KIND_NCCL_WAIT,      /* a rank waiting for an nccl_straggler */
 	CW_KIND_MAX
 };
 
@@ -82,6 +87,7 @@ enum cw_layer {
 #define CW_CHAIN_MAX_TIMELINE 12
 #define CW_CHAIN_MAX_FIX 6
 #define CW_CHAIN_MAX_EVIDENCE 16
+#define CW_CHAIN_MAX_MISSING 4
 
 struct cw_timeline_entry {
 	enum cw_layer layer;
@@ -152,6 +158,23 @@ struct cw_chain {
 	struct cw_tenant_ref container; /* the affected thread's tenant */
 	struct cw_evidence evidence[CW_CHAIN_MAX_EVIDENCE];
 	int nevidence;
+	/* NCCL chains: root_cause.because (the cause found on the late rank,
+	 * a kind name or "compute"/"blocked"), the sequence number and
+	 * communicator concerned, and the ranks that never arrived (nccl_hang). */
+	char because[32];
+	int64_t seq;     /* 0 none */
+	int64_t comm_id; /* 0 none */
+	int missing_ranks[16];
+	int nmissing;
+	char missing_state[CW_CHAIN_MAX_MISSING][400]; /* what the first missing ranks are doing */
+	/* The chain this one is explained by (a waiting rank's sync points at
+	 * the straggler): its kind, node, pid and rank; kind "" when none. */
+	struct {
+		char kind[32];
+		char node[64];
+		int64_t pid;
+		int rank;
+	} caused_by;
 };
 
 struct cw_explain_result {
@@ -188,6 +211,12 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 json_t *cw_chain_to_json(const struct cw_chain *c);
 /* {"window":..., "chains":[...], "warnings":[...]}. */
 json_t *cw_explain_to_json(const struct cw_explain_result *r);
+
+/* explain --ranks: one object per rank that called NCCL collectives in
+ * the window (rules/nccl_chains.c): node, pid, rank, collectives, late,
+ * lag_ns, mean_lag_ns, last_seq, comm_wait_share, waited_for_straggler_ns,
+ * straggler, missing. NULL on error; an empty array without NCCL data. */
+json_t *cw_nccl_ranks_json(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall);
 
 /* Appends one chains row per chain, stamped now_wall_ns; never updates or
  * deletes. Returns the number of rows written or -errno. */

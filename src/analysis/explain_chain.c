@@ -31,6 +31,10 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_POWER_CAPPING] = "power_capping",
 		[CW_KIND_GPU_MEMORY_PRESSURE] = "gpu_memory_pressure",
 		[CW_KIND_TRAINING_STALL] = "training_stall",
+		[CW_KIND_NCCL_STRAGGLER] = "nccl_straggler",
+		[CW_KIND_NCCL_HANG] = "nccl_hang",
+		[CW_KIND_COMM_BOUND] = "comm_bound",
+		[CW_KIND_NCCL_WAIT] = "nccl_wait",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }

@@ -39,6 +39,38 @@ static json_t *stack_to_json(const struct cw_chain *c)
 	return a;
 }
 
+/* Fields of the NCCL kinds, added only where set so other chains keep
+ * their shape: root_cause.because, .seq, .missing_ranks, .missing_state,
+ * and caused_by (the chain that explains this one). */
+static void nccl_fields(json_t *o, const struct cw_chain *c)
+{
+	json_t *rc = json_object_get(o, "root_cause");
+
+	if (c->because[0])
+		json_object_set_new(rc, "because", json_string(c->because));
+	if (c->seq)
+		json_object_set_new(rc, "seq", json_integer(c->seq));
+	if (c->comm_id)
+		json_object_set_new(rc, "comm_id", json_integer(c->comm_id));
+	if (c->kind == CW_KIND_NCCL_HANG) {
+		json_t *m = json_array(), *st = json_array();
+
+		for (int i = 0; i < c->nmissing; i++) {
+			json_array_append_new(m, json_integer(c->missing_ranks[i]));
+			if (i < CW_CHAIN_MAX_MISSING)
+				json_array_append_new(st, json_string(c->missing_state[i]));
+		}
+		json_object_set_new(rc, "missing_ranks", m);
+		json_object_set_new(rc, "missing_state", st);
+	}
+	if (c->caused_by.kind[0]) {
+		json_t *cb = json_pack("{s:s, s:s, s:I}", "kind", c->caused_by.kind, "node", c->caused_by.node, "pid",
+				       (json_int_t)c->caused_by.pid);
+		json_object_set_new(cb, "rank", c->caused_by.rank >= 0 ? json_integer(c->caused_by.rank) : json_null());
+		json_object_set_new(o, "caused_by", cb);
+	}
+}
+
 json_t *cw_chain_to_json(const struct cw_chain *c)
 {
 	json_t *o = json_object(), *tl = json_array(), *fix = json_array(), *ev = json_object();
@@ -58,6 +90,7 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 	json_object_set_new(o, "explained_ns", jint(c->explained_ns));
 	json_object_set_new(o, "root_cause", json_pack("{s:s, s:s}", "kind", cw_kind_name(c->kind),
 						       "summary", c->summary));
+	nccl_fields(o, c);
 	for (int i = 0; i < c->ntimeline; i++)
 		json_array_append_new(tl, json_pack("{s:s, s:I, s:s}", "layer",
 						    cw_layer_name(c->timeline[i].layer), "t_ns",
@@ -182,6 +215,16 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 		}
 		if (c->has_python)
 			fprintf(f, "  python  %s() at %s:%d\n", c->py_function, c->py_file, c->py_line);
+		if (c->because[0] && c->kind != CW_KIND_NCCL_WAIT)
+			fprintf(f, "  because %s\n", c->because);
+		for (int k = 0; c->kind == CW_KIND_NCCL_HANG && k < c->nmissing && k < CW_CHAIN_MAX_MISSING; k++)
+			fprintf(f, "  missing %s\n", c->missing_state[k]);
+		if (c->caused_by.kind[0]) {
+			fprintf(f, "  caused by %s: ", c->caused_by.kind);
+			if (c->caused_by.rank >= 0)
+				fprintf(f, "rank %d, ", c->caused_by.rank);
+			fprintf(f, "pid %lld on %s\n", (long long)c->caused_by.pid, c->caused_by.node);
+		}
 		if (stacks) {
 			char line[512];
 

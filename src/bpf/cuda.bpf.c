@@ -342,6 +342,25 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return r;
 }
 
+/* The communicator id every rank of one communicator shares: a hash of
+ * its 128-byte ncclUniqueId (NCCL_UNIQUE_ID_BYTES in nccl.h), which rank
+ * 0 created and every rank received, so ranks on different nodes agree.
+ * FNV-1a over the id's 16 words (pipeline/nccl_track.h CW_NCCL_UID_HASH
+ * is the same function); 0 when the id is unreadable. */
+static __always_inline __u64 unique_id_hash(__u64 addr)
+{
+	__u64 h = 0xcbf29ce484222325ULL, w;
+
+	for (int i = 0; i < 16; i++) {
+		w = 0;
+		if (bpf_probe_read_user(&w, sizeof(w), (const void *)(addr + 8 * i)))
+			return 0;
+		h ^= w;
+		h *= 0x100000001b3ULL;
+	}
+	return h ? h : 1;
+}
+
 /* Arguments as stored: ABI order, except where the op's interesting values
  * would not fit the four columns the store keeps (args[0..3]):
  *  - memcpy/memset: bytes in args[2], cudaMemcpyKind in args[3];
@@ -392,37 +411,52 @@ static __always_inline void fill_args(const struct uregs *r, __u32 op, __u64 *a)
 		a[3] = 3;
 		a[4] = op == CW_OP_cuMemcpyDtoDAsync ? p4 : 0;
 		break;
-	/* NCCL 2.x signatures. */
+	/* NCCL 2.x signatures (nccl.h of 2.28). Collectives and p2p: count,
+	 * datatype, reduction op / root / peer, comm, stream, and the root of
+	 * ncclReduce (docs/probes-cuda.md); the per-communicator sequence
+	 * number is counted in userspace (pipeline/nccl_track.c). */
 	case CW_OP_ncclAllReduce:     /* (send, recv, count, dtype, op, comm, stream) */
 	case CW_OP_ncclReduceScatter: /* (send, recv, recvcount, dtype, op, comm, stream) */
 	case CW_OP_ncclBroadcast:     /* (send, recv, count, dtype, root, comm, stream) */
-		a[0] = p3; a[1] = p4; a[2] = p5; a[3] = p6; a[4] = na; a[5] = p1;
+		a[0] = p3; a[1] = p4; a[2] = p5; a[3] = p6; a[4] = stack_arg(r, 7); a[5] = na;
 		break;
 	case CW_OP_ncclAllGather: /* (send, recv, sendcount, dtype, comm, stream) */
-		a[0] = p3; a[1] = p4; a[2] = na; a[3] = p5; a[4] = na; a[5] = p1;
+	case CW_OP_ncclAlltoAll:  /* (send, recv, count, dtype, comm, stream) */
+		a[0] = p3; a[1] = p4; a[2] = na; a[3] = p5; a[4] = p6; a[5] = na;
 		break;
 	case CW_OP_ncclReduce: /* (send, recv, count, dtype, op, root, comm, stream) */
-		a[0] = p3; a[1] = p4; a[2] = p5; a[3] = stack_arg(r, 7); a[4] = p6; a[5] = p1;
+		a[0] = p3; a[1] = p4; a[2] = p5; a[3] = stack_arg(r, 7); a[4] = stack_arg(r, 8); a[5] = p6;
 		break;
 	case CW_OP_ncclBcast: /* (buff, count, dtype, root, comm, stream) */
 	case CW_OP_ncclSend:  /* (send, count, dtype, peer, comm, stream) */
 	case CW_OP_ncclRecv:  /* (recv, count, dtype, peer, comm, stream) */
-		a[0] = p2; a[1] = p3; a[2] = p4; a[3] = p5; a[4] = na; a[5] = p1;
+		a[0] = p2; a[1] = p3; a[2] = p4; a[3] = p5; a[4] = p6; a[5] = na;
 		break;
 	case CW_OP_ncclCommInitRank: /* (comm *, nranks, ncclUniqueId, rank): the
-				      * 128-byte id goes on the stack, so rank is in
+				      * 128-byte id is passed in memory (x86-64
+				      * SysV, class MEMORY) at the caller's stack,
+				      * sp + 8 at the first instruction, so rank is
 				      * the third register */
 	case CW_OP_ncclCommInitRankConfig: /* ... rank, config *) */
-		a[0] = p2; a[1] = na; a[2] = p3; a[3] = p1; a[4] = op == CW_OP_ncclCommInitRankConfig ? p4 : 0; a[5] = 0;
+		a[0] = p2; a[1] = unique_id_hash(r->sp + 8); a[2] = p3; a[3] = p1;
+		a[4] = op == CW_OP_ncclCommInitRankConfig ? p4 : 0; a[5] = 0;
+		break;
+	case CW_OP_ncclCommInitRankScalable: /* (comm *, nranks, rank, nId, ncclUniqueId *ids, config *) */
+		a[0] = p2; a[1] = unique_id_hash(p5); a[2] = p3; a[3] = p1; a[4] = p4; a[5] = 0;
 		break;
 	case CW_OP_ncclCommInitAll: /* (comm *, ndev, devlist) */
 		a[0] = p2; a[1] = na; a[2] = na; a[3] = p1; a[4] = p3; a[5] = 0;
 		break;
 	case CW_OP_ncclCommSplit: /* (comm, color, key, newcomm *, config *) */
-		a[0] = p2; a[1] = p3; a[2] = na; a[3] = p1; a[4] = p4; a[5] = p5;
+		a[0] = p2; a[1] = p3; a[2] = na; a[3] = p1; a[4] = p4; a[5] = 0;
 		break;
-	case CW_OP_ncclCommDestroy: /* (comm) */
+	case CW_OP_ncclCommDestroy:  /* (comm) */
+	case CW_OP_ncclCommAbort:    /* (comm) */
+	case CW_OP_ncclCommFinalize: /* (comm) */
 		a[0] = 0; a[1] = na; a[2] = na; a[3] = p1; a[4] = 0; a[5] = 0;
+		break;
+	case CW_OP_ncclCommGetAsyncError: /* (comm, ncclResult_t *asyncError) */
+		a[0] = 0; a[1] = na; a[2] = na; a[3] = p1; a[4] = p2; a[5] = 0;
 		break;
 	case CW_OP_ncclGroupStart:
 	case CW_OP_ncclGroupEnd:
@@ -683,6 +717,35 @@ static __always_inline void do_return_work(__u32 op, const struct cw_call_state 
 	}
 }
 
+/* NCCL outputs known at return: the communicator an init or split
+ * created (read through its output pointer, args[3] or args[4], into
+ * args[5]), and the error ncclCommGetAsyncError reported (into args[2]). */
+static __always_inline void nccl_return_args(__u32 op, struct cw_call_entry *e)
+{
+	__u64 v = 0;
+	__s32 err = 0;
+
+	switch (op) {
+	case CW_OP_ncclCommInitRank:
+	case CW_OP_ncclCommInitRankConfig:
+	case CW_OP_ncclCommInitRankScalable:
+	case CW_OP_ncclCommInitAll: /* the first of the ndev comms */
+		if (bpf_probe_read_user(&v, sizeof(v), (const void *)e->args[3]) == 0)
+			e->args[5] = v;
+		break;
+	case CW_OP_ncclCommSplit:
+		if (bpf_probe_read_user(&v, sizeof(v), (const void *)e->args[4]) == 0)
+			e->args[5] = v;
+		break;
+	case CW_OP_ncclCommGetAsyncError:
+		if (bpf_probe_read_user(&err, sizeof(err), (const void *)e->args[4]) == 0)
+			e->args[2] = (__u64)(__s64)err;
+		break;
+	default:
+		break;
+	}
+}
+
 static __always_inline void agg_add(__u32 op, __u64 d)
 {
 	struct cw_cuda_agg *h = bpf_map_lookup_elem(&agg_hist, &op);
@@ -775,6 +838,8 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	if (ret == 0)
 		graph_handle_out(op, &c->e);
 	c->e.flags |= pyflag;
+	if (src == CW_SRC_NCCL && ret == 0)
+		nccl_return_args(op, &c->e);
 	c->end_ns = now;
 	c->retval = ret;
 	/* The call is emitted by whichever side ends it: this return, or the

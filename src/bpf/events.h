@@ -140,6 +140,11 @@ enum cw_op {
 	CW_OP_ncclRecv,
 	CW_OP_ncclGroupStart,
 	CW_OP_ncclGroupEnd,
+	CW_OP_ncclAlltoAll,              /* NCCL >= 2.28 */
+	CW_OP_ncclCommInitRankScalable,  /* NCCL >= 2.23 */
+	CW_OP_ncclCommAbort,
+	CW_OP_ncclCommFinalize,
+	CW_OP_ncclCommGetAsyncError,
 	/* scheduler */
 	CW_OP_offcpu = 140,
 	CW_OP_wakeup,

@@ -16,6 +16,7 @@
 #include "store/store.h"
 #include "util/log.h"
 #include "util/parse.h"
+#include "util/table.h"
 #include "util/timeutil.h"
 
 static void usage(FILE *f)
@@ -24,6 +25,7 @@ static void usage(FILE *f)
 	      "                        [--pid PID] [--per-process] [--stacks] [--json] [--no-store]\n"
 	      "                        [--cgroup PATH|ID] [--container ID] [--pod NAME|UID]\n"
 	      "                        [--slurm-job ID] [--per-tenant]\n"
+	      "                        [--ranks] [--hang-after DURATION]\n"
 	      "\n"
 	      "Finds the ops with a latency tail, measures for each slow call what its\n"
 	      "thread was doing (preempted, blocked on I/O, under memory pressure, ...)\n"
@@ -42,6 +44,10 @@ static void usage(FILE *f)
 	      "  --pod NAME|UID    ... of a Kubernetes pod; --slurm-job ID: of a Slurm job\n"
 	      "                    (tenant filters repeat; docs/tenants.md)\n"
 	      "  --per-tenant      chains per process, grouped by container, pod or job\n"
+	      "  --ranks           a table of the ranks calling NCCL collectives: arrival lag,\n"
+	      "                    last sequence number, share of time waiting (\"ranks\" in --json)\n"
+	      "  --hang-after DURATION  floor of the nccl_hang threshold (default 10s; the\n"
+	      "                    threshold is max(20 x the median step, this))\n"
 	      "  --stacks          print each chain's stack: native frames with the Python\n"
 	      "                    frames spliced in (always in --json)\n"
 	      "  --json            one JSON object (see docs/explain.md)\n"
@@ -62,9 +68,52 @@ static int parse_pid(const char *s, int64_t *out)
 	return rc;
 }
 
+/* explain --ranks as text: one line per rank. */
+static void print_ranks(json_t *rows)
+{
+	struct cw_table *t = cw_table_new(9);
+	static const char *const h[] = { "rank", "node", "pid", "collectives", "late", "mean lag", "last seq",
+					 "comm wait", "" };
+	size_t i;
+	json_t *r;
+
+	if (!t)
+		return;
+	for (int k = 0; k < 9; k++)
+		cw_table_header(t, k, h[k], k >= 2 && k < 8 ? CW_ALIGN_RIGHT : CW_ALIGN_LEFT);
+	json_array_foreach(rows, i, r) {
+		char lag[32];
+		json_t *rk = json_object_get(r, "rank");
+
+		cw_format_duration((uint64_t)json_integer_value(json_object_get(r, "mean_lag_ns")), lag, sizeof(lag));
+		cw_table_row(t);
+		if (json_is_integer(rk))
+			cw_table_setf(t, 0, "%lld", (long long)json_integer_value(rk));
+		else
+			cw_table_set(t, 0, "?");
+		cw_table_set(t, 1, json_string_value(json_object_get(r, "node")));
+		cw_table_setf(t, 2, "%lld", (long long)json_integer_value(json_object_get(r, "pid")));
+		cw_table_setf(t, 3, "%lld", (long long)json_integer_value(json_object_get(r, "collectives")));
+		cw_table_setf(t, 4, "%lld", (long long)json_integer_value(json_object_get(r, "late")));
+		cw_table_set(t, 5, lag);
+		cw_table_setf(t, 6, "%lld", (long long)json_integer_value(json_object_get(r, "last_seq")));
+		cw_table_setf(t, 7, "%.0f %%", 100 * json_real_value(json_object_get(r, "comm_wait_share")));
+		cw_table_set(t, 8, json_is_true(json_object_get(r, "straggler"))  ? "straggler"
+				   : json_is_true(json_object_get(r, "missing")) ? "missing"
+										 : "");
+	}
+	printf("\nranks (NCCL collectives)\n");
+	if (!json_array_size(rows))
+		printf("  no NCCL collectives recorded in the window\n");
+	else
+		cw_table_print(t, stdout);
+	cw_table_free(t);
+}
+
 int cmd_explain(int argc, char **argv)
 {
-	enum { OPT_NO_STORE = 256, OPT_PER_PROCESS, OPT_FROM, OPT_TO, OPT_STACKS, OPT_PER_TENANT, OPT_TENANT };
+	enum { OPT_NO_STORE = 256, OPT_PER_PROCESS, OPT_FROM, OPT_TO, OPT_STACKS, OPT_PER_TENANT, OPT_TENANT,
+	       OPT_RANKS, OPT_HANG_AFTER };
 	static const struct option longopts[] = {
 		{"db", required_argument, NULL, 'd'},    {"since", required_argument, NULL, 's'},
 		{"from", required_argument, NULL, OPT_FROM}, {"to", required_argument, NULL, OPT_TO},
@@ -73,15 +122,17 @@ int cmd_explain(int argc, char **argv)
 		{"stacks", no_argument, NULL, OPT_STACKS}, {"per-tenant", no_argument, NULL, OPT_PER_TENANT},
 		{"cgroup", required_argument, NULL, OPT_TENANT}, {"container", required_argument, NULL, OPT_TENANT},
 		{"pod", required_argument, NULL, OPT_TENANT}, {"slurm-job", required_argument, NULL, OPT_TENANT},
+		{"ranks", no_argument, NULL, OPT_RANKS}, {"hang-after", required_argument, NULL, OPT_HANG_AFTER},
 		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
-	const char *db_path = cw_default_db(), *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL;
+	const char *db_path = cw_default_db(), *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL, *hang = NULL;
 	struct cw_explain_opts o = {.store_chains = 1};
 	struct cw_explain_result r;
 	struct cw_store *st = NULL;
+	json_t *rank_rows = NULL;
 	uint64_t since_ns = 0;
 	char err[512];
-	int json = 0, stacks = 0, c, ret, rc = CW_EXIT_OK, li, ntenants = 0;
+	int json = 0, stacks = 0, ranks = 0, c, ret, rc = CW_EXIT_OK, li, ntenants = 0;
 	struct cw_tenant_filter tenants[CW_TENANT_FILTERS_MAX];
 	int64_t *tenant_pids = NULL;
 
@@ -137,6 +188,12 @@ int cmd_explain(int argc, char **argv)
 			}
 			break;
 		}
+		case OPT_RANKS:
+			ranks = 1;
+			break;
+		case OPT_HANG_AFTER:
+			hang = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return CW_EXIT_OK;
@@ -173,6 +230,10 @@ int cmd_explain(int argc, char **argv)
 	}
 	if (from && to && o.to_wall_ns <= o.from_wall_ns) {
 		cw_report_error(json, "explain: --to \"%s\" is not after --from \"%s\"", to, from);
+		return CW_EXIT_USAGE;
+	}
+	if (hang && (cw_parse_duration(hang, &o.hang_min_ns) < 0 || o.hang_min_ns == 0)) {
+		cw_report_error(json, "explain: invalid duration \"%s\" (e.g. 30s, 5m, 2h)", hang);
 		return CW_EXIT_USAGE;
 	}
 	if (pid_s && parse_pid(pid_s, &o.pid) < 0) {
@@ -228,9 +289,18 @@ int cmd_explain(int argc, char **argv)
 	free(tenant_pids);
 	if (ret < 0)
 		goto db_fail;
+	if (ranks && !(rank_rows = cw_nccl_ranks_json(st->db, &o, r.from_wall_ns, r.to_wall_ns))) {
+		cw_explain_result_free(&r);
+		ret = -EIO;
+		goto db_fail;
+	}
 	if (json) {
 		json_t *j = cw_explain_to_json(&r);
-		char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+		char *s;
+
+		if (j && rank_rows)
+			json_object_set(j, "ranks", rank_rows);
+		s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
 		json_decref(j);
 		if (!s) {
 			cw_explain_result_free(&r);
@@ -242,7 +312,10 @@ int cmd_explain(int argc, char **argv)
 		free(s);
 	} else {
 		cw_explain_print_text_stacks(stdout, &r, isatty(STDOUT_FILENO), stacks);
+		if (rank_rows)
+			print_ranks(rank_rows);
 	}
+	json_decref(rank_rows);
 	if (o.store_chains) {
 		const char *fake = getenv("CW_FAKE_NOW_NS");
 		uint64_t now = fake && *fake ? strtoull(fake, NULL, 10) : cw_realtime_ns();

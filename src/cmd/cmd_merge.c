@@ -67,7 +67,7 @@ static void fmt_offset(const struct cw_merge_result *r, int i, char *buf, size_t
 		snprintf(buf, len, "reference (%d collectives)", k->samples);
 	else
 		snprintf(buf, len, "%+.3f ms (spread %.3f ms, %d collectives%s)", (double)k->offset_ns / 1e6,
-			 (double)k->spread_ns / 1e6, k->samples, k->after_sync ? ", by the synchronize after them" : "");
+			 (double)k->spread_ns / 1e6, k->samples, k->after_sync == 1 ? ", by the synchronize after them" : k->after_sync == 2 ? ", by NCCL sequence numbers" : "");
 }
 
 static json_t *rows_json(const int64_t *rows, int node_tables_only)
@@ -97,7 +97,7 @@ static int print_json(const struct cw_merge_opts *o, const struct cw_merge_resul
 			json_object_set_new(jn, "clock_spread_ns", json_integer(k->spread_ns));
 			json_object_set_new(jn, "skew_samples", json_integer(k->samples));
 			json_object_set_new(jn, "skew_signal",
-					    json_string(k->after_sync ? "synchronize after collective" : "collective"));
+					    json_string(cw_merge_skew_signal(k)));
 		} else {
 			json_object_set_new(jn, "clock_offset_ns", json_null());
 		}

@@ -81,6 +81,8 @@ static const char usage_text[] =
 	"                     default: calls slower than 3x their op's mean and 10 us,\n"
 	"                     captured at return), all (every call), off\n"
 	"  --native-stacks    also capture each call's native stack (frame pointers)\n"
+	"  --hang-after D     the live view warns of an NCCL hang when a collective has\n"
+	"                     waited for some processes max(20 steps, D) (default 10s)\n"
 	"  --no-hold          never stop a process that loads a library copy not yet\n"
 	"                     attached (by default it is stopped until its probes are\n"
 	"                     in place, so its first calls are recorded)\n"
@@ -121,6 +123,7 @@ struct trace_opts {
 	int nlibs;
 	const char *db;
 	uint64_t duration_ns;
+	uint64_t hang_after_ns;
 	uint64_t size_cap;
 	uint64_t lock_wait_ns, lock_buffer;
 	unsigned ring_kb, agg_pct;
@@ -375,7 +378,8 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
 			    !strcmp(a, "--serve") || !strcmp(a, "--otlp") || !strcmp(a, "--lock-wait") ||
 			    !strcmp(a, "--lock-buffer") || trace_tenant_is_flag(a) ||
-			    !strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after");
+			    !strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after") ||
+			    !strcmp(a, "--hang-after");
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -451,6 +455,11 @@ static int parse_args(struct trace_opts *o, int argc, char **argv, int *json_out
 			o->libs[o->nlibs++] = v;
 		} else if (!strcmp(a, "--db")) {
 			o->db = v;
+		} else if (!strcmp(a, "--hang-after")) {
+			if (cw_parse_duration(v, &o->hang_after_ns) || !o->hang_after_ns) {
+				cw_report_error(*json_out, "trace: bad --hang-after \"%s\"", v);
+				return CW_EXIT_USAGE;
+			}
 		} else if (!strcmp(a, "--duration")) {
 			if (cw_parse_duration(v, &o->duration_ns) || !o->duration_ns) {
 				cw_report_error(*json_out, "trace: bad --duration \"%s\" (e.g. 30s, 5m)",
@@ -1350,6 +1359,8 @@ static int run(struct trace *t)
 		t->view = NULL;
 	if (!t->view)
 		t->view_on = 0;
+	else
+		cw_trace_view_set_hang_floor(t->view, t->o.hang_after_ns);
 	memset(&po, 0, sizeof(po));
 	po.writer = t->w;
 	po.mono_to_wall_ns = measure_offset();

@@ -1,6 +1,8 @@
 /* trace_view: per-op live table, host context, losses and warnings. */
 #include "cmd/trace_view.h"
 
+#include "cmd/trace_nccl_live.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,8 @@ struct cw_trace_view {
 	char gpu[CW_TRACE_VIEW_GPUS][200];
 	char alerts[4][256];
 	int nalerts;
+	struct cw_nccl_live nccl;
+	uint64_t hang_floor_ns; /* 0: 10 s */
 };
 
 void cw_trace_view_gpu_line(struct cw_trace_view *v, int i, const char *line)
@@ -138,6 +142,7 @@ void cw_trace_view_observe(void *ctx, const struct cw_event_row *row)
 
 	if (!row->source || !row->op)
 		return;
+	cw_nccl_live_observe(&v->nccl, row);
 	o = op_get(v, row->source, row->op);
 	if (!o)
 		return;
@@ -213,10 +218,18 @@ static int cmp_count(const void *a, const void *b)
 	return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->op, y->op);
 }
 
+void cw_trace_view_set_hang_floor(struct cw_trace_view *v, uint64_t ns)
+{
+	v->hang_floor_ns = ns;
+}
+
 int cw_trace_view_warnings(struct cw_trace_view *v, char (*lines)[256], int max)
 {
 	int i, n = 0;
 
+	/* A hang first: it stops the job. */
+	if (max > 0 && cw_nccl_live_hang(&v->nccl, cw_realtime_ns(), v->hang_floor_ns, lines[n], 256))
+		n++;
 	for (i = 0; i < v->nops && n < max; i++) {
 		struct op_stat *o = &v->ops[i];
 		struct thread_stat *t;

@@ -49,6 +49,8 @@ void cw_trace_view_gpu_line(struct cw_trace_view *v, int i, const char *line);
 /* A standing alert (an Xid fault, a training stall): the last few are
  * shown under the warnings until the trace ends. */
 void cw_trace_view_alert(struct cw_trace_view *v, const char *text);
+/* Floor of the live NCCL hang warning (trace --hang-after; 0: 10 s). */
+void cw_trace_view_set_hang_floor(struct cw_trace_view *v, uint64_t ns);
 
 /* Writes up to max warnings into lines (each < 256 chars); returns how many. */
 int cw_trace_view_warnings(struct cw_trace_view *v, char (*lines)[256], int max);

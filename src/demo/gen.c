@@ -174,14 +174,17 @@ static void copy_comm(char *dst, const char *src)
 		strncpy(dst, src, CW_COMM_LEN - 1);
 }
 
-void cw_demo_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
-		  const uint64_t args[4], int device, int site)
+static void queue_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
+		       const uint64_t *args, int nargs, int device, int site, int open)
 {
 	/* cuda.bpf.c emits a whole call at its return; a Python stack taken
-	 * for it precedes it on the ring, stamped with the entry's time. */
+	 * for it precedes it on the ring, stamped with the entry's time. A
+	 * call still open when the trace ends is an entry the agent's sweep
+	 * finds in the open-call table (stored unfinished). */
 	unsigned src = cw_op_source(op);
 	int with_stack = site > CW_SITE_NONE && site < CW_SITE_MAX;
-	struct cw_call *c;
+	struct cw_call_entry *e;
+	struct cw_call *c = NULL;
 
 	if (with_stack) {
 		struct cw_hdr *h = queue(g, ts, sizeof(*h), site);
@@ -190,16 +193,44 @@ void cw_demo_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t 
 			return;
 		fill_hdr(h, CW_REC_PYSTACK, sizeof(struct cw_pystack), CW_SRC_PYTHON, CW_OP_pystack, ts, t);
 	}
-	c = queue(g, ts + dur, sizeof(*c), 0);
-	if (!c)
-		return;
-	fill_hdr(&c->e.hdr, CW_REC_CALL, sizeof(*c), src, op, ts, t);
-	for (int i = 0; i < 4 && args; i++)
-		c->e.args[i] = args[i];
-	c->e.device = device;
-	c->e.flags = with_stack ? CW_CALL_F_PYSTACK : 0;
-	c->end_ns = ts + dur;
-	c->retval = 0; /* cudaSuccess */
+	if (open) {
+		e = queue(g, ts, sizeof(*e), 0);
+		if (!e)
+			return;
+		fill_hdr(&e->hdr, CW_REC_CALL_ENTRY, sizeof(*e), src, op, ts, t);
+	} else {
+		c = queue(g, ts + dur, sizeof(*c), 0);
+		if (!c)
+			return;
+		fill_hdr(&c->e.hdr, CW_REC_CALL, sizeof(*c), src, op, ts, t);
+		e = &c->e;
+	}
+	for (int i = 0; i < nargs && args; i++)
+		e->args[i] = args[i];
+	e->device = device;
+	e->flags = with_stack ? CW_CALL_F_PYSTACK : 0;
+	if (c) {
+		c->end_ns = ts + dur;
+		c->retval = 0; /* cudaSuccess */
+	}
+}
+
+void cw_demo_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
+		  const uint64_t args[4], int device, int site)
+{
+	queue_call(g, t, ts, dur, op, args, 4, device, site, 0);
+}
+
+void cw_demo_call6(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
+		   const uint64_t args[6], int device, int site)
+{
+	queue_call(g, t, ts, dur, op, args, 6, device, site, 0);
+}
+
+void cw_demo_call_open(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, unsigned op,
+		       const uint64_t args[6], int device, int site)
+{
+	queue_call(g, t, ts, 0, op, args, 6, device, site, 1);
 }
 
 void cw_demo_offcpu(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t start, uint64_t end, int reason,

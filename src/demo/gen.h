@@ -69,6 +69,12 @@ void cw_demo_gen_release(struct cw_demo_gen *g);
  * return at ts + dur. args as BPF captures them (docs/events.md). */
 void cw_demo_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
 		  const uint64_t args[4], int device, int site);
+/* The same with all six argument slots (NCCL: stream, created comm). */
+void cw_demo_call6(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
+		   const uint64_t args[6], int device, int site);
+/* A call that never returns (a hang): only its entry, stored unfinished. */
+void cw_demo_call_open(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, unsigned op,
+		       const uint64_t args[6], int device, int site);
 /* One off-CPU interval [start, end) of t. by: who took the CPU (NULL
  * unknown); waker: who woke it (blocked intervals; NULL unknown). */
 void cw_demo_offcpu(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t start, uint64_t end, int reason,

@@ -35,6 +35,12 @@ extern const struct cw_demo_scenario cw_demo_scenario_thermal_throttling;
 extern const struct cw_demo_scenario cw_demo_scenario_power_capping;
 extern const struct cw_demo_scenario cw_demo_scenario_gpu_memory_pressure;
 extern const struct cw_demo_scenario cw_demo_scenario_training_stall;
+extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler;
+extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_io;
+extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_input;
+extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_compute;
+extern const struct cw_demo_scenario cw_demo_scenario_nccl_hang;
+extern const struct cw_demo_scenario cw_demo_scenario_comm_bound;
 
 static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_incident,
@@ -59,6 +65,12 @@ static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_power_capping,
 	&cw_demo_scenario_gpu_memory_pressure,
 	&cw_demo_scenario_training_stall,
+	&cw_demo_scenario_nccl_straggler,
+	&cw_demo_scenario_nccl_straggler_io,
+	&cw_demo_scenario_nccl_straggler_input,
+	&cw_demo_scenario_nccl_straggler_compute,
+	&cw_demo_scenario_nccl_hang,
+	&cw_demo_scenario_comm_bound,
 };
 
 const struct cw_demo_scenario *const *cw_demo_scenarios(size_t *n)
@@ -117,7 +129,10 @@ int cw_demo_generate(struct cw_store *st, const struct cw_demo_opts *o, struct c
 	tr.mono_to_wall = off;
 	cw_demo_train_defaults(&tr.cfg);
 	o->scenario->setup(&tr);
-	cw_demo_train_run(&tr);
+	if (tr.run)
+		tr.run(&tr);
+	else
+		cw_demo_train_run(&tr);
 	err = cw_demo_gen_feed(&g, p, o->speed, o->progress, &fs);
 	res->records = fs.records;
 	res->rejected = fs.rejected;
@@ -129,7 +144,7 @@ int cw_demo_generate(struct cw_store *st, const struct cw_demo_opts *o, struct c
 	if (!err)
 		err = cw_demo_train_meta(&tr, w, wall_start);
 	if (!err)
-		err = cw_pipeline_flush(p, g.last_ns, 0);
+		err = cw_pipeline_flush(p, g.last_ns, 1); /* calls still open (a hang) end unfinished */
 	cw_pipeline_get_counters(p, &pc);
 	res->calls = pc.calls;
 	cw_demo_gen_release(&g);

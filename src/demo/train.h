@@ -105,6 +105,10 @@ struct cw_demo_train {
 	const char *node;
 	int64_t session_id;
 	int64_t mono_to_wall;
+	/* Set by a scenario that is not one training process (the NCCL
+	 * jobs of scenario_nccl.c): queues the whole run instead of
+	 * cw_demo_train_run(). */
+	void (*run)(struct cw_demo_train *tr);
 };
 
 /* Processes and threads of the loop. */

@@ -270,6 +270,99 @@ out:
 	return ret;
 }
 
+static int node_index(const struct pf_ctx *c, const char *name)
+{
+	for (int i = 0; name && i < c->nnodes; i++)
+		if (!strcmp(c->nodes[i].name, name))
+			return i;
+	return -1;
+}
+
+/* nccl_straggler: for the straggler's collectives it entered last (at
+ * most CALLS_PER_CHAIN), an arrow from its entry to every other rank's
+ * track inside the wait for the same collective (the same communicator
+ * and sequence number in nccl_calls, through its (comm_id, seq) index),
+ * and a marker on the entry. The arrow lands halfway between the late
+ * entry and the collective's completion on that rank, inside the
+ * synchronization that waited for it. */
+static int emit_nccl(struct pf_ctx *c, const struct cw_chain *ch, uint64_t *flow_id)
+{
+	static const char own_sql[] =
+		"SELECT coalesce(comm_id, comm), seq, tid, wall_ns FROM nccl_calls WHERE node = ?1 AND pid = ?2"
+		" AND wall_ns BETWEEN ?3 AND ?4 AND (ret IS NULL OR ret = 0) AND op NOT IN ('ncclSend', 'ncclRecv')"
+		" ORDER BY wall_ns";
+	static const char peers_sql[] =
+		"SELECT node, pid, tid, wall_ns, done_wall_ns FROM nccl_calls WHERE coalesce(comm_id, comm) = ?1"
+		" AND seq = ?2 AND (ret IS NULL OR ret = 0) AND op NOT IN ('ncclSend', 'ncclRecv')";
+	sqlite3_stmt *own = NULL, *peers = NULL;
+	int sni = node_index(c, ch->node), marked = 0, rc, ret = 0;
+	const struct pf_node *sn;
+
+	if (sni < 0 || !ch->pid)
+		return 0;
+	sn = &c->nodes[sni];
+	if (sqlite3_prepare_v2(c->db, own_sql, -1, &own, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(c->db, peers_sql, -1, &peers, NULL) != SQLITE_OK) {
+		ret = 0; /* a store without nccl_calls: no arrows */
+		goto out;
+	}
+	sqlite3_bind_text(own, 1, sn->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(own, 2, ch->pid);
+	sqlite3_bind_int64(own, 3, sn->from);
+	sqlite3_bind_int64(own, 4, sn->to);
+	while (!ret && marked < CALLS_PER_CHAIN && (rc = sqlite3_step(own)) == SQLITE_ROW) {
+		int64_t comm = sqlite3_column_int64(own, 0), seq = sqlite3_column_int64(own, 1);
+		int64_t stid = sqlite3_column_int64(own, 2), sent = sqlite3_column_int64(own, 3);
+		int64_t sref = sent - sn->offset_ns, next = INT64_MIN;
+		struct { int ni; int64_t tid, entry, done; } w[64];
+		int nw = 0, last = 1;
+
+		sqlite3_reset(peers);
+		sqlite3_bind_int64(peers, 1, comm);
+		sqlite3_bind_int64(peers, 2, seq);
+		while ((rc = sqlite3_step(peers)) == SQLITE_ROW) {
+			int ni = node_index(c, (const char *)sqlite3_column_text(peers, 0));
+			int64_t e;
+
+			if (ni < 0 || (ni == sni && sqlite3_column_int64(peers, 1) == ch->pid))
+				continue;
+			e = sqlite3_column_int64(peers, 3) - c->nodes[ni].offset_ns;
+			if (e > next)
+				next = e;
+			if (e + CW_STRAG_FLOW_MIN_NS > sref)
+				last = 0;
+			if (nw < 64 && sqlite3_column_type(peers, 4) != SQLITE_NULL)
+				w[nw++] = (typeof(w[0])){ ni, sqlite3_column_int64(peers, 2), e,
+							  sqlite3_column_int64(peers, 4) - c->nodes[ni].offset_ns };
+		}
+		/* Only the collectives it entered last, after every other rank. */
+		if (!last || next == INT64_MIN || !nw)
+			continue;
+		for (int k = 0; k < nw && !ret; k++) {
+			const struct pf_node *pn = &c->nodes[w[k].ni];
+			int64_t at = sref + (w[k].done > sref ? (w[k].done - sref) / 2 : 0);
+
+			if (at + pn->offset_ns < pn->from || at + pn->offset_ns > pn->to)
+				continue;
+			ret = flow(c, "nccl_straggler", sn, stid, sent, pn, w[k].tid, at + pn->offset_ns, flow_id);
+		}
+		if (ret)
+			break;
+		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:{s:s,s:o,s:o,s:I,s:o}}", "ph", "i",
+						       "s", "t", "name", "nccl_straggler", "cat", "causeway.chain", "pid",
+						       sn->pid, "tid", (json_int_t)stid, "ts", pf_ts(c, sn, sent), "args",
+						       "severity", cw_severity_name(ch->severity), "op", cw_trace_str(ch->op),
+						       "node", cw_trace_str(ch->node), "seq", (json_int_t)seq, "summary",
+						       cw_trace_str(ch->summary)));
+		c->st->markers++;
+		marked++;
+	}
+out:
+	sqlite3_finalize(own);
+	sqlite3_finalize(peers);
+	return ret;
+}
+
 static int emit_chain(struct pf_ctx *c, struct stmts *s, const struct cw_chain *ch, uint64_t *flow_id)
 {
 	const char *kind = cw_kind_name(ch->kind);
@@ -279,6 +372,8 @@ static int emit_chain(struct pf_ctx *c, struct stmts *s, const struct cw_chain *
 
 	if (ch->kind == CW_KIND_STRAGGLER)
 		return emit_straggler(c, ch, flow_id);
+	if (ch->kind == CW_KIND_NCCL_STRAGGLER)
+		return emit_nccl(c, ch, flow_id);
 
 	for (int i = 0; i < c->nnodes; i++)
 		if (!strcmp(c->nodes[i].name, ch->node))

@@ -51,6 +51,15 @@ static const struct fetch fetches[] = {
 	  "INSERT INTO snapshots (node, mono_ns, wall_ns, cpu_pct, mem_pct, swap_used_bytes, load1, ncpu,"
 	  " page_alloc_per_s, io_bytes_per_s, io_busy_pct) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
 	  10, -1, 3 },
+	/* NCCL calls (schema v3): the arrival analysis of the chains, and
+	 * the arrows of an nccl_straggler, across the agents. */
+	{ "SELECT session_id, pid, tid, comm, comm_id, rank, nranks, seq, op, count, datatype, bytes, redop, peer,"
+	  " stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns FROM nccl_calls"
+	  " WHERE wall_ns BETWEEN ?1 AND ?2 ORDER BY wall_ns DESC LIMIT ?3",
+	  "INSERT INTO nccl_calls (node, session_id, pid, tid, comm, comm_id, rank, nranks, seq, op, count, datatype,"
+	  " bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns)"
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)",
+	  21, -1, 3 },
 	/* Events carry their Python stack inline (the last six columns),
 	 * interned locally by hash; see put_events(). */
 	{ "SELECT e.seq, e.wall_ns, e.mono_ns, e.pid, e.tid, e.cgroup_id, e.comm, e.source, e.op, e.duration_ns,"
@@ -280,6 +289,34 @@ out:
 	return ret;
 }
 
+int cw_fleet_fetch_into(sqlite3 *db, const struct cw_fleet_opts *fo, const char *select, const char *insert, int ncols,
+			int nparams, int64_t a, int64_t b, int64_t limit, void (*warn)(void *arg, const char *msg),
+			void *warn_arg, char *err, size_t errlen)
+{
+	struct fetch f = { select, insert, ncols, -1, nparams };
+	struct warns wr = { .fn = warn, .arg = warn_arg };
+	struct cw_fleet_result res;
+	json_t *req = request(&f, a, b, limit), *merged = NULL;
+	int ret;
+
+	ret = cw_fleet_query_req(fo, req, &merged, &res, err, errlen);
+	json_decref(req);
+	pass_warnings(&wr, &res);
+	if (!ret && (ret = cw_exec(db, "BEGIN")) == 0) {
+		ret = put_rows(db, &f, merged, 0);
+		cw_exec(db, ret ? "ROLLBACK" : "COMMIT");
+		if (ret)
+			snprintf(err, errlen, "storing the agents' rows: %s",
+				 ret == -EPROTO ? "unexpected columns or values" : strerror(-ret));
+	}
+	json_decref(merged);
+	cw_fleet_result_free(&res);
+	for (int i = 0; i < wr.n; i++)
+		free(wr.v[i]);
+	free(wr.v);
+	return ret;
+}
+
 int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_export_opts *o, FILE *out,
 			     struct cw_export_stats *st, void (*warn)(void *arg, const char *msg), void *warn_arg,
 			     char *err, size_t errlen)
@@ -327,6 +364,13 @@ int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_exp
 		}
 		json_decref(merged);
 		cw_fleet_result_free(&res);
+		/* Agents of a schema before nccl_calls: a trace without it. */
+		if (ret && strstr(f->select, "FROM nccl_calls")) {
+			if (warn)
+				warn(warn_arg, "NCCL calls not fetched (agents without nccl_calls); no NCCL arrows");
+			ret = 0;
+			err[0] = '\0';
+		}
 	}
 	if (ret)
 		goto out;

@@ -15,6 +15,7 @@
 #include "analysis/explain.h"
 #include "cmd/cmd.h"
 #include "config/config.h"
+#include "fleet/fanout_nccl.h"
 #include "server/server.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -625,6 +626,19 @@ static int add_param(struct strbuf *q, const char *k, const char *v)
 	return rc;
 }
 
+static void add_warning(void *arg, const char *msg)
+{
+	json_t *w = arg, *x;
+	size_t i;
+
+	if (!json_is_array(w))
+		return;
+	json_array_foreach(w, i, x)
+		if (json_is_string(x) && !strcmp(json_string_value(x), msg))
+			return;
+	json_array_append_new(w, json_string(msg));
+}
+
 int cw_fleet_cmd_explain(int argc, char **argv)
 {
 	enum { O_FROM = 256, O_TO, O_PP, O_NOSTORE, O_DB };
@@ -712,6 +726,14 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 		cw_report_error(json, "explain: none of the %d nodes answered", fr.n);
 		rc = CW_EXIT_FAIL;
 		goto out;
+	}
+	{
+		/* The NCCL rules need every agent's ranks at once: run here. */
+		int n = cw_fleet_nccl_chains(&o, &fr, json_object_get(merged, "chains"), add_warning,
+					     json_object_get(merged, "warnings"), err, sizeof(err));
+
+		if (n < 0)
+			add_warning(json_object_get(merged, "warnings"), err);
 	}
 	if (json) {
 		char *s = json_dumps(merged, JSON_INDENT(2) | JSON_REAL_PRECISION(10));

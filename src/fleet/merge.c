@@ -151,6 +151,21 @@ static int64_t count_rows(sqlite3 *db, const char *schema, const char *table)
 	return v;
 }
 
+static int table_exists(sqlite3 *db, const char *schema, const char *table)
+{
+	char sql[128];
+	sqlite3_stmt *st = NULL;
+	int found = 0;
+
+	snprintf(sql, sizeof(sql), "SELECT 1 FROM %s.sqlite_master WHERE type = 'table' AND name = ?1", schema);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
 /* Copies every table of the attached input "src" into main. */
 static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struct cw_merge_result *r)
 {
@@ -166,7 +181,13 @@ static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struc
 		return ret;
 	for (int k = 0; k < CW_MT_MAX; k++) {
 		enum cw_merge_table t = cw_merge_copy_order[k];
-		int64_t n = count_rows(db, "src", cw_merge_tables[t].name);
+		int64_t n;
+
+		/* Tables added by later schema versions are absent from
+		 * older inputs (read-only, never migrated): nothing to copy. */
+		if (!table_exists(db, "src", cw_merge_tables[t].name))
+			continue;
+		n = count_rows(db, "src", cw_merge_tables[t].name);
 
 		if (n < 0) {
 			ret = (int)n;
@@ -267,7 +288,7 @@ static int write_meta(sqlite3 *db, const struct cw_merge_opts *o, const struct c
 			json_object_set_new(nodes, n->name,
 					    json_pack("{s:I,s:I,s:i,s:s}", "offset_ns", (json_int_t)k->offset_ns,
 						      "spread_ns", (json_int_t)k->spread_ns, "samples", k->samples, "signal",
-						      k->after_sync ? "synchronize after collective" : "collective"));
+						      cw_merge_skew_signal(k)));
 	}
 	json_object_set_new(skew, "method", json_string("nccl collective completion"));
 	json_object_set_new(skew, "reference", r->reference[0] ? json_string(r->reference) : json_null());

@@ -43,6 +43,8 @@ enum cw_merge_table {
 	CW_MT_CHAINS,
 	CW_MT_AGGREGATES,
 	CW_MT_COUNTERS,
+	CW_MT_NCCL_COMMS,
+	CW_MT_NCCL_CALLS,
 	CW_MT_MAX
 };
 
@@ -75,7 +77,9 @@ struct cw_merge_skew {
 	int64_t offset_ns;  /* node clock minus reference clock */
 	int64_t spread_ns;  /* 90th percentile of |sample - offset| */
 	int samples;        /* matched collectives */
-	int after_sync;     /* aligned on the synchronize after each collective */
+	int after_sync;     /* 1: aligned on the synchronize after each collective;
+	                     * 2: on nccl_calls completions matched by communicator
+	                     * and sequence number (no ambiguity modulo a step) */
 };
 
 struct cw_merge_node {
@@ -104,6 +108,9 @@ int cw_merge_run(const struct cw_merge_opts *o, struct cw_merge_result *r);
 void cw_merge_result_free(struct cw_merge_result *r);
 
 /* merge_skew.c ---------------------------------------------------------- */
+
+/* "collective", "synchronize after collective" or "nccl sequence". */
+const char *cw_merge_skew_signal(const struct cw_merge_skew *k);
 
 struct cw_skew_align {
 	int64_t offset_ns; /* median of other - ref over matched pairs */

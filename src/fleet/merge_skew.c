@@ -16,7 +16,10 @@
  * up across ranks. Both signals are aligned and the tighter one is kept.
  * An offset is only measurable modulo a repeating step pattern; the
  * smallest candidate is taken (clocks within half a step, as NTP keeps
- * them). */
+ * them). Where both nodes have nccl_calls rows (schema v3), the k-th
+ * collective of a communicator is known on each by its sequence number:
+ * their completions are paired exactly and no step pattern can fool the
+ * offset, so that signal wins when it has enough pairs. */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -187,6 +190,53 @@ static int load_series(sqlite3 *db, const char *node, int64_t *v[2], size_t n[2]
 	return 0;
 }
 
+const char *cw_merge_skew_signal(const struct cw_merge_skew *k)
+{
+	return k->after_sync == 2 ? "nccl sequence" : k->after_sync ? "synchronize after collective" : "collective";
+}
+
+/* Offset of node against ref from completions of the same (communicator,
+ * sequence number); -ENODATA with fewer than 3 pairs. */
+static int seq_offset(sqlite3 *db, const char *ref, const char *node, struct cw_skew_align *out)
+{
+	static const char sql[] =
+		"SELECT a.done_wall_ns - b.done_wall_ns FROM nccl_calls a JOIN nccl_calls b"
+		" ON b.comm_id = a.comm_id AND b.seq = a.seq AND b.node = ?2"
+		" WHERE a.node = ?1 AND a.comm_id IS NOT NULL AND a.done_wall_ns IS NOT NULL"
+		" AND b.done_wall_ns IS NOT NULL AND a.op NOT IN ('ncclSend', 'ncclRecv') LIMIT 20000";
+	sqlite3_stmt *st = NULL;
+	int64_t *d = malloc(20000 * sizeof(*d));
+	size_t n = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!d)
+		return -ENOMEM;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		free(d);
+		return -ENODATA; /* an older schema: no nccl_calls */
+	}
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, ref, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < 20000)
+		d[n++] = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (n < 3) {
+		free(d);
+		return -ENODATA;
+	}
+	qsort(d, n, sizeof(*d), cmp_i64);
+	out->offset_ns = median_sorted(d, n);
+	for (size_t k = 0; k < n; k++)
+		d[k] = d[k] > out->offset_ns ? d[k] - out->offset_ns : out->offset_ns - d[k];
+	qsort(d, n, sizeof(*d), cmp_i64);
+	out->spread_ns = d[(size_t)(0.9 * (double)(n - 1))];
+	out->samples = (int)n;
+	out->candidates = 1;
+	free(d);
+	return 0;
+}
+
 int cw_merge_estimate_skew(sqlite3 *db, struct cw_merge_result *r)
 {
 	int64_t *ref[2] = { NULL, NULL }, *cur[2] = { NULL, NULL };
@@ -241,12 +291,19 @@ int cw_merge_estimate_skew(sqlite3 *db, struct cw_merge_result *r)
 			else if (ok[0] && ok[1])
 				b = (a[1].candidates == 1) != (a[0].candidates == 1) ? a[1].candidates == 1
 										      : a[1].spread_ns < a[0].spread_ns;
+			struct cw_skew_align sq;
+			if (seq_offset(db, r->nodes[refi].name, r->nodes[i].name, &sq) == 0) {
+				a[b] = sq;
+				ok[b] = 1;
+				r->skew[i].after_sync = 2;
+			} else if (ok[b]) {
+				r->skew[i].after_sync = b;
+			}
 			if (ok[b]) {
 				r->skew[i].known = 1;
 				r->skew[i].offset_ns = a[b].offset_ns;
 				r->skew[i].spread_ns = a[b].spread_ns;
 				r->skew[i].samples = a[b].samples;
-				r->skew[i].after_sync = b;
 			}
 		}
 		for (int s = 0; s < 2; s++) {

@@ -79,6 +79,20 @@ const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX] = {
 	[CW_MT_COUNTERS] = { "counters", 1,
 		"INSERT INTO main.counters (node, session_id, name, value)"
 		" SELECT " N_ ", session_id + :soff, name, value FROM src.counters" },
+	/* NCCL communicators and calls (schema v3; absent from older inputs,
+	 * which merge skips). comm_id and seq are the same on every node,
+	 * which is what lets the arrival analysis meet ranks across nodes. */
+	[CW_MT_NCCL_COMMS] = { "nccl_comms", 1,
+		"INSERT INTO main.nccl_comms (node, pid, comm, comm_id, nranks, rank, parent_id, op,"
+		" created_wall_ns, destroyed_wall_ns, async_error)"
+		" SELECT " N_ ", pid, comm, comm_id, nranks, rank, parent_id, op, created_wall_ns,"
+		" destroyed_wall_ns, async_error FROM src.nccl_comms" },
+	[CW_MT_NCCL_CALLS] = { "nccl_calls", 1,
+		"INSERT INTO main.nccl_calls (node, session_id, pid, tid, comm, comm_id, rank, nranks, seq, op,"
+		" count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns)"
+		" SELECT " N_ ", session_id + :soff, pid, tid, comm, comm_id, rank, nranks, seq, op,"
+		" count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns"
+		" FROM src.nccl_calls ORDER BY id" },
 };
 
 /* The order rows are copied in: stacks before the events that point at
@@ -87,6 +101,7 @@ const enum cw_merge_table cw_merge_copy_order[CW_MT_MAX] = {
 	CW_MT_SESSIONS,  CW_MT_STACKS,    CW_MT_PY_STACKS, CW_MT_PY_CODE,      CW_MT_EVENTS,
 	CW_MT_OFFCPU,    CW_MT_SNAPSHOTS, CW_MT_PROCESSES, CW_MT_THREADS,      CW_MT_CGROUPS,
 	CW_MT_KERNEL_NAMES, CW_MT_CHAINS, CW_MT_AGGREGATES, CW_MT_COUNTERS,
+	CW_MT_NCCL_COMMS, CW_MT_NCCL_CALLS,
 };
 
 const char *cw_merge_table_name(enum cw_merge_table t)

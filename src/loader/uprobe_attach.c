@@ -114,6 +114,11 @@ static const struct cw_hook_def hook_table[] = {
 	H(ncclRecv, ncclRecv, NCCL, NCCL),
 	H(ncclGroupStart, ncclGroupStart, NCCL, NCCL),
 	H(ncclGroupEnd, ncclGroupEnd, NCCL, NCCL),
+	H(ncclAlltoAll, ncclAlltoAll, NCCL, NCCL), /* NCCL >= 2.28 */
+	H(ncclCommInitRankScalable, ncclCommInitRankScalable, NCCL, NCCL),
+	H(ncclCommAbort, ncclCommAbort, NCCL, NCCL),
+	H(ncclCommFinalize, ncclCommFinalize, NCCL, NCCL),
+	H(ncclCommGetAsyncError, ncclCommGetAsyncError, NCCL, NCCL),
 	{ NULL, 0, 0, 0 },
 };
 

@@ -7,6 +7,7 @@
 
 #include "bpf/events.h"
 #include "pipeline/decode.h"
+#include "pipeline/nccl_track.h"
 #include "pipeline/ops.h"
 #include "pipeline/pystack.h"
 #include "util/u64map.h"
@@ -53,6 +54,7 @@ struct cw_pipeline {
 	struct u64map kernel_index; /* hash(pid, handle) -> kernel_names[] index */
 	char **kernel_names;
 	size_t nkernel_names, kernel_names_alloc;
+	struct cw_nccl_track *nccl; /* communicators, sequence numbers */
 };
 
 int cw_pipeline_new(struct cw_pipeline **out, const struct cw_pipeline_opts *o)
@@ -69,6 +71,10 @@ int cw_pipeline_new(struct cw_pipeline **out, const struct cw_pipeline_opts *o)
 	u64map_init(&p->thread_index, MAX_THREADS);
 	u64map_init(&p->seen_pids, MAX_THREADS);
 	u64map_init(&p->kernel_index, MAX_KERNEL_NAMES);
+	if (cw_nccl_track_new(&p->nccl, o->writer)) {
+		free(p);
+		return -ENOMEM;
+	}
 	*out = p;
 	return 0;
 }
@@ -276,6 +282,13 @@ static int is_launch(unsigned op)
 	       op == CW_OP_cuLaunchKernelEx;
 }
 
+static int is_sync(unsigned op)
+{
+	return op == CW_OP_cudaStreamSynchronize || op == CW_OP_cudaDeviceSynchronize ||
+	       op == CW_OP_cudaEventSynchronize || op == CW_OP_cuStreamSynchronize || op == CW_OP_cuCtxSynchronize ||
+	       op == CW_OP_cuEventSynchronize;
+}
+
 /* Emits a paired call. end_ns is the return time, or the flush time for an
  * unfinished call. */
 static int emit_call(struct cw_pipeline *p, const struct open_call *oc, uint64_t end_ns, int has_ret, int64_t ret)
@@ -304,6 +317,9 @@ static int emit_call(struct cw_pipeline *p, const struct open_call *oc, uint64_t
 	if (bi >= 0) {
 		row.has_bytes = 1;
 		row.bytes = (int64_t)e->args[bi];
+	} else if (e->hdr.source == CW_SRC_NCCL &&
+		   (row.bytes = cw_nccl_call_bytes(e->hdr.op, (int64_t)e->args[0], (int64_t)(int32_t)e->args[1])) >= 0) {
+		row.has_bytes = 1;
 	}
 	row.has_ret = has_ret;
 	row.ret = ret;
@@ -321,7 +337,12 @@ static int emit_call(struct cw_pipeline *p, const struct open_call *oc, uint64_t
 			 detail[0] ? " " : "");
 	row.detail = detail[0] ? detail : NULL;
 	p->c.calls++;
-	return write_event(p, &row);
+	i = write_event(p, &row);
+	if (e->hdr.source == CW_SRC_NCCL && cw_nccl_track_call(p->nccl, e, row.wall_ns, end_ns, has_ret, ret))
+		p->c.write_errors++;
+	else if (is_sync(e->hdr.op) && cw_nccl_track_sync(p->nccl, e->hdr.tid, row.wall_ns, row.duration_ns, has_ret))
+		p->c.write_errors++;
+	return i;
 }
 
 static int on_entry(struct cw_pipeline *p, const struct cw_call_entry *e)
@@ -775,5 +796,6 @@ void cw_pipeline_free(struct cw_pipeline *p)
 	u64map_free(&p->thread_index);
 	u64map_free(&p->seen_pids);
 	u64map_free(&p->kernel_index);
+	cw_nccl_track_free(p->nccl);
 	free(p);
 }

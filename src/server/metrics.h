@@ -27,5 +27,7 @@ int cw_metrics_store_op_series(sqlite3 *db, int (*cb)(void *ctx, const struct cw
 int cw_metrics_store_counters(sqlite3 *db, struct strbuf *sb); /* losses, session stats */
 int cw_metrics_store_chains(sqlite3 *db, struct strbuf *sb);   /* chains by kind, severity */
 int cw_metrics_store_host(sqlite3 *db, struct strbuf *sb);     /* latest host snapshot */
+/* The NCCL per-rank series (metrics_nccl.c). Returns 0 or -errno. */
+int cw_metrics_render_nccl(sqlite3 *db, struct strbuf *sb);
 
 #endif

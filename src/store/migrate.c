@@ -87,6 +87,38 @@ static const char schema_gpu_sql[] =
 	" used_bytes INTEGER, sm_util INTEGER, mem_util INTEGER);"
 	"CREATE INDEX IF NOT EXISTS gpu_processes_time ON gpu_processes (node, wall_ns);";
 
+/* v6: NCCL communicators and calls (pipeline/nccl_track.c), the input of
+ * the arrival analysis (analysis/rules/nccl_arrival.c). Calls are keyed
+ * by communicator id (shared by the communicator's ranks: a hash of its
+ * ncclUniqueId) and sequence number, so one rank's n-th collective meets
+ * every other rank's n-th on any node. */
+static const char schema_nccl_sql[] =
+	"CREATE TABLE IF NOT EXISTS nccl_comms ("
+	" node TEXT NOT NULL, pid INTEGER NOT NULL,"
+	" comm INTEGER NOT NULL,"      /* the ncclComm_t handle in the process */
+	" comm_id INTEGER,"            /* shared by every rank; NULL unknown */
+	" nranks INTEGER, rank INTEGER,"
+	" parent_id INTEGER,"          /* comm_id of the parent (ncclCommSplit) */
+	" op TEXT,"                    /* the call that created it */
+	" created_wall_ns INTEGER, destroyed_wall_ns INTEGER,"
+	" async_error INTEGER,"        /* last nonzero ncclCommGetAsyncError */
+	" PRIMARY KEY (node, pid, comm));"
+	"CREATE TABLE IF NOT EXISTS nccl_calls ("
+	" id INTEGER PRIMARY KEY, node TEXT NOT NULL, session_id INTEGER,"
+	" pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+	" comm INTEGER, comm_id INTEGER, rank INTEGER, nranks INTEGER,"
+	" seq INTEGER NOT NULL,"       /* per communicator (p2p: per peer) */
+	" op TEXT NOT NULL, count INTEGER, datatype INTEGER, bytes INTEGER,"
+	" redop INTEGER, peer INTEGER, stream INTEGER,"
+	" wall_ns INTEGER NOT NULL, mono_ns INTEGER NOT NULL,"
+	" duration_ns INTEGER NOT NULL, ret INTEGER,"
+	" done_wall_ns INTEGER,"       /* completion: end of the synchronization that waited for it */
+	" wait_ns INTEGER);"           /* that synchronization's duration; NULL: none seen */
+	"CREATE INDEX IF NOT EXISTS nccl_calls_time ON nccl_calls (wall_ns);"
+	/* One collective's rows on every rank (export's arrows, merge's
+	 * offsets). */
+	"CREATE INDEX IF NOT EXISTS nccl_calls_seq ON nccl_calls (comm_id, seq);";
+
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
 	cw_schema_v1_sql,
@@ -94,6 +126,7 @@ static const char *const migrations[] = {
 	schema_tenants_sql,
 	schema_layers_sql,
 	schema_gpu_sql,
+	schema_nccl_sql,
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CW_SCHEMA_VERSION,
 	       "one migration per schema version");

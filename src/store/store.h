@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CW_SCHEMA_VERSION 5
+#define CW_SCHEMA_VERSION 6
 /* The oldest version a read-only open accepts: later versions add indexes,
  * which speed reads but hold no data, the tenant columns and views, and the
- * GPU tables, which readers of an older file treat as empty. */
+ * GPU and NCCL tables, which readers of an older file treat as empty. */
 #define CW_SCHEMA_MIN_READ_VERSION 1
 #define CW_DEFAULT_DB "causeway.db"
 

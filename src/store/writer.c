@@ -36,6 +36,8 @@ enum stmt_id {
 	ST_COUNTER,
 	ST_AGG_GET,
 	ST_AGG_PUT,
+	ST_NCCL_CALL,
+	ST_NCCL_COMM,
 	ST_MAX
 };
 
@@ -89,6 +91,17 @@ static const char *const stmt_sql[ST_MAX] = {
 		       " WHERE node = ?1 AND source = ?2 AND op = ?3 AND second = ?4",
 	[ST_AGG_PUT] = "INSERT OR REPLACE INTO aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
 		       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+	[ST_NCCL_CALL] = "INSERT INTO nccl_calls (node, session_id, pid, tid, comm, comm_id, rank, nranks, seq, op,"
+			 " count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns)"
+			 " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)",
+	[ST_NCCL_COMM] = "INSERT INTO nccl_comms (node, pid, comm, comm_id, nranks, rank, parent_id, op,"
+			 " created_wall_ns, destroyed_wall_ns, async_error) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
+			 " ON CONFLICT (node, pid, comm) DO UPDATE SET"
+			 " comm_id = coalesce(excluded.comm_id, comm_id), nranks = coalesce(excluded.nranks, nranks),"
+			 " rank = coalesce(excluded.rank, rank), parent_id = coalesce(excluded.parent_id, parent_id),"
+			 " op = coalesce(excluded.op, op), created_wall_ns = coalesce(excluded.created_wall_ns, created_wall_ns),"
+			 " destroyed_wall_ns = coalesce(excluded.destroyed_wall_ns, destroyed_wall_ns),"
+			 " async_error = coalesce(excluded.async_error, async_error)",
 };
 
 /* Per-op running state: the median estimate that flags anomalies. */
@@ -1045,6 +1058,67 @@ int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, co
 	sqlite3_bind_int64(s, 2, pid);
 	sqlite3_bind_int64(s, 3, (int64_t)handle);
 	bind_text_or_null(s, 4, name);
+	return row_done(w, step_reset(s));
+}
+
+static void bind_opt(sqlite3_stmt *s, int i, int64_t v)
+{
+	if (v == CW_NCCL_NONE)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_int64(s, i, v);
+}
+
+int cw_writer_nccl_call(struct cw_writer *w, const struct cw_nccl_call_row *r)
+{
+	sqlite3_stmt *s = w->st[ST_NCCL_CALL];
+	int err = begin_if_needed(w), i = 1;
+
+	if (err)
+		return row_done(w, err);
+	sqlite3_bind_text(s, i++, w->node, -1, SQLITE_STATIC);
+	bind_opt(s, i++, w->session_id ? w->session_id : CW_NCCL_NONE);
+	sqlite3_bind_int64(s, i++, r->pid);
+	sqlite3_bind_int64(s, i++, r->tid);
+	bind_opt(s, i++, r->comm);
+	bind_opt(s, i++, r->comm_id);
+	bind_opt(s, i++, r->rank);
+	bind_opt(s, i++, r->nranks);
+	sqlite3_bind_int64(s, i++, r->seq);
+	bind_text_or_null(s, i++, r->op);
+	bind_opt(s, i++, r->count);
+	bind_opt(s, i++, r->datatype);
+	bind_opt(s, i++, r->bytes);
+	bind_opt(s, i++, r->redop);
+	bind_opt(s, i++, r->peer);
+	bind_opt(s, i++, r->stream);
+	sqlite3_bind_int64(s, i++, (int64_t)r->wall_ns);
+	sqlite3_bind_int64(s, i++, (int64_t)r->mono_ns);
+	sqlite3_bind_int64(s, i++, (int64_t)r->duration_ns);
+	bind_opt(s, i++, r->ret);
+	bind_opt(s, i++, r->done_wall_ns);
+	bind_opt(s, i++, r->wait_ns);
+	return row_done(w, step_reset(s));
+}
+
+int cw_writer_nccl_comm(struct cw_writer *w, const struct cw_nccl_comm_row *r)
+{
+	sqlite3_stmt *s = w->st[ST_NCCL_COMM];
+	int err = begin_if_needed(w), i = 1;
+
+	if (err)
+		return row_done(w, err);
+	sqlite3_bind_text(s, i++, w->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, i++, r->pid);
+	sqlite3_bind_int64(s, i++, r->comm);
+	bind_opt(s, i++, r->comm_id);
+	bind_opt(s, i++, r->nranks);
+	bind_opt(s, i++, r->rank);
+	bind_opt(s, i++, r->parent_id);
+	bind_text_or_null(s, i++, r->op);
+	bind_opt(s, i++, r->created_wall_ns);
+	bind_opt(s, i++, r->destroyed_wall_ns);
+	bind_opt(s, i++, r->async_error);
 	return row_done(w, step_reset(s));
 }
 

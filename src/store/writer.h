@@ -106,6 +106,30 @@ struct cw_pressure_row {
 	int64_t quota_us, period_us; /* cpu.max or cpu.cfs_quota_us/period_us; quota -1 unlimited */
 };
 
+/* NCCL rows (pipeline/nccl_track.c). Optional integers hold CW_NCCL_NONE
+ * when unknown and are stored as NULL. */
+#define CW_NCCL_NONE INT64_MIN
+struct cw_nccl_call_row {
+	uint32_t pid, tid;
+	int64_t comm, comm_id, rank, nranks;
+	int64_t seq;
+	const char *op;
+	int64_t count, datatype, bytes, redop, peer, stream;
+	uint64_t wall_ns, mono_ns, duration_ns;
+	int64_t ret; /* CW_NCCL_NONE: unfinished */
+	int64_t done_wall_ns, wait_ns; /* CW_NCCL_NONE: unknown */
+};
+
+/* An upsert on (pid, comm): fields left CW_NCCL_NONE (op NULL) keep what
+ * the row has, so a destroy or an async error updates the creation row. */
+struct cw_nccl_comm_row {
+	uint32_t pid;
+	int64_t comm;
+	int64_t comm_id, nranks, rank, parent_id;
+	const char *op;
+	int64_t created_wall_ns, destroyed_wall_ns, async_error;
+};
+
 struct cw_writer_stats {
 	uint64_t events, offcpu, snapshots, batches, pruned_events;
 	/* Rows the store refused or lost with a rolled-back batch. */
@@ -134,6 +158,8 @@ int cw_writer_cgroup_row(struct cw_writer *w, const struct cw_cgroup_row *r);
 int cw_writer_cgroup_seen(struct cw_writer *w, uint64_t cgroup_id, uint64_t wall_ns);
 int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row *r);
 int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, const char *name);
+int cw_writer_nccl_call(struct cw_writer *w, const struct cw_nccl_call_row *row);
+int cw_writer_nccl_comm(struct cw_writer *w, const struct cw_nccl_comm_row *row);
 /* Interning: returns the row id (> 0) for hash, inserting when new. */
 int64_t cw_writer_intern_stack(struct cw_writer *w, uint64_t hash, int depth, const char *frames);
 int64_t cw_writer_intern_pystack(struct cw_writer *w, uint64_t hash, int depth, const char *frames_json,

@@ -79,6 +79,45 @@ check "op='ncclCommInitRank' AND arg0=4 AND arg2=2" "ncclCommInitRank nranks/ran
 check "op='ncclCommInitRankConfig' AND arg0=4 AND arg2=2" "ncclCommInitRankConfig"
 check "op='ncclCommSplit' AND arg0=1 AND arg1=2" "ncclCommSplit color/key"
 check "op='ncclGroupStart' AND ret=0" "ncclGroupStart"
+# The communicator id: FNV-1a over the 16 words of the 128-byte
+# ncclUniqueId, read from the caller's stack (passed by value: at sp + 8
+# at the first instruction), or through the pointer of the scalable init.
+uid_hash() { # byte i = A*i + B
+	python3 -c '
+import struct, sys
+a, b = int(sys.argv[1]), int(sys.argv[2])
+raw = bytes((a * i + b) & 0xff for i in range(128))
+h = 0xcbf29ce484222325
+for (w,) in struct.iter_unpack("<Q", raw):
+    h = ((h ^ w) * 0x100000001b3) & (2**64 - 1)
+h = h or 1
+print(h - 2**64 if h >= 2**63 else h)' "$1" "$2"
+}
+h1=$(uid_hash 7 1)
+check "op='ncclCommInitRank' AND arg1=$h1 AND arg0=4 AND arg2=2" "ncclCommInitRank communicator id"
+check "op='ncclCommInitRankConfig' AND arg1=$h1" "ncclCommInitRankConfig communicator id"
+check "op='ncclCommInitRankScalable' AND arg1=$(uid_hash 3 5) AND arg0=8 AND arg2=5" "ncclCommInitRankScalable id by pointer"
+check "op='ncclAlltoAll' AND arg0=700 AND arg1=7 AND arg3=$comm AND bytes=2800" "ncclAlltoAll"
+check "op='ncclCommGetAsyncError' AND arg3=$comm" "ncclCommGetAsyncError"
+check "op='ncclCommFinalize' AND arg3=0" "ncclCommFinalize"
+check "op='ncclCommAbort'" "ncclCommAbort"
+check "op='ncclAllReduce' AND bytes=4000" "ncclAllReduce bytes (count x float32)"
+# nccl_calls: every collective and p2p call with its stream (the 7th and
+# 8th arguments of AllReduce and Reduce come from the stack), count,
+# datatype, bytes, reduction op, root/peer and a sequence number.
+nc() { q "SELECT count(*) FROM nccl_calls WHERE $1"; }
+for c in "op='ncclAllReduce' AND count=1000 AND datatype=7 AND bytes=4000 AND redop=0 AND stream=119" \
+	"op='ncclAllGather' AND count=500 AND bytes=2000 AND stream=119" \
+	"op='ncclReduceScatter' AND count=250 AND redop=1 AND stream=119" \
+	"op='ncclBroadcast' AND count=100 AND peer=1 AND stream=119" \
+	"op='ncclBcast' AND count=200 AND peer=3 AND stream=119" \
+	"op='ncclReduce' AND count=300 AND redop=2 AND peer=1 AND stream=119" \
+	"op='ncclSend' AND count=400 AND peer=5 AND stream=119 AND seq=1" \
+	"op='ncclRecv' AND count=600 AND peer=6 AND stream=119 AND seq=1" \
+	"op='ncclAlltoAll' AND count=700 AND stream=119"; do
+	[ "$(nc "$c AND comm=$comm AND seq >= 1 AND ret IS NOT NULL")" = 1 ] ||
+		fail "nccl_calls: $c: $(q "SELECT * FROM nccl_calls")"
+done
 
 # Host facts and the process.
 [ "$(q "SELECT count(*) FROM sessions WHERE kind='trace' AND cuda LIKE '13.%' AND kernel IS NOT NULL AND command LIKE '%real_cuda_calls%' AND ended_wall_ns IS NOT NULL")" = 1 ] \

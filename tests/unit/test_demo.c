@@ -131,7 +131,8 @@ static void test_scenario_table(void **state)
 					     "graph-launch-tail", "host-memory", "healthy", "noisy-neighbour",
 					     /* GPU telemetry */
 					     "xid-fault", "thermal-throttling", "power-capping", "gpu-memory-pressure",
-					     "training-stall" };
+					     "training-stall", "nccl-straggler", "nccl-straggler-io",
+					     "nccl-straggler-input", "nccl-straggler-compute", "nccl-hang", "comm-bound" };
 	size_t n;
 	const struct cw_demo_scenario *const *t = cw_demo_scenarios(&n);
 
