@@ -33,20 +33,24 @@ for alert in TrainingJobStalled StragglerRank CUDATailLatencyHigh NoisyNeighbour
 	grep -q "alertname: $alert\$" "$R/tests/prometheus/causeway-rules.test.yaml" || fail "no test case for $alert"
 done
 
-# The demo database's /metrics, for the documentation check below.
-"$CW_BIN" demo --db "$D/demo.db" >/dev/null 2>&1 || fail "demo"
-"$CW_BIN" serve --db "$D/demo.db" --no-tls --listen 127.0.0.1:0 2>"$D/serve.log" &
-SP=$!
-port=
-for _ in $(seq 1 100); do
-	port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$D/serve.log")
-	[ -n "$port" ] && break
-	sleep 0.05
+# The /metrics of two demo databases (a training loop, an NCCL job), for
+# the documentation check below.
+: >"$D/metrics.txt"
+for sc in incident nccl-hang; do
+	"$CW_BIN" demo "$sc" --db "$D/$sc.db" >/dev/null 2>&1 || fail "demo $sc"
+	"$CW_BIN" serve --db "$D/$sc.db" --no-tls --listen 127.0.0.1:0 2>"$D/serve-$sc.log" &
+	SP=$!
+	port=
+	for _ in $(seq 1 100); do
+		port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$D/serve-$sc.log")
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	curl -sf --max-time 10 "http://127.0.0.1:$port/metrics" >>"$D/metrics.txt"
+	kill $SP
+	wait $SP 2>/dev/null
 done
-curl -sf --max-time 10 "http://127.0.0.1:$port/metrics" >"$D/metrics.txt"
-kill $SP
-wait $SP 2>/dev/null
-[ -s "$D/metrics.txt" ] || fail "no /metrics from the demo database"
+grep -q '^causeway_nccl_hang_missing' "$D/metrics.txt" || fail "no NCCL series from the nccl-hang demo"
 
 python3 - "$R" "$D" <<'PY' || exit 1
 import copy, json, re, subprocess, sys, yaml
