@@ -50,7 +50,7 @@ static int64_t delete_oldest(sqlite3 *db, int64_t n, int anomalous)
 
 int cw_retention_enforce(struct cw_store *st, int64_t cap, int64_t *pruned_events)
 {
-	int64_t used, total, want, n, done = 0, fixed;
+	int64_t used, total, want, n, done = 0;
 	int err;
 
 	*pruned_events = 0;
@@ -66,19 +66,14 @@ int cw_retention_enforce(struct cw_store *st, int64_t cap, int64_t *pruned_event
 	 * the share of events to delete; aim at 90 % of the cap to avoid
 	 * pruning on every flush. The schema's own pages do not shrink with
 	 * the events, so the estimate falls short by a little: a second pass
-	 * (rarely a third) deletes the rest. Every table and index keeps at least
-	 * its root page however many rows go: that floor is not freed. */
-	fixed = pragma_int(st->db, "SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'index')") *
-		pragma_int(st->db, "PRAGMA page_size");
-	if (fixed < 0 || fixed >= used)
-		fixed = 0;
+	 * (rarely a third) deletes the rest. */
 	err = cw_exec(st->db, "BEGIN IMMEDIATE");
 	if (err)
 		return err;
-	for (int pass = 0; pass < 4 && used > cap && total > 0 && used > fixed; pass++) {
+	for (int pass = 0; pass < 4 && used > cap && total > 0; pass++) {
 		int64_t got = 0;
 
-		want = (int64_t)((double)total * (double)(used - cap * 9 / 10) / (double)(used - fixed)) + 1;
+		want = (int64_t)((double)total * (double)(used - cap * 9 / 10) / (double)used) + 1;
 		n = delete_oldest(st->db, want, 0);
 		if (n < 0)
 			goto fail;
