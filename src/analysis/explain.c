@@ -53,6 +53,21 @@ static struct cw_chain *chains_push(struct chains *cs)
 	return &cs->v[cs->n++];
 }
 
+/* Keeps what a node-wide rule returned: ret > 0 means it filled c.
+ * Returns ret, or -ENOMEM. */
+static int keep_chain(struct chains *cs, int ret, const struct cw_chain *c)
+{
+	struct cw_chain *slot;
+
+	if (ret <= 0)
+		return ret;
+	slot = chains_push(cs);
+	if (!slot)
+		return -ENOMEM;
+	*slot = *c;
+	return ret;
+}
+
 static int warn(struct cw_explain_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int warn(struct cw_explain_result *r, const char *fmt, ...)
 {
@@ -701,37 +716,19 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 			struct cw_chain tmp;
 			ret = cw_rule_memcpy_bound(db, o, &sys, ops + i, (size_t)(j - i), out->from_wall_ns,
 						   out->to_wall_ns, &tmp);
-			if (ret > 0) {
-				struct cw_chain *slot = chains_push(&cs);
-				if (!slot)
-					ret = -ENOMEM;
-				else
-					*slot = tmp;
-			}
+			ret = keep_chain(&cs, ret, &tmp);
 		}
 		if (ret >= 0) {
 			struct cw_chain tmp;
 			ret = cw_rule_dataloader_starvation(db, o, &sys, ops + i, (size_t)(j - i),
 							    out->from_wall_ns, out->to_wall_ns, &tmp);
-			if (ret > 0) {
-				struct cw_chain *slot = chains_push(&cs);
-				if (!slot)
-					ret = -ENOMEM;
-				else
-					*slot = tmp;
-			}
+			ret = keep_chain(&cs, ret, &tmp);
 		}
 		if (ret >= 0) {
 			struct cw_chain tmp;
 			ret = cw_rule_graph_churn(db, o, &sys, ops + i, (size_t)(j - i), out->from_wall_ns,
 						  out->to_wall_ns, &tmp);
-			if (ret > 0) {
-				struct cw_chain *slot = chains_push(&cs);
-				if (!slot)
-					ret = -ENOMEM;
-				else
-					*slot = tmp;
-			}
+			ret = keep_chain(&cs, ret, &tmp);
 		}
 		if (ret >= 0) {
 			struct cw_chain kills[4];
@@ -748,24 +745,12 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 		if (ret >= 0) {
 			struct cw_chain tmp;
 			ret = cw_rule_xid_fault(db, o, &sys, out->from_wall_ns, out->to_wall_ns, &tmp);
-			if (ret > 0) {
-				struct cw_chain *slot = chains_push(&cs);
-				if (!slot)
-					ret = -ENOMEM;
-				else
-					*slot = tmp;
-			}
+			ret = keep_chain(&cs, ret, &tmp);
 		}
 		if (ret >= 0) {
 			struct cw_chain tmp;
 			ret = cw_rule_training_stall(db, o, &sys, out->from_wall_ns, out->to_wall_ns, &tmp);
-			if (ret > 0) {
-				struct cw_chain *slot = chains_push(&cs);
-				if (!slot)
-					ret = -ENOMEM;
-				else
-					*slot = tmp;
-			}
+			ret = keep_chain(&cs, ret, &tmp);
 		}
 		if (ret >= 0 && sys.io_requests >= 2000000)
 			ret = warn(out, "node \"%s\": block I/O capped at 2000000 requests for overlap", sys.node);
