@@ -71,8 +71,8 @@ grep -q "^causeway_process_cuda_idle_seconds{node=\"prom-node\",pid=\"$WPID\",pr
 PP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat >"$T/prom.yml" <<YAML
 global:
-  scrape_interval: 2s
-  scrape_timeout: 2s
+  scrape_interval: 3s
+  scrape_timeout: 3s
 scrape_configs:
   - job_name: causeway
     scheme: https
@@ -91,12 +91,15 @@ PIDS+=($!)
 q() { curl -s --max-time 5 -G "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=$1"; }
 val() { python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'; }
 calls= up=
+t0=$SECONDS
 for _ in $(seq 1 600); do
 	up=$(q 'up{job="causeway"}' 2>/dev/null | val 2>/dev/null)
 	calls=$(q 'sum(causeway_op_duration_seconds_count{process="python3",op="cudaStreamSynchronize"})' 2>/dev/null | val 2>/dev/null)
 	[ "$up" = 1 ] && [ -n "$calls" ] && break
-	sleep 0.1
+	[ $((SECONDS - t0)) -gt 50 ] && break
+	sleep 0.2
 done
+echo "waited $((SECONDS - t0)) s for the scrape"
 echo "up=$up calls=$calls"
 [ "$up" = 1 ] || curl -s "http://127.0.0.1:$PP/api/v1/targets" | python3 -c 'import json,sys; [print("target:", t["health"], t["lastError"]) for t in json.load(sys.stdin)["data"]["activeTargets"]]' 
 if [ "$up" != 1 ]; then
