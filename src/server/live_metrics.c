@@ -138,7 +138,7 @@ static struct series *series_of(struct cw_live_metrics *m, uint32_t pid, const c
 /* Lock held. Linear: at most MAX_PROCS entries, and a process is looked up
  * once per stored row only after its previous lookup missed the last-hit
  * cache below. */
-static struct proc *proc_of(struct cw_live_metrics *m, uint32_t pid, const char *comm)
+static struct proc *proc_of(struct cw_live_metrics *m, uint32_t pid, const char *comm, int rename)
 {
 	static __thread unsigned last;
 	struct proc *p;
@@ -153,8 +153,11 @@ static struct proc *proc_of(struct cw_live_metrics *m, uint32_t pid, const char 
 				p = &m->procs[i];
 			}
 	if (p) {
-		/* exec renames a process: its fork row came under the parent's name. */
-		if (comm && *comm && strncmp(p->comm, comm, sizeof(p->comm) - 1))
+		/* exec renames a process, and kernel rows of its first moments
+		 * (fork, page allocations) carry the parent's name and may be read
+		 * from their ring after its calls: the name of its latest CUDA
+		 * call wins (rename != 0). */
+		if (rename && comm && *comm && strncmp(p->comm, comm, sizeof(p->comm) - 1))
 			snprintf(p->comm, sizeof(p->comm), "%s", comm);
 		return p;
 	}
@@ -187,7 +190,7 @@ void cw_live_metrics_event(struct cw_live_metrics *m, const struct cw_event_row 
 	s->sum_ns += r->duration_ns;
 	if (r->has_ret && r->ret != 0)
 		s->errors++;
-	p = proc_of(m, r->pid, r->comm);
+	p = proc_of(m, r->pid, r->comm, is_cuda_source(source));
 	p->calls++;
 	if (is_cuda_source(source) && r->mono_ns + r->duration_ns > p->last_cuda_mono_ns)
 		p->last_cuda_mono_ns = r->mono_ns + r->duration_ns;
@@ -201,7 +204,7 @@ void cw_live_metrics_offcpu(struct cw_live_metrics *m, const struct cw_offcpu_ro
 	if (r->end_mono_ns <= r->start_mono_ns)
 		return;
 	pthread_mutex_lock(&m->lock);
-	p = proc_of(m, r->pid, r->comm);
+	p = proc_of(m, r->pid, r->comm, 0);
 	p->offcpu_ns[r->reason && !strcmp(r->reason, "preempted") ? 0 : 1] +=
 		r->end_mono_ns - r->start_mono_ns;
 	pthread_mutex_unlock(&m->lock);

@@ -106,7 +106,7 @@ if [ "$up" != 1 ]; then
 	kill -0 "$WPID" 2>/dev/null || { wait "$TP"; echo "the workload ended early: trace exit $?, $(cat "$T/w.out")"; }
 	fail "Prometheus did not scrape causeway over mTLS: $(tail -3 "$T/prom.log"; grep -v 'no Python stacks' "$T/t.err")"
 fi
-[ "$calls" = 300 ] || fail "PromQL counted $calls cudaStreamSynchronize calls, want 300"
+[ "$calls" = 300 ] || fail "PromQL counted $calls cudaStreamSynchronize calls, want 300: $(grep 'duration_seconds_count.*cudaStreamSynchronize' "$T/m.txt")"
 idle=$(q "causeway_process_cuda_idle_seconds{pid=\"$WPID\"}" | val)
 echo "stall gauge: $idle s"
 python3 -c "import sys; sys.exit(0 if float('$idle') > 0.5 else 1)" ||

@@ -144,6 +144,35 @@ static void test_offcpu_and_idle(void **state)
 	cw_live_metrics_free(m);
 }
 
+/* A launched command's first rows (fork, a page allocation) carry the
+ * parent's name, and a kernel row can be read after the calls: the name of
+ * the process's CUDA calls labels it. */
+static void test_name_follows_exec(void **state)
+{
+	struct cw_live_metrics *m;
+	struct cw_event_row r;
+	char *t;
+
+	(void)state;
+	assert_int_equal(cw_live_metrics_new(&m, 0), 0);
+	memset(&r, 0, sizeof(r));
+	r.pid = r.tid = 77;
+	r.comm = "causeway";
+	r.source = "proc";
+	r.op = "fork";
+	cw_live_metrics_event(m, &r);
+	call(m, 77, "python3", "cudaFree", 1, 100, 0);
+	r.source = "mem";
+	r.op = "page_alloc";
+	cw_live_metrics_event(m, &r);
+	t = render(m, 0);
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_count{node=\"n1\",process=\"python3\","
+				  "source=\"cuda\",op=\"cudaFree\"} 1\n"));
+	assert_null(strstr(t, "process=\"causeway\""));
+	free(t);
+	cw_live_metrics_free(m);
+}
+
 static void test_series_cap(void **state)
 {
 	struct cw_live_metrics *m;
@@ -171,6 +200,7 @@ int main(void)
 		cmocka_unit_test(test_top_n_and_same_name),
 		cmocka_unit_test(test_offcpu_and_idle),
 		cmocka_unit_test(test_series_cap),
+		cmocka_unit_test(test_name_follows_exec),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
