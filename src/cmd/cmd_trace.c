@@ -55,7 +55,8 @@ static const char usage_text[] =
 	"block I/O, memory, TCP and process lifecycle (tracepoints) of every CUDA\n"
 	"process on the host, the processes named with --pid, or COMMAND, which it\n"
 	"launches, traces from its first instruction, and whose exit status it\n"
-	"returns. Needs root. Ctrl-C stops and flushes.\n"
+	"returns. Needs root, or CAP_BPF and CAP_PERFMON (docs/deploy.md). Ctrl-C\n"
+	"stops and flushes.\n"
 	"\n"
 	"options:\n"
 	"  --pid P[,P...]     trace these processes (and their children) only\n"
@@ -105,7 +106,7 @@ static const char usage_text[] =
 	"                     SIGKILL); without it COMMAND runs on, untraced\n"
 	"  -h, --help         this help\n"
 	"\n"
-	"exit status: the command's when one was launched; 3 not root, 4 no BTF,\n"
+	"exit status: the command's when one was launched; 3 no privilege, 4 no BTF,\n"
 	"5 unknown pid or a library without the hooked symbols, 6 database error (also\n"
 	"when rows could not be stored: a full disk, a lock held past --lock-wait).\n";
 
