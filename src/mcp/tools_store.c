@@ -390,30 +390,6 @@ out:
 	return rc;
 }
 
-static int json_param(json_t *v, struct cw_ro_value *p)
-{
-	memset(p, 0, sizeof(*p));
-	if (json_is_null(v)) {
-		p->type = CW_RO_NULL;
-	} else if (json_is_integer(v)) {
-		p->type = CW_RO_INT;
-		p->i = json_integer_value(v);
-	} else if (json_is_real(v)) {
-		p->type = CW_RO_REAL;
-		p->d = json_real_value(v);
-	} else if (json_is_string(v)) {
-		p->type = CW_RO_TEXT;
-		p->p = json_string_value(v);
-		p->len = json_string_length(v);
-	} else if (json_is_boolean(v)) {
-		p->type = CW_RO_INT;
-		p->i = json_is_true(v);
-	} else {
-		return -EINVAL;
-	}
-	return 0;
-}
-
 #define MAX_SQL_PARAMS 32
 
 TOOL_FN(cw_tool_run_sql)
@@ -431,7 +407,7 @@ TOOL_FN(cw_tool_run_sql)
 		return -EINVAL;
 	}
 	for (size_t k = 0; k < json_array_size(jp); k++, np++) {
-		if (json_param(json_array_get(jp, k), &params[k])) {
+		if (cw_ro_value_from_json(json_array_get(jp, k), &params[k])) {
 			snprintf(err, errlen, "params[%zu] must be null, a number, a boolean or a string", k);
 			return -EINVAL;
 		}

@@ -61,30 +61,6 @@ static void route_time(struct cw_server *s, struct MHD_Connection *c, struct cw_
 					(json_int_t)now));
 }
 
-static int json_to_param(json_t *v, struct cw_ro_value *p)
-{
-	memset(p, 0, sizeof(*p));
-	if (json_is_null(v)) {
-		p->type = CW_RO_NULL;
-	} else if (json_is_integer(v)) {
-		p->type = CW_RO_INT;
-		p->i = json_integer_value(v);
-	} else if (json_is_real(v)) {
-		p->type = CW_RO_REAL;
-		p->d = json_real_value(v);
-	} else if (json_is_string(v)) {
-		p->type = CW_RO_TEXT;
-		p->p = json_string_value(v);
-		p->len = json_string_length(v);
-	} else if (json_is_boolean(v)) {
-		p->type = CW_RO_INT;
-		p->i = json_is_true(v);
-	} else {
-		return -EINVAL;
-	}
-	return 0;
-}
-
 /* "losses" and "warnings": the sessions of the store that lost records,
  * so that an answer from an incomplete trace says so (store/losses.h). */
 static void add_losses(struct cw_server *s, json_t *out)
@@ -143,7 +119,7 @@ static void route_query(struct cw_server *s, struct MHD_Connection *c, const cha
 			goto out;
 		}
 		for (size_t k = 0; k < json_array_size(jp); k++, np++) {
-			if (json_to_param(json_array_get(jp, k), &params[k])) {
+			if (cw_ro_value_from_json(json_array_get(jp, k), &params[k])) {
 				cw_reply_error(r, 400, "param %zu must be null, a number or a string",
 					       k + 1);
 				goto out;

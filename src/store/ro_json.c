@@ -1,10 +1,36 @@
 /* JSON for user SQL results (ro_query.h): the shape `query --json`, the
  * HTTPS API and MCP return. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store/ro_query.h"
+
+int cw_ro_value_from_json(json_t *v, struct cw_ro_value *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (json_is_null(v)) {
+		p->type = CW_RO_NULL;
+	} else if (json_is_integer(v)) {
+		p->type = CW_RO_INT;
+		p->i = json_integer_value(v);
+	} else if (json_is_real(v)) {
+		p->type = CW_RO_REAL;
+		p->d = json_real_value(v);
+	} else if (json_is_string(v)) {
+		p->type = CW_RO_TEXT;
+		p->p = json_string_value(v);
+		p->len = json_string_length(v);
+	} else if (json_is_boolean(v)) {
+		p->type = CW_RO_INT;
+		p->i = json_is_true(v);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
 
 json_t *cw_ro_value_json(const struct cw_ro_value *v)
 {

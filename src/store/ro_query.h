@@ -113,6 +113,10 @@ void cw_ro_set_cancel(struct cw_ro_db *db, const atomic_int *flag);
 /* A JSON value for one cell: integer, real (null for NaN/inf), string, or
  * for a BLOB its lower-case hex. */
 json_t *cw_ro_value_json(const struct cw_ro_value *v);
+/* A bound parameter from a JSON value (null, integer, real, string, or a
+ * boolean as 0/1; strings point into v). Returns 0 or -EINVAL for arrays
+ * and objects. */
+int cw_ro_value_from_json(json_t *v, struct cw_ro_value *p);
 /* Row object for one row; repeated column names get a "_2", "_3" suffix
  * so no value is silently overwritten. */
 json_t *cw_ro_row_json(int ncols, const char *const *names, const struct cw_ro_value *vals);
