@@ -1,0 +1,688 @@
+// The dashboard: a hash router over the views, the shared header, the
+// window and filters, live polling, themes and keys. Every number comes from
+// /api/v1 (api.js); nothing is computed here that the server could get wrong
+// differently.
+
+import * as api from './api.js';
+import { ApiError, explainError } from './api.js';
+import { fmtNs, fmtCount, fmtBytes, fmtPct, fmtTime, tparam, h, clear, sparkline, lineChart, copyButton, download } from './util.js';
+import { Timeline, COLOUR_KEYS } from './timeline.js';
+
+const VIEWS = [
+	{ id: 'overview', key: '1', title: 'Overview' },
+	{ id: 'chains', key: '2', title: 'Chains' },
+	{ id: 'timeline', key: '3', title: 'Timeline' },
+	{ id: 'op', key: '4', title: 'Op detail' },
+	{ id: 'fleet', key: '5', title: 'Fleet' },
+];
+const WINDOWS = ['', '1m', '5m', '15m', '1h', '6h', '24h'];
+const POLL_MS = 2000;
+
+const state = {
+	view: 'overview',
+	p: {}, // the hash's parameters: since, from, to, pid, tid, chain, op, source, sev, kind
+	overview: null,
+	chains: null,
+	fleet: null,
+	gen: 0,
+	poll: 0,
+	timeline: null,
+	sel: 0, // the selected chain card (j/k)
+};
+window.__cw = state; // for the browser tests and the paint benchmark
+
+// ---- the URL ----------------------------------------------------------------
+
+function parseHash() {
+	const raw = location.hash.replace(/^#\/?/, '');
+	const [view, query] = raw.split('?');
+	state.view = VIEWS.some((v) => v.id === view) ? view : 'overview';
+	state.p = Object.fromEntries(new URLSearchParams(query || ''));
+}
+
+export function link(view, p = {}) {
+	const q = new URLSearchParams();
+	for (const [k, v] of Object.entries(p)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+	const s = q.toString();
+	return '#/' + view + (s ? '?' + s : '');
+}
+
+// The window part of the current hash, carried across views.
+function win(p = state.p) {
+	return p.since ? { since: p.since } : p.from && p.to ? { from: p.from, to: p.to } : {};
+}
+
+// The window as API parameters: since, or from/to in the server's seconds.
+function winParams(p = state.p) {
+	if (p.since) return { since: p.since };
+	if (p.from && p.to) return { from: tparam(+p.from), to: tparam(+p.to) };
+	return {};
+}
+
+// An explicit window in wall ns, for the routes that need one: the hash's,
+// else the whole stored range from the overview.
+function winNs() {
+	const tr = state.overview && state.overview.time_range;
+	if (state.p.from && state.p.to) return [+state.p.from, +state.p.to];
+	if (state.p.since && tr) {
+		const m = /^(\d+)(ms|s|m|h|d)$/.exec(state.p.since);
+		const mult = m ? { ms: 1e6, s: 1e9, m: 60e9, h: 3600e9, d: 86400e9 }[m[2]] : 0;
+		if (m) return [Math.max(tr.from_wall_ns, tr.to_wall_ns - +m[1] * mult), tr.to_wall_ns];
+	}
+	return tr ? [tr.from_wall_ns, tr.to_wall_ns] : [0, 0];
+}
+
+// ---- chrome -------------------------------------------------------------------
+
+const $ = (id) => document.getElementById(id);
+
+function setTheme(t) {
+	document.documentElement.dataset.theme = t;
+	localStorage.setItem('causeway.theme', t);
+	$('theme').textContent = t === 'dark' ? 'Light theme' : 'Dark theme';
+	if (state.timeline) state.timeline.resize();
+}
+
+function renderNav() {
+	const nav = clear($('nav'));
+	for (const v of VIEWS) {
+		if (v.id === 'fleet' && !(state.fleet && state.fleet.configured)) continue;
+		const p = { ...win() };
+		if (v.id === 'timeline' && state.view !== 'timeline' && state.lastTimeline) Object.assign(p, state.lastTimeline);
+		if (v.id === 'op' && state.lastOp) Object.assign(p, state.lastOp);
+		nav.append(h('a', { href: link(v.id, p), class: state.view === v.id ? 'active' : '', 'aria-current': state.view === v.id ? 'page' : null, title: `${v.title} (${v.key})` }, v.title));
+	}
+	const sel = $('window');
+	clear(sel);
+	const cur = state.p.since || (state.p.from ? 'custom' : '');
+	for (const w of WINDOWS) sel.append(h('option', { value: w, selected: w === cur }, w ? 'last ' + w : 'whole database'));
+	if (cur === 'custom') sel.append(h('option', { value: 'custom', selected: true }, `${fmtTime(+state.p.from)} – ${fmtTime(+state.p.to)}`));
+}
+
+function status(text, cls = '') {
+	const s = $('status');
+	s.textContent = text;
+	s.className = cls;
+}
+
+// A full-width message for a failure; `retry` re-renders the view.
+function errorPanel(e, where) {
+	const x = explainError(e);
+	const box = h('section', { class: 'message error', role: 'alert', 'data-kind': e instanceof ApiError ? e.kind : 'page' },
+		h('h2', {}, x.title),
+		h('p', {}, x.text),
+		h('p', { class: 'hint' }, x.hint));
+	if (x.token) {
+		const inp = h('input', { type: 'password', 'aria-label': 'bearer token', placeholder: 'token', autocomplete: 'off' });
+		const f = h('form', { class: 'token' }, inp, h('button', { type: 'submit' }, 'Use token'));
+		f.addEventListener('submit', (ev) => {
+			ev.preventDefault();
+			api.setToken(inp.value.trim());
+			route();
+		});
+		box.append(f);
+	}
+	if (where) box.dataset.where = where;
+	return box;
+}
+
+// A panel whose body fills in when its promise settles; a failure shows
+// there, the rest of the view stays.
+function panel(title, cls, fill, extra) {
+	const body = h('div', { class: 'body' }, h('p', { class: 'loading' }, 'loading…'));
+	const sec = h('section', { class: 'panel ' + (cls || '') }, h('header', {}, h('h2', {}, title), extra || null), body);
+	Promise.resolve()
+		.then(() => fill(body, sec))
+		.catch((e) => {
+			if (e && e.kind === 'missing' && sec.dataset.optional) sec.remove();
+			else body.replaceChildren(errorPanel(e, title));
+		});
+	return sec;
+}
+
+// ---- data ---------------------------------------------------------------------
+
+async function loadOverview() {
+	state.overview = await api.get('overview', winParams());
+	const live = !!state.overview.live;
+	$('live').hidden = !live;
+	$('node').textContent = state.overview.node || '';
+	document.title = `causeway · ${state.overview.node}`;
+	return state.overview;
+}
+
+async function loadChains() {
+	state.chains = await api.get('chains', { ...winParams(), pid: state.p.pid });
+	return state.chains;
+}
+
+function isEmpty(ov) {
+	const c = ov.counts || {};
+	return !c.events && !c.offcpu && !c.snapshots && !c.chains;
+}
+
+function emptyMessage() {
+	return h('section', { class: 'message empty', role: 'status', 'data-kind': 'empty' },
+		h('h2', {}, 'No trace in this database yet'),
+		h('p', {}, 'The server is running and its database is readable, but it holds no events, off-CPU intervals, host snapshots or chains.'),
+		h('p', { class: 'hint' }, 'Record one with ', h('code', {}, 'causeway trace -- python train.py'), ' (or ', h('code', {}, 'causeway demo --db PATH'), ') and point ', h('code', {}, 'serve --db'), ' at that file. With trace --serve this page fills in by itself.'));
+}
+
+// ---- overview -----------------------------------------------------------------
+
+function sevBadge(sev) {
+	return h('span', { class: 'sev sev-' + String(sev).toLowerCase() }, sev);
+}
+
+function kv(rows) {
+	return h('dl', { class: 'kv' }, rows.filter(Boolean).map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+}
+
+async function viewOverview(root) {
+	const ov = await loadOverview();
+	if (isEmpty(ov)) {
+		root.append(emptyMessage());
+		root.append(panel('Sessions', 'sessions', (b) => b.replaceChildren(sessionsTable(ov))));
+		return;
+	}
+	const grid = h('div', { class: 'grid' });
+	root.append(grid);
+	grid.append(panel('Node and sessions', 'node-panel', (b) => {
+		b.replaceChildren(
+			kv([
+				['node', ov.node],
+				['nodes in the database', (ov.nodes || []).join(', ') || '–'],
+				['stored range', ov.time_range ? `${fmtTime(ov.time_range.from_wall_ns, true)} – ${fmtTime(ov.time_range.to_wall_ns)}` : '–'],
+				['calls', fmtCount(ov.calls)],
+				['events / off-CPU / snapshots', `${fmtCount(ov.counts.events)} / ${fmtCount(ov.counts.offcpu)} / ${fmtCount(ov.counts.snapshots)}`],
+			]),
+			sessionsTable(ov));
+	}));
+	grid.append(panel('Capture health', 'health', (b) => b.replaceChildren(healthBody(ov))));
+	grid.append(panel('Host', 'host', (b) => b.replaceChildren(hostBody(ov))));
+	grid.append(panel('Top chains', 'top-chains', async (b) => {
+		const ch = await loadChains();
+		if (!ch.chains.length) {
+			b.replaceChildren(h('p', { class: 'ok', 'data-kind': 'healthy' }, `No causal chain in this window: ${fmtCount(ch.window.calls_analysed)} calls over ${ch.window.ops_analysed} ops look healthy.`));
+			return;
+		}
+		b.replaceChildren(h('ol', { class: 'chain-list' }, ch.chains.slice(0, 5).map((c, i) =>
+			h('li', {}, sevBadge(c.severity), ' ', h('a', { href: link('chains', { ...win(), chain: i }) }, c.root_cause.summary)))));
+	}));
+	root.append(panel('Top ops', 'ops wide', opsBody));
+	const extra = h('div', { class: 'grid' });
+	root.append(extra);
+	optionalPanels(extra);
+}
+
+function sessionsTable(ov) {
+	const ss = (ov.capture && ov.capture.sessions) || ov.sessions || [];
+	if (!ss.length) return h('p', { class: 'muted' }, 'No session recorded.');
+	return h('table', { class: 'sessions' },
+		h('thead', {}, h('tr', {}, ['id', 'kind', 'command', 'started', 'ended'].map((c) => h('th', {}, c)))),
+		h('tbody', {}, ss.slice(0, 8).map((s) => {
+			const full = (ov.sessions || []).find((x) => x.id === s.id) || s;
+			const ended = s.live ? h('span', { class: 'live-dot' }, 'live') : fmtTime(s.ended_ns || full.ended_wall_ns, true);
+			return h('tr', {}, h('td', { class: 'num' }, s.id), h('td', {}, full.kind || '–'), h('td', { class: 'cmd' }, s.command || full.command || '–'),
+				h('td', {}, fmtTime(s.started_ns || full.started_wall_ns, true)), h('td', {}, ended));
+		})));
+}
+
+function healthBody(ov) {
+	const cap = ov.capture;
+	if (!cap) return h('p', { class: 'muted' }, 'This server does not report capture health (no "capture" in /api/v1/overview).');
+	const drops = Object.entries(cap.drops || {});
+	const lost = drops.filter(([, n]) => n > 0);
+	const losses = cap.losses || ov.losses || [];
+	const attach = cap.attach || [];
+	return h('div', {},
+		h('p', { class: lost.length || losses.length ? 'bad' : 'ok' },
+			lost.length || losses.length
+				? `${fmtCount(lost.reduce((a, [, n]) => a + n, 0))} records dropped; ${losses.length} session(s) lost records.`
+				: 'No record dropped or lost.'),
+		drops.length ? h('table', { class: 'drops' }, h('tbody', {}, drops.map(([k, n]) => h('tr', { class: n ? 'bad' : '' }, h('td', {}, k), h('td', { class: 'num' }, fmtCount(n)))))) : null,
+		losses.length ? h('ul', { class: 'losses' }, losses.map((l) => h('li', { class: 'bad' }, `session ${l.session_id} (${l.kind}, ${l.node}): lost ${fmtCount(l.lost)} of ${fmtCount(l.stored + l.lost)} records (${fmtPct(l.lost_share, 1)})`))) : null,
+		h('h3', {}, 'Attach'),
+		attach.length
+			? h('table', { class: 'attach' }, h('tbody', {}, attach.map((a) => h('tr', {}, h('td', { class: 'cmd' }, a.path), h('td', { class: 'num' }, a.pid ?? '–'), h('td', { class: a.state === 'attached' ? 'ok' : 'bad' }, a.state)))))
+			: h('p', { class: 'muted' }, 'No attach record stored (demo and merged databases have none).'));
+}
+
+function hostBody(ov) {
+	const hs = ov.host;
+	if (!hs) return h('p', { class: 'muted' }, 'This server does not report host snapshots (no "host" in /api/v1/overview).');
+	if (!hs.length) return h('p', { class: 'muted' }, 'No host snapshot in this window.');
+	// cpu_busy and io_busy are 0..1 shares; memory is a share of the total.
+	const pts = hs.map((p) => ({ t: p.t_ns, cpu: p.cpu_busy, mem: p.mem_total_bytes ? p.mem_used_bytes / p.mem_total_bytes : null, io: p.io_busy }));
+	const last = hs[hs.length - 1];
+	return h('div', {},
+		h('div', { class: 'legend' },
+			h('span', { class: 'k cpu' }, `CPU ${fmtPct(last.cpu_busy)}`),
+			h('span', { class: 'k mem' }, `memory ${fmtBytes(last.mem_used_bytes)} of ${fmtBytes(last.mem_total_bytes)}`),
+			h('span', { class: 'k io' }, `IO busy ${fmtPct(last.io_busy)}`)),
+		lineChart(pts, [{ key: 'cpu', cls: 'cpu' }, { key: 'mem', cls: 'mem' }, { key: 'io', cls: 'io' }]),
+		h('p', { class: 'axis' }, h('span', {}, fmtTime(hs[0].t_ns)), h('span', {}, `${hs.length} snapshots`), h('span', {}, fmtTime(last.t_ns))));
+}
+
+async function opsBody(b) {
+	let series = null;
+	let ops;
+	try {
+		series = await api.get('ops/series', { ...winParams(), points: 60 });
+		ops = series.ops;
+	} catch (e) {
+		if (!(e instanceof ApiError) || e.kind !== 'missing') throw e;
+		ops = (await api.get('ops', state.p.since ? { since: state.p.since } : {})).ops;
+	}
+	if (!ops.length) {
+		b.replaceChildren(h('p', { class: 'muted' }, 'No call in this window.'));
+		return;
+	}
+	// p50/p95/p99/max come from /ops (the same aggregates explain reads);
+	// the series adds the sparklines.
+	let totals = null;
+	if (series) totals = (await api.get('ops', state.p.since ? { since: state.p.since } : {})).ops;
+	const byKey = new Map((totals || ops).map((o) => [o.source + '/' + o.op, o]));
+	const rows = ops.map((o) => ({ ...byKey.get(o.source + '/' + o.op), ...o, t: byKey.get(o.source + '/' + o.op) || o }));
+	rows.sort((a, b2) => (b2.t.total_ns || 0) - (a.t.total_ns || 0) || b2.count - a.count);
+	const tbl = h('table', { class: 'ops-table', 'data-testid': 'ops' },
+		h('thead', {}, h('tr', {}, ['op', 'source', 'calls', 'p50', 'p99', 'max', 'wall share', 'p50 / p99 over time'].map((c) => h('th', { scope: 'col' }, c)))),
+		h('tbody', {}, rows.map((o) => h('tr', { dataset: { op: o.op, source: o.source } },
+			h('td', {}, h('a', { href: link('op', { ...win(), op: o.op, source: o.source }) }, o.op)),
+			h('td', {}, o.source),
+			h('td', { class: 'num', dataset: { v: o.t.count } }, fmtCount(o.t.count)),
+			h('td', { class: 'num', dataset: { v: o.t.p50_ns } }, fmtNs(o.t.p50_ns)),
+			h('td', { class: 'num', dataset: { v: o.t.p99_ns } }, fmtNs(o.t.p99_ns)),
+			h('td', { class: 'num' }, fmtNs(o.t.max_ns)),
+			h('td', { class: 'num' }, o.t.wall_share !== undefined ? fmtPct(o.t.wall_share, 1) : '–'),
+			h('td', { class: 'spark-cell' }, Array.isArray(o.p50_ns) ? sparkline([o.p50_ns, o.p99_ns]) : h('span', { class: 'muted' }, '–'))))));
+	b.replaceChildren(tbl, series ? h('p', { class: 'legend' }, h('span', { class: 'k p50' }, 'p50'), h('span', { class: 'k p99' }, 'p99'), ` per ${fmtNs(series.step_ns)}, log scale`) : null);
+}
+
+// GPU health, NCCL ranks and tenants: each panel appears only when the
+// server offers the route and it has data.
+function optionalPanels(grid) {
+	const add = (title, cls, route, fill) => {
+		const p = panel(title, cls, async (b, sec) => {
+			let d;
+			try {
+				d = await api.get(route, winParams());
+			} catch (e) {
+				if (e instanceof ApiError && (e.kind === 'missing' || e.kind === 'bad')) {
+					sec.remove();
+					return;
+				}
+				throw e;
+			}
+			if (!fill(b, d)) sec.remove();
+		});
+		grid.append(p);
+	};
+	add('GPU health', 'gpu', 'gpu', (b, d) => {
+		if (!d.devices || !d.devices.length) return false;
+		b.replaceChildren(
+			h('table', {}, h('thead', {}, h('tr', {}, ['GPU', 'name', 'util', 'memory', 'temp', 'power', 'throttle'].map((c) => h('th', {}, c)))),
+				h('tbody', {}, d.devices.map((g) => {
+					const s = (d.samples || []).filter((x) => x.index === g.index);
+					const l = s[s.length - 1] || g;
+					return h('tr', {}, h('td', { class: 'num' }, g.index), h('td', {}, g.name || g.uuid || '–'),
+						h('td', { class: 'num' }, l.util !== undefined ? l.util + ' %' : '–'), h('td', { class: 'num' }, fmtBytes(l.mem_used)),
+						h('td', { class: 'num' }, l.temp_c !== undefined ? l.temp_c + ' °C' : '–'), h('td', { class: 'num' }, l.power_w !== undefined ? l.power_w + ' W' : '–'),
+						h('td', {}, l.throttle_reasons ? String(l.throttle_reasons) : 'none'));
+				}))),
+			(d.xid || []).length ? h('ul', { class: 'bad' }, d.xid.map((x) => h('li', {}, `${fmtTime(x.t_ns)} GPU ${x.index}: Xid ${x.code} ${x.text || ''}`))) : null);
+		return true;
+	});
+	add('NCCL ranks', 'nccl', 'nccl/ranks', (b, d) => {
+		const ranks = d.ranks || [];
+		if (!ranks.length) return false;
+		b.replaceChildren(h('table', {}, h('thead', {}, h('tr', {}, ['rank', 'node', 'pid', 'collectives', 'late', 'lag', 'last seq', 'state'].map((c) => h('th', {}, c)))),
+			h('tbody', {}, ranks.map((r) => h('tr', { class: r.straggler || r.missing ? 'bad' : '' },
+				h('td', { class: 'num' }, r.rank), h('td', {}, r.node), h('td', { class: 'num' }, r.pid), h('td', { class: 'num' }, fmtCount(r.collectives)),
+				h('td', { class: 'num' }, fmtCount(r.late)), h('td', { class: 'num' }, fmtNs(r.lag_ns)), h('td', { class: 'num' }, r.last_seq),
+				h('td', {}, r.missing ? 'missing' : r.straggler ? 'straggler' : 'ok'))))));
+		return true;
+	});
+	add('Tenants', 'tenants', 'tenants', (b, d) => {
+		const ts = d.tenants || [];
+		if (!ts.length) return false;
+		b.replaceChildren(h('table', {}, h('thead', {}, h('tr', {}, ['runtime', 'container / pod', 'namespace', 'calls', 'off-CPU', 'chains'].map((c) => h('th', {}, c)))),
+			h('tbody', {}, ts.map((t) => h('tr', {}, h('td', {}, t.runtime || '–'), h('td', { class: 'cmd' }, t.pod || t.container_id || t.cgroup || '–'), h('td', {}, t.namespace || '–'),
+				h('td', { class: 'num' }, fmtCount(t.calls)), h('td', { class: 'num' }, fmtNs(t.offcpu_ns)), h('td', { class: 'num' }, fmtCount(t.chains)))))));
+		return true;
+	});
+}
+
+// ---- chains -------------------------------------------------------------------
+
+function pyText(py) {
+	return py ? `${py.file}:${py.line}${py.function ? ' in ' + py.function + '()' : ''}` : null;
+}
+
+function chainCard(c, i) {
+	const who = [
+		c.comm ? `${c.comm}` : null,
+		c.pid !== null && c.pid !== undefined ? `pid ${c.pid}` : null,
+		c.tid !== null && c.tid !== undefined ? `tid ${c.tid}` : null,
+		c.rank !== null && c.rank !== undefined ? `rank ${c.rank}` : null,
+		c.node ? `node ${c.node}` : null,
+		c.container ? `container ${c.container.pod || c.container.id || c.container.cgroup}` : null,
+	].filter(Boolean).join(' · ');
+	const share = Math.max(0, Math.min(1, c.explained_share || 0));
+	const tlLink = link('timeline', { ...win(), chain: i, pid: state.p.pid });
+	const card = h('article', { class: 'chain', id: 'chain-' + i, tabindex: '0', dataset: { index: i, kind: c.root_cause.kind } },
+		h('header', {},
+			sevBadge(c.severity),
+			h('span', { class: 'kind' }, c.root_cause.kind.replace(/_/g, ' ')),
+			h('a', { class: 'op', href: link('op', { ...win(), op: c.op, source: c.source }) }, c.op),
+			h('span', { class: 'who' }, who)),
+		h('p', { class: 'summary' }, c.root_cause.summary),
+		h('div', { class: 'share', title: `explained ${fmtPct(share, 1)} of ${fmtNs(c.slow_time_ns)} slow time` },
+			h('div', { class: 'bar' }, h('div', { class: 'fill', style: `width:${(share * 100).toFixed(1)}%` })),
+			h('span', {}, `${fmtPct(share, 1)} of ${fmtNs(c.slow_time_ns)} slow time explained · p50 ${fmtNs(c.p50_ns)} · p99 ${fmtNs(c.p99_ns)} (${c.tail_ratio}x) · ${fmtCount(c.slow_count)} slow of ${fmtCount(c.count)} calls`)),
+		c.python ? h('p', { class: 'python' }, h('span', { class: 'label' }, 'Python '), h('code', { class: 'pyline' }, pyText(c.python))) : null,
+		c.culprit ? h('p', { class: 'culprit' }, h('span', { class: 'label' }, 'Culprit '), `${c.culprit.comm} (pid ${c.culprit.pid}${c.culprit.cpu !== null && c.culprit.cpu !== undefined ? ', cpu ' + c.culprit.cpu : ''}) overlapping ${fmtNs(c.culprit.overlap_ns)}${c.culprit.container && c.culprit.container.cgroup ? ' · ' + c.culprit.container.cgroup : ''}`) : null,
+		h('div', { class: 'cols' },
+			h('div', {}, h('h3', {}, 'Timeline by layer'),
+				h('table', { class: 'layers' }, h('tbody', {}, (c.timeline || []).map((t) => h('tr', {}, h('td', {}, h('span', { class: 'layer layer-' + t.layer.toLowerCase() }, t.layer)), h('td', { class: 'num' }, fmtTime(t.t_ns)), h('td', {}, t.text)))))),
+			h('div', {}, h('h3', {}, 'Fix'),
+				(c.fix || []).length ? h('ul', { class: 'fix' }, c.fix.map((f) => h('li', {}, h('code', {}, f), copyButton(f)))) : h('p', { class: 'muted' }, 'No command suggested.'))),
+		(c.stack || []).length ? h('details', { class: 'stack' }, h('summary', {}, `Stack (${c.stack.length} frames, innermost first)`),
+			h('ol', {}, c.stack.map((f) => h('li', { class: f.kind }, f.kind === 'py' ? pyText(f) : f.frame)))) : null,
+		h('footer', {},
+			h('a', { class: 'button open-timeline', href: tlLink }, 'Open timeline'),
+			h('a', { class: 'button', href: link('op', { ...win(), op: c.op, source: c.source }) }, 'Op detail')));
+	card.addEventListener('keydown', (ev) => {
+		if (ev.key === 'Enter' && ev.target === card) location.hash = tlLink;
+	});
+	return card;
+}
+
+async function viewChains(root) {
+	const [ov, ch] = await Promise.all([loadOverview(), loadChains()]);
+	if (isEmpty(ov)) {
+		root.append(emptyMessage());
+		return;
+	}
+	const kinds = [...new Set(ch.chains.map((c) => c.root_cause.kind))];
+	const sevSel = h('select', { 'aria-label': 'severity' }, ['', 'HIGH', 'MEDIUM', 'LOW'].map((s) => h('option', { value: s, selected: state.p.sev === s }, s || 'any severity')));
+	const kindSel = h('select', { 'aria-label': 'kind' }, ['', ...kinds].map((k) => h('option', { value: k, selected: state.p.kind === k }, k || 'any kind')));
+	const setF = () => (location.hash = link('chains', { ...state.p, sev: sevSel.value, kind: kindSel.value, chain: null }));
+	sevSel.addEventListener('change', setF);
+	kindSel.addEventListener('change', setF);
+	const tools = h('div', { class: 'toolbar' },
+		h('span', {}, `${ch.chains.length} chain(s) · ${fmtCount(ch.window.calls_analysed)} calls over ${ch.window.ops_analysed} ops · ${ch.window.from} – ${ch.window.to}`),
+		sevSel, kindSel,
+		h('button', { type: 'button', onclick: () => download('causeway-chains.json', new Blob([JSON.stringify(ch, null, 2)], { type: 'application/json' })) }, 'Export chains JSON'));
+	root.append(tools);
+	for (const w of ch.warnings || []) root.append(h('p', { class: 'warning', role: 'note' }, w));
+	if (!ch.chains.length) {
+		root.append(h('section', { class: 'message ok', 'data-kind': 'healthy' }, h('h2', {}, 'Nothing to explain'), h('p', {}, `No op in this window has a tail that a rule explains (${fmtCount(ch.window.calls_analysed)} calls analysed).`)));
+		return;
+	}
+	const list = h('div', { class: 'chains' });
+	ch.chains.forEach((c, i) => {
+		if (state.p.sev && c.severity !== state.p.sev) return;
+		if (state.p.kind && c.root_cause.kind !== state.p.kind) return;
+		list.append(chainCard(c, i));
+	});
+	root.append(list);
+	const want = state.p.chain !== undefined ? document.getElementById('chain-' + state.p.chain) : null;
+	if (want) {
+		want.classList.add('focus');
+		want.scrollIntoView({ block: 'start' });
+		want.focus({ preventScroll: true });
+	}
+}
+
+// ---- timeline -----------------------------------------------------------------
+
+async function viewTimeline(root) {
+	const ov = await loadOverview();
+	if (isEmpty(ov)) {
+		root.append(emptyMessage());
+		return;
+	}
+	const p = state.p;
+	let params;
+	let chain = null;
+	if (p.chain !== undefined) {
+		params = { chain: p.chain, ...winParams(), pid: p.pid };
+		const ch = await loadChains();
+		chain = ch.chains[+p.chain] || null;
+	} else if (p.tid || p.pid) {
+		let [f, t] = p.from && p.to ? [+p.from, +p.to] : winNs();
+		params = { tid: p.tid, pid: p.tid ? undefined : p.pid, from: tparam(f), to: tparam(t) };
+	} else {
+		// No thread chosen: the first chain's, or a list of threads to pick.
+		const ch = await loadChains();
+		if (ch.chains.length) {
+			location.replace(link('timeline', { ...win(), chain: 0 }));
+			return;
+		}
+		root.append(h('section', { class: 'message' }, h('h2', {}, 'Choose a thread'), h('p', {}, 'Open a timeline from a chain, from a slow call in Op detail, or add tid=N to the address (#/timeline?tid=N).')));
+		return;
+	}
+	params.limit = p.limit || 100000;
+	state.lastTimeline = Object.fromEntries(Object.entries({ chain: p.chain, tid: p.tid, pid: p.pid, from: p.from, to: p.to }).filter(([, v]) => v !== undefined));
+	const t0 = performance.now();
+	const data = await api.get('timeline', params, { timeoutMs: 60000 });
+	const loadMs = performance.now() - t0;
+	const head = h('div', { class: 'toolbar' });
+	const info = h('div', { class: 'tl-info', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Hover an interval for its details; click to select it. Keys: + / − zoom, ← / → pan, ↑ / ↓ step through intervals, 0 resets.'));
+	const wrap = h('div', { class: 'tl-wrap', 'data-testid': 'timeline' });
+	const count = data.lanes.reduce((a, l) => a + l.intervals.length, 0);
+	const threads = (data.threads || []).map((t) => `${t.comm} ${t.tid}${t.rank !== null && t.rank !== undefined ? ' (rank ' + t.rank + ')' : ''}`).join(', ');
+	const range = h('span', { class: 'range' });
+	const setRange = (a, b) => (range.textContent = `${fmtTime(a, true)} – ${fmtTime(b)} (${fmtNs(b - a)})`);
+	setRange(data.from_ns, data.to_ns);
+	head.append(
+		h('span', {}, chain ? h('span', {}, sevBadge(chain.severity), ' ', h('a', { href: link('chains', { ...win(), chain: p.chain }) }, chain.root_cause.kind.replace(/_/g, ' ') + ' on ' + chain.op), ' · ') : null,
+			`${threads || 'no thread'} · ${fmtCount(count)} intervals`, data.truncated ? h('strong', { class: 'bad' }, ' (truncated: narrow the window)') : null),
+		range,
+		h('button', { type: 'button', onclick: () => state.timeline && state.timeline.zoom(0.5), title: 'zoom in (+)' }, '+'),
+		h('button', { type: 'button', onclick: () => state.timeline && state.timeline.zoom(2), title: 'zoom out (−)' }, '−'),
+		h('button', { type: 'button', onclick: () => state.timeline && state.timeline.reset(), title: 'reset (0)' }, 'Reset'),
+		h('button', { type: 'button', onclick: () => exportPerfetto(state.timeline ? state.timeline.from + state.timeline.v0 : data.from_ns, state.timeline ? state.timeline.from + state.timeline.v1 : data.to_ns, (data.threads[0] || {}).pid) }, 'Export Perfetto'));
+	const legend = h('div', { class: 'legend tl-legend' }, COLOUR_KEYS.map((k) => h('span', { class: 'k tl-' + k }, k.replace('off-', 'off-CPU ').replace('-', ' '))));
+	root.append(head, legend, wrap, info);
+	if (!count) {
+		wrap.append(h('p', { class: 'muted' }, 'No interval for this thread in this window.'));
+		return;
+	}
+	state.timeline = new Timeline(wrap, data, {
+		onSelect: (row, iv, lines) => {
+			if (!iv) return;
+			info.replaceChildren(h('h3', {}, lines[0]), h('ul', {}, lines.slice(1).map((l) => h('li', {}, l))),
+				row.lane === 'cuda' && iv.op ? h('a', { href: link('op', { ...win(), op: iv.op, source: 'cuda' }) }, `${iv.op} detail`) : null);
+		},
+	});
+	state.timeline.onView = setRange;
+	wrap.dataset.loadMs = String(Math.round(loadMs));
+	wrap.dataset.count = String(count);
+}
+
+async function exportPerfetto(from, to, pid) {
+	try {
+		const res = await api.raw('export/perfetto', { from: tparam(from), to: tparam(to), pid });
+		download('causeway-' + Math.floor(from / 1e9) + '.perfetto-trace', await res.blob());
+		status('Perfetto trace downloaded: open it in ui.perfetto.dev.', 'ok');
+	} catch (e) {
+		status(explainError(e).text, 'bad');
+	}
+}
+
+// ---- op detail ----------------------------------------------------------------
+
+async function viewOp(root) {
+	const ov = await loadOverview();
+	if (isEmpty(ov)) {
+		root.append(emptyMessage());
+		return;
+	}
+	let { op, source } = state.p;
+	if (!op) {
+		const ops = (await api.get('ops', state.p.since ? { since: state.p.since } : {})).ops;
+		if (!ops.length) {
+			root.append(h('p', { class: 'muted' }, 'No call in this window.'));
+			return;
+		}
+		ops.sort((a, b) => b.total_ns - a.total_ns);
+		location.replace(link('op', { ...win(), op: ops[0].op, source: ops[0].source }));
+		return;
+	}
+	state.lastOp = { op, source };
+	const d = await api.get('ops/detail', { op, source, ...winParams(), limit: 20 });
+	root.append(h('div', { class: 'toolbar' }, h('h2', {}, `${d.op}`, h('span', { class: 'muted' }, ` (${d.source})`)),
+		h('span', {}, `${fmtCount(d.count)} calls · p50 ${fmtNs(d.p50_ns)} · p99 ${fmtNs(d.p99_ns)} · max ${fmtNs(d.max_ns)}`)));
+	const grid = h('div', { class: 'grid two' });
+	root.append(grid);
+	grid.append(panel('Latency histogram', 'hist', (b) => b.replaceChildren(histogram(d.histogram || []))));
+	grid.append(panel(`Slowest ${(d.slowest || []).length} calls`, 'slowest', (b) => {
+		if (!(d.slowest || []).length) {
+			b.replaceChildren(h('p', { class: 'muted' }, 'No call stored for this op in this window.'));
+			return;
+		}
+		b.replaceChildren(h('table', { class: 'slowest', 'data-testid': 'slowest' },
+			h('thead', {}, h('tr', {}, ['when', 'duration', 'thread', 'rank', 'Python line', ''].map((c) => h('th', {}, c)))),
+			h('tbody', {}, d.slowest.map((s) => {
+				const pad = Math.max(s.duration_ns * 2, 5e6);
+				return h('tr', { class: s.error ? 'bad' : '' },
+					h('td', {}, fmtTime(s.start_ns)), h('td', { class: 'num' }, fmtNs(s.duration_ns)), h('td', {}, `${s.comm || ''} ${s.tid}`),
+					h('td', { class: 'num' }, s.rank ?? '–'), h('td', {}, s.python ? h('code', {}, pyText(s.python)) : '–'),
+					h('td', {}, h('a', { href: link('timeline', { tid: s.tid, from: Math.round(s.start_ns - pad), to: Math.round(s.start_ns + s.duration_ns + pad) }) }, 'timeline')));
+			}))));
+	}));
+}
+
+function histogram(bins) {
+	if (!bins.length) return h('p', { class: 'muted' }, 'No call.');
+	const w = 560;
+	const hh = 180;
+	const max = Math.max(...bins.map((b) => b.count));
+	const bw = w / bins.length;
+	const svg = h('svg:svg', { class: 'hist', viewBox: `0 0 ${w} ${hh + 20}`, role: 'img', 'aria-label': 'latency histogram' });
+	bins.forEach((b, i) => {
+		// Square-root scale: the rare slow buckets stay visible next to a
+		// bucket holding most calls.
+		const bh = b.count ? Math.max(2, (Math.sqrt(b.count) / Math.sqrt(max)) * hh) : 0;
+		const r = h('svg:rect', { x: i * bw + 1, y: hh - bh, width: Math.max(1, bw - 2), height: bh, class: 'bar' });
+		r.append(h('svg:title', {}, `${fmtNs(b.lo_ns)} – ${fmtNs(b.hi_ns)}: ${fmtCount(b.count)} calls`));
+		svg.append(r);
+	});
+	const ticks = [0, Math.floor(bins.length / 2), bins.length - 1];
+	for (const i of ticks) svg.append(h('svg:text', { x: Math.min(w - 50, i * bw + 2), y: hh + 15, class: 'tick' }, fmtNs(bins[i].lo_ns)));
+	return h('div', {}, svg, h('p', { class: 'muted' }, 'calls per latency bucket (square-root scale); hover a bar for its count'));
+}
+
+// ---- fleet --------------------------------------------------------------------
+
+async function viewFleet(root) {
+	const f = await api.get('fleet');
+	state.fleet = f;
+	if (!f.configured) {
+		root.append(h('section', { class: 'message' }, h('h2', {}, 'No fleet configured'), h('p', {}, 'This node has no fleet.nodes in its configuration, so there is nothing to fan out to (docs/fleet.md).')));
+		return;
+	}
+	if (f.straggler) root.append(h('p', { class: 'warning' }, `Straggler: rank ${f.straggler.rank} on ${f.straggler.node}, ${fmtNs(f.straggler.lag_ns)} behind.`));
+	root.append(panel(`${f.nodes.length} nodes`, 'fleet wide', (b) => b.replaceChildren(h('table', { class: 'fleet-table' },
+		h('thead', {}, h('tr', {}, ['node', 'address', 'status', 'clock offset', 'RTT', 'chains', 'top chain'].map((c) => h('th', {}, c)))),
+		h('tbody', {}, f.nodes.map((n) => h('tr', { class: n.status === 'ok' ? '' : 'bad', dataset: { node: n.node } },
+			h('td', {}, n.node), h('td', { class: 'cmd' }, n.address), h('td', {}, n.status + (n.error ? ': ' + n.error : '')),
+			h('td', { class: 'num' }, n.clock_offset_ns === null ? '–' : fmtNs(n.clock_offset_ns)), h('td', { class: 'num' }, n.rtt_ns === null ? '–' : fmtNs(n.rtt_ns)),
+			h('td', { class: 'num' }, n.chains ?? '–'),
+			h('td', {}, n.top_chain ? h('span', {}, sevBadge(n.top_chain.severity), ' ', n.top_chain.summary) : '–'))))))));
+}
+
+// ---- router, polling, keys ----------------------------------------------------
+
+const RENDER = { overview: viewOverview, chains: viewChains, timeline: viewTimeline, op: viewOp, fleet: viewFleet };
+
+export async function route() {
+	parseHash();
+	const gen = ++state.gen;
+	if (state.timeline) {
+		state.timeline.destroy();
+		state.timeline = null;
+	}
+	renderNav();
+	const root = clear($('main'));
+	root.dataset.view = state.view;
+	root.setAttribute('aria-busy', 'true');
+	status('');
+	try {
+		await RENDER[state.view](root);
+	} catch (e) {
+		if (gen !== state.gen) return;
+		root.append(errorPanel(e, state.view));
+		if (!(e instanceof ApiError)) console.error(e);
+	} finally {
+		if (gen === state.gen) {
+			root.setAttribute('aria-busy', 'false');
+			root.dataset.ready = String(gen);
+			renderNav();
+			schedulePoll();
+		}
+	}
+}
+
+// While the overview says live (trace --serve), the overview and the chains
+// refresh every two seconds in place; other views keep what they show.
+function schedulePoll() {
+	clearTimeout(state.poll);
+	if (!(state.overview && state.overview.live) || !['overview', 'chains'].includes(state.view)) return;
+	state.poll = setTimeout(async () => {
+		if (document.hidden) return schedulePoll();
+		const y = window.scrollY;
+		await route();
+		window.scrollTo(0, y);
+	}, POLL_MS);
+}
+
+function onKey(ev) {
+	if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+	const tag = (ev.target.tagName || '').toLowerCase();
+	if (tag === 'input' || tag === 'select' || tag === 'textarea') return;
+	const v = VIEWS.find((x) => x.key === ev.key);
+	if (v) {
+		const a = [...document.querySelectorAll('#nav a')].find((x) => x.textContent === v.title);
+		location.hash = a ? a.getAttribute('href') : link(v.id, win());
+	} else if (ev.key === 't') setTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark');
+	else if (ev.key === 'r') route();
+	else if (ev.key === '?') $('help').hidden = !$('help').hidden;
+	else if (ev.key === 'Escape') $('help').hidden = true;
+	else if ((ev.key === 'j' || ev.key === 'k') && state.view === 'chains') {
+		const cards = [...document.querySelectorAll('.chain')];
+		if (!cards.length) return;
+		const cur = cards.indexOf(document.activeElement);
+		const next = cards[Math.max(0, Math.min(cards.length - 1, cur + (ev.key === 'j' ? 1 : -1)))] || cards[0];
+		next.focus();
+	} else if (state.timeline && ['+', '=', '-', '_', 'ArrowLeft', 'ArrowRight', '0'].includes(ev.key) && state.view === 'timeline') {
+		state.timeline.canvas.dispatchEvent(new KeyboardEvent('keydown', { key: ev.key }));
+	} else return;
+	ev.preventDefault();
+}
+
+async function start() {
+	const saved = localStorage.getItem('causeway.theme');
+	setTheme(saved || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'));
+	$('theme').addEventListener('click', () => setTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark'));
+	$('helpbtn').addEventListener('click', () => ($('help').hidden = !$('help').hidden));
+	$('window').addEventListener('change', (ev) => {
+		const v = ev.target.value;
+		if (v === 'custom') return;
+		const p = { ...state.p, since: v || null, from: null, to: null };
+		location.hash = link(state.view, p);
+	});
+	document.addEventListener('keydown', onKey);
+	window.addEventListener('hashchange', route);
+	// The fleet tab shows only when fleet nodes are configured; a server
+	// without the route is simply a single node.
+	api.get('fleet').then((f) => {
+		state.fleet = f;
+		renderNav();
+	}, () => {});
+	await route();
+}
+
+start();
