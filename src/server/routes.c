@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/explain.h"
+#include "server/routes_api.h"
 #include "server/web_assets.h"
 #include "store/losses.h"
 #include "store/ro_query.h"
@@ -476,6 +477,8 @@ void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char
 		route_ops(s, c, r);
 	else if (!strcmp(p, "/overview"))
 		route_overview(s, c, r);
+	else if (!strcmp(p, "/timeline"))
+		cw_route_timeline(s, c, r);
 	else
 		cw_reply_error(r, 404, "no such route \"%s\"", url);
 	return;
