@@ -479,6 +479,10 @@ void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char
 		route_overview(s, c, r);
 	else if (!strcmp(p, "/timeline"))
 		cw_route_timeline(s, c, r);
+	else if (!strcmp(p, "/ops/detail"))
+		cw_route_ops_detail(s, c, r);
+	else if (!strcmp(p, "/ops/series"))
+		cw_route_ops_series(s, c, r);
 	else
 		cw_reply_error(r, 404, "no such route \"%s\"", url);
 	return;
