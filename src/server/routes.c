@@ -402,6 +402,11 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 		      (json_int_t)((scalar_i64(db, "SELECT max(second) FROM aggregates", &rc) + 1) *
 				   (int64_t)NSEC_PER_SEC),
 		      "calls", (json_int_t)scalar_i64(db, "SELECT total(count) FROM aggregates", &rc));
+	if (!rc && j && (rc = cw_overview_extend(s, c, db, j, r)) == -EINVAL) {
+		json_decref(j);
+		cw_server_close_db(db);
+		return;
+	}
 	cw_server_close_db(db);
 	if (rc) {
 		json_decref(j);

@@ -38,8 +38,9 @@ int cw_api_data_range(sqlite3 *db, uint64_t *from, uint64_t *to);
 void cw_route_timeline(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_ops_detail(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_ops_series(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
-/* Adds "capture", "host", "live" and "window" to the overview answer j. */
-int cw_overview_extend(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, json_t *j);
+/* Adds "capture", "host", "live" and "window" to the overview answer j.
+ * Returns 0, -EINVAL with a 400 in r (a bad window), or another -errno. */
+int cw_overview_extend(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, json_t *j, struct cw_reply *r);
 void cw_route_export_perfetto(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_fleet(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_gpu(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
