@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/explain.h"
+#include "server/routes_api.h"
 #include "server/web_assets.h"
 #include "store/losses.h"
 #include "store/ro_query.h"
@@ -401,6 +402,11 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 		      (json_int_t)((scalar_i64(db, "SELECT max(second) FROM aggregates", &rc) + 1) *
 				   (int64_t)NSEC_PER_SEC),
 		      "calls", (json_int_t)scalar_i64(db, "SELECT total(count) FROM aggregates", &rc));
+	if (!rc && j && (rc = cw_overview_extend(s, c, db, j, r)) == -EINVAL) {
+		json_decref(j);
+		cw_server_close_db(db);
+		return;
+	}
 	cw_server_close_db(db);
 	if (rc) {
 		json_decref(j);
@@ -476,6 +482,12 @@ void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char
 		route_ops(s, c, r);
 	else if (!strcmp(p, "/overview"))
 		route_overview(s, c, r);
+	else if (!strcmp(p, "/timeline"))
+		cw_route_timeline(s, c, r);
+	else if (!strcmp(p, "/ops/detail"))
+		cw_route_ops_detail(s, c, r);
+	else if (!strcmp(p, "/ops/series"))
+		cw_route_ops_series(s, c, r);
 	else
 		cw_reply_error(r, 404, "no such route \"%s\"", url);
 	return;

@@ -1,0 +1,50 @@
+/* Helpers shared by the dashboard routes (routes_*.c) and their entry
+ * points, called from cw_route_dispatch in routes.c. Not an API. */
+#ifndef CW_SERVER_ROUTES_API_H
+#define CW_SERVER_ROUTES_API_H
+
+#include "server/internal.h"
+
+/* The query-string value of k, NULL when absent. */
+const char *cw_api_arg(struct MHD_Connection *c, const char *k);
+/* HTTP status for an error opening the database (503 unreadable, else 500). */
+int cw_api_db_status(int rc);
+/* Opens the read-only connection with the request's deadline; on failure
+ * fills r and returns -errno. */
+int cw_api_open(struct cw_server *s, sqlite3 **db, uint64_t *deadline, struct cw_reply *r);
+/* 504 when the deadline passed, else 500 with what failed and why. */
+void cw_api_fail(struct cw_server *s, uint64_t deadline, int rc, const char *what, struct cw_reply *r);
+
+/* ?since=DURATION (back from the newest data) or ?from=&to=: RFC 3339,
+ * Unix seconds (with a fraction) or, as a bare integer above 10^11, wall
+ * nanoseconds. 0 = open on that side. 400 in r and -EINVAL on bad input. */
+int cw_api_window(sqlite3 *db, struct MHD_Connection *c, uint64_t *from, uint64_t *to, struct cw_reply *r);
+/* Optional integer k in [lo, hi]; def when absent. 400 in r and -EINVAL
+ * when present and not a number in range. */
+int cw_api_int(struct MHD_Connection *c, const char *k, int64_t lo, int64_t hi, int64_t def, int64_t *out,
+	       struct cw_reply *r);
+
+/* Column helpers. */
+json_t *cw_api_text(sqlite3_stmt *st, int i);
+json_t *cw_api_int_or_null(sqlite3_stmt *st, int i);
+/* {"file","line","function"} from three columns, null when file is NULL. */
+json_t *cw_api_python(sqlite3_stmt *st, int i);
+
+/* The newest and oldest data, from the per-second aggregates (wall ns;
+ * 0 when empty). */
+int cw_api_data_range(sqlite3 *db, uint64_t *from, uint64_t *to);
+
+/* The routes. */
+void cw_route_timeline(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+void cw_route_ops_detail(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+void cw_route_ops_series(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+/* Adds "capture", "host", "live" and "window" to the overview answer j.
+ * Returns 0, -EINVAL with a 400 in r (a bad window), or another -errno. */
+int cw_overview_extend(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, json_t *j, struct cw_reply *r);
+void cw_route_export_perfetto(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+void cw_route_fleet(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+void cw_route_gpu(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+void cw_route_nccl_ranks(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+void cw_route_tenants(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+
+#endif
