@@ -61,6 +61,7 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 test:
 	@CW_TEST_DEPS=1 scripts/install-deps.sh
 	@scripts/install-mcp-tests.sh || [ $$? = 77 ]
+	@scripts/install-browser-tests.sh || [ $$? = 77 ]
 	@$(MAKE) --no-print-directory all unit fixtures
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit
 	@scripts/run-tests.sh $(BUILD) build-asan

@@ -185,8 +185,23 @@ async function viewOverview(root) {
 		root.append(panel('Sessions', 'sessions', (b) => b.replaceChildren(sessionsTable(ov))));
 		return;
 	}
+	root.append(panel('Top chains', 'top-chains wide', async (b) => {
+		const ch = await loadChains();
+		if (!ch.chains.length) {
+			b.replaceChildren(h('p', { class: 'ok', 'data-kind': 'healthy' }, `No causal chain in this window: ${fmtCount(ch.window.calls_analysed)} calls over ${ch.window.ops_analysed} ops have no tail that a rule explains.`));
+			return;
+		}
+		b.replaceChildren(h('ol', { class: 'chain-list' }, ch.chains.slice(0, 5).map((c, i) =>
+			h('li', {}, sevBadge(c.severity), ' ', h('strong', {}, c.root_cause.kind.replace(/_/g, ' ')), ' ',
+				h('a', { href: link('chains', { ...win(), chain: i }) }, c.root_cause.summary),
+				c.python ? h('span', { class: 'muted' }, ' · ', h('code', {}, pyText(c.python))) : null))),
+			...(ch.chains.length > 5 ? [h('a', { href: link('chains', win()) }, `all ${ch.chains.length} chains`)] : []));
+	}));
+	root.append(panel('Top ops', 'ops wide', opsBody));
 	const grid = h('div', { class: 'grid' });
 	root.append(grid);
+	grid.append(panel('Host', 'host', (b) => b.replaceChildren(hostBody(ov))));
+	grid.append(panel('Capture health', 'health', (b) => b.replaceChildren(healthBody(ov))));
 	grid.append(panel('Node and sessions', 'node-panel', (b) => {
 		b.replaceChildren(
 			kv([
@@ -198,18 +213,6 @@ async function viewOverview(root) {
 			]),
 			sessionsTable(ov));
 	}));
-	grid.append(panel('Capture health', 'health', (b) => b.replaceChildren(healthBody(ov))));
-	grid.append(panel('Host', 'host', (b) => b.replaceChildren(hostBody(ov))));
-	grid.append(panel('Top chains', 'top-chains', async (b) => {
-		const ch = await loadChains();
-		if (!ch.chains.length) {
-			b.replaceChildren(h('p', { class: 'ok', 'data-kind': 'healthy' }, `No causal chain in this window: ${fmtCount(ch.window.calls_analysed)} calls over ${ch.window.ops_analysed} ops look healthy.`));
-			return;
-		}
-		b.replaceChildren(h('ol', { class: 'chain-list' }, ch.chains.slice(0, 5).map((c, i) =>
-			h('li', {}, sevBadge(c.severity), ' ', h('a', { href: link('chains', { ...win(), chain: i }) }, c.root_cause.summary)))));
-	}));
-	root.append(panel('Top ops', 'ops wide', opsBody));
 	const extra = h('div', { class: 'grid' });
 	root.append(extra);
 	optionalPanels(extra);
@@ -218,14 +221,14 @@ async function viewOverview(root) {
 function sessionsTable(ov) {
 	const ss = (ov.capture && ov.capture.sessions) || ov.sessions || [];
 	if (!ss.length) return h('p', { class: 'muted' }, 'No session recorded.');
-	return h('table', { class: 'sessions' },
-		h('thead', {}, h('tr', {}, ['id', 'kind', 'command', 'started', 'ended'].map((c) => h('th', {}, c)))),
-		h('tbody', {}, ss.slice(0, 8).map((s) => {
-			const full = (ov.sessions || []).find((x) => x.id === s.id) || s;
-			const ended = s.live ? h('span', { class: 'live-dot' }, 'live') : fmtTime(s.ended_ns || full.ended_wall_ns, true);
-			return h('tr', {}, h('td', { class: 'num' }, s.id), h('td', {}, full.kind || '–'), h('td', { class: 'cmd' }, s.command || full.command || '–'),
-				h('td', {}, fmtTime(s.started_ns || full.started_wall_ns, true)), h('td', {}, ended));
-		})));
+	return h('ul', { class: 'sessions' }, ss.slice(0, 8).map((s) => {
+		const full = (ov.sessions || []).find((x) => x.id === s.id) || s;
+		const t0 = s.started_ns || full.started_wall_ns;
+		const t1 = s.ended_ns || full.ended_wall_ns;
+		return h('li', {}, h('strong', {}, `#${s.id} ${full.kind || ''}`), ' · ', fmtTime(t0, true), ' · ',
+			s.live ? h('span', { class: 'live-dot' }, 'live') : t1 ? fmtNs(t1 - t0) : 'ended without a close',
+			(s.command || full.command) ? h('div', {}, h('code', { class: 'cmd' }, s.command || full.command)) : null);
+	}));
 }
 
 function healthBody(ov) {
@@ -240,7 +243,8 @@ function healthBody(ov) {
 			lost.length || losses.length
 				? `${fmtCount(lost.reduce((a, [, n]) => a + n, 0))} records dropped; ${losses.length} session(s) lost records.`
 				: 'No record dropped or lost.'),
-		drops.length ? h('table', { class: 'drops' }, h('tbody', {}, drops.map(([k, n]) => h('tr', { class: n ? 'bad' : '' }, h('td', {}, k), h('td', { class: 'num' }, fmtCount(n)))))) : null,
+		lost.length ? h('table', { class: 'drops' }, h('tbody', {}, lost.map(([k, n]) => h('tr', { class: 'bad' }, h('td', {}, k), h('td', { class: 'num' }, fmtCount(n)))))) : null,
+		drops.length ? h('p', { class: 'muted', title: drops.map(([k, n]) => `${k} ${n}`).join('\n') }, `${drops.length} loss counters${lost.length ? '' : ', all zero'}: ${drops.map(([k]) => k.replace(/^[a-z]+\./, '')).join(', ')}.`) : null,
 		losses.length ? h('ul', { class: 'losses' }, losses.map((l) => h('li', { class: 'bad' }, `session ${l.session_id} (${l.kind}, ${l.node}): lost ${fmtCount(l.lost)} of ${fmtCount(l.stored + l.lost)} records (${fmtPct(l.lost_share, 1)})`))) : null,
 		h('h3', {}, 'Attach'),
 		attach.length
@@ -253,15 +257,23 @@ function hostBody(ov) {
 	if (!hs) return h('p', { class: 'muted' }, 'This server does not report host snapshots (no "host" in /api/v1/overview).');
 	if (!hs.length) return h('p', { class: 'muted' }, 'No host snapshot in this window.');
 	// cpu_busy and io_busy are 0..1 shares; memory is a share of the total.
-	const pts = hs.map((p) => ({ t: p.t_ns, cpu: p.cpu_busy, mem: p.mem_total_bytes ? p.mem_used_bytes / p.mem_total_bytes : null, io: p.io_busy }));
+	const share = (v, pct) => (v !== undefined && v !== null ? v : pct !== undefined && pct !== null ? pct / 100 : null);
+	const pts = hs.map((p) => ({
+		t: p.t_ns,
+		cpu: share(p.cpu_busy, p.cpu_pct),
+		mem: p.mem_total_bytes ? p.mem_used_bytes / p.mem_total_bytes : share(null, p.mem_pct),
+		io: share(p.io_busy, p.io_busy_pct),
+	}));
 	const last = hs[hs.length - 1];
+	const lp = pts[pts.length - 1];
 	return h('div', {},
 		h('div', { class: 'legend' },
-			h('span', { class: 'k cpu' }, `CPU ${fmtPct(last.cpu_busy)}`),
-			h('span', { class: 'k mem' }, `memory ${fmtBytes(last.mem_used_bytes)} of ${fmtBytes(last.mem_total_bytes)}`),
-			h('span', { class: 'k io' }, `IO busy ${fmtPct(last.io_busy)}`)),
+			h('span', { class: 'k cpu' }, `CPU ${fmtPct(lp.cpu)}`),
+			h('span', { class: 'k mem' }, last.mem_total_bytes ? `memory ${fmtBytes(last.mem_used_bytes)} of ${fmtBytes(last.mem_total_bytes)}` : `memory ${fmtPct(lp.mem)}`),
+			h('span', { class: 'k io' }, `IO busy ${fmtPct(lp.io)}`),
+			last.load1 !== undefined ? h('span', {}, `load ${last.load1}${last.ncpu ? ' on ' + last.ncpu + ' CPUs' : ''}`) : null),
 		lineChart(pts, [{ key: 'cpu', cls: 'cpu' }, { key: 'mem', cls: 'mem' }, { key: 'io', cls: 'io' }]),
-		h('p', { class: 'axis' }, h('span', {}, fmtTime(hs[0].t_ns)), h('span', {}, `${hs.length} snapshots`), h('span', {}, fmtTime(last.t_ns))));
+		h('p', { class: 'axis' }, h('span', {}, fmtTime(hs[0].t_ns)), h('span', {}, `${hs.length} snapshots, share of 100 %`), h('span', {}, fmtTime(last.t_ns))));
 }
 
 async function opsBody(b) {
@@ -480,6 +492,7 @@ async function viewTimeline(root) {
 		h('span', {}, chain ? h('span', {}, sevBadge(chain.severity), ' ', h('a', { href: link('chains', { ...win(), chain: p.chain }) }, chain.root_cause.kind.replace(/_/g, ' ') + ' on ' + chain.op), ' · ') : null,
 			`${threads || 'no thread'} · ${fmtCount(count)} intervals`, data.truncated ? h('strong', { class: 'bad' }, ' (truncated: narrow the window)') : null),
 		range,
+		h('span', { class: 'spacer' }),
 		h('button', { type: 'button', onclick: () => state.timeline && state.timeline.zoom(0.5), title: 'zoom in (+)' }, '+'),
 		h('button', { type: 'button', onclick: () => state.timeline && state.timeline.zoom(2), title: 'zoom out (−)' }, '−'),
 		h('button', { type: 'button', onclick: () => state.timeline && state.timeline.reset(), title: 'reset (0)' }, 'Reset'),
@@ -537,7 +550,7 @@ async function viewOp(root) {
 		h('span', {}, `${fmtCount(d.count)} calls · p50 ${fmtNs(d.p50_ns)} · p99 ${fmtNs(d.p99_ns)} · max ${fmtNs(d.max_ns)}`)));
 	const grid = h('div', { class: 'grid two' });
 	root.append(grid);
-	grid.append(panel('Latency histogram', 'hist', (b) => b.replaceChildren(histogram(d.histogram || []))));
+	grid.append(panel('Latency histogram', 'hist', (b) => b.replaceChildren(histogram(d.histogram || [], [['p50', d.p50_ns], ['p99', d.p99_ns]]))));
 	grid.append(panel(`Slowest ${(d.slowest || []).length} calls`, 'slowest', (b) => {
 		if (!(d.slowest || []).length) {
 			b.replaceChildren(h('p', { class: 'muted' }, 'No call stored for this op in this window.'));
@@ -548,31 +561,44 @@ async function viewOp(root) {
 			h('tbody', {}, d.slowest.map((s) => {
 				const pad = Math.max(s.duration_ns * 2, 5e6);
 				return h('tr', { class: s.error ? 'bad' : '' },
-					h('td', {}, fmtTime(s.start_ns)), h('td', { class: 'num' }, fmtNs(s.duration_ns)), h('td', {}, `${s.comm || ''} ${s.tid}`),
+					h('td', {}, fmtTime(s.start_ns)), h('td', { class: 'num' }, fmtNs(s.duration_ns)), h('td', { class: 'nowrap' }, `${s.comm || ''} ${s.tid}`),
 					h('td', { class: 'num' }, s.rank ?? '–'), h('td', {}, s.python ? h('code', {}, pyText(s.python)) : '–'),
 					h('td', {}, h('a', { href: link('timeline', { tid: s.tid, from: Math.round(s.start_ns - pad), to: Math.round(s.start_ns + s.duration_ns + pad) }) }, 'timeline')));
 			}))));
 	}));
 }
 
-function histogram(bins) {
+function histogram(bins, marks = []) {
 	if (!bins.length) return h('p', { class: 'muted' }, 'No call.');
 	const w = 560;
 	const hh = 180;
 	const max = Math.max(...bins.map((b) => b.count));
-	const bw = w / bins.length;
-	const svg = h('svg:svg', { class: 'hist', viewBox: `0 0 ${w} ${hh + 20}`, role: 'img', 'aria-label': 'latency histogram' });
-	bins.forEach((b, i) => {
-		// Square-root scale: the rare slow buckets stay visible next to a
-		// bucket holding most calls.
-		const bh = b.count ? Math.max(2, (Math.sqrt(b.count) / Math.sqrt(max)) * hh) : 0;
-		const r = h('svg:rect', { x: i * bw + 1, y: hh - bh, width: Math.max(1, bw - 2), height: bh, class: 'bar' });
+	// Buckets sit on a log-latency axis, so empty ranges show as gaps.
+	const lo = Math.log10(Math.max(1, bins[0].lo_ns));
+	const hi = Math.log10(Math.max(bins[bins.length - 1].hi_ns, bins[0].lo_ns + 1));
+	const x = (ns) => ((Math.log10(Math.max(1, ns)) - lo) / (hi - lo || 1)) * (w - 10) + 5;
+	const svg = h('svg:svg', { class: 'hist', viewBox: `0 0 ${w} ${hh + 22}`, role: 'img', 'aria-label': 'latency histogram' });
+	svg.append(h('svg:line', { x1: 0, x2: w, y1: hh + 0.5, y2: hh + 0.5, class: 'grid' }));
+	bins.forEach((b) => {
+		// Square-root heights: the rare slow buckets stay visible next to
+		// a bucket holding most calls.
+		const bh = b.count ? Math.max(2, (Math.sqrt(b.count) / Math.sqrt(max)) * (hh - 14)) : 0;
+		const x0 = x(b.lo_ns);
+		const bw = Math.max(2, x(b.hi_ns) - x0 - 1);
+		const r = h('svg:rect', { x: x0, y: hh - bh, width: bw, height: bh, class: 'bar' });
 		r.append(h('svg:title', {}, `${fmtNs(b.lo_ns)} – ${fmtNs(b.hi_ns)}: ${fmtCount(b.count)} calls`));
-		svg.append(r);
+		svg.append(r, h('svg:text', { x: x0 + bw / 2, y: hh - bh - 3, class: 'tick', 'text-anchor': 'middle' }, fmtCount(b.count)));
 	});
-	const ticks = [0, Math.floor(bins.length / 2), bins.length - 1];
-	for (const i of ticks) svg.append(h('svg:text', { x: Math.min(w - 50, i * bw + 2), y: hh + 15, class: 'tick' }, fmtNs(bins[i].lo_ns)));
-	return h('div', {}, svg, h('p', { class: 'muted' }, 'calls per latency bucket (square-root scale); hover a bar for its count'));
+	svg.append(h('svg:text', { x: 2, y: hh + 16, class: 'tick' }, fmtNs(bins[0].lo_ns)),
+		h('svg:text', { x: w - 2, y: hh + 16, class: 'tick', 'text-anchor': 'end' }, fmtNs(bins[bins.length - 1].hi_ns)));
+	marks.forEach(([name, v], k) => {
+		if (!v) return;
+		const xm = x(v);
+		const right = xm < w * 0.7;
+		svg.append(h('svg:line', { x1: xm, x2: xm, y1: 0, y2: hh, class: 'mark ' + name }),
+			h('svg:text', { x: right ? xm + 4 : xm - 4, y: 10 + 13 * k, class: 'tick mark-label ' + name, 'text-anchor': right ? 'start' : 'end' }, `${name} ${fmtNs(v)}`));
+	});
+	return h('div', {}, svg, h('p', { class: 'muted' }, 'calls per latency bucket: log latency axis, square-root heights; hover a bar for its range'));
 }
 
 // ---- fleet --------------------------------------------------------------------

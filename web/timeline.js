@@ -8,9 +8,6 @@
 import { fmtNs, fmtTime, fmtBytes, h } from './util.js';
 
 const LANE_ORDER = ['cuda', 'nccl', 'offcpu', 'io', 'memory'];
-const ROW_H = 22;
-const AXIS_H = 24;
-const LABEL_W = 190;
 
 // Colour classes; the actual colours come from CSS variables so the two
 // themes stay in one place (style.css).
@@ -20,10 +17,13 @@ function colourKey(lane, iv) {
 		return r === 'preempted' || r === 'blocked' || r === 'io' ? 'off-' + r : 'off-other';
 	}
 	if (lane === 'cuda' && iv.error) return 'cuda-error';
+	// Waiting calls (synchronize, event waits) apart from the short ones
+	// that only enqueue work.
+	if (lane === 'cuda' && /Synchronize|Wait|Query/.test(iv.op || '')) return 'cuda-sync';
 	return lane;
 }
 
-export const COLOUR_KEYS = ['cuda', 'cuda-error', 'nccl', 'off-preempted', 'off-blocked', 'off-io', 'off-other', 'io', 'memory'];
+export const COLOUR_KEYS = ['cuda', 'cuda-sync', 'cuda-error', 'nccl', 'off-preempted', 'off-blocked', 'off-io', 'off-other', 'io', 'memory'];
 
 export class Timeline {
 	constructor(host, data, { onSelect } = {}) {
@@ -61,7 +61,9 @@ export class Timeline {
 				col[i] = colourKey(l.lane, ivs[i]);
 			}
 			const t = threads.get(l.tid);
-			rows.push({ lane: l.lane, tid: l.tid, label: `${t ? t.comm + ' ' : ''}${l.tid} · ${l.lane}`, ivs, s, e, maxE, col });
+			// I/O and memory lanes are per process (tid null).
+			const who = l.tid !== null && l.tid !== undefined ? `${t ? t.comm + ' ' : ''}${l.tid}` : `pid ${l.pid}`;
+			rows.push({ lane: l.lane, tid: l.tid ?? l.pid, label: `${who} · ${l.lane}`, ivs, s, e, maxE, col, thin: l.lane === 'memory' });
 		}
 		rows.sort((a, b) => a.tid - b.tid || LANE_ORDER.indexOf(a.lane) - LANE_ORDER.indexOf(b.lane));
 		this.rows = rows;
@@ -85,8 +87,14 @@ export class Timeline {
 	}
 
 	resize() {
+		// Rows, labels and text follow the root font size (larger on 4K).
+		const k = parseFloat(getComputedStyle(document.documentElement).fontSize) / 15 || 1;
+		this.RH = Math.round(22 * k);
+		this.AH = Math.round(24 * k);
+		this.LW = Math.round(190 * k);
+		this.fontPx = Math.round(12 * k);
 		const w = Math.max(300, this.host.clientWidth);
-		const hh = AXIS_H + Math.max(1, this.rows.length) * ROW_H + 4;
+		const hh = this.AH + Math.max(1, this.rows.length) * this.RH + 4;
 		const dpr = window.devicePixelRatio || 1;
 		this.w = w;
 		this.hgt = hh;
@@ -109,11 +117,11 @@ export class Timeline {
 	}
 
 	x(t) {
-		return LABEL_W + ((t - this.v0) / (this.v1 - this.v0)) * (this.w - LABEL_W - 8);
+		return this.LW + ((t - this.v0) / (this.v1 - this.v0)) * (this.w - this.LW - 8);
 	}
 
 	t(x) {
-		return this.v0 + ((x - LABEL_W) / (this.w - LABEL_W - 8)) * (this.v1 - this.v0);
+		return this.v0 + ((x - this.LW) / (this.w - this.LW - 8)) * (this.v1 - this.v0);
 	}
 
 	paint() {
@@ -123,11 +131,11 @@ export class Timeline {
 		g.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
 		g.fillStyle = c.panel;
 		g.fillRect(0, 0, this.w, this.hgt);
-		g.font = '12px system-ui, sans-serif';
+		g.font = this.fontPx + 'px system-ui, sans-serif';
 		g.textBaseline = 'middle';
 		// Axis: about one tick per 110 px, at a round step.
 		const span = this.v1 - this.v0;
-		const raw = span / ((this.w - LABEL_W) / 110);
+		const raw = span / ((this.w - this.LW) / 110);
 		const p10 = Math.pow(10, Math.floor(Math.log10(raw)));
 		const step = [1, 2, 5, 10].map((k) => k * p10).find((k) => k >= raw) || raw;
 		g.fillStyle = c.muted;
@@ -136,22 +144,22 @@ export class Timeline {
 		for (let t = Math.ceil(this.v0 / step) * step; t <= this.v1; t += step) {
 			const x = Math.round(this.x(t)) + 0.5;
 			g.beginPath();
-			g.moveTo(x, AXIS_H - 4);
+			g.moveTo(x, this.AH - 4);
 			g.lineTo(x, this.hgt);
 			g.stroke();
-			g.fillText('+' + fmtNs(t), x + 3, AXIS_H / 2);
+			g.fillText('+' + fmtNs(t), x + 3, this.AH / 2);
 		}
 		const right = this.w - 8;
 		this.rows.forEach((r, ri) => {
-			const y = AXIS_H + ri * ROW_H;
+			const y = this.AH + ri * this.RH;
 			if (ri % 2) {
 				g.fillStyle = c.bg;
 				g.globalAlpha = 0.35;
-				g.fillRect(0, y, this.w, ROW_H);
+				g.fillRect(0, y, this.w, this.RH);
 				g.globalAlpha = 1;
 			}
 			g.fillStyle = c.fg;
-			g.fillText(r.label, 6, y + ROW_H / 2, LABEL_W - 12);
+			g.fillText(r.label, 6, y + this.RH / 2, this.LW - 12);
 			// First interval whose running-max end reaches the view.
 			let lo = 0;
 			let hi = r.s.length;
@@ -163,14 +171,16 @@ export class Timeline {
 			let runCol = null;
 			let runX0 = 0;
 			let runX1 = 0;
+			const top = r.thin ? y + this.RH * 0.35 : y + 3;
+			const bh = r.thin ? this.RH * 0.3 : this.RH - 6;
 			const flush = () => {
 				if (runCol === null) return;
 				g.fillStyle = c[runCol];
-				g.fillRect(runX0, y + 3, Math.max(1, runX1 - runX0), ROW_H - 6);
+				g.fillRect(runX0, top, Math.max(1, runX1 - runX0), bh);
 			};
 			for (let i = lo; i < r.s.length && r.s[i] <= this.v1; i++) {
 				if (r.e[i] < this.v0) continue;
-				let x0 = Math.max(LABEL_W, this.x(r.s[i]));
+				let x0 = Math.max(this.LW, this.x(r.s[i]));
 				let x1 = Math.min(right, this.x(r.e[i]));
 				if (x1 - x0 < 1) x1 = x0 + 1;
 				if (runCol === r.col[i] && x0 <= runX1 + 0.5) {
@@ -188,18 +198,18 @@ export class Timeline {
 			const { row, i } = this.selected;
 			const r = this.rows[row];
 			if (r) {
-				const y = AXIS_H + row * ROW_H;
-				const x0 = Math.max(LABEL_W, this.x(r.s[i]));
+				const y = this.AH + row * this.RH;
+				const x0 = Math.max(this.LW, this.x(r.s[i]));
 				const x1 = Math.min(right, Math.max(x0 + 2, this.x(r.e[i])));
 				g.strokeStyle = c.accent;
 				g.lineWidth = 2;
-				g.strokeRect(x0 - 1, y + 1, x1 - x0 + 2, ROW_H - 2);
+				g.strokeRect(x0 - 1, y + 1, x1 - x0 + 2, this.RH - 2);
 			}
 		}
 		g.strokeStyle = c.grid;
 		g.beginPath();
-		g.moveTo(LABEL_W - 0.5, 0);
-		g.lineTo(LABEL_W - 0.5, this.hgt);
+		g.moveTo(this.LW - 0.5, 0);
+		g.lineTo(this.LW - 0.5, this.hgt);
 		g.stroke();
 		const ms = performance.now() - t0;
 		this.frameMs.push(ms);
@@ -255,11 +265,11 @@ export class Timeline {
 	}
 
 	hit(px, py) {
-		const row = Math.floor((py - AXIS_H) / ROW_H);
+		const row = Math.floor((py - this.AH) / this.RH);
 		const r = this.rows[row];
-		if (!r || px < LABEL_W) return null;
+		if (!r || px < this.LW) return null;
 		// Within two pixels, the interval nearest the pointer.
-		const slop = (2 * (this.v1 - this.v0)) / (this.w - LABEL_W);
+		const slop = (2 * (this.v1 - this.v0)) / (this.w - this.LW);
 		const t = this.t(px);
 		let lo = 0;
 		let hi = r.s.length;
@@ -317,7 +327,7 @@ export class Timeline {
 			if (drag) {
 				const dx = ev.clientX - drag.x;
 				if (Math.abs(dx) > 2) drag.moved = true;
-				const dt = (dx / (this.w - LABEL_W)) * (drag.v1 - drag.v0);
+				const dt = (dx / (this.w - this.LW)) * (drag.v1 - drag.v0);
 				this.v0 = drag.v0 - dt;
 				this.v1 = drag.v1 - dt;
 				this.clamp();
@@ -370,7 +380,7 @@ export class Timeline {
 			this.clamp();
 		}
 		this.draw();
-		this.showTip({ row, i }, Math.min(this.w - 200, Math.max(LABEL_W, this.x(mid))), AXIS_H + row * ROW_H + ROW_H);
+		this.showTip({ row, i }, Math.min(this.w - 200, Math.max(this.LW, this.x(mid))), this.AH + row * this.RH + this.RH);
 	}
 
 	select(hit) {

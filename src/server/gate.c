@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "util/strbuf.h"
 
 int cw_token_hash(const char *tok, uint8_t out[32])
 {
@@ -129,6 +130,68 @@ int cw_gate_check(struct cw_server *s, struct MHD_Connection *c, struct cw_reply
 		}
 	}
 	return 0;
+}
+
+/* A browser that opens the dashboard with a refused (or no) client
+ * certificate gets the same status and reason as a page it can read, rather
+ * than a bare JSON line: only for a GET of a page (not /api, /mcp or
+ * /metrics, whose clients parse the JSON) that accepts text/html. */
+void cw_gate_page(struct MHD_Connection *c, const char *method, const char *url, struct cw_reply *r)
+{
+	static const char head[] =
+		"<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>causeway: access refused</title>"
+		"<style>body{font:16px/1.5 system-ui,sans-serif;max-width:44rem;margin:3rem auto;padding:0 1rem}"
+		"h1{color:#c62828;font-size:1.4rem}code{background:#eef1f5;padding:0 .3rem}</style>";
+	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	json_t *j;
+	const char *msg, *title, *hint;
+	struct strbuf b;
+	int rc = 0;
+
+	if (strcmp(method, "GET") || !accept || !strstr(accept, "text/html") || !strncmp(url, "/api/", 5) ||
+	    !strcmp(url, "/mcp") || !strcmp(url, "/metrics") || !r->body)
+		return;
+	j = json_loadb(r->body, r->len, 0, NULL);
+	msg = json_string_value(json_object_get(j, "error"));
+	if (!msg) {
+		json_decref(j);
+		return;
+	}
+	if (r->status == 403) {
+		title = "Client certificate refused";
+		hint = "This server admits only browsers that present a client certificate signed by the CA "
+		       "given to <code>serve --client-ca</code>, with the clientAuth purpose. Import one into "
+		       "the browser (or its certificate store) and reload.";
+	} else {
+		title = "Bearer token required";
+		hint = "This server requires <code>Authorization: Bearer</code>, which a browser does not send "
+		       "when it opens a page. Use the API with curl, or serve the dashboard without "
+		       "<code>--token-file</code> behind mutual TLS.";
+	}
+	strbuf_init(&b, 8192);
+	rc |= strbuf_add(&b, head, sizeof(head) - 1);
+	rc |= strbuf_addf(&b, "<h1>%s</h1><p>The server answered: <strong>", title);
+	for (const char *p = msg; *p; p++) {
+		if (*p == '<')
+			rc |= strbuf_adds(&b, "&lt;");
+		else if (*p == '>')
+			rc |= strbuf_adds(&b, "&gt;");
+		else if (*p == '&')
+			rc |= strbuf_adds(&b, "&amp;");
+		else
+			rc |= strbuf_addch(&b, *p);
+	}
+	rc |= strbuf_addf(&b, "</strong> (HTTP %d).</p><p>%s</p><p>Details: docs/api.md, Mutual TLS.</p></html>\n",
+		    r->status, hint);
+	json_decref(j);
+	if (rc) {
+		strbuf_release(&b);
+		return;
+	}
+	free(r->body);
+	r->len = b.len;
+	r->body = strbuf_detach(&b);
+	r->ctype = "text/html; charset=utf-8";
 }
 
 char *cw_token_read_file(const char *path, char *err, size_t errlen)

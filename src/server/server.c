@@ -128,6 +128,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (cw_gate_check(s, c, &r)) {
 			atomic_fetch_add(&s->rejected, 1);
 			q->rejected = 1;
+			cw_gate_page(c, method, url, &r);
 			return send_reply(c, &r);
 		}
 		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
