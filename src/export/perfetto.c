@@ -138,11 +138,14 @@ static int cmp_desc(const void *a, const void *b)
 static int apply_cap(struct pf_ctx *c)
 {
 	static const char count_sql[] =
-		"SELECT (SELECT count(*) FROM events WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3)"
-		" + (SELECT count(*) FROM offcpu WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3)";
+		"SELECT (SELECT count(*) FROM events WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3"
+		" AND (?5 = 0 OR pid = ?5))"
+		" + (SELECT count(*) FROM offcpu WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?5 = 0 OR pid = ?5))";
 	static const char newest_sql[] =
 		"SELECT w FROM (SELECT wall_ns AS w FROM events WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3"
-		" UNION ALL SELECT wall_ns FROM offcpu WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3)"
+		" AND (?5 = 0 OR pid = ?5)"
+		" UNION ALL SELECT wall_ns FROM offcpu WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3"
+		" AND (?5 = 0 OR pid = ?5))"
 		" ORDER BY w DESC LIMIT ?4";
 	uint64_t max = c->o->max_events ? c->o->max_events : CW_EXPORT_DEFAULT_MAX_EVENTS;
 	sqlite3_stmt *st = NULL;
@@ -157,6 +160,7 @@ static int apply_cap(struct pf_ctx *c)
 		sqlite3_bind_text(st, 1, c->nodes[i].name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, c->nodes[i].from);
 		sqlite3_bind_int64(st, 3, c->nodes[i].to);
+		sqlite3_bind_int64(st, 5, c->o->pid);
 		if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
 			ret = db_fail(c, rc, "events");
 			goto out;
@@ -179,6 +183,7 @@ static int apply_cap(struct pf_ctx *c)
 		sqlite3_bind_int64(st, 2, c->nodes[i].from);
 		sqlite3_bind_int64(st, 3, c->nodes[i].to);
 		sqlite3_bind_int64(st, 4, (int64_t)max);
+		sqlite3_bind_int64(st, 5, c->o->pid);
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 			keep[nkeep++] = sqlite3_column_int64(st, 0) - c->nodes[i].offset_ns;
 		if (rc != SQLITE_DONE) {
@@ -337,9 +342,11 @@ static int emit_thread(struct pf_ctx *c, int ni, int64_t tid, struct thread_rows
 static int emit_node_slices(struct pf_ctx *c, int ni)
 {
 	static const char ev_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm FROM events"
-				     " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 ORDER BY tid, wall_ns, id";
+				     " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4)"
+				     " ORDER BY tid, wall_ns, id";
 	static const char off_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm FROM offcpu"
-				      " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 ORDER BY tid, wall_ns, id";
+				      " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4)"
+				      " ORDER BY tid, wall_ns, id";
 	static const char ev_one[] =
 		"SELECT e.source, e.op, e.wall_ns, e.duration_ns, e.bytes, e.ret, e.detail, e.device,"
 		" p.user_file, p.user_line, p.user_function, e.anomalous"
@@ -362,6 +369,7 @@ static int emit_node_slices(struct pf_ctx *c, int ni)
 			sqlite3_bind_text(s[i], 1, n->name, -1, SQLITE_STATIC);
 			sqlite3_bind_int64(s[i], 2, n->from);
 			sqlite3_bind_int64(s[i], 3, n->to);
+			sqlite3_bind_int64(s[i], 4, c->o->pid);
 		}
 	}
 	rc[0] = sqlite3_step(s[0]);

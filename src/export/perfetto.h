@@ -27,6 +27,7 @@ struct cw_export_opts {
 	uint64_t max_events;               /* slices; 0 = CW_EXPORT_DEFAULT_MAX_EVENTS */
 	int no_skew;                       /* ignore meta 'merge.skew' */
 	int no_chains;                     /* skip the explain engine */
+	int64_t pid;                       /* slices of this process only; 0 = all */
 };
 
 struct cw_export_stats {

@@ -488,6 +488,16 @@ void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char
 		cw_route_ops_detail(s, c, r);
 	else if (!strcmp(p, "/ops/series"))
 		cw_route_ops_series(s, c, r);
+	else if (!strcmp(p, "/export/perfetto"))
+		cw_route_export_perfetto(s, c, r);
+	else if (!strcmp(p, "/fleet"))
+		cw_route_fleet(s, c, r);
+	else if (!strcmp(p, "/gpu"))
+		cw_route_gpu(s, c, r);
+	else if (!strcmp(p, "/nccl/ranks"))
+		cw_route_nccl_ranks(s, c, r);
+	else if (!strcmp(p, "/tenants"))
+		cw_route_tenants(s, c, r);
 	else
 		cw_reply_error(r, 404, "no such route \"%s\"", url);
 	return;
