@@ -1,0 +1,336 @@
+// The dashboard in the distribution's headless Chromium, against real
+// `causeway serve` processes on demo databases. Run by
+// tests/integration/test_dashboard.sh, which makes the databases and
+// certificates under $CW_DASH_DIR. Every page is checked for console errors
+// and for requests that leave its origin; screenshots go to $CW_SHOTS.
+import { readFileSync, writeFileSync, copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { serve, cli, browser, open, go, hash, ready } from './lib.mjs';
+
+const D = process.env.CW_DASH_DIR;
+const SHOTS = process.env.CW_SHOTS;
+mkdirSync(SHOTS, { recursive: true });
+let failed = 0;
+let passed = 0;
+const servers = [];
+const pages = [];
+
+const T0 = Date.now();
+function check(cond, what, detail) {
+	what = `[${((Date.now() - T0) / 1000).toFixed(1)}s] ` + what;
+	if (cond) {
+		passed++;
+		console.log('ok - ' + what);
+	} else {
+		failed++;
+		console.log('not ok - ' + what + (detail !== undefined ? ': ' + (typeof detail === 'string' ? detail : JSON.stringify(detail)).slice(0, 600) : ''));
+	}
+}
+
+async function start(node, db, args) {
+	const s = await serve(node, db, args);
+	servers.push(s);
+	return s;
+}
+
+async function page(b, origin, opts) {
+	const p = await open(b, origin, opts);
+	pages.push(p);
+	return p;
+}
+
+const text = (p, sel) => p.$$eval(sel, (els) => els.map((e) => e.textContent.trim()));
+const shot = (p, name, full = false) => p.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: full });
+
+// Wall ns lose their last bits in a JS number: equal within a microsecond.
+const near = (a, b) => Math.abs(a - b) < 1000;
+
+const b = await browser();
+try {
+	// ---- incident: overview, chains, timeline, op detail --------------------
+	const db = `${D}/incident.db`;
+	const inc = await start('demo-node', db);
+	const explain = cli('explain', '--db', db, '--json', '--no-store');
+	const summary = cli('query', '--db', db, '--json');
+	const p = await page(b, inc.url);
+	await go(p, inc.url + '/');
+	check((await p.evaluate(() => document.getElementById('main').dataset.view)) === 'overview', 'the root opens the overview');
+	// The op table: every op of query's summary, same count, p50 and p99.
+	const rows = await p.$$eval('table[data-testid=ops] tbody tr', (trs) => trs.map((tr) => ({
+		op: tr.dataset.op, source: tr.dataset.source, cells: [...tr.querySelectorAll('td[data-v]')].map((td) => +td.dataset.v),
+		spark: !!tr.querySelector('svg.spark path'),
+	})));
+	check(rows.length === summary.length, 'op table has one row per summary op', { page: rows.length, query: summary.length });
+	const bad = summary.filter((o) => {
+		const r = rows.find((x) => x.op === o.op && x.source === o.source);
+		return !r || r.cells[0] !== o.count || r.cells[1] !== o.p50_ns || r.cells[2] !== o.p99_ns;
+	});
+	check(!bad.length, 'op table count/p50/p99 equal query --json', bad);
+	check(rows.filter((r) => r.spark).length >= 3, 'top ops carry p50/p99 sparklines', rows.filter((r) => r.spark).length);
+	const top = await text(p, '.top-chains li');
+	check(top.length === explain.chains.length && top[0].includes(explain.chains[0].root_cause.summary), 'overview lists the chains of explain --json', top);
+	const health = await text(p, '.health .body');
+	check(/No record dropped or lost/.test(health[0]), 'capture health says nothing was lost', health[0]);
+	check((await p.$$('.host svg.chart path')).length === 3, 'host chart draws CPU, memory and IO');
+	await shot(p, 'overview-1280x800');
+
+	// Chains: text, Python line, fix commands equal explain --json.
+	await p.keyboard.press('2');
+	await p.waitForFunction(() => location.hash.startsWith('#/chains'));
+	await ready(p);
+	const cards = await p.$$eval('article.chain', (as) => as.map((a) => ({
+		summary: a.querySelector('.summary').textContent, py: (a.querySelector('.pyline') || {}).textContent || null,
+		fix: [...a.querySelectorAll('ul.fix code')].map((c) => c.textContent), kind: a.dataset.kind,
+		share: a.querySelector('.share span').textContent,
+	})));
+	check(cards.length === explain.chains.length, 'one card per chain', { page: cards.length, explain: explain.chains.length });
+	explain.chains.forEach((c, i) => {
+		const k = cards[i] || {};
+		check(k.summary === c.root_cause.summary && k.kind === c.root_cause.kind, `chain ${i} text equals explain --json`, { page: k.summary, explain: c.root_cause.summary });
+		const py = c.python ? `${c.python.file}:${c.python.line} in ${c.python.function}()` : null;
+		check(k.py === py, `chain ${i} Python line equals explain --json`, { page: k.py, explain: py });
+		check(JSON.stringify(k.fix) === JSON.stringify(c.fix), `chain ${i} fix commands equal explain --json`, k.fix);
+		check(k.share && k.share.startsWith((c.explained_share * 100).toFixed(1) + ' %'), `chain ${i} explained share`, k.share);
+	});
+	check((await p.$$('article.chain button.copy')).length === explain.chains.reduce((a, c) => a + c.fix.length, 0), 'a copy button per fix command');
+	await shot(p, 'chains-1280x800');
+
+	// Export chains JSON: the downloaded file is /chains' answer.
+	const dl = `${D}/downloads`;
+	mkdirSync(dl, { recursive: true });
+	const cdp = await p.createCDPSession();
+	await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: dl });
+	await p.$$eval('.toolbar button', (bs) => bs.find((x) => x.textContent === 'Export chains JSON').click());
+	for (let i = 0; i < 50 && !existsSync(`${dl}/causeway-chains.json`); i++) await new Promise((r) => setTimeout(r, 100));
+	let exported = null;
+	try {
+		exported = JSON.parse(readFileSync(`${dl}/causeway-chains.json`, 'utf8'));
+	} catch (e) {
+		exported = null;
+	}
+	check(exported && exported.chains.length === explain.chains.length && exported.chains[0].root_cause.summary === explain.chains[0].root_cause.summary, 'Export chains JSON downloads the chains');
+
+	// Clicking a chain's "Open timeline" opens its thread's timeline.
+	await p.click('article.chain a.open-timeline');
+	await p.waitForFunction(() => location.hash.startsWith('#/timeline?') && document.querySelector('.tl-canvas'), { timeout: 20000 });
+	await ready(p);
+	check(/chain=0/.test(await p.evaluate(() => location.hash)), 'the chain link carries the chain in the URL');
+	const tl = await p.evaluate(() => {
+		const t = window.__cw.timeline;
+		return { from: t.from, to: t.to, rows: t.rows.map((r) => ({ lane: r.lane, tid: r.tid, starts: r.ivs.map((x) => x.start_ns), ends: r.ivs.map((x) => x.end_ns), reasons: r.ivs.map((x) => x.reason || null) })) };
+	});
+	const c0 = explain.chains[0];
+	const cuda = tl.rows.find((r) => r.lane === 'cuda' && r.tid === c0.tid);
+	check(!!cuda && cuda.starts.length > 100, 'the timeline has the chain thread\'s CUDA lane', tl.rows.map((r) => r.lane + r.tid));
+	// The same intervals from the store, through query --json. (Bounds
+	// widened by 1 us: the page's copy of from/to is a JS number.)
+	const lo = Math.floor(tl.from) - 1000;
+	const hi = Math.ceil(tl.to) + 1000;
+	const qc = cli('query', '--db', db, '--json', '--limit', '1000000',
+		`SELECT wall_ns, duration_ns FROM events WHERE tid = ${c0.tid} AND source IN ('cuda','driver','graph') AND wall_ns <= ${hi} AND wall_ns + duration_ns >= ${lo} ORDER BY wall_ns`);
+	const ps = cuda ? cuda.starts.slice().sort((a, b2) => a - b2) : [];
+	check(ps.length === qc.length && qc.every((r, i) => near(r.wall_ns, ps[i])), 'timeline CUDA intervals equal query --json', { page: ps.length, query: qc.length });
+	const off = tl.rows.find((r) => r.lane === 'offcpu' && r.tid === c0.tid);
+	const qo = cli('query', '--db', db, '--json', '--limit', '1000000',
+		`SELECT wall_ns, duration_ns, reason FROM offcpu WHERE tid = ${c0.tid} AND wall_ns <= ${hi} AND wall_ns + duration_ns >= ${lo} ORDER BY wall_ns`);
+	const po = off ? off.starts.map((s, i) => [s, off.reasons[i]]).sort((a, b2) => a[0] - b2[0]) : [];
+	check(po.length === qo.length && qo.every((r, i) => near(r.wall_ns, po[i][0]) && r.reason === po[i][1]), 'timeline off-CPU intervals and reasons equal query --json', { page: po.length, query: qo.length });
+	check(qo.some((r) => r.reason === 'preempted'), 'the chain window holds preempted intervals');
+	// Hover a preempted interval: the tooltip names the preemptor.
+	const hover = await p.evaluate(() => {
+		const t = window.__cw.timeline;
+		const row = t.rows.findIndex((r) => r.lane === 'offcpu');
+		const r = t.rows[row];
+		let best = 0;
+		r.ivs.forEach((iv, i) => {
+			if (iv.reason === 'preempted' && iv.end_ns - iv.start_ns > r.ivs[best].end_ns - r.ivs[best].start_ns) best = i;
+		});
+		const rect = t.canvas.getBoundingClientRect();
+		return { x: rect.left + t.x((r.s[best] + r.e[best]) / 2), y: rect.top + t.AH + row * t.RH + t.RH / 2 };
+	});
+	await p.mouse.move(hover.x, hover.y);
+	const tip = await p.$eval('.tl-tip', (e) => (e.hidden ? '' : e.textContent));
+	check(/preempted by stress-ng \(pid 9001\)/.test(tip), 'hovering a preempted interval names the preemptor', tip);
+	await shot(p, 'timeline-1280x800');
+	// Zoom and pan from the keyboard change the view.
+	const v0 = await p.$eval('.tl-wrap', (e) => e.dataset.view || '');
+	await p.focus('.tl-canvas');
+	await p.keyboard.press('+');
+	await p.keyboard.press('+');
+	await p.keyboard.press('ArrowRight');
+	const v1 = await p.$eval('.tl-wrap', (e) => e.dataset.view || '');
+	check(v1 && v1 !== v0, 'keys zoom and pan the timeline', { v0, v1 });
+	await new Promise((r) => setTimeout(r, 100));
+	await shot(p, 'timeline-zoomed-1280x800');
+
+	// Op detail from the overview's op link; the slowest call equals the
+	// store's, and its drill-down opens a timeline around it.
+	await hash(p, '#/overview');
+	await p.click('table[data-testid=ops] a');
+	await p.waitForFunction(() => location.hash.startsWith('#/op?'));
+	await ready(p);
+	const opName = await p.evaluate(() => new URLSearchParams(location.hash.split('?')[1]).get('op'));
+	const slowest = cli('query', '--db', db, '--json', `SELECT max(duration_ns) AS d, count(*) AS n FROM events WHERE op = '${opName}'`)[0];
+	const firstDur = await p.$eval('table[data-testid=slowest] tbody tr td:nth-child(2)', (e) => e.textContent);
+	const detail = await p.evaluate(async (op) => (await fetch(`/api/v1/ops/detail?op=${op}&source=cuda`)).json(), opName);
+	check(detail.slowest[0].duration_ns === slowest.d, 'op detail slowest call equals the store\'s longest', { page: detail.slowest[0].duration_ns, query: slowest.d });
+	check(detail.histogram.reduce((a, x) => a + x.count, 0) === detail.count && detail.count === summary.find((o) => o.op === opName).count, 'histogram counts add up to the op\'s calls');
+	check((await p.$$('svg.hist rect.bar')).length === detail.histogram.length && firstDur.length > 0, 'histogram bars and slowest table drawn');
+	await shot(p, 'op-detail-1280x800');
+	await p.click('table[data-testid=slowest] a');
+	await p.waitForFunction(() => location.hash.startsWith('#/timeline?tid=') && document.querySelector('.tl-canvas'), { timeout: 20000 });
+	await ready(p);
+	check((await p.$eval('.tl-wrap', (e) => +e.dataset.count)) > 0, 'a slow call drills down to its timeline');
+
+	// Theme, keyboard help, deep link of a filtered chains view.
+	await hash(p, '#/chains?sev=HIGH');
+	await p.keyboard.press('t');
+	check((await p.evaluate(() => document.documentElement.dataset.theme)) === 'dark', 't switches to the dark theme');
+	await p.keyboard.press('j');
+	check(await p.evaluate(() => document.activeElement && document.activeElement.classList.contains('chain')), 'j focuses a chain');
+	await shot(p, 'chains-dark-1280x800');
+	await p.keyboard.press('Enter');
+	await p.waitForFunction(() => location.hash.startsWith('#/timeline?') && document.querySelector('.tl-canvas'), { timeout: 20000 });
+	await ready(p);
+	check(true, 'Enter on a focused chain opens its timeline');
+	await shot(p, 'timeline-dark-1280x800');
+	await hash(p, '#/overview');
+	await shot(p, 'overview-dark-1280x800');
+	await p.keyboard.press('t');
+
+	// 4K: the same overview on a 3840x2160 screen.
+	const p4 = await page(b, inc.url, { width: 3840, height: 2160 });
+	await go(p4, inc.url + '/#/chains');
+	const fs4 = await p4.evaluate(() => parseFloat(getComputedStyle(document.querySelector('.chain .summary')).fontSize));
+	check(fs4 >= 24, 'text scales up on a 4K screen', fs4);
+	await shot(p4, 'chains-3840x2160');
+	await go(p4, inc.url + '/#/timeline?chain=0');
+	await shot(p4, 'timeline-3840x2160');
+
+	// ---- healthy and io-contention ----------------------------------------
+	const hdb = `${D}/healthy.db`;
+	const healthy = await start('demo-node', hdb);
+	const ph = await page(b, healthy.url);
+	await go(ph, healthy.url + '/#/chains');
+	const hx = cli('explain', '--db', hdb, '--json', '--no-store');
+	const msg = await text(ph, '.message[data-kind=healthy] h2');
+	check(hx.chains.length === 0 && msg[0] === 'Nothing to explain', 'healthy: no chain, and the page says so', msg);
+	await go(ph, healthy.url + '/#/overview');
+	check((await ph.$$('[data-kind=healthy]')).length === 1, 'healthy overview says nothing to explain');
+	await shot(ph, 'overview-healthy-1280x800');
+
+	const idb = `${D}/io-contention.db`;
+	const io = await start('demo-node', idb);
+	const pi = await page(b, io.url);
+	await go(pi, io.url + '/#/chains');
+	const ix = cli('explain', '--db', idb, '--json', '--no-store');
+	const icards = await pi.$$eval('article.chain', (as) => as.map((a) => [a.dataset.kind, a.querySelector('.summary').textContent, (a.querySelector('.pyline') || {}).textContent || null]));
+	check(icards.length === ix.chains.length && ix.chains.every((c, i) => icards[i][0] === c.root_cause.kind && icards[i][1] === c.root_cause.summary),
+		'io-contention chains equal explain --json', icards.map((c) => c[0]));
+	check(ix.chains.some((c) => c.root_cause.kind === 'io_contention'), 'io-contention has an io_contention chain');
+	const ipy = ix.chains[0].python;
+	check(icards[0] && icards[0][2] === (ipy ? `${ipy.file}:${ipy.line} in ${ipy.function}()` : null), 'io-contention Python line equals explain --json', icards[0]);
+	await go(pi, io.url + '/#/timeline?chain=' + ix.chains.findIndex((c) => c.root_cause.kind === 'io_contention'));
+	const reasons = await pi.evaluate(() => window.__cw.timeline.rows.filter((r) => r.lane === 'offcpu').flatMap((r) => r.ivs.map((x) => x.reason)));
+	check(reasons.includes('blocked'), 'io-contention timeline shows the blocked intervals', [...new Set(reasons)]);
+	await shot(pi, 'timeline-io-contention-1280x800');
+
+	// ---- empty database, unreadable database, server error ---------------
+	const empty = await start('empty-node', `${D}/empty.db`);
+	const pe = await page(b, empty.url);
+	await go(pe, empty.url + '/');
+	const em = await text(pe, '.message[data-kind=empty] h2');
+	check(em[0] === 'No trace in this database yet', 'empty database: a clear message', em);
+	await shot(pe, 'empty-database-1280x800');
+	for (const v of ['chains', 'timeline', 'op']) {
+		await hash(pe, '#/' + v);
+		check((await pe.$$('.message[data-kind=empty]')).length === 1, `empty database: ${v} says so too`);
+	}
+
+	// A database that turns unreadable under a running server (serve
+	// refuses to start on one): its file overwritten with noise.
+	copyFileSync(`${D}/healthy.db`, `${D}/broken.db`);
+	const corrupt = await start('broken-node', `${D}/broken.db`);
+	writeFileSync(`${D}/broken.db`, randomBytes(65536));
+	const pc = await page(b, corrupt.url);
+	await go(pc, corrupt.url + '/');
+	const cm = await text(pc, '.message.error h2, .message.error p');
+	check(cm[0] === 'Database unreadable' && /cannot read its database/.test(cm[1]), 'unreadable database: a clear message', cm);
+	await shot(pc, 'database-unreadable-1280x800');
+	// The console reports the 503 itself; the page adds nothing of its own.
+	pc.rec.errors = pc.rec.errors.filter((e) => !/status of 503/.test(e));
+
+	// A server error on one route: the failing panel says so, the rest of
+	// the page still renders. (The 500 is answered by the test in place of
+	// the server: serve has no way to fail on purpose.)
+	const p5 = await page(b, inc.url);
+	p5.rec.fake = (u) => (/\/api\/v1\/chains/.test(u) ? { status: 500, body: '{"error": "explain failed: Input/output error"}' } : null);
+	await go(p5, inc.url + '/#/overview');
+	const em5 = await text(p5, '.top-chains .message.error h2, .top-chains .message.error p');
+	check(em5[0] === 'Server error (500)' && /explain failed: Input\/output error/.test(em5[1]), 'server error: the panel says which route failed and why', em5);
+	check((await p5.$$('table[data-testid=ops] tbody tr')).length === summary.length, 'server error: the other panels still render');
+	await shot(p5, 'server-error-1280x800');
+	p5.rec.errors = p5.rec.errors.filter((e) => !/status of 500/.test(e));
+
+	// The page loaded, then its server went away: reload data with r.
+	const gone = await start('demo-node', db);
+	const pg = await page(b, gone.url);
+	await go(pg, gone.url + '/#/chains');
+	await gone.stop();
+	await pg.keyboard.press('r');
+	await pg.waitForFunction(() => document.querySelector('.message.error'), { timeout: 20000 });
+	const gm = await text(pg, '.message.error h2, .message.error p');
+	check(gm[0] === 'Cannot reach the server' && gm[1].includes(gone.url), 'unreachable server: a clear message naming it', gm);
+	await shot(pg, 'server-unreachable-1280x800');
+	pg.rec.errors = pg.rec.errors.filter((e) => !/ERR_CONNECTION_REFUSED/.test(e));
+
+	// ---- mutual TLS: a browser without a client certificate ---------------
+	const pki = `${D}/pki`;
+	const mt = await start('demo-node', db, ['--cert', `${pki}/server.crt`, '--key', `${pki}/server.key`, '--client-ca', `${pki}/ca.crt`]);
+	const pm = await page(b, mt.url);
+	const resp = await pm.goto(mt.url + '/', { waitUntil: 'domcontentloaded' });
+	const mtext = await pm.evaluate(() => document.body.innerText);
+	check(resp.status() === 403 && /Client certificate refused/.test(mtext) && /client certificate required/.test(mtext), 'refused client certificate: a clear page', mtext.slice(0, 200));
+	await shot(pm, 'client-certificate-refused-1280x800');
+	const apiAns = await pm.evaluate(async () => (await fetch('/api/v1/overview')).text());
+	pm.rec.errors = pm.rec.errors.filter((e) => !/status of 403/.test(e));
+	check(/^\{"error": ?"client certificate required"\}/.test(apiAns.trim()), 'the API itself still answers 403 JSON', apiAns);
+
+	// ---- fleet of four loopback agents -------------------------------------
+	if (existsSync(`${D}/fleet.yaml`)) {
+		const fl = await start('workstation', `${D}/incident.db`, ['--config', `${D}/fleet.yaml`]);
+		const pf = await page(b, fl.url);
+		await go(pf, fl.url + '/#/overview');
+		await pf.waitForFunction(() => [...document.querySelectorAll('#nav a')].some((a) => a.textContent === 'Fleet'), { timeout: 20000 });
+		await pf.keyboard.press('5');
+		await pf.waitForFunction(() => location.hash.startsWith('#/fleet'));
+		await ready(pf, 30000);
+		const nodes = await pf.$$eval('table.fleet-table tbody tr', (trs) => trs.map((tr) => [tr.dataset.node, tr.children[2].textContent, tr.children[5].textContent]));
+		check(nodes.length === 4 && nodes.every((n) => n[1] === 'ok'), 'fleet: four agents, all ok', nodes);
+		const withChains = nodes.filter((n) => +n[2] > 0).map((n) => n[0]);
+		check(withChains.length === 1 && withChains[0] === 'gpu-3', 'fleet: only gpu-3 has chains', nodes);
+		await shot(pf, 'fleet-1280x800');
+	}
+
+	// ---- every page: no console error, nothing outside the origin --------
+	for (const x of pages) {
+		check(!x.rec.errors.length, `no console errors on ${x.url()}`, x.rec.errors);
+		check(!x.rec.outside.length, `no request leaves the origin of ${x.url()}`, x.rec.outside);
+	}
+	check(readdirSync(SHOTS).filter((f) => f.endsWith('.png')).length >= 12, 'screenshots written', readdirSync(SHOTS));
+} catch (e) {
+	failed++;
+	console.log('not ok - ' + (e.stack || e));
+	for (const x of pages) {
+		try {
+			await x.screenshot({ path: `${SHOTS}/failure-${pages.indexOf(x)}.png` });
+		} catch {
+			// the page may be gone
+		}
+	}
+} finally {
+	await b.close();
+	for (const s of servers) await s.stop();
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

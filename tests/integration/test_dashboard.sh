@@ -1,0 +1,47 @@
+#!/bin/bash
+# The dashboard in Debian's headless Chromium, driven by puppeteer-core
+# (tests/browser, pinned in package-lock.json): on the incident, healthy,
+# io-contention and empty demo databases, an unreadable file, a server that
+# goes away, a mutual-TLS server and a fleet of four loopback agents, the
+# page shows what explain --json and query --json say; see
+# tests/browser/dashboard.mjs. Screenshots land in $CW_BUILD/screenshots.
+. "$CW_ROOT/tests/integration/fleet_lib.sh"
+"$CW_ROOT/scripts/install-browser-tests.sh"
+rc=$?
+[ $rc = 77 ] && { echo "skip: node, npm or chromium not installed"; exit 77; }
+[ $rc = 0 ] || fail "npm ci in tests/browser failed"
+ensure_fixture
+mkcerts
+for s in incident healthy io-contention; do
+	"$CW_BIN" demo "$s" --db "$T/$s.db" >/dev/null 2>&1 || fail "demo $s"
+done
+# An empty database: the schema of a real one, every row deleted.
+cp "$T/healthy.db" "$T/empty.db"
+sqlite3 "$T/empty.db" "$(sqlite3 "$T/empty.db" "SELECT group_concat('DELETE FROM \"' || name || '\"', ';') FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")" ||
+	fail "emptying the database"
+[ "$(sqlite3 "$T/empty.db" 'SELECT count(*) FROM events')" = 0 ] || fail "empty.db not empty"
+
+# Four agents (mTLS), gpu-3 with a preempted trainer; the dashboard's
+# server fans out to them through its config's fleet section.
+NODES=""
+for i in 1 2 3 4; do
+	extra=
+	[ $i = 3 ] && extra=preempted
+	"$AGENT_DB" "$T/gpu-$i.db" "gpu-$i" $((i - 1)) $extra || fail "fixture db $i"
+	start_agent "gpu-$i" "$T/gpu-$i.db" --cert "$PKI/server.crt" --key "$PKI/server.key" --client-ca "$PKI/ca.crt"
+	NODES="$NODES    - 127.0.0.1:$PORT
+"
+done
+cat >"$T/fleet.yaml" <<YAML
+fleet:
+  nodes:
+$NODES  ca_cert: $PKI/ca.crt
+  client_cert: $PKI/client.crt
+  client_key: $PKI/client.key
+  timeout: 5s
+YAML
+
+rm -rf "$CW_BUILD/screenshots"
+cd "$CW_ROOT/tests/browser" || fail "no tests/browser"
+CW_DASH_DIR=$T CW_SHOTS=$CW_BUILD/screenshots CW_BIN=$CW_BIN timeout 120 node dashboard.mjs ||
+	fail "dashboard checks failed (screenshots in $CW_BUILD/screenshots)"
