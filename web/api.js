@@ -97,7 +97,7 @@ export function explainError(e) {
 	if (!(e instanceof ApiError)) return { title: 'The page failed', text: String(e && e.message ? e.message : e), hint: 'Reload the page; if it persists, report it with the browser console output.' };
 	switch (e.kind) {
 	case 'unreachable':
-		return { title: 'Cannot reach the server', text: e.message + '.', hint: 'Check that `causeway serve` (or `trace --serve`) is still running and reachable; the page retries on reload (r).' };
+		return { title: 'Cannot reach the server', text: e.message.charAt(0).toUpperCase() + e.message.slice(1) + '.', hint: 'Check that causeway serve (or trace --serve) is still running and reachable, then try again (r).' };
 	case 'cert':
 		return { title: 'Client certificate refused', text: `The server refused this browser's client certificate: ${e.message}.`, hint: 'Import a client certificate signed by the CA given to serve --client-ca, with the clientAuth purpose, and reload (docs/api.md, Mutual TLS).' };
 	case 'token':

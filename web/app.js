@@ -123,6 +123,7 @@ function errorPanel(e, where) {
 		box.append(f);
 	}
 	if (where) box.dataset.where = where;
+	box.append(h('button', { type: 'button', class: 'retry', onclick: () => route() }, 'Try again'));
 	return box;
 }
 
@@ -491,13 +492,12 @@ async function viewTimeline(root) {
 	head.append(
 		h('span', {}, chain ? h('span', {}, sevBadge(chain.severity), ' ', h('a', { href: link('chains', { ...win(), chain: p.chain }) }, chain.root_cause.kind.replace(/_/g, ' ') + ' on ' + chain.op), ' · ') : null,
 			`${threads || 'no thread'} · ${fmtCount(count)} intervals`, data.truncated ? h('strong', { class: 'bad' }, ' (truncated: narrow the window)') : null),
-		range,
 		h('span', { class: 'spacer' }),
 		h('button', { type: 'button', onclick: () => state.timeline && state.timeline.zoom(0.5), title: 'zoom in (+)' }, '+'),
 		h('button', { type: 'button', onclick: () => state.timeline && state.timeline.zoom(2), title: 'zoom out (−)' }, '−'),
 		h('button', { type: 'button', onclick: () => state.timeline && state.timeline.reset(), title: 'reset (0)' }, 'Reset'),
 		h('button', { type: 'button', onclick: () => exportPerfetto(state.timeline ? state.timeline.from + state.timeline.v0 : data.from_ns, state.timeline ? state.timeline.from + state.timeline.v1 : data.to_ns, (data.threads[0] || {}).pid) }, 'Export Perfetto'));
-	const legend = h('div', { class: 'legend tl-legend' }, COLOUR_KEYS.map((k) => h('span', { class: 'k tl-' + k }, k.replace('off-', 'off-CPU ').replace('-', ' '))));
+	const legend = h('div', { class: 'legend tl-legend' }, COLOUR_KEYS.map((k) => h('span', { class: 'k tl-' + k }, k.replace('off-', 'off-CPU ').replace('-', ' '))), h('span', { class: 'spacer' }), range);
 	root.append(head, legend, wrap, info);
 	if (!count) {
 		wrap.append(h('p', { class: 'muted' }, 'No interval for this thread in this window.'));
@@ -610,11 +610,12 @@ async function viewFleet(root) {
 		root.append(h('section', { class: 'message' }, h('h2', {}, 'No fleet configured'), h('p', {}, 'This node has no fleet.nodes in its configuration, so there is nothing to fan out to (docs/fleet.md).')));
 		return;
 	}
+	for (const w of f.warnings || []) root.append(h('p', { class: 'warning', role: 'note' }, w));
 	if (f.straggler) root.append(h('p', { class: 'warning' }, `Straggler: rank ${f.straggler.rank} on ${f.straggler.node}, ${fmtNs(f.straggler.lag_ns)} behind.`));
 	root.append(panel(`${f.nodes.length} nodes`, 'fleet wide', (b) => b.replaceChildren(h('table', { class: 'fleet-table' },
 		h('thead', {}, h('tr', {}, ['node', 'address', 'status', 'clock offset', 'RTT', 'chains', 'top chain'].map((c) => h('th', {}, c)))),
 		h('tbody', {}, f.nodes.map((n) => h('tr', { class: n.status === 'ok' ? '' : 'bad', dataset: { node: n.node } },
-			h('td', {}, n.node), h('td', { class: 'cmd' }, n.address), h('td', {}, n.status + (n.error ? ': ' + n.error : '')),
+			h('td', { class: 'nowrap' }, n.node), h('td', { class: 'cmd nowrap' }, n.address), h('td', {}, n.status + (n.error ? ': ' + n.error : '')),
 			h('td', { class: 'num' }, n.clock_offset_ns === null ? '–' : fmtNs(n.clock_offset_ns)), h('td', { class: 'num' }, n.rtt_ns === null ? '–' : fmtNs(n.rtt_ns)),
 			h('td', { class: 'num' }, n.chains ?? '–'),
 			h('td', {}, n.top_chain ? h('span', {}, sevBadge(n.top_chain.severity), ' ', n.top_chain.summary) : '–'))))))));

@@ -47,6 +47,25 @@ const near = (a, b) => Math.abs(a - b) < 1000;
 
 const b = await browser();
 try {
+	// ---- live: trace --serve; the overview refreshes by itself ------------
+	if (process.env.CW_LIVE_URL) {
+		const live = process.env.CW_LIVE_URL;
+		const pl = await page(b, live);
+		await go(pl, live + '/#/overview');
+		check(await pl.$eval('#live', (e) => !e.hidden), 'live: the header says live on trace --serve');
+		const calls = () => pl.evaluate(() => window.__cw.overview.calls);
+		await pl.evaluate(() => (window.__sameDocument = 1));
+		const c1 = await calls();
+		await pl.waitForFunction((c) => window.__cw.overview.calls > c && !document.querySelector('.loading'), { timeout: 15000 }, c1);
+		// One evaluate: the number and the page as one poll left them.
+		const { c2, shown } = await pl.evaluate(() => ({ c2: window.__cw.overview.calls, shown: [...document.querySelectorAll('.node-panel dd')].map((x) => x.textContent) }));
+		check(c2 > c1 && (await pl.evaluate(() => window.__sameDocument)) === 1, 'live: the overview updates without a reload', { c1, c2 });
+		check(shown.includes(c2.toLocaleString('en-US')), 'live: the page shows the new call count', { c2, shown });
+		const sess = await text(pl, 'ul.sessions li');
+		check(sess.length && /live/.test(sess[0]), 'live: the session is marked live', sess);
+		await shot(pl, 'overview-live-1280x800');
+	}
+
 	// ---- incident: overview, chains, timeline, op detail --------------------
 	const db = `${D}/incident.db`;
 	const inc = await start('demo-node', db);

@@ -41,7 +41,26 @@ $NODES  ca_cert: $PKI/ca.crt
   timeout: 5s
 YAML
 
+# A live trace (root: BPF) of the fake-CUDA workload, served as it is
+# written: the page must update by itself.
+LIVE=
+FAKE=$CW_BUILD/fixtures/fakecuda/libcudart.so.13
+if [ "$(id -u)" = 0 ] && [ -f "$FAKE" ]; then
+	LD_LIBRARY_PATH=$CW_BUILD/fixtures/fakecuda CW_FAKE_SYNC_US=200 "$CW_BIN" --node live-node trace \
+		--db "$T/live.db" --no-view --serve 127.0.0.1:0 --cuda-lib "$FAKE" -- \
+		"$CW_BUILD/fixtures/fake_workload" -T 30 -m sync >"$T/w.out" 2>"$T/t.err" &
+	PIDS+=("$!")
+	for _ in $(seq 1 100); do
+		LIVE=$(sed -n 's/.*serving \(https:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$T/t.err")
+		[ -n "$LIVE" ] && break
+		sleep 0.1
+	done
+	[ -n "$LIVE" ] || fail "trace --serve did not start: $(cat "$T/t.err")"
+else
+	echo "no live trace: needs root and the fake CUDA fixture"
+fi
+
 rm -rf "$CW_BUILD/screenshots"
 cd "$CW_ROOT/tests/browser" || fail "no tests/browser"
-CW_DASH_DIR=$T CW_SHOTS=$CW_BUILD/screenshots CW_BIN=$CW_BIN timeout 120 node dashboard.mjs ||
+CW_LIVE_URL=$LIVE CW_DASH_DIR=$T CW_SHOTS=$CW_BUILD/screenshots CW_BIN=$CW_BIN timeout 120 node dashboard.mjs ||
 	fail "dashboard checks failed (screenshots in $CW_BUILD/screenshots)"
