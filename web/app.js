@@ -245,7 +245,7 @@ function healthBody(ov) {
 				? `${fmtCount(lost.reduce((a, [, n]) => a + n, 0))} records dropped; ${losses.length} session(s) lost records.`
 				: 'No record dropped or lost.'),
 		lost.length ? h('table', { class: 'drops' }, h('tbody', {}, lost.map(([k, n]) => h('tr', { class: 'bad' }, h('td', {}, k), h('td', { class: 'num' }, fmtCount(n)))))) : null,
-		drops.length ? h('p', { class: 'muted', title: drops.map(([k, n]) => `${k} ${n}`).join('\n') }, `${drops.length} loss counters${lost.length ? '' : ', all zero'}: ${drops.map(([k]) => k.replace(/^[a-z]+\./, '')).join(', ')}.`) : null,
+		drops.length ? h('p', { class: 'muted', title: drops.map(([k, n]) => `${k} ${n}`).join('\n') }, `${drops.length} loss counters${lost.length ? '' : ', all zero'}` + (drops.length <= 10 ? `: ${drops.map(([k]) => k.replace(/^[a-z]+\./, '')).join(', ')}.` : ' (hover for the list).')) : null,
 		losses.length ? h('ul', { class: 'losses' }, losses.map((l) => h('li', { class: 'bad' }, `session ${l.session_id} (${l.kind}, ${l.node}): lost ${fmtCount(l.lost)} of ${fmtCount(l.stored + l.lost)} records (${fmtPct(l.lost_share, 1)})`))) : null,
 		h('h3', {}, 'Attach'),
 		attach.length
