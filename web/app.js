@@ -382,7 +382,12 @@ function chainCard(c, i) {
 		c.container ? `container ${c.container.pod || c.container.id || c.container.cgroup}` : null,
 	].filter(Boolean).join(' · ');
 	const share = Math.max(0, Math.min(1, c.explained_share || 0));
-	const tlLink = link('timeline', { ...win(), chain: i, pid: state.p.pid });
+	// chain=INDEX indexes the unfiltered /chains list, so with a pid filter
+	// the link names the chain's thread and span instead.
+	const ts = (c.timeline || []).map((t) => t.t_ns);
+	const tlLink = state.p.pid && c.tid && ts.length
+		? link('timeline', { tid: c.tid, from: Math.round(Math.min(...ts) - 1e9), to: Math.round(Math.max(...ts) + (c.max_ns || 0) + 1e9) })
+		: link('timeline', { ...win(), chain: i });
 	const card = h('article', { class: 'chain', id: 'chain-' + i, tabindex: '0', dataset: { index: i, kind: c.root_cause.kind } },
 		h('header', {},
 			sevBadge(c.severity),
@@ -460,7 +465,7 @@ async function viewTimeline(root) {
 	let params;
 	let chain = null;
 	if (p.chain !== undefined) {
-		params = { chain: p.chain, ...winParams(), pid: p.pid };
+		params = { chain: p.chain, ...winParams() };
 		const ch = await loadChains();
 		chain = ch.chains[+p.chain] || null;
 	} else if (p.tid || p.pid) {

@@ -171,6 +171,21 @@ try {
 	const tip = await p.$eval('.tl-tip', (e) => (e.hidden ? '' : e.textContent));
 	check(/preempted by stress-ng \(pid 9001\)/.test(tip), 'hovering a preempted interval names the preemptor', tip);
 	await shot(p, 'timeline-1280x800');
+	// Export Perfetto: the trace file of the visible window.
+	await p.$$eval('.toolbar button', (bs) => bs.find((x) => x.textContent === 'Export Perfetto').click());
+	let perf = null;
+	for (let i = 0; i < 100 && !perf; i++) {
+		await new Promise((r) => setTimeout(r, 100));
+		perf = readdirSync(dl).find((f) => f.endsWith('.perfetto-trace'));
+	}
+	let pj = null;
+	try {
+		pj = JSON.parse(readFileSync(`${dl}/${perf}`, 'utf8'));
+	} catch {
+		pj = null;
+	}
+	const evs = pj ? pj.traceEvents || pj : [];
+	check(Array.isArray(evs) && evs.some((e) => e.name === c0.op && e.tid === c0.tid), 'Export Perfetto downloads the window\'s trace with the chain\'s op', perf);
 	// Zoom and pan from the keyboard change the view.
 	const v0 = await p.$eval('.tl-wrap', (e) => e.dataset.view || '');
 	await p.focus('.tl-canvas');
