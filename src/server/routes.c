@@ -244,6 +244,8 @@ static void route_chains(struct cw_server *s, struct MHD_Connection *c, struct c
 		goto out;
 	}
 	j = cw_explain_to_json(&res);
+	if (j)
+		cw_chains_add_windows(&res, j);
 	cw_explain_result_free(&res);
 	if (j)
 		json_object_set_new(j, "node", json_string(s->node));
