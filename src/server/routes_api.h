@@ -44,7 +44,13 @@ void cw_chain_window(const struct cw_chain *ch, const struct cw_explain_result *
  * /chains answer j, so a page asks /timeline without a second explain. */
 void cw_chains_add_windows(const struct cw_explain_result *res, json_t *j);
 
+/* The /chains answer for this request's window, pid and node (cached,
+ * routes_chains.c), parsed; 0, or -errno with r filled. */
+int cw_chains_answer(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, uint64_t deadline, json_t **out,
+		     struct cw_reply *r);
+
 /* The routes. */
+void cw_route_chains(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_timeline(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_ops_detail(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_ops_series(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);

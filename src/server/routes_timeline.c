@@ -419,38 +419,37 @@ void cw_chains_add_windows(const struct cw_explain_result *res, json_t *j)
 	}
 }
 
-/* chain=INDEX: the chain's thread and the span of its timeline (to the
- * end of its slowest call), padded on each side. */
+/* chain=INDEX: the chain's thread and timeline_window from the /chains
+ * answer for the same window (cached: no second explain run). */
 static int chain_window(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, uint64_t deadline,
 			struct tl_req *q, json_t **chain_out, struct cw_reply *r)
 {
-	struct cw_explain_opts o = { 0 };
-	struct cw_explain_result res;
-	const struct cw_chain *ch;
+	json_t *ans, *ch, *w;
+	size_t n;
 	int64_t idx;
 	int rc;
 
 	if (cw_api_int(c, "chain", 0, 100000, 0, &idx, r))
 		return -EINVAL;
-	if (cw_api_window(db, c, &o.from_wall_ns, &o.to_wall_ns, r))
-		return -EINVAL;
-	if ((rc = cw_explain_run(db, &o, &res))) {
-		cw_api_fail(s, deadline, rc, "explain", r);
+	if ((rc = cw_chains_answer(s, c, db, deadline, &ans, r)))
 		return rc;
-	}
-	if (idx >= res.count) {
-		cw_reply_error(r, 404, "no chain %lld in the window (%d chains)", (long long)idx, res.count);
-		cw_explain_result_free(&res);
+	n = json_array_size(json_object_get(ans, "chains"));
+	if ((size_t)idx >= n) {
+		cw_reply_error(r, 404, "no chain %lld in the window (%zu chains)", (long long)idx, n);
+		json_decref(ans);
 		return -ENOENT;
 	}
-	ch = &res.chains[idx];
-	cw_chain_window(ch, &res, &q->from, &q->to);
-	q->tid = ch->tid;
-	q->pid = ch->tid ? 0 : ch->pid;
-	*chain_out = json_pack("{s:I, s:s, s:s, s:s, s:I, s:I}", "index", (json_int_t)idx, "kind",
-			       cw_kind_name(ch->kind), "severity", cw_severity_name(ch->severity), "op", ch->op,
-			       "pid", (json_int_t)ch->pid, "tid", (json_int_t)ch->tid);
-	cw_explain_result_free(&res);
+	ch = json_array_get(json_object_get(ans, "chains"), (size_t)idx);
+	w = json_object_get(ch, "timeline_window");
+	q->from = (uint64_t)json_integer_value(json_object_get(w, "from_ns"));
+	q->to = (uint64_t)json_integer_value(json_object_get(w, "to_ns"));
+	q->tid = json_integer_value(json_object_get(w, "tid"));
+	q->pid = q->tid ? 0 : json_integer_value(json_object_get(w, "pid"));
+	*chain_out = json_pack("{s:I, s:O?, s:O?, s:O?, s:O?, s:O?}", "index", (json_int_t)idx, "kind",
+			       json_object_get(json_object_get(ch, "root_cause"), "kind"), "severity",
+			       json_object_get(ch, "severity"), "op", json_object_get(ch, "op"), "pid",
+			       json_object_get(ch, "pid"), "tid", json_object_get(ch, "tid"));
+	json_decref(ans);
 	if (!q->tid && !q->pid) {
 		json_decref(*chain_out);
 		*chain_out = NULL;
