@@ -40,6 +40,7 @@ struct cw_server {
 	/* trace --serve: the session's live metrics (server/live_metrics.h) */
 	struct cw_live_metrics *_Atomic live;
 	struct cw_mcp_http *mcp;           /* /mcp sessions (mcp_http.c), made on first use */
+	struct cw_chains_cache *chains;    /* /chains answers (routes_chains.c) */
 	struct cw_deadlines dl;
 };
 
@@ -86,6 +87,12 @@ void cw_deadlines_notify(void *cls, struct MHD_Connection *c, void **socket_cont
 			 enum MHD_ConnectionNotificationCode code);
 /* armed = 0 once a request has fully arrived, 1 once its answer is done. */
 void cw_deadline_arm(struct cw_deadlines *d, struct MHD_Connection *c, int armed);
+
+/* The /chains answer cache (routes_chains.c): start makes it and, with
+ * warm, computes the default window's chains in the background; stop
+ * (after the daemon) interrupts that and frees it. */
+int cw_chains_cache_start(struct cw_server *s, int warm);
+void cw_chains_cache_stop(struct cw_server *s);
 
 void cw_reply_json(struct cw_reply *r, int status, json_t *j); /* steals j */
 void cw_reply_error(struct cw_reply *r, int status, const char *fmt, ...)

@@ -176,82 +176,6 @@ out:
 	json_decref(req);
 }
 
-/* ?since=DURATION (back from the newest data) or ?from=&to= (RFC 3339 or
- * epoch seconds), like explain's flags. */
-static int window(sqlite3 *db, struct MHD_Connection *c, uint64_t *from, uint64_t *to,
-		  struct cw_reply *r)
-{
-	const char *since = arg(c, "since"), *f = arg(c, "from"), *t = arg(c, "to");
-	uint64_t ns, newest;
-
-	*from = *to = 0;
-	if (since && (f || t)) {
-		cw_reply_error(r, 400, "\"since\" cannot be combined with \"from\" or \"to\"");
-		return -EINVAL;
-	}
-	if (since) {
-		if (cw_parse_duration(since, &ns) || !ns) {
-			cw_reply_error(r, 400, "invalid duration \"%s\" (e.g. 30s, 5m)", since);
-			return -EINVAL;
-		}
-		if (cw_explain_newest_wall(db, &newest) == 0 && newest) {
-			*to = newest;
-			*from = newest > ns ? newest - ns : 1;
-		}
-	}
-	if ((f && cw_parse_time(f, from)) || (t && cw_parse_time(t, to))) {
-		cw_reply_error(r, 400, "invalid time \"%s\" (RFC 3339 or Unix seconds)",
-			       f && cw_parse_time(f, from) ? f : t);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static void route_chains(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
-{
-	struct cw_explain_opts o = { 0 };
-	struct cw_explain_result res;
-	const char *pid = arg(c, "pid");
-	uint64_t deadline;
-	sqlite3 *db;
-	char err[512];
-	json_t *j;
-	int rc;
-
-	if ((rc = cw_server_open_db(s, &db, &deadline, err, sizeof(err)))) {
-		cw_reply_error(r, db_status(rc), "%s", err);
-		return;
-	}
-	if (window(db, c, &o.from_wall_ns, &o.to_wall_ns, r))
-		goto out;
-	o.node_filter = arg(c, "node");
-	if (pid) {
-		char *end;
-
-		o.pid = strtoll(pid, &end, 10);
-		if (*end || o.pid <= 0) {
-			cw_reply_error(r, 400, "invalid pid \"%s\"", pid);
-			goto out;
-		}
-	}
-	rc = cw_explain_run(db, &o, &res);
-	if (rc) {
-		if (cw_monotonic_ns() > deadline)
-			cw_reply_error(r, 504, "explain exceeded the %llu ms request limit",
-				       (unsigned long long)(s->timeout_ns / NSEC_PER_MSEC));
-		else
-			cw_reply_error(r, 500, "explain failed: %s", strerror(-rc));
-		goto out;
-	}
-	j = cw_explain_to_json(&res);
-	cw_explain_result_free(&res);
-	if (j)
-		json_object_set_new(j, "node", json_string(s->node));
-	cw_reply_json(r, 200, j);
-out:
-	cw_server_close_db(db);
-}
-
 static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
 {
 	struct cw_summary_opts o = { 0 };
@@ -477,7 +401,7 @@ void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char
 	else if (!strcmp(p, "/time"))
 		route_time(s, c, r);
 	else if (!strcmp(p, "/chains"))
-		route_chains(s, c, r);
+		cw_route_chains(s, c, r);
 	else if (!strcmp(p, "/ops"))
 		route_ops(s, c, r);
 	else if (!strcmp(p, "/overview"))

@@ -26,9 +26,14 @@
 
 #define TL_DEFAULT_LIMIT 20000
 #define TL_MAX_LIMIT 200000
-/* Rows written out of time order by up to this much (a call is written at
- * its return) still fall in the window's rowid range. */
+/* A call is written at its return, so its row sits among the rows of
+ * calls that started about when it ended: the window's rowid range is
+ * widened by the longest call of the window's seconds (from the
+ * aggregates), at least TL_SLACK_MIN_NS for the writer's reordering and at
+ * most TL_SLACK_NS. On a dense file (250,000 calls/s) each second of slack
+ * is a quarter of a million rows to read. */
 #define TL_SLACK_NS (2 * NSEC_PER_SEC)
+#define TL_SLACK_MIN_NS (50 * NSEC_PER_MSEC)
 /* A chain's window is padded by this share of its length on each side. */
 #define TL_CHAIN_PAD 0.2
 #define TL_MAX_THREADS 4096
@@ -36,46 +41,58 @@
 enum tl_lane { TL_CUDA, TL_OFFCPU, TL_IO, TL_MEMORY, TL_NCCL, TL_NLANES };
 static const char *const lane_names[TL_NLANES] = { "cuda", "offcpu", "io", "memory", "nccl" };
 
-/* Each query binds: ?1 after-id, ?2 pid (0 any), ?3 tid (0 any), ?4 from,
- * ?5 to, ?6 scan low, ?7 scan high, ?8 row limit. Columns 0-5 are common:
- * id, start wall ns, duration ns, pid, tid, comm. */
+/* Each query binds: ?1 after-id (for the rowid-range lanes at least the
+ * range's start: with two lower bounds SQLite seeks on one of them, maybe
+ * the looser), ?2 pid (0 any), ?3 tid (0 any), ?4 from, ?5 to, ?6 scan
+ * low, ?7 scan high, ?8 row limit. Columns 0-5 are common: id, start wall
+ * ns, duration ns, pid, tid, comm. */
 static const char *const lane_sql[TL_NLANES] = {
 	[TL_CUDA] = "SELECT e.id, e.wall_ns, e.duration_ns, e.pid, e.tid, e.comm, e.op, e.ret, e.detail,"
 		    " ps.user_file, ps.user_line, ps.user_function"
 		    " FROM events e LEFT JOIN py_stacks ps ON ps.id = e.py_stack_id"
-		    " WHERE e.id > ?1 AND e.id >= ?6 AND e.id < ?7"
+		    " WHERE e.id > ?1 AND e.id < ?7"
 		    " AND e.source IN ('cuda', 'driver', 'graph')"
 		    " AND (?2 = 0 OR e.pid = ?2) AND (?3 = 0 OR e.tid = ?3)"
 		    " AND e.wall_ns <= ?5 AND e.wall_ns + e.duration_ns >= ?4 ORDER BY e.id LIMIT ?8",
-	/* ?6/?7 are monotonic bounds here: offcpu_tid_time is (tid, start_mono_ns). */
+	/* ?6/?7 are monotonic bounds here: offcpu_tid_time is (tid,
+	 * start_mono_ns); a pid is its threads' (the threads table). The
+	 * unary + keeps the planner off a rowid scan for the ORDER BY. */
 	[TL_OFFCPU] = "SELECT o.id, o.wall_ns, o.duration_ns, o.pid, o.tid, o.comm, o.reason, o.by_pid,"
 		      " o.by_comm, coalesce(cg.container, cg.path), o.waker_pid, o.waker_comm, o.cpu"
 		      " FROM offcpu o LEFT JOIN cgroups cg ON cg.node = o.node AND cg.cgroup_id = o.by_cgroup_id"
-		      " WHERE o.id > ?1 AND (?2 = 0 OR o.pid = ?2)"
-		      " AND (?3 = 0 OR (o.tid = ?3 AND o.start_mono_ns >= ?6 AND o.start_mono_ns <= ?7))"
+		      " WHERE o.tid IN (SELECT ?3 WHERE ?3 != 0 UNION SELECT tid FROM threads WHERE ?3 = 0 AND pid = ?2)"
+		      " AND o.start_mono_ns >= ?6 AND o.start_mono_ns <= ?7 AND +o.id > ?1 AND (?2 = 0 OR o.pid = ?2)"
 		      " AND o.wall_ns <= ?5 AND o.wall_ns + o.duration_ns >= ?4 ORDER BY o.id LIMIT ?8",
 	/* Block I/O of the process: requests complete on whichever thread, so
 	 * the lane is per process. */
 	[TL_IO] = "SELECT id, wall_ns, duration_ns, pid, tid, comm, op, detail, bytes, arg1"
 		  " FROM events WHERE source = 'io' AND node IN (SELECT DISTINCT node FROM sessions)"
-		  " AND wall_ns >= ?4 - 2000000000 AND wall_ns <= ?5 AND id > ?1 AND pid = ?2"
+		  " AND wall_ns >= ?4 - 2000000000 AND wall_ns <= ?5 AND +id > ?1 AND pid = ?2"
 		  " AND wall_ns + duration_ns >= ?4 ORDER BY id LIMIT ?8",
 	/* page_alloc records are per process and cover arg1 ns; an OOM kill
 	 * is shown on the victim's (arg2) and the killer's process. */
 	[TL_MEMORY] = "SELECT id, wall_ns, max(duration_ns, coalesce(arg1, 0)), pid, tid, comm, op, bytes,"
 		      " arg0, arg2, detail FROM events"
 		      " WHERE op = 'page_alloc' AND node IN (SELECT DISTINCT node FROM sessions) AND pid = ?2"
-		      " AND wall_ns >= ?4 - 2000000000 AND wall_ns <= ?5 AND id > ?1"
+		      " AND wall_ns >= ?4 - 2000000000 AND wall_ns <= ?5 AND +id > ?1"
 		      " AND wall_ns + max(duration_ns, coalesce(arg1, 0)) >= ?4"
 		      " UNION ALL SELECT id, wall_ns, duration_ns, pid, tid, comm, op, bytes, arg0, arg2, detail"
 		      " FROM events WHERE op = 'oom_kill' AND node IN (SELECT DISTINCT node FROM sessions)"
-		      " AND wall_ns >= ?4 AND wall_ns <= ?5 AND id > ?1 AND (pid = ?2 OR arg2 = ?2)"
+		      " AND wall_ns >= ?4 AND wall_ns <= ?5 AND +id > ?1 AND (pid = ?2 OR arg2 = ?2)"
 		      " ORDER BY 1 LIMIT ?8",
 	[TL_NCCL] = "SELECT id, wall_ns, duration_ns, pid, tid, NULL, op, seq, comm_id, bytes, rank, wait_ns"
-		    " FROM nccl_calls WHERE wall_ns >= ?4 - 2000000000 AND wall_ns <= ?5 AND id > ?1"
+		    " FROM nccl_calls WHERE wall_ns >= ?4 - 2000000000 AND wall_ns <= ?5 AND +id > ?1"
 		    " AND (?2 = 0 OR pid = ?2) AND (?3 = 0 OR tid = ?3) AND wall_ns + duration_ns >= ?4"
 		    " ORDER BY id LIMIT ?8",
 };
+
+/* The memory lane on a file without the v4 partial indexes (opened
+ * read-only, never migrated): the window's rowid range instead. */
+static const char memory_noindex_sql[] =
+	"SELECT id, wall_ns, max(duration_ns, coalesce(arg1, 0)), pid, tid, comm, op, bytes, arg0, arg2, detail"
+	" FROM events WHERE id > ?1 AND id < ?7 AND op IN ('page_alloc', 'oom_kill')"
+	" AND (pid = ?2 OR (op = 'oom_kill' AND arg2 = ?2)) AND wall_ns <= ?5"
+	" AND wall_ns + max(duration_ns, coalesce(arg1, 0)) >= ?4 ORDER BY id LIMIT ?8";
 
 struct tl_lane_out {
 	int lane;
@@ -214,7 +231,9 @@ struct tl_req {
 	size_t npids;
 	uint64_t from, to;
 	int64_t id_lo, id_hi;     /* events rowid range of the window */
-	int64_t mono_lo, mono_hi; /* offcpu monotonic range (tid only) */
+	int64_t mono_lo, mono_hi; /* offcpu monotonic range */
+	int mem_indexed;          /* the file has events_pagealloc and events_oom */
+	int64_t mem_id_lo, mem_id_hi; /* rowid range of the memory lane without them */
 };
 
 /* Runs one lane from after_id; appends at most budget intervals. Sets
@@ -227,16 +246,22 @@ static int run_lane(sqlite3 *db, struct tl *t, int lane, const struct tl_req *q,
 	int rc, ret = 0;
 	int64_t n = 0;
 
-	rc = sqlite3_prepare_v2(db, lane_sql[lane], -1, &st, NULL);
+	rc = sqlite3_prepare_v2(db, lane == TL_MEMORY && !q->mem_indexed ? memory_noindex_sql : lane_sql[lane], -1,
+				&st, NULL);
 	if (rc != SQLITE_OK)
 		return rc == SQLITE_ERROR ? 0 : cw_sqlite_errno(rc);
+	if (lane == TL_CUDA && after_id < q->id_lo - 1)
+		after_id = q->id_lo - 1;
+	if (lane == TL_MEMORY && !q->mem_indexed && after_id < q->mem_id_lo - 1)
+		after_id = q->mem_id_lo - 1;
 	sqlite3_bind_int64(st, 1, after_id);
 	sqlite3_bind_int64(st, 2, pid);
 	sqlite3_bind_int64(st, 3, lane == TL_IO || lane == TL_MEMORY ? 0 : q->tid);
 	sqlite3_bind_int64(st, 4, (int64_t)q->from);
 	sqlite3_bind_int64(st, 5, (int64_t)q->to);
-	sqlite3_bind_int64(st, 6, lane == TL_OFFCPU ? q->mono_lo : q->id_lo);
-	sqlite3_bind_int64(st, 7, lane == TL_OFFCPU ? q->mono_hi : q->id_hi);
+	/* ?6/?7: the monotonic range for offcpu, else the rowid range. */
+	sqlite3_bind_int64(st, 6, lane == TL_OFFCPU ? q->mono_lo : lane == TL_MEMORY ? q->mem_id_lo : q->id_lo);
+	sqlite3_bind_int64(st, 7, lane == TL_OFFCPU ? q->mono_hi : lane == TL_MEMORY ? q->mem_id_hi : q->id_hi);
 	sqlite3_bind_int64(st, 8, budget + 1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *arr, *iv;
@@ -337,50 +362,94 @@ static int mono_range(sqlite3 *db, struct tl_req *q)
 	return 0;
 }
 
-/* chain=INDEX: the chain's thread and the span of its timeline (to the
- * end of its slowest call), padded on each side. */
-static int chain_window(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, uint64_t deadline,
-			struct tl_req *q, json_t **chain_out, struct cw_reply *r)
+/* The slack of the rowid range (see TL_SLACK_NS). */
+static int call_slack(sqlite3 *db, const struct tl_req *q, uint64_t *slack)
 {
-	struct cw_explain_opts o = { 0 };
-	struct cw_explain_result res;
-	const struct cw_chain *ch;
-	uint64_t lo = UINT64_MAX, hi = 0, pad;
-	int64_t idx;
+	sqlite3_stmt *st;
 	int rc;
 
-	if (cw_api_int(c, "chain", 0, 100000, 0, &idx, r))
-		return -EINVAL;
-	if (cw_api_window(db, c, &o.from_wall_ns, &o.to_wall_ns, r))
-		return -EINVAL;
-	if ((rc = cw_explain_run(db, &o, &res))) {
-		cw_api_fail(s, deadline, rc, "explain", r);
-		return rc;
+	*slack = TL_SLACK_NS;
+	rc = sqlite3_prepare_v2(db,
+				"SELECT max(max_ns) FROM aggregates WHERE second >= ?1 AND second <= ?2"
+				" AND source IN ('cuda', 'driver', 'graph')",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_int64(st, 1, (int64_t)(q->from / NSEC_PER_SEC) - 2);
+	sqlite3_bind_int64(st, 2, (int64_t)(q->to / NSEC_PER_SEC) + 2);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		uint64_t m = (uint64_t)sqlite3_column_int64(st, 0) + TL_SLACK_MIN_NS;
+
+		*slack = m < TL_SLACK_NS ? m : TL_SLACK_NS;
 	}
-	if (idx >= res.count) {
-		cw_reply_error(r, 404, "no chain %lld in the window (%d chains)", (long long)idx, res.count);
-		cw_explain_result_free(&res);
-		return -ENOENT;
-	}
-	ch = &res.chains[idx];
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+void cw_chain_window(const struct cw_chain *ch, const struct cw_explain_result *res, uint64_t *from, uint64_t *to)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, pad;
+
 	for (int i = 0; i < ch->ntimeline; i++) {
 		lo = ch->timeline[i].t_ns < lo ? ch->timeline[i].t_ns : lo;
 		hi = ch->timeline[i].t_ns > hi ? ch->timeline[i].t_ns : hi;
 	}
 	if (!ch->ntimeline) {
-		lo = res.from_wall_ns;
-		hi = res.to_wall_ns;
+		lo = res->from_wall_ns;
+		hi = res->to_wall_ns;
 	}
 	hi += ch->max_ns ? ch->max_ns : NSEC_PER_MSEC;
 	pad = (uint64_t)((double)(hi - lo) * TL_CHAIN_PAD);
-	q->from = lo > pad ? lo - pad : 0;
-	q->to = hi + pad;
-	q->tid = ch->tid;
-	q->pid = ch->tid ? 0 : ch->pid;
-	*chain_out = json_pack("{s:I, s:s, s:s, s:s, s:I, s:I}", "index", (json_int_t)idx, "kind",
-			       cw_kind_name(ch->kind), "severity", cw_severity_name(ch->severity), "op", ch->op,
-			       "pid", (json_int_t)ch->pid, "tid", (json_int_t)ch->tid);
-	cw_explain_result_free(&res);
+	*from = lo > pad ? lo - pad : 0;
+	*to = hi + pad;
+}
+
+void cw_chains_add_windows(const struct cw_explain_result *res, json_t *j)
+{
+	json_t *arr = json_object_get(j, "chains");
+
+	for (int i = 0; i < res->count && i < (int)json_array_size(arr); i++) {
+		uint64_t from, to;
+
+		cw_chain_window(&res->chains[i], res, &from, &to);
+		json_object_set_new(json_array_get(arr, (size_t)i), "timeline_window",
+				    json_pack("{s:I, s:I, s:I, s:I}", "from_ns", (json_int_t)from, "to_ns",
+					      (json_int_t)to, "pid", (json_int_t)res->chains[i].pid, "tid",
+					      (json_int_t)res->chains[i].tid));
+	}
+}
+
+/* chain=INDEX: the chain's thread and timeline_window from the /chains
+ * answer for the same window (cached: no second explain run). */
+static int chain_window(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, uint64_t deadline,
+			struct tl_req *q, json_t **chain_out, struct cw_reply *r)
+{
+	json_t *ans, *ch, *w;
+	size_t n;
+	int64_t idx;
+	int rc;
+
+	if (cw_api_int(c, "chain", 0, 100000, 0, &idx, r))
+		return -EINVAL;
+	if ((rc = cw_chains_answer(s, c, db, deadline, &ans, r)))
+		return rc;
+	n = json_array_size(json_object_get(ans, "chains"));
+	if ((size_t)idx >= n) {
+		cw_reply_error(r, 404, "no chain %lld in the window (%zu chains)", (long long)idx, n);
+		json_decref(ans);
+		return -ENOENT;
+	}
+	ch = json_array_get(json_object_get(ans, "chains"), (size_t)idx);
+	w = json_object_get(ch, "timeline_window");
+	q->from = (uint64_t)json_integer_value(json_object_get(w, "from_ns"));
+	q->to = (uint64_t)json_integer_value(json_object_get(w, "to_ns"));
+	q->tid = json_integer_value(json_object_get(w, "tid"));
+	q->pid = q->tid ? 0 : json_integer_value(json_object_get(w, "pid"));
+	*chain_out = json_pack("{s:I, s:O?, s:O?, s:O?, s:O?, s:O?}", "index", (json_int_t)idx, "kind",
+			       json_object_get(json_object_get(ch, "root_cause"), "kind"), "severity",
+			       json_object_get(ch, "severity"), "op", json_object_get(ch, "op"), "pid",
+			       json_object_get(ch, "pid"), "tid", json_object_get(ch, "tid"));
+	json_decref(ans);
 	if (!q->tid && !q->pid) {
 		json_decref(*chain_out);
 		*chain_out = NULL;
@@ -416,7 +485,7 @@ void cw_route_timeline(struct cw_server *s, struct MHD_Connection *c, struct cw_
 	struct tl t = { 0 };
 	json_t *threads = NULL, *chain = NULL, *j;
 	const char *after = cw_api_arg(c, "after");
-	uint64_t deadline, lo, hi;
+	uint64_t deadline, lo, hi, slack;
 	int64_t limit, sent = 0, last = 0, after_id = 0, proc_pid;
 	int lane0 = 0, more = 0, rc, has_chain = cw_api_arg(c, "chain") != NULL;
 	sqlite3 *db;
@@ -461,8 +530,23 @@ void cw_route_timeline(struct cw_server *s, struct MHD_Connection *c, struct cw_
 		goto out;
 	}
 	if ((rc = load_threads(db, &q, threads)) || (rc = mono_range(db, &q)) ||
-	    (rc = cw_events_id_at(db, q.from > TL_SLACK_NS ? q.from - TL_SLACK_NS : 0, &q.id_lo)) < 0 ||
-	    (rc = cw_events_id_at(db, q.to + TL_SLACK_NS, &q.id_hi)) < 0) {
+	    (rc = call_slack(db, &q, &slack)) ||
+	    (rc = cw_events_id_at(db, q.from > slack ? q.from - slack : 0, &q.id_lo)) < 0 ||
+	    (rc = cw_events_id_at(db, q.to + slack, &q.id_hi)) < 0) {
+		cw_api_fail(s, deadline, rc, "timeline", r);
+		goto out;
+	}
+	if ((rc = cw_events_has_index(db, "events_pagealloc")) < 0 ||
+	    (rc > 0 && (rc = cw_events_has_index(db, "events_oom")) < 0)) {
+		cw_api_fail(s, deadline, rc, "timeline", r);
+		goto out;
+	}
+	q.mem_indexed = rc > 0;
+	/* Page-allocation records cover a second and are written at its
+	 * end: without their index, the full slack. */
+	if (!q.mem_indexed &&
+	    ((rc = cw_events_id_at(db, q.from > TL_SLACK_NS ? q.from - TL_SLACK_NS : 0, &q.mem_id_lo)) < 0 ||
+	     (rc = cw_events_id_at(db, q.to + TL_SLACK_NS, &q.mem_id_hi)) < 0)) {
 		cw_api_fail(s, deadline, rc, "timeline", r);
 		goto out;
 	}

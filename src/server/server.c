@@ -368,6 +368,8 @@ int cw_server_start(struct cw_server **out, const struct cw_server_opts *o, char
 	}
 	di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = di ? di->port : 0;
+	/* No cache is no error: /chains then runs explain every time. */
+	cw_chains_cache_start(s, 1);
 	*out = s;
 	return 0;
 fail:
@@ -392,6 +394,7 @@ void cw_server_stop(struct cw_server *s)
 	if (s->d)
 		MHD_stop_daemon(s->d);
 	cw_mcp_http_free(s);
+	cw_chains_cache_stop(s);
 	cw_deadlines_stop(&s->dl); /* after the daemon: no connection is left */
 	free(s->db_path);
 	free(s->node);
