@@ -384,9 +384,9 @@ function chainCard(c, i) {
 	const share = Math.max(0, Math.min(1, c.explained_share || 0));
 	// chain=INDEX indexes the unfiltered /chains list, so with a pid filter
 	// the link names the chain's thread and span instead.
-	const ts = (c.timeline || []).map((t) => t.t_ns);
-	const tlLink = state.p.pid && c.tid && ts.length
-		? link('timeline', { tid: c.tid, from: Math.round(Math.min(...ts) - 1e9), to: Math.round(Math.max(...ts) + (c.max_ns || 0) + 1e9) })
+	const tw = c.timeline_window;
+	const tlLink = state.p.pid && tw && tw.tid
+		? link('timeline', { tid: tw.tid, from: tw.from_ns, to: tw.to_ns })
 		: link('timeline', { ...win(), chain: i });
 	const card = h('article', { class: 'chain', id: 'chain-' + i, tabindex: '0', dataset: { index: i, kind: c.root_cause.kind } },
 		h('header', {},

@@ -51,7 +51,7 @@ if [ "$(id -u)" = 0 ] && [ -f "$FAKE" ]; then
 		"$CW_BUILD/fixtures/fake_workload" -T 30 -m sync >"$T/w.out" 2>"$T/t.err" &
 	PIDS+=("$!")
 	for _ in $(seq 1 100); do
-		LIVE=$(sed -n 's/.*serving \(https:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$T/t.err")
+		[ -f "$T/t.err" ] && LIVE=$(sed -n 's/.*serving \(https:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$T/t.err")
 		[ -n "$LIVE" ] && break
 		sleep 0.1
 	done
