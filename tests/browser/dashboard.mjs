@@ -216,6 +216,15 @@ try {
 	await ready(p);
 	check((await p.$eval('.tl-wrap', (e) => +e.dataset.count)) > 0, 'a slow call drills down to its timeline');
 
+	// Chains of one process: the timeline link names the thread and span.
+	await hash(p, `#/chains?pid=${c0.pid}`);
+	const href = await p.$eval('article.chain a.open-timeline', (a) => a.getAttribute('href'));
+	check(new RegExp(`tid=${c0.tid}&from=\\d+&to=\\d+`).test(href), 'with a pid filter the chain links its thread and span', href);
+	await p.click('article.chain a.open-timeline');
+	await p.waitForFunction(() => location.hash.startsWith('#/timeline?tid=') && document.querySelector('.tl-canvas'), { timeout: 20000 });
+	await ready(p);
+	check((await p.$eval('.tl-wrap', (e) => +e.dataset.count)) === tl.rows.reduce((a, r) => a + r.starts.length, 0), 'the same intervals as the chain=0 timeline');
+
 	// Theme, keyboard help, deep link of a filtered chains view.
 	await hash(p, '#/chains?sev=HIGH');
 	await p.keyboard.press('t');
