@@ -333,24 +333,30 @@ function optionalPanels(grid) {
 	};
 	add('GPU health', 'gpu', 'gpu', (b, d) => {
 		if (!d.devices || !d.devices.length) return false;
+		const watt = (x) => (x.power_w !== undefined ? x.power_w : x.power_mw !== undefined ? x.power_mw / 1000 : null);
 		b.replaceChildren(
-			h('table', {}, h('thead', {}, h('tr', {}, ['GPU', 'name', 'util', 'memory', 'temp', 'power', 'throttle'].map((c) => h('th', {}, c)))),
+			h('table', { 'data-testid': 'gpus' }, h('thead', {}, h('tr', {}, ['GPU', 'name', 'util', 'memory', 'temp', 'power', 'SM clock', 'throttle', 'util over time'].map((c) => h('th', {}, c)))),
 				h('tbody', {}, d.devices.map((g) => {
 					const s = (d.samples || []).filter((x) => x.index === g.index);
-					const l = s[s.length - 1] || g;
-					return h('tr', {}, h('td', { class: 'num' }, g.index), h('td', {}, g.name || g.uuid || '–'),
-						h('td', { class: 'num' }, l.util !== undefined ? l.util + ' %' : '–'), h('td', { class: 'num' }, fmtBytes(l.mem_used)),
-						h('td', { class: 'num' }, l.temp_c !== undefined ? l.temp_c + ' °C' : '–'), h('td', { class: 'num' }, l.power_w !== undefined ? l.power_w + ' W' : '–'),
-						h('td', {}, l.throttle_reasons ? String(l.throttle_reasons) : 'none'));
+					const l = g.latest || s[s.length - 1] || {};
+					const w = watt(l);
+					return h('tr', { dataset: { index: g.index } }, h('td', { class: 'num' }, g.index), h('td', {}, g.name || g.uuid || '–'),
+						h('td', { class: 'num' }, l.util !== undefined ? l.util + ' %' : '–'),
+						h('td', { class: 'num' }, fmtBytes(l.mem_used) + (g.memory_total ? ' of ' + fmtBytes(g.memory_total) : '')),
+						h('td', { class: 'num' }, l.temp_c !== undefined ? l.temp_c + ' °C' : '–'), h('td', { class: 'num' }, w !== null ? Math.round(w) + ' W' : '–'),
+						h('td', { class: 'num' }, l.sm_mhz ? l.sm_mhz + ' MHz' : '–'),
+						h('td', { class: l.throttle_reasons ? 'bad' : '' }, l.throttle_reasons ? '0x' + Number(l.throttle_reasons).toString(16) : 'none'),
+						h('td', { class: 'spark-cell' }, sparkline([s.map((x) => x.util), s.map((x) => x.temp_c)], { log: false, cls: ['p50', 'p99'] })));
 				}))),
+			h('p', { class: 'legend' }, h('span', { class: 'k p50' }, 'utilisation'), h('span', { class: 'k p99' }, 'temperature')),
 			(d.xid || []).length ? h('ul', { class: 'bad' }, d.xid.map((x) => h('li', {}, `${fmtTime(x.t_ns)} GPU ${x.index}: Xid ${x.code} ${x.text || ''}`))) : null);
 		return true;
 	});
 	add('NCCL ranks', 'nccl', 'nccl/ranks', (b, d) => {
 		const ranks = d.ranks || [];
 		if (!ranks.length) return false;
-		b.replaceChildren(h('table', {}, h('thead', {}, h('tr', {}, ['rank', 'node', 'pid', 'collectives', 'late', 'lag', 'last seq', 'state'].map((c) => h('th', {}, c)))),
-			h('tbody', {}, ranks.map((r) => h('tr', { class: r.straggler || r.missing ? 'bad' : '' },
+		b.replaceChildren(h('table', { 'data-testid': 'ranks' }, h('thead', {}, h('tr', {}, ['rank', 'node', 'pid', 'collectives', 'late', 'lag', 'last seq', 'state'].map((c) => h('th', {}, c)))),
+			h('tbody', {}, ranks.map((r) => h('tr', { class: r.straggler || r.missing ? 'bad' : '', dataset: { rank: r.rank } },
 				h('td', { class: 'num' }, r.rank), h('td', {}, r.node), h('td', { class: 'num' }, r.pid), h('td', { class: 'num' }, fmtCount(r.collectives)),
 				h('td', { class: 'num' }, fmtCount(r.late)), h('td', { class: 'num' }, fmtNs(r.lag_ns)), h('td', { class: 'num' }, r.last_seq),
 				h('td', {}, r.missing ? 'missing' : r.straggler ? 'straggler' : 'ok'))))));
@@ -359,7 +365,7 @@ function optionalPanels(grid) {
 	add('Tenants', 'tenants', 'tenants', (b, d) => {
 		const ts = d.tenants || [];
 		if (!ts.length) return false;
-		b.replaceChildren(h('table', {}, h('thead', {}, h('tr', {}, ['runtime', 'container / pod', 'namespace', 'calls', 'off-CPU', 'chains'].map((c) => h('th', {}, c)))),
+		b.replaceChildren(h('table', { 'data-testid': 'tenants' }, h('thead', {}, h('tr', {}, ['runtime', 'container / pod', 'namespace', 'calls', 'off-CPU', 'chains'].map((c) => h('th', {}, c)))),
 			h('tbody', {}, ts.map((t) => h('tr', {}, h('td', {}, t.runtime || '–'), h('td', { class: 'cmd' }, t.pod || t.container_id || t.cgroup || '–'), h('td', {}, t.namespace || '–'),
 				h('td', { class: 'num' }, fmtCount(t.calls)), h('td', { class: 'num' }, fmtNs(t.offcpu_ns)), h('td', { class: 'num' }, fmtCount(t.chains)))))));
 		return true;

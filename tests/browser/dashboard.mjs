@@ -278,6 +278,32 @@ try {
 	check(reasons.includes('blocked'), 'io-contention timeline shows the blocked intervals', [...new Set(reasons)]);
 	await shot(pi, 'timeline-io-contention-1280x800');
 
+	// ---- capability panels: NCCL ranks, GPU health, tenants ----------------
+	for (const [scen, sel, want] of [['nccl-straggler', 'table[data-testid=ranks] tbody tr', 'ranks'], ['thermal-throttling', 'table[data-testid=gpus] tbody tr', 'gpu'], ['noisy-neighbour', 'table[data-testid=tenants] tbody tr', 'tenants']]) {
+		const sdb = `${D}/${scen}.db`;
+		const sv = await start('demo-node', sdb);
+		const pp = await page(b, sv.url);
+		await go(pp, sv.url + '/#/overview');
+		const n = (await pp.$$(sel)).length;
+		if (want === 'ranks') {
+			const rx = cli('explain', '--db', sdb, '--json', '--no-store', '--ranks').ranks;
+			const shown = await pp.$$eval(sel, (trs) => trs.map((tr) => [+tr.dataset.rank, tr.lastChild.textContent]));
+			check(n === rx.length && rx.every((r, i) => shown[i][0] === r.rank && shown[i][1] === (r.missing ? 'missing' : r.straggler ? 'straggler' : 'ok')), 'NCCL ranks panel equals explain --ranks --json', shown);
+			await shot(pp, 'overview-nccl-ranks-1280x800', true);
+		} else if (want === 'gpu') {
+			const g = cli('query', '--db', sdb, '--json', 'SELECT count(*) AS n FROM gpu_devices')[0];
+			check(n === g.n && n > 0, 'GPU health panel: one row per GPU of the store', { page: n, query: g.n });
+		} else {
+			check(n >= 2, 'tenant panel lists the tenants', n);
+			await shot(pp, 'overview-tenants-1280x800', true);
+		}
+		// A panel shows exactly when its data exists.
+		const gpus = cli('query', '--db', sdb, '--json', 'SELECT count(*) AS n FROM gpu_devices')[0].n;
+		const ranks = cli('explain', '--db', sdb, '--json', '--no-store', '--ranks').ranks || [];
+		const shownP = { gpu: (await pp.$$('section.panel.gpu')).length, nccl: (await pp.$$('section.panel.nccl')).length };
+		check(shownP.gpu === (gpus > 0 ? 1 : 0) && shownP.nccl === (ranks.length ? 1 : 0), `${scen}: the GPU and NCCL panels show exactly when there is such data`, { shownP, gpus, ranks: ranks.length });
+	}
+
 	// ---- empty database, unreadable database, server error ---------------
 	const empty = await start('empty-node', `${D}/empty.db`);
 	const pe = await page(b, empty.url);

@@ -12,7 +12,7 @@ rc=$?
 [ $rc = 0 ] || fail "npm ci in tests/browser failed"
 ensure_fixture
 mkcerts
-for s in incident healthy io-contention; do
+for s in incident healthy io-contention nccl-straggler thermal-throttling noisy-neighbour; do
 	"$CW_BIN" demo "$s" --db "$T/$s.db" >/dev/null 2>&1 || fail "demo $s"
 done
 # An empty database: the schema of a real one, every row deleted.
