@@ -363,11 +363,14 @@ function optionalPanels(grid) {
 		return true;
 	});
 	add('Tenants', 'tenants', 'tenants', (b, d) => {
-		const ts = d.tenants || [];
+		// A cgroup that ran nothing traced (the root, a system slice) is
+		// not a tenant worth a row.
+		const ts = (d.tenants || []).filter((t) => t.calls || t.offcpu_ns || t.chains || t.culprit_of);
 		if (!ts.length) return false;
-		b.replaceChildren(h('table', { 'data-testid': 'tenants' }, h('thead', {}, h('tr', {}, ['runtime', 'container / pod', 'namespace', 'calls', 'off-CPU', 'chains'].map((c) => h('th', {}, c)))),
+		b.replaceChildren(h('table', { 'data-testid': 'tenants' }, h('thead', {}, h('tr', {}, ['runtime', 'container / pod', 'namespace', 'calls', 'off-CPU', 'chains', 'culprit of'].map((c) => h('th', {}, c)))),
 			h('tbody', {}, ts.map((t) => h('tr', {}, h('td', {}, t.runtime || '–'), h('td', { class: 'cmd' }, t.pod || t.container_id || t.cgroup || '–'), h('td', {}, t.namespace || '–'),
-				h('td', { class: 'num' }, fmtCount(t.calls)), h('td', { class: 'num' }, fmtNs(t.offcpu_ns)), h('td', { class: 'num' }, fmtCount(t.chains)))))));
+				h('td', { class: 'num' }, fmtCount(t.calls)), h('td', { class: 'num' }, fmtNs(t.offcpu_ns)), h('td', { class: 'num' }, fmtCount(t.chains)),
+				h('td', { class: t.culprit_of ? 'num bad' : 'num' }, t.culprit_of !== undefined ? fmtCount(t.culprit_of) + ' chain(s)' : '–'))))));
 		return true;
 	});
 }
