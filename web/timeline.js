@@ -260,6 +260,8 @@ export class Timeline {
 	}
 
 	emitView() {
+		// The tooltip described what was under the pointer before the move.
+		this.tip.hidden = true;
 		this.host.dataset.view = `${Math.round(this.v0)}:${Math.round(this.v1)}`;
 		if (this.onView) this.onView(this.from + this.v0, this.from + this.v1);
 	}
