@@ -322,6 +322,7 @@ export class Timeline {
 		}, { passive: false });
 		cv.addEventListener('pointerdown', (ev) => {
 			drag = { x: ev.clientX, v0: this.v0, v1: this.v1, moved: false };
+			this.tip.hidden = true;
 			cv.setPointerCapture(ev.pointerId);
 		});
 		cv.addEventListener('pointermove', (ev) => {

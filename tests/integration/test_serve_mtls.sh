@@ -72,6 +72,18 @@ for r in "${ROUTES[@]}"; do
 		[ "$CODE" = "$want" ] || fail "$g client on $r: got $CODE, want $want ($BODY)"
 	done
 done
+# A browser opening the dashboard gets the refusal as a page (same status,
+# same reason); the API answers JSON even to a client that accepts HTML.
+H=(-H 'Accept: text/html,application/xhtml+xml')
+req expired "GET /" "${H[@]}"
+[ "$CODE" = 403 ] && [[ $BODY == *"<h1>Client certificate refused</h1>"* ]] &&
+	[[ $BODY == *"client certificate rejected: expired"* ]] || fail "browser refusal page: $CODE $BODY"
+req none "GET /index.html" "${H[@]}"
+[ "$CODE" = 403 ] && [[ $BODY == *"client certificate required"* ]] || fail "browser refusal page: $CODE $BODY"
+req expired "GET /api/v1/overview" "${H[@]}"
+[ "$BODY" = '{"error":"client certificate rejected: expired"}' ] || fail "API refusal for an HTML client: $BODY"
+req expired "GET /metrics" "${H[@]}"
+[ "$BODY" = '{"error":"client certificate rejected: expired"}' ] || fail "/metrics refusal for an HTML client: $BODY"
 n=$(curl -s "${TLS[@]}" --cert "$PKI/client.crt" --key "$PKI/client.key" \
 	"$B/api/v1/query?sql=SELECT%20count(*)%20AS%20n%20FROM%20events" | python3 -c \
 	'import json,sys; print(json.load(sys.stdin)["rows"][0][0])')
