@@ -9,7 +9,8 @@
 # documented 400/404, an empty database answers empty arrays, and /fleet
 # reports four loopback agents (TLS), a dead one and the NCCL straggler.
 . "$CW_ROOT/tests/integration/fleet_lib.sh"
-[ -x "$CW_BUILD/fixtures/cluster_db" ] || fail "fixture cluster_db not built (make fixtures)"
+[ -x "$CW_BUILD/fixtures/cluster_db" ] || make -s -C "$CW_ROOT" BUILD="$CW_BUILD" fixtures >/dev/null 2>&1 ||
+	fail "cannot build the fixtures (make fixtures)"
 
 for sc in incident nccl-straggler noisy-neighbour thermal-throttling; do
 	"$CW_BIN" demo "$sc" --db "$T/$sc.db" >/dev/null 2>&1 || fail "demo $sc"

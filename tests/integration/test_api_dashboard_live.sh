@@ -6,7 +6,8 @@
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 . "$CW_ROOT/tests/integration/fleet_lib.sh"
 FAKE=$CW_BUILD/fixtures/fakecuda/libcudart.so.13
-[ -f "$FAKE" ] || fail "fixture $FAKE missing (make fixtures)"
+[ -f "$FAKE" ] && [ -x "$CW_BUILD/fixtures/fake_workload" ] ||
+	make -s -C "$CW_ROOT" BUILD="$CW_BUILD" fixtures >/dev/null 2>&1 || fail "cannot build the fixtures (make fixtures)"
 export LD_LIBRARY_PATH=$CW_BUILD/fixtures/fakecuda
 CW_FAKE_SYNC_US=200 "$CW_BIN" --node "live$$" trace --db "$T/t.db" --no-view --serve 127.0.0.1:0 \
 	--cuda-lib "$FAKE" -- "$CW_BUILD/fixtures/fake_workload" -T 6 -m sync >"$T/w.out" 2>"$T/t.err" &
