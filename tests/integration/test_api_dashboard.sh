@@ -9,7 +9,8 @@
 # documented 400/404, an empty database answers empty arrays, and /fleet
 # reports four loopback agents (TLS), a dead one and the NCCL straggler.
 . "$CW_ROOT/tests/integration/fleet_lib.sh"
-[ -x "$CW_BUILD/fixtures/cluster_db" ] || fail "fixture cluster_db not built (make fixtures)"
+[ -x "$CW_BUILD/fixtures/cluster_db" ] || make -s -C "$CW_ROOT" BUILD="$CW_BUILD" fixtures >/dev/null 2>&1 ||
+	fail "cannot build the fixtures (make fixtures)"
 
 for sc in incident nccl-straggler noisy-neighbour thermal-throttling; do
 	"$CW_BIN" demo "$sc" --db "$T/$sc.db" >/dev/null 2>&1 || fail "demo $sc"
@@ -62,6 +63,16 @@ assert len(lanes["memory"]["intervals"]) == mem[0]["n"] > 0 and lanes["memory"][
 # Python lines on the calls, as the events' stacks say.
 py = [i["python"] for i in lanes["cuda"]["intervals"] if i["op"] == "cudaStreamSynchronize"]
 assert py and all(p == {"file": "/workspace/train.py", "line": 95, "function": "train_step"} for p in py), py[:3]
+# A window that starts inside an off-CPU interval and inside a call shows
+# both (they overlap it).
+o1 = off[len(off) // 2]
+f2 = (o1["s"] + o1["e"]) // 2
+p = get("/timeline?tid=4821&from=%d&to=%d" % (f2, f2 + 50_000_000))
+pl = {l["lane"]: l["intervals"] for l in p["lanes"]}
+assert pl["offcpu"][0]["start_ns"] == o1["s"] < f2, (pl["offcpu"][0], o1)
+sq = sql("SELECT wall_ns AS s FROM events WHERE tid = 4821 AND source = 'cuda' AND wall_ns <= %d"
+         " AND wall_ns + duration_ns >= %d ORDER BY id" % (f2 + 50_000_000, f2))
+assert [i["start_ns"] for i in pl["cuda"]] == [r["s"] for r in sq] and sq[0]["s"] < f2, "cuda at the edge"
 # Pages of 700 reassemble the whole answer, no repeat, no gap.
 whole = sorted((l["lane"], i["start_ns"], i["end_ns"], i["label"]) for l in a["lanes"] for i in l["intervals"])
 assert a["intervals"] == len(whole) and not a["truncated"] and a["next"] is None
@@ -81,6 +92,17 @@ assert n == -(-len(whole) // 700) and sorted(pages) == whole, (n, len(pages), le
 p = get("/timeline?pid=4821&from=%d&to=%d&limit=200000" % (f, t))
 assert {x["tid"] for x in p["threads"]} == {4821}, p["threads"]
 EOF
+
+# 1b. /chains answers are cached per file version: a changed file is
+# explained again (here its aggregates are emptied: no op has a tail).
+cp "$T/incident.db" "$T/cache.db"
+start_agent "d$$-cache" "$T/cache.db" --no-tls
+C=http://127.0.0.1:$PORT/api/v1
+n_chains() { curl -s "$C/chains" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["chains"]))'; }
+[ "$(n_chains)" = 1 ] || fail "cache.db: no chain"
+[ "$(n_chains)" = 1 ] || fail "cache.db: cached answer differs"
+sqlite3 "$T/cache.db" "DELETE FROM aggregates" || fail "sqlite3 delete"
+[ "$(n_chains)" = 0 ] || fail "a stale /chains answer after the file changed"
 
 # 2. ops/detail and ops/series against the per-op summary (query --json).
 python3 - "$B" "$CW_BIN" "$T/incident.db" <<'EOF' || fail "incident ops"
@@ -157,7 +179,7 @@ curl -s -o "$T/pid.json" "$B/export/perfetto?from=1767225631&to=1767225633&pid=4
 python3 -c '
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
-# Extra lanes of a thread (overlapping slices) are tid + k << 22 (trace_json.h).
+# Extra lanes of a thread (overlapping slices) are tid + k * CW_LANE_STRIDE.
 tids = {e["tid"] % (1 << 22) for e in ev if e.get("ph") == "X"}
 assert tids == {4870}, tids' "$T/pid.json" || fail "pid filter of the export"
 
