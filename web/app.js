@@ -490,10 +490,23 @@ async function viewTimeline(root) {
 		root.append(h('section', { class: 'message' }, h('h2', {}, 'Choose a thread'), h('p', {}, 'Open a timeline from a chain, from a slow call in Op detail, or add tid=N to the address (#/timeline?tid=N).')));
 		return;
 	}
-	params.limit = p.limit || 100000;
+	params.limit = p.limit || 50000;
 	state.lastTimeline = Object.fromEntries(Object.entries({ chain: p.chain, tid: p.tid, pid: p.pid, from: p.from, to: p.to }).filter(([, v]) => v !== undefined));
 	const t0 = performance.now();
 	const data = await api.get('timeline', params, { timeoutMs: 60000 });
+	// A window with more intervals than one answer holds comes in pages
+	// (the cursor in "next"); up to 200,000 intervals are fetched on.
+	for (let n = data.lanes.reduce((a, l) => a + l.intervals.length, 0); data.next && n < 200000;) {
+		const more = await api.get('timeline', { ...params, after: data.next }, { timeoutMs: 60000 });
+		for (const l of more.lanes) {
+			const same = data.lanes.find((x) => x.lane === l.lane && x.tid === l.tid && x.pid === l.pid);
+			if (same) same.intervals.push(...l.intervals);
+			else data.lanes.push(l);
+			n += l.intervals.length;
+		}
+		data.next = more.next;
+		data.truncated = more.truncated;
+	}
 	const loadMs = performance.now() - t0;
 	const head = h('div', { class: 'toolbar' });
 	const info = h('div', { class: 'tl-info', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Hover an interval for its details; click to select it. Keys: + / − zoom, ← / → pan, ↑ / ↓ step through intervals, 0 resets.'));

@@ -225,6 +225,11 @@ try {
 	await ready(p);
 	check((await p.$eval('.tl-wrap', (e) => +e.dataset.count)) === tl.rows.reduce((a, r) => a + r.starts.length, 0), 'the same intervals as the chain=0 timeline');
 
+	// Paged: 1,000 intervals an answer, fetched on to the same picture.
+	await hash(p, '#/timeline?chain=0&limit=1000');
+	const paged = await p.evaluate(() => window.__cw.timeline.rows.map((r) => r.lane + ':' + r.tid + ':' + r.ivs.length).join(','));
+	check(paged === tl.rows.map((r) => r.lane + ':' + r.tid + ':' + r.starts.length).join(','), 'a timeline fetched in pages of 1,000 has every interval', paged);
+
 	// Theme, keyboard help, deep link of a filtered chains view.
 	await hash(p, '#/chains?sev=HIGH');
 	await p.keyboard.press('t');
