@@ -5,7 +5,7 @@
 // and for requests that leave its origin; screenshots go to $CW_SHOTS.
 import { readFileSync, writeFileSync, copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { serve, cli, browser, open, go, hash, ready } from './lib.mjs';
+import { serve, cli, browser, open, go, hash, ready, navigate } from './lib.mjs';
 
 const D = process.env.CW_DASH_DIR;
 const SHOTS = process.env.CW_SHOTS;
@@ -94,9 +94,8 @@ try {
 	await shot(p, 'overview-1280x800');
 
 	// Chains: text, Python line, fix commands equal explain --json.
-	await p.keyboard.press('2');
-	await p.waitForFunction(() => location.hash.startsWith('#/chains'));
-	await ready(p);
+	await navigate(p, () => p.keyboard.press('2'));
+	check(await p.evaluate(() => location.hash.startsWith('#/chains')), 'key 2 opens the chains');
 	const cards = await p.$$eval('article.chain', (as) => as.map((a) => ({
 		summary: a.querySelector('.summary').textContent, py: (a.querySelector('.pyline') || {}).textContent || null,
 		fix: [...a.querySelectorAll('ul.fix code')].map((c) => c.textContent), kind: a.dataset.kind,
@@ -130,9 +129,7 @@ try {
 	check(exported && exported.chains.length === explain.chains.length && exported.chains[0].root_cause.summary === explain.chains[0].root_cause.summary, 'Export chains JSON downloads the chains');
 
 	// Clicking a chain's "Open timeline" opens its thread's timeline.
-	await p.click('article.chain a.open-timeline');
-	await p.waitForFunction(() => location.hash.startsWith('#/timeline?') && document.querySelector('.tl-canvas'), { timeout: 20000 });
-	await ready(p);
+	await navigate(p, () => p.click('article.chain a.open-timeline'));
 	check(/chain=0/.test(await p.evaluate(() => location.hash)), 'the chain link carries the chain in the URL');
 	const tl = await p.evaluate(() => {
 		const t = window.__cw.timeline;
@@ -200,9 +197,7 @@ try {
 	// Op detail from the overview's op link; the slowest call equals the
 	// store's, and its drill-down opens a timeline around it.
 	await hash(p, '#/overview');
-	await p.click('table[data-testid=ops] a');
-	await p.waitForFunction(() => location.hash.startsWith('#/op?'));
-	await ready(p);
+	await navigate(p, () => p.click('table[data-testid=ops] a'));
 	const opName = await p.evaluate(() => new URLSearchParams(location.hash.split('?')[1]).get('op'));
 	const slowest = cli('query', '--db', db, '--json', `SELECT max(duration_ns) AS d, count(*) AS n FROM events WHERE op = '${opName}'`)[0];
 	const firstDur = await p.$eval('table[data-testid=slowest] tbody tr td:nth-child(2)', (e) => e.textContent);
@@ -211,18 +206,15 @@ try {
 	check(detail.histogram.reduce((a, x) => a + x.count, 0) === detail.count && detail.count === summary.find((o) => o.op === opName).count, 'histogram counts add up to the op\'s calls');
 	check((await p.$$('svg.hist rect.bar')).length === detail.histogram.length && firstDur.length > 0, 'histogram bars and slowest table drawn');
 	await shot(p, 'op-detail-1280x800');
-	await p.click('table[data-testid=slowest] a');
-	await p.waitForFunction(() => location.hash.startsWith('#/timeline?tid=') && document.querySelector('.tl-canvas'), { timeout: 20000 });
-	await ready(p);
+	await navigate(p, () => p.click('table[data-testid=slowest] a'));
+	check(await p.evaluate(() => location.hash.startsWith('#/timeline?tid=')), 'the slow call links its thread');
 	check((await p.$eval('.tl-wrap', (e) => +e.dataset.count)) > 0, 'a slow call drills down to its timeline');
 
 	// Chains of one process: the timeline link names the thread and span.
 	await hash(p, `#/chains?pid=${c0.pid}`);
 	const href = await p.$eval('article.chain a.open-timeline', (a) => a.getAttribute('href'));
 	check(new RegExp(`tid=${c0.tid}&from=\\d+&to=\\d+`).test(href), 'with a pid filter the chain links its thread and span', href);
-	await p.click('article.chain a.open-timeline');
-	await p.waitForFunction(() => location.hash.startsWith('#/timeline?tid=') && document.querySelector('.tl-canvas'), { timeout: 20000 });
-	await ready(p);
+	await navigate(p, () => p.click('article.chain a.open-timeline'));
 	check((await p.$eval('.tl-wrap', (e) => +e.dataset.count)) === tl.rows.reduce((a, r) => a + r.starts.length, 0), 'the same intervals as the chain=0 timeline');
 
 	// Paged: 1,000 intervals an answer, fetched on to the same picture.
@@ -237,10 +229,8 @@ try {
 	await p.keyboard.press('j');
 	check(await p.evaluate(() => document.activeElement && document.activeElement.classList.contains('chain')), 'j focuses a chain');
 	await shot(p, 'chains-dark-1280x800');
-	await p.keyboard.press('Enter');
-	await p.waitForFunction(() => location.hash.startsWith('#/timeline?') && document.querySelector('.tl-canvas'), { timeout: 20000 });
-	await ready(p);
-	check(true, 'Enter on a focused chain opens its timeline');
+	await navigate(p, () => p.keyboard.press('Enter'));
+	check(await p.evaluate(() => location.hash.startsWith('#/timeline?') && !!document.querySelector('.tl-canvas')), 'Enter on a focused chain opens its timeline');
 	await shot(p, 'timeline-dark-1280x800');
 	await hash(p, '#/overview');
 	await shot(p, 'overview-dark-1280x800');
@@ -376,9 +366,8 @@ try {
 		const pf = await page(b, fl.url);
 		await go(pf, fl.url + '/#/overview');
 		await pf.waitForFunction(() => [...document.querySelectorAll('#nav a')].some((a) => a.textContent === 'Fleet'), { timeout: 20000 });
-		await pf.keyboard.press('5');
-		await pf.waitForFunction(() => location.hash.startsWith('#/fleet'));
-		await ready(pf, 30000);
+		await navigate(pf, () => pf.keyboard.press('5'), 30000);
+		check(await pf.evaluate(() => location.hash.startsWith('#/fleet')), 'key 5 opens the fleet');
 		const nodes = await pf.$$eval('table.fleet-table tbody tr', (trs) => trs.map((tr) => [tr.dataset.node, tr.children[2].textContent, tr.children[5].textContent]));
 		check(nodes.length === 4 && nodes.every((n) => n[1] === 'ok'), 'fleet: four agents, all ok', nodes);
 		const withChains = nodes.filter((n) => +n[2] > 0).map((n) => n[0]);

@@ -101,3 +101,13 @@ export async function hash(page, h) {
 	await page.waitForFunction((g) => +(document.getElementById('main').dataset.ready || 0) > g, { timeout: 20000 }, gen);
 	await ready(page);
 }
+
+// Runs act (a click, a key) that changes the hash, then waits for the
+// render it starts: the hash changes at once, but the view renders on the
+// hashchange event after it, so the previous view still looks ready.
+export async function navigate(page, act, timeout = 20000) {
+	const gen = await page.evaluate(() => +(document.getElementById('main').dataset.ready || 0));
+	await act();
+	await page.waitForFunction((g) => +(document.getElementById('main').dataset.ready || 0) > g, { timeout }, gen);
+	await ready(page, timeout);
+}
