@@ -618,14 +618,9 @@ function histogram(bins, marks = []) {
 	});
 	svg.append(h('svg:text', { x: 2, y: hh + 16, class: 'tick' }, fmtNs(bins[0].lo_ns)),
 		h('svg:text', { x: w - 2, y: hh + 16, class: 'tick', 'text-anchor': 'end' }, fmtNs(bins[bins.length - 1].hi_ns)));
-	marks.forEach(([name, v], k) => {
-		if (!v) return;
-		const xm = x(v);
-		const right = xm < w * 0.7;
-		svg.append(h('svg:line', { x1: xm, x2: xm, y1: 0, y2: hh, class: 'mark ' + name }),
-			h('svg:text', { x: right ? xm + 4 : xm - 4, y: 10 + 13 * k, class: 'tick mark-label ' + name, 'text-anchor': right ? 'start' : 'end' }, `${name} ${fmtNs(v)}`));
-	});
-	return h('div', {}, svg, h('p', { class: 'muted' }, 'calls per latency bucket: log latency axis, square-root heights; hover a bar for its range'));
+	for (const [name, v] of marks) if (v) svg.append(h('svg:line', { x1: x(v), x2: x(v), y1: 0, y2: hh, class: 'mark ' + name }));
+	return h('div', {}, svg,
+		h('p', { class: 'legend' }, marks.filter(([, v]) => v).map(([name, v]) => h('span', { class: 'k dash ' + name }, `${name} ${fmtNs(v)}`))), h('p', { class: 'muted' }, 'calls per latency bucket: log latency axis, square-root heights; hover a bar for its range'));
 }
 
 // ---- fleet --------------------------------------------------------------------

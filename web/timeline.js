@@ -147,7 +147,8 @@ export class Timeline {
 			g.moveTo(x, this.AH - 4);
 			g.lineTo(x, this.hgt);
 			g.stroke();
-			g.fillText('+' + fmtNs(t), x + 3, this.AH / 2);
+			const label = '+' + fmtNs(t);
+			if (x + 3 + g.measureText(label).width < this.w) g.fillText(label, x + 3, this.AH / 2);
 		}
 		const right = this.w - 8;
 		this.rows.forEach((r, ri) => {

@@ -5,7 +5,11 @@ export const NS = { us: 1e3, ms: 1e6, s: 1e9 };
 export function fmtNs(ns) {
 	if (ns === null || ns === undefined || Number.isNaN(ns)) return '–';
 	const a = Math.abs(ns);
-	if (a >= 60e9) return (ns / 60e9).toFixed(1) + ' min';
+	if (a >= 60e9) {
+		const m = Math.floor(a / 60e9);
+		const sec = Math.round((a - m * 60e9) / 1e9);
+		return (ns < 0 ? '-' : '') + (sec ? `${m} min ${sec} s` : `${m} min`);
+	}
 	if (a >= 1e9) return (ns / 1e9).toFixed(a >= 10e9 ? 1 : 2) + ' s';
 	if (a >= 1e6) return (ns / 1e6).toFixed(a >= 10e6 ? 1 : 2) + ' ms';
 	if (a >= 1e3) return (ns / 1e3).toFixed(a >= 10e3 ? 1 : 2) + ' µs';
