@@ -398,7 +398,7 @@ void cw_server_stop(struct cw_server *s)
 {
 	if (!s)
 		return;
-	/* Streams poll this and end, so the daemon's threads can be joined. */
+	/* Streams poll this and end at once rather than at their next tick. */
 	atomic_store(&s->stopping, 1);
 	if (s->d)
 		MHD_stop_daemon(s->d);
