@@ -41,6 +41,7 @@ struct cw_server {
 	struct cw_live_metrics *_Atomic live;
 	struct cw_mcp_http *mcp;           /* /mcp sessions (mcp_http.c), made on first use */
 	struct cw_chains_cache *chains;    /* /chains answers (routes_chains.c) */
+	atomic_int stopping;               /* set before the daemon stops: streams end */
 	struct cw_deadlines dl;
 };
 
@@ -54,6 +55,11 @@ struct cw_reply {
 	int bearer_challenge; /* add WWW-Authenticate: Bearer */
 	int nhdr;             /* extra response headers (Mcp-Session-Id, Allow) */
 	char hdr[CW_REPLY_MAX_HDR][2][80];
+	/* A streamed answer (/api/v1/stream) instead of body: the callback
+	 * writes it piece by piece; stream_free releases stream_cls. */
+	MHD_ContentReaderCallback stream;
+	void *stream_cls;
+	MHD_ContentReaderFreeCallback stream_free;
 };
 
 /* One gate for every route: mutual TLS when a client CA is configured, then

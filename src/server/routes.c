@@ -422,6 +422,8 @@ void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char
 		cw_route_nccl_ranks(s, c, r);
 	else if (!strcmp(p, "/tenants"))
 		cw_route_tenants(s, c, r);
+	else if (!strcmp(p, "/stream"))
+		cw_route_stream(s, c, r);
 	else
 		cw_reply_error(r, 404, "no such route \"%s\"", url);
 	return;

@@ -49,7 +49,12 @@ void cw_chains_add_windows(const struct cw_explain_result *res, json_t *j);
 int cw_chains_answer(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, uint64_t deadline, json_t **out,
 		     struct cw_reply *r);
 
+/* The chain count of the newest cached default-window /chains answer
+ * (any file version), -1 when there is none. */
+int cw_chains_cached_count(struct cw_server *s);
+
 /* The routes. */
+void cw_route_stream(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_chains(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_timeline(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_ops_detail(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);

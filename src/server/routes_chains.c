@@ -330,3 +330,28 @@ void cw_chains_cache_stop(struct cw_server *s)
 	free(cc);
 	s->chains = NULL;
 }
+
+int cw_chains_cached_count(struct cw_server *s)
+{
+	struct cw_chains_cache *cc = s->chains;
+	struct cache_entry *best = NULL;
+	int n = -1;
+
+	if (!cc)
+		return -1;
+	pthread_mutex_lock(&cc->lock);
+	for (int i = 0; i < CACHE_ENTRIES; i++) {
+		struct cache_entry *e = &cc->e[i];
+
+		if (e->state == ENTRY_READY && !strcmp(e->key, "0/0/0/") && (!best || e->used_ns > best->used_ns))
+			best = e;
+	}
+	if (best) {
+		json_t *j = json_loads(best->body, 0, NULL);
+
+		n = j ? (int)json_array_size(json_object_get(j, "chains")) : -1;
+		json_decref(j);
+	}
+	pthread_mutex_unlock(&cc->lock);
+	return n;
+}

@@ -86,9 +86,17 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, struct cw_reply *r)
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
-	resp = MHD_create_response_from_buffer(r->len, r->body ? r->body : (char *)"",
-					       r->body ? MHD_RESPMEM_MUST_FREE
-						       : MHD_RESPMEM_PERSISTENT);
+	if (r->stream) {
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, r->stream, r->stream_cls,
+							 r->stream_free);
+		if (!resp) {
+			r->stream_free(r->stream_cls);
+			return MHD_NO;
+		}
+	} else {
+		resp = MHD_create_response_from_buffer(r->len, r->body ? r->body : (char *)"",
+						       r->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	}
 	if (!resp) {
 		free(r->body);
 		return MHD_NO;
@@ -391,6 +399,8 @@ void cw_server_stop(struct cw_server *s)
 {
 	if (!s)
 		return;
+	/* Streams poll this and end at once rather than at their next tick. */
+	atomic_store(&s->stopping, 1);
 	if (s->d)
 		MHD_stop_daemon(s->d);
 	cw_mcp_http_free(s);

@@ -195,6 +195,7 @@ for u in "timeline" "timeline?tid=x" "timeline?tid=0" "timeline?tid=1&limit=0" "
 	grep -q '"error":"' "$T/err" || fail "$u: no error sentence: $(cat "$T/err")"
 done
 [ "$(code "$B/timeline?chain=7")" = 404 ] || fail "missing chain not 404"
+[ "$(code "$B/stream")" = 404 ] || fail "/stream without a live trace not 404"
 [ "$(code "$B/timeline" -X POST)" = 405 ] || fail "POST timeline not 405"
 
 # 6. NCCL: the rank table is explain --ranks's; the nccl lane is nccl_calls.

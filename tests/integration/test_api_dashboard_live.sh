@@ -2,7 +2,8 @@
 # The dashboard's live view on trace --serve: /overview says live and marks
 # the session being written, and two polls of /ops/series and /chains see the
 # trace grow (the /chains cache is keyed by the file's version, so it never
-# serves the first answer again while rows arrive).
+# serves the first answer again while rows arrive); /stream ticks with the
+# stored events growing, and ends when the server stops.
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 . "$CW_ROOT/tests/integration/fleet_lib.sh"
 FAKE=$CW_BUILD/fixtures/fakecuda/libcudart.so.13
@@ -27,7 +28,8 @@ sleep 1.5
 get overview >"$T/o1.json"
 get "ops/series?points=5" >"$T/s1.json"
 get chains >"$T/c1.json"
-sleep 1.5
+# Server-sent ticks: one a second, the stored events growing.
+curl -s -N -k --max-time 2.6 "$B/stream" >"$T/stream.txt"
 get "ops/series?points=5" >"$T/s2.json"
 get chains >"$T/c2.json"
 kill -0 $TP 2>/dev/null || fail "trace ended before the checks: $(cat "$T/t.err")"
@@ -44,5 +46,21 @@ assert 0 < a < b, (a, b)
 c1, c2 = json.load(open(T + "/c1.json")), json.load(open(T + "/c2.json"))
 assert c1["window"]["to_ns"] < c2["window"]["to_ns"], (c1["window"], c2["window"])
 PY
+python3 - "$T/stream.txt" <<'PY' || fail "stream: $(cat "$T/stream.txt")"
+import json, sys
+ticks = [json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith("data: ")]
+assert len(ticks) >= 2 and all(t["type"] == "tick" for t in ticks), ticks
+assert ticks[-1]["events"] > ticks[0]["events"] > 0, ticks
+assert ticks[-1]["chains"] is None or ticks[-1]["chains"] >= 0
+PY
+# A stream still open when the trace ends does not hold the server up.
+curl -s -N -k --max-time 60 "$B/stream" >"$T/stream2.txt" &
+CP=$!
+PIDS+=("$CP")
+sleep 0.5
+start=$SECONDS
 wait $TP
+wait $CP
+[ $((SECONDS - start)) -lt 20 ] || fail "the trace waited for an open stream"
+grep -q '^data: ' "$T/stream2.txt" || fail "no tick on the second stream"
 echo ok
