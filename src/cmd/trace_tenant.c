@@ -41,16 +41,10 @@ int trace_tenant_is_flag(const char *flag)
 int trace_tenant_flag(struct cw_tenant_filter *filters, int *n, const char *flag, const char *value, char *err,
 		      size_t errlen)
 {
+	/* --namespace names a store's identity rows, not a live cgroup. */
 	if (!trace_tenant_is_flag(flag))
 		return -ENOENT;
-	if (*n == CW_TENANT_FILTERS_MAX) {
-		snprintf(err, errlen, "at most %d tenant filters", CW_TENANT_FILTERS_MAX);
-		return -EINVAL;
-	}
-	int rc = cw_tenant_filter_parse(&filters[*n], flag, value, err, errlen);
-	if (!rc)
-		(*n)++;
-	return rc;
+	return cw_tenant_filter_add(filters, n, CW_TENANT_FILTERS_MAX, flag, value, err, errlen);
 }
 
 static int allow_new(void *ctx, uint64_t id)

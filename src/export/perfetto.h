@@ -27,6 +27,11 @@ struct cw_export_opts {
 	uint64_t max_events;               /* slices; 0 = CW_EXPORT_DEFAULT_MAX_EVENTS */
 	int no_skew;                       /* ignore meta 'merge.skew' */
 	int no_chains;                     /* skip the explain engine */
+	/* A tenant filter (analysis/tenant_select.h): only the slices and
+	 * chains of these pids; npids 0: no filter, -1: it matched nothing.
+	 * Node-wide tracks (counters, GPU) stay. */
+	const int64_t *pids;
+	int npids;
 };
 
 struct cw_export_stats {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/explain.h"
+#include "analysis/tenant_select.h"
 #include "server/web_assets.h"
 #include "store/losses.h"
 #include "store/ro_query.h"
@@ -22,6 +23,69 @@
 static const char *arg(struct MHD_Connection *c, const char *k)
 {
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
+}
+
+/* Tenant filters from the query string (docs/api.md): container=, pod=,
+ * namespace=, cgroup=, slurm_job=, each repeatable, parsed by the same
+ * parser as the command-line flags. */
+struct tenant_args {
+	struct cw_tenant_filter f[CW_TENANT_FILTERS_MAX];
+	int n, rc;
+	char err[256];
+};
+
+static enum MHD_Result tenant_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct tenant_args *t = cls;
+	int rc;
+
+	(void)kind;
+	if (!key || t->rc)
+		return MHD_YES;
+	rc = cw_tenant_filter_add(t->f, &t->n, CW_TENANT_FILTERS_MAX, key, value, t->err, sizeof(t->err));
+	if (rc && rc != -ENOENT)
+		t->rc = rc;
+	return MHD_YES;
+}
+
+/* Returns 0 (t->n filters), or -EINVAL after a 400 reply. */
+static int tenant_args(struct MHD_Connection *c, struct tenant_args *t, struct cw_reply *r)
+{
+	memset(t, 0, sizeof(*t));
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, tenant_arg, t);
+	if (t->rc) {
+		/* "bad --pod ..." names the flag; the API names the parameter. */
+		if (!strncmp(t->err, "bad --", 6))
+			cw_reply_error(r, 400, "bad %s", t->err + 6);
+		else
+			cw_reply_error(r, 400, "%s", t->err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The pids the filters select: *npids as explain and the summary take it
+ * (0: no filter, -1: nothing matched). Returns 0 or -errno. */
+static int tenant_pids(sqlite3 *db, const struct tenant_args *t, int64_t **pids, int *npids)
+{
+	int rc;
+
+	*pids = NULL;
+	*npids = 0;
+	if (!t->n)
+		return 0;
+	rc = cw_tenant_select(db, t->f, t->n, pids);
+	if (rc < 0)
+		return rc;
+	*npids = rc > 0 ? rc : -1;
+	return 0;
+}
+
+static int flag_arg(struct MHD_Connection *c, const char *k)
+{
+	const char *v = arg(c, k);
+
+	return v && (!strcmp(v, "1") || !strcmp(v, "true"));
 }
 
 static int db_status(int rc)
@@ -211,12 +275,17 @@ static void route_chains(struct cw_server *s, struct MHD_Connection *c, struct c
 	struct cw_explain_opts o = { 0 };
 	struct cw_explain_result res;
 	const char *pid = arg(c, "pid");
+	struct tenant_args ta;
+	int64_t *pids = NULL;
 	uint64_t deadline;
 	sqlite3 *db;
 	char err[512];
 	json_t *j;
 	int rc;
 
+	if (tenant_args(c, &ta, r))
+		return;
+	o.per_tenant = flag_arg(c, "per_tenant");
 	if ((rc = cw_server_open_db(s, &db, &deadline, err, sizeof(err)))) {
 		cw_reply_error(r, db_status(rc), "%s", err);
 		return;
@@ -233,6 +302,11 @@ static void route_chains(struct cw_server *s, struct MHD_Connection *c, struct c
 			goto out;
 		}
 	}
+	if ((rc = tenant_pids(db, &ta, &pids, &o.npids))) {
+		cw_reply_error(r, 500, "tenant filter failed: %s", strerror(-rc));
+		goto out;
+	}
+	o.pids = pids;
 	rc = cw_explain_run(db, &o, &res);
 	if (rc) {
 		if (cw_monotonic_ns() > deadline)
@@ -248,6 +322,7 @@ static void route_chains(struct cw_server *s, struct MHD_Connection *c, struct c
 		json_object_set_new(j, "node", json_string(s->node));
 	cw_reply_json(r, 200, j);
 out:
+	free(pids);
 	cw_server_close_db(db);
 }
 
@@ -256,11 +331,17 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 	struct cw_summary_opts o = { 0 };
 	struct cw_summary *sum = NULL;
 	const char *since = arg(c, "since"), *by = arg(c, "by");
+	struct tenant_args ta;
+	int64_t *pids = NULL;
 	uint64_t deadline;
 	sqlite3 *db;
 	char err[512];
 	json_t *ops, *j;
 	int rc;
+
+	if (tenant_args(c, &ta, r))
+		return;
+	o.per_tenant = flag_arg(c, "per_tenant");
 
 	if (since && (cw_parse_duration(since, &o.since_ns) || !o.since_ns)) {
 		cw_reply_error(r, 400, "invalid duration \"%s\" (e.g. 30s, 5m)", since);
@@ -275,7 +356,11 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 		cw_reply_error(r, db_status(rc), "%s", err);
 		return;
 	}
-	rc = cw_summary_build(db, &o, &sum);
+	rc = tenant_pids(db, &ta, &pids, &o.npids);
+	o.pids = pids;
+	if (!rc)
+		rc = cw_summary_build(db, &o, &sum);
+	free(pids);
 	cw_server_close_db(db);
 	if (rc) {
 		cw_reply_error(r, cw_monotonic_ns() > deadline ? 504 : 500, "ops summary failed: %s",
@@ -297,6 +382,10 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 			json_object_set_new(o1, "line", json_integer(w->line));
 			json_object_set_new(o1, "function",
 					    w->function ? json_string(w->function) : json_null());
+		}
+		if (o1 && w->tenant) {
+			json_object_set_new(o1, "tenant", json_string(w->tenant));
+			json_object_set_new(o1, "container", w->container ? json_incref(w->container) : json_null());
 		}
 		json_array_append_new(ops, o1);
 	}
@@ -345,13 +434,17 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 {
 	static const char *const tables[] = { "events", "offcpu", "snapshots", "processes",
 					      "chains", "sessions" };
-	json_t *counts, *sessions, *nodes, *j;
+	json_t *counts, *sessions, *nodes, *tenants, *j;
 	sqlite3_stmt *st;
+	struct tenant_args ta;
+	uint64_t *ids = NULL;
 	uint64_t deadline;
 	sqlite3 *db;
 	char err[512], sql[128];
-	int rc = 0, step;
+	int rc = 0, step, nids = 0;
 
+	if (tenant_args(c, &ta, r))
+		return;
 	if ((rc = cw_server_open_db(s, &db, &deadline, err, sizeof(err)))) {
 		cw_reply_error(r, db_status(rc), "%s", err);
 		return;
@@ -391,6 +484,40 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 			rc = cw_sqlite_errno(step);
 	}
 	sqlite3_finalize(st);
+	/* The tenants the store named (at most 100 workloads: containers,
+	 * pods, Slurm jobs), or with filters the cgroups they select. */
+	tenants = json_array();
+	if (ta.n && (nids = cw_tenant_select_cgroups(db, ta.f, ta.n, &ids)) < 0 && !rc)
+		rc = nids;
+	if (!rc && sqlite3_prepare_v2(db,
+				      "SELECT node, cgroup_id, runtime, container_id, pod, namespace, pod_uid, path,"
+				      " tenant FROM containers WHERE (?1 = 0 AND (runtime NOT IN ('systemd', '')"
+				      " OR pod_uid IS NOT NULL)) OR (?1 = 1 AND cgroup_id IN (SELECT value FROM"
+				      " json_each(?2))) ORDER BY node, cgroup_id LIMIT 100",
+				      -1, &st, NULL) == SQLITE_OK) {
+		json_t *idl = json_array();
+		char *ids_json;
+
+		for (int i = 0; i < nids; i++)
+			json_array_append_new(idl, json_integer((json_int_t)ids[i]));
+		ids_json = json_dumps(idl, JSON_COMPACT);
+		json_decref(idl);
+		sqlite3_bind_int(st, 1, ta.n ? 1 : 0);
+		sqlite3_bind_text(st, 2, ids_json ? ids_json : "[]", -1, SQLITE_TRANSIENT);
+		free(ids_json);
+		while ((step = sqlite3_step(st)) == SQLITE_ROW)
+			json_array_append_new(
+				tenants, json_pack("{s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "node",
+						   text_or_null(st, 0), "cgroup_id", (json_int_t)sqlite3_column_int64(st, 1),
+						   "runtime", text_or_null(st, 2), "id", text_or_null(st, 3), "pod",
+						   text_or_null(st, 4), "namespace", text_or_null(st, 5), "pod_uid",
+						   text_or_null(st, 6), "cgroup", text_or_null(st, 7), "tenant",
+						   text_or_null(st, 8)));
+		if (step != SQLITE_DONE && !rc)
+			rc = cw_sqlite_errno(step);
+		sqlite3_finalize(st);
+	}
+	free(ids);
 	/* The time range from the per-second aggregates: a few thousand rows
 	 * rather than a scan of every event. */
 	j = json_pack("{s:s, s:o, s:o, s:o, s:{s:I, s:I}, s:I}", "node", s->node, "nodes", nodes,
@@ -401,6 +528,7 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 		      (json_int_t)((scalar_i64(db, "SELECT max(second) FROM aggregates", &rc) + 1) *
 				   (int64_t)NSEC_PER_SEC),
 		      "calls", (json_int_t)scalar_i64(db, "SELECT total(count) FROM aggregates", &rc));
+	json_object_set_new(j, "tenants", tenants);
 	cw_server_close_db(db);
 	if (rc) {
 		json_decref(j);
