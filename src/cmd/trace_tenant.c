@@ -7,6 +7,7 @@
 
 #include "bpf/events.h"
 #include "cmd/trace_tenant.h"
+#include "server/live_metrics.h"
 #include "tenant/registry.h"
 #include "tenant/resolve.h"
 #include "util/timeutil.h"
@@ -20,6 +21,7 @@ struct trace_tenant {
 	uint64_t allow_errors;
 	struct cw_tenant_batch batch; /* the resolver's */
 	int batch_pending;            /* resolved, waiting for the store */
+	struct cw_live_metrics *metrics; /* /metrics labels; NULL none */
 	pthread_t thread;
 	int running;
 	volatile int stop;
@@ -152,6 +154,28 @@ int trace_tenant_pid_allowed(struct trace_tenant *tt, uint32_t pid)
 	return cw_tenant_allow_has(&tt->allow, id);
 }
 
+/* The /metrics tenant labels of the cgroups just named (the live registry
+ * has its own lock: no consumer lock needed). */
+static void publish_labels(struct trace_tenant *tt, const struct cw_tenant_batch *b)
+{
+	for (int i = 0; tt->metrics && i < b->n; i++) {
+		const struct cw_tenant *t = &b->info[i].t;
+		char job[40];
+
+		if (!b->ok[i])
+			continue;
+		snprintf(job, sizeof(job), "slurm-job-%s", t->slurm_job);
+		cw_live_metrics_tenant(tt->metrics, b->ids[i],
+				       t->container_id[0] ? t->container_id : t->slurm_job[0] ? job : "",
+				       t->pod[0] ? t->pod : t->pod_uid, t->ns);
+	}
+}
+
+void trace_tenant_set_metrics(struct trace_tenant *tt, struct cw_live_metrics *m)
+{
+	tt->metrics = m;
+}
+
 /* One round: name new cgroups; with second, also rescan the allowed set,
  * sample pressure and move last seen. */
 static void round_once(struct trace_tenant *tt, int second)
@@ -180,6 +204,7 @@ static void round_once(struct trace_tenant *tt, int second)
 	if (rc)
 		return;
 	cw_tenant_batch_resolve(b, cw_monotonic_ns(), cw_realtime_ns());
+	publish_labels(tt, b);
 	cw_consumer_lock(tt->cons);
 	if (cw_consumer_store_ready(tt->cons))
 		cw_tenant_registry_commit(tt->reg, b, tt->w, cw_realtime_ns(), second);

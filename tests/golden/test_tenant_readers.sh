@@ -1,7 +1,7 @@
 #!/bin/bash
 # The tenant filters on every reader but explain (test_explain_tenants.sh):
 # query's summary, export, the API routes, the fleet fan-out and the MCP
-# tools, on the noisy-neighbour demo with the trainer's cudaMalloc and
+# tools, and the tenant labels of /metrics, on the noisy-neighbour demo with the trainer's cudaMalloc and
 # cudaFree calls moved to a process of the neighbour pod, so each tenant
 # has calls of its own. Each filter must keep exactly its tenant's calls.
 set -u
@@ -10,6 +10,7 @@ SP=
 cleanup() { [ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+command -v promtool >/dev/null || fail "promtool not installed (scripts/install-deps.sh)"
 db=$tmp/nn.db
 "$CW_BIN" demo noisy-neighbour --db "$db" >/dev/null 2>&1 || fail "demo"
 python3 - "$db" <<'PY' || fail "moving calls"
@@ -120,6 +121,73 @@ got=$("$CW_BIN" explain --nodes "http://127.0.0.1:$port" --json --pod vit-train-
 kill "$SP"
 wait "$SP" 2>/dev/null
 SP=
+
+# ---- /metrics: stored chains carry the affected thread's tenant, at most
+# 50 tenants labelled (60 more chains of distinct containers are added;
+# the 10 with the fewest chains are counted without tenant labels).
+python3 - "$db" <<'PY' || fail "adding chains"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+cols = [r[1] for r in c.execute("PRAGMA table_info(chains)") if r[1] not in ("id", "json")]
+row = list(c.execute("SELECT %s, json FROM chains WHERE kind = 'noisy_neighbour' AND severity = 'HIGH' LIMIT 1"
+                     % ", ".join(cols)).fetchone())
+row[cols.index("kind")] = "x"
+for n in range(60):
+    for _ in range(1 if n >= 50 else 2):
+        c.execute("INSERT INTO chains (%s, json) VALUES (%s, json_set(?, '$.container.id', ?, '$.container.pod', ?))"
+                  % (", ".join(cols), ", ".join("?" * len(cols))),
+                  row[:-1] + [row[-1], "%012x" % (0xabc000000000 + n) + "0" * 52, "pod-%d" % n])
+c.commit()
+PY
+"$CW_BIN" serve --db "$db" --no-tls --listen 127.0.0.1:0 2>"$tmp/serve2.log" &
+SP=$!
+port=
+for _ in $(seq 1 100); do
+	port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve2.log")
+	[ -n "$port" ] && break
+	sleep 0.05
+done
+[ -n "$port" ] || fail "serve: $(cat "$tmp/serve2.log")"
+curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/m.txt" || fail "scrape"
+kill "$SP"
+wait "$SP" 2>/dev/null
+SP=
+promtool check metrics <"$tmp/m.txt" || fail "promtool: $(promtool check metrics <"$tmp/m.txt" 2>&1)"
+grep -q '^causeway_chains{node="demo-node",kind="noisy_neighbour",severity="HIGH",container="9d2f4c1a7b3e",pod="vit-train-0",namespace="ml"} ' "$tmp/m.txt" ||
+	fail "no tenant labels on causeway_chains: $(grep causeway_chains "$tmp/m.txt" | head -5)"
+n=$(grep -c '^causeway_chains{.*pod="pod-' "$tmp/m.txt")
+[ "$n" = 49 ] || fail "labelled tenants of x chains: $n (want 49: 50 less the trainer's pod)"
+grep -q '^causeway_chains{node="demo-node",kind="x",severity="HIGH"} 12$' "$tmp/m.txt" ||
+	fail "unlabelled fold: $(grep causeway_chains "$tmp/m.txt" | grep -v pod=)"
+# NCCL per-rank families: the rank's process's tenant, where its cgroup is named.
+ndb=$tmp/nccl.db
+"$CW_BIN" demo nccl-straggler --db "$ndb" >/dev/null 2>&1 || fail "demo nccl-straggler"
+python3 - "$ndb" <<'PY' || fail "naming a rank's cgroup"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("INSERT INTO cgroups (node, cgroup_id, path, runtime, container_id, pod, namespace, tenant) SELECT node,"
+          " cgroup_id, '/kubepods.slice/x', 'containerd', 'abcdef0123456789', 'rank-0', 'train', 'pod:x'"
+          " FROM processes WHERE pid = 4821")
+c.commit()
+PY
+"$CW_BIN" serve --db "$ndb" --no-tls --listen 127.0.0.1:0 2>"$tmp/serve3.log" &
+SP=$!
+port=
+for _ in $(seq 1 100); do
+	port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve3.log")
+	[ -n "$port" ] && break
+	sleep 0.05
+done
+[ -n "$port" ] || fail "serve: $(cat "$tmp/serve3.log")"
+curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/m3.txt" || fail "scrape nccl"
+kill "$SP"
+wait "$SP" 2>/dev/null
+SP=
+grep -q '^causeway_nccl_collectives{node="demo-node",pid="4821",rank="[0-9]*",container="abcdef012345",pod="rank-0",namespace="train"} ' "$tmp/m3.txt" ||
+	fail "nccl tenant labels: $(grep '^causeway_nccl_collectives' "$tmp/m3.txt")"
+grep -q '^causeway_nccl_collectives{node="demo-node",pid="4831",rank="[0-9]*"} ' "$tmp/m3.txt" ||
+	fail "nccl rank without a tenant: $(grep '^causeway_nccl_collectives' "$tmp/m3.txt")"
+promtool check metrics <"$tmp/m3.txt" || fail "promtool nccl: $(promtool check metrics <"$tmp/m3.txt" 2>&1)"
 
 # ---- MCP: causal_chains and trace_summary take container/pod/namespace
 cat >"$tmp/in" <<'IN'
