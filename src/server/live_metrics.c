@@ -116,8 +116,11 @@ void cw_live_metrics_tenant(struct cw_live_metrics *m, uint64_t cgroup_id, const
 		t = &m->tenants[m->ntenants++];
 	if (t) {
 		t->cgroup_id = cgroup_id;
-		/* Kept whole up to 23 characters; the label shows 12 of an id. */
-		snprintf(t->container, sizeof(t->container), "%s", container ? container : "");
+		/* An id as `docker ps` shows it (OTLP reads these too). */
+		if (container && !strncmp(container, "slurm-job-", 10))
+			snprintf(t->container, sizeof(t->container), "%s", container);
+		else
+			snprintf(t->container, sizeof(t->container), "%.12s", container ? container : "");
 		snprintf(t->pod, sizeof(t->pod), "%s", pod ? pod : "");
 		snprintf(t->ns, sizeof(t->ns), "%s", ns ? ns : "");
 	}

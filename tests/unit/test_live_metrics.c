@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "export/otlp.h"
 #include "server/live_metrics.h"
 
 static void call(struct cw_live_metrics *m, uint32_t pid, const char *comm, const char *op,
@@ -211,6 +212,14 @@ static void test_tenant_labels(void **state)
 		 "causeway_offcpu_seconds_total{node=\"n1\",process=\"python\",container=\"3f2b9c0d1e4a\","
 		 "pod=\"trainer-0\",namespace=\"ml\",pid=\"%u\",reason=\"preempted\"} 0.25\n", me);
 	assert_non_null(strstr(t, want));
+	free(t);
+	/* OTLP data points carry the same labels as attributes. */
+	t = cw_otlp_metrics_payload("/nonexistent/cw.db", "n1", m, 1, 2);
+	assert_non_null(t);
+	assert_non_null(strstr(t, "{\"key\":\"process\",\"value\":{\"stringValue\":\"python\"}},{\"key\":"
+				  "\"container\",\"value\":{\"stringValue\":\"3f2b9c0d1e4a\"}},{\"key\":\"pod\","
+				  "\"value\":{\"stringValue\":\"trainer-0\"}},{\"key\":\"namespace\",\"value\":"
+				  "{\"stringValue\":\"ml\"}}"));
 	free(t);
 	/* Label values are escaped; the table is capped. */
 	cw_live_metrics_tenant(m, 22, "", "a\"b", "x\\y"); /* a known cgroup is updated */
