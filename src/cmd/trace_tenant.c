@@ -8,6 +8,8 @@
 #include "bpf/events.h"
 #include "cmd/trace_tenant.h"
 #include "server/live_metrics.h"
+#include "cmd/cmd.h"
+#include "tenant/kubelet.h"
 #include "tenant/registry.h"
 #include "tenant/resolve.h"
 #include "util/timeutil.h"
@@ -22,6 +24,8 @@ struct trace_tenant {
 	struct cw_tenant_batch batch; /* the resolver's */
 	int batch_pending;            /* resolved, waiting for the store */
 	struct cw_live_metrics *metrics; /* /metrics labels; NULL none */
+	struct cw_kubelet kubelet;       /* the resolver thread's; url NULL: off */
+	uint64_t kube_stat[3];           /* fetches, errors, pods: copied under the consumer lock */
 	pthread_t thread;
 	int running;
 	volatile int stop;
@@ -105,6 +109,7 @@ void trace_tenant_free(struct trace_tenant *tt)
 		pthread_join(tt->thread, NULL);
 	}
 	free(tt->batch.info);
+	cw_kubelet_free(&tt->kubelet);
 	cw_tenant_registry_free(tt->reg);
 	cw_tenant_allow_free(&tt->allow);
 	free(tt);
@@ -152,6 +157,24 @@ int trace_tenant_pid_allowed(struct trace_tenant *tt, uint32_t pid)
 	if (cw_pid_cgroup_path(pid, path, sizeof(path)) || cw_cgroup_id_of(cw_cgroup2_root(), path, &id))
 		return 0;
 	return cw_tenant_allow_has(&tt->allow, id);
+}
+
+/* Pod names from the kubelet's list (tenants.kubelet_url) win over the
+ * container's environment: the workload cannot set them. Resolver thread,
+ * no lock held (a fetch takes up to CW_KUBELET_TIMEOUT_MS). */
+static void apply_kubelet(struct trace_tenant *tt, struct cw_tenant_batch *b)
+{
+	uint64_t now = cw_monotonic_ns();
+
+	for (int i = 0; tt->kubelet.url && i < b->n; i++) {
+		struct cw_tenant *t = &b->info[i].t;
+		const struct cw_kubelet_pod *p;
+
+		if (!b->ok[i] || !t->pod_uid[0] || !(p = cw_kubelet_lookup(&tt->kubelet, t->pod_uid, now)))
+			continue;
+		snprintf(t->pod, sizeof(t->pod), "%s", p->name);
+		snprintf(t->ns, sizeof(t->ns), "%s", p->ns);
+	}
 }
 
 /* The /metrics tenant labels of the cgroups just named (the live registry
@@ -204,8 +227,12 @@ static void round_once(struct trace_tenant *tt, int second)
 	if (rc)
 		return;
 	cw_tenant_batch_resolve(b, cw_monotonic_ns(), cw_realtime_ns());
+	apply_kubelet(tt, b);
 	publish_labels(tt, b);
 	cw_consumer_lock(tt->cons);
+	tt->kube_stat[0] = tt->kubelet.fetches;
+	tt->kube_stat[1] = tt->kubelet.errors;
+	tt->kube_stat[2] = (uint64_t)tt->kubelet.npods;
 	if (cw_consumer_store_ready(tt->cons))
 		cw_tenant_registry_commit(tt->reg, b, tt->w, cw_realtime_ns(), second);
 	else
@@ -241,6 +268,8 @@ int trace_tenant_start(struct trace_tenant *tt, struct cw_consumer *cons, struct
 	tt->cons = cons;
 	tt->w = w;
 	tt->last_second_ns = cw_monotonic_ns();
+	if (cw_default_kubelet_url() && (rc = cw_kubelet_init(&tt->kubelet, cw_default_kubelet_url())))
+		return rc;
 	if ((rc = pthread_create(&tt->thread, NULL, resolver, tt)))
 		return -rc;
 	tt->running = 1;
@@ -272,6 +301,11 @@ void trace_tenant_counters(struct trace_tenant *tt, struct cw_writer *w)
 	cw_writer_counter_set(w, "trace.cgroups.unresolved", s.unresolved);
 	cw_writer_counter_set(w, "trace.cgroups.overflow", s.overflow);
 	cw_writer_counter_set(w, "trace.cgroups.pressure_samples", s.sampled);
+	if (tt->kubelet.url) {
+		cw_writer_counter_set(w, "trace.kubelet.fetches", tt->kube_stat[0]);
+		cw_writer_counter_set(w, "trace.kubelet.errors", tt->kube_stat[1]);
+		cw_writer_counter_set(w, "trace.kubelet.pods", tt->kube_stat[2]);
+	}
 	if (tt->filtering) {
 		cw_writer_counter_set(w, "trace.cgroups.allowed", (uint64_t)tt->allow.ids.len);
 		cw_writer_counter_set(w, "trace.cgroups.allow_errors", tt->allow_errors);
