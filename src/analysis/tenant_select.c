@@ -30,7 +30,7 @@ int cw_tenant_select_cgroups(sqlite3 *db, const struct cw_tenant_filter *f, int 
 
 	*ids = NULL;
 	rc = sqlite3_prepare_v2(db,
-				"SELECT DISTINCT cgroup_id, path, container_id, pod, pod_uid, slurm_job FROM cgroups"
+				"SELECT DISTINCT cgroup_id, path, container_id, pod, pod_uid, slurm_job, namespace FROM cgroups"
 				" WHERE path IS NOT NULL",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -45,6 +45,7 @@ int cw_tenant_select_cgroups(sqlite3 *db, const struct cw_tenant_filter *f, int 
 		col(st, 3, t.pod, sizeof(t.pod));
 		col(st, 4, t.pod_uid, sizeof(t.pod_uid));
 		col(st, 5, t.slurm_job, sizeof(t.slurm_job));
+		col(st, 6, t.ns, sizeof(t.ns));
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 64;
 			struct row *nv = realloc(v, nc * sizeof(*nv));
@@ -138,4 +139,16 @@ int cw_tenant_select_pids(sqlite3 *db, const uint64_t *ids, int nids, int64_t **
 	}
 	*pids = v;
 	return n;
+}
+
+int cw_tenant_select(sqlite3 *db, const struct cw_tenant_filter *f, int nf, int64_t **pids)
+{
+	uint64_t *ids = NULL;
+	int rc;
+
+	*pids = NULL;
+	if ((rc = cw_tenant_select_cgroups(db, f, nf, &ids)) > 0)
+		rc = cw_tenant_select_pids(db, ids, rc, pids);
+	free(ids);
+	return rc;
 }

@@ -21,4 +21,10 @@ int cw_tenant_select_cgroups(sqlite3 *db, const struct cw_tenant_filter *f, int 
  * Returns the count or -errno. */
 int cw_tenant_select_pids(sqlite3 *db, const uint64_t *ids, int nids, int64_t **pids);
 
+/* Both steps: the pids the filters select. Returns the count (0: no
+ * process matched, which is an empty answer, not "no filter") or -errno.
+ * The one resolver behind explain, query, export, the API routes and the
+ * MCP tools. */
+int cw_tenant_select(sqlite3 *db, const struct cw_tenant_filter *f, int nf, int64_t **pids);
+
 #endif

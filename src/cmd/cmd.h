@@ -67,6 +67,8 @@ const char *cw_default_nvml_lib(void);
 uint64_t cw_default_gpu_interval(void);
 uint64_t cw_default_stall_after(void);
 const char *cw_default_node(void);
+/* tenants.kubelet_url from the config; NULL: the pod list is not read. */
+const char *cw_default_kubelet_url(void);
 
 /* Warns on stderr, one line per session, when the sessions of the
  * database (db, or db_path opened read-only when db is NULL) lost records

@@ -10,7 +10,7 @@
 
 #include "analysis/explain.h"
 #include "analysis/tenant_select.h"
-#include "cmd/trace_tenant.h"
+#include "cmd/tenant_opts.h"
 #include "cmd/cmd.h"
 #include "fleet/fanout_cli.h"
 #include "store/store.h"
@@ -24,7 +24,7 @@ static void usage(FILE *f)
 	fputs("usage: causeway explain [--db PATH] [--since DURATION | --from TIME --to TIME]\n"
 	      "                        [--pid PID] [--per-process] [--stacks] [--json] [--no-store]\n"
 	      "                        [--cgroup PATH|ID] [--container ID] [--pod NAME|UID]\n"
-	      "                        [--slurm-job ID] [--per-tenant]\n"
+	      "                        [--slurm-job ID] [--namespace NS] [--per-tenant]\n"
 	      "                        [--ranks] [--hang-after DURATION]\n"
 	      "\n"
 	      "Finds the ops with a latency tail, measures for each slow call what its\n"
@@ -39,10 +39,7 @@ static void usage(FILE *f)
 	      "  --pid PID         only this process (its own percentiles and slow calls)\n"
 	      "  --per-process     one chain per process instead of per op, each judged by\n"
 	      "                    its own percentiles\n"
-	      "  --cgroup PATH|ID  only the processes of this cgroup and its descendants\n"
-	      "  --container ID    ... of the container whose id starts with ID\n"
-	      "  --pod NAME|UID    ... of a Kubernetes pod; --slurm-job ID: of a Slurm job\n"
-	      "                    (tenant filters repeat; docs/tenants.md)\n"
+	      CW_TENANT_USAGE
 	      "  --per-tenant      chains per process, grouped by container, pod or job\n"
 	      "  --ranks           a table of the ranks calling NCCL collectives: arrival lag,\n"
 	      "                    last sequence number, share of time waiting (\"ranks\" in --json)\n"
@@ -120,8 +117,7 @@ int cmd_explain(int argc, char **argv)
 		{"pid", required_argument, NULL, 'p'},   {"per-process", no_argument, NULL, OPT_PER_PROCESS},
 		{"json", no_argument, NULL, 'j'},        {"no-store", no_argument, NULL, OPT_NO_STORE},
 		{"stacks", no_argument, NULL, OPT_STACKS}, {"per-tenant", no_argument, NULL, OPT_PER_TENANT},
-		{"cgroup", required_argument, NULL, OPT_TENANT}, {"container", required_argument, NULL, OPT_TENANT},
-		{"pod", required_argument, NULL, OPT_TENANT}, {"slurm-job", required_argument, NULL, OPT_TENANT},
+		CW_TENANT_LONGOPTS(OPT_TENANT),
 		{"ranks", no_argument, NULL, OPT_RANKS}, {"hang-after", required_argument, NULL, OPT_HANG_AFTER},
 		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
@@ -132,8 +128,8 @@ int cmd_explain(int argc, char **argv)
 	json_t *rank_rows = NULL;
 	uint64_t since_ns = 0;
 	char err[512];
-	int json = 0, stacks = 0, ranks = 0, c, ret, rc = CW_EXIT_OK, li, ntenants = 0;
-	struct cw_tenant_filter tenants[CW_TENANT_FILTERS_MAX];
+	int json = 0, stacks = 0, ranks = 0, c, ret, rc = CW_EXIT_OK, li;
+	struct cw_tenant_opts tenants = { .n = 0 };
 	int64_t *tenant_pids = NULL;
 
 	/* Fleet fan-out (src/fleet/fanout_cli.c): chains from every agent. */
@@ -178,16 +174,10 @@ int cmd_explain(int argc, char **argv)
 		case OPT_PER_TENANT:
 			o.per_tenant = 1;
 			break;
-		case OPT_TENANT: {
-			char flag[32];
-
-			snprintf(flag, sizeof(flag), "--%s", longopts[li].name);
-			if (trace_tenant_flag(tenants, &ntenants, flag, optarg, err, sizeof(err))) {
-				cw_report_error(json, "explain: %s", err);
+		case OPT_TENANT:
+			if (cw_tenant_opt(&tenants, longopts, li, optarg, json, "explain"))
 				return CW_EXIT_USAGE;
-			}
 			break;
-		}
 		case OPT_RANKS:
 			ranks = 1;
 			break;
@@ -272,15 +262,8 @@ int cmd_explain(int argc, char **argv)
 		o.to_wall_ns = newest;
 		o.from_wall_ns = newest > since_ns ? newest - since_ns : 1;
 	}
-	if (ntenants) {
-		uint64_t *ids = NULL;
-
-		if ((ret = cw_tenant_select_cgroups(st->db, tenants, ntenants, &ids)) < 0)
-			goto db_fail;
-		if (ret > 0)
-			ret = cw_tenant_select_pids(st->db, ids, ret, &tenant_pids);
-		free(ids);
-		if (ret < 0)
+	if (tenants.n) {
+		if ((ret = cw_tenant_select(st->db, tenants.f, tenants.n, &tenant_pids)) < 0)
 			goto db_fail;
 		o.pids = tenant_pids;
 		o.npids = ret > 0 ? ret : -1;

@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/tenant_select.h"
 #include "cmd/cmd.h"
+#include "cmd/tenant_opts.h"
 #include "export/perfetto.h"
 #include "export/perfetto_fleet.h"
 #include "fleet/fanout_cli.h"
@@ -25,6 +27,8 @@ static void usage(FILE *f)
 	fputs("usage: causeway export [--format perfetto] [-o FILE] [--db PATH]\n"
 	      "                       [--since DURATION | --from TIME --to TIME] [--max-events N]\n"
 	      "                       [--no-skew] [--no-chains] [--json]\n"
+	      "                       [--cgroup PATH|ID] [--container ID] [--pod NAME|UID]\n"
+	      "                       [--slurm-job ID] [--namespace NS]\n"
 	      "\n"
 	      "Writes the trace as Chrome trace JSON, the format ui.perfetto.dev and\n"
 	      "chrome://tracing open: a process per node, a track per thread, CUDA,\n"
@@ -44,6 +48,9 @@ static void usage(FILE *f)
 	      "  --no-skew          ignore the clock offsets stored by merge\n"
 	      "  --no-chains        no markers and flows (skips the explain engine)\n"
 	      "  --json             errors as {\"error\": ...}\n"
+	      "tenant filters (only the threads and chains of the tenant's processes;\n"
+	      "the node's counters stay):\n"
+	      CW_TENANT_USAGE
 	      "  --help             this text\n"
 	      "\n"
 	      "Fleet: --nodes HOST:PORT,... (or --fleet for the config's nodes) exports\n"
@@ -67,13 +74,14 @@ static int parse_count(const char *s, uint64_t *out)
 
 int cmd_export(int argc, char **argv)
 {
-	enum { OPT_FROM = 256, OPT_TO, OPT_MAX, OPT_NOSKEW, OPT_NOCHAINS, OPT_FORMAT };
+	enum { OPT_FROM = 256, OPT_TO, OPT_MAX, OPT_NOSKEW, OPT_NOCHAINS, OPT_FORMAT, OPT_TENANT };
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, OPT_FORMAT }, { "output", required_argument, NULL, 'o' },
 		{ "db", required_argument, NULL, 'd' },           { "since", required_argument, NULL, 's' },
 		{ "from", required_argument, NULL, OPT_FROM },    { "to", required_argument, NULL, OPT_TO },
 		{ "max-events", required_argument, NULL, OPT_MAX }, { "no-skew", no_argument, NULL, OPT_NOSKEW },
 		{ "no-chains", no_argument, NULL, OPT_NOCHAINS }, { "json", no_argument, NULL, 'j' },
+		CW_TENANT_LONGOPTS(OPT_TENANT),
 		{ "help", no_argument, NULL, 'h' },               { NULL, 0, NULL, 0 },
 	};
 	const char *db_path = cw_default_db(), *out_path = NULL, *format = "perfetto", *since = NULL, *from = NULL,
@@ -85,7 +93,9 @@ int cmd_export(int argc, char **argv)
 	struct cw_atomic_file af = { 0 };
 	char err[512];
 	FILE *out = stdout;
-	int json = 0, fleet = 0, db_given = 0, c, ret, rc = CW_EXIT_OK;
+	int json = 0, fleet = 0, db_given = 0, c, ret, rc = CW_EXIT_OK, li;
+	struct cw_tenant_opts tf = { .n = 0 };
+	int64_t *pids = NULL;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
@@ -97,7 +107,7 @@ int cmd_export(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:o:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:o:", longopts, &li)) != -1) {
 		switch (c) {
 		case OPT_FORMAT: format = optarg; break;
 		case 'o': out_path = optarg; break;
@@ -109,6 +119,10 @@ int cmd_export(int argc, char **argv)
 		case OPT_NOSKEW: o.no_skew = 1; break;
 		case OPT_NOCHAINS: o.no_chains = 1; break;
 		case 'j': json = 1; break;
+		case OPT_TENANT:
+			if ((rc = cw_tenant_opt(&tf, longopts, li, optarg, json, "export")))
+				goto out;
+			break;
 		case 'h':
 			usage(stdout);
 			goto out;
@@ -180,6 +194,21 @@ int cmd_export(int argc, char **argv)
 	}
 	if (!fleet)
 		cw_warn_losses(db_path, st->db);
+	if (fleet && tf.n) {
+		/* The fleet export reads the agents' tables through SQL. */
+		cw_report_error(json, "export: tenant filters apply to one store (merge the agents' stores first)");
+		rc = CW_EXIT_USAGE;
+		goto out;
+	}
+	if (!fleet && tf.n) {
+		if ((ret = cw_tenant_select(st->db, tf.f, tf.n, &pids)) < 0) {
+			cw_report_error(json, "export: cannot read \"%s\": %s", db_path, cw_store_strerror(ret));
+			rc = CW_EXIT_DB;
+			goto out;
+		}
+		o.pids = pids;
+		o.npids = ret > 0 ? ret : -1;
+	}
 	if (out_path && strcmp(out_path, "-")) {
 		if (cw_atomic_open(&af, out_path, err, sizeof(err))) {
 			cw_report_error(json, "export: %s", err);
@@ -224,6 +253,7 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "causeway: export: clock offsets of %d node%s applied (otherData.clock_offsets_ns)\n",
 			stats.skew_applied, stats.skew_applied == 1 ? "" : "s");
 out:
+	free(pids);
 	cw_store_close(st);
 	if (fleet)
 		cw_fleet_cli_release(&fo);

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/tenant_select.h"
 #include "cmd/cmd.h"
+#include "cmd/tenant_opts.h"
 #include "fleet/fanout_cli.h"
 #include "store/ro_query.h"
 #include "store/store.h"
@@ -30,7 +32,9 @@ static void usage(FILE *f)
 {
 	fputs("usage: causeway query [SQL] [--db PATH] [--since DURATION] [--json | --csv]\n"
 	      "                      [--limit N] [--timeout DURATION] [--param VALUE]...\n"
-	      "                      [--group-by-line]\n"
+	      "                      [--group-by-line] [--per-tenant]\n"
+	      "                      [--cgroup PATH|ID] [--container ID] [--pod NAME|UID]\n"
+	      "                      [--slurm-job ID] [--namespace NS]\n"
 	      "\n"
 	      "Without SQL, prints a per-source, per-op summary of the store: count,\n"
 	      "p50, p95, p99, max, total time and share of wall time, largest total\n"
@@ -41,6 +45,9 @@ static void usage(FILE *f)
 	      "  --db PATH           database (default causeway.db)\n"
 	      "  --since DURATION    summary: the last DURATION before the newest data\n"
 	      "  --group-by-line     summary: one row per op and Python source line\n"
+	      "  --per-tenant        summary: one row per op and container, pod or job\n"
+	      "summary tenant filters (the calls of these processes only):\n"
+	      CW_TENANT_USAGE
 	      "  --json              a JSON array of row objects\n"
 	      "  --csv               RFC 4180 CSV with a header line\n"
 	      "  --limit N           at most N rows (SQL default 100000; truncation is reported)\n"
@@ -246,11 +253,11 @@ static char *location(const struct cw_summary_row *r)
 	return s;
 }
 
-static int print_summary_table(const struct cw_summary *s, size_t n, int by_line, enum fmt fmt)
+static int print_summary_table(const struct cw_summary *s, size_t n, int by_line, int per_tenant, enum fmt fmt)
 {
 	static const char *const text_cols[] = { "source", "op", "count", "p50", "p95", "p99", "max", "total",
 						 "wall%" };
-	int base = by_line ? 3 : 2, c, rc = 0;
+	int tcol = by_line ? 3 : 2, base = tcol + (per_tenant ? 1 : 0), c, rc = 0;
 	struct cw_table *t = cw_table_new(base + 7);
 	size_t i;
 
@@ -260,6 +267,8 @@ static int print_summary_table(const struct cw_summary *s, size_t n, int by_line
 	cw_table_header(t, 1, "op", CW_ALIGN_LEFT);
 	if (by_line)
 		cw_table_header(t, 2, fmt == FMT_CSV ? "location" : "python location", CW_ALIGN_LEFT);
+	if (per_tenant)
+		cw_table_header(t, tcol, "tenant", CW_ALIGN_LEFT);
 	for (c = 2; c < 9; c++)
 		cw_table_header(t, base + c - 2, fmt == FMT_CSV ? summary_cols[c] : text_cols[c], CW_ALIGN_RIGHT);
 	for (i = 0; i < n && !rc; i++) {
@@ -279,6 +288,8 @@ static int print_summary_table(const struct cw_summary *s, size_t n, int by_line
 			cw_table_set(t, 2, loc);
 			free(loc);
 		}
+		if (per_tenant)
+			cw_table_set(t, tcol, r->tenant ? r->tenant : "-");
 		cw_table_setf(t, base, "%" PRIu64, r->count);
 		for (k = 0; k < 5; k++) {
 			if (fmt == FMT_CSV) {
@@ -299,11 +310,13 @@ static int print_summary_table(const struct cw_summary *s, size_t n, int by_line
 	return rc;
 }
 
-static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int64_t limit, enum fmt fmt)
+static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int per_tenant,
+		       const struct cw_tenant_opts *tf, int64_t limit, enum fmt fmt)
 {
-	struct cw_summary_opts o = { since_ns, by_line };
+	struct cw_summary_opts o = { .since_ns = since_ns, .by_line = by_line, .per_tenant = per_tenant };
 	struct cw_summary *s = NULL;
 	struct cw_store *st = NULL;
+	int64_t *pids = NULL;
 	char err[512];
 	size_t n, i;
 	int rc;
@@ -315,7 +328,16 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int6
 		cw_report_error(fmt == FMT_JSON, "%s", err);
 		return CW_EXIT_DB;
 	}
-	rc = cw_summary_build(st->db, &o, &s);
+	rc = 0;
+	if (tf->n) {
+		rc = cw_tenant_select(st->db, tf->f, tf->n, &pids);
+		o.pids = pids;
+		o.npids = rc > 0 ? rc : -1;
+		rc = rc < 0 ? rc : 0;
+	}
+	if (!rc)
+		rc = cw_summary_build(st->db, &o, &s);
+	free(pids);
 	cw_store_close(st);
 	if (rc) {
 		cw_report_error(fmt == FMT_JSON, "query: cannot read the summary from \"%s\": %s", db_path,
@@ -340,7 +362,7 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int6
 			cw_format_time((uint64_t)(s->to_second + 1) * NSEC_PER_SEC, to, sizeof(to));
 			printf("window %s .. %s (%" PRIu64 " s)\n\n", from, to, (uint64_t)(s->window_ns / NSEC_PER_SEC));
 		}
-		rc = print_summary_table(s, n, by_line, fmt);
+		rc = print_summary_table(s, n, by_line, per_tenant, fmt);
 		if (!rc && fmt == FMT_TEXT) {
 			if (n < s->n)
 				printf("(%zu of %zu rows; raise --limit for more)\n", n, s->n);
@@ -365,7 +387,7 @@ static int fleet_print(const struct cw_ro_result *r, int f)
 
 int cmd_query(int argc, char **argv)
 {
-	enum { OPT_CSV = 256, OPT_TIMEOUT, OPT_PARAM, OPT_BY_LINE };
+	enum { OPT_CSV = 256, OPT_TIMEOUT, OPT_PARAM, OPT_BY_LINE, OPT_PER_TENANT, OPT_TENANT };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'd' },
 		{ "since", required_argument, NULL, 's' },
@@ -375,13 +397,16 @@ int cmd_query(int argc, char **argv)
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "param", required_argument, NULL, OPT_PARAM },
 		{ "group-by-line", no_argument, NULL, OPT_BY_LINE },
+		{ "per-tenant", no_argument, NULL, OPT_PER_TENANT },
+		CW_TENANT_LONGOPTS(OPT_TENANT),
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *db_path = cw_default_db(), *since = NULL, *limit_s = NULL, *timeout_s = NULL;
 	struct cw_ro_query_limits lim = { 0, 0 };
 	struct cw_ro_value params[MAX_PARAMS];
-	int json = 0, csv = 0, by_line = 0, nparams = 0, c, i, rc;
+	int json = 0, csv = 0, by_line = 0, per_tenant = 0, nparams = 0, c, i, rc, li;
+	struct cw_tenant_opts tf = { .n = 0 };
 	uint64_t since_ns = 0;
 	int64_t limit = 0;
 	char *sql = NULL;
@@ -396,7 +421,7 @@ int cmd_query(int argc, char **argv)
 			json = 1;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", longopts, &li)) != -1) {
 		switch (c) {
 		case 'd':
 			db_path = optarg;
@@ -425,6 +450,13 @@ int cmd_query(int argc, char **argv)
 			break;
 		case OPT_BY_LINE:
 			by_line = 1;
+			break;
+		case OPT_PER_TENANT:
+			per_tenant = 1;
+			break;
+		case OPT_TENANT:
+			if (cw_tenant_opt(&tf, longopts, li, optarg, json, "query"))
+				return CW_EXIT_USAGE;
 			break;
 		case 'h':
 			usage(stdout);
@@ -473,11 +505,11 @@ int cmd_query(int argc, char **argv)
 			cw_report_error(json, "query: %s applies to SQL only", timeout_s ? "--timeout" : "--param");
 			return CW_EXIT_USAGE;
 		}
-		return run_summary(db_path, since_ns, by_line, limit, fmt);
+		return run_summary(db_path, since_ns, by_line, per_tenant, &tf, limit, fmt);
 	}
-	if (since || by_line) {
+	if (since || by_line || per_tenant || tf.n) {
 		cw_report_error(json, "query: %s applies to the summary only; filter SQL with a WHERE clause",
-				since ? "--since" : "--group-by-line");
+				since ? "--since" : by_line ? "--group-by-line" : per_tenant ? "--per-tenant" : cw_tenant_filter_flag(&tf.f[0]));
 		return CW_EXIT_USAGE;
 	}
 	if (!strcmp(argv[optind], "-")) {

@@ -1442,6 +1442,7 @@ static int run(struct trace *t)
 		cw_server_set_live_metrics(t->srv, t->metrics);
 	}
 	rescan(t);
+	trace_tenant_set_metrics(t->tenant, t->metrics);
 	if ((rc = trace_tenant_start(t->tenant, &t->cons, t->w))) {
 		cw_report_error(json, "cannot start the cgroup resolver: %s", strerror(-rc));
 		goto out;

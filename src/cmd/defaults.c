@@ -85,3 +85,13 @@ uint64_t cw_default_stall_after(void)
 
 	return cw_config_get(&c, err, sizeof(err)) ? 0 : c->gpu_stall_after_ns;
 }
+
+const char *cw_default_kubelet_url(void)
+{
+	const struct cw_config *c;
+	char err[8];
+
+	if (cw_config_get(&c, err, sizeof(err)))
+		return NULL;
+	return c->tenants_kubelet_url;
+}

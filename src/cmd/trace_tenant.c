@@ -7,6 +7,9 @@
 
 #include "bpf/events.h"
 #include "cmd/trace_tenant.h"
+#include "server/live_metrics.h"
+#include "cmd/cmd.h"
+#include "tenant/kubelet.h"
 #include "tenant/registry.h"
 #include "tenant/resolve.h"
 #include "util/timeutil.h"
@@ -20,6 +23,9 @@ struct trace_tenant {
 	uint64_t allow_errors;
 	struct cw_tenant_batch batch; /* the resolver's */
 	int batch_pending;            /* resolved, waiting for the store */
+	struct cw_live_metrics *metrics; /* /metrics labels; NULL none */
+	struct cw_kubelet kubelet;       /* the resolver thread's; url NULL: off */
+	uint64_t kube_stat[3];           /* fetches, errors, pods: copied under the consumer lock */
 	pthread_t thread;
 	int running;
 	volatile int stop;
@@ -41,16 +47,10 @@ int trace_tenant_is_flag(const char *flag)
 int trace_tenant_flag(struct cw_tenant_filter *filters, int *n, const char *flag, const char *value, char *err,
 		      size_t errlen)
 {
+	/* --namespace names a store's identity rows, not a live cgroup. */
 	if (!trace_tenant_is_flag(flag))
 		return -ENOENT;
-	if (*n == CW_TENANT_FILTERS_MAX) {
-		snprintf(err, errlen, "at most %d tenant filters", CW_TENANT_FILTERS_MAX);
-		return -EINVAL;
-	}
-	int rc = cw_tenant_filter_parse(&filters[*n], flag, value, err, errlen);
-	if (!rc)
-		(*n)++;
-	return rc;
+	return cw_tenant_filter_add(filters, n, CW_TENANT_FILTERS_MAX, flag, value, err, errlen);
 }
 
 static int allow_new(void *ctx, uint64_t id)
@@ -109,6 +109,7 @@ void trace_tenant_free(struct trace_tenant *tt)
 		pthread_join(tt->thread, NULL);
 	}
 	free(tt->batch.info);
+	cw_kubelet_free(&tt->kubelet);
 	cw_tenant_registry_free(tt->reg);
 	cw_tenant_allow_free(&tt->allow);
 	free(tt);
@@ -158,6 +159,46 @@ int trace_tenant_pid_allowed(struct trace_tenant *tt, uint32_t pid)
 	return cw_tenant_allow_has(&tt->allow, id);
 }
 
+/* Pod names from the kubelet's list (tenants.kubelet_url) win over the
+ * container's environment: the workload cannot set them. Resolver thread,
+ * no lock held (a fetch takes up to CW_KUBELET_TIMEOUT_MS). */
+static void apply_kubelet(struct trace_tenant *tt, struct cw_tenant_batch *b)
+{
+	uint64_t now = cw_monotonic_ns();
+
+	for (int i = 0; tt->kubelet.url && i < b->n; i++) {
+		struct cw_tenant *t = &b->info[i].t;
+		const struct cw_kubelet_pod *p;
+
+		if (!b->ok[i] || !t->pod_uid[0] || !(p = cw_kubelet_lookup(&tt->kubelet, t->pod_uid, now)))
+			continue;
+		snprintf(t->pod, sizeof(t->pod), "%s", p->name);
+		snprintf(t->ns, sizeof(t->ns), "%s", p->ns);
+	}
+}
+
+/* The /metrics tenant labels of the cgroups just named (the live registry
+ * has its own lock: no consumer lock needed). */
+static void publish_labels(struct trace_tenant *tt, const struct cw_tenant_batch *b)
+{
+	for (int i = 0; tt->metrics && i < b->n; i++) {
+		const struct cw_tenant *t = &b->info[i].t;
+		char job[40];
+
+		if (!b->ok[i])
+			continue;
+		snprintf(job, sizeof(job), "slurm-job-%s", t->slurm_job);
+		cw_live_metrics_tenant(tt->metrics, b->ids[i],
+				       t->container_id[0] ? t->container_id : t->slurm_job[0] ? job : "",
+				       t->pod[0] ? t->pod : t->pod_uid, t->ns);
+	}
+}
+
+void trace_tenant_set_metrics(struct trace_tenant *tt, struct cw_live_metrics *m)
+{
+	tt->metrics = m;
+}
+
 /* One round: name new cgroups; with second, also rescan the allowed set,
  * sample pressure and move last seen. */
 static void round_once(struct trace_tenant *tt, int second)
@@ -186,7 +227,12 @@ static void round_once(struct trace_tenant *tt, int second)
 	if (rc)
 		return;
 	cw_tenant_batch_resolve(b, cw_monotonic_ns(), cw_realtime_ns());
+	apply_kubelet(tt, b);
+	publish_labels(tt, b);
 	cw_consumer_lock(tt->cons);
+	tt->kube_stat[0] = tt->kubelet.fetches;
+	tt->kube_stat[1] = tt->kubelet.errors;
+	tt->kube_stat[2] = (uint64_t)tt->kubelet.npods;
 	if (cw_consumer_store_ready(tt->cons))
 		cw_tenant_registry_commit(tt->reg, b, tt->w, cw_realtime_ns(), second);
 	else
@@ -222,6 +268,8 @@ int trace_tenant_start(struct trace_tenant *tt, struct cw_consumer *cons, struct
 	tt->cons = cons;
 	tt->w = w;
 	tt->last_second_ns = cw_monotonic_ns();
+	if (cw_default_kubelet_url() && (rc = cw_kubelet_init(&tt->kubelet, cw_default_kubelet_url())))
+		return rc;
 	if ((rc = pthread_create(&tt->thread, NULL, resolver, tt)))
 		return -rc;
 	tt->running = 1;
@@ -253,6 +301,11 @@ void trace_tenant_counters(struct trace_tenant *tt, struct cw_writer *w)
 	cw_writer_counter_set(w, "trace.cgroups.unresolved", s.unresolved);
 	cw_writer_counter_set(w, "trace.cgroups.overflow", s.overflow);
 	cw_writer_counter_set(w, "trace.cgroups.pressure_samples", s.sampled);
+	if (tt->kubelet.url) {
+		cw_writer_counter_set(w, "trace.kubelet.fetches", tt->kube_stat[0]);
+		cw_writer_counter_set(w, "trace.kubelet.errors", tt->kube_stat[1]);
+		cw_writer_counter_set(w, "trace.kubelet.pods", tt->kube_stat[2]);
+	}
 	if (tt->filtering) {
 		cw_writer_counter_set(w, "trace.cgroups.allowed", (uint64_t)tt->allow.ids.len);
 		cw_writer_counter_set(w, "trace.cgroups.allow_errors", tt->allow_errors);

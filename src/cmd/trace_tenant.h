@@ -42,6 +42,10 @@ int trace_tenant_pid_allowed(struct trace_tenant *tt, uint32_t pid);
 /* Starts the resolver thread (names new cgroups within 50 ms; once a
  * second rescans the allowed set, samples pressure, moves last seen). */
 int trace_tenant_start(struct trace_tenant *tt, struct cw_consumer *cons, struct cw_writer *w);
+/* Before start: the live /metrics registry that gets each named cgroup's
+ * container, pod and namespace labels. */
+struct cw_live_metrics;
+void trace_tenant_set_metrics(struct trace_tenant *tt, struct cw_live_metrics *m);
 /* Stops the resolver and runs a last round (the lock must not be held). */
 void trace_tenant_finish(struct trace_tenant *tt);
 /* Lock held: the counters of this session. */

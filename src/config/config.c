@@ -380,6 +380,19 @@ static int do_gpu(struct pctx *p, const char *key, yaml_node_t *v)
 	return unknown(p, "gpu", key, v);
 }
 
+static int do_tenants(struct pctx *p, const char *key, yaml_node_t *v)
+{
+	if (!strcmp(key, "kubelet_url")) {
+		int rc = set_str(p, "tenants.kubelet_url", v, &p->c->tenants_kubelet_url);
+		const char *u = p->c->tenants_kubelet_url;
+
+		if (!rc && u && strncmp(u, "http://", 7) && strncmp(u, "https://", 8))
+			return fail(p, v, "\"tenants.kubelet_url\": \"%.100s\" is not an http:// or https:// URL", u);
+		return rc;
+	}
+	return unknown(p, "tenants", key, v);
+}
+
 static int do_top(struct pctx *p, const char *key, yaml_node_t *v)
 {
 	if (!strcmp(key, "node")) {
@@ -401,6 +414,8 @@ static int do_top(struct pctx *p, const char *key, yaml_node_t *v)
 		return walk(p, "otlp", v, do_otlp);
 	if (!strcmp(key, "gpu"))
 		return walk(p, "gpu", v, do_gpu);
+	if (!strcmp(key, "tenants"))
+		return walk(p, "tenants", v, do_tenants);
 	return unknown(p, "", key, v);
 }
 
@@ -549,6 +564,7 @@ void cw_config_free(struct cw_config *c)
 	free(c->node);
 	free(c->store_path);
 	free(c->gpu_nvml_lib);
+	free(c->tenants_kubelet_url);
 	free(c->server_listen);
 	free(c->tls_cert);
 	free(c->tls_key);

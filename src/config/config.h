@@ -62,6 +62,7 @@ struct cw_config {
 	char *gpu_nvml_lib;        /* NULL: $CW_NVML_LIB, else libnvidia-ml.so.1 */
 	uint64_t gpu_interval_ns;  /* 0: 1 s */
 	uint64_t gpu_stall_after_ns; /* 0: 30 s */
+	char *tenants_kubelet_url; /* the kubelet's read-only pod list; NULL: not read */
 };
 
 /* Reads path_or_null, or the first default path that exists. Relative

@@ -98,6 +98,14 @@ static int add_hist_point(void *ctx, const struct cw_prom_series *s)
 	json_array_append_new(attrs, attr_str("node", s->node[0] ? s->node : h->node));
 	if (s->process[0])
 		json_array_append_new(attrs, attr_str("process", s->process));
+	/* The /metrics tenant labels (docs/metrics.md), under the names
+	 * /metrics uses so one query language fits both. */
+	if (s->container[0])
+		json_array_append_new(attrs, attr_str("container", s->container));
+	if (s->pod[0])
+		json_array_append_new(attrs, attr_str("pod", s->pod));
+	if (s->ns[0])
+		json_array_append_new(attrs, attr_str("namespace", s->ns));
 	json_array_append_new(attrs, attr_str("source", s->source));
 	json_array_append_new(attrs, attr_str("op", s->op));
 	for (b = 0; b <= CW_PROM_BUCKETS; b++) {

@@ -341,10 +341,10 @@ static int emit_thread(struct pf_ctx *c, int ni, int64_t tid, struct thread_rows
 
 static int emit_node_slices(struct pf_ctx *c, int ni)
 {
-	static const char ev_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm FROM events"
+	static const char ev_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm, pid FROM events"
 				     " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4)"
 				     " ORDER BY tid, wall_ns, id";
-	static const char off_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm FROM offcpu"
+	static const char off_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm, pid FROM offcpu"
 				      " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4)"
 				      " ORDER BY tid, wall_ns, id";
 	static const char ev_one[] =
@@ -385,6 +385,15 @@ static int emit_node_slices(struct pf_ctx *c, int ni)
 		for (int k = 0; k < 2 && !ret; k++)
 			while (rc[k] == SQLITE_ROW && sqlite3_column_int64(s[k], 0) == tid) {
 				const char *comm = (const char *)sqlite3_column_text(s[k], 4);
+				int64_t one;
+
+				/* A tenant filter keeps its own processes' threads. */
+				if (c->o->npids &&
+				    (c->o->npids < 0 ||
+				     !u64map_get(&c->pids, (uint64_t)sqlite3_column_int64(s[k], 5), &one))) {
+					rc[k] = sqlite3_step(s[k]);
+					continue;
+				}
 				if (!t.comm[0] && comm)
 					snprintf(t.comm, sizeof(t.comm), "%s", comm);
 				if ((ret = rows_push(&t, sqlite3_column_int64(s[k], 1), sqlite3_column_int64(s[k], 2),
@@ -392,6 +401,8 @@ static int emit_node_slices(struct pf_ctx *c, int ni)
 					break;
 				rc[k] = sqlite3_step(s[k]);
 			}
+		if (!t.n)
+			continue;
 		if (!t.comm[0])
 			snprintf(t.comm, sizeof(t.comm), "thread");
 		if (!ret)
@@ -465,6 +476,13 @@ int cw_export_perfetto(sqlite3 *db, const struct cw_export_opts *o, FILE *out, s
 	err[0] = '\0';
 	if ((ret = u64map_init(&c.emitted, 0)))
 		return ret;
+	if ((ret = u64map_init(&c.pids, 0)))
+		goto out;
+	for (int i = 0; i < o->npids && !ret; i++)
+		if (o->pids[i] > 0)
+			ret = u64map_put(&c.pids, (uint64_t)o->pids[i], 1);
+	if (ret)
+		goto out;
 	if ((ret = load_nodes(&c)))
 		goto out;
 	set_node_windows(&c);
@@ -495,6 +513,7 @@ out:
 	if (ret && !err[0])
 		snprintf(err, errlen, "%s", strerror(-ret));
 	u64map_free(&c.emitted);
+	u64map_free(&c.pids);
 	free(c.nodes);
 	return ret;
 }

@@ -28,6 +28,11 @@ struct cw_export_opts {
 	int no_skew;                       /* ignore meta 'merge.skew' */
 	int no_chains;                     /* skip the explain engine */
 	int64_t pid;                       /* slices of this process only; 0 = all */
+	/* A tenant filter (analysis/tenant_select.h): only the slices and
+	 * chains of these pids; npids 0: no filter, -1: it matched nothing.
+	 * Node-wide tracks (counters, GPU) stay. */
+	const int64_t *pids;
+	int npids;
 };
 
 struct cw_export_stats {

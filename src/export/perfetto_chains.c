@@ -456,6 +456,8 @@ int pf_emit_chains(struct pf_ctx *c)
 	}
 	eo.from_wall_ns = lo > 0 ? (uint64_t)lo : 1;
 	eo.to_wall_ns = hi > lo ? (uint64_t)hi : eo.from_wall_ns + 1;
+	eo.pids = c->o->pids;
+	eo.npids = c->o->npids;
 	if ((ret = cw_explain_run(c->db, &eo, &r))) {
 		snprintf(c->err, c->errlen, "explaining the window: %s", strerror(-ret));
 		return ret;

@@ -35,6 +35,7 @@ struct pf_ctx {
 	int nnodes;
 	int64_t base;        /* reference-clock ns of ts 0 */
 	struct u64map emitted; /* key -> node index << 32 | trace tid */
+	struct u64map pids;    /* the tenant filter's pids (o->npids > 0) */
 	char *err;
 	size_t errlen;
 };

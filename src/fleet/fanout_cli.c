@@ -14,6 +14,7 @@
 
 #include "analysis/explain.h"
 #include "cmd/cmd.h"
+#include "cmd/tenant_opts.h"
 #include "config/config.h"
 #include "fleet/fanout_nccl.h"
 #include "server/server.h"
@@ -244,8 +245,31 @@ static char *read_stdin(void)
 	return strbuf_detach(&sb);
 }
 
+static int add_param(struct strbuf *q, const char *k, const char *v)
+{
+	char *e = curl_easy_escape(NULL, v, 0);
+	int rc;
+
+	if (!e)
+		return -ENOMEM;
+	rc = strbuf_addf(q, "%s%s=%s", q->len ? "&" : "", k, e);
+	curl_free(e);
+	return rc;
+}
+
+/* Tenant filters travel to the agents as the API's query parameters
+ * (docs/api.md), already validated here by the same parser. */
+static int add_tenant_params(struct strbuf *q, const struct cw_tenant_opts *t)
+{
+	int rc = 0;
+
+	for (int i = 0; i < t->n && !rc; i++)
+		rc = add_param(q, cw_tenant_filter_flag(&t->f[i]) + 2, t->f[i].value);
+	return rc;
+}
+
 /* The ops summary of every node as one row set with a leading node column. */
-static json_t *merge_ops(struct cw_fleet_result *r, int by_line)
+static json_t *merge_ops(struct cw_fleet_result *r, int by_line, int per_tenant)
 {
 	static const char *const base[] = { "count", "p50_ns", "p95_ns", "p99_ns",
 					    "max_ns", "total_ns", "wall_share" };
@@ -260,6 +284,8 @@ static json_t *merge_ops(struct cw_fleet_result *r, int by_line)
 		json_array_append_new(cols, json_string("line"));
 		json_array_append_new(cols, json_string("function"));
 	}
+	if (per_tenant)
+		json_array_append_new(cols, json_string("tenant"));
 	for (k = 0; k < sizeof(base) / sizeof(base[0]); k++)
 		json_array_append_new(cols, json_string(base[k]));
 	for (int i = 0; i < r->n; i++) {
@@ -283,6 +309,8 @@ static json_t *merge_ops(struct cw_fleet_result *r, int by_line)
 				json_array_append(row, json_object_get(op, "line") ?: json_null());
 				json_array_append(row, json_object_get(op, "function") ?: json_null());
 			}
+			if (per_tenant)
+				json_array_append(row, json_object_get(op, "tenant") ?: json_null());
 			for (k = 0; k < sizeof(base) / sizeof(base[0]); k++)
 				json_array_append(row, json_object_get(op, base[k]) ?: json_null());
 			json_array_append_new(rows, row);
@@ -303,8 +331,9 @@ static void fleet_usage(const char *cmd)
 
 int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 {
-	enum { O_CSV = 256, O_LIMIT, O_SINCE, O_LINE, O_PARAM, O_TMO, O_DB };
+	enum { O_CSV = 256, O_LIMIT, O_SINCE, O_LINE, O_PARAM, O_TMO, O_DB, O_PT, O_TENANT };
 	static const struct option lo[] = {
+		{ "per-tenant", no_argument, NULL, O_PT }, CW_TENANT_LONGOPTS(O_TENANT),
 		{ "json", no_argument, NULL, 'j' },	      { "csv", no_argument, NULL, O_CSV },
 		{ "limit", required_argument, NULL, O_LIMIT }, { "since", required_argument, NULL, O_SINCE },
 		{ "group-by-line", no_argument, NULL, O_LINE }, { "param", required_argument, NULL, O_PARAM },
@@ -317,7 +346,8 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 	json_t *merged = NULL, *params = json_array();
 	const char *since = NULL;
 	char err[512], *sql = NULL, *stdin_sql = NULL;
-	int json = 0, fmt = 0, by_line = 0, c, rc;
+	int json = 0, fmt = 0, by_line = 0, per_tenant = 0, c, rc, li;
+	struct cw_tenant_opts tf = { .n = 0 };
 	long long limit = 0;
 	uint64_t limit_v;
 
@@ -327,8 +357,15 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 		goto out;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:", lo, &li)) != -1) {
 		switch (c) {
+		case O_PT:
+			per_tenant = 1;
+			break;
+		case O_TENANT:
+			if ((rc = cw_tenant_opt(&tf, lo, li, optarg, json, "query")))
+				goto out;
+			break;
 		case 'j':
 			fmt = 1;
 			break;
@@ -398,6 +435,12 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 		rc = CW_EXIT_USAGE;
 		goto out;
 	}
+	if (sql && (per_tenant || tf.n)) {
+		cw_report_error(json, "query: %s applies to the summary only; filter SQL with a WHERE clause",
+				per_tenant ? "--per-tenant" : cw_tenant_filter_flag(&tf.f[0]));
+		rc = CW_EXIT_USAGE;
+		goto out;
+	}
 	if (sql) {
 		json_t *req = json_pack("{s:s, s:O}", "sql", sql, "params", params);
 
@@ -406,7 +449,7 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 		rc = req ? cw_fleet_query_req(&o, req, &merged, &fr, err, sizeof(err)) : -ENOMEM;
 		json_decref(req);
 	} else {
-		char path[256];
+		struct strbuf path;
 		uint64_t ns;
 
 		if (since && (cw_parse_duration(since, &ns) || !ns)) {
@@ -414,11 +457,25 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 			rc = CW_EXIT_USAGE;
 			goto out;
 		}
-		snprintf(path, sizeof(path), "/api/v1/ops?by=%s%s%s", by_line ? "line" : "op",
-			 since ? "&since=" : "", since ? since : "");
-		rc = cw_fleet_fetch(&o, path, NULL, &fr, err, sizeof(err));
+		strbuf_init(&path, 16384);
+		rc = add_param(&path, "by", by_line ? "line" : "op");
+		if (!rc && since)
+			rc = add_param(&path, "since", since);
+		if (!rc && per_tenant)
+			rc = add_param(&path, "per_tenant", "1");
+		if (!rc)
+			rc = add_tenant_params(&path, &tf);
+		if (!rc) {
+			char *p = NULL;
+
+			if (asprintf(&p, "/api/v1/ops?%s", strbuf_str(&path)) < 0)
+				p = NULL;
+			rc = p ? cw_fleet_fetch(&o, p, NULL, &fr, err, sizeof(err)) : -ENOMEM;
+			free(p);
+		}
+		strbuf_release(&path);
 		if (rc == 0 || rc == -EHOSTUNREACH)
-			merged = merge_ops(&fr, by_line);
+			merged = merge_ops(&fr, by_line, per_tenant);
 	}
 	if (rc == -EINVAL || rc == -ENOMEM) {
 		cw_report_error(json, "query: %s", err);
@@ -614,17 +671,6 @@ static int print_chains_text(json_t *merged, const struct cw_fleet_result *fr)
 	return rc < 0 ? rc : 0;
 }
 
-static int add_param(struct strbuf *q, const char *k, const char *v)
-{
-	char *e = curl_easy_escape(NULL, v, 0);
-	int rc;
-
-	if (!e)
-		return -ENOMEM;
-	rc = strbuf_addf(q, "%s%s=%s", q->len ? "&" : "", k, e);
-	curl_free(e);
-	return rc;
-}
 
 static void add_warning(void *arg, const char *msg)
 {
@@ -641,8 +687,9 @@ static void add_warning(void *arg, const char *msg)
 
 int cw_fleet_cmd_explain(int argc, char **argv)
 {
-	enum { O_FROM = 256, O_TO, O_PP, O_NOSTORE, O_DB };
+	enum { O_FROM = 256, O_TO, O_PP, O_NOSTORE, O_DB, O_PT, O_TENANT };
 	static const struct option lo[] = {
+		{ "per-tenant", no_argument, NULL, O_PT }, CW_TENANT_LONGOPTS(O_TENANT),
 		{ "since", required_argument, NULL, 's' }, { "from", required_argument, NULL, O_FROM },
 		{ "to", required_argument, NULL, O_TO },	   { "pid", required_argument, NULL, 'p' },
 		{ "per-process", no_argument, NULL, O_PP }, { "json", no_argument, NULL, 'j' },
@@ -654,17 +701,27 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 	struct strbuf q = STRBUF_INIT;
 	json_t *merged = NULL;
 	char err[512];
-	int json = 0, c, rc;
+	struct cw_tenant_opts tf = { .n = 0 };
+	int json = 0, c, rc, li;
 
 	for (int i = 1; i < argc; i++)
 		json |= !strcmp(argv[i], "--json");
 	if ((rc = cw_fleet_cli_extract(&argc, argv, json, &o)))
 		goto out;
-	strbuf_init(&q, 4096);
+	strbuf_init(&q, 16384);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:", lo, &li)) != -1) {
 		switch (c) {
+		case O_PT:
+			rc = add_param(&q, "per_tenant", "1");
+			break;
+		case O_TENANT:
+			if (cw_tenant_opt(&tf, lo, li, optarg, json, "explain")) {
+				rc = CW_EXIT_USAGE;
+				goto out;
+			}
+			break;
 		case 's':
 			rc = add_param(&q, "since", optarg);
 			break;
@@ -711,7 +768,7 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 		rc = CW_EXIT_USAGE;
 		goto out;
 	}
-	if (cw_global_node && add_param(&q, "node", cw_global_node)) {
+	if ((cw_global_node && add_param(&q, "node", cw_global_node)) || add_tenant_params(&q, &tf)) {
 		rc = CW_EXIT_FAIL;
 		goto out;
 	}

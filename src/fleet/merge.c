@@ -166,6 +166,22 @@ static int table_exists(sqlite3 *db, const char *schema, const char *table)
 	return found;
 }
 
+/* Whether src.<table> has column col (an input of an older schema may not). */
+static int column_exists(sqlite3 *db, const char *table, const char *col)
+{
+	sqlite3_stmt *st = NULL;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1, 'src') WHERE name = ?2", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
 /* Copies every table of the attached input "src" into main. */
 static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struct cw_merge_result *r)
 {
@@ -196,7 +212,12 @@ static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struc
 		r->in_rows[t] += n;
 		if (n > 100000)
 			progress(o, "%s: %s, %lld rows", o->inputs[idx].path, cw_merge_tables[t].name, (long long)n);
-		rc = sqlite3_prepare_v2(db, cw_merge_tables[t].insert, -1, &st, NULL);
+		rc = sqlite3_prepare_v2(db,
+					cw_merge_tables[t].new_col &&
+							!column_exists(db, cw_merge_tables[t].name, cw_merge_tables[t].new_col)
+						? cw_merge_tables[t].insert_old
+						: cw_merge_tables[t].insert,
+					-1, &st, NULL);
 		if (rc != SQLITE_OK) {
 			ret = cw_sqlite_errno(rc);
 			goto out;

@@ -45,6 +45,7 @@ enum cw_merge_table {
 	CW_MT_COUNTERS,
 	CW_MT_NCCL_COMMS,
 	CW_MT_NCCL_CALLS,
+	CW_MT_CGROUP_PRESSURE,
 	CW_MT_MAX
 };
 

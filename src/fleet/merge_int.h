@@ -8,6 +8,10 @@ struct cw_merge_table_sql {
 	const char *name;
 	int has_node;
 	const char *insert; /* INSERT ... SELECT FROM src.<table> (or the events stage) */
+	/* A column a later schema version added: an input without it is
+	 * copied with insert_old instead. NULL: the table never changed. */
+	const char *new_col;
+	const char *insert_old;
 };
 
 extern const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX];

@@ -56,7 +56,16 @@ const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX] = {
 		" start_wall_ns, exit_code FROM src.processes" },
 	[CW_MT_THREADS] = { "threads", 1,
 		"INSERT INTO main.threads (node, tid, pid, comm) SELECT " N_ ", tid, pid, comm FROM src.threads" },
+	/* The whole identity row (schema v3): runtime, container, pod,
+	 * namespace, Slurm job, unit, tenant key and when it was seen, so a
+	 * merged store filters and groups by tenant as its inputs do. An
+	 * input from before v3 has the path and container label only. */
 	[CW_MT_CGROUPS] = { "cgroups", 1,
+		"INSERT INTO main.cgroups (node, cgroup_id, path, container, runtime, container_id, pod, pod_uid,"
+		" namespace, qos, slurm_job, slurm_step, unit, tenant, first_seen_wall_ns, last_seen_wall_ns)"
+		" SELECT " N_ ", cgroup_id, path, container, runtime, container_id, pod, pod_uid, namespace, qos,"
+		" slurm_job, slurm_step, unit, tenant, first_seen_wall_ns, last_seen_wall_ns FROM src.cgroups",
+		"tenant",
 		"INSERT INTO main.cgroups (node, cgroup_id, path, container)"
 		" SELECT " N_ ", cgroup_id, path, container FROM src.cgroups" },
 	[CW_MT_KERNEL_NAMES] = { "kernel_names", 1,
@@ -93,6 +102,16 @@ const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX] = {
 		" SELECT " N_ ", session_id + :soff, pid, tid, comm, comm_id, rank, nranks, seq, op,"
 		" count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns"
 		" FROM src.nccl_calls ORDER BY id" },
+	/* Per-cgroup PSI and CPU throttling samples (schema v3), which
+	 * explain's cfs_throttling reads. */
+	[CW_MT_CGROUP_PRESSURE] = { "cgroup_pressure", 1,
+		"INSERT INTO main.cgroup_pressure (node, session_id, cgroup_id, wall_ns, mono_ns, cpu_some_us,"
+		" cpu_full_us, memory_some_us, memory_full_us, io_some_us, io_full_us, cpu_some_avg10,"
+		" memory_some_avg10, io_some_avg10, nr_periods, nr_throttled, throttled_usec, quota_us, period_us)"
+		" SELECT " N_ ", session_id + :soff, cgroup_id, wall_ns, mono_ns, cpu_some_us, cpu_full_us,"
+		" memory_some_us, memory_full_us, io_some_us, io_full_us, cpu_some_avg10, memory_some_avg10,"
+		" io_some_avg10, nr_periods, nr_throttled, throttled_usec, quota_us, period_us"
+		" FROM src.cgroup_pressure ORDER BY rowid" },
 };
 
 /* The order rows are copied in: stacks before the events that point at
@@ -101,7 +120,7 @@ const enum cw_merge_table cw_merge_copy_order[CW_MT_MAX] = {
 	CW_MT_SESSIONS,  CW_MT_STACKS,    CW_MT_PY_STACKS, CW_MT_PY_CODE,      CW_MT_EVENTS,
 	CW_MT_OFFCPU,    CW_MT_SNAPSHOTS, CW_MT_PROCESSES, CW_MT_THREADS,      CW_MT_CGROUPS,
 	CW_MT_KERNEL_NAMES, CW_MT_CHAINS, CW_MT_AGGREGATES, CW_MT_COUNTERS,
-	CW_MT_NCCL_COMMS, CW_MT_NCCL_CALLS,
+	CW_MT_NCCL_COMMS, CW_MT_NCCL_CALLS, CW_MT_CGROUP_PRESSURE,
 };
 
 const char *cw_merge_table_name(enum cw_merge_table t)

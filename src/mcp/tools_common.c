@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analysis/explain.h"
+#include "analysis/tenant_select.h"
 #include "mcp/tools_int.h"
 #include "store/store.h"
 #include "util/timeutil.h"
@@ -102,4 +103,32 @@ int tool_stop_reason(struct cw_mcp_call *c, int rc, const char *what, char *err,
 	}
 	snprintf(err, errlen, "%s failed: %s", what, strerror(rc < 0 ? -rc : rc));
 	return rc;
+}
+
+int tool_tenant_pids(sqlite3 *db, json_t *args, int64_t **pids, int *npids, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "container", "pod", "namespace", "cgroup" };
+	struct cw_tenant_filter f[CW_TENANT_FILTERS_MAX];
+	int n = 0, rc;
+
+	*pids = NULL;
+	*npids = 0;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *v = tool_str(args, keys[i]);
+
+		if (v && (rc = cw_tenant_filter_add(f, &n, CW_TENANT_FILTERS_MAX, keys[i], v, err, errlen))) {
+			/* "bad --pod ..." names the flag; a tool names its argument. */
+			if (!strncmp(err, "bad --", 6))
+				memmove(err + 4, err + 6, strlen(err + 6) + 1);
+			return rc;
+		}
+	}
+	if (!n)
+		return 0;
+	if ((rc = cw_tenant_select(db, f, n, pids)) < 0) {
+		snprintf(err, errlen, "tenant filter: %s", cw_store_strerror(rc));
+		return rc;
+	}
+	*npids = rc > 0 ? rc : -1;
+	return 0;
 }

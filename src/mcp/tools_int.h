@@ -34,6 +34,10 @@ void tool_close_db(sqlite3 *db);
 /* since | from/to, as explain's flags: since counts back from the newest
  * data. Returns 0 or -EINVAL with err. */
 int tool_window(sqlite3 *db, json_t *args, uint64_t *from, uint64_t *to, char *err, size_t errlen);
+/* The tenant filter arguments (container, pod, namespace, cgroup) as
+ * pids: *npids 0 without a filter, -1 when it matched nothing. Returns 0,
+ * -EINVAL with err for a bad value, or -errno. */
+int tool_tenant_pids(sqlite3 *db, json_t *args, int64_t **pids, int *npids, char *err, size_t errlen);
 /* "after a failure": -ETIMEDOUT/-ECANCELED when the call ran out, else rc. */
 int tool_stop_reason(struct cw_mcp_call *c, int rc, const char *what, char *err, size_t errlen);
 

@@ -45,6 +45,7 @@ TOOL_FN(cw_tool_trace_summary)
 	struct cw_summary *s = NULL;
 	const char *since = tool_str(args, "since");
 	int64_t limit = tool_int(args, "limit", CW_MCP_DEFAULT_ROWS);
+	int64_t *pids = NULL;
 	sqlite3 *db;
 	json_t *ops;
 	size_t i, n;
@@ -55,9 +56,16 @@ TOOL_FN(cw_tool_trace_summary)
 		return -EINVAL;
 	}
 	o.by_line = tool_bool(args, "by_line");
+	o.per_tenant = tool_bool(args, "per_tenant");
 	if ((rc = tool_open_db(c, &db, err, errlen)))
 		return rc;
+	if ((rc = tool_tenant_pids(db, args, &pids, &o.npids, err, errlen))) {
+		tool_close_db(db);
+		return rc == -EINVAL ? rc : tool_stop_reason(c, rc, "trace_summary", err, errlen);
+	}
+	o.pids = pids;
 	rc = cw_summary_build(db, &o, &s);
+	free(pids);
 	tool_close_db(db);
 	if (rc)
 		return tool_stop_reason(c, rc, "trace_summary", err, errlen);
@@ -74,6 +82,8 @@ TOOL_FN(cw_tool_trace_summary)
 		strbuf_addf(text, "%s/%s", w->source, w->op);
 		if (o.by_line && w->file)
 			strbuf_addf(text, " at %s:%" PRId64, w->file, w->line);
+		if (w->tenant)
+			strbuf_addf(text, " in %s", w->tenant);
 		strbuf_addf(text, ": %" PRIu64 " calls, p50 %s, p99 %s, max %s, %.1f%% of wall time\n", w->count, p50,
 			    p99, mx, w->wall_share * 100.0);
 	}
@@ -116,6 +126,7 @@ TOOL_FN(cw_tool_causal_chains)
 	struct cw_explain_result r;
 	int64_t top = tool_int(args, "top_n", CW_MCP_DEFAULT_CHAINS), rank = tool_int(args, "rank", -1);
 	json_t *j, *chains, *kept, *ch;
+	int64_t *pids = NULL;
 	sqlite3 *db;
 	size_t i;
 	int rc, total = 0;
@@ -123,10 +134,14 @@ TOOL_FN(cw_tool_causal_chains)
 	o.pid = tool_int(args, "pid", 0);
 	o.node_filter = tool_str(args, "node");
 	o.per_process = tool_bool(args, "per_process");
+	o.per_tenant = tool_bool(args, "per_tenant");
 	if ((rc = tool_open_db(c, &db, err, errlen)))
 		return rc;
 	if ((rc = tool_window(db, args, &o.from_wall_ns, &o.to_wall_ns, err, errlen)))
 		goto out;
+	if ((rc = tool_tenant_pids(db, args, &pids, &o.npids, err, errlen)))
+		goto out;
+	o.pids = pids;
 	cw_mcp_progress(c, 0, 2, "analysing slow calls");
 	rc = cw_explain_run(db, &o, &r);
 	if (rc) {
@@ -173,6 +188,7 @@ TOOL_FN(cw_tool_causal_chains)
 	cw_mcp_progress(c, 2, 2, "done");
 	*out = j;
 out:
+	free(pids);
 	tool_close_db(db);
 	return rc;
 }

@@ -11,6 +11,18 @@
 	"\"to\": {\"type\": \"string\", \"maxLength\": 64, \"description\": \"window end: RFC 3339 or Unix "  \
 	"seconds\"}"
 
+/* Tenant filters (docs/tenants.md), parsed like the command-line flags. */
+#define TENANT_PROPS                                                                                      \
+	"\"container\": {\"type\": \"string\", \"maxLength\": 64, \"description\": \"only the processes of "  \
+	"the container whose id starts with this (4-64 hex characters)\"},"                                    \
+	"\"pod\": {\"type\": \"string\", \"maxLength\": 253, \"description\": \"only a Kubernetes pod's "      \
+	"processes, by name or UID\"},"                                                                        \
+	"\"namespace\": {\"type\": \"string\", \"maxLength\": 63, \"description\": \"only the processes of "  \
+	"the pods of this Kubernetes namespace\"},"                                                            \
+	"\"cgroup\": {\"type\": \"string\", \"maxLength\": 4096, \"description\": \"only this cgroup (path or "\
+	"cgroup v2 id) and its descendants\"},"                                                                \
+	"\"per_tenant\": {\"type\": \"boolean\", \"description\": \"group by container, pod or Slurm job\"}"
+
 #define CHAIN_SCHEMA                                                                                      \
 	"{\"type\": \"object\", \"required\": [\"severity\", \"op\", \"root_cause\"], \"properties\": {"      \
 	"\"severity\": {\"type\": \"string\", \"enum\": [\"HIGH\", \"MEDIUM\", \"LOW\"]},"                    \
@@ -42,7 +54,7 @@ static const struct cw_mcp_tool tools[] = {
 		"\"rank\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 1000000, \"description\": \"only "
 		"chains of this distributed rank\"},"
 		"\"per_process\": {\"type\": \"boolean\", \"description\": \"one chain per process instead of per "
-		"op\"},"
+		"op\"}," TENANT_PROPS ","
 		"\"top_n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 100, \"description\": \"chains to "
 		"return (default 10)\"}}}",
 		"{\"type\": \"object\", \"required\": [\"chains\", \"chain_count\", \"total_chains\", "
@@ -64,6 +76,7 @@ static const struct cw_mcp_tool tools[] = {
 		"\"since\": {\"type\": \"string\", \"maxLength\": 32, \"description\": \"the last DURATION before "
 		"the newest data, e.g. 5m\"},"
 		"\"by_line\": {\"type\": \"boolean\", \"description\": \"group by op and Python file:line\"},"
+		TENANT_PROPS ","
 		"\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000, \"description\": \"rows "
 		"(default 50)\"}}}",
 		"{\"type\": \"object\", \"required\": [\"ops\", \"row_count\", \"total_rows\", \"truncated\"], "

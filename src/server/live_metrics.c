@@ -25,10 +25,17 @@ struct series {
 
 struct proc {
 	uint32_t pid;
+	uint64_t cgroup_id; /* of its latest row; 0 unknown */
 	char comm[16];
 	uint64_t calls;
 	uint64_t last_cuda_mono_ns; /* 0: no CUDA call yet */
 	uint64_t offcpu_ns[2];      /* preempted, blocked */
+};
+
+/* The tenant labels of one cgroup. */
+struct tenant {
+	uint64_t cgroup_id;
+	char container[24], pod[128], ns[64];
 };
 
 struct cw_live_metrics {
@@ -40,6 +47,8 @@ struct cw_live_metrics {
 	struct proc procs[MAX_PROCS];
 	unsigned nprocs;
 	struct proc overflow; /* processes past MAX_PROCS */
+	struct tenant *tenants; /* CW_LIVE_MAX_TENANTS */
+	unsigned ntenants;
 };
 
 unsigned cw_prom_bucket(uint64_t ns)
@@ -65,9 +74,11 @@ int cw_live_metrics_new(struct cw_live_metrics **out, unsigned max_processes)
 		return -ENOMEM;
 	m->series = calloc(CW_LIVE_MAX_SERIES + 1, sizeof(*m->series));
 	m->slots = malloc(HASH_SLOTS * sizeof(*m->slots));
-	if (!m->series || !m->slots) {
+	m->tenants = calloc(CW_LIVE_MAX_TENANTS, sizeof(*m->tenants));
+	if (!m->series || !m->slots || !m->tenants) {
 		free(m->series);
 		free(m->slots);
+		free(m->tenants);
 		free(m);
 		return -ENOMEM;
 	}
@@ -86,7 +97,34 @@ void cw_live_metrics_free(struct cw_live_metrics *m)
 	pthread_mutex_destroy(&m->lock);
 	free(m->series);
 	free(m->slots);
+	free(m->tenants);
 	free(m);
+}
+
+void cw_live_metrics_tenant(struct cw_live_metrics *m, uint64_t cgroup_id, const char *container,
+			    const char *pod, const char *ns)
+{
+	struct tenant *t = NULL;
+
+	if (!cgroup_id || (!(container && *container) && !(pod && *pod)))
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < m->ntenants && !t; i++)
+		if (m->tenants[i].cgroup_id == cgroup_id)
+			t = &m->tenants[i];
+	if (!t && m->ntenants < CW_LIVE_MAX_TENANTS)
+		t = &m->tenants[m->ntenants++];
+	if (t) {
+		t->cgroup_id = cgroup_id;
+		/* An id as `docker ps` shows it (OTLP reads these too). */
+		if (container && !strncmp(container, "slurm-job-", 10))
+			snprintf(t->container, sizeof(t->container), "%s", container);
+		else
+			snprintf(t->container, sizeof(t->container), "%.12s", container ? container : "");
+		snprintf(t->pod, sizeof(t->pod), "%s", pod ? pod : "");
+		snprintf(t->ns, sizeof(t->ns), "%s", ns ? ns : "");
+	}
+	pthread_mutex_unlock(&m->lock);
 }
 
 static uint64_t hash_key(uint32_t pid, const char *source, const char *op)
@@ -192,6 +230,8 @@ void cw_live_metrics_event(struct cw_live_metrics *m, const struct cw_event_row 
 		s->errors++;
 	p = proc_of(m, r->pid, r->comm, is_cuda_source(source));
 	p->calls++;
+	if (r->cgroup_id)
+		p->cgroup_id = r->cgroup_id;
 	if (is_cuda_source(source) && r->mono_ns + r->duration_ns > p->last_cuda_mono_ns)
 		p->last_cuda_mono_ns = r->mono_ns + r->duration_ns;
 	pthread_mutex_unlock(&m->lock);
@@ -214,8 +254,16 @@ void cw_live_metrics_offcpu(struct cw_live_metrics *m, const struct cw_offcpu_ro
 
 struct out_series {
 	const char *process; /* points into a proc copy or OTHER */
+	const struct tenant *tenant; /* into the snapshot's copy; NULL unknown */
 	struct series s;
 };
+
+static const char *tenant_field(const struct tenant *t, int k)
+{
+	if (!t)
+		return "";
+	return k == 0 ? t->container : k == 1 ? t->pod : t->ns;
+}
 
 static int by_calls_desc(const void *a, const void *b)
 {
@@ -235,34 +283,45 @@ static int by_labels(const void *a, const void *b)
 		c = strcmp(x->s.op, y->s.op);
 	if (!c)
 		c = strcmp(x->process, y->process);
+	for (int k = 0; k < 3 && !c; k++)
+		c = strcmp(tenant_field(x->tenant, k), tenant_field(y->tenant, k));
 	return c;
 }
 
-/* Appends {node="..",process=".."[,source="..",op=".."] without the closing
- * brace, so a caller can add le or pid before it. */
-static void labels(struct strbuf *sb, const char *node, const char *process, const char *source,
-		   const char *op)
+/* Appends ,container="..",pod="..",namespace=".." for those of t known. */
+static void tenant_labels(struct strbuf *sb, const struct tenant *t)
+{
+	if (t)
+		cw_prom_tenant_labels(sb, t->container, t->pod, t->ns);
+}
+
+/* Appends {node="..",process=".."[,container/pod/namespace][,source="..",op=".."]
+ * without the closing brace, so a caller can add le or pid before it. */
+static void labels(struct strbuf *sb, const char *node, const char *process, const struct tenant *t,
+		   const char *source, const char *op)
 {
 	strbuf_adds(sb, "{node=\"");
 	cw_prom_escape_label(sb, node);
 	strbuf_adds(sb, "\",process=\"");
 	cw_prom_escape_label(sb, process);
+	strbuf_addch(sb, '"');
+	tenant_labels(sb, t);
 	if (source) {
-		strbuf_adds(sb, "\",source=\"");
+		strbuf_adds(sb, ",source=\"");
 		cw_prom_escape_label(sb, source);
 		strbuf_adds(sb, "\",op=\"");
 		cw_prom_escape_label(sb, op);
+		strbuf_addch(sb, '"');
 	}
-	strbuf_addch(sb, '"');
 }
 
-/* The named process of pid among the top n, or NULL. */
-static const char *named(const struct proc *top, unsigned n, uint32_t pid)
+/* The index of pid among the top n named processes, or -1. */
+static int named(const struct proc *top, unsigned n, uint32_t pid)
 {
 	for (unsigned i = 0; i < n; i++)
 		if (top[i].pid == pid)
-			return top[i].comm;
-	return NULL;
+			return (int)i;
+	return -1;
 }
 
 static void render_histograms(struct strbuf *sb, const char *node, struct out_series *o,
@@ -279,7 +338,7 @@ static void render_histograms(struct strbuf *sb, const char *node, struct out_se
 		for (b = 0; b <= CW_PROM_BUCKETS; b++) {
 			cum += o[i].s.buckets[b];
 			strbuf_adds(sb, "causeway_op_duration_seconds_bucket");
-			labels(sb, node, o[i].process, o[i].s.source, o[i].s.op);
+			labels(sb, node, o[i].process, o[i].tenant, o[i].s.source, o[i].s.op);
 			if (b < CW_PROM_BUCKETS)
 				strbuf_addf(sb, ",le=\"%.9g\"} %llu\n", cw_prom_bucket_le(b),
 					    (unsigned long long)cum);
@@ -287,17 +346,17 @@ static void render_histograms(struct strbuf *sb, const char *node, struct out_se
 				strbuf_addf(sb, ",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
 		}
 		strbuf_adds(sb, "causeway_op_duration_seconds_sum");
-		labels(sb, node, o[i].process, o[i].s.source, o[i].s.op);
+		labels(sb, node, o[i].process, o[i].tenant, o[i].s.source, o[i].s.op);
 		strbuf_addf(sb, "} %.9g\n", (double)o[i].s.sum_ns / 1e9);
 		strbuf_adds(sb, "causeway_op_duration_seconds_count");
-		labels(sb, node, o[i].process, o[i].s.source, o[i].s.op);
+		labels(sb, node, o[i].process, o[i].tenant, o[i].s.source, o[i].s.op);
 		strbuf_addf(sb, "} %llu\n", (unsigned long long)o[i].s.count);
 	}
 	strbuf_adds(sb, "# HELP causeway_op_errors_total Traced calls that returned an error "
 			"code, per process.\n# TYPE causeway_op_errors_total counter\n");
 	for (j = 0; j < n; j++) {
 		strbuf_adds(sb, "causeway_op_errors_total");
-		labels(sb, node, o[j].process, o[j].s.source, o[j].s.op);
+		labels(sb, node, o[j].process, o[j].tenant, o[j].s.source, o[j].s.op);
 		strbuf_addf(sb, "} %llu\n", (unsigned long long)o[j].s.errors);
 	}
 }
@@ -332,7 +391,7 @@ static int pid_alive(uint32_t pid)
 }
 
 static void render_processes(struct strbuf *sb, const char *node, const struct proc *top,
-			     unsigned ntop, const struct proc *rest, uint64_t now)
+			     const struct tenant *const *tt, unsigned ntop, const struct proc *rest, uint64_t now)
 {
 	static const char *const reason[2] = { "preempted", "blocked" };
 	unsigned i, r;
@@ -348,7 +407,9 @@ static void render_processes(struct strbuf *sb, const char *node, const struct p
 		cw_prom_escape_label(sb, node);
 		strbuf_addf(sb, "\",pid=\"%u\",process=\"", top[i].pid);
 		cw_prom_escape_label(sb, top[i].comm);
-		strbuf_addf(sb, "\"} %.3f\n",
+		strbuf_addch(sb, '"');
+		tenant_labels(sb, tt[i]);
+		strbuf_addf(sb, "} %.3f\n",
 			    now > top[i].last_cuda_mono_ns ?
 				    (double)(now - top[i].last_cuda_mono_ns) / 1e9 : 0.0);
 	}
@@ -358,12 +419,12 @@ static void render_processes(struct strbuf *sb, const char *node, const struct p
 	for (r = 0; r < 2; r++) {
 		for (i = 0; i < ntop; i++) {
 			strbuf_adds(sb, "causeway_offcpu_seconds_total");
-			labels(sb, node, top[i].comm, NULL, NULL);
+			labels(sb, node, top[i].comm, tt[i], NULL, NULL);
 			strbuf_addf(sb, ",pid=\"%u\",reason=\"%s\"} %.9g\n", top[i].pid, reason[r],
 				    (double)top[i].offcpu_ns[r] / 1e9);
 		}
 		strbuf_adds(sb, "causeway_offcpu_seconds_total");
-		labels(sb, node, OTHER, NULL, NULL);
+		labels(sb, node, OTHER, NULL, NULL, NULL);
 		strbuf_addf(sb, ",pid=\"\",reason=\"%s\"} %.9g\n", reason[r],
 			    (double)rest->offcpu_ns[r] / 1e9);
 	}
@@ -377,12 +438,17 @@ struct snapshot {
 	struct proc rest;   /* off-CPU time of the unnamed */
 	struct out_series *o;
 	unsigned n;
+	struct tenant *tenants; /* copy of the registry's */
+	unsigned ntenants;
+	const struct tenant **ptenant; /* of each named process; NULL unknown */
 };
 
 static void snapshot_free(struct snapshot *sn)
 {
 	free(sn->procs);
 	free(sn->o);
+	free(sn->tenants);
+	free(sn->ptenant);
 }
 
 static int snapshot_take(struct cw_live_metrics *m, struct snapshot *sn)
@@ -392,7 +458,9 @@ static int snapshot_take(struct cw_live_metrics *m, struct snapshot *sn)
 	memset(sn, 0, sizeof(*sn));
 	sn->procs = malloc((MAX_PROCS + 1) * sizeof(*sn->procs));
 	sn->o = malloc((CW_LIVE_MAX_SERIES + 1) * sizeof(*sn->o));
-	if (!sn->procs || !sn->o) {
+	sn->tenants = malloc(CW_LIVE_MAX_TENANTS * sizeof(*sn->tenants));
+	sn->ptenant = calloc(MAX_PROCS + 1, sizeof(*sn->ptenant));
+	if (!sn->procs || !sn->o || !sn->tenants || !sn->ptenant) {
 		snapshot_free(sn);
 		return -ENOMEM;
 	}
@@ -404,6 +472,8 @@ static int snapshot_take(struct cw_live_metrics *m, struct snapshot *sn)
 		sn->o[sn->n++].s = m->series[i];
 	if (m->series[CW_LIVE_MAX_SERIES].count)
 		sn->o[sn->n++].s = m->series[CW_LIVE_MAX_SERIES];
+	sn->ntenants = m->ntenants;
+	memcpy(sn->tenants, m->tenants, sn->ntenants * sizeof(*sn->tenants));
 	pthread_mutex_unlock(&m->lock);
 
 	qsort(sn->procs, sn->nprocs, sizeof(*sn->procs), by_calls_desc);
@@ -411,10 +481,18 @@ static int snapshot_take(struct cw_live_metrics *m, struct snapshot *sn)
 	for (i = sn->ntop; i < sn->nprocs; i++)
 		for (r = 0; r < 2; r++)
 			sn->rest.offcpu_ns[r] += sn->procs[i].offcpu_ns[r];
+	/* Linear: ntop (20 by default) x the cgroups named so far. */
+	for (i = 0; i < sn->ntop; i++)
+		for (unsigned k = 0; k < sn->ntenants && sn->procs[i].cgroup_id; k++)
+			if (sn->tenants[k].cgroup_id == sn->procs[i].cgroup_id) {
+				sn->ptenant[i] = &sn->tenants[k];
+				break;
+			}
 	for (i = 0; i < sn->n; i++) {
-		const char *p = sn->o[i].s.pid ? named(sn->procs, sn->ntop, sn->o[i].s.pid) : NULL;
+		int p = sn->o[i].s.pid ? named(sn->procs, sn->ntop, sn->o[i].s.pid) : -1;
 
-		sn->o[i].process = p ? p : OTHER;
+		sn->o[i].process = p >= 0 ? sn->procs[p].comm : OTHER;
+		sn->o[i].tenant = p >= 0 ? sn->ptenant[p] : NULL;
 	}
 	qsort(sn->o, sn->n, sizeof(*sn->o), by_labels);
 	sn->n = merge_equal(sn->o, sn->n);
@@ -430,7 +508,7 @@ int cw_live_metrics_render(struct cw_live_metrics *m, const char *node, uint64_t
 	if (rc)
 		return rc;
 	render_histograms(sb, node, sn.o, sn.n);
-	render_processes(sb, node, sn.procs, sn.ntop, &sn.rest, now_mono_ns);
+	render_processes(sb, node, sn.procs, sn.ptenant, sn.ntop, &sn.rest, now_mono_ns);
 	snapshot_free(&sn);
 	return sb->overflow ? -ENOMEM : 0;
 }
@@ -451,6 +529,9 @@ int cw_live_metrics_series(struct cw_live_metrics *m, struct cw_prom_series **ou
 	}
 	for (i = 0; i < sn.n; i++) {
 		snprintf(v[i].process, sizeof(v[i].process), "%s", sn.o[i].process);
+		snprintf(v[i].container, sizeof(v[i].container), "%s", tenant_field(sn.o[i].tenant, 0));
+		snprintf(v[i].pod, sizeof(v[i].pod), "%s", tenant_field(sn.o[i].tenant, 1));
+		snprintf(v[i].ns, sizeof(v[i].ns), "%s", tenant_field(sn.o[i].tenant, 2));
 		snprintf(v[i].source, sizeof(v[i].source), "%s", sn.o[i].s.source);
 		snprintf(v[i].op, sizeof(v[i].op), "%s", sn.o[i].s.op);
 		memcpy(v[i].buckets, sn.o[i].s.buckets, sizeof(v[i].buckets));

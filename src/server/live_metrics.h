@@ -8,7 +8,13 @@
  * Cardinality is capped twice: at most CW_LIVE_MAX_SERIES (pid, source, op)
  * entries are kept (later ones fold into one "other" process), and a render
  * names only the top max_processes processes by calls, folding the rest into
- * process="other". */
+ * process="other".
+ *
+ * A named process whose cgroup trace identified (cw_live_metrics_tenant)
+ * also carries container (the id's first 12 characters, or slurm-job-N),
+ * pod and namespace labels, those that are known: one process has one
+ * tenant, so the labels add no series beyond the top-N cap; at most
+ * CW_LIVE_MAX_TENANTS cgroups are remembered (later ones go unlabelled). */
 #ifndef CW_SERVER_LIVE_METRICS_H
 #define CW_SERVER_LIVE_METRICS_H
 
@@ -19,6 +25,7 @@
 
 #define CW_LIVE_MAX_SERIES 4096
 #define CW_LIVE_DEFAULT_PROCESSES 20
+#define CW_LIVE_MAX_TENANTS 1024
 /* Latency buckets: 1024 ns * 2^k for k = 0..CW_PROM_BUCKETS-1 (1.024 us ..
  * 34.4 s), then +Inf. Fixed, so histograms from every node add up; powers of
  * two of nanoseconds, so they fall on boundaries of the stored log-linear
@@ -37,6 +44,11 @@ void cw_live_metrics_event(struct cw_live_metrics *m, const struct cw_event_row 
 /* Consumer thread: one stored off-CPU interval of a traced thread. */
 void cw_live_metrics_offcpu(struct cw_live_metrics *m, const struct cw_offcpu_row *r);
 
+/* Any thread: the tenant of a cgroup, once trace has named it (NULL or ""
+ * for what is unknown). Label values are copied and capped. */
+void cw_live_metrics_tenant(struct cw_live_metrics *m, uint64_t cgroup_id, const char *container,
+			    const char *pod, const char *ns);
+
 /* Appends the live families for node to sb. now_mono_ns is CLOCK_MONOTONIC
  * now (the stall gauge's reference); a process whose /proc entry is gone is
  * not reported as stalled. Returns 0 or -ENOMEM. */
@@ -48,6 +60,7 @@ int cw_live_metrics_render(struct cw_live_metrics *m, const char *node, uint64_t
 struct cw_prom_series {
 	char node[64];
 	char process[16];
+	char container[24], pod[128], ns[64]; /* "" unknown */
 	char source[32];
 	char op[64];
 	uint64_t buckets[CW_PROM_BUCKETS + 1];

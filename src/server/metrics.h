@@ -25,7 +25,14 @@ int cw_metrics_counter_is_loss(const char *name);
 int cw_metrics_store_op_series(sqlite3 *db, int (*cb)(void *ctx, const struct cw_prom_series *s),
 			       void *ctx);
 int cw_metrics_store_counters(sqlite3 *db, struct strbuf *sb); /* losses, session stats */
-int cw_metrics_store_chains(sqlite3 *db, struct strbuf *sb);   /* chains by kind, severity */
+/* Tenants (container, pod, namespace) labelled on the store families; the
+ * rest are counted without those labels (docs/metrics.md). */
+#define CW_METRICS_MAX_TENANTS 50
+/* Appends ,container="..",pod="..",namespace=".." for the values that are
+ * set (NULL or "": left out); a container id is cut to its first 12
+ * characters as `docker ps` shows it ("slurm-job-N" is kept whole). */
+void cw_prom_tenant_labels(struct strbuf *sb, const char *container, const char *pod, const char *ns);
+int cw_metrics_store_chains(sqlite3 *db, struct strbuf *sb);   /* chains by kind, severity, tenant */
 int cw_metrics_store_host(sqlite3 *db, struct strbuf *sb);     /* latest host snapshot */
 /* The NCCL per-rank series (metrics_nccl.c). Returns 0 or -errno. */
 int cw_metrics_render_nccl(sqlite3 *db, struct strbuf *sb);

@@ -24,7 +24,42 @@ static void label_series(struct strbuf *sb, const char *name, json_t *r)
 	strbuf_addf(sb, "\",pid=\"%lld\",rank=\"", (long long)json_integer_value(json_object_get(r, "pid")));
 	if (json_is_integer(rank))
 		strbuf_addf(sb, "%lld", (long long)json_integer_value(rank));
-	strbuf_adds(sb, "\"}");
+	strbuf_addch(sb, '"');
+	cw_prom_tenant_labels(sb, json_string_value(json_object_get(r, "container")),
+			      json_string_value(json_object_get(r, "pod")),
+			      json_string_value(json_object_get(r, "namespace")));
+	strbuf_addch(sb, '}');
+}
+
+/* The tenant of each rank's process, where the store named its cgroup
+ * (one series per rank already: the labels add none). */
+static void add_tenants(sqlite3 *db, json_t *rows)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *r;
+	size_t i;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT coalesce(c.container_id, 'slurm-job-' || c.slurm_job), c.pod, c.namespace"
+			       " FROM processes p JOIN cgroups c ON c.node = p.node AND c.cgroup_id = p.cgroup_id"
+			       " WHERE p.node = ?1 AND p.pid = ?2 LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return; /* a store from before the identity columns */
+	json_array_foreach(rows, i, r) {
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, json_string_value(json_object_get(r, "node")), -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 2, json_integer_value(json_object_get(r, "pid")));
+		if (sqlite3_step(st) != SQLITE_ROW)
+			continue;
+		for (int k = 0; k < 3; k++) {
+			const char *v = (const char *)sqlite3_column_text(st, k);
+
+			if (v)
+				json_object_set_new(r, k == 0 ? "container" : k == 1 ? "pod" : "namespace",
+						    json_string(v));
+		}
+	}
+	sqlite3_finalize(st);
 }
 
 int cw_metrics_render_nccl(sqlite3 *db, struct strbuf *sb)
@@ -61,6 +96,7 @@ int cw_metrics_render_nccl(sqlite3 *db, struct strbuf *sb)
 				  (uint64_t)newest);
 	if (!rows)
 		return -EIO;
+	add_tenants(db, rows);
 	for (size_t k = 0; k < sizeof(m) / sizeof(m[0]) && json_array_size(rows); k++) {
 		json_t *r;
 

@@ -31,6 +31,25 @@ static void series2(struct strbuf *sb, const char *name, const char *node, const
 	}
 }
 
+void cw_prom_tenant_labels(struct strbuf *sb, const char *container, const char *pod, const char *ns)
+{
+	static const char *const name[3] = { "container", "pod", "namespace" };
+	const char *v[3] = { container, pod, ns };
+	char id[32];
+
+	if (container && strncmp(container, "slurm-job-", 10)) {
+		snprintf(id, sizeof(id), "%.12s", container);
+		v[0] = id;
+	}
+	for (int k = 0; k < 3; k++) {
+		if (!v[k] || !*v[k])
+			continue;
+		strbuf_addf(sb, ",%s=\"", name[k]);
+		cw_prom_escape_label(sb, v[k]);
+		strbuf_addch(sb, '"');
+	}
+}
+
 static const char *text(sqlite3_stmt *st, int col)
 {
 	const char *s = (const char *)sqlite3_column_text(st, col);
@@ -229,19 +248,34 @@ int cw_metrics_store_chains(sqlite3 *db, struct strbuf *sb)
 	sqlite3_stmt *st;
 	int rc;
 
+	/* The affected thread's tenant from the chain's "container" object
+	 * (docs/tenants.md): the CW_METRICS_MAX_TENANTS tenants with the most
+	 * chains keep container/pod/namespace labels, the others are counted
+	 * without them, so the family's size stays bounded. */
 	rc = sqlite3_prepare_v2(db,
-				"SELECT node, kind, severity, count(*) FROM chains "
-				"GROUP BY node, kind, severity ORDER BY node, kind, severity",
+				"WITH c AS (SELECT node, kind, severity,"
+				" CASE WHEN json_valid(json) THEN json_extract(json, '$.container.id') END AS cid,"
+				" CASE WHEN json_valid(json) THEN json_extract(json, '$.container.pod') END AS pod,"
+				" CASE WHEN json_valid(json) THEN json_extract(json, '$.container.namespace') END AS ns"
+				" FROM chains),"
+				" t AS (SELECT cid, pod, ns FROM c WHERE cid IS NOT NULL OR pod IS NOT NULL"
+				" GROUP BY cid, pod, ns ORDER BY count(*) DESC, cid, pod LIMIT ?1)"
+				" SELECT c.node, c.kind, c.severity, t.cid, t.pod, t.ns, count(*)"
+				" FROM c LEFT JOIN t ON t.cid IS c.cid AND t.pod IS c.pod AND t.ns IS c.ns"
+				" GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
+	sqlite3_bind_int(st, 1, CW_METRICS_MAX_TENANTS);
 	strbuf_adds(sb, "# HELP causeway_chains Causal chains stored by explain, by kind and "
-			"severity.\n# TYPE causeway_chains gauge\n");
+			"severity, and by the affected thread's tenant where known.\n# TYPE causeway_chains gauge\n");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		series2(sb, "causeway_chains", text(st, 0), "kind", text(st, 1));
 		strbuf_adds(sb, ",severity=\"");
 		cw_prom_escape_label(sb, text(st, 2));
-		strbuf_addf(sb, "\"} %lld\n", (long long)sqlite3_column_int64(st, 3));
+		strbuf_addch(sb, '"');
+		cw_prom_tenant_labels(sb, text(st, 3), text(st, 4), text(st, 5));
+		strbuf_addf(sb, "} %lld\n", (long long)sqlite3_column_int64(st, 6));
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);

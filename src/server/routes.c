@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/explain.h"
+#include "analysis/tenant_select.h"
 #include "server/routes_api.h"
 #include "server/web_assets.h"
 #include "store/losses.h"
@@ -181,11 +182,17 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 	struct cw_summary_opts o = { 0 };
 	struct cw_summary *sum = NULL;
 	const char *since = arg(c, "since"), *by = arg(c, "by");
+	struct cw_api_tenant_args ta;
+	int64_t *pids = NULL;
 	uint64_t deadline;
 	sqlite3 *db;
 	char err[512];
 	json_t *ops, *j;
 	int rc;
+
+	if (cw_api_tenant_args(c, &ta, r))
+		return;
+	o.per_tenant = cw_api_flag(c, "per_tenant");
 
 	if (since && (cw_parse_duration(since, &o.since_ns) || !o.since_ns)) {
 		cw_reply_error(r, 400, "invalid duration \"%s\" (e.g. 30s, 5m)", since);
@@ -200,7 +207,11 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 		cw_reply_error(r, db_status(rc), "%s", err);
 		return;
 	}
-	rc = cw_summary_build(db, &o, &sum);
+	rc = cw_api_tenant_pids(db, &ta, &pids, &o.npids);
+	o.pids = pids;
+	if (!rc)
+		rc = cw_summary_build(db, &o, &sum);
+	free(pids);
 	cw_server_close_db(db);
 	if (rc) {
 		cw_reply_error(r, cw_monotonic_ns() > deadline ? 504 : 500, "ops summary failed: %s",
@@ -222,6 +233,10 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 			json_object_set_new(o1, "line", json_integer(w->line));
 			json_object_set_new(o1, "function",
 					    w->function ? json_string(w->function) : json_null());
+		}
+		if (o1 && w->tenant) {
+			json_object_set_new(o1, "tenant", json_string(w->tenant));
+			json_object_set_new(o1, "container", w->container ? json_incref(w->container) : json_null());
 		}
 		json_array_append_new(ops, o1);
 	}
@@ -270,13 +285,17 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 {
 	static const char *const tables[] = { "events", "offcpu", "snapshots", "processes",
 					      "chains", "sessions" };
-	json_t *counts, *sessions, *nodes, *j;
+	json_t *counts, *sessions, *nodes, *tenants, *j;
 	sqlite3_stmt *st;
+	struct cw_api_tenant_args ta;
+	uint64_t *ids = NULL;
 	uint64_t deadline;
 	sqlite3 *db;
 	char err[512], sql[128];
-	int rc = 0, step;
+	int rc = 0, step, nids = 0;
 
+	if (cw_api_tenant_args(c, &ta, r))
+		return;
 	if ((rc = cw_server_open_db(s, &db, &deadline, err, sizeof(err)))) {
 		cw_reply_error(r, db_status(rc), "%s", err);
 		return;
@@ -316,6 +335,40 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 			rc = cw_sqlite_errno(step);
 	}
 	sqlite3_finalize(st);
+	/* The tenants the store named (at most 100 workloads: containers,
+	 * pods, Slurm jobs), or with filters the cgroups they select. */
+	tenants = json_array();
+	if (ta.n && (nids = cw_tenant_select_cgroups(db, ta.f, ta.n, &ids)) < 0 && !rc)
+		rc = nids;
+	if (!rc && sqlite3_prepare_v2(db,
+				      "SELECT node, cgroup_id, runtime, container_id, pod, namespace, pod_uid, path,"
+				      " tenant FROM containers WHERE (?1 = 0 AND (runtime NOT IN ('systemd', '')"
+				      " OR pod_uid IS NOT NULL)) OR (?1 = 1 AND cgroup_id IN (SELECT value FROM"
+				      " json_each(?2))) ORDER BY node, cgroup_id LIMIT 100",
+				      -1, &st, NULL) == SQLITE_OK) {
+		json_t *idl = json_array();
+		char *ids_json;
+
+		for (int i = 0; i < nids; i++)
+			json_array_append_new(idl, json_integer((json_int_t)ids[i]));
+		ids_json = json_dumps(idl, JSON_COMPACT);
+		json_decref(idl);
+		sqlite3_bind_int(st, 1, ta.n ? 1 : 0);
+		sqlite3_bind_text(st, 2, ids_json ? ids_json : "[]", -1, SQLITE_TRANSIENT);
+		free(ids_json);
+		while ((step = sqlite3_step(st)) == SQLITE_ROW)
+			json_array_append_new(
+				tenants, json_pack("{s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "node",
+						   text_or_null(st, 0), "cgroup_id", (json_int_t)sqlite3_column_int64(st, 1),
+						   "runtime", text_or_null(st, 2), "id", text_or_null(st, 3), "pod",
+						   text_or_null(st, 4), "namespace", text_or_null(st, 5), "pod_uid",
+						   text_or_null(st, 6), "cgroup", text_or_null(st, 7), "tenant",
+						   text_or_null(st, 8)));
+		if (step != SQLITE_DONE && !rc)
+			rc = cw_sqlite_errno(step);
+		sqlite3_finalize(st);
+	}
+	free(ids);
 	/* The time range from the per-second aggregates: a few thousand rows
 	 * rather than a scan of every event. */
 	j = json_pack("{s:s, s:o, s:o, s:o, s:{s:I, s:I}, s:I}", "node", s->node, "nodes", nodes,
@@ -326,6 +379,7 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 		      (json_int_t)((scalar_i64(db, "SELECT max(second) FROM aggregates", &rc) + 1) *
 				   (int64_t)NSEC_PER_SEC),
 		      "calls", (json_int_t)scalar_i64(db, "SELECT total(count) FROM aggregates", &rc));
+	json_object_set_new(j, "tenants", tenants);
 	if (!rc && j && (rc = cw_overview_extend(s, c, db, j, r)) == -EINVAL) {
 		json_decref(j);
 		cw_server_close_db(db);

@@ -24,6 +24,23 @@ int cw_api_window(sqlite3 *db, struct MHD_Connection *c, uint64_t *from, uint64_
 int cw_api_int(struct MHD_Connection *c, const char *k, int64_t lo, int64_t hi, int64_t def, int64_t *out,
 	       struct cw_reply *r);
 
+/* Tenant filters from the query string (routes_tenant.c). */
+#include "tenant/tenant.h"
+struct cw_api_tenant_args {
+	struct cw_tenant_filter f[CW_TENANT_FILTERS_MAX];
+	int n, rc;
+	char err[256];
+};
+/* Returns 0 (t->n filters), or -EINVAL after a 400 reply. */
+int cw_api_tenant_args(struct MHD_Connection *c, struct cw_api_tenant_args *t, struct cw_reply *r);
+/* The pids the filters select: *npids as explain and the summary take it
+ * (0: no filter, -1: nothing matched). Returns 0 or -errno. */
+int cw_api_tenant_pids(sqlite3 *db, const struct cw_api_tenant_args *t, int64_t **pids, int *npids);
+/* A text key of the filters, for caches; truncated to len. */
+void cw_api_tenant_key(const struct cw_api_tenant_args *t, char *out, size_t len);
+/* k=1 or k=true. */
+int cw_api_flag(struct MHD_Connection *c, const char *k);
+
 /* Column helpers. */
 json_t *cw_api_text(sqlite3_stmt *st, int i);
 json_t *cw_api_int_or_null(sqlite3_stmt *st, int i);

@@ -26,6 +26,8 @@
 #include "util/timeutil.h"
 
 #define CACHE_ENTRIES 8
+/* The key request() builds for no parameters at all. */
+#define CW_CHAINS_DEFAULT_KEY "0/0/0//0/"
 
 enum { ENTRY_EMPTY, ENTRY_COMPUTING, ENTRY_READY };
 
@@ -108,7 +110,7 @@ static void get_answer(struct cw_server *s, sqlite3 *db, uint64_t deadline, cons
 	char *b = NULL;
 	int st = 500, i;
 
-	if (!cc) {
+	if (!cc || !key[0]) {
 		compute(s, db, deadline, o, body, status);
 		return;
 	}
@@ -181,13 +183,21 @@ static void get_answer(struct cw_server *s, sqlite3 *db, uint64_t deadline, cons
 	*status = st;
 }
 
-/* Parses pid/node/window of the request into o and the cache key. */
+/* Parses pid/node/window/tenant filters of the request into o (o->pids
+ * malloc'd: free it) and the cache key. */
 static int request(struct MHD_Connection *c, sqlite3 *db, struct cw_explain_opts *o, char *key, size_t keylen,
 		   struct cw_reply *r)
 {
 	const char *pid = cw_api_arg(c, "pid");
+	struct cw_api_tenant_args ta;
+	char tkey[96];
+	int64_t *pids = NULL;
+	int rc;
 
 	memset(o, 0, sizeof(*o));
+	if (cw_api_tenant_args(c, &ta, r))
+		return -EINVAL;
+	o->per_tenant = cw_api_flag(c, "per_tenant");
 	if (cw_api_window(db, c, &o->from_wall_ns, &o->to_wall_ns, r))
 		return -EINVAL;
 	o->node_filter = cw_api_arg(c, "node");
@@ -204,8 +214,19 @@ static int request(struct MHD_Connection *c, sqlite3 *db, struct cw_explain_opts
 			return -EINVAL;
 		}
 	}
-	snprintf(key, keylen, "%llu/%llu/%lld/%s", (unsigned long long)o->from_wall_ns,
-		 (unsigned long long)o->to_wall_ns, (long long)o->pid, o->node_filter ? o->node_filter : "");
+	if ((rc = cw_api_tenant_pids(db, &ta, &pids, &o->npids))) {
+		cw_reply_error(r, 500, "tenant filter failed: %s", strerror(-rc));
+		return rc;
+	}
+	o->pids = pids;
+	cw_api_tenant_key(&ta, tkey, sizeof(tkey));
+	/* A key cut short could mix two filters' answers: such requests are
+	 * not cached (an empty key). */
+	if ((size_t)snprintf(key, keylen, "%llu/%llu/%lld/%s/%d/%s", (unsigned long long)o->from_wall_ns,
+			     (unsigned long long)o->to_wall_ns, (long long)o->pid,
+			     o->node_filter ? o->node_filter : "", o->per_tenant, tkey) >= keylen ||
+	    strlen(tkey) >= sizeof(tkey) - 1)
+		key[0] = '\0';
 	return 0;
 }
 
@@ -220,10 +241,12 @@ int cw_chains_answer(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db,
 	if (request(c, db, &o, key, sizeof(key), r))
 		return -EINVAL;
 	if ((rc = data_version(db, version, sizeof(version)))) {
+		free((void *)o.pids);
 		cw_api_fail(s, deadline, rc, "explain", r);
 		return rc;
 	}
 	get_answer(s, db, deadline, &o, key, version, &body, &status);
+	free((void *)o.pids);
 	if (status != 200 || !body) {
 		r->status = status;
 		r->body = body;
@@ -255,10 +278,12 @@ void cw_route_chains(struct cw_server *s, struct MHD_Connection *c, struct cw_re
 	if (request(c, db, &o, key, sizeof(key), r))
 		goto out;
 	if ((rc = data_version(db, version, sizeof(version)))) {
+		free((void *)o.pids);
 		cw_api_fail(s, deadline, rc, "explain", r);
 		goto out;
 	}
 	get_answer(s, db, deadline, &o, key, version, &body, &status);
+	free((void *)o.pids);
 	if (!body) {
 		cw_reply_error(r, 500, "out of memory");
 		goto out;
@@ -287,7 +312,7 @@ static void *warm_main(void *arg)
 	s->chains->warm_db = db;
 	pthread_mutex_unlock(&s->chains->lock);
 	if (!data_version(db, version, sizeof(version)))
-		get_answer(s, db, deadline, &o, "0/0/0/", version, &body, &status);
+		get_answer(s, db, deadline, &o, CW_CHAINS_DEFAULT_KEY, version, &body, &status);
 	free(body);
 	pthread_mutex_lock(&s->chains->lock);
 	s->chains->warm_db = NULL;
@@ -343,7 +368,7 @@ int cw_chains_cached_count(struct cw_server *s)
 	for (int i = 0; i < CACHE_ENTRIES; i++) {
 		struct cache_entry *e = &cc->e[i];
 
-		if (e->state == ENTRY_READY && !strcmp(e->key, "0/0/0/") && (!best || e->used_ns > best->used_ns))
+		if (e->state == ENTRY_READY && !strcmp(e->key, CW_CHAINS_DEFAULT_KEY) && (!best || e->used_ns > best->used_ns))
 			best = e;
 	}
 	if (best) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "analysis/engine.h"
 #include "analysis/hist.h"
 #include "store/store.h"
 #include "util/u64map.h"
@@ -17,6 +18,8 @@ static void row_free(struct cw_summary_row *r)
 	free(r->op);
 	free(r->file);
 	free(r->function);
+	free(r->tenant);
+	json_decref(r->container);
 }
 
 void cw_summary_free(struct cw_summary *s)
@@ -106,6 +109,8 @@ static int cmp_rows(const void *a, const void *b)
 		c = strcmp(x->op, y->op);
 	if (!c && x->line != y->line)
 		c = x->line < y->line ? -1 : 1;
+	if (!c && x->tenant && y->tenant)
+		c = strcmp(x->tenant, y->tenant);
 	return c;
 }
 
@@ -141,8 +146,13 @@ static const char SQL_AGG_WINDOW[] = "SELECT min(second), max(second) FROM aggre
 static const char SQL_AGG[] = "SELECT source, op, count, sum_ns, max_ns, hist FROM aggregates"
 			      " WHERE second >= ?1 ORDER BY source, op";
 static const char SQL_EV_WINDOW[] = "SELECT min(wall_ns) / 1000000000, max(wall_ns) / 1000000000 FROM events";
-static const char SQL_EV[] = "SELECT source, op, coalesce(py_stack_id, 0), duration_ns FROM events"
+static const char SQL_EV[] = "SELECT source, op, coalesce(py_stack_id, 0), duration_ns, pid FROM events"
 			     " WHERE wall_ns >= ?1";
+/* Per tenant: the cgroups row of each call's cgroup (by its primary key),
+ * whose rowid stands for it in the scan. */
+static const char SQL_EV_TENANT[] = "SELECT e.source, e.op, coalesce(e.py_stack_id, 0), e.duration_ns, e.pid,"
+				    " c.rowid, e.node, e.cgroup_id, c.tenant FROM events e LEFT JOIN cgroups c"
+				    " ON c.node = e.node AND c.cgroup_id = e.cgroup_id WHERE e.wall_ns >= ?1";
 static const char SQL_PYSTACK[] = "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1";
 
 /* Per-line: there is no aggregate per Python location, so the events of
@@ -151,9 +161,12 @@ static const char SQL_PYSTACK[] = "SELECT user_file, user_line, user_function FR
  * user location and groups with the same location merged. Sorting 10
  * million rows by location in SQLite costs several times the scan. */
 #define MAX_LINE_GROUPS 20000
+/* Tenants told apart per tenant (index 0: calls of no identity row). */
+#define MAX_TENANTS 4096
 
 struct line_group {
 	int op;            /* index into ops */
+	int tenant;        /* index into tenants; 0 without per_tenant */
 	int64_t py_stack;  /* 0: no Python stack */
 	char *file, *function;
 	int64_t line;
@@ -166,7 +179,47 @@ struct line_scan {
 	struct { char *source, *op; } ops[256];
 	int nops;
 	struct u64map index;
+	struct u64map pids;    /* the tenant filter's pids */
+	struct u64map cgroups; /* cgroups rowid -> tenant index */
+	struct { char *key; struct cw_tenant_ref ref; } *tenants;
+	int ntenants;
 };
+
+/* The tenant index of a cgroups row (its rowid), added when first met;
+ * containers of one pod share the pod's key and so one index. */
+static int tenant_index(sqlite3 *db, struct line_scan *ls, sqlite3_stmt *st)
+{
+	int64_t rowid = sqlite3_column_int64(st, 5), idx;
+	const char *key = (const char *)sqlite3_column_text(st, 8);
+	int i;
+
+	if (sqlite3_column_type(st, 5) == SQLITE_NULL)
+		return 0;
+	if (u64map_get(&ls->cgroups, (uint64_t)rowid, &idx))
+		return (int)idx;
+	char own[48];
+
+	if (!key || !*key) {
+		/* A row without a tenant key (path only): its own tenant. */
+		snprintf(own, sizeof(own), "cgroup-id:%lld", (long long)sqlite3_column_int64(st, 7));
+		key = own;
+	}
+	for (i = 1; i < ls->ntenants; i++)
+		if (!strcmp(ls->tenants[i].key, key))
+			break;
+	if (i == ls->ntenants) {
+		if (ls->ntenants == MAX_TENANTS)
+			return -E2BIG;
+		if (!(ls->tenants[i].key = strdup(key)))
+			return -ENOMEM;
+		cw_tenant_ref_load(db, (const char *)sqlite3_column_text(st, 6),
+				   (uint64_t)sqlite3_column_int64(st, 7), &ls->tenants[i].ref);
+		ls->ntenants++;
+	}
+	if (u64map_put(&ls->cgroups, (uint64_t)rowid, i))
+		return -ENOMEM;
+	return i;
+}
 
 static int op_index(struct line_scan *ls, const char *source, const char *op)
 {
@@ -185,9 +238,10 @@ static int op_index(struct line_scan *ls, const char *source, const char *op)
 	return i;
 }
 
-static struct line_group *group_for(struct line_scan *ls, int op, int64_t py_stack)
+static struct line_group *group_for(struct line_scan *ls, int op, int tenant, int64_t py_stack)
 {
-	uint64_t key = ((uint64_t)(op + 1) << 48) ^ (uint64_t)py_stack;
+	/* op < 256, tenant < 4096, stack ids below 2^40; + 1: never key 0. */
+	uint64_t key = (((uint64_t)op << 56) | ((uint64_t)tenant << 40) | ((uint64_t)py_stack & ((1ULL << 40) - 1))) + 1;
 	struct line_group *g;
 	int64_t idx;
 
@@ -209,6 +263,7 @@ static struct line_group *group_for(struct line_scan *ls, int op, int64_t py_sta
 	g = &ls->g[ls->n++];
 	memset(g, 0, sizeof(*g) - sizeof(g->h));
 	g->op = op;
+	g->tenant = tenant;
 	g->py_stack = py_stack;
 	cw_hist_reset(&g->h);
 	return g;
@@ -228,6 +283,8 @@ static int cmp_groups(const void *a, const void *b)
 
 	if (x->op != y->op)
 		return x->op < y->op ? -1 : 1;
+	if (x->tenant != y->tenant)
+		return x->tenant < y->tenant ? -1 : 1;
 	c = cmp_loc(x->file, y->file);
 	if (c)
 		return c;
@@ -236,7 +293,7 @@ static int cmp_groups(const void *a, const void *b)
 	return cmp_loc(x->function, y->function);
 }
 
-static int scan_lines(sqlite3 *db, struct cw_summary *s, size_t *alloc)
+static int scan_events(sqlite3 *db, const struct cw_summary_opts *o, struct cw_summary *s, size_t *alloc)
 {
 	struct line_scan ls;
 	sqlite3_stmt *st = NULL, *ps = NULL;
@@ -246,9 +303,18 @@ static int scan_lines(sqlite3 *db, struct cw_summary *s, size_t *alloc)
 	size_t i, j;
 
 	memset(&ls, 0, sizeof(ls));
-	if (u64map_init(&ls.index, MAX_LINE_GROUPS))
-		return -ENOMEM;
-	rc = sqlite3_prepare_v2(db, SQL_EV, -1, &st, NULL);
+	if (u64map_init(&ls.index, MAX_LINE_GROUPS) || u64map_init(&ls.pids, 1 << 20) ||
+	    u64map_init(&ls.cgroups, 1 << 20) || !(ls.tenants = calloc(MAX_TENANTS, sizeof(*ls.tenants)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	ls.ntenants = 1;
+	for (int k = 0; k < o->npids; k++)
+		if (o->pids[k] > 0 && u64map_put(&ls.pids, (uint64_t)o->pids[k], 1)) {
+			err = -ENOMEM;
+			goto out;
+		}
+	rc = sqlite3_prepare_v2(db, o->per_tenant ? SQL_EV_TENANT : SQL_EV, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(db, SQL_PYSTACK, -1, &ps, NULL);
 	if (rc != SQLITE_OK) {
@@ -260,9 +326,17 @@ static int scan_lines(sqlite3 *db, struct cw_summary *s, size_t *alloc)
 		const char *src = (const char *)sqlite3_column_text(st, 0);
 		const char *op = (const char *)sqlite3_column_text(st, 1);
 		struct line_group *g;
+		int64_t one;
+		int ti = 0;
 
 		if (!src || !op)
 			continue;
+		if (o->npids > 0 && !u64map_get(&ls.pids, (uint64_t)sqlite3_column_int64(st, 4), &one))
+			continue;
+		if (o->per_tenant && (ti = tenant_index(db, &ls, st)) < 0) {
+			err = ti;
+			goto out;
+		}
 		/* Consecutive events are often the same op: skip the lookup. */
 		if (opi < 0 || strcmp(op, last_op) || strcmp(src, last_src)) {
 			opi = op_index(&ls, src, op);
@@ -273,7 +347,7 @@ static int scan_lines(sqlite3 *db, struct cw_summary *s, size_t *alloc)
 			last_src = ls.ops[opi].source;
 			last_op = ls.ops[opi].op;
 		}
-		g = group_for(&ls, opi, sqlite3_column_int64(st, 2));
+		g = group_for(&ls, opi, ti, o->by_line ? sqlite3_column_int64(st, 2) : 0);
 		if (!g) {
 			err = ls.n == MAX_LINE_GROUPS ? -E2BIG : -ENOMEM;
 			goto out;
@@ -320,6 +394,21 @@ static int scan_lines(sqlite3 *db, struct cw_summary *s, size_t *alloc)
 		r->file = ls.g[i].file ? strdup(ls.g[i].file) : NULL;
 		r->function = ls.g[i].function ? strdup(ls.g[i].function) : NULL;
 		r->line = ls.g[i].line;
+		if (o->per_tenant) {
+			char name[300];
+
+			if (ls.g[i].tenant)
+				cw_tenant_ref_name(&ls.tenants[ls.g[i].tenant].ref, name, sizeof(name));
+			else
+				snprintf(name, sizeof(name), "-");
+			r->tenant = strdup(name);
+			r->container = ls.g[i].tenant ? cw_tenant_ref_json(&ls.tenants[ls.g[i].tenant].ref)
+						      : json_null();
+			if (!r->tenant) {
+				err = -ENOMEM;
+				goto out;
+			}
+		}
 		if (!r->source || !r->op) {
 			err = -ENOMEM;
 			goto out;
@@ -340,6 +429,11 @@ out:
 	free(ls.g);
 	free(acc);
 	u64map_free(&ls.index);
+	u64map_free(&ls.pids);
+	u64map_free(&ls.cgroups);
+	for (i = 1; ls.tenants && i < (size_t)ls.ntenants; i++)
+		free(ls.tenants[i].key);
+	free(ls.tenants);
 	return err;
 }
 
@@ -390,10 +484,10 @@ out:
 
 int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_summary **out)
 {
-	struct cw_summary_opts o = { 0, 0 };
+	struct cw_summary_opts o = { 0 };
 	struct cw_summary *s;
 	size_t alloc = 0;
-	int err;
+	int err, events;
 
 	*out = NULL;
 	if (opts)
@@ -401,9 +495,11 @@ int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	err = find_window(db, o.by_line ? SQL_EV_WINDOW : SQL_AGG_WINDOW, &o, s);
-	if (!err && s->window_ns)
-		err = o.by_line ? scan_lines(db, s, &alloc) : scan_aggregates(db, s, &alloc);
+	/* The aggregates keep no Python line, pid or cgroup. */
+	events = o.by_line || o.npids || o.per_tenant;
+	err = find_window(db, events ? SQL_EV_WINDOW : SQL_AGG_WINDOW, &o, s);
+	if (!err && s->window_ns && o.npids >= 0)
+		err = events ? scan_events(db, &o, s, &alloc) : scan_aggregates(db, s, &alloc);
 	if (err) {
 		cw_summary_free(s);
 		return err;
@@ -427,6 +523,10 @@ json_t *cw_summary_row_json(const struct cw_summary_row *r, int by_line)
 		json_object_set_new(o, "file", r->file ? json_string(r->file) : json_null());
 		json_object_set_new(o, "line", r->line ? json_integer(r->line) : json_null());
 		json_object_set_new(o, "function", r->function ? json_string(r->function) : json_null());
+	}
+	if (o && r->tenant) {
+		json_object_set_new(o, "tenant", json_string(r->tenant));
+		json_object_set_new(o, "container", r->container ? json_incref(r->container) : json_null());
 	}
 	return o;
 }

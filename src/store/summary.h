@@ -18,6 +18,11 @@
 struct cw_summary_opts {
 	uint64_t since_ns; /* window length back from the newest second; 0 = all data */
 	int by_line;       /* group by py_stacks.user_file:user_line, user_function too */
+	/* A tenant filter (analysis/tenant_select.h): only the calls of these
+	 * pids. npids 0: no filter; -1: a filter that matched nothing. */
+	const int64_t *pids;
+	int npids;
+	int per_tenant;    /* one row per tenant and op (the cgroups table's tenant key) */
 };
 
 struct cw_summary_row {
@@ -26,6 +31,11 @@ struct cw_summary_row {
 	int64_t line;          /* by_line only; 0 unknown */
 	uint64_t count, p50_ns, p95_ns, p99_ns, max_ns, total_ns;
 	double wall_share;     /* total_ns / window_ns; above 1 when threads overlap */
+	/* per_tenant only: "pod ml/trainer-0", "docker container 3f2b9c0d1e4a",
+	 * "-" for calls of a cgroup without an identity row; and the tenant's
+	 * "container" object as chains carry it (JSON null when unknown). */
+	char *tenant;
+	json_t *container;
 };
 
 struct cw_summary {
@@ -35,7 +45,10 @@ struct cw_summary {
 	struct cw_summary_row *rows;    /* by total_ns, largest first */
 };
 
-/* Builds the summary from db (any connection that can read the schema).
+/* Built from the events (not the aggregates) when by_line, a tenant filter
+ * or per_tenant asks for what the aggregates do not keep.
+ *
+ * Builds the summary from db (any connection that can read the schema).
  * Returns 0 or -errno (a SQLite failure translated by cw_sqlite_errno, or
  * -EINVAL for a malformed histogram blob). An empty database gives an
  * empty summary, not an error. */
@@ -44,7 +57,8 @@ void cw_summary_free(struct cw_summary *s);
 
 /* One row as a JSON object: source, op, count, p50_ns, p95_ns, p99_ns,
  * max_ns, total_ns, wall_share, and with by_line file, line, function
- * (null when unknown). The contract of `query --json`. */
+ * (null when unknown), and with per_tenant tenant and container. The
+ * contract of `query --json`. */
 json_t *cw_summary_row_json(const struct cw_summary_row *r, int by_line);
 
 #endif

@@ -10,8 +10,6 @@
 #include "tenant/tenant.h"
 #include "util/u64map.h"
 
-#define CW_TENANT_FILTERS_MAX 8
-
 struct cw_tenant_allow {
 	struct cw_tenant_filter f[CW_TENANT_FILTERS_MAX];
 	int nf;

@@ -90,6 +90,13 @@ int cw_tenant_filter_parse(struct cw_tenant_filter *f, const char *flag, const c
 		snprintf(f->value, sizeof(f->value), "%s", value);
 		return 0;
 	}
+	if (!strcmp(flag, "--namespace")) {
+		if (!cw_k8s_name_valid(value, n, 1))
+			goto bad;
+		f->kind = CW_TF_NAMESPACE;
+		snprintf(f->value, sizeof(f->value), "%s", value);
+		return 0;
+	}
 	return -ENOENT;
 bad:
 	if (!strcmp(flag, "--container"))
@@ -99,6 +106,8 @@ bad:
 		snprintf(err, errlen, "bad --pod \"%.80s\" (want a pod name or UID)", value ? value : "");
 	else if (!strcmp(flag, "--slurm-job"))
 		snprintf(err, errlen, "bad --slurm-job \"%.80s\" (want a job number)", value ? value : "");
+	else if (!strcmp(flag, "--namespace"))
+		snprintf(err, errlen, "bad --namespace \"%.80s\" (want a Kubernetes namespace)", value ? value : "");
 	else
 		snprintf(err, errlen, "bad --cgroup \"%.80s\" (want a cgroup path or a cgroup v2 id)", value ? value : "");
 	memset(f, 0, sizeof(*f));
@@ -118,7 +127,52 @@ int cw_tenant_match(const struct cw_tenant_filter *f, uint64_t id, const char *p
 		return (t->pod_uid[0] && !strcmp(t->pod_uid, f->value)) || (t->pod[0] && !strcmp(t->pod, f->value));
 	case CW_TF_SLURM_JOB:
 		return t->slurm_job[0] && !strcmp(t->slurm_job, f->value);
+	case CW_TF_NAMESPACE:
+		return t->ns[0] && !strcmp(t->ns, f->value);
 	default:
 		return 0;
 	}
+}
+
+static const struct {
+	const char *flag, *word, *alt;
+	enum cw_tenant_filter_kind kind;
+} names[] = {
+	{ "--cgroup", "cgroup", NULL, CW_TF_CGROUP_PATH },
+	{ "--container", "container", NULL, CW_TF_CONTAINER },
+	{ "--pod", "pod", NULL, CW_TF_POD },
+	{ "--slurm-job", "slurm-job", "slurm_job", CW_TF_SLURM_JOB },
+	{ "--namespace", "namespace", NULL, CW_TF_NAMESPACE },
+};
+
+int cw_tenant_filter_add(struct cw_tenant_filter *v, int *n, int max, const char *name, const char *value,
+			 char *err, size_t errlen)
+{
+	const char *flag = NULL;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !flag; i++)
+		if (!strcmp(name, names[i].flag) || !strcmp(name, names[i].word) ||
+		    (names[i].alt && !strcmp(name, names[i].alt)))
+			flag = names[i].flag;
+	if (!flag)
+		return -ENOENT;
+	if (*n >= max) {
+		snprintf(err, errlen, "at most %d tenant filters", max);
+		return -EINVAL;
+	}
+	rc = cw_tenant_filter_parse(&v[*n], flag, value ? value : "", err, errlen);
+	if (!rc)
+		(*n)++;
+	return rc;
+}
+
+const char *cw_tenant_filter_flag(const struct cw_tenant_filter *f)
+{
+	if (f->kind == CW_TF_CGROUP_ID)
+		return "--cgroup";
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].kind == f->kind)
+			return names[i].flag;
+	return "";
 }

@@ -69,7 +69,12 @@ enum cw_tenant_filter_kind {
 	CW_TF_CONTAINER,   /* --container ID-PREFIX (at least 4 hex chars) */
 	CW_TF_POD,         /* --pod NAME|UID */
 	CW_TF_SLURM_JOB,   /* --slurm-job ID */
+	CW_TF_NAMESPACE,   /* --namespace NS (reading commands only: a name from the store) */
 };
+
+/* Filters one command, request or tool call may give (repeatable; any one
+ * matching is enough). */
+#define CW_TENANT_FILTERS_MAX 8
 
 struct cw_tenant_filter {
 	enum cw_tenant_filter_kind kind;
@@ -82,6 +87,16 @@ struct cw_tenant_filter {
  * a tenant filter returns -ENOENT. */
 int cw_tenant_filter_parse(struct cw_tenant_filter *f, const char *flag, const char *value, char *err,
 			   size_t errlen);
+/* Appends one filter to v[0..*n) (at most max): name is a flag
+ * ("--container") or the same word as a query parameter or tool argument
+ * ("container", "slurm_job"). The one parser behind every command, route
+ * and tool that takes tenant filters. Returns 0, -ENOENT when name is
+ * not a tenant filter, -EINVAL (err filled) for a bad value or too many. */
+int cw_tenant_filter_add(struct cw_tenant_filter *v, int *n, int max, const char *name, const char *value,
+			 char *err, size_t errlen);
+/* The flag a filter was given as ("--container"), for forwarding it. */
+const char *cw_tenant_filter_flag(const struct cw_tenant_filter *f);
+
 /* Whether one cgroup (its id, path and identity, pod name included when
  * known) matches f itself (descendants are the caller's: a path under a
  * matched path matches too). */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "export/otlp.h"
 #include "server/live_metrics.h"
 
 static void call(struct cw_live_metrics *m, uint32_t pid, const char *comm, const char *op,
@@ -144,6 +145,101 @@ static void test_offcpu_and_idle(void **state)
 	cw_live_metrics_free(m);
 }
 
+/* Tenant labels: a named process whose cgroup trace identified carries
+ * container (12 characters), pod and namespace on every per-process
+ * family; two processes of one name in two tenants stay two series; a
+ * process of an unnamed cgroup, and the "other" fold, carry none; past
+ * CW_LIVE_MAX_TENANTS cgroups nothing more is remembered. */
+static void test_tenant_labels(void **state)
+{
+	struct cw_live_metrics *m;
+	struct cw_offcpu_row o;
+	struct cw_event_row r;
+	uint32_t me = (uint32_t)getpid();
+	char want[512], *t;
+
+	(void)state;
+	assert_int_equal(cw_live_metrics_new(&m, 3), 0);
+	memset(&r, 0, sizeof(r));
+	r.source = "cuda";
+	r.op = "cudaMalloc";
+	r.duration_ns = 100;
+	r.mono_ns = 1000000000ULL;
+	r.comm = "python";
+	for (int i = 0; i < 5; i++) {
+		r.pid = r.tid = me;
+		r.cgroup_id = 11;
+		cw_live_metrics_event(m, &r);
+		r.pid = r.tid = 4242;
+		r.cgroup_id = 22;
+		cw_live_metrics_event(m, &r);
+	}
+	r.pid = r.tid = 4343; /* no identity for cgroup 33 */
+	r.cgroup_id = 33;
+	cw_live_metrics_event(m, &r);
+	cw_live_metrics_event(m, &r);
+	r.pid = r.tid = 4444; /* folded into "other" */
+	r.cgroup_id = 11;
+	cw_live_metrics_event(m, &r);
+	cw_live_metrics_tenant(m, 11, "3f2b9c0d1e4a5b6c7d8e9f00112233445566778899aabbccddeeff0011223344", "trainer-0",
+			       "ml");
+	cw_live_metrics_tenant(m, 22, "slurm-job-4242", "", NULL);
+	cw_live_metrics_tenant(m, 33, "", "", ""); /* nothing known: ignored */
+	memset(&o, 0, sizeof(o));
+	o.pid = o.tid = me;
+	o.comm = "python";
+	o.start_mono_ns = 100;
+	o.end_mono_ns = 100 + 250000000ULL;
+	o.reason = "preempted";
+	cw_live_metrics_offcpu(m, &o);
+	t = render(m, 4000000000ULL);
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_count{node=\"n1\",process=\"python\","
+				  "container=\"3f2b9c0d1e4a\",pod=\"trainer-0\",namespace=\"ml\","
+				  "source=\"cuda\",op=\"cudaMalloc\"} 5\n"));
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_count{node=\"n1\",process=\"python\","
+				  "container=\"slurm-job-4242\",source=\"cuda\",op=\"cudaMalloc\"} 5\n"));
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_count{node=\"n1\",process=\"python\","
+				  "source=\"cuda\",op=\"cudaMalloc\"} 2\n"));
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_count{node=\"n1\",process=\"other\","
+				  "source=\"cuda\",op=\"cudaMalloc\"} 1\n"));
+	assert_non_null(strstr(t, "causeway_op_errors_total{node=\"n1\",process=\"python\","
+				  "container=\"3f2b9c0d1e4a\",pod=\"trainer-0\",namespace=\"ml\","));
+	snprintf(want, sizeof(want),
+		 "causeway_process_cuda_idle_seconds{node=\"n1\",pid=\"%u\",process=\"python\","
+		 "container=\"3f2b9c0d1e4a\",pod=\"trainer-0\",namespace=\"ml\"} 3.000\n", me);
+	assert_non_null(strstr(t, want));
+	snprintf(want, sizeof(want),
+		 "causeway_offcpu_seconds_total{node=\"n1\",process=\"python\",container=\"3f2b9c0d1e4a\","
+		 "pod=\"trainer-0\",namespace=\"ml\",pid=\"%u\",reason=\"preempted\"} 0.25\n", me);
+	assert_non_null(strstr(t, want));
+	free(t);
+	/* OTLP data points carry the same labels as attributes. */
+	t = cw_otlp_metrics_payload("/nonexistent/cw.db", "n1", m, 1, 2);
+	assert_non_null(t);
+	assert_non_null(strstr(t, "{\"key\":\"process\",\"value\":{\"stringValue\":\"python\"}},{\"key\":"
+				  "\"container\",\"value\":{\"stringValue\":\"3f2b9c0d1e4a\"}},{\"key\":\"pod\","
+				  "\"value\":{\"stringValue\":\"trainer-0\"}},{\"key\":\"namespace\",\"value\":"
+				  "{\"stringValue\":\"ml\"}}"));
+	free(t);
+	/* Label values are escaped; the table is capped. */
+	cw_live_metrics_tenant(m, 22, "", "a\"b", "x\\y"); /* a known cgroup is updated */
+	for (uint64_t id = 1000; id < 1000 + CW_LIVE_MAX_TENANTS; id++)
+		cw_live_metrics_tenant(m, id, "0123456789abcdef", "p", "n");
+	r.pid = r.tid = 4545;
+	r.cgroup_id = 99999;
+	r.comm = "late";
+	for (int i = 0; i < 10; i++)
+		cw_live_metrics_event(m, &r);
+	cw_live_metrics_tenant(m, 99999, "fedcba9876543210", "late-pod", "n");
+	t = render(m, 4000000000ULL);
+	assert_non_null(strstr(t, "causeway_op_duration_seconds_count{node=\"n1\",process=\"late\",source="));
+	assert_null(strstr(t, "late-pod"));
+	assert_non_null(strstr(t, "process=\"python\",pod=\"a\\\"b\",namespace=\"x\\\\y\",source="));
+	assert_non_null(strstr(t, "container=\"3f2b9c0d1e4a\",pod=\"trainer-0\""));
+	free(t);
+	cw_live_metrics_free(m);
+}
+
 /* A launched command's first rows (fork, a page allocation) carry the
  * parent's name, and a kernel row can be read after the calls: the name of
  * the process's CUDA calls labels it. */
@@ -201,6 +297,7 @@ int main(void)
 		cmocka_unit_test(test_offcpu_and_idle),
 		cmocka_unit_test(test_series_cap),
 		cmocka_unit_test(test_name_follows_exec),
+		cmocka_unit_test(test_tenant_labels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,6 +17,7 @@
 #include "fleet/merge.h"
 #include "store/store.h"
 #include "store/writer.h"
+#include "tenant/tenant.h"
 
 #define MS 1000000LL
 
@@ -150,6 +151,24 @@ static int make_db(const char *name, const char *node, int nev, uint64_t stack_h
 				   .wall_ns = 1700000000000000000ULL, .reason = "blocked" };
 	if (cw_writer_offcpu(w, &o))
 		return -1;
+	/* A pod's container with its whole identity, and one pressure sample. */
+	{
+		static const char cgpath[] = "/kubepods.slice/kubepods-burstable.slice/"
+					   "kubepods-burstable-pod0e1d2c3b_4a59_6877_8695_a4b3c2d1e0f9.slice/"
+					   "cri-containerd-3f2b9c0d1e4a5b6c7d8e9f00112233445566778899aabbccddeeff0011223344.scope";
+		struct cw_tenant t;
+		struct cw_cgroup_row cr = { .cgroup_id = 4242, .path = cgpath, .t = &t, .seen_wall_ns = 1700000000000000000ULL };
+		struct cw_pressure_row pr = { .cgroup_id = 4242, .wall_ns = 1700000000000000000ULL, .mono_ns = 1000,
+					      .psi_total_us = { 1, 2, 3, 4, 5, 6 }, .nr_periods = 10, .nr_throttled = 7,
+					      .throttled_usec = 9000, .quota_us = 50000, .period_us = 100000 };
+
+		if (cw_tenant_parse(cgpath, &t))
+			return -1;
+		snprintf(t.pod, sizeof(t.pod), "trainer-%s", node);
+		snprintf(t.ns, sizeof(t.ns), "ml");
+		if (cw_writer_cgroup_row(w, &cr) || cw_writer_cgroup_pressure(w, &pr))
+			return -1;
+	}
 	cw_writer_free(w);
 	cw_store_close(st);
 	return 0;
@@ -244,6 +263,32 @@ static void merge_counts_and_dedup(void **state)
 	assert_int_equal(sqlite3_column_int(q, 1), 8);
 	assert_int_equal(sqlite3_column_int(q, 2), 1);
 	assert_int_equal(sqlite3_column_int(q, 3), 0);
+	sqlite3_finalize(q);
+	/* Identity rows are copied whole: the containers view answers per
+	 * node as it does on each input, and pressure samples follow. */
+	assert_int_equal(sqlite3_prepare_v2(st->db,
+					    "SELECT c.node, c.runtime, c.container_id, c.pod, c.namespace, c.pod_uid, c.qos,"
+					    " c.tenant, c.first_seen_wall_ns, (SELECT count(*) FROM cgroup_pressure p"
+					    " WHERE p.node = c.node AND p.cgroup_id = c.cgroup_id AND p.nr_throttled = 7"
+					    " AND p.session_id = (SELECT id FROM sessions s WHERE s.node = c.node))"
+					    " FROM containers c WHERE c.cgroup_id = 4242 ORDER BY c.node",
+					    -1, &q, NULL),
+			 SQLITE_OK);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+		assert_string_equal((const char *)sqlite3_column_text(q, 0), i ? "nb" : "na");
+		assert_string_equal((const char *)sqlite3_column_text(q, 1), "containerd");
+		assert_string_equal((const char *)sqlite3_column_text(q, 2),
+				    "3f2b9c0d1e4a5b6c7d8e9f00112233445566778899aabbccddeeff0011223344");
+		assert_string_equal((const char *)sqlite3_column_text(q, 3), i ? "trainer-nb" : "trainer-na");
+		assert_string_equal((const char *)sqlite3_column_text(q, 4), "ml");
+		assert_string_equal((const char *)sqlite3_column_text(q, 5), "0e1d2c3b-4a59-6877-8695-a4b3c2d1e0f9");
+		assert_string_equal((const char *)sqlite3_column_text(q, 6), "burstable");
+		assert_string_equal((const char *)sqlite3_column_text(q, 7), "pod:0e1d2c3b-4a59-6877-8695-a4b3c2d1e0f9");
+		assert_int_equal(sqlite3_column_int64(q, 8), 1700000000000000000LL);
+		assert_int_equal(sqlite3_column_int(q, 9), 1);
+	}
+	assert_int_equal(sqlite3_step(q), SQLITE_DONE);
 	sqlite3_finalize(q);
 	cw_store_close(st);
 	remove_out();

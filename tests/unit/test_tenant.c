@@ -252,6 +252,42 @@ static void test_filters(void **state)
 	assert_true(cw_cgpath_covers("/", "/x"));
 }
 
+/* The one parser behind flags, query parameters and tool arguments. */
+static void test_filter_add(void **state)
+{
+	struct cw_tenant_filter v[3];
+	struct cw_tenant t;
+	char err[256];
+	int n = 0;
+
+	(void)state;
+	t = parse_ok("/kubepods/burstable/pod" UID "/" ID64);
+	snprintf(t.ns, sizeof(t.ns), "ml");
+	assert_int_equal(cw_tenant_filter_add(v, &n, 3, "namespace", "ml", err, sizeof(err)), 0);
+	assert_int_equal(v[0].kind, CW_TF_NAMESPACE);
+	assert_true(cw_tenant_match(&v[0], 1, "/x", &t));
+	snprintf(t.ns, sizeof(t.ns), "batch");
+	assert_false(cw_tenant_match(&v[0], 1, "/x", &t));
+	assert_string_equal(cw_tenant_filter_flag(&v[0]), "--namespace");
+	/* A namespace is a DNS-1123 label: no dots, no upper case. */
+	assert_int_equal(cw_tenant_filter_add(v, &n, 3, "--namespace", "a.b", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "bad --namespace \"a.b\" (want a Kubernetes namespace)");
+	assert_int_equal(cw_tenant_filter_add(v, &n, 3, "slurm_job", "42", err, sizeof(err)), 0);
+	assert_int_equal(v[1].kind, CW_TF_SLURM_JOB);
+	assert_string_equal(cw_tenant_filter_flag(&v[1]), "--slurm-job");
+	assert_int_equal(cw_tenant_filter_add(v, &n, 3, "cgroup", "77", err, sizeof(err)), 0);
+	assert_string_equal(cw_tenant_filter_flag(&v[2]), "--cgroup");
+	/* Full, and names that are not filters. */
+	assert_int_equal(cw_tenant_filter_add(v, &n, 3, "pod", "p", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "at most 3"));
+	assert_int_equal(n, 3);
+	n = 0;
+	assert_int_equal(cw_tenant_filter_add(v, &n, 3, "since", "5m", err, sizeof(err)), -ENOENT);
+	assert_int_equal(cw_tenant_filter_add(v, &n, 3, "--pid", "5", err, sizeof(err)), -ENOENT);
+	assert_int_equal(cw_tenant_filter_add(v, &n, 3, "container", NULL, err, sizeof(err)), -EINVAL);
+	assert_int_equal(n, 0);
+}
+
 static void test_keys(void **state)
 {
 	struct cw_tenant a, b;
@@ -279,6 +315,7 @@ int main(void)
 		cmocka_unit_test(test_crio_docker_podman), cmocka_unit_test(test_slurm_systemd),
 		cmocka_unit_test(test_malformed),          cmocka_unit_test(test_k8s_names),
 		cmocka_unit_test(test_filters),            cmocka_unit_test(test_keys),
+		cmocka_unit_test(test_filter_add),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
