@@ -31,5 +31,7 @@ int cw_metrics_store_host(sqlite3 *db, struct strbuf *sb);     /* latest host sn
 int cw_metrics_render_nccl(sqlite3 *db, struct strbuf *sb);
 /* GPU health from the GPU tables and Xid events (metrics_gpu.c). */
 int cw_metrics_render_gpu(sqlite3 *db, struct strbuf *sb);
+/* PSI and CFS throttling of the traced cgroups (metrics_pressure.c). */
+int cw_metrics_render_pressure(sqlite3 *db, struct strbuf *sb);
 
 #endif

@@ -270,15 +270,17 @@ static void render_devices(struct strbuf *sb, const struct dev *v, int n)
 	      "NVLink replay, recovery and CRC errors over the active links.", R_NVLINK, 1);
 }
 
-/* Per-process device memory at the device's newest sample. */
+/* Per-process device memory at the device's newest sample, named by the
+ * process row (the main thread's row when there is none). */
 static int render_processes(sqlite3 *db, struct strbuf *sb, const struct dev *v, int n)
 {
 	sqlite3_stmt *st;
 	int rc;
 
 	if (sqlite3_prepare_v2(db,
-			       "SELECT g.pid, g.used_bytes, (SELECT comm FROM processes p WHERE p.node = g.node AND"
-			       " p.pid = g.pid) FROM gpu_processes g WHERE g.node = ?1 AND g.device = ?2 AND"
+			       "SELECT g.pid, g.used_bytes, coalesce((SELECT comm FROM processes p WHERE p.node = g.node AND"
+			       " p.pid = g.pid), (SELECT comm FROM threads t WHERE t.node = g.node AND t.tid = g.pid))"
+			       " FROM gpu_processes g WHERE g.node = ?1 AND g.device = ?2 AND"
 			       " g.wall_ns = ?3 AND g.used_bytes IS NOT NULL ORDER BY g.pid",
 			       -1, &st, NULL) != SQLITE_OK)
 		return 0;
