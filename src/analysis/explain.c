@@ -659,6 +659,27 @@ static int nccl_chains(sqlite3 *db, const struct cw_explain_opts *o, struct cw_e
 	return n < 0 ? n : 0;
 }
 
+/* The window as cw_explain_run resolves it: open ends at the first and
+ * last second with data (of node_filter's node). lo/hi: -1 when none. */
+static int resolve_window(sqlite3 *db, const struct cw_explain_opts *o, int64_t *lo, int64_t *hi, uint64_t *from,
+			  uint64_t *to)
+{
+	int ret = window_bounds(db, o->node_filter, lo, hi);
+
+	if (ret < 0)
+		return ret;
+	*from = o->from_wall_ns ? o->from_wall_ns : (*lo < 0 ? 0 : (uint64_t)*lo * NSEC_PER_SEC);
+	*to = o->to_wall_ns ? o->to_wall_ns : (*hi < 0 ? 0 : (uint64_t)(*hi + 1) * NSEC_PER_SEC - 1);
+	return 0;
+}
+
+int cw_explain_window(sqlite3 *db, const struct cw_explain_opts *o, uint64_t *from_wall_ns, uint64_t *to_wall_ns)
+{
+	int64_t lo, hi;
+
+	return resolve_window(db, o, &lo, &hi, from_wall_ns, to_wall_ns);
+}
+
 int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_explain_result *out)
 {
 	struct cw_opstat *ops = NULL;
@@ -667,10 +688,8 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 	int nops = 0, ret;
 
 	memset(out, 0, sizeof(*out));
-	if ((ret = window_bounds(db, o->node_filter, &lo, &hi)) < 0)
+	if ((ret = resolve_window(db, o, &lo, &hi, &out->from_wall_ns, &out->to_wall_ns)) < 0)
 		return ret;
-	out->from_wall_ns = o->from_wall_ns ? o->from_wall_ns : (lo < 0 ? 0 : (uint64_t)lo * NSEC_PER_SEC);
-	out->to_wall_ns = o->to_wall_ns ? o->to_wall_ns : (hi < 0 ? 0 : (uint64_t)(hi + 1) * NSEC_PER_SEC - 1);
 	/* A trace that lost records reads as complete unless it says so. */
 	ret = cw_store_losses(db, o->node_filter, out->from_wall_ns, out->to_wall_ns, &out->losses);
 	if (ret < 0)

@@ -217,6 +217,11 @@ json_t *cw_explain_to_json(const struct cw_explain_result *r);
  * lag_ns, mean_lag_ns, last_seq, comm_wait_share, waited_for_straggler_ns,
  * straggler, missing. NULL on error; an empty array without NCCL data. */
 json_t *cw_nccl_ranks_json(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall);
+/* The window cw_explain_run analyses for o (open ends: the first and last
+ * second with data), for callers that need it without a run (the MCP
+ * nccl_ranks tool gives it to cw_nccl_ranks_json as explain --ranks does).
+ * Returns 0 or -errno. */
+int cw_explain_window(sqlite3 *db, const struct cw_explain_opts *o, uint64_t *from_wall_ns, uint64_t *to_wall_ns);
 
 /* Appends one chains row per chain, stamped now_wall_ns; never updates or
  * deletes. Returns the number of rows written or -errno. */

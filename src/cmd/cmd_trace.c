@@ -36,6 +36,7 @@
 #include "loader/probe_features.h"
 #include "loader/prog_stats.h"
 #include "server/live_metrics.h"
+#include "server/writer_lag.h"
 #include "cmd/trace_python.h"
 #include "cmd/trace_tenant.h"
 #include "tenant/resolve.h"
@@ -166,6 +167,7 @@ struct trace {
 	struct serve_setup ss;
 	struct cw_server *srv;
 	struct cw_live_metrics *metrics; /* /metrics and OTLP figures of this session */
+	struct cw_writer_lag *wlag;      /* --serve: /metrics' writer lag */
 	struct cw_otlp *otlp;         /* --otlp or otlp.endpoint */
 	int stats_fd;                 /* --bpf-stats: BPF_ENABLE_STATS, -1 none */
 	int view_on;
@@ -281,6 +283,28 @@ static void tap(void *ctx, const void *data, size_t size)
 		on_proc(t, (const struct cw_proc *)data);
 }
 
+/* The writer's commit count, the one figure writer lag needs from the
+ * writer (server/writer_lag.h): the batches cw_writer_get_stats() counts.
+ * Lock held. */
+static uint64_t writer_commits_locked(struct trace *t)
+{
+	struct cw_writer_stats ws;
+
+	cw_writer_get_stats(t->w, &ws);
+	return ws.batches;
+}
+
+/* The same from another thread (a scrape). */
+static int writer_commits(void *ctx, uint64_t *commits)
+{
+	struct trace *t = ctx;
+
+	cw_consumer_lock(&t->cons);
+	*commits = writer_commits_locked(t);
+	cw_consumer_unlock(&t->cons);
+	return 0;
+}
+
 /* Consumer thread, lock held: every stored off-CPU interval. */
 static void observe_offcpu(void *ctx, const struct cw_offcpu_row *r)
 {
@@ -288,6 +312,8 @@ static void observe_offcpu(void *ctx, const struct cw_offcpu_row *r)
 
 	if (t->metrics)
 		cw_live_metrics_offcpu(t->metrics, r);
+	if (t->wlag)
+		cw_writer_lag_row(t->wlag, r->end_mono_ns, writer_commits_locked(t), cw_monotonic_ns());
 }
 
 /* Consumer thread, lock held: every stored row. */
@@ -299,6 +325,8 @@ static void observe(void *ctx, const struct cw_event_row *r)
 		cw_trace_view_observe(t->view, r);
 	if (t->metrics)
 		cw_live_metrics_event(t->metrics, r);
+	if (t->wlag)
+		cw_writer_lag_row(t->wlag, r->mono_ns + r->duration_ns, writer_commits_locked(t), cw_monotonic_ns());
 	trace_gpu_observe(t->gpu, r);
 	if (t->o.json) {
 		json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:i,s:s,s:s,s:s}", "wall_ns", (json_int_t)r->wall_ns,
@@ -1028,6 +1056,8 @@ static void tick(struct trace *t, uint64_t start_ns)
 	}
 	store_counters(t, &lt);
 	watch_store(t, &lt);
+	if (t->wlag)
+		cw_writer_lag_commits(t->wlag, writer_commits_locked(t), cw_monotonic_ns());
 	if (t->view_on) {
 		struct cw_trace_view_status vs = {
 			.elapsed_ns = cw_monotonic_ns() - start_ns,
@@ -1440,6 +1470,11 @@ static int run(struct trace *t)
 			goto out;
 		}
 		cw_server_set_live_metrics(t->srv, t->metrics);
+		if (cw_writer_lag_new(&t->wlag, writer_commits, t)) {
+			cw_report_error(json, "out of memory");
+			goto out;
+		}
+		cw_server_set_writer_lag(t->srv, t->wlag);
 	}
 	rescan(t);
 	trace_tenant_set_metrics(t->tenant, t->metrics);
@@ -1594,6 +1629,7 @@ out:
 		session_late_facts(t);
 	}
 	cw_server_stop(t->srv);
+	cw_writer_lag_free(t->wlag);
 	otlp_setup_stop(t->otlp, "trace", json);
 	if (t->stats_fd >= 0)
 		close(t->stats_fd);

@@ -1,6 +1,6 @@
 /* The tool table: names, descriptions written for a model, and JSON
  * schemas. A new tool is one row here and one function in tools_*.c;
- * later tools (NCCL, tenants, GPU health) go through the same table. */
+ * later tools (tenants, GPU health) go through the same table. */
 #include "mcp/tools_int.h"
 
 #define WINDOW_PROPS                                                                                      \
@@ -234,6 +234,41 @@ static const struct cw_mcp_tool tools[] = {
 		"{\"type\": \"boolean\"}}}",
 		cw_tool_run_demo,
 		0,
+	},
+	{
+		"nccl_ranks",
+		"NCCL ranks: who arrives late, who is missing",
+		"Per rank of the NCCL jobs in the window (the table of `causeway explain --ranks --json`): "
+		"collectives entered, how many it entered last (late) and the summed and mean lag of those "
+		"arrivals, the last collective sequence number it entered, the share of its step spent waiting "
+		"in collectives (comm_wait_share), whether it is the straggler every other rank waits for, and "
+		"whether a collective has waited for it past the hang threshold (missing: the job is hung on "
+		"it). Use it for \"which rank is slow\" or \"why is the job stuck\"; causal_chains with rank "
+		"says why that rank is late. Lags are nanoseconds.",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" WINDOW_PROPS ","
+		"\"node\": {\"type\": \"string\", \"maxLength\": 255, \"description\": \"only ranks on this node "
+		"(merged databases)\"},"
+		"\"hang_after\": {\"type\": \"string\", \"maxLength\": 32, \"description\": \"floor of the hang "
+		"threshold, a DURATION such as 30s (default: 20 x the median step, at least 10s)\"},"
+		"\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1024, \"description\": \"ranks "
+		"(default 64)\"}}}",
+		"{\"type\": \"object\", \"required\": [\"ranks\", \"rank_count\", \"total_ranks\", "
+		"\"straggler_rank\", \"missing_ranks\", \"hang\", \"truncated\"], \"properties\": {\"node\": "
+		"{\"type\": \"string\"}, \"window\": {\"type\": \"object\"}, \"ranks\": {\"type\": \"array\", "
+		"\"items\": {\"type\": \"object\", \"required\": [\"node\", \"pid\", \"rank\", \"collectives\", "
+		"\"late\", \"lag_ns\", \"mean_lag_ns\", \"last_seq\", \"comm_wait_share\", \"straggler\", "
+		"\"missing\"], \"properties\": {\"node\": {\"type\": \"string\"}, \"pid\": {\"type\": "
+		"\"integer\"}, \"tid\": {\"type\": \"integer\"}, \"rank\": {\"type\": [\"integer\", \"null\"]}, "
+		"\"collectives\": {\"type\": \"integer\"}, \"late\": {\"type\": \"integer\"}, \"lag_ns\": "
+		"{\"type\": \"integer\"}, \"mean_lag_ns\": {\"type\": \"integer\"}, \"last_seq\": {\"type\": "
+		"\"integer\"}, \"waited_for_straggler_ns\": {\"type\": \"integer\"}, \"comm_wait_share\": "
+		"{\"type\": \"number\"}, \"straggler\": {\"type\": \"boolean\"}, \"missing\": {\"type\": "
+		"\"boolean\"}}}}, \"rank_count\": {\"type\": \"integer\"}, \"total_ranks\": {\"type\": "
+		"\"integer\"}, \"straggler_rank\": {\"type\": [\"integer\", \"null\"]}, \"missing_ranks\": "
+		"{\"type\": \"array\"}, \"hang\": {\"type\": \"boolean\"}, \"truncated\": {\"type\": "
+		"\"boolean\"}}}",
+		cw_tool_nccl_ranks,
+		1,
 	},
 	{
 		"check",

@@ -648,14 +648,27 @@ static int on_proc(struct cw_pipeline *p, const struct cw_proc *pr)
 	prow.rank = prow.local_rank = prow.world_size = -1;
 	prow.comm = comm;
 	switch (pr->hdr.op) {
-	case CW_OP_fork:
+	case CW_OP_fork: {
+		int64_t seen;
+
 		prow.pid = pr->child_pid;
 		prow.ppid = pr->parent_pid ? pr->parent_pid : pr->hdr.pid;
 		prow.start_wall_ns = row.wall_ns;
+		/* Rings are read in any order: the child's exec or its own
+		 * records may have named it already, and the parent's name at
+		 * fork must not replace that. */
+		if (u64map_get(&p->seen_pids, (uint64_t)pr->child_pid + 1, &seen))
+			prow.comm = NULL;
 		break;
+	}
 	case CW_OP_exec:
 		prow.pid = pr->hdr.pid;
 		prow.cmdline = row.detail;
+		/* Records written before exec (an off-CPU interval of the
+		 * child waiting to exec) may be read after this one from their
+		 * own ring: as the first sight of the pid they would rename it
+		 * back (note_process). */
+		(void)u64map_put(&p->seen_pids, (uint64_t)pr->hdr.pid + 1, 1);
 		break;
 	case CW_OP_exit:
 		prow.pid = pr->hdr.pid;

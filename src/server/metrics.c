@@ -15,6 +15,7 @@
 
 #include "loader/prog_stats.h"
 #include "server/live_metrics.h"
+#include "server/writer_lag.h"
 #include "server/internal.h"
 #include "store/store.h"
 #include "util/timeutil.h"
@@ -52,6 +53,11 @@ int cw_prom_sanitize_name(struct strbuf *sb, const char *s)
 void cw_server_set_live_metrics(struct cw_server *s, struct cw_live_metrics *m)
 {
 	atomic_store(&s->live, m);
+}
+
+void cw_server_set_writer_lag(struct cw_server *s, struct cw_writer_lag *l)
+{
+	atomic_store(&s->wlag, l);
 }
 
 /* The agent's own CPU time and resident memory, under the names every
@@ -171,11 +177,17 @@ void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
 		if (live) {
 			rc = cw_live_metrics_render(live, s->node, cw_monotonic_ns(), &sb);
 			render_bpf(&sb, s->node);
+			if (!rc && atomic_load(&s->wlag))
+				rc = cw_writer_lag_render(atomic_load(&s->wlag), s->node, cw_monotonic_ns(), &sb);
 		} else
 			rc = cw_metrics_store_ops(db, &sb);
 	}
 	if (!rc)
 		rc = cw_metrics_render_nccl(db, &sb);
+	if (!rc)
+		rc = cw_metrics_render_gpu(db, &sb);
+	if (!rc)
+		rc = cw_metrics_render_pressure(db, &sb);
 	cw_server_close_db(db);
 	if (rc || sb.overflow) {
 		strbuf_release(&sb);

@@ -36,5 +36,9 @@ int cw_metrics_store_chains(sqlite3 *db, struct strbuf *sb);   /* chains by kind
 int cw_metrics_store_host(sqlite3 *db, struct strbuf *sb);     /* latest host snapshot */
 /* The NCCL per-rank series (metrics_nccl.c). Returns 0 or -errno. */
 int cw_metrics_render_nccl(sqlite3 *db, struct strbuf *sb);
+/* GPU health from the GPU tables and Xid events (metrics_gpu.c). */
+int cw_metrics_render_gpu(sqlite3 *db, struct strbuf *sb);
+/* PSI and CFS throttling of the traced cgroups (metrics_pressure.c). */
+int cw_metrics_render_pressure(sqlite3 *db, struct strbuf *sb);
 
 #endif

@@ -52,6 +52,10 @@ struct cw_live_metrics;
  * (per-process latency histograms, errors, off-CPU time, the stall gauge)
  * from m instead of the store's aggregates. m must outlive the server. */
 void cw_server_set_live_metrics(struct cw_server *s, struct cw_live_metrics *m);
+struct cw_writer_lag;
+/* trace --serve: /metrics adds the writer lag families (server/writer_lag.h)
+ * from l, which must outlive the server. */
+void cw_server_set_writer_lag(struct cw_server *s, struct cw_writer_lag *l);
 
 /* Generates (or reuses, when both files exist and load) an ECDSA P-256
  * self-signed certificate for node in dir as server.crt and server.key, the

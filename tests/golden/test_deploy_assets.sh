@@ -29,14 +29,15 @@ promtool check rules "$R/deploy/prometheus/causeway-rules.yaml" >"$D/out" 2>&1 |
 	fail "promtool test rules: $(cat "$D/out")"
 cmp -s "$R/deploy/prometheus/causeway-rules.yaml" "$R/deploy/helm/causeway/files/causeway-rules.yaml" ||
 	fail "the chart's files/causeway-rules.yaml differs from deploy/prometheus/causeway-rules.yaml"
-for alert in TrainingJobStalled StragglerRank CUDATailLatencyHigh NoisyNeighbour AgentLosingEvents AgentDown; do
+for alert in TrainingJobStalled StragglerRank CUDATailLatencyHigh NoisyNeighbour AgentLosingEvents AgentDown \
+	GPUXidCritical GPUXidError GPUThermalThrottling GPUPowerBrake; do
 	grep -q "alertname: $alert\$" "$R/tests/prometheus/causeway-rules.test.yaml" || fail "no test case for $alert"
 done
 
-# The /metrics of two demo databases (a training loop, an NCCL job), for
-# the documentation check below.
+# The /metrics of three demo databases (a training loop, an NCCL job, a GPU
+# fault), for the documentation check below.
 : >"$D/metrics.txt"
-for sc in incident nccl-hang; do
+for sc in incident nccl-hang xid-fault; do
 	"$CW_BIN" demo "$sc" --db "$D/$sc.db" >/dev/null 2>&1 || fail "demo $sc"
 	"$CW_BIN" serve --db "$D/$sc.db" --no-tls --listen 127.0.0.1:0 2>"$D/serve-$sc.log" &
 	SP=$!
@@ -51,6 +52,7 @@ for sc in incident nccl-hang; do
 	wait $SP 2>/dev/null
 done
 grep -q '^causeway_nccl_hang_missing' "$D/metrics.txt" || fail "no NCCL series from the nccl-hang demo"
+grep -q '^causeway_gpu_xid_errors_total{.*code="79"' "$D/metrics.txt" || fail "no Xid series from the xid-fault demo"
 
 python3 - "$R" "$D" <<'PY' || exit 1
 import copy, json, re, subprocess, sys, yaml
@@ -64,7 +66,15 @@ tv = {v["name"]: v for v in dash["templating"]["list"]}
 if tv.get("datasource", {}).get("type") != "datasource" or tv["datasource"].get("query") != "prometheus":
     die("dashboard has no Prometheus datasource variable")
 exprs = []
+rows = [p for p in dash["panels"] if p.get("type") == "row"]
+if "GPU health" not in [r.get("title") for r in rows]:
+    die("dashboard has no GPU health row")
+for r in rows:
+    if r.get("targets") or r.get("gridPos", {}).get("w") != 24:
+        die("row %r must span the width and hold no query" % r.get("title"))
 for p in dash["panels"]:
+    if p.get("type") == "row":
+        continue
     if p.get("datasource", {}).get("uid") != "${datasource}":
         die("panel %r does not use the datasource variable" % p["title"])
     if not p.get("targets"):
@@ -104,7 +114,9 @@ for fam in sorted(used | served):
 for fam in sorted(used):
     if fam not in served and fam not in (
             "causeway_op_errors_total", "causeway_process_cuda_idle_seconds",
-            "causeway_offcpu_seconds_total"):  # live-only: test_prometheus_scrape
+            "causeway_offcpu_seconds_total",  # live-only: test_prometheus_scrape
+            "causeway_writer_lag_seconds", "causeway_writer_commit_lag_seconds",
+            "causeway_cgroup_pressure_seconds_total"):  # trace only: test_metrics_gpu
         die("rules or dashboard use %s, which /metrics does not serve" % fam)
 
 # ---- Kubernetes ----

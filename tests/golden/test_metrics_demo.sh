@@ -32,8 +32,8 @@ for s in $scenarios; do
 	wait "$SP" 2>/dev/null
 	SP=
 	promtool check metrics <"$D/m.txt" || fail "promtool on $s: $(promtool check metrics <"$D/m.txt" 2>&1)"
-	python3 - "$D/m.txt" "$D/q.json" "$s" <<'PY' || exit 1
-import json, re, sys
+	python3 - "$D/m.txt" "$D/q.json" "$s" "$db" <<'PY' || exit 1
+import json, re, sqlite3, sys
 text = open(sys.argv[1]).read()
 ops = json.load(open(sys.argv[2]))
 scen = sys.argv[3]
@@ -77,6 +77,29 @@ for o in ops:
     lo = buckets[half - 1][0] if half else 0
     if not (lo * 0.95 <= p50 <= buckets[half][0] * 1.05):
         sys.exit("FAIL %s: %s p50 %g outside bucket (%g, %g]" % (scen, op, p50, lo, buckets[half][0]))
+# GPU scenarios: each gauge is the device's newest stored sample, every
+# clock-event bit its own 0/1 series, Xid faults counted by code.
+con = sqlite3.connect("file:%s?mode=ro" % sys.argv[4], uri=True)
+newest = con.execute("SELECT device, temp_gpu, power_mw, sm_mhz, mem_used, gpu_util, clock_reasons, wall_ns"
+                     " FROM gpu_samples ORDER BY wall_ns DESC LIMIT 1").fetchone()
+def gpu(fam, **want):
+    return [v for l, v in series.get(fam, []) if all(l.get(k) == str(w) for k, w in want.items())]
+if newest:
+    dev, temp, mw, mhz, used, util, reasons, wall = newest
+    for fam, want in (("causeway_gpu_temperature_celsius", temp), ("causeway_gpu_power_watts", mw / 1e3),
+                      ("causeway_gpu_sm_clock_hertz", mhz * 1e6), ("causeway_gpu_memory_used_bytes", used),
+                      ("causeway_gpu_utilization_ratio", util / 100), ("causeway_gpu_last_sample_timestamp_seconds", wall / 1e9)):
+        got = gpu(fam, gpu=dev, **({"sensor": "gpu"} if "temperature" in fam else {}))
+        if len(got) != 1 or abs(got[0] - want) > 1e-6 * max(1, abs(want)):
+            sys.exit("FAIL %s: %s = %r, newest sample %r" % (scen, fam, got, want))
+    bits = {"sw_power_cap": 4, "hw_slowdown": 8, "sw_thermal": 0x20, "hw_thermal": 0x40, "hw_power_brake": 0x80}
+    for reason, bit in bits.items():
+        if gpu("causeway_gpu_clock_event_active", gpu=dev, reason=reason) != [1 if reasons & bit else 0]:
+            sys.exit("FAIL %s: reason %s, newest sample's bits %#x" % (scen, reason, reasons))
+    xids = {str(c): n for c, n in con.execute("SELECT arg0, count(*) FROM events WHERE op = 'xid' GROUP BY arg0")}
+    got = {l["code"]: v for l, v in series.get("causeway_gpu_xid_errors_total", [])}
+    if got != xids:
+        sys.exit("FAIL %s: Xid series %r, stored %r" % (scen, got, xids))
 chains = sum(v for l, v in series.get("causeway_chains", []))
 if scen != "healthy" and chains < 1:
     sys.exit("FAIL %s: no stored chain counted" % scen)

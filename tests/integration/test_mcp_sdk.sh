@@ -5,7 +5,8 @@
 # bearer token (`serve`'s /mcp). Every tool is called on a demo database and
 # checked against explain --json / query --json; bad arguments, an unknown
 # tool, a write through run_sql, an oversized request and clients without a
-# certificate or token are refused, and the server keeps serving.
+# certificate or token are refused, and the server keeps serving; nccl_ranks
+# answers explain --ranks --json's rows on an NCCL demo database.
 . "$CW_ROOT/tests/integration/fleet_lib.sh"
 "$CW_ROOT/scripts/install-mcp-tests.sh"
 rc=$?
@@ -13,6 +14,7 @@ rc=$?
 [ $rc = 0 ] || fail "npm ci in tests/mcp failed"
 mkcerts
 "$CW_BIN" demo --db "$T/d.db" >/dev/null 2>&1 || fail "demo database"
+"$CW_BIN" demo nccl-straggler --db "$T/nccl.db" >/dev/null 2>&1 || fail "NCCL demo database"
 echo "mcp-token-$RANDOM$RANDOM" >"$T/token"
 start_agent gpu-1 "$T/d.db" --cert "$PKI/server.crt" --key "$PKI/server.key" \
 	--client-ca "$PKI/ca.crt" --token-file "$T/token"
@@ -30,7 +32,7 @@ echo "$out" | grep -q '"id":2,"result":{}' || fail "no answer after the over-lon
 
 mkdir -p "$T/out"
 cd "$CW_ROOT/tests/mcp" || exit 1
-CW_BIN=$CW_BIN MCP_DB=$T/d.db MCP_URL=https://127.0.0.1:$PORT/mcp MCP_CA=$PKI/ca.crt \
+CW_BIN=$CW_BIN MCP_DB=$T/d.db MCP_NCCL_DB=$T/nccl.db MCP_URL=https://127.0.0.1:$PORT/mcp MCP_CA=$PKI/ca.crt \
 	MCP_CERT=$PKI/client.crt MCP_KEY=$PKI/client.key MCP_WRONG_CERT=$PKI/wrong.crt \
 	MCP_WRONG_KEY=$PKI/wrong.key MCP_TOKEN=$(cat "$T/token") MCP_FLEET=127.0.0.1:$PORT,127.0.0.1:1 \
 	MCP_OUT=$T/out timeout 120 node client_test.mjs || fail "SDK client checks failed"

@@ -6,6 +6,7 @@
 // Environment (set by tests/integration/test_mcp_sdk.sh):
 //   CW_BIN        the causeway binary
 //   MCP_DB        a demo database (incident scenario)
+//   MCP_NCCL_DB   a demo database of an NCCL job (nccl-straggler scenario)
 //   MCP_URL       https://127.0.0.1:PORT/mcp of a serve with --client-ca
 //   MCP_CA, MCP_CERT, MCP_KEY, MCP_WRONG_CERT, MCP_WRONG_KEY   PEM files
 //   MCP_TOKEN     the bearer token serve requires
@@ -26,7 +27,7 @@ const env = process.env;
 const BIN = env.CW_BIN;
 const DB = env.MCP_DB;
 const TOOLS = ['causal_chains', 'trace_summary', 'explain_call', 'stacks', 'run_sql', 'fleet',
-	'export_timeline', 'where', 'run_demo', 'check'];
+	'export_timeline', 'where', 'run_demo', 'check', 'nccl_ranks'];
 let checks = 0;
 
 function ok(cond, msg) {
@@ -150,6 +151,11 @@ async function exerciseTools(client, kind) {
 		ok(r[0].n === 1, `${kind}: stacks example_call_id ${s.example_call_id} exists`);
 	}
 
+	// nccl_ranks on a database without NCCL data: an empty table, no error.
+	const nr = await call(client, 'nccl_ranks', {});
+	ok(!nr.isError && nr.structuredContent.ranks.length === 0 && nr.structuredContent.hang === false &&
+		/no NCCL collectives/.test(text(nr)), `${kind}: nccl_ranks without NCCL data`);
+
 	const ch = await call(client, 'check', {});
 	const cj = cli('check', '--json');
 	assert.deepEqual(ch.structuredContent.checks.map((c) => c.name), cj.checks.map((c) => c.name));
@@ -231,6 +237,34 @@ async function promptsAndResources(client, kind) {
 	ok(r.resources.length === 2, `${kind}: resources`);
 	const s = await client.readResource({ uri: 'causeway://schema' });
 	ok(s.contents[0].text === fs.readFileSync(`${env.CW_ROOT}/docs/schema.md`, 'utf8'), `${kind}: schema resource`);
+}
+
+// nccl_ranks == explain --ranks --json on an NCCL job (stdio, its own
+// server on that database): the same rows, the straggler named, windows
+// and node filters passed through.
+async function ncclRanks() {
+	const ndb = env.MCP_NCCL_DB;
+	const transport = new StdioClientTransport({ command: BIN, args: ['mcp', '--db', ndb], stderr: 'pipe' });
+	const client = new Client({ name: 'causeway-test', version: '1.0.0' });
+	await client.connect(transport);
+	const want = cli('explain', '--ranks', '--json', '--no-store', '--db', ndb).ranks;
+	const r = await call(client, 'nccl_ranks', {});
+	ok(!r.isError && want.length >= 4, `nccl: ${want.length} ranks`);
+	assert.deepEqual(r.structuredContent.ranks, want, 'nccl: nccl_ranks rows == explain --ranks --json');
+	checks++;
+	const s = want.find((x) => x.straggler);
+	ok(s && r.structuredContent.straggler_rank === s.rank && text(r).includes(`straggler: rank ${s.rank}`),
+		`nccl: straggler rank ${s && s.rank}`);
+	const w = cli('explain', '--ranks', '--json', '--no-store', '--since', '2s', '--db', ndb).ranks;
+	const rw = await call(client, 'nccl_ranks', { since: '2s' });
+	assert.deepEqual(rw.structuredContent.ranks, w, 'nccl: since 2s == explain --since 2s --ranks');
+	checks++;
+	ok(w[0].collectives < want[0].collectives, `nccl: the window narrows (${w[0].collectives} < ${want[0].collectives})`);
+	const other = await call(client, 'nccl_ranks', { node: 'no-such-node' });
+	ok(!other.isError && other.structuredContent.ranks.length === 0, 'nccl: node filter');
+	const bad = await call(client, 'nccl_ranks', { limit: 0 });
+	ok(bad.isError && /limit/.test(text(bad)), 'nccl: limit below 1 refused');
+	await client.close();
 }
 
 async function stdio() {
@@ -325,4 +359,6 @@ if (which === 'all' || which === 'stdio')
 	await stdio();
 if (which === 'all' || which === 'http')
 	await http();
+if ((which === 'all' || which === 'nccl') && env.MCP_NCCL_DB)
+	await ncclRanks();
 console.log(`mcp sdk client: ${checks} checks passed (${which})`);

@@ -585,6 +585,62 @@ static void test_stateless(void **state)
 	cw_mcp_session_destroy(&s);
 }
 
+/* nccl_ranks answers explain --ranks' rows (cw_nccl_ranks_json over
+ * cw_explain_run's window) on an NCCL demo: a hang names the missing rank,
+ * limit cuts the table, a node filter for another node leaves it empty. */
+static void test_nccl_ranks_match_explain(void **state)
+{
+	struct cw_demo_opts d = { 0 };
+	struct cw_demo_result res;
+	struct cw_explain_opts o = { 0 };
+	struct cw_explain_result ex;
+	struct cw_mcp_session s;
+	struct cw_store *st;
+	const char *saved = cfg.db_path;
+	char ndb[160], err[512];
+	json_t *want, *r, *got;
+
+	snprintf(ndb, sizeof(ndb), "%s/nccl.db", dir);
+	d.scenario = cw_demo_find("nccl-hang");
+	d.seed = 1;
+	d.node = "demo-node";
+	assert_int_equal(cw_demo_build(ndb, &d, 0, 0, &res, &ex, err, sizeof(err)), CW_EXIT_OK);
+	cw_explain_result_free(&ex);
+	assert_int_equal(cw_store_open(&st, ndb, CW_STORE_READONLY, err, sizeof(err)), 0);
+	assert_int_equal(cw_explain_run(st->db, &o, &ex), 0);
+	want = cw_nccl_ranks_json(st->db, &o, ex.from_wall_ns, ex.to_wall_ns);
+	cw_explain_result_free(&ex);
+	cw_store_close(st);
+	assert_int_equal(json_array_size(want), 4);
+
+	cfg.db_path = ndb;
+	init_session(&s, "2025-11-25");
+	r = call(&s, "nccl_ranks", "{}");
+	assert_false(json_is_true(json_object_get(r, "isError")));
+	got = json_object_get(r, "structuredContent");
+	assert_true(json_equal(json_object_get(got, "ranks"), want));
+	assert_true(json_is_true(json_object_get(got, "hang")));
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(got, "missing_ranks"), 0)), 3);
+	assert_false(json_is_true(json_object_get(got, "truncated")));
+	json_decref(r);
+	r = call(&s, "nccl_ranks", "{\"limit\":2}");
+	got = json_object_get(r, "structuredContent");
+	assert_int_equal(json_array_size(json_object_get(got, "ranks")), 2);
+	assert_int_equal(json_integer_value(json_object_get(got, "total_ranks")), 4);
+	assert_true(json_is_true(json_object_get(got, "truncated")));
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(got, "missing_ranks"), 0)), 3);
+	json_decref(r);
+	r = call(&s, "nccl_ranks", "{\"node\":\"no-such-node\"}");
+	assert_int_equal(json_array_size(json_object_get(json_object_get(r, "structuredContent"), "ranks")), 0);
+	json_decref(r);
+	r = call(&s, "nccl_ranks", "{\"hang_after\":\"soon\"}");
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	json_decref(r);
+	cw_mcp_session_destroy(&s);
+	cfg.db_path = saved;
+	json_decref(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -593,6 +649,7 @@ int main(void)
 		cmocka_unit_test(test_check_args),	    cmocka_unit_test(test_tools_call_errors),
 		cmocka_unit_test(test_chains_match_explain), cmocka_unit_test(test_summary_and_sql),
 		cmocka_unit_test(test_cancel), cmocka_unit_test(test_prompts_resources), cmocka_unit_test(test_demo_enum), cmocka_unit_test(test_origin_check), cmocka_unit_test(test_stateless),
+		cmocka_unit_test(test_nccl_ranks_match_explain),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
