@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CW_SCHEMA_VERSION 6
+#define CW_SCHEMA_VERSION 7
 /* The oldest version a read-only open accepts: later versions add indexes,
  * which speed reads but hold no data, the tenant columns and views, and the
  * GPU and NCCL tables, which readers of an older file treat as empty. */
