@@ -225,6 +225,24 @@ static const char schema_narrow_sql[] =
 	" AND t2.node = NEW.node AND t2.session_id IS NEW.session_id AND t2.cgroup_id IS NEW.cgroup_id"
 	" AND t2.comm IS NEW.comm AND t2.device IS NEW.device AND t2.wall_off = NEW.wall_ns - NEW.mono_ns);"
 	" END;"
+	/* An update changes what a call row holds itself; what its thread,
+	 * op or string rows hold is shared with other calls and refused. */
+	"CREATE TRIGGER events_update INSTEAD OF UPDATE ON events BEGIN"
+	" SELECT RAISE(ABORT, 'events: a call''s thread, op, time or detail cannot be updated')"
+	" WHERE EXISTS (SELECT 1 FROM calls WHERE id = OLD.id) AND (NEW.id IS NOT OLD.id OR NEW.node IS NOT OLD.node"
+	" OR NEW.seq IS NOT OLD.seq OR NEW.session_id IS NOT OLD.session_id OR NEW.wall_ns IS NOT OLD.wall_ns"
+	" OR NEW.mono_ns IS NOT OLD.mono_ns OR NEW.pid IS NOT OLD.pid OR NEW.tid IS NOT OLD.tid"
+	" OR NEW.cgroup_id IS NOT OLD.cgroup_id OR NEW.comm IS NOT OLD.comm OR NEW.source IS NOT OLD.source"
+	" OR NEW.op IS NOT OLD.op OR NEW.detail IS NOT OLD.detail OR NEW.device IS NOT OLD.device);"
+	" UPDATE calls SET dur = NEW.duration_ns, a0 = NEW.arg0, a1 = NEW.arg1, a2 = NEW.arg2, a3 = NEW.arg3,"
+	" bytes = NEW.bytes, ret = NEW.ret, stack = NEW.stack_id, pystack = NEW.py_stack_id,"
+	" anomalous = NEW.anomalous WHERE id = OLD.id;"
+	" UPDATE kevents SET id = NEW.id, node = NEW.node, seq = NEW.seq, session_id = NEW.session_id,"
+	" wall_ns = NEW.wall_ns, mono_ns = NEW.mono_ns, pid = NEW.pid, tid = NEW.tid, cgroup_id = NEW.cgroup_id,"
+	" comm = NEW.comm, source = NEW.source, op = NEW.op, duration_ns = NEW.duration_ns, arg0 = NEW.arg0,"
+	" arg1 = NEW.arg1, arg2 = NEW.arg2, arg3 = NEW.arg3, bytes = NEW.bytes, detail = NEW.detail, ret = NEW.ret,"
+	" device = NEW.device, stack_id = NEW.stack_id, py_stack_id = NEW.py_stack_id, anomalous = NEW.anomalous"
+	" WHERE id = OLD.id; END;"
 	"CREATE TRIGGER events_delete INSTEAD OF DELETE ON events BEGIN"
 	" DELETE FROM calls WHERE id = OLD.id; DELETE FROM kevents WHERE id = OLD.id; END;";
 

@@ -1438,6 +1438,8 @@ int cw_writer_flush(struct cw_writer *w)
 		int64_t pruned = 0;
 
 		err = cw_retention_enforce(w->store, w->size_cap, &pruned);
+		/* Retention drops thread rows of old stretches. */
+		cw_keycache_clear(&w->threads);
 		if (pruned > 0) {
 			w->stats.pruned_events += (uint64_t)pruned;
 			cw_writer_counter_set(w, "store.pruned_events", w->stats.pruned_events);
