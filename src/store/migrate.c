@@ -276,16 +276,23 @@ int cw_schema_version(sqlite3 *db, int *version)
 
 int cw_migrate(sqlite3 *db, int *found_version)
 {
+	return cw_migrate_to(db, CW_SCHEMA_VERSION, found_version);
+}
+
+int cw_migrate_to(sqlite3 *db, int target, int *found_version)
+{
 	char sql[64];
 	int v, err;
 
+	if (target < 1 || target > CW_SCHEMA_VERSION)
+		return -EINVAL;
 	err = cw_schema_version(db, &v);
 	if (err)
 		return err;
 	*found_version = v;
 	if (v > CW_SCHEMA_VERSION)
 		return -EPROTO;
-	if (v == CW_SCHEMA_VERSION)
+	if (v >= target)
 		return 0;
 	/* IMMEDIATE takes the write lock up front so two writers creating the
 	 * same file cannot both migrate. */
@@ -295,12 +302,12 @@ int cw_migrate(sqlite3 *db, int *found_version)
 	err = cw_schema_version(db, &v);
 	if (err)
 		goto fail;
-	for (; v < CW_SCHEMA_VERSION; v++) {
+	for (; v < target; v++) {
 		err = cw_exec(db, migrations[v]);
 		if (err)
 			goto fail;
 	}
-	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", CW_SCHEMA_VERSION);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", target);
 	err = cw_exec(db, sql);
 	if (err)
 		goto fail;
