@@ -1,17 +1,22 @@
 #include "store/writer.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/hist.h"
+#include "store/callq.h"
 #include "store/keycache.h"
 #include "store/retention.h"
 #include "util/strbuf.h"
 #include "util/u64map.h"
 
 #define DEFAULT_BATCH_ROWS 50000
+/* Calls between the caller's thread and the writer thread: 16384 rows of
+ * 136 bytes, 2.2 MB; a quarter second of SQLite's rate here. */
+#define DEFAULT_QUEUE_ROWS 16384
 /* An event is anomalous when slower than this multiple of its op's running
  * median, once the op has enough samples for the median to mean something. */
 #define ANOMALY_FACTOR 3
@@ -178,6 +183,7 @@ enum event_param {
 struct pending_event {
 	int64_t v[EVENT_ROW_PARAMS];
 	uint32_t nulls; /* bit p: parameter p is NULL */
+	uint32_t gen;   /* the writer's loss generation when it was queued */
 };
 
 /* What one row of an event statement has bound. Bindings survive
@@ -223,7 +229,47 @@ struct cw_writer {
 	struct bound_row bound_multi[EVENTS_PER_STMT]; /* ST_EVENT_MULTI's rows */
 	struct bound_row bound_one;                     /* ST_EVENT's row */
 	struct cw_writer_stats stats;
+	/* Threaded mode (cw_writer_opts.threaded): calls go through q to the
+	 * writer thread, which inserts them; mu serializes every use of the
+	 * connection and of the statistics (recursive: public functions call
+	 * each other). The caller's thread keeps the interning caches, the
+	 * op states and aggregates to itself. A transaction lost on either
+	 * thread bumps gen; calls queued under an older generation name rows
+	 * that are gone and are counted as failed, and the caller's thread
+	 * forgets its cached ids when it sees the bump. */
+	int threaded;
+	pthread_mutex_t mu;
+	pthread_t thr;
+	int thr_started;
+	struct cw_callq q;
+	struct pending_event wpend[EVENTS_PER_STMT]; /* the writer thread's statement */
+	uint32_t gen, seen_gen;
+	int async_err;   /* first insert error of the writer thread since the last flush */
+	int api_depth;   /* the caller's thread holds mu through a public function */
+	int flush_due;   /* a full batch seen while mu was held: flush at the next call */
 };
+
+/* Public functions hold mu for their whole body in threaded mode. */
+static struct cw_writer *wlock(struct cw_writer *w)
+{
+	if (w->threaded) {
+		pthread_mutex_lock(&w->mu);
+		w->api_depth++;
+	}
+	return w;
+}
+
+static void wunlock(struct cw_writer **wp)
+{
+	struct cw_writer *w = *wp;
+
+	if (w->threaded) {
+		w->api_depth--;
+		pthread_mutex_unlock(&w->mu);
+	}
+}
+
+#define WLOCK(w) struct cw_writer *wlocked_ __attribute__((cleanup(wunlock), unused)) = wlock(w)
 
 static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
 {
@@ -372,6 +418,8 @@ static int prepare(struct cw_writer *w, enum stmt_id id)
 	return err;
 }
 
+static void *writer_main(void *arg);
+
 int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct cw_writer_opts *o)
 {
 	struct cw_writer *w;
@@ -404,6 +452,23 @@ int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct c
 	err = load_next_seq(w);
 	if (err)
 		goto fail;
+	if (o->threaded) {
+		pthread_mutexattr_t ma;
+
+		err = cw_callq_init(&w->q, sizeof(struct pending_event),
+				    o->queue_rows > 0 ? (size_t)o->queue_rows : DEFAULT_QUEUE_ROWS);
+		if (err)
+			goto fail;
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+		pthread_mutex_init(&w->mu, &ma);
+		pthread_mutexattr_destroy(&ma);
+		w->threaded = 1;
+		err = -pthread_create(&w->thr, NULL, writer_main, w);
+		if (err)
+			goto fail;
+		w->thr_started = 1;
+	}
 	*out = w;
 	return 0;
 fail:
@@ -425,6 +490,20 @@ static void forget_keys(struct cw_writer *w)
  * no longer as stored. */
 static void lose_tx(struct cw_writer *w)
 {
+	if (w->threaded) {
+		/* The caches belong to the caller's thread (see gen). */
+		__atomic_add_fetch(&w->gen, 1, __ATOMIC_RELEASE);
+	} else {
+		/* Stacks interned in the lost transaction are gone too: their
+		 * ids must not be handed to later rows. */
+		u64map_clear(&w->stack_ids);
+		u64map_clear(&w->pystack_ids);
+		forget_keys(w);
+		/* Calls queued for the next statement name thread, op and
+		 * string rows of the lost transaction: lost with it. */
+		w->stats.failed_rows += (uint64_t)w->npend;
+		w->npend = 0;
+	}
 	w->stats.failed_rows += w->tx_rows;
 	w->stats.events -= w->tx_events;
 	w->stats.offcpu -= w->tx_offcpu;
@@ -432,15 +511,6 @@ static void lose_tx(struct cw_writer *w)
 	w->tx_rows = w->tx_events = w->tx_offcpu = w->tx_snapshots = 0;
 	w->in_tx = 0;
 	w->rows_in_batch = 0;
-	/* Stacks interned in the lost transaction are gone too: their ids
-	 * must not be handed to later rows. */
-	u64map_clear(&w->stack_ids);
-	u64map_clear(&w->pystack_ids);
-	forget_keys(w);
-	/* Calls queued for the next statement name thread, op and string
-	 * rows of the lost transaction: they are lost with it. */
-	w->stats.failed_rows += (uint64_t)w->npend;
-	w->npend = 0;
 	/* A session row written in it is gone as well: written again. */
 	if (w->session_in_tx)
 		w->session_id = 0;
@@ -478,6 +548,7 @@ static int begin_if_needed(struct cw_writer *w)
 
 int cw_writer_try_begin(struct cw_writer *w)
 {
+	WLOCK(w);
 	return begin_if_needed(w);
 }
 
@@ -488,6 +559,7 @@ int cw_writer_in_tx(const struct cw_writer *w)
 
 int cw_writer_session_begin(struct cw_writer *w, const struct cw_session_info *info)
 {
+	WLOCK(w);
 	int64_t id = 0;
 	int err;
 
@@ -552,9 +624,34 @@ static int commit(struct cw_writer *w)
  * events. */
 static int batch_tick(struct cw_writer *w)
 {
-	if (++w->rows_in_batch >= w->batch_rows)
-		return cw_writer_flush(w);
-	return 0;
+	if (++w->rows_in_batch < w->batch_rows)
+		return 0;
+	/* A flush waits for the writer thread, which needs mu: not while a
+	 * public function holds it. */
+	if (w->threaded && w->api_depth) {
+		w->flush_due = 1;
+		return 0;
+	}
+	return cw_writer_flush(w);
+}
+
+/* The caller's thread catches up with transactions lost since its last
+ * call (lose_tx in threaded mode). */
+static void sync_gen(struct cw_writer *w)
+{
+	uint32_t g;
+
+	if (!w->threaded)
+		return;
+	g = __atomic_load_n(&w->gen, __ATOMIC_ACQUIRE);
+	if (g == w->seen_gen)
+		return;
+	pthread_mutex_lock(&w->mu);
+	u64map_clear(&w->stack_ids);
+	u64map_clear(&w->pystack_ids);
+	forget_keys(w);
+	pthread_mutex_unlock(&w->mu);
+	w->seen_gen = g;
 }
 
 /* Called after every row but events (which count themselves when
@@ -759,6 +856,9 @@ static int64_t thread_id(struct cw_writer *w, const struct cw_event_row *r)
 
 	if (cw_keycache_get(&w->threads, &k, h, &id))
 		return id;
+	WLOCK(w);
+	if ((id = begin_if_needed(w)))
+		return id;
 	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
 	if (w->session_id)
 		sqlite3_bind_int64(s, 2, w->session_id);
@@ -783,6 +883,9 @@ static int64_t op_id(struct cw_writer *w, struct op_state *o)
 
 	if (o->db_id)
 		return o->db_id;
+	WLOCK(w);
+	if ((id = begin_if_needed(w)))
+		return id;
 	s = w->st[ST_OP_PUT];
 	sqlite3_bind_text(s, 1, o->source, o->source_len, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, o->op, o->op_len, SQLITE_STATIC);
@@ -809,6 +912,9 @@ static int64_t string_id(struct cw_writer *w, const char *text)
 	if (len > (1u << 30))
 		return -E2BIG;
 	if (cw_strcache_get(&w->strings, text, len, h, &id))
+		return id;
+	WLOCK(w);
+	if ((id = begin_if_needed(w)))
 		return id;
 	s = w->st[ST_STR_GET];
 	sqlite3_bind_text(s, 1, text, (int)len, SQLITE_STATIC);
@@ -879,6 +985,10 @@ static int queue_call(struct cw_writer *w, const struct cw_event_row *r, int opi
 		pe->v[EP_SEQ] = seq;
 	else
 		pe->nulls |= 1u << EP_SEQ;
+	if (w->threaded) {
+		pe->gen = w->seen_gen;
+		return cw_callq_push(&w->q, pe);
+	}
 	w->npend++;
 	return 0;
 }
@@ -922,11 +1032,15 @@ static int insert_kevent(struct cw_writer *w, const struct cw_event_row *r, int 
 	return step_reset(s);
 }
 
+static int event_threaded(struct cw_writer *w, const struct cw_event_row *r);
+
 int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 {
 	int err, opi, anomalous = 0;
 	int64_t id, seq;
 
+	if (w->threaded)
+		return event_threaded(w, r);
 	err = begin_if_needed(w);
 	if (err)
 		return row_done(w, err);
@@ -961,8 +1075,87 @@ int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 	return batch_tick(w);
 }
 
+/* Threaded mode: everything but the insert of a call happens here, on the
+ * caller's thread; the call's row goes to the writer thread through q. */
+static int event_threaded(struct cw_writer *w, const struct cw_event_row *r)
+{
+	int err, opi, anomalous = 0;
+	int64_t id, seq;
+
+	sync_gen(w);
+	opi = op_index(w, r->source, r->op);
+	if (opi < 0) {
+		WLOCK(w);
+		return row_done(w, opi);
+	}
+	if (r->duration_ns || r->has_ret)
+		anomalous = is_anomalous(&w->ops[opi], r->duration_ns);
+	err = agg_add(w, opi, (int64_t)(r->wall_ns / 1000000000ULL), r->duration_ns);
+	id = w->next_id++;
+	seq = w->next_seq++;
+	if (!err && !w->ops[opi].is_call) {
+		WLOCK(w);
+		err = begin_if_needed(w);
+		if (!err)
+			err = insert_kevent(w, r, opi, anomalous, id, seq);
+		if (!err) {
+			w->stats.events++;
+			w->tx_events++;
+		}
+		return row_done(w, err);
+	}
+	if (!err)
+		err = queue_call(w, r, opi, anomalous, id, seq);
+	if (err) {
+		WLOCK(w);
+		return row_done(w, err);
+	}
+	if (++w->rows_in_batch >= w->batch_rows || w->flush_due)
+		return cw_writer_flush(w);
+	return 0;
+}
+
+/* The writer thread: inserts queued calls, a full statement at a time
+ * (fewer only when a flush drains the queue). */
+static void *writer_main(void *arg)
+{
+	struct cw_writer *w = arg;
+	size_t n, i, k;
+	int err;
+
+	while ((n = cw_callq_pop(&w->q, w->wpend, EVENTS_PER_STMT, EVENTS_PER_STMT)) > 0) {
+		pthread_mutex_lock(&w->mu);
+		for (i = k = 0; i < n; i++) {
+			if (w->wpend[i].gen != __atomic_load_n(&w->gen, __ATOMIC_ACQUIRE)) {
+				w->stats.failed_rows++;
+				continue;
+			}
+			if (k != i)
+				w->wpend[k] = w->wpend[i];
+			k++;
+		}
+		err = k ? begin_if_needed(w) : 0;
+		if (err) {
+			w->stats.failed_rows += k;
+		} else if (k == EVENTS_PER_STMT) {
+			err = insert_events(w, w->st[ST_EVENT_MULTI], w->bound_multi, w->wpend, (int)k);
+		} else {
+			for (i = 0; i < k && !err; i++)
+				err = insert_events(w, w->st[ST_EVENT], &w->bound_one, &w->wpend[i], 1);
+			if (err)
+				w->stats.failed_rows += k - i;
+		}
+		if (err && !w->async_err)
+			w->async_err = err;
+		pthread_mutex_unlock(&w->mu);
+		cw_callq_done(&w->q);
+	}
+	return NULL;
+}
+
 int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_OFFCPU];
 	int err = begin_if_needed(w);
 
@@ -1001,6 +1194,7 @@ int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
 
 int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_SNAPSHOT];
 	int err = begin_if_needed(w);
 
@@ -1029,6 +1223,7 @@ int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *r)
 
 int cw_writer_process(struct cw_writer *w, const struct cw_process_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_PROCESS];
 	int err = begin_if_needed(w);
 
@@ -1075,6 +1270,7 @@ static int put4(struct cw_writer *w, enum stmt_id id, int64_t a, int64_t b, cons
 
 int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char *comm)
 {
+	WLOCK(w);
 	return put4(w, ST_THREAD, tid, pid, NULL, comm, 0);
 }
 
@@ -1085,6 +1281,7 @@ static const char *nz(const char *s)
 
 int cw_writer_cgroup_row(struct cw_writer *w, const struct cw_cgroup_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_CGROUP];
 	const struct cw_tenant *t = r->t;
 	char key[CW_CGPATH_MAX + 16];
@@ -1114,6 +1311,7 @@ int cw_writer_cgroup_row(struct cw_writer *w, const struct cw_cgroup_row *r)
 
 int cw_writer_cgroup_seen(struct cw_writer *w, uint64_t cgroup_id, uint64_t wall_ns)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_CGROUP_SEEN];
 	int err = begin_if_needed(w);
 
@@ -1127,6 +1325,7 @@ int cw_writer_cgroup_seen(struct cw_writer *w, uint64_t cgroup_id, uint64_t wall
 
 int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_PRESSURE];
 	int err = begin_if_needed(w), i;
 
@@ -1160,6 +1359,7 @@ int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row 
 
 int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, const char *container)
 {
+	WLOCK(w);
 	struct cw_cgroup_row r = { .cgroup_id = cgroup_id, .path = path, .container = container };
 	struct cw_tenant t;
 
@@ -1171,6 +1371,7 @@ int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, 
 
 int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, const char *name)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_KERNEL_NAME];
 	int err = begin_if_needed(w);
 
@@ -1193,6 +1394,7 @@ static void bind_opt(sqlite3_stmt *s, int i, int64_t v)
 
 int cw_writer_nccl_call(struct cw_writer *w, const struct cw_nccl_call_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_NCCL_CALL];
 	int err = begin_if_needed(w), i = 1;
 
@@ -1225,6 +1427,7 @@ int cw_writer_nccl_call(struct cw_writer *w, const struct cw_nccl_call_row *r)
 
 int cw_writer_nccl_comm(struct cw_writer *w, const struct cw_nccl_comm_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_NCCL_COMM];
 	int err = begin_if_needed(w), i = 1;
 
@@ -1298,18 +1501,23 @@ static int64_t intern(struct cw_writer *w, struct u64map *cache, enum stmt_id ge
 
 int64_t cw_writer_intern_stack(struct cw_writer *w, uint64_t hash, int depth, const char *frames)
 {
+	sync_gen(w);
+	WLOCK(w);
 	return intern(w, &w->stack_ids, ST_STACK_GET, ST_STACK_PUT, hash, depth, frames, NULL, 0, NULL);
 }
 
 int64_t cw_writer_intern_pystack(struct cw_writer *w, uint64_t hash, int depth, const char *frames_json,
 				 const char *user_file, int user_line, const char *user_function)
 {
+	sync_gen(w);
+	WLOCK(w);
 	return intern(w, &w->pystack_ids, ST_PYSTACK_GET, ST_PYSTACK_PUT, hash, depth, frames_json, user_file,
 		      user_line, user_function);
 }
 
 int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id)
 {
+	sync_gen(w);
 	return u64map_get(&w->pystack_ids, cache_key(hash), id);
 }
 
@@ -1415,10 +1623,32 @@ int cw_writer_flush(struct cw_writer *w)
 {
 	int err, e;
 
+	if (w->threaded) {
+		uint64_t waits, ns;
+
+		if (w->api_depth) {
+			w->flush_due = 1;
+			return 0;
+		}
+		/* Every queued call is in the open transaction before it
+		 * commits, with the aggregates of the same calls. */
+		cw_callq_drain(&w->q);
+		cw_callq_stats(&w->q, &waits, &ns);
+		cw_writer_counter_set(w, "store.backpressure_waits", waits);
+		cw_writer_counter_set(w, "store.backpressure_ns", ns);
+		sync_gen(w);
+	}
+	WLOCK(w);
+	w->flush_due = 0;
 	err = begin_if_needed(w);
 	if (err)
 		return err;
 	err = drain_events(w);
+	if (w->async_err) {
+		if (!err)
+			err = w->async_err;
+		w->async_err = 0;
+	}
 	/* Rows the store refused are losses too: counted where trace's other
 	 * losses are (the counter survives even when this batch fails). The
 	 * stored count is the base readers compute a loss share against. */
@@ -1450,7 +1680,15 @@ int cw_writer_flush(struct cw_writer *w)
 
 void cw_writer_get_stats(const struct cw_writer *w, struct cw_writer_stats *out)
 {
+	struct cw_writer *mw = (struct cw_writer *)w;
+
+	if (mw->threaded)
+		pthread_mutex_lock(&mw->mu);
 	*out = w->stats;
+	if (mw->threaded) {
+		pthread_mutex_unlock(&mw->mu);
+		cw_callq_stats(&mw->q, &out->backpressure_waits, &out->backpressure_ns);
+	}
 }
 
 int cw_writer_free(struct cw_writer *w)
@@ -1461,6 +1699,14 @@ int cw_writer_free(struct cw_writer *w)
 		return 0;
 	if (w->st[ST_EVENT])
 		err = cw_writer_flush(w);
+	if (w->thr_started) {
+		cw_callq_close(&w->q);
+		pthread_join(w->thr, NULL);
+	}
+	if (w->threaded) {
+		cw_callq_destroy(&w->q);
+		pthread_mutex_destroy(&w->mu);
+	}
 	for (i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(w->st[i]);
 	for (i = 0; i < w->nops; i++) {
