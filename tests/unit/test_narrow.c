@@ -237,12 +237,58 @@ static void test_view_insert_delete(void **state)
 	cw_store_close(st);
 }
 
+/* Threaded writer: a store slower than decoding fills the queue; the
+ * caller waits (counted as back-pressure) and nothing is lost. Inserts
+ * are slowed by a trigger that counts to 2000 for every row. */
+static void test_backpressure_counted(void **state)
+{
+	struct cw_writer_opts wo = { .node = "n", .session_id = 1, .threaded = 1, .queue_rows = 64 };
+	struct cw_writer_stats ws;
+	struct cw_event_row r;
+	struct cw_writer *w;
+	struct cw_store *st;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_exec(st->db, "CREATE TEMP TRIGGER slow BEFORE INSERT ON main.calls BEGIN"
+					 " SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL"
+					 " SELECT x + 1 FROM c WHERE x < 2000) SELECT x FROM c); END"),
+			 0);
+	assert_int_equal(cw_writer_new(&w, st, &wo), 0);
+	memset(&r, 0, sizeof(r));
+	r.source = "cuda";
+	r.op = "cudaLaunchKernel";
+	r.comm = "python";
+	r.device = 0;
+	r.has_ret = 1;
+	r.pid = r.tid = 7;
+	for (int i = 0; i < 2000; i++) {
+		r.mono_ns = 1000000000ULL + (uint64_t)i * 1000;
+		r.wall_ns = r.mono_ns + 5;
+		r.duration_ns = 100;
+		assert_int_equal(cw_writer_event(w, &r), 0);
+	}
+	assert_int_equal(cw_writer_flush(w), 0);
+	cw_writer_get_stats(w, &ws);
+	assert_true(ws.backpressure_waits > 0);
+	assert_true(ws.backpressure_ns > 0);
+	assert_int_equal(ws.events, 2000);
+	assert_int_equal(ws.failed_rows, 0);
+	assert_int_equal(q1(st->db, "SELECT count(*) FROM events"), 2000);
+	/* stored with the session's other counters */
+	assert_int_equal(q1(st->db, "SELECT value > 0 FROM counters WHERE name = 'store.backpressure_waits'"), 1);
+	assert_int_equal(cw_writer_free(w), 0);
+	cw_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_v6_migrated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_interns, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_view_insert_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backpressure_counted, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
