@@ -186,7 +186,7 @@ static const char schema_narrow_sql[] =
 	" c.a0 AS arg0, c.a1 AS arg1, c.a2 AS arg2, c.a3 AS arg3, c.bytes AS bytes,"
 	" (SELECT s.text FROM strings s WHERE s.id = c.s) AS detail, c.ret AS ret, t.device AS device,"
 	" c.stack AS stack_id, c.pystack AS py_stack_id, c.anomalous AS anomalous"
-	" FROM calls c JOIN call_threads t ON t.id = c.th JOIN call_ops o ON o.id = c.op"
+	" FROM calls c CROSS JOIN call_threads t ON t.id = c.th CROSS JOIN call_ops o ON o.id = c.op"
 	" UNION ALL"
 	" SELECT id, node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm, source, op, duration_ns,"
 	" arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id, py_stack_id, anomalous FROM kevents;"

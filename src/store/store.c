@@ -480,3 +480,18 @@ int cw_meta_set(sqlite3 *db, const char *key, const char *value)
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
+
+int cw_store_is_narrow(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'calls'", -1,
+				    &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return 1;
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}

@@ -75,6 +75,11 @@ int64_t cw_store_size_bytes(struct cw_store *st);
 char *cw_meta_get(sqlite3 *db, const char *key);
 int cw_meta_set(sqlite3 *db, const char *key, const char *value);
 
+/* 1 when db keeps events in schema v7's tables (calls, kevents) under the
+ * events view, 0 for an older file read as it is, or -errno. Readers that
+ * must not scan the view read those tables directly. */
+int cw_store_is_narrow(sqlite3 *db);
+
 /* Runs one statement with no results; returns 0 or -errno. */
 int cw_exec(sqlite3 *db, const char *sql);
 
