@@ -142,7 +142,7 @@ static int io_req_cmp(const void *a, const void *b)
 static int load_io(sqlite3 *db, struct cw_sysctx *sys, uint64_t from, uint64_t to)
 {
 	static const char sql[] =
-		"SELECT mono_ns, duration_ns, pid FROM events"
+		"SELECT mono_ns, duration_ns, pid FROM kevents"
 		" WHERE id BETWEEN ?5 AND ?6 AND source = 'io' AND op IN ('block_read', 'block_write', 'block_other')"
 		" AND node = ?1 AND wall_ns BETWEEN ?2 AND ?3 LIMIT ?4";
 	sqlite3_stmt *st = NULL;
@@ -306,7 +306,7 @@ static int retx_push(struct cw_sysctx *sys, size_t *cap, uint64_t wall, uint64_t
 int cw_sysctx_need_retx(struct cw_sysctx *sys)
 {
 	static const char sql[] =
-		"SELECT wall_ns, mono_ns, pid, detail FROM events WHERE op = 'tcp_retransmit' AND node = ?1"
+		"SELECT wall_ns, mono_ns, pid, detail FROM kevents WHERE op = 'tcp_retransmit' AND node = ?1"
 		" AND wall_ns BETWEEN ?2 AND ?3 ORDER BY wall_ns LIMIT ?4";
 	size_t cap = 0;
 	int has, rc, ret = 0;
@@ -573,14 +573,25 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 {
 	static const char slow_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM events"
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM kevents"
 		" WHERE op = ?1 AND anomalous = 1 AND duration_ns >= ?2 AND node = ?3"
 		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) ORDER BY duration_ns DESC LIMIT ?7";
+	/* Schema v7, a call's op: calls_slow by (op id, duration). */
+	static const char slow_calls_sql[] =
+		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack"
+		" FROM " CW_CALLS_FROM " WHERE " CW_CALL_OP_IS("?1") " AND c.anomalous = 1 AND c.dur >= ?2"
+		" AND t.node = ?3 AND " CW_CALL_WALL " BETWEEN ?4 AND ?5 AND (?6 = 0 OR t.pid = ?6)"
+		" ORDER BY c.dur DESC LIMIT ?7";
 	/* The writer flags a call anomalous only once its op has 32 samples,
 	 * so an op's first calls (cold start) are read by rowid instead: the
 	 * scan starts at the op's first second and stops after 64 calls. */
+	static const char first_calls_sql[] =
+		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack"
+		" FROM " CW_CALLS_FROM " WHERE c.id BETWEEN ?8 AND ?9 AND " CW_CALL_OP_IS("?1") " AND c.dur >= ?2"
+		" AND t.node = ?3 AND " CW_CALL_WALL " BETWEEN ?4 AND ?5 AND (?6 = 0 OR t.pid = ?6) AND c.anomalous = 0"
+		" ORDER BY c.id LIMIT ?7";
 	static const char first_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM events"
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM kevents"
 		" WHERE id BETWEEN ?8 AND ?9 AND op = ?1 AND duration_ns >= ?2 AND node = ?3"
 		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) AND anomalous = 0"
 		" ORDER BY id LIMIT ?7";
@@ -603,11 +614,15 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 	int64_t lo_id = 1, hi_id = 0;
 	int rc, ret = 0, pass;
 
-	rc = sqlite3_prepare_v2(ctx->db, slow_sql, -1, &st, NULL);
+	int call_op = cw_store_call_op(ctx->db, op->op);
+
+	if (call_op < 0)
+		return call_op;
+	rc = sqlite3_prepare_v2(ctx->db, call_op ? slow_calls_sql : slow_sql, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(ctx->db, off_sql, -1, &off, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(ctx->db, first_sql, -1, &first, NULL);
+		rc = sqlite3_prepare_v2(ctx->db, call_op ? first_calls_sql : first_sql, -1, &first, NULL);
 	if (rc != SQLITE_OK) {
 		ret = cw_sqlite_errno(rc);
 		goto out;

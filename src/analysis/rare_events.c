@@ -66,7 +66,7 @@ int cw_events_has_index(sqlite3 *db, const char *name)
 
 #define RARE_COLS                                                                                                \
 	"SELECT id, wall_ns, mono_ns, duration_ns, pid, tid, cgroup_id, comm, arg0, arg1, arg2, arg3, bytes, detail," \
-	" py_stack_id FROM events"
+	" py_stack_id FROM kevents"
 
 /* The op's partial index, when schema v3 made one: the literal op in the
  * query is what lets SQLite use it. */
@@ -75,7 +75,7 @@ static const char *indexed_sql(const char *op, const char **index)
 	if (!strcmp(op, "tcp_retransmit")) {
 		/* Only the columns events_retx covers: time, owner, 4-tuple. */
 		*index = "events_retx";
-		return "SELECT id, wall_ns, mono_ns, 0, pid, 0, 0, NULL, 0, 0, 0, 0, 0, detail, 0 FROM events"
+		return "SELECT id, wall_ns, mono_ns, 0, pid, 0, 0, NULL, 0, 0, 0, 0, 0, detail, 0 FROM kevents"
 		       " WHERE op = 'tcp_retransmit' AND node = ?1 AND wall_ns BETWEEN ?2 AND ?3 ORDER BY wall_ns";
 	}
 	if (!strcmp(op, "oom_kill")) {

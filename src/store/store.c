@@ -495,3 +495,21 @@ int cw_store_is_narrow(sqlite3 *db)
 		return 1;
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
+
+int cw_store_call_op(sqlite3 *db, const char *op)
+{
+	sqlite3_stmt *st;
+	int rc, narrow = cw_store_is_narrow(db);
+
+	if (narrow <= 0)
+		return narrow;
+	rc = sqlite3_prepare_v2(db, "SELECT 1 FROM call_ops WHERE op = ?1", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, op, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return 1;
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}

@@ -79,6 +79,16 @@ int cw_meta_set(sqlite3 *db, const char *key, const char *value);
  * events view, 0 for an older file read as it is, or -errno. Readers that
  * must not scan the view read those tables directly. */
 int cw_store_is_narrow(sqlite3 *db);
+/* 1 when op is a traced call's op stored in calls (schema v7), 0 when its
+ * rows are in kevents (or the file is older), or -errno. */
+int cw_store_call_op(sqlite3 *db, const char *op);
+
+/* The columns of the events view computed from calls c and its thread row
+ * t, for readers that query the base tables. */
+#define CW_CALL_MONO "(t.mono_base + c.t)"
+#define CW_CALL_WALL "(t.mono_base + c.t + t.wall_off)"
+#define CW_CALLS_FROM "calls c CROSS JOIN call_threads t ON t.id = c.th"
+#define CW_CALL_OP_IS(param) "c.op = (SELECT min(id) FROM call_ops WHERE op = " param ")"
 
 /* Runs one statement with no results; returns 0 or -errno. */
 int cw_exec(sqlite3 *db, const char *sql);

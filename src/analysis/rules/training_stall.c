@@ -70,40 +70,82 @@ static int is_gpu_source(const char *s)
 
 /* Newest GPU calls per process, exits and live stall events, reading the
  * window backwards by rowid. */
+static void scan_row(sqlite3_stmt *st, struct pidscan *v, int *n);
+
 static int scan(sqlite3 *db, const char *node, int64_t lo, int64_t hi, struct pidscan *v, int *n)
 {
-	sqlite3_stmt *st = NULL;
-	int rc, rows = 0;
+	/* Schema v7: calls and kernel-side events read backwards each by its
+	 * key and merged by id here (the view's compound would be sorted
+	 * whole first); an older file: events alone. */
+	static const char *const sql[2] = {
+		"SELECT id, pid, tid, comm, source, op, mono_ns, duration_ns, wall_ns FROM kevents"
+		" WHERE id BETWEEN ?1 AND ?2 AND node = ?3 ORDER BY id DESC",
+		"SELECT c.id, t.pid, t.tid, t.comm, o.source, o.op, " CW_CALL_MONO ", c.dur, " CW_CALL_WALL
+		" FROM " CW_CALLS_FROM " CROSS JOIN call_ops o ON o.id = c.op"
+		" WHERE c.id BETWEEN ?1 AND ?2 AND t.node = ?3 ORDER BY c.id DESC",
+	};
+	sqlite3_stmt *q[2] = { NULL, NULL }, *st;
+	int rc = SQLITE_OK, rq[2] = { SQLITE_DONE, SQLITE_DONE }, rows = 0, narrow = cw_store_is_narrow(db);
 
-	rc = sqlite3_prepare_v2(db,
-				"SELECT id, pid, tid, comm, source, op, mono_ns, duration_ns, wall_ns FROM events"
-				" WHERE id BETWEEN ?1 AND ?2 AND node = ?3 ORDER BY id DESC",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
+	if (narrow < 0)
+		return narrow;
+	for (int i = 0; i <= narrow && rc == SQLITE_OK; i++) {
+		rc = sqlite3_prepare_v2(db, sql[i], -1, &q[i], NULL);
+		if (rc != SQLITE_OK)
+			break;
+		sqlite3_bind_int64(q[i], 1, lo);
+		sqlite3_bind_int64(q[i], 2, hi);
+		sqlite3_bind_text(q[i], 3, node, -1, SQLITE_STATIC);
+		rq[i] = sqlite3_step(q[i]);
+	}
+	if (rc != SQLITE_OK) {
+		sqlite3_finalize(q[0]);
+		sqlite3_finalize(q[1]);
 		return cw_sqlite_errno(rc);
-	sqlite3_bind_int64(st, 1, lo);
-	sqlite3_bind_int64(st, 2, hi);
-	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
-	while (rows++ < SCAN_MAX_ROWS && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+	}
+	for (;;) {
+		int k = rq[0] == SQLITE_ROW &&
+				(rq[1] != SQLITE_ROW || sqlite3_column_int64(q[0], 0) > sqlite3_column_int64(q[1], 0))
+				? 0 : 1;
+
+		if (rq[k] != SQLITE_ROW || rows++ >= SCAN_MAX_ROWS) {
+			rc = rq[k] == SQLITE_ROW ? SQLITE_DONE : rq[k];
+			if (rc == SQLITE_DONE && rq[!k] != SQLITE_ROW && rq[!k] != SQLITE_DONE)
+				rc = rq[!k];
+			break;
+		}
+		st = q[k];
+		scan_row(st, v, n);
+		rq[k] = sqlite3_step(st);
+	}
+	sqlite3_finalize(q[0]);
+	sqlite3_finalize(q[1]);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+/* One row of scan(), newest first. */
+static void scan_row(sqlite3_stmt *st, struct pidscan *v, int *n)
+{
+	{
 		const char *src = (const char *)sqlite3_column_text(st, 4);
 		const char *op = (const char *)sqlite3_column_text(st, 5);
 		int64_t pid = sqlite3_column_int64(st, 1);
 		struct pidscan *p;
 
 		if (!src || !op || pid <= 0)
-			continue;
+			return;
 		if (!strcmp(src, "proc")) {
 			if (!strcmp(op, "exit") && (p = pid_get(v, n, pid)) && !p->exit_wall)
 				p->exit_wall = (uint64_t)sqlite3_column_int64(st, 8);
-			continue;
+			return;
 		}
 		if (!strcmp(src, "stall")) {
 			if ((p = pid_get(v, n, pid)) && !p->stall_event)
 				p->stall_event = sqlite3_column_int64(st, 0);
-			continue;
+			return;
 		}
 		if (!is_gpu_source(src) || !(p = pid_get(v, n, pid)))
-			continue;
+			return;
 		{
 			struct pcall tmp, *k = &tmp;
 			const char *cm = (const char *)sqlite3_column_text(st, 3);
@@ -136,8 +178,6 @@ static int scan(sqlite3 *db, const char *node, int64_t lo, int64_t hi, struct pi
 				p->next_start = k->wall;
 		}
 	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 
 static int node_end(sqlite3 *db, const char *node, uint64_t to_wall, uint64_t *end)
@@ -164,7 +204,7 @@ static json_t *stall_detail(sqlite3 *db, int64_t id)
 	sqlite3_stmt *st = NULL;
 	json_t *d = NULL;
 
-	if (!id || sqlite3_prepare_v2(db, "SELECT detail FROM events WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+	if (!id || sqlite3_prepare_v2(db, "SELECT detail FROM kevents WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
 		return NULL;
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT)
