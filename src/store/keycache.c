@@ -197,3 +197,78 @@ void cw_strcache_free(struct cw_strcache *c)
 	free(c->ids);
 	u64map_free(&c->map);
 }
+
+uint64_t cw_argkey_hash(const struct cw_argkey *k)
+{
+	uint64_t h = cw_fnv1a(CW_FNV_INIT, &k->nargs, sizeof(k->nargs));
+
+	return key0(cw_fnv1a(h, k->a, (size_t)k->nargs * sizeof(k->a[0])));
+}
+
+static int args_same(const struct cw_argkey *x, const struct cw_argkey *y)
+{
+	return x->nargs == y->nargs && !memcmp(x->a, y->a, (size_t)x->nargs * sizeof(x->a[0]));
+}
+
+int cw_argcache_init(struct cw_argcache *c)
+{
+	memset(c, 0, sizeof(*c));
+	return u64map_init(&c->map, CW_KEYCACHE_MAX);
+}
+
+int cw_argcache_get(const struct cw_argcache *c, const struct cw_argkey *k, uint64_t hash, int64_t *id)
+{
+	int64_t i;
+
+	if (!u64map_get(&c->map, hash, &i) || !args_same(&c->v[i], k))
+		return 0;
+	*id = c->ids[i];
+	return 1;
+}
+
+int cw_argcache_put(struct cw_argcache *c, const struct cw_argkey *k, uint64_t hash, int64_t id)
+{
+	int64_t i;
+
+	if (c->n >= CW_KEYCACHE_MAX)
+		cw_argcache_clear(c);
+	if (u64map_get(&c->map, hash, &i)) {
+		c->v[i] = *k;
+		c->ids[i] = id;
+		return 0;
+	}
+	if (c->n == c->alloc) {
+		size_t a = c->alloc ? c->alloc * 2 : 64;
+		struct cw_argkey *v = realloc(c->v, a * sizeof(*v));
+		int64_t *ids;
+
+		if (!v)
+			return -ENOMEM;
+		c->v = v;
+		ids = realloc(c->ids, a * sizeof(*ids));
+		if (!ids)
+			return -ENOMEM;
+		c->ids = ids;
+		c->alloc = a;
+	}
+	i = (int64_t)c->n;
+	if (u64map_put(&c->map, hash, i))
+		return -ENOMEM;
+	c->v[i] = *k;
+	c->ids[i] = id;
+	c->n++;
+	return 0;
+}
+
+void cw_argcache_clear(struct cw_argcache *c)
+{
+	c->n = 0;
+	u64map_clear(&c->map);
+}
+
+void cw_argcache_free(struct cw_argcache *c)
+{
+	free(c->v);
+	free(c->ids);
+	u64map_free(&c->map);
+}

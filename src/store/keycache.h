@@ -52,6 +52,27 @@ int cw_keycache_put(struct cw_keycache *c, const struct cw_tkey *k, uint64_t has
 void cw_keycache_clear(struct cw_keycache *c);
 void cw_keycache_free(struct cw_keycache *c);
 
+/* An argument tuple of a call; seen-once tuples are cached with id 0. */
+struct cw_argkey {
+	int64_t a[4];
+	int nargs;
+};
+
+struct cw_argcache {
+	struct u64map map; /* hash -> index in v[] */
+	struct cw_argkey *v;
+	int64_t *ids;
+	size_t n, alloc;
+};
+
+uint64_t cw_argkey_hash(const struct cw_argkey *k);
+int cw_argcache_init(struct cw_argcache *c);
+/* Returns 1 and the id (0: seen once, not interned) when k is cached. */
+int cw_argcache_get(const struct cw_argcache *c, const struct cw_argkey *k, uint64_t hash, int64_t *id);
+int cw_argcache_put(struct cw_argcache *c, const struct cw_argkey *k, uint64_t hash, int64_t id);
+void cw_argcache_clear(struct cw_argcache *c);
+void cw_argcache_free(struct cw_argcache *c);
+
 uint64_t cw_str_hash(const char *s, size_t len);
 int cw_strcache_init(struct cw_strcache *c);
 int cw_strcache_get(const struct cw_strcache *c, const char *s, size_t len, uint64_t hash, int64_t *id);

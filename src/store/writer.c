@@ -50,6 +50,7 @@ enum stmt_id {
 	ST_OP_GET,
 	ST_STR_GET,
 	ST_STR_PUT,
+	ST_ARGS_PUT,
 	ST_MAX
 };
 
@@ -65,6 +66,7 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_OP_GET] = "SELECT id FROM call_ops WHERE source = ?1 AND op = ?2",
 	[ST_STR_GET] = "SELECT id FROM strings WHERE text = ?1",
 	[ST_STR_PUT] = "INSERT INTO strings (text) VALUES (?1)",
+	[ST_ARGS_PUT] = "INSERT INTO call_args (a0, a1, a2, a3) VALUES (?1,?2,?3,?4)",
 	/* ST_EVENT and ST_EVENT_MULTI are built at run time: event_sql(). */
 	[ST_OFFCPU] = "INSERT INTO offcpu (node, session_id, pid, tid, comm, start_mono_ns, end_mono_ns, wall_ns,"
 		      " duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm)"
@@ -176,6 +178,7 @@ enum event_param {
 	EP_PYSTACK,
 	EP_ANOMALOUS,
 	EP_SEQ,
+	EP_ARGS, /* call_args.id when the arguments are interned */
 	EVENT_ROW_PARAMS
 };
 
@@ -215,6 +218,7 @@ struct cw_writer {
 	int64_t next_id; /* one id sequence over calls and kevents */
 	struct cw_keycache threads; /* thread identity -> call_threads.id */
 	struct cw_strcache strings; /* detail text -> strings.id */
+	struct cw_argcache args;    /* argument tuple -> call_args.id, or seen once */
 	struct op_state *ops;
 	int nops;
 	struct agg *aggs;
@@ -386,7 +390,7 @@ static int event_sql(struct strbuf *sb, int rows)
 	int k, j, b, err;
 
 	err = strbuf_adds(sb, "INSERT INTO calls (id, th, op, t, dur, a0, a1, a2, a3, bytes, s, ret, stack, pystack,"
-			  " anomalous, sq) VALUES ");
+			  " anomalous, sq, ar) VALUES ");
 	for (k = 0; k < rows && !err; k++) {
 		b = 1 + k * EVENT_ROW_PARAMS;
 		err = strbuf_addf(sb, "%s(?%d", k ? "," : "", b);
@@ -440,7 +444,8 @@ int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct c
 	u64map_init(&w->agg_index, 0);
 	u64map_init(&w->stack_ids, 1 << 20);
 	u64map_init(&w->pystack_ids, 1 << 20);
-	if (!w->node || !w->ops || cw_keycache_init(&w->threads) || cw_strcache_init(&w->strings)) {
+	if (!w->node || !w->ops || cw_keycache_init(&w->threads) || cw_strcache_init(&w->strings) ||
+	    cw_argcache_init(&w->args)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -482,6 +487,7 @@ static void forget_keys(struct cw_writer *w)
 {
 	cw_keycache_clear(&w->threads);
 	cw_strcache_clear(&w->strings);
+	cw_argcache_clear(&w->args);
 	for (int i = 0; i < w->nops; i++)
 		w->ops[i].db_id = 0;
 }
@@ -930,6 +936,39 @@ static int64_t string_id(struct cw_writer *w, const char *text)
 	return id;
 }
 
+/* A call's argument tuple: interned on its second sighting (kernels are
+ * launched again and again with the same grid), inline before and when
+ * the tuple is one of a kind (a fresh pointer). Returns call_args.id, 0
+ * for inline, or -errno. */
+static int64_t args_id(struct cw_writer *w, const struct cw_event_row *r)
+{
+	struct cw_argkey k = { .nargs = r->nargs > 4 ? 4 : r->nargs };
+	sqlite3_stmt *s = w->st[ST_ARGS_PUT];
+	uint64_t h;
+	int64_t id;
+	int i, got;
+
+	if (k.nargs <= 0)
+		return 0;
+	for (i = 0; i < k.nargs; i++)
+		k.a[i] = r->args[i];
+	h = cw_argkey_hash(&k);
+	got = cw_argcache_get(&w->args, &k, h, &id);
+	if (got && id > 0)
+		return id;
+	if (!got)
+		return cw_argcache_put(&w->args, &k, h, 0) ? -ENOMEM : 0;
+	WLOCK(w);
+	if ((id = begin_if_needed(w)))
+		return id;
+	for (i = 0; i < k.nargs; i++)
+		sqlite3_bind_int64(s, 1 + i, k.a[i]);
+	id = step_id(w, s, 1);
+	if (id > 0 && cw_argcache_put(&w->args, &k, h, id))
+		return -ENOMEM;
+	return id;
+}
+
 #define SET_OR_NULL(pe, p, cond, val)                 \
 	do {                                           \
 		if (cond)                              \
@@ -961,11 +1000,14 @@ static int queue_call(struct cw_writer *w, const struct cw_event_row *r, int opi
 		      int64_t seq)
 {
 	struct pending_event *pe = &w->pend[w->npend];
-	int64_t th, op, str = 0;
+	int64_t th, op, str = 0, ar;
 
 	th = thread_id(w, r);
 	if (th < 0)
 		return (int)th;
+	ar = args_id(w, r);
+	if (ar < 0)
+		return (int)ar;
 	op = op_id(w, &w->ops[opi]);
 	if (op < 0)
 		return (int)op;
@@ -985,6 +1027,15 @@ static int queue_call(struct cw_writer *w, const struct cw_event_row *r, int opi
 		pe->v[EP_SEQ] = seq;
 	else
 		pe->nulls |= 1u << EP_SEQ;
+	if (ar) {
+		pe->v[EP_ARGS] = ar;
+		for (int i = 0; i < 4; i++) {
+			pe->v[EP_ARG0 + i] = 0;
+			pe->nulls |= 1u << (EP_ARG0 + i);
+		}
+	} else {
+		pe->nulls |= 1u << EP_ARGS;
+	}
 	if (w->threaded) {
 		pe->gen = w->seen_gen;
 		return cw_callq_push(&w->q, pe);
@@ -1718,6 +1769,7 @@ int cw_writer_free(struct cw_writer *w)
 		free(w->counters[i].name);
 	cw_keycache_free(&w->threads);
 	cw_strcache_free(&w->strings);
+	cw_argcache_free(&w->args);
 	free(w->ops);
 	free(w->aggs);
 	u64map_free(&w->agg_index);

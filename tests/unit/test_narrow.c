@@ -186,11 +186,27 @@ static void test_writer_interns(void **state)
 	r.mono_ns += 1000;
 	r.wall_ns = r.mono_ns + 1700000000000000000ULL + 37;
 	assert_int_equal(cw_writer_event(w, &r), 0);
+	/* one argument tuple three times: inline once, then interned */
+	r.args[0] = 0x7f1234560000LL;
+	r.args[1] = 1 << 20;
+	r.args[2] = -1;
+	r.args[3] = 3;
+	for (int i = 0; i < 3; i++) {
+		r.mono_ns += 1000;
+		r.wall_ns += 1000;
+		assert_int_equal(cw_writer_event(w, &r), 0);
+	}
 	assert_int_equal(cw_writer_flush(w), 0);
+	/* (and calls 1001 and 1002, which repeat call 1000's arguments) */
+	assert_int_equal(q1(st->db, "SELECT count(*) FROM call_args"), 2);
+	assert_int_equal(q1(st->db, "SELECT count(*) FROM calls WHERE ar IS NOT NULL AND a0 IS NULL"), 4);
+	assert_int_equal(q1(st->db, "SELECT count(*) FROM events WHERE id > 1002 AND arg0 = 0x7f1234560000"
+				    " AND arg1 = 1048576 AND arg2 = -1 AND arg3 = 3"),
+			 3);
 	assert_int_equal(q1(st->db, "SELECT count(*) FROM call_threads"), 4);
 	assert_int_equal(q1(st->db, "SELECT count(*) FROM call_ops"), 2);
 	assert_int_equal(q1(st->db, "SELECT count(*) FROM strings"), 2);
-	assert_int_equal(q1(st->db, "SELECT count(*) FROM calls"), 1002);
+	assert_int_equal(q1(st->db, "SELECT count(*) FROM calls"), 1005);
 	/* exact times through the view, every row */
 	assert_int_equal(q1(st->db, "SELECT count(*) FROM events WHERE id <= 1000"
 				    " AND mono_ns = 10737418240 + (id - 1) * 1000000"
