@@ -44,8 +44,13 @@ int cw_callq_push(struct cw_callq *q, const void *item)
 		q->waits++;
 		/* The consumer may be waiting for a fuller batch. */
 		pthread_cond_signal(&q->nonempty);
-		while (q->len == q->cap && !q->closed)
+		/* Resume at half full, not at the first free slot: a wake-up
+		 * per statement's worth of rows would make the two threads
+		 * take turns instead of running side by side. */
+		q->full_wait = 1;
+		while (q->len > q->cap / 2 && !q->closed)
 			pthread_cond_wait(&q->nonfull, &q->mu);
+		q->full_wait = 0;
 		q->wait_ns += cw_monotonic_ns() - t0;
 	}
 	if (q->closed) {
@@ -55,7 +60,8 @@ int cw_callq_push(struct cw_callq *q, const void *item)
 	memcpy(q->buf + ((q->head + q->len) % q->cap) * q->item, item, q->item);
 	q->len++;
 	q->pushed++;
-	if (q->waiting)
+	/* Woken only once there is a batch for it (or a drain asks). */
+	if (q->waiting && (q->len >= q->want || q->draining))
 		pthread_cond_signal(&q->nonempty);
 	pthread_mutex_unlock(&q->mu);
 	return 0;
@@ -72,6 +78,7 @@ size_t cw_callq_pop(struct cw_callq *q, void *out, size_t max, size_t min)
 		if (!q->len)
 			pthread_cond_broadcast(&q->idle);
 		q->waiting = 1;
+		q->want = min;
 		pthread_cond_wait(&q->nonempty, &q->mu);
 		q->waiting = 0;
 	}
@@ -81,9 +88,9 @@ size_t cw_callq_pop(struct cw_callq *q, void *out, size_t max, size_t min)
 	q->head = (q->head + n) % q->cap;
 	q->len -= n;
 	q->busy = n > 0;
-	if (n)
+	if (n && q->full_wait && q->len <= q->cap / 2)
 		pthread_cond_signal(&q->nonfull);
-	else
+	else if (!n)
 		pthread_cond_broadcast(&q->idle);
 	pthread_mutex_unlock(&q->mu);
 	return n;

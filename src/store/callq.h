@@ -20,7 +20,9 @@ struct cw_callq {
 	int closed;   /* no more items will come */
 	int draining; /* the producer waits for everything to be taken */
 	int busy;     /* the consumer works on items it took */
-	int waiting;  /* the consumer sleeps on nonempty */
+	int waiting;  /* the consumer sleeps on nonempty ... */
+	size_t want;  /* ... until this many items wait */
+	int full_wait; /* the producer sleeps on nonfull until half empty */
 	uint64_t waits, wait_ns, pushed;
 };
 
