@@ -513,3 +513,19 @@ int cw_store_call_op(sqlite3 *db, const char *op)
 		return 1;
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
+
+char *cw_events_light_sql(sqlite3 *db, const char *sql)
+{
+	const char *at = strstr(sql, "FROM events ");
+	size_t pre, n;
+	char *out;
+
+	if (!at || cw_store_is_narrow(db) <= 0)
+		return strdup(sql);
+	pre = (size_t)(at - sql) + 5;
+	n = strlen(sql) + strlen(CW_EVENTS_LIGHT) + 1;
+	out = malloc(n);
+	if (out)
+		snprintf(out, n, "%.*s%s%s", (int)pre, sql, CW_EVENTS_LIGHT, at + 11);
+	return out;
+}
