@@ -10,7 +10,15 @@
  * by SQLite alone, no decode, pairing, statistics or interning, so the
  * figure above can be read as a share of what SQLite itself does on this
  * core.
- *   usage: ingest_bench [CALLS] [RUNS] */
+ *
+ * "threaded" runs the writer on a thread of its own (trace's mode): decode,
+ * pairing and interning on the caller's thread, SQLite on the other; the
+ * CPU time of both over the wall time is printed as the cores used, with
+ * the on-disk bytes per stored call (file, and the calls table with its
+ * index alone) and the back-pressure waits.
+ *   usage: ingest_bench [CALLS] [RUNS] [threaded] */
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +51,7 @@ static void fill_hdr(struct cw_hdr *h, unsigned type, size_t size, unsigned op, 
 }
 
 #define CEIL_ROWS 32     /* rows per INSERT, as the writer */
-#define CEIL_COLS 21     /* per-row parameters: every column but node and session */
+#define CEIL_COLS 16     /* per-row parameters: every column of a v7 calls row */
 #define CEIL_TXN 50016   /* rows per transaction, a multiple of CEIL_ROWS */
 
 /* Rows per second SQLite alone stores for the calls in recs; 0 on error. */
@@ -61,51 +69,45 @@ static double sqlite_ceiling(const struct cw_call *recs, long calls)
 	unlink(path);
 	if (cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)) || !(sql = malloc(cap)))
 		return 0;
-	off += (size_t)snprintf(sql, cap, "INSERT INTO events (node, session_id, seq, wall_ns, mono_ns, pid, tid, cgroup_id,"
-				" comm, source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device,"
-				" stack_id, py_stack_id, anomalous) VALUES ");
+	/* Schema v7's narrow row: the thread, op and string rows are
+	 * interned elsewhere, as the writer does. */
+	off += (size_t)snprintf(sql, cap, "INSERT INTO calls (id, th, op, t, dur, a0, a1, a2, a3, bytes, s, ret, stack,"
+				" pystack, anomalous, sq) VALUES ");
 	for (k = 0; k < CEIL_ROWS; k++) {
-		off += (size_t)snprintf(sql + off, cap - off, "%s(?1,?2", k ? "," : "");
-		for (j = 0; j < CEIL_COLS; j++)
-			off += (size_t)snprintf(sql + off, cap - off, ",?%d", 3 + k * CEIL_COLS + j);
+		off += (size_t)snprintf(sql + off, cap - off, "%s(?%d", k ? "," : "", 1 + k * CEIL_COLS);
+		for (j = 1; j < CEIL_COLS; j++)
+			off += (size_t)snprintf(sql + off, cap - off, ",?%d", 1 + k * CEIL_COLS + j);
 		off += (size_t)snprintf(sql + off, cap - off, ")");
 	}
 	if (sqlite3_prepare_v2(st->db, sql, -1, &ins, NULL) != SQLITE_OK)
 		goto out;
-	sqlite3_bind_text(ins, 1, "bench", -1, SQLITE_STATIC);
-	sqlite3_bind_int(ins, 2, 1);
 	t0 = cw_monotonic_ns();
 	for (i = 0; i + CEIL_ROWS <= calls && !rc; i += CEIL_ROWS) {
 		if (i % CEIL_TXN == 0)
 			rc |= cw_exec(st->db, i ? "COMMIT; BEGIN" : "BEGIN");
 		for (k = 0; k < CEIL_ROWS; k++) {
 			const struct cw_call *c = &recs[i + k];
-			int b = 3 + k * CEIL_COLS;
+			int b = 1 + k * CEIL_COLS;
 
 			/* The columns whose value changes from call to call
 			 * here; the others keep the value bound first (the
 			 * least binding any writer could do). */
 			sqlite3_bind_int64(ins, b + 0, i + k + 1);
-			sqlite3_bind_int64(ins, b + 1, (sqlite3_int64)(c->e.hdr.ts_ns + 1700000000000000000ULL));
-			sqlite3_bind_int64(ins, b + 2, (sqlite3_int64)c->e.hdr.ts_ns);
-			sqlite3_bind_int64(ins, b + 4, c->e.hdr.tid);
-			sqlite3_bind_text(ins, b + 8, cw_op_name(c->e.hdr.op), -1, SQLITE_STATIC);
-			sqlite3_bind_int64(ins, b + 9, (sqlite3_int64)(c->end_ns - c->e.hdr.ts_ns));
+			sqlite3_bind_int64(ins, b + 1, c->e.hdr.tid - 4820);
+			sqlite3_bind_int64(ins, b + 2, c->e.hdr.op % 16 + 1);
+			sqlite3_bind_int64(ins, b + 3, (sqlite3_int64)(c->e.hdr.ts_ns & ((1ULL << 31) - 1)));
+			sqlite3_bind_int64(ins, b + 4, (sqlite3_int64)(c->end_ns - c->e.hdr.ts_ns));
 			if (i)
 				continue;
-			sqlite3_bind_int64(ins, b + 3, c->e.hdr.pid);
-			sqlite3_bind_int64(ins, b + 5, (sqlite3_int64)c->e.hdr.cgroup_id);
-			sqlite3_bind_text(ins, b + 6, c->e.hdr.comm, -1, SQLITE_STATIC);
-			sqlite3_bind_text(ins, b + 7, "cuda", 4, SQLITE_STATIC);
 			for (j = 0; j < 4; j++)
-				sqlite3_bind_int64(ins, b + 10 + j, (sqlite3_int64)c->e.args[j]);
-			sqlite3_bind_int64(ins, b + 14, (sqlite3_int64)c->e.args[1]);
+				sqlite3_bind_int64(ins, b + 5 + j, (sqlite3_int64)c->e.args[j]);
+			sqlite3_bind_int64(ins, b + 9, (sqlite3_int64)c->e.args[1]);
+			sqlite3_bind_null(ins, b + 10);
+			sqlite3_bind_int64(ins, b + 11, c->retval);
+			sqlite3_bind_null(ins, b + 12);
+			sqlite3_bind_null(ins, b + 13);
+			sqlite3_bind_int64(ins, b + 14, 0);
 			sqlite3_bind_null(ins, b + 15);
-			sqlite3_bind_int64(ins, b + 16, c->retval);
-			sqlite3_bind_int64(ins, b + 17, c->e.device);
-			sqlite3_bind_null(ins, b + 18);
-			sqlite3_bind_null(ins, b + 19);
-			sqlite3_bind_int64(ins, b + 20, 0);
 		}
 		rc |= sqlite3_step(ins) != SQLITE_DONE;
 		sqlite3_reset(ins);
@@ -131,6 +133,7 @@ int main(int argc, char **argv)
 {
 	long calls = argc > 1 ? atol(argv[1]) : 1000000;
 	int runs = argc > 2 ? atoi(argv[2]) : 5, r;
+	int threaded = argc > 3 && !strcmp(argv[3], "threaded");
 	struct cw_call *recs = calloc((size_t)calls, sizeof(*recs));
 	double *rates = calloc((size_t)runs, sizeof(double)), *ceil_rates = calloc((size_t)runs, sizeof(double));
 	long i;
@@ -149,7 +152,11 @@ int main(int argc, char **argv)
 	}
 	for (r = 0; r < runs; r++) {
 		char path[] = "/tmp/cw-ingest-XXXXXX", err[256];
-		struct cw_writer_opts wo = { .node = "bench", .session_id = 1 };
+		struct cw_writer_opts wo = { .node = "bench", .session_id = 1, .threaded = threaded };
+		struct cw_writer_stats ws;
+		struct rusage ru0, ru1;
+		struct stat sb;
+		double cpu, calls_bytes = 0;
 		struct cw_pipeline_opts po = { 0 };
 		struct cw_pipeline_counters c;
 		struct cw_pipeline *p;
@@ -166,6 +173,7 @@ int main(int argc, char **argv)
 		}
 		po.writer = w;
 		cw_pipeline_new(&p, &po);
+		getrusage(RUSAGE_SELF, &ru0);
 		t0 = cw_monotonic_ns();
 		for (i = 0; i < calls; i++) {
 			cw_pipeline_feed(p, &recs[i], sizeof(recs[i]));
@@ -174,19 +182,35 @@ int main(int argc, char **argv)
 		}
 		cw_pipeline_flush(p, 0, 0);
 		t1 = cw_monotonic_ns();
+		getrusage(RUSAGE_SELF, &ru1);
 		cw_pipeline_get_counters(p, &c);
+		cw_writer_get_stats(w, &ws);
 		cw_pipeline_free(p);
 		cw_writer_free(w);
+		{
+			sqlite3_stmt *q;
+
+			if (sqlite3_prepare_v2(st->db, "SELECT sum(pgsize) FROM dbstat WHERE name IN ('calls', 'calls_slow')",
+					       -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+				calls_bytes = sqlite3_column_double(q, 0);
+			sqlite3_finalize(q);
+		}
 		cw_store_close(st);
+		cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+		      (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
+			      1e6;
 		if (c.calls != (uint64_t)calls || c.rejected_size || c.rejected_type || c.rejected_version ||
-		    c.unpaired_returns || c.write_errors) {
+		    c.unpaired_returns || c.write_errors || ws.events != (uint64_t)calls || ws.failed_rows) {
 			fprintf(stderr, "ingest_bench: lost events: stored %llu of %ld\n", (unsigned long long)c.calls,
 				calls);
 			return 1;
 		}
 		rates[r] = (double)calls / ((double)(t1 - t0) / 1e9);
-		printf("run %d: %ld calls in %.3f s: %.0f calls/s, 0 dropped\n", r + 1, calls, (double)(t1 - t0) / 1e9,
-		       rates[r]);
+		printf("run %d: %ld calls in %.3f s: %.0f calls/s, 0 dropped, %.2f cores, %llu back-pressure waits,"
+		       " %.1f bytes/call on disk (calls table and index: %.1f)\n",
+		       r + 1, calls, (double)(t1 - t0) / 1e9, rates[r], cpu / ((double)(t1 - t0) / 1e9),
+		       (unsigned long long)ws.backpressure_waits,
+		       stat(path, &sb) == 0 ? (double)sb.st_size / (double)calls : 0.0, calls_bytes / (double)calls);
 		cw_store_remove_files(path);
 	}
 	qsort(rates, (size_t)runs, sizeof(double), cmp_double);

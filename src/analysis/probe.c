@@ -142,7 +142,7 @@ static int io_req_cmp(const void *a, const void *b)
 static int load_io(sqlite3 *db, struct cw_sysctx *sys, uint64_t from, uint64_t to)
 {
 	static const char sql[] =
-		"SELECT mono_ns, duration_ns, pid FROM events"
+		"SELECT mono_ns, duration_ns, pid FROM kevents"
 		" WHERE id BETWEEN ?5 AND ?6 AND source = 'io' AND op IN ('block_read', 'block_write', 'block_other')"
 		" AND node = ?1 AND wall_ns BETWEEN ?2 AND ?3 LIMIT ?4";
 	sqlite3_stmt *st = NULL;
@@ -306,7 +306,7 @@ static int retx_push(struct cw_sysctx *sys, size_t *cap, uint64_t wall, uint64_t
 int cw_sysctx_need_retx(struct cw_sysctx *sys)
 {
 	static const char sql[] =
-		"SELECT wall_ns, mono_ns, pid, detail FROM events WHERE op = 'tcp_retransmit' AND node = ?1"
+		"SELECT wall_ns, mono_ns, pid, detail FROM kevents WHERE op = 'tcp_retransmit' AND node = ?1"
 		" AND wall_ns BETWEEN ?2 AND ?3 ORDER BY wall_ns LIMIT ?4";
 	size_t cap = 0;
 	int has, rc, ret = 0;
@@ -361,10 +361,26 @@ int cw_events_id_at(sqlite3 *db, uint64_t wall, int64_t *id)
 	int64_t lo, hi;
 	int rc;
 
-	rc = sqlite3_prepare_v2(db, "SELECT (SELECT min(id) FROM events), (SELECT max(id) FROM events)", -1, &mm, NULL);
+	/* Schema v7: the two tables under the view, each read by its key (the
+	 * view's compound would be scanned whole for min(), max() and an
+	 * ORDER BY id). */
+	static const char *const sql[2][2] = {
+		{ "SELECT (SELECT min(id) FROM events), (SELECT max(id) FROM events)",
+		  "SELECT wall_ns FROM events WHERE id >= ?1 ORDER BY id LIMIT 1" },
+		{ "SELECT min(a), max(b) FROM (SELECT (SELECT min(id) FROM calls) AS a, (SELECT max(id) FROM calls) AS b"
+		  " UNION ALL SELECT (SELECT min(id) FROM kevents), (SELECT max(id) FROM kevents))",
+		  "SELECT w FROM (SELECT i, w FROM (SELECT c.id AS i, t.mono_base + c.t + t.wall_off AS w FROM calls c"
+		  " CROSS JOIN call_threads t ON t.id = c.th WHERE c.id >= ?1 ORDER BY c.id LIMIT 1)"
+		  " UNION ALL SELECT i, w FROM (SELECT id AS i, wall_ns AS w FROM kevents WHERE id >= ?1 ORDER BY id LIMIT 1)"
+		  " ORDER BY 1 LIMIT 1)" },
+	};
+	int narrow = cw_store_is_narrow(db);
+
+	if (narrow < 0)
+		return narrow;
+	rc = sqlite3_prepare_v2(db, sql[narrow][0], -1, &mm, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db, "SELECT wall_ns FROM events WHERE id >= ?1 ORDER BY id LIMIT 1", -1,
-					&at, NULL);
+		rc = sqlite3_prepare_v2(db, sql[narrow][1], -1, &at, NULL);
 	if (rc != SQLITE_OK)
 		goto out;
 	rc = sqlite3_step(mm);
@@ -557,14 +573,25 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 {
 	static const char slow_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM events"
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM kevents"
 		" WHERE op = ?1 AND anomalous = 1 AND duration_ns >= ?2 AND node = ?3"
 		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) ORDER BY duration_ns DESC LIMIT ?7";
+	/* Schema v7, a call's op: calls_slow by (op id, duration). */
+	static const char slow_calls_sql[] =
+		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack"
+		" FROM " CW_CALLS_FROM " WHERE " CW_CALL_OP_IS("?1") " AND c.anomalous = 1 AND c.dur >= ?2"
+		" AND t.node = ?3 AND " CW_CALL_WALL " BETWEEN ?4 AND ?5 AND (?6 = 0 OR t.pid = ?6)"
+		" ORDER BY c.dur DESC LIMIT ?7";
 	/* The writer flags a call anomalous only once its op has 32 samples,
 	 * so an op's first calls (cold start) are read by rowid instead: the
 	 * scan starts at the op's first second and stops after 64 calls. */
+	static const char first_calls_sql[] =
+		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack"
+		" FROM " CW_CALLS_FROM " WHERE c.id BETWEEN ?8 AND ?9 AND " CW_CALL_OP_IS("?1") " AND c.dur >= ?2"
+		" AND t.node = ?3 AND " CW_CALL_WALL " BETWEEN ?4 AND ?5 AND (?6 = 0 OR t.pid = ?6) AND c.anomalous = 0"
+		" ORDER BY c.id LIMIT ?7";
 	static const char first_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM events"
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM kevents"
 		" WHERE id BETWEEN ?8 AND ?9 AND op = ?1 AND duration_ns >= ?2 AND node = ?3"
 		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) AND anomalous = 0"
 		" ORDER BY id LIMIT ?7";
@@ -587,11 +614,15 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 	int64_t lo_id = 1, hi_id = 0;
 	int rc, ret = 0, pass;
 
-	rc = sqlite3_prepare_v2(ctx->db, slow_sql, -1, &st, NULL);
+	int call_op = cw_store_call_op(ctx->db, op->op);
+
+	if (call_op < 0)
+		return call_op;
+	rc = sqlite3_prepare_v2(ctx->db, call_op ? slow_calls_sql : slow_sql, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(ctx->db, off_sql, -1, &off, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(ctx->db, first_sql, -1, &first, NULL);
+		rc = sqlite3_prepare_v2(ctx->db, call_op ? first_calls_sql : first_sql, -1, &first, NULL);
 	if (rc != SQLITE_OK) {
 		ret = cw_sqlite_errno(rc);
 		goto out;

@@ -64,9 +64,12 @@ int cw_events_has_index(sqlite3 *db, const char *name)
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 
-#define RARE_COLS                                                                                                \
+#define RARE_SELECT                                                                                              \
 	"SELECT id, wall_ns, mono_ns, duration_ns, pid, tid, cgroup_id, comm, arg0, arg1, arg2, arg3, bytes, detail," \
-	" py_stack_id FROM events"
+	" py_stack_id FROM "
+/* Kernel-side events are in kevents (schema v7); a rare call (a graph
+ * capture) is read through the events view, a second's ids at a time. */
+#define RARE_COLS RARE_SELECT "kevents"
 
 /* The op's partial index, when schema v3 made one: the literal op in the
  * query is what lets SQLite use it. */
@@ -75,7 +78,7 @@ static const char *indexed_sql(const char *op, const char **index)
 	if (!strcmp(op, "tcp_retransmit")) {
 		/* Only the columns events_retx covers: time, owner, 4-tuple. */
 		*index = "events_retx";
-		return "SELECT id, wall_ns, mono_ns, 0, pid, 0, 0, NULL, 0, 0, 0, 0, 0, detail, 0 FROM events"
+		return "SELECT id, wall_ns, mono_ns, 0, pid, 0, 0, NULL, 0, 0, 0, 0, 0, detail, 0 FROM kevents"
 		       " WHERE op = 'tcp_retransmit' AND node = ?1 AND wall_ns BETWEEN ?2 AND ?3 ORDER BY wall_ns";
 	}
 	if (!strcmp(op, "oom_kill")) {
@@ -116,8 +119,13 @@ int cw_rare_events_load(sqlite3 *db, const char *node, const char *source, const
 	static const char secs_sql[] =
 		"SELECT second FROM aggregates WHERE node = ?1 AND source = ?2 AND op = ?3"
 		" AND second BETWEEN ?4 AND ?5 ORDER BY second";
-	static const char rows_sql[] = RARE_COLS " WHERE id BETWEEN ?1 AND ?2 AND op = ?3 AND node = ?4"
-					       " AND source = ?5 AND wall_ns BETWEEN ?6 AND ?7 ORDER BY id";
+	static const char *const rows_sql[2] = {
+		RARE_COLS " WHERE id BETWEEN ?1 AND ?2 AND op = ?3 AND node = ?4"
+			  " AND source = ?5 AND wall_ns BETWEEN ?6 AND ?7 ORDER BY id",
+		RARE_SELECT "events WHERE id BETWEEN ?1 AND ?2 AND op = ?3 AND node = ?4"
+			    " AND source = ?5 AND wall_ns BETWEEN ?6 AND ?7 ORDER BY id",
+	};
+	int call_op = cw_store_call_op(db, op);
 	sqlite3_stmt *secs = NULL, *rows = NULL;
 	struct cw_rare_event *v = NULL;
 	size_t n = 0, cap = 0;
@@ -135,9 +143,11 @@ int cw_rare_events_load(sqlite3 *db, const char *node, const char *source, const
 				return load_indexed(db, isql, node, from_wall, to_wall, max, out);
 		}
 	}
+	if (call_op < 0)
+		return call_op;
 	rc = sqlite3_prepare_v2(db, secs_sql, -1, &secs, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db, rows_sql, -1, &rows, NULL);
+		rc = sqlite3_prepare_v2(db, rows_sql[call_op], -1, &rows, NULL);
 	if (rc != SQLITE_OK) {
 		ret = cw_sqlite_errno(rc);
 		goto out;

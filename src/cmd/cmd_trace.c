@@ -1375,6 +1375,8 @@ static int run(struct trace *t)
 	 * store_gate(): a lock another process takes between two batches
 	 * holds records in memory instead of failing rows. */
 	wo.immediate = 1;
+	/* SQLite on a thread of its own: decoding goes on while it inserts. */
+	wo.threaded = 1;
 	wo.batch_rows = 1 << 30;
 	rc = cw_writer_new(&t->w, t->st, &wo);
 	if (rc) {

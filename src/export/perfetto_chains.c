@@ -437,7 +437,7 @@ int pf_emit_chains(struct pf_ctx *c)
 		"SELECT id, wall_ns, wall_ns + duration_ns FROM offcpu WHERE node = ?1 AND tid = ?2 AND reason = ?3"
 		" AND wall_ns < ?5 AND wall_ns + duration_ns > ?4 ORDER BY duration_ns DESC, id";
 	static const char io_sql[] =
-		"SELECT id, wall_ns, wall_ns + duration_ns FROM events WHERE node = ?1 AND source = 'io'"
+		"SELECT id, wall_ns, wall_ns + duration_ns FROM kevents WHERE node = ?1 AND source = 'io'"
 		" AND wall_ns BETWEEN ?2 AND ?3 ORDER BY id";
 	struct cw_explain_opts eo = { 0 };
 	struct cw_explain_result r;
@@ -462,7 +462,11 @@ int pf_emit_chains(struct pf_ctx *c)
 		snprintf(c->err, c->errlen, "explaining the window: %s", strerror(-ret));
 		return ret;
 	}
-	if (sqlite3_prepare_v2(c->db, calls_sql, -1, &s.calls, NULL) != SQLITE_OK ||
+	char *light = cw_events_light_sql(c->db, calls_sql);
+	int lrc = light ? sqlite3_prepare_v2(c->db, light, -1, &s.calls, NULL) : SQLITE_NOMEM;
+
+	free(light);
+	if (lrc != SQLITE_OK ||
 	    sqlite3_prepare_v2(c->db, off_sql, -1, &s.off, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(c->db, io_sql, -1, &s.io, NULL) != SQLITE_OK) {
 		snprintf(c->err, c->errlen, "reading chains: %s", sqlite3_errmsg(c->db));

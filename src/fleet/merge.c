@@ -80,7 +80,14 @@ static int read_nodes(sqlite3 *db, struct input_info *ii)
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
 		return rc == SQLITE_TOOBIG ? -E2BIG : cw_sqlite_errno(rc);
-	rc = sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM events", -1, &st, NULL);
+	/* Schema v7 keeps events in two tables under the view: their
+	 * largest ids are two seeks, the view's a scan. */
+	rc = sqlite3_prepare_v2(db,
+				"SELECT max((SELECT coalesce(max(id), 0) FROM calls),"
+				" (SELECT coalesce(max(id), 0) FROM kevents))",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM events", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	if (sqlite3_step(st) == SQLITE_ROW)
@@ -157,7 +164,7 @@ static int table_exists(sqlite3 *db, const char *schema, const char *table)
 	sqlite3_stmt *st = NULL;
 	int found = 0;
 
-	snprintf(sql, sizeof(sql), "SELECT 1 FROM %s.sqlite_master WHERE type = 'table' AND name = ?1", schema);
+	snprintf(sql, sizeof(sql), "SELECT 1 FROM %s.sqlite_master WHERE type IN ('table', 'view') AND name = ?1", schema);
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return 0;
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);

@@ -119,6 +119,139 @@ static const char schema_nccl_sql[] =
 	 * offsets). */
 	"CREATE INDEX IF NOT EXISTS nccl_calls_seq ON nccl_calls (comm_id, seq);";
 
+/* v7: narrow call rows (docs/schema.md, "Narrow rows"). Traced calls
+ * (sources cuda, driver, graph, nccl: nearly every row) move to `calls`,
+ * whose row keeps only what changes from call to call; what is constant
+ * for a thread over a stretch of time (node, session, pid, tid, cgroup,
+ * comm, device, the monotonic->wall offset) is one `call_threads` row, the
+ * (source, op) pair one `call_ops` row, a detail text one `strings` row.
+ * A `calls` row's monotonic start is its thread row's base plus `t`
+ * (within +-2^31 ns of the base, so it fits 4 bytes); its wall-clock start
+ * adds the thread row's offset. Kernel-side events (block I/O, network,
+ * memory, process, GPU findings: few) keep the full row in `kevents`,
+ * with the partial indexes of v2 and v4. The view `events` puts both back
+ * together with the documented columns, and its INSTEAD OF triggers route
+ * inserts and deletes, so every query and every writer of the public
+ * table keeps working. Ids are one sequence over both tables. */
+static const char schema_narrow_sql[] =
+	"CREATE TABLE call_threads ("
+	" id INTEGER PRIMARY KEY, node TEXT NOT NULL, session_id INTEGER, pid INTEGER NOT NULL,"
+	" tid INTEGER NOT NULL, cgroup_id INTEGER, comm TEXT, device INTEGER,"
+	" mono_base INTEGER NOT NULL, wall_off INTEGER NOT NULL);"
+	"CREATE INDEX call_threads_tid ON call_threads (tid, mono_base);"
+	"CREATE INDEX call_threads_pid ON call_threads (node, pid);"
+	"CREATE TABLE call_ops (id INTEGER PRIMARY KEY, source TEXT NOT NULL, op TEXT NOT NULL, UNIQUE (source, op));"
+	"CREATE TABLE strings (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);"
+	"CREATE TABLE calls ("
+	" id INTEGER PRIMARY KEY, th INTEGER NOT NULL, op INTEGER NOT NULL, t INTEGER NOT NULL, dur INTEGER NOT NULL,"
+	" a0 INTEGER, a1 INTEGER, a2 INTEGER, a3 INTEGER, bytes INTEGER, s INTEGER, ret INTEGER,"
+	" stack INTEGER, pystack INTEGER, anomalous INTEGER NOT NULL DEFAULT 0, sq INTEGER, ar INTEGER);"
+	/* A repeated argument tuple (a kernel launched again with the same
+	 * grid) is one row here, named by calls.ar; a0..a3 are then NULL. */
+	"CREATE TABLE call_args (id INTEGER PRIMARY KEY, a0 INTEGER, a1 INTEGER, a2 INTEGER, a3 INTEGER);"
+	"CREATE TABLE kevents ("
+	" id INTEGER PRIMARY KEY, node TEXT NOT NULL, seq INTEGER NOT NULL, session_id INTEGER,"
+	" wall_ns INTEGER NOT NULL, mono_ns INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+	" cgroup_id INTEGER, comm TEXT, source TEXT NOT NULL, op TEXT NOT NULL, duration_ns INTEGER NOT NULL DEFAULT 0,"
+	" arg0 INTEGER, arg1 INTEGER, arg2 INTEGER, arg3 INTEGER, bytes INTEGER, detail TEXT, ret INTEGER,"
+	" device INTEGER, stack_id INTEGER, py_stack_id INTEGER, anomalous INTEGER NOT NULL DEFAULT 0);"
+	"INSERT INTO kevents SELECT id, node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm, source, op,"
+	" duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id, py_stack_id, anomalous"
+	" FROM events WHERE source NOT IN ('cuda', 'driver', 'graph', 'nccl') ORDER BY id;"
+	"INSERT INTO call_ops (source, op) SELECT DISTINCT source, op FROM events"
+	" WHERE source IN ('cuda', 'driver', 'graph', 'nccl');"
+	"INSERT INTO strings (text) SELECT DISTINCT detail FROM events"
+	" WHERE source IN ('cuda', 'driver', 'graph', 'nccl') AND detail IS NOT NULL;"
+	/* One thread row per thread identity and 2^31 ns of monotonic time. */
+	"INSERT INTO call_threads (node, session_id, pid, tid, cgroup_id, comm, device, mono_base, wall_off)"
+	" SELECT DISTINCT node, session_id, pid, tid, cgroup_id, comm, device, (mono_ns >> 31) << 31, wall_ns - mono_ns"
+	" FROM events WHERE source IN ('cuda', 'driver', 'graph', 'nccl');"
+	"INSERT INTO calls (id, th, op, t, dur, a0, a1, a2, a3, bytes, s, ret, stack, pystack, anomalous, sq)"
+	" SELECT e.id, t.id, o.id, e.mono_ns - t.mono_base, e.duration_ns, e.arg0, e.arg1, e.arg2, e.arg3, e.bytes,"
+	" (SELECT s.id FROM strings s WHERE s.text = e.detail), e.ret, e.stack_id, e.py_stack_id, e.anomalous,"
+	" CASE WHEN e.seq = e.id THEN NULL ELSE e.seq END"
+	" FROM events e JOIN call_ops o ON o.source = e.source AND o.op = e.op"
+	" JOIN call_threads t ON t.tid = e.tid AND t.mono_base = (e.mono_ns >> 31) << 31 AND t.pid = e.pid"
+	" AND t.node = e.node AND t.session_id IS e.session_id AND t.cgroup_id IS e.cgroup_id AND t.comm IS e.comm"
+	" AND t.device IS e.device AND t.wall_off = e.wall_ns - e.mono_ns"
+	" WHERE e.source IN ('cuda', 'driver', 'graph', 'nccl') ORDER BY e.id;"
+	"DROP TABLE events;"
+	"CREATE INDEX calls_slow ON calls (op, dur) WHERE anomalous = 1;"
+	"CREATE INDEX events_slow ON kevents (op, duration_ns) WHERE anomalous = 1;"
+	"CREATE INDEX events_io ON kevents (node, wall_ns) WHERE source = 'io';"
+	"CREATE INDEX events_retx ON kevents (node, wall_ns, mono_ns, pid, detail, op) WHERE op = 'tcp_retransmit';"
+	"CREATE INDEX events_oom ON kevents (node, wall_ns) WHERE op = 'oom_kill';"
+	"CREATE INDEX events_pagealloc ON kevents (node, pid, wall_ns) WHERE op = 'page_alloc';"
+	"CREATE VIEW events AS"
+	" SELECT c.id AS id, t.node AS node, coalesce(c.sq, c.id) AS seq, t.session_id AS session_id,"
+	" t.mono_base + c.t + t.wall_off AS wall_ns, t.mono_base + c.t AS mono_ns, t.pid AS pid, t.tid AS tid,"
+	" t.cgroup_id AS cgroup_id, t.comm AS comm, o.source AS source, o.op AS op, c.dur AS duration_ns,"
+	" CASE WHEN c.ar IS NULL THEN c.a0 ELSE a.a0 END AS arg0, CASE WHEN c.ar IS NULL THEN c.a1 ELSE a.a1 END AS arg1,"
+	" CASE WHEN c.ar IS NULL THEN c.a2 ELSE a.a2 END AS arg2, CASE WHEN c.ar IS NULL THEN c.a3 ELSE a.a3 END AS arg3,"
+	" c.bytes AS bytes,"
+	" (SELECT s.text FROM strings s WHERE s.id = c.s) AS detail, c.ret AS ret, t.device AS device,"
+	" c.stack AS stack_id, c.pystack AS py_stack_id, c.anomalous AS anomalous"
+	" FROM calls c CROSS JOIN call_threads t ON t.id = c.th CROSS JOIN call_ops o ON o.id = c.op"
+	" LEFT JOIN call_args a ON a.id = c.ar"
+	" UNION ALL"
+	" SELECT id, node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm, source, op, duration_ns,"
+	" arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id, py_stack_id, anomalous FROM kevents;"
+	/* Writers of the public table (merge, tests, a user's own tools):
+	 * a call goes to calls through its thread, op and string rows, any
+	 * other event to kevents; an id left NULL takes the next of both. */
+	"CREATE TRIGGER events_insert INSTEAD OF INSERT ON events BEGIN"
+	" INSERT INTO kevents (id, node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm, source, op,"
+	" duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id, py_stack_id, anomalous)"
+	" SELECT coalesce(NEW.id, (SELECT max(coalesce((SELECT max(id) FROM calls), 0),"
+	" coalesce((SELECT max(id) FROM kevents), 0)) + 1)), NEW.node, NEW.seq, NEW.session_id, NEW.wall_ns,"
+	" NEW.mono_ns, NEW.pid, NEW.tid, NEW.cgroup_id, NEW.comm, NEW.source, NEW.op, coalesce(NEW.duration_ns, 0),"
+	" NEW.arg0, NEW.arg1, NEW.arg2, NEW.arg3, NEW.bytes, NEW.detail, NEW.ret, NEW.device, NEW.stack_id,"
+	" NEW.py_stack_id, coalesce(NEW.anomalous, 0)"
+	" WHERE NEW.source NOT IN ('cuda', 'driver', 'graph', 'nccl');"
+	" INSERT OR IGNORE INTO call_ops (source, op) SELECT NEW.source, NEW.op"
+	" WHERE NEW.source IN ('cuda', 'driver', 'graph', 'nccl');"
+	" INSERT OR IGNORE INTO strings (text) SELECT NEW.detail"
+	" WHERE NEW.source IN ('cuda', 'driver', 'graph', 'nccl') AND NEW.detail IS NOT NULL;"
+	" INSERT INTO call_threads (node, session_id, pid, tid, cgroup_id, comm, device, mono_base, wall_off)"
+	" SELECT NEW.node, NEW.session_id, NEW.pid, NEW.tid, NEW.cgroup_id, NEW.comm, NEW.device,"
+	" (NEW.mono_ns >> 31) << 31, NEW.wall_ns - NEW.mono_ns"
+	" WHERE NEW.source IN ('cuda', 'driver', 'graph', 'nccl') AND NOT EXISTS (SELECT 1 FROM call_threads t"
+	" WHERE t.tid = NEW.tid AND t.mono_base = (NEW.mono_ns >> 31) << 31 AND t.pid = NEW.pid AND t.node = NEW.node"
+	" AND t.session_id IS NEW.session_id AND t.cgroup_id IS NEW.cgroup_id AND t.comm IS NEW.comm"
+	" AND t.device IS NEW.device AND t.wall_off = NEW.wall_ns - NEW.mono_ns);"
+	" INSERT INTO calls (id, th, op, t, dur, a0, a1, a2, a3, bytes, s, ret, stack, pystack, anomalous, sq)"
+	" SELECT x.id, t.id, (SELECT o.id FROM call_ops o WHERE o.source = NEW.source AND o.op = NEW.op),"
+	" NEW.mono_ns - t.mono_base, coalesce(NEW.duration_ns, 0), NEW.arg0, NEW.arg1, NEW.arg2, NEW.arg3, NEW.bytes,"
+	" (SELECT s.id FROM strings s WHERE s.text = NEW.detail), NEW.ret, NEW.stack_id, NEW.py_stack_id,"
+	" coalesce(NEW.anomalous, 0), CASE WHEN NEW.seq = x.id THEN NULL ELSE NEW.seq END"
+	" FROM (SELECT coalesce(NEW.id, (SELECT max(coalesce((SELECT max(id) FROM calls), 0),"
+	" coalesce((SELECT max(id) FROM kevents), 0)) + 1)) AS id) x, call_threads t"
+	" WHERE NEW.source IN ('cuda', 'driver', 'graph', 'nccl') AND t.id = (SELECT max(t2.id) FROM call_threads t2"
+	" WHERE t2.tid = NEW.tid AND t2.mono_base = (NEW.mono_ns >> 31) << 31 AND t2.pid = NEW.pid"
+	" AND t2.node = NEW.node AND t2.session_id IS NEW.session_id AND t2.cgroup_id IS NEW.cgroup_id"
+	" AND t2.comm IS NEW.comm AND t2.device IS NEW.device AND t2.wall_off = NEW.wall_ns - NEW.mono_ns);"
+	" END;"
+	/* An update changes what a call row holds itself; what its thread,
+	 * op or string rows hold is shared with other calls and refused. */
+	"CREATE TRIGGER events_update INSTEAD OF UPDATE ON events BEGIN"
+	" SELECT RAISE(ABORT, 'events: a call''s thread, op, time or detail cannot be updated')"
+	" WHERE EXISTS (SELECT 1 FROM calls WHERE id = OLD.id) AND (NEW.id IS NOT OLD.id OR NEW.node IS NOT OLD.node"
+	" OR NEW.seq IS NOT OLD.seq OR NEW.session_id IS NOT OLD.session_id OR NEW.wall_ns IS NOT OLD.wall_ns"
+	" OR NEW.mono_ns IS NOT OLD.mono_ns OR NEW.pid IS NOT OLD.pid OR NEW.tid IS NOT OLD.tid"
+	" OR NEW.cgroup_id IS NOT OLD.cgroup_id OR NEW.comm IS NOT OLD.comm OR NEW.source IS NOT OLD.source"
+	" OR NEW.op IS NOT OLD.op OR NEW.detail IS NOT OLD.detail OR NEW.device IS NOT OLD.device);"
+	" UPDATE calls SET dur = NEW.duration_ns, a0 = NEW.arg0, a1 = NEW.arg1, a2 = NEW.arg2, a3 = NEW.arg3, ar = NULL,"
+	" bytes = NEW.bytes, ret = NEW.ret, stack = NEW.stack_id, pystack = NEW.py_stack_id,"
+	" anomalous = NEW.anomalous WHERE id = OLD.id;"
+	" UPDATE kevents SET id = NEW.id, node = NEW.node, seq = NEW.seq, session_id = NEW.session_id,"
+	" wall_ns = NEW.wall_ns, mono_ns = NEW.mono_ns, pid = NEW.pid, tid = NEW.tid, cgroup_id = NEW.cgroup_id,"
+	" comm = NEW.comm, source = NEW.source, op = NEW.op, duration_ns = NEW.duration_ns, arg0 = NEW.arg0,"
+	" arg1 = NEW.arg1, arg2 = NEW.arg2, arg3 = NEW.arg3, bytes = NEW.bytes, detail = NEW.detail, ret = NEW.ret,"
+	" device = NEW.device, stack_id = NEW.stack_id, py_stack_id = NEW.py_stack_id, anomalous = NEW.anomalous"
+	" WHERE id = OLD.id; END;"
+	"CREATE TRIGGER events_delete INSTEAD OF DELETE ON events BEGIN"
+	" DELETE FROM calls WHERE id = OLD.id; DELETE FROM kevents WHERE id = OLD.id; END;";
+
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
 	cw_schema_v1_sql,
@@ -127,6 +260,7 @@ static const char *const migrations[] = {
 	schema_layers_sql,
 	schema_gpu_sql,
 	schema_nccl_sql,
+	schema_narrow_sql,
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CW_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -148,16 +282,23 @@ int cw_schema_version(sqlite3 *db, int *version)
 
 int cw_migrate(sqlite3 *db, int *found_version)
 {
+	return cw_migrate_to(db, CW_SCHEMA_VERSION, found_version);
+}
+
+int cw_migrate_to(sqlite3 *db, int target, int *found_version)
+{
 	char sql[64];
 	int v, err;
 
+	if (target < 1 || target > CW_SCHEMA_VERSION)
+		return -EINVAL;
 	err = cw_schema_version(db, &v);
 	if (err)
 		return err;
 	*found_version = v;
 	if (v > CW_SCHEMA_VERSION)
 		return -EPROTO;
-	if (v == CW_SCHEMA_VERSION)
+	if (v >= target)
 		return 0;
 	/* IMMEDIATE takes the write lock up front so two writers creating the
 	 * same file cannot both migrate. */
@@ -167,12 +308,12 @@ int cw_migrate(sqlite3 *db, int *found_version)
 	err = cw_schema_version(db, &v);
 	if (err)
 		goto fail;
-	for (; v < CW_SCHEMA_VERSION; v++) {
+	for (; v < target; v++) {
 		err = cw_exec(db, migrations[v]);
 		if (err)
 			goto fail;
 	}
-	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", CW_SCHEMA_VERSION);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", target);
 	err = cw_exec(db, sql);
 	if (err)
 		goto fail;

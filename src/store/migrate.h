@@ -8,5 +8,7 @@
  * when the file is newer than this build, or -errno. */
 int cw_migrate(sqlite3 *db, int *found_version);
 int cw_schema_version(sqlite3 *db, int *version);
+/* The same, up to version target only (tests build older files with it). */
+int cw_migrate_to(sqlite3 *db, int target, int *found_version);
 
 #endif

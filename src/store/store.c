@@ -130,7 +130,7 @@ static int looks_foreign(sqlite3 *db)
 	sqlite3_stmt *st;
 	int n = 0, ours = 0, rc;
 
-	rc = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table'", -1, &st, NULL);
+	rc = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -144,6 +144,21 @@ static int looks_foreign(sqlite3 *db)
 	if (rc != SQLITE_DONE)
 		return cw_sqlite_errno(rc);
 	return n > 0 && !ours;
+}
+
+/* Readers of kernel-side events read kevents (schema v7); in an older
+ * file read as it is, those rows are in the events table: a temporary
+ * view of the same name (the temp schema is the connection's own, so a
+ * read-only file is not touched). */
+static int older_events_alias(sqlite3 *db)
+{
+	int err = cw_exec(db, "PRAGMA query_only = 0");
+
+	if (!err)
+		err = cw_exec(db, "CREATE TEMP VIEW IF NOT EXISTS kevents AS SELECT * FROM main.events");
+	if (!err)
+		err = cw_exec(db, "PRAGMA query_only = 1");
+	return err;
 }
 
 static int configure(sqlite3 *db, enum cw_store_mode mode)
@@ -344,6 +359,8 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 	} else {
 		code = cw_migrate(db, &found);
 	}
+	if (!code && mode == CW_STORE_READONLY && v < 7)
+		code = older_events_alias(db);
 	if (code)
 		goto fail;
 	if (mode != CW_STORE_READONLY) {
@@ -462,4 +479,53 @@ int cw_meta_set(sqlite3 *db, const char *key, const char *value)
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+int cw_store_is_narrow(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'calls'", -1,
+				    &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return 1;
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+int cw_store_call_op(sqlite3 *db, const char *op)
+{
+	sqlite3_stmt *st;
+	int rc, narrow = cw_store_is_narrow(db);
+
+	if (narrow <= 0)
+		return narrow;
+	rc = sqlite3_prepare_v2(db, "SELECT 1 FROM call_ops WHERE op = ?1", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, op, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return 1;
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+char *cw_events_light_sql(sqlite3 *db, const char *sql)
+{
+	const char *at = strstr(sql, "FROM events ");
+	size_t pre, n;
+	char *out;
+
+	if (!at || cw_store_is_narrow(db) <= 0)
+		return strdup(sql);
+	pre = (size_t)(at - sql) + 5;
+	n = strlen(sql) + strlen(CW_EVENTS_LIGHT) + 1;
+	out = malloc(n);
+	if (out)
+		snprintf(out, n, "%.*s%s%s", (int)pre, sql, CW_EVENTS_LIGHT, at + 11);
+	return out;
 }

@@ -1,16 +1,22 @@
 #include "store/writer.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/hist.h"
+#include "store/callq.h"
+#include "store/keycache.h"
 #include "store/retention.h"
 #include "util/strbuf.h"
 #include "util/u64map.h"
 
 #define DEFAULT_BATCH_ROWS 50000
+/* Calls between the caller's thread and the writer thread: 16384 rows of
+ * 136 bytes, 2.2 MB; a quarter second of SQLite's rate here. */
+#define DEFAULT_QUEUE_ROWS 16384
 /* An event is anomalous when slower than this multiple of its op's running
  * median, once the op has enough samples for the median to mean something. */
 #define ANOMALY_FACTOR 3
@@ -38,10 +44,29 @@ enum stmt_id {
 	ST_AGG_PUT,
 	ST_NCCL_CALL,
 	ST_NCCL_COMM,
+	ST_KEVENT,
+	ST_TKEY_PUT,
+	ST_OP_PUT,
+	ST_OP_GET,
+	ST_STR_GET,
+	ST_STR_PUT,
+	ST_ARGS_PUT,
 	ST_MAX
 };
 
 static const char *const stmt_sql[ST_MAX] = {
+	/* Kernel-side events keep the whole row (schema v7). */
+	[ST_KEVENT] = "INSERT INTO kevents (id, node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm,"
+		      " source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device, stack_id,"
+		      " py_stack_id, anomalous) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,"
+		      "?18,?19,?20,?21,?22,?23,?24)",
+	[ST_TKEY_PUT] = "INSERT INTO call_threads (node, session_id, pid, tid, cgroup_id, comm, device, mono_base,"
+			" wall_off) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+	[ST_OP_PUT] = "INSERT OR IGNORE INTO call_ops (source, op) VALUES (?1,?2)",
+	[ST_OP_GET] = "SELECT id FROM call_ops WHERE source = ?1 AND op = ?2",
+	[ST_STR_GET] = "SELECT id FROM strings WHERE text = ?1",
+	[ST_STR_PUT] = "INSERT INTO strings (text) VALUES (?1)",
+	[ST_ARGS_PUT] = "INSERT INTO call_args (a0, a1, a2, a3) VALUES (?1,?2,?3,?4)",
 	/* ST_EVENT and ST_EVENT_MULTI are built at run time: event_sql(). */
 	[ST_OFFCPU] = "INSERT INTO offcpu (node, session_id, pid, tid, comm, start_mono_ns, end_mono_ns, wall_ns,"
 		      " duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm)"
@@ -109,6 +134,8 @@ struct op_state {
 	char *source, *op; /* source is shared by the ops of one source */
 	int source_len, op_len;
 	int owns_source;
+	int is_call;    /* stored in calls (else kevents) */
+	int64_t db_id;  /* call_ops.id; 0 not yet known in this transaction */
 	struct cw_hist all;
 	uint64_t cached_p50;
 	uint64_t since_refresh;
@@ -134,55 +161,42 @@ struct counter {
  * statement is full or the batch is flushed; their strings are copied into
  * w->strs because the caller's buffers are gone by then. */
 #define EVENTS_PER_STMT 32
-/* Parameters per row of the multi-row statement, in column order; node and
- * session id are bound once, as ?1 and ?2, and shared by every row. */
+/* Parameters per row of the multi-row statement into calls, in column
+ * order. Every one is an integer: the texts are interned (thread, op and
+ * string rows) before a call is queued. */
 enum event_param {
-	EP_SEQ,
-	EP_WALL,
-	EP_MONO,
-	EP_PID,
-	EP_TID,
-	EP_CGROUP,
-	EP_COMM,
-	EP_SOURCE,
+	EP_ID,
+	EP_TH,
 	EP_OP,
+	EP_T,
 	EP_DURATION,
 	EP_ARG0,
 	EP_BYTES = EP_ARG0 + 4,
 	EP_DETAIL,
 	EP_RET,
-	EP_DEVICE,
 	EP_STACK,
 	EP_PYSTACK,
 	EP_ANOMALOUS,
+	EP_SEQ,
+	EP_ARGS, /* call_args.id when the arguments are interned */
 	EVENT_ROW_PARAMS
 };
-#define EVENT_SHARED_PARAMS 2
 
-/* An accepted event, its integer columns flattened for binding. */
+/* An accepted call, flattened for binding. */
 struct pending_event {
-	int64_t v[EVENT_ROW_PARAMS]; /* integer parameters (text ones unused) */
-	uint32_t nulls;              /* bit p: parameter p is NULL */
-	int op_index;
-	int comm_off, comm_len;      /* in w->strs; comm_off -1 for NULL */
-	int detail_off, detail_len;
+	int64_t v[EVENT_ROW_PARAMS];
+	uint32_t nulls; /* bit p: parameter p is NULL */
+	uint32_t gen;   /* the writer's loss generation when it was queued */
 };
 
 /* What one row of an event statement has bound. Bindings survive
- * sqlite3_reset(), and consecutive events mostly repeat pid, tid, cgroup,
- * comm, source, op, device, return code and their NULLs, so only the
- * parameters that changed are re-bound: binding is a third of the
- * per-row cost otherwise. Bound text points at this slot's own buffers,
- * which change only together with a re-bind. */
+ * sqlite3_reset(), and consecutive calls mostly repeat thread, op,
+ * arguments and return code and their NULLs, so only the parameters that
+ * changed are re-bound: binding is a third of the per-row cost otherwise. */
 struct bound_row {
 	int valid;
 	int64_t v[EVENT_ROW_PARAMS];
 	uint32_t nulls;
-	int op_index;
-	const char *source;
-	char *text[2]; /* comm, detail */
-	int text_len[2]; /* -1 for NULL */
-	size_t text_alloc[2];
 };
 
 struct cw_writer {
@@ -201,6 +215,10 @@ struct cw_writer {
 	uint64_t tx_rows, tx_events, tx_offcpu, tx_snapshots;
 	int session_in_tx; /* the session row is in the open transaction */
 	int64_t next_seq;
+	int64_t next_id; /* one id sequence over calls and kevents */
+	struct cw_keycache threads; /* thread identity -> call_threads.id */
+	struct cw_strcache strings; /* detail text -> strings.id */
+	struct cw_argcache args;    /* argument tuple -> call_args.id, or seen once */
 	struct op_state *ops;
 	int nops;
 	struct agg *aggs;
@@ -214,10 +232,48 @@ struct cw_writer {
 	int npend;
 	struct bound_row bound_multi[EVENTS_PER_STMT]; /* ST_EVENT_MULTI's rows */
 	struct bound_row bound_one;                     /* ST_EVENT's row */
-	char *strs; /* the pending rows' comm and detail texts */
-	size_t strs_len, strs_alloc;
 	struct cw_writer_stats stats;
+	/* Threaded mode (cw_writer_opts.threaded): calls go through q to the
+	 * writer thread, which inserts them; mu serializes every use of the
+	 * connection and of the statistics (recursive: public functions call
+	 * each other). The caller's thread keeps the interning caches, the
+	 * op states and aggregates to itself. A transaction lost on either
+	 * thread bumps gen; calls queued under an older generation name rows
+	 * that are gone and are counted as failed, and the caller's thread
+	 * forgets its cached ids when it sees the bump. */
+	int threaded;
+	pthread_mutex_t mu;
+	pthread_t thr;
+	int thr_started;
+	struct cw_callq q;
+	struct pending_event wpend[EVENTS_PER_STMT]; /* the writer thread's statement */
+	uint32_t gen, seen_gen;
+	int async_err;   /* first insert error of the writer thread since the last flush */
+	int api_depth;   /* the caller's thread holds mu through a public function */
+	int flush_due;   /* a full batch seen while mu was held: flush at the next call */
 };
+
+/* Public functions hold mu for their whole body in threaded mode. */
+static struct cw_writer *wlock(struct cw_writer *w)
+{
+	if (w->threaded) {
+		pthread_mutex_lock(&w->mu);
+		w->api_depth++;
+	}
+	return w;
+}
+
+static void wunlock(struct cw_writer **wp)
+{
+	struct cw_writer *w = *wp;
+
+	if (w->threaded) {
+		w->api_depth--;
+		pthread_mutex_unlock(&w->mu);
+	}
+}
+
+#define WLOCK(w) struct cw_writer *wlocked_ __attribute__((cleanup(wunlock), unused)) = wlock(w)
 
 static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
 {
@@ -292,36 +348,52 @@ int cw_session_end(struct cw_store *st, int64_t id, uint64_t ended_wall_ns, int6
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_db_errno(st->db, rc);
 }
 
+/* The next id (over both event tables) and this node's next sequence
+ * number: a node's sequence grows with the id, so its newest row holds the
+ * largest; found by walking back from the newest row, not by a scan. */
 static int load_next_seq(struct cw_writer *w)
 {
+	static const char *const sql[] = {
+		"SELECT coalesce(max(id), 0) FROM calls",
+		"SELECT coalesce(max(id), 0) FROM kevents",
+		"SELECT coalesce(c.sq, c.id) FROM calls c JOIN call_threads t ON t.id = c.th WHERE t.node = ?1"
+		" ORDER BY c.id DESC LIMIT 1",
+		"SELECT seq FROM kevents WHERE node = ?1 ORDER BY id DESC LIMIT 1",
+	};
+	int64_t v[4] = { 0, 0, 0, 0 };
 	sqlite3_stmt *s;
-	int rc;
+	int rc = SQLITE_OK;
 
-	rc = sqlite3_prepare_v2(w->db, "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE node = ?", -1, &s, NULL);
+	for (int i = 0; i < 4 && rc == SQLITE_OK; i++) {
+		rc = sqlite3_prepare_v2(w->db, sql[i], -1, &s, NULL);
+		if (rc != SQLITE_OK)
+			break;
+		if (i >= 2)
+			sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+		rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW)
+			v[i] = sqlite3_column_int64(s, 0);
+		sqlite3_finalize(s);
+		rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+	}
 	if (rc != SQLITE_OK)
 		return cw_sqlite_db_errno(w->db, rc);
-	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		w->next_seq = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return rc == SQLITE_ROW ? 0 : cw_sqlite_db_errno(w->db, rc);
+	w->next_id = (v[0] > v[1] ? v[0] : v[1]) + 1;
+	w->next_seq = (v[2] > v[3] ? v[2] : v[3]) + 1;
+	return 0;
 }
 
-/* INSERT INTO events ... VALUES (row 1), ..., (row n). Row k's parameters
- * are numbered from EVENT_SHARED_PARAMS + 1 + k * EVENT_ROW_PARAMS, in
- * the order bind_event() binds them; ?1 (node) and ?2 (session id) are
- * shared. */
+/* INSERT INTO calls ... VALUES (row 1), ..., (row n). Row k's parameters
+ * are numbered from 1 + k * EVENT_ROW_PARAMS, in column order. */
 static int event_sql(struct strbuf *sb, int rows)
 {
 	int k, j, b, err;
 
-	err = strbuf_adds(sb, "INSERT INTO events (node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id,"
-			  " comm, source, op, duration_ns, arg0, arg1, arg2, arg3, bytes, detail, ret, device,"
-			  " stack_id, py_stack_id, anomalous) VALUES ");
+	err = strbuf_adds(sb, "INSERT INTO calls (id, th, op, t, dur, a0, a1, a2, a3, bytes, s, ret, stack, pystack,"
+			  " anomalous, sq, ar) VALUES ");
 	for (k = 0; k < rows && !err; k++) {
-		b = EVENT_SHARED_PARAMS + 1 + k * EVENT_ROW_PARAMS;
-		err = strbuf_addf(sb, "%s(?1,?%d,?2", k ? "," : "", b);
+		b = 1 + k * EVENT_ROW_PARAMS;
+		err = strbuf_addf(sb, "%s(?%d", k ? "," : "", b);
 		for (j = 1; j < EVENT_ROW_PARAMS && !err; j++)
 			err = strbuf_addf(sb, ",?%d", b + j);
 		if (!err)
@@ -347,15 +419,10 @@ static int prepare(struct cw_writer *w, enum stmt_id id)
 			err = -EIO;
 	}
 	strbuf_release(&sb);
-	if (err || (id != ST_EVENT && id != ST_EVENT_MULTI))
-		return err;
-	/* Bound once: bindings outlive sqlite3_reset(), and the event
-	 * statements are never cleared. */
-	sqlite3_bind_text(w->st[id], 1, w->node, -1, SQLITE_STATIC);
-	if (w->session_id)
-		sqlite3_bind_int64(w->st[id], 2, w->session_id);
-	return 0;
+	return err;
 }
+
+static void *writer_main(void *arg);
 
 int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct cw_writer_opts *o)
 {
@@ -377,7 +444,8 @@ int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct c
 	u64map_init(&w->agg_index, 0);
 	u64map_init(&w->stack_ids, 1 << 20);
 	u64map_init(&w->pystack_ids, 1 << 20);
-	if (!w->node || !w->ops) {
+	if (!w->node || !w->ops || cw_keycache_init(&w->threads) || cw_strcache_init(&w->strings) ||
+	    cw_argcache_init(&w->args)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -389,6 +457,23 @@ int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct c
 	err = load_next_seq(w);
 	if (err)
 		goto fail;
+	if (o->threaded) {
+		pthread_mutexattr_t ma;
+
+		err = cw_callq_init(&w->q, sizeof(struct pending_event),
+				    o->queue_rows > 0 ? (size_t)o->queue_rows : DEFAULT_QUEUE_ROWS);
+		if (err)
+			goto fail;
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+		pthread_mutex_init(&w->mu, &ma);
+		pthread_mutexattr_destroy(&ma);
+		w->threaded = 1;
+		err = -pthread_create(&w->thr, NULL, writer_main, w);
+		if (err)
+			goto fail;
+		w->thr_started = 1;
+	}
 	*out = w;
 	return 0;
 fail:
@@ -396,10 +481,35 @@ fail:
 	return err;
 }
 
+/* Interned rows written in a transaction that rolled back are gone: their
+ * ids must not be handed to later rows. */
+static void forget_keys(struct cw_writer *w)
+{
+	cw_keycache_clear(&w->threads);
+	cw_strcache_clear(&w->strings);
+	cw_argcache_clear(&w->args);
+	for (int i = 0; i < w->nops; i++)
+		w->ops[i].db_id = 0;
+}
+
 /* The open transaction is gone: what it stored is counted as failed and
  * no longer as stored. */
 static void lose_tx(struct cw_writer *w)
 {
+	if (w->threaded) {
+		/* The caches belong to the caller's thread (see gen). */
+		__atomic_add_fetch(&w->gen, 1, __ATOMIC_RELEASE);
+	} else {
+		/* Stacks interned in the lost transaction are gone too: their
+		 * ids must not be handed to later rows. */
+		u64map_clear(&w->stack_ids);
+		u64map_clear(&w->pystack_ids);
+		forget_keys(w);
+		/* Calls queued for the next statement name thread, op and
+		 * string rows of the lost transaction: lost with it. */
+		w->stats.failed_rows += (uint64_t)w->npend;
+		w->npend = 0;
+	}
 	w->stats.failed_rows += w->tx_rows;
 	w->stats.events -= w->tx_events;
 	w->stats.offcpu -= w->tx_offcpu;
@@ -407,10 +517,6 @@ static void lose_tx(struct cw_writer *w)
 	w->tx_rows = w->tx_events = w->tx_offcpu = w->tx_snapshots = 0;
 	w->in_tx = 0;
 	w->rows_in_batch = 0;
-	/* Stacks interned in the lost transaction are gone too: their ids
-	 * must not be handed to later rows. */
-	u64map_clear(&w->stack_ids);
-	u64map_clear(&w->pystack_ids);
 	/* A session row written in it is gone as well: written again. */
 	if (w->session_in_tx)
 		w->session_id = 0;
@@ -448,6 +554,7 @@ static int begin_if_needed(struct cw_writer *w)
 
 int cw_writer_try_begin(struct cw_writer *w)
 {
+	WLOCK(w);
 	return begin_if_needed(w);
 }
 
@@ -458,6 +565,7 @@ int cw_writer_in_tx(const struct cw_writer *w)
 
 int cw_writer_session_begin(struct cw_writer *w, const struct cw_session_info *info)
 {
+	WLOCK(w);
 	int64_t id = 0;
 	int err;
 
@@ -488,9 +596,8 @@ int64_t cw_writer_session(const struct cw_writer *w)
 void cw_writer_set_session(struct cw_writer *w, int64_t session_id)
 {
 	w->session_id = session_id;
-	/* The event statements bind the session once (prepare()). */
-	sqlite3_bind_int64(w->st[ST_EVENT], 2, session_id);
-	sqlite3_bind_int64(w->st[ST_EVENT_MULTI], 2, session_id);
+	/* The session is part of a thread row. */
+	cw_keycache_clear(&w->threads);
 }
 
 static int commit(struct cw_writer *w)
@@ -523,9 +630,34 @@ static int commit(struct cw_writer *w)
  * events. */
 static int batch_tick(struct cw_writer *w)
 {
-	if (++w->rows_in_batch >= w->batch_rows)
-		return cw_writer_flush(w);
-	return 0;
+	if (++w->rows_in_batch < w->batch_rows)
+		return 0;
+	/* A flush waits for the writer thread, which needs mu: not while a
+	 * public function holds it. */
+	if (w->threaded && w->api_depth) {
+		w->flush_due = 1;
+		return 0;
+	}
+	return cw_writer_flush(w);
+}
+
+/* The caller's thread catches up with transactions lost since its last
+ * call (lose_tx in threaded mode). */
+static void sync_gen(struct cw_writer *w)
+{
+	uint32_t g;
+
+	if (!w->threaded)
+		return;
+	g = __atomic_load_n(&w->gen, __ATOMIC_ACQUIRE);
+	if (g == w->seen_gen)
+		return;
+	pthread_mutex_lock(&w->mu);
+	u64map_clear(&w->stack_ids);
+	u64map_clear(&w->pystack_ids);
+	forget_keys(w);
+	pthread_mutex_unlock(&w->mu);
+	w->seen_gen = g;
 }
 
 /* Called after every row but events (which count themselves when
@@ -565,6 +697,9 @@ static int op_index(struct cw_writer *w, const char *source, const char *op)
 		free(w->ops[i].op);
 		return -ENOMEM;
 	}
+	w->ops[i].is_call = !strcmp(source, "cuda") || !strcmp(source, "driver") || !strcmp(source, "graph") ||
+			    !strcmp(source, "nccl");
+	w->ops[i].db_id = 0;
 	w->ops[i].source_len = (int)strlen(source);
 	w->ops[i].op_len = (int)strlen(op);
 	cw_hist_reset(&w->ops[i].all);
@@ -622,53 +757,19 @@ static int is_anomalous(struct op_state *s, uint64_t dur)
 			(rc) = rc_;           \
 	} while (0)
 
-/* Binds text parameter p of a row when it differs from what is bound. */
-static int bind_text_cached(sqlite3_stmt *s, int b, int p, struct bound_row *br, int t, const char *v, int len)
-{
-	if (br->valid && br->text_len[t] == len && (len < 0 || !memcmp(br->text[t], v, (size_t)len)))
-		return 0;
-	if (len < 0) {
-		br->text_len[t] = -1;
-		return sqlite3_bind_null(s, b + p);
-	}
-	if ((size_t)len + 1 > br->text_alloc[t]) {
-		size_t a = br->text_alloc[t] ? br->text_alloc[t] : 32;
-		char *n;
-
-		while (a < (size_t)len + 1)
-			a *= 2;
-		/* The old buffer may be bound still; freeing it is safe because
-		 * the parameter is re-bound below, before any step. */
-		n = realloc(br->text[t], a);
-		if (!n) {
-			br->valid = 0;
-			return SQLITE_NOMEM;
-		}
-		br->text[t] = n;
-		br->text_alloc[t] = a;
-	}
-	memcpy(br->text[t], v, (size_t)len);
-	br->text[t][len] = '\0';
-	br->text_len[t] = len;
-	return sqlite3_bind_text(s, b + p, br->text[t], len, SQLITE_STATIC);
-}
-
-/* Binds one pending event as the row whose first parameter is b, skipping
+/* Binds one pending call as the row whose first parameter is b, skipping
  * the parameters whose bound value is unchanged (br). */
-static int bind_event(struct cw_writer *w, sqlite3_stmt *s, int b, struct bound_row *br,
-		      const struct pending_event *pe)
+static int bind_event(sqlite3_stmt *s, int b, struct bound_row *br, const struct pending_event *pe)
 {
-	const uint32_t text_params = 1u << EP_COMM | 1u << EP_SOURCE | 1u << EP_OP | 1u << EP_DETAIL;
-	const struct op_state *o = &w->ops[pe->op_index];
 	uint32_t nulls = pe->nulls, diff;
 	int p, rc = SQLITE_OK;
 
-	/* NULL and text parameters hold 0 in v[], so one compare per
-	 * parameter finds what changed (the loop vectorizes). */
+	/* NULL parameters hold 0 in v[], so one compare per parameter finds
+	 * what changed (the loop vectorizes). */
 	diff = br->valid ? br->nulls ^ nulls : ~0u;
 	for (p = 0; p < EVENT_ROW_PARAMS; p++)
 		diff |= (uint32_t)(br->v[p] != pe->v[p]) << p;
-	diff &= ((1u << EVENT_ROW_PARAMS) - 1) & ~text_params;
+	diff &= (1u << EVENT_ROW_PARAMS) - 1;
 	while (diff) {
 		p = __builtin_ctz(diff);
 		diff &= diff - 1;
@@ -676,18 +777,6 @@ static int bind_event(struct cw_writer *w, sqlite3_stmt *s, int b, struct bound_
 	}
 	memcpy(br->v, pe->v, sizeof(br->v));
 	br->nulls = nulls;
-	if (!br->valid || br->source != o->source) {
-		KEEP_RC(rc, sqlite3_bind_text(s, b + EP_SOURCE, o->source, o->source_len, SQLITE_STATIC));
-		br->source = o->source;
-	}
-	if (!br->valid || br->op_index != pe->op_index) {
-		KEEP_RC(rc, sqlite3_bind_text(s, b + EP_OP, o->op, o->op_len, SQLITE_STATIC));
-		br->op_index = pe->op_index;
-	}
-	KEEP_RC(rc, bind_text_cached(s, b, EP_COMM, br, 0, pe->comm_off >= 0 ? w->strs + pe->comm_off : NULL,
-				     pe->comm_off >= 0 ? pe->comm_len : -1));
-	KEEP_RC(rc, bind_text_cached(s, b, EP_DETAIL, br, 1, pe->detail_off >= 0 ? w->strs + pe->detail_off : NULL,
-				     pe->detail_off >= 0 ? pe->detail_len : -1));
 	/* A failed bind leaves the parameter unknown: bind all next time. */
 	br->valid = rc == SQLITE_OK;
 	return rc;
@@ -700,10 +789,8 @@ static int insert_events(struct cw_writer *w, sqlite3_stmt *s, struct bound_row 
 {
 	int k, rc = SQLITE_OK;
 
-	for (k = 0; k < n; k++) {
-		pe[k].v[EP_SEQ] = w->next_seq + k;
-		KEEP_RC(rc, bind_event(w, s, EVENT_SHARED_PARAMS + 1 + k * EVENT_ROW_PARAMS, &br[k], &pe[k]));
-	}
+	for (k = 0; k < n; k++)
+		KEEP_RC(rc, bind_event(s, 1 + k * EVENT_ROW_PARAMS, &br[k], &pe[k]));
 	if (rc == SQLITE_OK) {
 		rc = sqlite3_step(s);
 		sqlite3_reset(s);
@@ -715,7 +802,6 @@ static int insert_events(struct cw_writer *w, sqlite3_stmt *s, struct bound_row 
 		note_error(w, err);
 		return err;
 	}
-	w->next_seq += n;
 	w->stats.events += (uint64_t)n;
 	w->tx_events += (uint64_t)n;
 	w->tx_rows += (uint64_t)n;
@@ -726,51 +812,161 @@ static int insert_events(struct cw_writer *w, sqlite3_stmt *s, struct bound_row 
  * statement, a remainder (at a flush) one row at a time. */
 static int drain_events(struct cw_writer *w)
 {
-	int i, e, err = 0;
+	int i, n = w->npend, err = 0;
 
-	if (w->npend == EVENTS_PER_STMT) {
-		err = insert_events(w, w->st[ST_EVENT_MULTI], w->bound_multi, w->pend, w->npend);
-	} else {
-		for (i = 0; i < w->npend; i++) {
-			e = insert_events(w, w->st[ST_EVENT], &w->bound_one, &w->pend[i], 1);
-			if (e && !err)
-				err = e;
-		}
-	}
+	/* Taken off the queue first: a failure below rolls back the thread
+	 * and string rows the rest would name (lose_tx), so they are counted
+	 * as failed here and never inserted. */
 	w->npend = 0;
-	w->strs_len = 0;
+	if (n == EVENTS_PER_STMT)
+		return insert_events(w, w->st[ST_EVENT_MULTI], w->bound_multi, w->pend, n);
+	for (i = 0; i < n && !err; i++)
+		err = insert_events(w, w->st[ST_EVENT], &w->bound_one, &w->pend[i], 1);
+	if (err)
+		w->stats.failed_rows += (uint64_t)(n - i);
 	return err;
 }
 
-/* Copies a row's text into w->strs; *off is -1 for NULL. */
-static int keep_str(struct cw_writer *w, const char *v, int *off, int *len)
+/* Runs an interning statement already bound: the row id it inserted,
+ * or for a SELECT the id it found (0 none). */
+static int64_t step_id(struct cw_writer *w, sqlite3_stmt *s, int insert)
 {
-	size_t n;
+	int rc = sqlite3_step(s);
+	int64_t id = 0;
 
-	*off = -1;
-	*len = 0;
-	if (!v)
-		return 0;
-	n = strlen(v);
-	if (n > (1u << 30))
+	if (rc == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return cw_sqlite_db_errno(w->db, rc);
+	return insert ? sqlite3_last_insert_rowid(w->db) : id;
+}
+
+/* The call_threads row of a call: per thread identity, session and 2^31 ns
+ * of monotonic time (so a call's offset from its base fits 4 bytes). */
+static int64_t thread_id(struct cw_writer *w, const struct cw_event_row *r)
+{
+	struct cw_tkey k = {
+		.pid = r->pid,
+		.tid = r->tid,
+		.cgroup_id = r->cgroup_id,
+		.device = r->device >= 0 ? r->device : -1,
+		.mono_base = cw_tkey_base(r->mono_ns),
+		.wall_off = (int64_t)(r->wall_ns - r->mono_ns),
+		.comm = r->comm,
+	};
+	uint64_t h = cw_tkey_hash(&k);
+	sqlite3_stmt *s = w->st[ST_TKEY_PUT];
+	int64_t id;
+
+	if (cw_keycache_get(&w->threads, &k, h, &id))
+		return id;
+	WLOCK(w);
+	if ((id = begin_if_needed(w)))
+		return id;
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	if (w->session_id)
+		sqlite3_bind_int64(s, 2, w->session_id);
+	sqlite3_bind_int64(s, 3, k.pid);
+	sqlite3_bind_int64(s, 4, k.tid);
+	sqlite3_bind_int64(s, 5, (int64_t)k.cgroup_id);
+	bind_text_or_null(s, 6, k.comm);
+	if (k.device >= 0)
+		sqlite3_bind_int(s, 7, k.device);
+	sqlite3_bind_int64(s, 8, k.mono_base);
+	sqlite3_bind_int64(s, 9, k.wall_off);
+	id = step_id(w, s, 1);
+	if (id > 0 && cw_keycache_put(&w->threads, &k, h, id))
+		return -ENOMEM;
+	return id;
+}
+
+static int64_t op_id(struct cw_writer *w, struct op_state *o)
+{
+	sqlite3_stmt *s;
+	int64_t id;
+
+	if (o->db_id)
+		return o->db_id;
+	WLOCK(w);
+	if ((id = begin_if_needed(w)))
+		return id;
+	s = w->st[ST_OP_PUT];
+	sqlite3_bind_text(s, 1, o->source, o->source_len, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, o->op, o->op_len, SQLITE_STATIC);
+	id = step_id(w, s, 1);
+	if (id < 0)
+		return id;
+	s = w->st[ST_OP_GET];
+	sqlite3_bind_text(s, 1, o->source, o->source_len, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, o->op, o->op_len, SQLITE_STATIC);
+	id = step_id(w, s, 0);
+	if (id > 0)
+		o->db_id = id;
+	return id ? id : -EIO;
+}
+
+/* The strings row of a detail text (kernel names repeat for every launch). */
+static int64_t string_id(struct cw_writer *w, const char *text)
+{
+	size_t len = strlen(text);
+	uint64_t h = cw_str_hash(text, len);
+	sqlite3_stmt *s;
+	int64_t id;
+
+	if (len > (1u << 30))
 		return -E2BIG;
-	if (w->strs_len + n + 1 > w->strs_alloc) {
-		size_t a = w->strs_alloc ? w->strs_alloc : 4096;
-		char *p;
-
-		while (a < w->strs_len + n + 1)
-			a *= 2;
-		p = realloc(w->strs, a);
-		if (!p)
-			return -ENOMEM;
-		w->strs = p;
-		w->strs_alloc = a;
+	if (cw_strcache_get(&w->strings, text, len, h, &id))
+		return id;
+	WLOCK(w);
+	if ((id = begin_if_needed(w)))
+		return id;
+	s = w->st[ST_STR_GET];
+	sqlite3_bind_text(s, 1, text, (int)len, SQLITE_STATIC);
+	id = step_id(w, s, 0);
+	if (!id) {
+		s = w->st[ST_STR_PUT];
+		sqlite3_bind_text(s, 1, text, (int)len, SQLITE_STATIC);
+		id = step_id(w, s, 1);
 	}
-	memcpy(w->strs + w->strs_len, v, n + 1);
-	*off = (int)w->strs_len;
-	*len = (int)n;
-	w->strs_len += n + 1;
-	return 0;
+	/* A full cache only costs a lookup next time. */
+	if (id > 0 && cw_strcache_put(&w->strings, text, len, h, id))
+		return -ENOMEM;
+	return id;
+}
+
+/* A call's argument tuple: interned on its second sighting (kernels are
+ * launched again and again with the same grid), inline before and when
+ * the tuple is one of a kind (a fresh pointer). Returns call_args.id, 0
+ * for inline, or -errno. */
+static int64_t args_id(struct cw_writer *w, const struct cw_event_row *r)
+{
+	struct cw_argkey k = { .nargs = r->nargs > 4 ? 4 : r->nargs };
+	sqlite3_stmt *s = w->st[ST_ARGS_PUT];
+	uint64_t h;
+	int64_t id;
+	int i, got;
+
+	if (k.nargs <= 0)
+		return 0;
+	for (i = 0; i < k.nargs; i++)
+		k.a[i] = r->args[i];
+	h = cw_argkey_hash(&k);
+	got = cw_argcache_get(&w->args, &k, h, &id);
+	if (got && id > 0)
+		return id;
+	if (!got)
+		return cw_argcache_put(&w->args, &k, h, 0) ? -ENOMEM : 0;
+	WLOCK(w);
+	if ((id = begin_if_needed(w)))
+		return id;
+	for (i = 0; i < k.nargs; i++)
+		sqlite3_bind_int64(s, 1 + i, k.a[i]);
+	id = step_id(w, s, 1);
+	if (id > 0 && cw_argcache_put(&w->args, &k, h, id))
+		return -ENOMEM;
+	return id;
 }
 
 #define SET_OR_NULL(pe, p, cond, val)                 \
@@ -787,49 +983,140 @@ static void flatten_event(struct pending_event *pe, const struct cw_event_row *r
 
 	memset(pe->v, 0, sizeof(pe->v));
 	pe->nulls = 0;
-	pe->v[EP_WALL] = (int64_t)r->wall_ns;
-	pe->v[EP_MONO] = (int64_t)r->mono_ns;
-	pe->v[EP_PID] = r->pid;
-	pe->v[EP_TID] = r->tid;
-	pe->v[EP_CGROUP] = (int64_t)r->cgroup_id;
 	pe->v[EP_DURATION] = (int64_t)r->duration_ns;
 	for (i = 0; i < 4; i++)
 		SET_OR_NULL(pe, EP_ARG0 + i, i < r->nargs, r->args[i]);
 	SET_OR_NULL(pe, EP_BYTES, r->has_bytes, r->bytes);
 	SET_OR_NULL(pe, EP_RET, r->has_ret, r->ret);
-	SET_OR_NULL(pe, EP_DEVICE, r->device >= 0, r->device);
 	SET_OR_NULL(pe, EP_STACK, r->stack_id > 0, r->stack_id);
 	SET_OR_NULL(pe, EP_PYSTACK, r->py_stack_id > 0, r->py_stack_id);
 	pe->v[EP_ANOMALOUS] = anomalous;
 }
 #undef SET_OR_NULL
 
+/* A call: its thread, op and detail interned, then queued for the next
+ * multi-row statement. */
+static int queue_call(struct cw_writer *w, const struct cw_event_row *r, int opi, int anomalous, int64_t id,
+		      int64_t seq)
+{
+	struct pending_event *pe = &w->pend[w->npend];
+	int64_t th, op, str = 0, ar;
+
+	th = thread_id(w, r);
+	if (th < 0)
+		return (int)th;
+	ar = args_id(w, r);
+	if (ar < 0)
+		return (int)ar;
+	op = op_id(w, &w->ops[opi]);
+	if (op < 0)
+		return (int)op;
+	if (r->detail && (str = string_id(w, r->detail)) < 0)
+		return (int)str;
+	flatten_event(pe, r, anomalous);
+	pe->v[EP_ID] = id;
+	pe->v[EP_TH] = th;
+	pe->v[EP_OP] = op;
+	pe->v[EP_T] = (int64_t)r->mono_ns - cw_tkey_base(r->mono_ns);
+	if (str)
+		pe->v[EP_DETAIL] = str;
+	else
+		pe->nulls |= 1u << EP_DETAIL;
+	/* NULL when the sequence number is the id: the usual case. */
+	if (seq != id)
+		pe->v[EP_SEQ] = seq;
+	else
+		pe->nulls |= 1u << EP_SEQ;
+	if (ar) {
+		pe->v[EP_ARGS] = ar;
+		for (int i = 0; i < 4; i++) {
+			pe->v[EP_ARG0 + i] = 0;
+			pe->nulls |= 1u << (EP_ARG0 + i);
+		}
+	} else {
+		pe->nulls |= 1u << EP_ARGS;
+	}
+	if (w->threaded) {
+		pe->gen = w->seen_gen;
+		return cw_callq_push(&w->q, pe);
+	}
+	w->npend++;
+	return 0;
+}
+
+/* A kernel-side event: the whole row into kevents at once. */
+static int insert_kevent(struct cw_writer *w, const struct cw_event_row *r, int opi, int anomalous, int64_t id,
+			 int64_t seq)
+{
+	sqlite3_stmt *s = w->st[ST_KEVENT];
+	const struct op_state *o = &w->ops[opi];
+	int i;
+
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_text(s, 2, w->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, seq);
+	if (w->session_id)
+		sqlite3_bind_int64(s, 4, w->session_id);
+	sqlite3_bind_int64(s, 5, (int64_t)r->wall_ns);
+	sqlite3_bind_int64(s, 6, (int64_t)r->mono_ns);
+	sqlite3_bind_int64(s, 7, r->pid);
+	sqlite3_bind_int64(s, 8, r->tid);
+	sqlite3_bind_int64(s, 9, (int64_t)r->cgroup_id);
+	bind_text_or_null(s, 10, r->comm);
+	sqlite3_bind_text(s, 11, o->source, o->source_len, SQLITE_STATIC);
+	sqlite3_bind_text(s, 12, o->op, o->op_len, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 13, (int64_t)r->duration_ns);
+	for (i = 0; i < 4 && i < r->nargs; i++)
+		sqlite3_bind_int64(s, 14 + i, r->args[i]);
+	if (r->has_bytes)
+		sqlite3_bind_int64(s, 18, r->bytes);
+	bind_text_or_null(s, 19, r->detail);
+	if (r->has_ret)
+		sqlite3_bind_int64(s, 20, r->ret);
+	if (r->device >= 0)
+		sqlite3_bind_int(s, 21, r->device);
+	if (r->stack_id > 0)
+		sqlite3_bind_int64(s, 22, r->stack_id);
+	if (r->py_stack_id > 0)
+		sqlite3_bind_int64(s, 23, r->py_stack_id);
+	sqlite3_bind_int(s, 24, anomalous);
+	return step_reset(s);
+}
+
+static int event_threaded(struct cw_writer *w, const struct cw_event_row *r);
+
 int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 {
-	struct pending_event *pe;
 	int err, opi, anomalous = 0;
+	int64_t id, seq;
 
+	if (w->threaded)
+		return event_threaded(w, r);
 	err = begin_if_needed(w);
 	if (err)
 		return row_done(w, err);
 	opi = op_index(w, r->source, r->op);
 	if (opi < 0)
 		return row_done(w, opi);
-	pe = &w->pend[w->npend];
-	err = keep_str(w, r->comm, &pe->comm_off, &pe->comm_len);
-	if (!err)
-		err = keep_str(w, r->detail, &pe->detail_off, &pe->detail_len);
-	if (err)
-		return row_done(w, err);
 	/* Instant events (exec, retransmit) have no latency to judge. */
 	if (r->duration_ns || r->has_ret)
 		anomalous = is_anomalous(&w->ops[opi], r->duration_ns);
 	err = agg_add(w, opi, (int64_t)(r->wall_ns / 1000000000ULL), r->duration_ns);
 	if (err)
 		return row_done(w, err);
-	flatten_event(pe, r, anomalous);
-	pe->op_index = opi;
-	w->npend++;
+	id = w->next_id++;
+	seq = w->next_seq++;
+	if (!w->ops[opi].is_call) {
+		err = insert_kevent(w, r, opi, anomalous, id, seq);
+		if (!err) {
+			w->stats.events++;
+			w->tx_events++;
+		}
+		return row_done(w, err);
+	}
+	err = queue_call(w, r, opi, anomalous, id, seq);
+	if (err)
+		return row_done(w, err);
 	if (w->npend == EVENTS_PER_STMT) {
 		/* drain_events() counts the rows it stores or fails. */
 		err = drain_events(w);
@@ -839,8 +1126,87 @@ int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 	return batch_tick(w);
 }
 
+/* Threaded mode: everything but the insert of a call happens here, on the
+ * caller's thread; the call's row goes to the writer thread through q. */
+static int event_threaded(struct cw_writer *w, const struct cw_event_row *r)
+{
+	int err, opi, anomalous = 0;
+	int64_t id, seq;
+
+	sync_gen(w);
+	opi = op_index(w, r->source, r->op);
+	if (opi < 0) {
+		WLOCK(w);
+		return row_done(w, opi);
+	}
+	if (r->duration_ns || r->has_ret)
+		anomalous = is_anomalous(&w->ops[opi], r->duration_ns);
+	err = agg_add(w, opi, (int64_t)(r->wall_ns / 1000000000ULL), r->duration_ns);
+	id = w->next_id++;
+	seq = w->next_seq++;
+	if (!err && !w->ops[opi].is_call) {
+		WLOCK(w);
+		err = begin_if_needed(w);
+		if (!err)
+			err = insert_kevent(w, r, opi, anomalous, id, seq);
+		if (!err) {
+			w->stats.events++;
+			w->tx_events++;
+		}
+		return row_done(w, err);
+	}
+	if (!err)
+		err = queue_call(w, r, opi, anomalous, id, seq);
+	if (err) {
+		WLOCK(w);
+		return row_done(w, err);
+	}
+	if (++w->rows_in_batch >= w->batch_rows || w->flush_due)
+		return cw_writer_flush(w);
+	return 0;
+}
+
+/* The writer thread: inserts queued calls, a full statement at a time
+ * (fewer only when a flush drains the queue). */
+static void *writer_main(void *arg)
+{
+	struct cw_writer *w = arg;
+	size_t n, i, k;
+	int err;
+
+	while ((n = cw_callq_pop(&w->q, w->wpend, EVENTS_PER_STMT, EVENTS_PER_STMT)) > 0) {
+		pthread_mutex_lock(&w->mu);
+		for (i = k = 0; i < n; i++) {
+			if (w->wpend[i].gen != __atomic_load_n(&w->gen, __ATOMIC_ACQUIRE)) {
+				w->stats.failed_rows++;
+				continue;
+			}
+			if (k != i)
+				w->wpend[k] = w->wpend[i];
+			k++;
+		}
+		err = k ? begin_if_needed(w) : 0;
+		if (err) {
+			w->stats.failed_rows += k;
+		} else if (k == EVENTS_PER_STMT) {
+			err = insert_events(w, w->st[ST_EVENT_MULTI], w->bound_multi, w->wpend, (int)k);
+		} else {
+			for (i = 0; i < k && !err; i++)
+				err = insert_events(w, w->st[ST_EVENT], &w->bound_one, &w->wpend[i], 1);
+			if (err)
+				w->stats.failed_rows += k - i;
+		}
+		if (err && !w->async_err)
+			w->async_err = err;
+		pthread_mutex_unlock(&w->mu);
+		cw_callq_done(&w->q);
+	}
+	return NULL;
+}
+
 int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_OFFCPU];
 	int err = begin_if_needed(w);
 
@@ -879,6 +1245,7 @@ int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
 
 int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_SNAPSHOT];
 	int err = begin_if_needed(w);
 
@@ -907,6 +1274,7 @@ int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *r)
 
 int cw_writer_process(struct cw_writer *w, const struct cw_process_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_PROCESS];
 	int err = begin_if_needed(w);
 
@@ -953,6 +1321,7 @@ static int put4(struct cw_writer *w, enum stmt_id id, int64_t a, int64_t b, cons
 
 int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char *comm)
 {
+	WLOCK(w);
 	return put4(w, ST_THREAD, tid, pid, NULL, comm, 0);
 }
 
@@ -963,6 +1332,7 @@ static const char *nz(const char *s)
 
 int cw_writer_cgroup_row(struct cw_writer *w, const struct cw_cgroup_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_CGROUP];
 	const struct cw_tenant *t = r->t;
 	char key[CW_CGPATH_MAX + 16];
@@ -992,6 +1362,7 @@ int cw_writer_cgroup_row(struct cw_writer *w, const struct cw_cgroup_row *r)
 
 int cw_writer_cgroup_seen(struct cw_writer *w, uint64_t cgroup_id, uint64_t wall_ns)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_CGROUP_SEEN];
 	int err = begin_if_needed(w);
 
@@ -1005,6 +1376,7 @@ int cw_writer_cgroup_seen(struct cw_writer *w, uint64_t cgroup_id, uint64_t wall
 
 int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_PRESSURE];
 	int err = begin_if_needed(w), i;
 
@@ -1038,6 +1410,7 @@ int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row 
 
 int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, const char *container)
 {
+	WLOCK(w);
 	struct cw_cgroup_row r = { .cgroup_id = cgroup_id, .path = path, .container = container };
 	struct cw_tenant t;
 
@@ -1049,6 +1422,7 @@ int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, 
 
 int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, const char *name)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_KERNEL_NAME];
 	int err = begin_if_needed(w);
 
@@ -1071,6 +1445,7 @@ static void bind_opt(sqlite3_stmt *s, int i, int64_t v)
 
 int cw_writer_nccl_call(struct cw_writer *w, const struct cw_nccl_call_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_NCCL_CALL];
 	int err = begin_if_needed(w), i = 1;
 
@@ -1103,6 +1478,7 @@ int cw_writer_nccl_call(struct cw_writer *w, const struct cw_nccl_call_row *r)
 
 int cw_writer_nccl_comm(struct cw_writer *w, const struct cw_nccl_comm_row *r)
 {
+	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_NCCL_COMM];
 	int err = begin_if_needed(w), i = 1;
 
@@ -1176,18 +1552,23 @@ static int64_t intern(struct cw_writer *w, struct u64map *cache, enum stmt_id ge
 
 int64_t cw_writer_intern_stack(struct cw_writer *w, uint64_t hash, int depth, const char *frames)
 {
+	sync_gen(w);
+	WLOCK(w);
 	return intern(w, &w->stack_ids, ST_STACK_GET, ST_STACK_PUT, hash, depth, frames, NULL, 0, NULL);
 }
 
 int64_t cw_writer_intern_pystack(struct cw_writer *w, uint64_t hash, int depth, const char *frames_json,
 				 const char *user_file, int user_line, const char *user_function)
 {
+	sync_gen(w);
+	WLOCK(w);
 	return intern(w, &w->pystack_ids, ST_PYSTACK_GET, ST_PYSTACK_PUT, hash, depth, frames_json, user_file,
 		      user_line, user_function);
 }
 
 int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id)
 {
+	sync_gen(w);
 	return u64map_get(&w->pystack_ids, cache_key(hash), id);
 }
 
@@ -1293,10 +1674,32 @@ int cw_writer_flush(struct cw_writer *w)
 {
 	int err, e;
 
+	if (w->threaded) {
+		uint64_t waits, ns;
+
+		if (w->api_depth) {
+			w->flush_due = 1;
+			return 0;
+		}
+		/* Every queued call is in the open transaction before it
+		 * commits, with the aggregates of the same calls. */
+		cw_callq_drain(&w->q);
+		cw_callq_stats(&w->q, &waits, &ns);
+		cw_writer_counter_set(w, "store.backpressure_waits", waits);
+		cw_writer_counter_set(w, "store.backpressure_ns", ns);
+		sync_gen(w);
+	}
+	WLOCK(w);
+	w->flush_due = 0;
 	err = begin_if_needed(w);
 	if (err)
 		return err;
 	err = drain_events(w);
+	if (w->async_err) {
+		if (!err)
+			err = w->async_err;
+		w->async_err = 0;
+	}
 	/* Rows the store refused are losses too: counted where trace's other
 	 * losses are (the counter survives even when this batch fails). The
 	 * stored count is the base readers compute a loss share against. */
@@ -1316,6 +1719,8 @@ int cw_writer_flush(struct cw_writer *w)
 		int64_t pruned = 0;
 
 		err = cw_retention_enforce(w->store, w->size_cap, &pruned);
+		/* Retention drops thread rows of old stretches. */
+		cw_keycache_clear(&w->threads);
 		if (pruned > 0) {
 			w->stats.pruned_events += (uint64_t)pruned;
 			cw_writer_counter_set(w, "store.pruned_events", w->stats.pruned_events);
@@ -1326,7 +1731,15 @@ int cw_writer_flush(struct cw_writer *w)
 
 void cw_writer_get_stats(const struct cw_writer *w, struct cw_writer_stats *out)
 {
+	struct cw_writer *mw = (struct cw_writer *)w;
+
+	if (mw->threaded)
+		pthread_mutex_lock(&mw->mu);
 	*out = w->stats;
+	if (mw->threaded) {
+		pthread_mutex_unlock(&mw->mu);
+		cw_callq_stats(&mw->q, &out->backpressure_waits, &out->backpressure_ns);
+	}
 }
 
 int cw_writer_free(struct cw_writer *w)
@@ -1337,6 +1750,14 @@ int cw_writer_free(struct cw_writer *w)
 		return 0;
 	if (w->st[ST_EVENT])
 		err = cw_writer_flush(w);
+	if (w->thr_started) {
+		cw_callq_close(&w->q);
+		pthread_join(w->thr, NULL);
+	}
+	if (w->threaded) {
+		cw_callq_destroy(&w->q);
+		pthread_mutex_destroy(&w->mu);
+	}
 	for (i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(w->st[i]);
 	for (i = 0; i < w->nops; i++) {
@@ -1346,14 +1767,10 @@ int cw_writer_free(struct cw_writer *w)
 	}
 	for (i = 0; i < w->ncounters; i++)
 		free(w->counters[i].name);
-	for (i = 0; i <= EVENTS_PER_STMT; i++) {
-		struct bound_row *br = i < EVENTS_PER_STMT ? &w->bound_multi[i] : &w->bound_one;
-
-		free(br->text[0]);
-		free(br->text[1]);
-	}
+	cw_keycache_free(&w->threads);
+	cw_strcache_free(&w->strings);
+	cw_argcache_free(&w->args);
 	free(w->ops);
-	free(w->strs);
 	free(w->aggs);
 	u64map_free(&w->agg_index);
 	u64map_free(&w->stack_ids);

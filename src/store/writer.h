@@ -35,6 +35,13 @@ struct cw_writer_opts {
 	 * lock held by another process shows in cw_writer_try_begin() before
 	 * any row is handed over, never as a failed row. */
 	int immediate;
+	/* Insert calls on a writer thread of their own, fed by a bounded
+	 * queue of queue_rows rows (0: 16384); a full queue makes the caller
+	 * wait, counted as store.backpressure_waits / _ns. The caller's
+	 * thread keeps decoding, interning and aggregating meanwhile. Every
+	 * function may still be called from the caller's thread only. */
+	int threaded;
+	int queue_rows;
 };
 
 struct cw_event_row {
@@ -136,6 +143,9 @@ struct cw_writer_stats {
 	uint64_t failed_rows;
 	int last_error; /* -errno of the latest failed write (-ENOSPC: disk full), 0 none */
 	int failing;    /* the latest write failed and no commit succeeded since */
+	/* Threaded mode: how often and how long the caller waited on a full
+	 * queue (back-pressure, never a loss). */
+	uint64_t backpressure_waits, backpressure_ns;
 };
 
 int cw_session_begin(struct cw_store *st, const struct cw_session_info *info, int64_t *id);

@@ -67,10 +67,10 @@ int cw_rule_host_memory(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	/* Index events_pagealloc (schema v3) when the file has it, else the
 	 * rowid range of the call. */
 	static const char idx_sql[] =
-		"SELECT mono_ns, arg0, arg1 FROM events WHERE op = 'page_alloc' AND node = ?3 AND pid = ?5"
+		"SELECT mono_ns, arg0, arg1 FROM kevents WHERE op = 'page_alloc' AND node = ?3 AND pid = ?5"
 		" AND wall_ns BETWEEN ?6 AND ?7 AND tid = ?4 AND ?1 <= ?2";
 	static const char scan_sql[] =
-		"SELECT mono_ns, arg0, arg1 FROM events WHERE id BETWEEN ?1 AND ?2 AND op = 'page_alloc'"
+		"SELECT mono_ns, arg0, arg1 FROM kevents WHERE id BETWEEN ?1 AND ?2 AND op = 'page_alloc'"
 		" AND source = 'mem' AND node = ?3 AND tid = ?4 AND ?5 = ?5 AND wall_ns BETWEEN ?6 AND ?7";
 	int has;
 	const struct cw_slowcall **by = NULL;

@@ -260,7 +260,7 @@ static uint64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 static int io_overlap(sqlite3 *db, const char *node, int64_t pid, int64_t mono_to_wall, int64_t a, int64_t b,
 		      uint64_t *out)
 {
-	static const char sql[] = "SELECT mono_ns, duration_ns FROM events WHERE source = 'io' AND node = ?1"
+	static const char sql[] = "SELECT mono_ns, duration_ns FROM kevents WHERE source = 'io' AND node = ?1"
 				  " AND wall_ns BETWEEN ?2 AND ?3 AND pid = ?4";
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);

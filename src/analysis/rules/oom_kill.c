@@ -77,10 +77,10 @@ static int load_pages(sqlite3 *db, const char *node, int64_t victim, uint64_t fr
 		      int64_t lo, int64_t hi, struct trend *t)
 {
 	static const char idx_sql[] =
-		"SELECT wall_ns, arg0 FROM events WHERE op = 'page_alloc' AND node = ?3 AND pid = ?4"
+		"SELECT wall_ns, arg0 FROM kevents WHERE op = 'page_alloc' AND node = ?3 AND pid = ?4"
 		" AND wall_ns BETWEEN ?5 AND ?6 AND ?1 <= ?2";
 	static const char scan_sql[] =
-		"SELECT wall_ns, arg0 FROM events WHERE id BETWEEN ?1 AND ?2 AND op = 'page_alloc' AND node = ?3"
+		"SELECT wall_ns, arg0 FROM kevents WHERE id BETWEEN ?1 AND ?2 AND op = 'page_alloc' AND node = ?3"
 		" AND pid = ?4 AND wall_ns BETWEEN ?5 AND ?6";
 	sqlite3_stmt *st = NULL;
 	int has = cw_events_has_index(db, "events_pagealloc"), rc;

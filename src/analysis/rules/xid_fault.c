@@ -125,7 +125,7 @@ int cw_rule_xid_fault(sqlite3 *db, const struct cw_explain_opts *o, const struct
 		return 0;
 	/* Faults are rare: one pass over the window's 'gpu' rows. */
 	rc = sqlite3_prepare_v2(db,
-				"SELECT id, pid, comm, wall_ns, mono_ns, arg0, device, detail FROM events"
+				"SELECT id, pid, comm, wall_ns, mono_ns, arg0, device, detail FROM kevents"
 				" WHERE id BETWEEN ?1 AND ?2 AND node = ?3 AND source = 'gpu' AND op = 'xid'"
 				" AND (?4 = 0 OR pid = ?4 OR pid = 0) ORDER BY id",
 				-1, &st, NULL);
