@@ -707,6 +707,12 @@ static int op_index(struct cw_writer *w, const char *source, const char *op)
 	return i;
 }
 
+/* The aggregates are per wall-clock second (what query and /metrics show). */
+static int64_t wall_second(const struct cw_event_row *r)
+{
+	return (int64_t)(r->wall_ns / 1000000000ULL);
+}
+
 static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
 {
 	uint64_t key = ((uint64_t)second << 10) ^ (uint64_t)(opi + 1);
@@ -1101,7 +1107,7 @@ int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 	/* Instant events (exec, retransmit) have no latency to judge. */
 	if (r->duration_ns || r->has_ret)
 		anomalous = is_anomalous(&w->ops[opi], r->duration_ns);
-	err = agg_add(w, opi, (int64_t)(r->wall_ns / 1000000000ULL), r->duration_ns);
+	err = agg_add(w, opi, wall_second(r), r->duration_ns);
 	if (err)
 		return row_done(w, err);
 	id = w->next_id++;
@@ -1141,7 +1147,7 @@ static int event_threaded(struct cw_writer *w, const struct cw_event_row *r)
 	}
 	if (r->duration_ns || r->has_ret)
 		anomalous = is_anomalous(&w->ops[opi], r->duration_ns);
-	err = agg_add(w, opi, (int64_t)(r->wall_ns / 1000000000ULL), r->duration_ns);
+	err = agg_add(w, opi, wall_second(r), r->duration_ns);
 	id = w->next_id++;
 	seq = w->next_seq++;
 	if (!err && !w->ops[opi].is_call) {

@@ -18,8 +18,16 @@ import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 c.execute("INSERT INTO processes (node, pid, ppid, comm, cmdline, cgroup_id) SELECT node, 9120, 1, 'ffmpeg', 'ffmpeg',"
           " 23063 FROM processes WHERE pid = 4821")
-n = c.execute("UPDATE events SET pid = 9120, tid = 9120, comm = 'ffmpeg', cgroup_id = 23063"
-              " WHERE op IN ('cudaMalloc', 'cudaFree')").rowcount
+# A call's thread columns live in its shared thread row (schema v7), so
+# the calls are deleted and inserted again under the neighbour's pid.
+cols = [r[1] for r in c.execute("PRAGMA table_info(events)")]
+rows = c.execute("SELECT * FROM events WHERE op IN ('cudaMalloc', 'cudaFree') ORDER BY id").fetchall()
+assert len(rows) == 1208, len(rows)
+c.execute("DELETE FROM events WHERE op IN ('cudaMalloc', 'cudaFree')")
+moved = {"pid": 9120, "tid": 9120, "comm": "ffmpeg", "cgroup_id": 23063}
+c.executemany("INSERT INTO events (%s) VALUES (%s)" % (", ".join(cols), ", ".join("?" * len(cols))),
+              [[moved.get(k, v) for k, v in zip(cols, r)] for r in rows])
+n = c.execute("SELECT count(*) FROM events WHERE pid = 9120").fetchone()[0]
 assert n == 1208, n
 c.commit()
 PY

@@ -57,6 +57,7 @@ static char *dump(sqlite3 *db, const char *sql)
 {
 	struct strbuf sb = STRBUF_INIT;
 	sqlite3_stmt *s;
+	char *out;
 
 	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
 	while (sqlite3_step(s) == SQLITE_ROW) {
@@ -68,7 +69,9 @@ static char *dump(sqlite3 *db, const char *sql)
 		strbuf_addch(&sb, '\n');
 	}
 	sqlite3_finalize(s);
-	return strdup(strbuf_str(&sb));
+	out = strdup(strbuf_str(&sb));
+	strbuf_release(&sb);
+	return out;
 }
 
 static const char *const views[] = {
