@@ -52,20 +52,22 @@ struct cw_chains_cache {
 static int data_version(sqlite3 *db, char *out, size_t len)
 {
 	static const char sql[] =
-		"SELECT (SELECT max(id) FROM events), (SELECT min(id) FROM events), (SELECT max(id) FROM offcpu),"
-		" (SELECT max(id) FROM snapshots), (SELECT count(*) FROM sessions),"
+		"SELECT (SELECT max(id) FROM offcpu), (SELECT max(id) FROM snapshots), (SELECT count(*) FROM sessions),"
 		" (SELECT max(coalesce(ended_wall_ns, 0)) FROM sessions), (SELECT max(second) FROM aggregates)";
 	sqlite3_stmt *st;
+	int64_t lo, hi;
 	int rc;
 
+	if ((rc = cw_events_id_bounds(db, &lo, &hi)))
+		return rc;
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		snprintf(out, len, "%lld/%lld/%lld/%lld/%lld/%lld/%lld", (long long)sqlite3_column_int64(st, 0),
-			 (long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2),
-			 (long long)sqlite3_column_int64(st, 3), (long long)sqlite3_column_int64(st, 4),
-			 (long long)sqlite3_column_int64(st, 5), (long long)sqlite3_column_int64(st, 6));
+		snprintf(out, len, "%lld/%lld/%lld/%lld/%lld/%lld/%lld", (long long)hi, (long long)lo,
+			 (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1),
+			 (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
+			 (long long)sqlite3_column_int64(st, 4));
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 0 : cw_sqlite_errno(rc);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "store/store.h"
 #include "util/timeutil.h"
 
 #define STREAM_MAX_TICKS 600
@@ -29,18 +30,15 @@ struct stream {
 static long long events_now(struct cw_server *s)
 {
 	uint64_t deadline;
-	sqlite3_stmt *st;
+	int64_t lo, hi;
 	char err[256];
 	sqlite3 *db;
 	long long n = -1;
 
 	if (cw_server_open_db(s, &db, &deadline, err, sizeof(err)))
 		return -1;
-	if (sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM events", -1, &st, NULL) == SQLITE_OK) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			n = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-	}
+	if (!cw_events_id_bounds(db, &lo, &hi))
+		n = hi;
 	cw_server_close_db(db);
 	return n;
 }

@@ -496,6 +496,31 @@ int cw_store_is_narrow(sqlite3 *db)
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 
+int cw_events_id_bounds(sqlite3 *db, int64_t *min_id, int64_t *max_id)
+{
+	static const char narrow_sql[] =
+		"SELECT coalesce(min(a), 0), coalesce(max(b), 0) FROM ("
+		" SELECT (SELECT min(id) FROM calls) AS a, (SELECT max(id) FROM calls) AS b"
+		" UNION ALL SELECT (SELECT min(id) FROM kevents), (SELECT max(id) FROM kevents))";
+	static const char wide_sql[] = "SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM events";
+	sqlite3_stmt *st;
+	int rc, narrow = cw_store_is_narrow(db);
+
+	*min_id = *max_id = 0;
+	if (narrow < 0)
+		return narrow;
+	rc = sqlite3_prepare_v2(db, narrow ? narrow_sql : wide_sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*min_id = sqlite3_column_int64(st, 0);
+		*max_id = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : cw_sqlite_errno(rc);
+}
+
 int cw_store_call_op(sqlite3 *db, const char *op)
 {
 	sqlite3_stmt *st;

@@ -79,6 +79,10 @@ int cw_meta_set(sqlite3 *db, const char *key, const char *value);
  * events view, 0 for an older file read as it is, or -errno. Readers that
  * must not scan the view read those tables directly. */
 int cw_store_is_narrow(sqlite3 *db);
+/* The smallest and largest event ids (0 when there is none), read by key
+ * from calls and kevents in a schema v7 file (min() and max() over the
+ * events view scan it whole), from events otherwise. 0 or -errno. */
+int cw_events_id_bounds(sqlite3 *db, int64_t *min_id, int64_t *max_id);
 /* 1 when op is a traced call's op stored in calls (schema v7), 0 when its
  * rows are in kevents (or the file is older), or -errno. */
 int cw_store_call_op(sqlite3 *db, const char *op);
