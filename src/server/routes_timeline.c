@@ -66,18 +66,18 @@ static const char *const lane_sql[TL_NLANES] = {
 	/* Block I/O of the process: requests complete on whichever thread, so
 	 * the lane is per process. */
 	[TL_IO] = "SELECT id, wall_ns, duration_ns, pid, tid, comm, op, detail, bytes, arg1"
-		  " FROM events WHERE source = 'io' AND node IN (SELECT DISTINCT node FROM sessions)"
+		  " FROM kevents WHERE source = 'io' AND node IN (SELECT DISTINCT node FROM sessions)"
 		  " AND wall_ns >= ?4 - 2000000000 AND wall_ns <= ?5 AND +id > ?1 AND pid = ?2"
 		  " AND wall_ns + duration_ns >= ?4 ORDER BY id LIMIT ?8",
 	/* page_alloc records are per process and cover arg1 ns; an OOM kill
 	 * is shown on the victim's (arg2) and the killer's process. */
 	[TL_MEMORY] = "SELECT id, wall_ns, max(duration_ns, coalesce(arg1, 0)), pid, tid, comm, op, bytes,"
-		      " arg0, arg2, detail FROM events"
+		      " arg0, arg2, detail FROM kevents"
 		      " WHERE op = 'page_alloc' AND node IN (SELECT DISTINCT node FROM sessions) AND pid = ?2"
 		      " AND wall_ns >= ?4 - 2000000000 AND wall_ns <= ?5 AND +id > ?1"
 		      " AND wall_ns + max(duration_ns, coalesce(arg1, 0)) >= ?4"
 		      " UNION ALL SELECT id, wall_ns, duration_ns, pid, tid, comm, op, bytes, arg0, arg2, detail"
-		      " FROM events WHERE op = 'oom_kill' AND node IN (SELECT DISTINCT node FROM sessions)"
+		      " FROM kevents WHERE op = 'oom_kill' AND node IN (SELECT DISTINCT node FROM sessions)"
 		      " AND wall_ns >= ?4 AND wall_ns <= ?5 AND +id > ?1 AND (pid = ?2 OR arg2 = ?2)"
 		      " ORDER BY 1 LIMIT ?8",
 	[TL_NCCL] = "SELECT id, wall_ns, duration_ns, pid, tid, NULL, op, seq, comm_id, bytes, rank, wait_ns"
@@ -85,6 +85,19 @@ static const char *const lane_sql[TL_NLANES] = {
 		    " AND (?2 = 0 OR pid = ?2) AND (?3 = 0 OR tid = ?3) AND wall_ns + duration_ns >= ?4"
 		    " ORDER BY id LIMIT ?8",
 };
+
+/* The CUDA lane on a schema v7 file: the calls table by its rowid (the
+ * events view's compound is not read in rowid order: SQLite gathers and
+ * sorts every row of the range). The same columns; kernel-side events
+ * (kevents) are never of these sources. */
+static const char cuda_narrow_sql[] =
+	"SELECT c.id, " CW_CALL_WALL ", c.dur, t.pid, t.tid, t.comm, o.op, c.ret,"
+	" (SELECT s.text FROM strings s WHERE s.id = c.s), ps.user_file, ps.user_line, ps.user_function"
+	" FROM " CW_CALLS_FROM " CROSS JOIN call_ops o ON o.id = c.op LEFT JOIN py_stacks ps ON ps.id = c.pystack"
+	" WHERE c.id > ?1 AND c.id < ?7"
+	" AND o.source IN ('cuda', 'driver', 'graph')"
+	" AND (?2 = 0 OR t.pid = ?2) AND (?3 = 0 OR t.tid = ?3)"
+	" AND " CW_CALL_WALL " <= ?5 AND " CW_CALL_WALL " + c.dur >= ?4 ORDER BY c.id LIMIT ?8";
 
 /* The memory lane on a file without the v4 partial indexes (opened
  * read-only, never migrated): the window's rowid range instead. */
@@ -233,6 +246,7 @@ struct tl_req {
 	int64_t id_lo, id_hi;     /* events rowid range of the window */
 	int64_t mono_lo, mono_hi; /* offcpu monotonic range */
 	int mem_indexed;          /* the file has events_pagealloc and events_oom */
+	int narrow;               /* schema v7: calls read from their table */
 	int64_t mem_id_lo, mem_id_hi; /* rowid range of the memory lane without them */
 };
 
@@ -246,8 +260,11 @@ static int run_lane(sqlite3 *db, struct tl *t, int lane, const struct tl_req *q,
 	int rc, ret = 0;
 	int64_t n = 0;
 
-	rc = sqlite3_prepare_v2(db, lane == TL_MEMORY && !q->mem_indexed ? memory_noindex_sql : lane_sql[lane], -1,
-				&st, NULL);
+	rc = sqlite3_prepare_v2(db,
+				lane == TL_MEMORY && !q->mem_indexed ? memory_noindex_sql
+				: lane == TL_CUDA && q->narrow	     ? cuda_narrow_sql
+								     : lane_sql[lane],
+				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return rc == SQLITE_ERROR ? 0 : cw_sqlite_errno(rc);
 	if (lane == TL_CUDA && after_id < q->id_lo - 1)
@@ -542,6 +559,10 @@ void cw_route_timeline(struct cw_server *s, struct MHD_Connection *c, struct cw_
 		goto out;
 	}
 	q.mem_indexed = rc > 0;
+	if ((rc = q.narrow = cw_store_is_narrow(db)) < 0) {
+		cw_api_fail(s, deadline, rc, "timeline", r);
+		goto out;
+	}
 	/* Page-allocation records cover a second and are written at its
 	 * end: without their index, the full slack. */
 	if (!q.mem_indexed &&
