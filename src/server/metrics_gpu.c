@@ -400,7 +400,8 @@ static int render_xid(sqlite3 *db, struct strbuf *sb)
 		return -ENOMEM;
 	}
 	rc = sqlite3_prepare_v2(db,
-				"SELECT device, arg0 FROM events WHERE id BETWEEN ?1 AND ?2 AND node = ?3"
+				/* kernel-side rows: kevents, not the whole events view */
+				"SELECT device, arg0 FROM kevents WHERE id BETWEEN ?1 AND ?2 AND node = ?3"
 				" AND source = 'gpu' AND op = 'xid'",
 				-1, &st, NULL);
 	for (int i = 0; i < nr && rc == SQLITE_OK; i++) {

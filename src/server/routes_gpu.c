@@ -34,8 +34,11 @@ static const char SQL_SAMPLES[] =
 	" max(clock_reasons), max(sm_mhz) FROM gpu_samples WHERE node IN (SELECT node FROM gpu_devices)"
 	" AND wall_ns >= ?1 AND wall_ns < ?2 GROUP BY device, (wall_ns - ?1) / ?3 ORDER BY device, 1";
 
+/* Xid events are kernel-side: kevents (schema v7; in an older file a
+ * temporary view of events), so the rowid range does not also walk the
+ * calls under the events view. */
 static const char SQL_XID[] =
-	"SELECT wall_ns, device, arg0, detail, pid, comm FROM events"
+	"SELECT wall_ns, device, arg0, detail, pid, comm FROM kevents"
 	" WHERE id >= ?1 AND id < ?2 AND source = 'gpu' AND op = 'xid' AND wall_ns >= ?3 AND wall_ns < ?4"
 	" ORDER BY id LIMIT ?5";
 
