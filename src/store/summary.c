@@ -153,6 +153,23 @@ static const char SQL_EV[] = "SELECT source, op, coalesce(py_stack_id, 0), durat
 static const char SQL_EV_TENANT[] = "SELECT e.source, e.op, coalesce(e.py_stack_id, 0), e.duration_ns, e.pid,"
 				    " c.rowid, e.node, e.cgroup_id, c.tenant FROM events e LEFT JOIN cgroups c"
 				    " ON c.node = e.node AND c.cgroup_id = e.cgroup_id WHERE e.wall_ns >= ?1";
+/* The same three on a schema v7 file: calls and kevents read directly,
+ * only the columns wanted (the events view also looks up each call's
+ * detail text and arguments: several times the scan). */
+static const char SQL_EV_WINDOW_NARROW[] =
+	"SELECT min(w) / 1000000000, max(w) / 1000000000 FROM (SELECT " CW_CALL_WALL " AS w FROM " CW_CALLS_FROM
+	" UNION ALL SELECT wall_ns FROM kevents)";
+static const char SQL_EV_NARROW[] =
+	"SELECT o.source, o.op, coalesce(c.pystack, 0), c.dur, t.pid FROM " CW_CALLS_FROM
+	" CROSS JOIN call_ops o ON o.id = c.op WHERE " CW_CALL_WALL " >= ?1"
+	" UNION ALL SELECT source, op, coalesce(py_stack_id, 0), duration_ns, pid FROM kevents WHERE wall_ns >= ?1";
+static const char SQL_EV_TENANT_NARROW[] =
+	"SELECT o.source, o.op, coalesce(c.pystack, 0), c.dur, t.pid, g.rowid, t.node, t.cgroup_id, g.tenant"
+	" FROM " CW_CALLS_FROM " CROSS JOIN call_ops o ON o.id = c.op"
+	" LEFT JOIN cgroups g ON g.node = t.node AND g.cgroup_id = t.cgroup_id WHERE " CW_CALL_WALL " >= ?1"
+	" UNION ALL SELECT e.source, e.op, coalesce(e.py_stack_id, 0), e.duration_ns, e.pid, g.rowid, e.node,"
+	" e.cgroup_id, g.tenant FROM kevents e LEFT JOIN cgroups g ON g.node = e.node AND g.cgroup_id = e.cgroup_id"
+	" WHERE e.wall_ns >= ?1";
 static const char SQL_PYSTACK[] = "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1";
 
 /* Per-line: there is no aggregate per Python location, so the events of
@@ -314,7 +331,13 @@ static int scan_events(sqlite3 *db, const struct cw_summary_opts *o, struct cw_s
 			err = -ENOMEM;
 			goto out;
 		}
-	rc = sqlite3_prepare_v2(db, o->per_tenant ? SQL_EV_TENANT : SQL_EV, -1, &st, NULL);
+	if ((err = cw_store_is_narrow(db)) < 0)
+		goto out;
+	rc = sqlite3_prepare_v2(db,
+				err ? (o->per_tenant ? SQL_EV_TENANT_NARROW : SQL_EV_NARROW)
+				    : (o->per_tenant ? SQL_EV_TENANT : SQL_EV),
+				-1, &st, NULL);
+	err = 0;
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(db, SQL_PYSTACK, -1, &ps, NULL);
 	if (rc != SQLITE_OK) {
@@ -497,7 +520,9 @@ int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_
 		return -ENOMEM;
 	/* The aggregates keep no Python line, pid or cgroup. */
 	events = o.by_line || o.npids || o.per_tenant;
-	err = find_window(db, events ? SQL_EV_WINDOW : SQL_AGG_WINDOW, &o, s);
+	err = events ? cw_store_is_narrow(db) : 0;
+	if (err >= 0)
+		err = find_window(db, !events ? SQL_AGG_WINDOW : err ? SQL_EV_WINDOW_NARROW : SQL_EV_WINDOW, &o, s);
 	if (!err && s->window_ns && o.npids >= 0)
 		err = events ? scan_events(db, &o, s, &alloc) : scan_aggregates(db, s, &alloc);
 	if (err) {
