@@ -1189,13 +1189,17 @@ static void session_late_facts(struct trace *t)
 {
 	sqlite3_stmt *s = NULL;
 
-	if (!t->st || (!t->python_version[0] && !t->cuda_version[0] && !t->driver_version[0]))
+	if (!t->st || !t->w || (!t->python_version[0] && !t->cuda_version[0] && !t->driver_version[0]))
 		return;
+	/* The writer thread shares the connection. */
+	cw_writer_db_lock(t->w);
 	if (sqlite3_prepare_v2(t->st->db,
 			       "UPDATE sessions SET python = coalesce(python, ?1), cuda = coalesce(cuda, ?2), "
 			       "driver = coalesce(driver, ?3) WHERE id = ?4",
-			       -1, &s, NULL) != SQLITE_OK)
+			       -1, &s, NULL) != SQLITE_OK) {
+		cw_writer_db_unlock(t->w);
 		return;
+	}
 	if (t->python_version[0])
 		sqlite3_bind_text(s, 1, t->python_version, -1, SQLITE_STATIC);
 	if (t->cuda_version[0])
@@ -1206,6 +1210,7 @@ static void session_late_facts(struct trace *t)
 	if (sqlite3_step(s) != SQLITE_DONE)
 		cw_debug("session facts: %s", sqlite3_errmsg(t->st->db));
 	sqlite3_finalize(s);
+	cw_writer_db_unlock(t->w);
 }
 
 /* Ends discovery (resuming whatever it stopped), keeping its figures. */

@@ -49,8 +49,10 @@ static void on_device(void *ctx, const struct cw_gpu_device *d, const char *driv
 	cw_consumer_lock(g->cons);
 	if (d->index >= 0 && d->index < CW_GPU_MAX)
 		snprintf(g->uuid[d->index], sizeof(g->uuid[0]), "%s", d->uuid);
+	cw_writer_db_lock(g->w);
 	if (cw_gpu_store_device(g->gs, d, driver, cw_realtime_ns()))
 		g->gpu_write_errors++;
+	cw_writer_db_unlock(g->w);
 	cw_consumer_unlock(g->cons);
 }
 
@@ -60,8 +62,10 @@ static void on_samples(void *ctx, const struct cw_gpu_sample *s, int n, const st
 
 	cw_consumer_lock(g->cons);
 	for (int i = 0; i < n; i++) {
+		cw_writer_db_lock(g->w);
 		if (cw_gpu_store_sample(g->gs, &s[i], devs[i].uuid))
 			g->gpu_write_errors++;
+		cw_writer_db_unlock(g->w);
 		if (g->view && i < CW_TRACE_VIEW_GPUS) {
 			char line[200], why[96];
 			cw_gpu_reasons_text(s[i].reasons & ~(int64_t)CW_GPU_REASON_IDLE, why, sizeof(why));
@@ -81,8 +85,10 @@ static void on_process(void *ctx, int device, uint64_t mono, uint64_t wall, cons
 	struct trace_gpu *g = ctx;
 
 	cw_consumer_lock(g->cons);
+	cw_writer_db_lock(g->w);
 	if (cw_gpu_store_process(g->gs, device, mono, wall, p))
 		g->gpu_write_errors++;
+	cw_writer_db_unlock(g->w);
 	cw_consumer_unlock(g->cons);
 }
 
@@ -128,7 +134,12 @@ int trace_gpu_start(struct trace_gpu **out, const struct trace_gpu_opts *o, stru
 	g->cons = cons;
 	g->w = w;
 	g->view = view;
-	if ((rc = cw_stall_new(&g->stall, &so)) || (rc = cw_gpu_store_new(&g->gs, st->db, node, session_id))) {
+	if (!(rc = cw_stall_new(&g->stall, &so))) {
+		cw_writer_db_lock(w);
+		rc = cw_gpu_store_new(&g->gs, st->db, node, session_id);
+		cw_writer_db_unlock(w);
+	}
+	if (rc) {
 		trace_gpu_stop(g);
 		return rc;
 	}
@@ -310,7 +321,11 @@ void trace_gpu_stop(struct trace_gpu *g)
 		return;
 	cw_gpu_sampler_stop(g->sampler);
 	cw_stall_free(g->stall);
-	cw_gpu_store_free(g->gs);
+	if (g->gs) {
+		cw_writer_db_lock(g->w);
+		cw_gpu_store_free(g->gs);
+		cw_writer_db_unlock(g->w);
+	}
 	cw_pyres_free(g->py);
 	free(g);
 }

@@ -273,6 +273,18 @@ static void wunlock(struct cw_writer **wp)
 	}
 }
 
+void cw_writer_db_lock(struct cw_writer *w)
+{
+	if (w)
+		wlock(w);
+}
+
+void cw_writer_db_unlock(struct cw_writer *w)
+{
+	if (w)
+		wunlock(&w);
+}
+
 #define WLOCK(w) struct cw_writer *wlocked_ __attribute__((cleanup(wunlock), unused)) = wlock(w)
 
 static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)

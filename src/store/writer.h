@@ -200,4 +200,11 @@ int64_t cw_writer_session(const struct cw_writer *w);
 int cw_writer_flush(struct cw_writer *w);
 void cw_writer_get_stats(const struct cw_writer *w, struct cw_writer_stats *out);
 
+/* Other code that runs statements on the writer's connection itself (the
+ * GPU tables, late session facts) holds this around them: in threaded
+ * mode the writer thread uses the connection too, and it is opened
+ * without SQLite's own mutex. Not to be held across a cw_writer_* call. */
+void cw_writer_db_lock(struct cw_writer *w);
+void cw_writer_db_unlock(struct cw_writer *w);
+
 #endif
