@@ -8,6 +8,26 @@ TENANT_DIRS=()
 # A random lower-case hex string of $1 characters.
 hexid() { head -c 64 /dev/urandom | od -An -tx1 | tr -d ' \n' | head -c "$1"; }
 
+# A random pod UID as the kubelet writes it (UUID v4 form).
+pod_uid() { echo "$(hexid 8)-$(hexid 4)-4$(hexid 3)-8$(hexid 3)-$(hexid 12)"; }
+
+# The start of a tenant test that traces the CUDA fixtures in real v2
+# cgroups: root, the fixtures and a v2 hierarchy (skip 77 without root or
+# v2), a temporary directory $D, background $pids killed and the cgroups
+# removed on exit, and fail().
+tenant_test_start() {
+	[ "$(id -u)" = 0 ] || { echo "needs root for BPF and cgroups"; exit 77; }
+	FIX=$CW_BUILD/fixtures
+	[ -x "$FIX/fake_workload" ] && [ -f "$FIX/fakecuda/libcudart.so.13" ] ||
+		{ echo "missing fixtures (make fixtures)"; exit 1; }
+	[ -f "$V2/cgroup.procs" ] || { echo "no cgroup v2 hierarchy"; exit 77; }
+	D=$(mktemp -d)
+	pids=()
+	trap cleanup EXIT
+}
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; tenant_cleanup; rm -rf "$D"; }
+fail() { echo "FAIL: $*"; exit 1; }
+
 # mkcg PATH: creates every missing level, remembering what it created.
 mkcg() {
 	local p="" part

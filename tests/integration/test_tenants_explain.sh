@@ -27,7 +27,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 export LD_LIBRARY_PATH=$FIX/fakecuda
 CPU=0
-uid=$(hexid 8)-$(hexid 4)-4$(hexid 3)-8$(hexid 3)-$(hexid 12)
+uid=$(pod_uid)
 cw=$(hexid 64) ch=$(hexid 64)
 W=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid//-/_}.slice/cri-containerd-$cw.scope
 H=/system.slice/docker-$ch.scope

@@ -7,20 +7,12 @@
 # each tenant's 40 calls, and the seed article's two per-tenant queries
 # run verbatim and give per-container rows.
 set -u
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF and cgroups"; exit 77; }
-FIX=$CW_BUILD/fixtures
-[ -x "$FIX/fake_workload" ] && [ -f "$FIX/fakecuda/libcudart.so.13" ] || { echo "missing fixtures (make fixtures)"; exit 1; }
 . "$CW_ROOT/tests/integration/tenant_lib.sh"
-[ -f "$V2/cgroup.procs" ] || { echo "no cgroup v2 hierarchy"; exit 77; }
-D=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; tenant_cleanup; rm -rf "$D"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+tenant_test_start
 
-uid=$(hexid 8)-$(hexid 4)-4$(hexid 3)-8$(hexid 3)-$(hexid 12)
+uid=$(pod_uid)
 uid_=${uid//-/_}
-uid2=$(hexid 8)-$(hexid 4)-4$(hexid 3)-8$(hexid 3)-$(hexid 12)
+uid2=$(pod_uid)
 c1=$(hexid 64) c2=$(hexid 64) c3=$(hexid 64) c4=$(hexid 64) c5=$(hexid 64)
 job=$((900000 + $$ % 99999))
 declare -A CG RT ID

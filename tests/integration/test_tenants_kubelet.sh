@@ -5,19 +5,11 @@
 # the workload can set to anything); a pod the list does not name keeps
 # its environment's name; the fetches are counted.
 set -u
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF and cgroups"; exit 77; }
-FIX=$CW_BUILD/fixtures
-[ -x "$FIX/fake_workload" ] && [ -f "$FIX/fakecuda/libcudart.so.13" ] || { echo "missing fixtures (make fixtures)"; exit 1; }
 . "$CW_ROOT/tests/integration/tenant_lib.sh"
-[ -f "$V2/cgroup.procs" ] || { echo "no cgroup v2 hierarchy"; exit 77; }
-D=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; tenant_cleanup; rm -rf "$D"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+tenant_test_start
 
-ua=$(hexid 8)-$(hexid 4)-4$(hexid 3)-8$(hexid 3)-$(hexid 12)
-ub=$(hexid 8)-$(hexid 4)-4$(hexid 3)-8$(hexid 3)-$(hexid 12)
+ua=$(pod_uid)
+ub=$(pod_uid)
 A=/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${ua//-/_}.slice/cri-containerd-$(hexid 64).scope
 B=/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${ub//-/_}.slice/cri-containerd-$(hexid 64).scope
 mkcg "$A" && mkcg "$B" || fail "cannot create cgroups"

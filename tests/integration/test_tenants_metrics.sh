@@ -17,7 +17,7 @@ cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/de
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-uid=$(hexid 8)-$(hexid 4)-4$(hexid 3)-8$(hexid 3)-$(hexid 12)
+uid=$(pod_uid)
 ca=$(hexid 64) cb=$(hexid 64)
 A=/system.slice/docker-$ca.scope
 B=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid//-/_}.slice/cri-containerd-$cb.scope
