@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "bpf/events.h"
-#include "cmd/trace_tenant.h"
+#include "trace/tenant.h"
 #include "server/live_metrics.h"
 #include "cmd/cmd.h"
 #include "tenant/kubelet.h"

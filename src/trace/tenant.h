@@ -6,8 +6,8 @@
  * does no I/O; a resolver thread of this module does the I/O without the
  * lock and takes it only to hand work over and to write rows;
  * pid_allowed runs in the main thread. */
-#ifndef CW_CMD_TRACE_TENANT_H
-#define CW_CMD_TRACE_TENANT_H
+#ifndef CW_TRACE_TENANT_H
+#define CW_TRACE_TENANT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* GPU telemetry, Xid faults and live stall detection during trace
  * (trace_gpu.h, docs/gpu.md). */
-#include "cmd/trace_gpu.h"
+#include "trace/gpu.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -10,8 +10,8 @@
  * with the consumer lock held; poll runs in the main thread without it and
  * takes the lock only to copy the work list; forget_exited runs with the
  * lock held (the resolver and symbolizer are used under it). */
-#ifndef CW_CMD_TRACE_PYTHON_H
-#define CW_CMD_TRACE_PYTHON_H
+#ifndef CW_TRACE_PYTHON_H
+#define CW_TRACE_PYTHON_H
 
 #include <stdint.h>
 

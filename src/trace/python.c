@@ -1,4 +1,4 @@
-#include "cmd/trace_python.h"
+#include "trace/python.h"
 
 #include <errno.h>
 #include <stdarg.h>

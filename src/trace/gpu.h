@@ -6,12 +6,12 @@
  * Threads: observe/exited/tick/counters run with the consumer lock held
  * (the writer is used under it); the sampler thread takes that lock for
  * each write; stop is called without it. */
-#ifndef CW_CMD_TRACE_GPU_H
-#define CW_CMD_TRACE_GPU_H
+#ifndef CW_TRACE_GPU_H
+#define CW_TRACE_GPU_H
 
 #include <stdint.h>
 
-#include "cmd/trace_view.h"
+#include "trace/view.h"
 #include "loader/ringbuf.h"
 #include "store/store.h"
 #include "store/writer.h"
