@@ -203,8 +203,9 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	 * ~0.1 s under a lock that serializes them on 6.18 (200 probes: 20 s
 	 * to stop, even from parallel threads), a multi link detaches at
 	 * once. Per-hit cost was not measurably different on this VM (bench/
-	 * RESULTS.md, "trace"). CW_UPROBE_MULTI=0 forces per-probe links. */
-	cp->multi = !(getenv("CW_UPROBE_MULTI") && !strcmp(getenv("CW_UPROBE_MULTI"), "0"));
+	 * RESULTS.md, "trace"). no_multi (trace --no-uprobe-multi) forces
+	 * per-probe links. */
+	cp->multi = !o->no_multi;
 	cp->sleepable = 1;
 again:
 	cp->skel = cuda_bpf__open();
