@@ -18,6 +18,7 @@
 #include "loader/uprobe_attach.h"
 #include "pipeline/pipeline.h"
 #include "loader/ringbuf.h"
+#include "trace/trace.h"
 
 struct trace_python;
 
@@ -31,7 +32,7 @@ struct trace_python_stats {
 /* py_stacks 0: the resolver and symbolizer are still provided (demo-like
  * stored stacks resolve), but no process is registered for capture. */
 int trace_python_new(struct trace_python **out, struct cw_cuda_probes *cp, struct cw_consumer *cons,
-		     int py_stacks, int json);
+		     int py_stacks, int json, const struct cw_trace_sink *say);
 void trace_python_free(struct trace_python *tp);
 
 const struct cw_py_resolver *trace_python_resolver(struct trace_python *tp);
