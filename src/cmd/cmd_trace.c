@@ -104,9 +104,116 @@ static int parse_pids(struct cw_trace_opts *o, const char *s)
 	return 0;
 }
 
+/* One flag that takes a value (v). Returns 0 or CW_EXIT_USAGE after one line. */
+static int parse_value(struct cw_trace_opts *o, const char *a, const char *v, int json)
+{
+	char shown[CW_SHOWN_BUF];
+
+	if (trace_tenant_is_flag(a)) {
+		char err[256];
+
+		if (trace_tenant_flag(o->tenants, &o->ntenants, a, v, err, sizeof(err))) {
+			cw_report_error(json, "trace: %s", err);
+			return CW_EXIT_USAGE;
+		}
+	} else if (!strcmp(a, "--pid")) {
+		int prc = parse_pids(o, v);
+
+		if (prc) {
+			cw_report_error(json, "trace: bad --pid \"%s\" (%s)", cw_shown(v, shown),
+					prc == -E2BIG ? "at most 64 pids"
+						      : "want P[,P...], each pid from 1 to 4194304");
+			return CW_EXIT_USAGE;
+		}
+	} else if (!strcmp(a, "--cuda-lib")) {
+		if (o->nlibs == MAX_LIBS) {
+			cw_report_error(json, "trace: at most %d --cuda-lib", MAX_LIBS);
+			return CW_EXIT_USAGE;
+		}
+		o->libs[o->nlibs++] = v;
+	} else if (!strcmp(a, "--db")) {
+		o->db = v;
+	} else if (!strcmp(a, "--hang-after")) {
+		if (cw_parse_duration(v, &o->hang_after_ns) || !o->hang_after_ns) {
+			cw_report_error(json, "trace: bad --hang-after \"%s\"", v);
+			return CW_EXIT_USAGE;
+		}
+	} else if (!strcmp(a, "--duration")) {
+		if (cw_parse_duration(v, &o->duration_ns) || !o->duration_ns) {
+			cw_report_error(json, "trace: bad --duration \"%s\" (e.g. 30s, 5m)",
+					cw_shown(v, shown));
+			return CW_EXIT_USAGE;
+		}
+	} else if (!strcmp(a, "--lock-wait")) {
+		if (cw_parse_duration(v, &o->lock_wait_ns) || !o->lock_wait_ns) {
+			cw_report_error(json, "trace: bad --lock-wait \"%s\"", v);
+			return CW_EXIT_USAGE;
+		}
+	} else if (!strcmp(a, "--lock-buffer")) {
+		if (cw_parse_size(v, &o->lock_buffer) || o->lock_buffer < (1u << 20) ||
+		    o->lock_buffer > (64ull << 30)) {
+			cw_report_error(json, "trace: bad --lock-buffer \"%s\" (1MiB to 64GiB)", v);
+			return CW_EXIT_USAGE;
+		}
+	} else if (!strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after")) {
+		uint64_t ns;
+		if (cw_parse_duration(v, &ns) || ns < 10 * NSEC_PER_MSEC || ns > 3600 * NSEC_PER_SEC) {
+			cw_report_error(json, "trace: bad %s \"%s\" (10ms to 1h)", a, v);
+			return CW_EXIT_USAGE;
+		}
+		if (a[2] == 'g')
+			o->gpu_interval_ns = ns;
+		else
+			o->stall_after_ns = ns;
+	} else if (!strcmp(a, "--node")) {
+		if (!cw_node_name_valid(v)) {
+			cw_report_error(json, "trace: bad --node \"%s\" (" CW_NODE_NAME_RULE ")",
+					cw_shown(v, shown));
+			return CW_EXIT_USAGE;
+		}
+		cw_global_node = v;
+	} else if (!strcmp(a, "--otlp")) {
+		o->otlp = v;
+	} else if (!strcmp(a, "--serve")) {
+		o->serve = v;
+	} else if (!strcmp(a, "--py-stacks")) {
+		if (!strcmp(v, "slow"))
+			o->py_mode = CW_PY_SLOW;
+		else if (!strcmp(v, "all"))
+			o->py_mode = CW_PY_ALL;
+		else if (!strcmp(v, "off"))
+			o->py_mode = CW_PY_OFF;
+		else {
+			cw_report_error(json, "trace: bad --py-stacks \"%s\" (slow, all or off)",
+					cw_shown(v, shown));
+			return CW_EXIT_USAGE;
+		}
+	} else if (!strcmp(a, "--size-cap")) {
+		if (cw_parse_size(v, &o->size_cap) || !o->size_cap) {
+			cw_report_error(json, "trace: bad --size-cap \"%s\" (e.g. 2GiB)",
+					cw_shown(v, shown));
+			return CW_EXIT_USAGE;
+		}
+	} else {
+		int ring = !strcmp(a, "--ring-kb");
+		uint64_t n;
+
+		if (cw_parse_uint(v, ring ? 4 : 0, ring ? 1u << 20 : 100, &n)) {
+			cw_report_error(json, "trace: bad %s \"%s\" (%s)", a, cw_shown(v, shown),
+					ring ? "4 to 1048576 KiB" : "a percentage, 0 to 100");
+			return CW_EXIT_USAGE;
+		}
+		if (ring)
+			o->ring_kb = (unsigned)n;
+		else
+			o->agg_pct = (unsigned)n;
+	}
+	return 0;
+}
+
 static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_out)
 {
-	int i;
+	int i, rc;
 
 	memset(o, 0, sizeof(*o));
 	o->agg_pct = 75;
@@ -183,105 +290,8 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 			return CW_EXIT_USAGE;
 		}
 		i++;
-		if (trace_tenant_is_flag(a)) {
-			char err[256];
-
-			if (trace_tenant_flag(o->tenants, &o->ntenants, a, v, err, sizeof(err))) {
-				cw_report_error(*json_out, "trace: %s", err);
-				return CW_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--pid")) {
-			int prc = parse_pids(o, v);
-
-			if (prc) {
-				cw_report_error(*json_out, "trace: bad --pid \"%s\" (%s)", cw_shown(v, shown),
-						prc == -E2BIG ? "at most 64 pids"
-							      : "want P[,P...], each pid from 1 to 4194304");
-				return CW_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--cuda-lib")) {
-			if (o->nlibs == MAX_LIBS) {
-				cw_report_error(*json_out, "trace: at most %d --cuda-lib", MAX_LIBS);
-				return CW_EXIT_USAGE;
-			}
-			o->libs[o->nlibs++] = v;
-		} else if (!strcmp(a, "--db")) {
-			o->db = v;
-		} else if (!strcmp(a, "--hang-after")) {
-			if (cw_parse_duration(v, &o->hang_after_ns) || !o->hang_after_ns) {
-				cw_report_error(*json_out, "trace: bad --hang-after \"%s\"", v);
-				return CW_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--duration")) {
-			if (cw_parse_duration(v, &o->duration_ns) || !o->duration_ns) {
-				cw_report_error(*json_out, "trace: bad --duration \"%s\" (e.g. 30s, 5m)",
-						cw_shown(v, shown));
-				return CW_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--lock-wait")) {
-			if (cw_parse_duration(v, &o->lock_wait_ns) || !o->lock_wait_ns) {
-				cw_report_error(*json_out, "trace: bad --lock-wait \"%s\"", v);
-				return CW_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--lock-buffer")) {
-			if (cw_parse_size(v, &o->lock_buffer) || o->lock_buffer < (1u << 20) ||
-			    o->lock_buffer > (64ull << 30)) {
-				cw_report_error(*json_out, "trace: bad --lock-buffer \"%s\" (1MiB to 64GiB)", v);
-				return CW_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after")) {
-			uint64_t ns;
-			if (cw_parse_duration(v, &ns) || ns < 10 * NSEC_PER_MSEC || ns > 3600 * NSEC_PER_SEC) {
-				cw_report_error(*json_out, "trace: bad %s \"%s\" (10ms to 1h)", a, v);
-				return CW_EXIT_USAGE;
-			}
-			if (a[2] == 'g')
-				o->gpu_interval_ns = ns;
-			else
-				o->stall_after_ns = ns;
-		} else if (!strcmp(a, "--node")) {
-			if (!cw_node_name_valid(v)) {
-				cw_report_error(*json_out, "trace: bad --node \"%s\" (" CW_NODE_NAME_RULE ")",
-						cw_shown(v, shown));
-				return CW_EXIT_USAGE;
-			}
-			cw_global_node = v;
-		} else if (!strcmp(a, "--otlp")) {
-			o->otlp = v;
-		} else if (!strcmp(a, "--serve")) {
-			o->serve = v;
-		} else if (!strcmp(a, "--py-stacks")) {
-			if (!strcmp(v, "slow"))
-				o->py_mode = CW_PY_SLOW;
-			else if (!strcmp(v, "all"))
-				o->py_mode = CW_PY_ALL;
-			else if (!strcmp(v, "off"))
-				o->py_mode = CW_PY_OFF;
-			else {
-				cw_report_error(*json_out, "trace: bad --py-stacks \"%s\" (slow, all or off)",
-						cw_shown(v, shown));
-				return CW_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--size-cap")) {
-			if (cw_parse_size(v, &o->size_cap) || !o->size_cap) {
-				cw_report_error(*json_out, "trace: bad --size-cap \"%s\" (e.g. 2GiB)",
-						cw_shown(v, shown));
-				return CW_EXIT_USAGE;
-			}
-		} else {
-			int ring = !strcmp(a, "--ring-kb");
-			uint64_t n;
-
-			if (cw_parse_uint(v, ring ? 4 : 0, ring ? 1u << 20 : 100, &n)) {
-				cw_report_error(*json_out, "trace: bad %s \"%s\" (%s)", a, cw_shown(v, shown),
-						ring ? "4 to 1048576 KiB" : "a percentage, 0 to 100");
-				return CW_EXIT_USAGE;
-			}
-			if (ring)
-				o->ring_kb = (unsigned)n;
-			else
-				o->agg_pct = (unsigned)n;
-		}
+		if ((rc = parse_value(o, a, v, *json_out)))
+			return rc;
 	}
 	if (o->kill_on_exit && !o->command) {
 		cw_report_error(*json_out, "trace: --kill-on-exit applies to a launched command (-- COMMAND)");
