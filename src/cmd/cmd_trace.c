@@ -85,9 +85,10 @@ static const char usage_text[] =
 	"                     SIGKILL); without it COMMAND runs on, untraced\n"
 	"  -h, --help         this help\n"
 	"\n"
-	"exit status: the command's when one was launched; 3 no privilege, 4 no BTF,\n"
-	"5 unknown pid or a library without the hooked symbols, 6 database error (also\n"
-	"when rows could not be stored: a full disk, a lock held past --lock-wait).\n";
+	"exit status: the command's when one was launched; 1 another start-up failure\n"
+	"(said in one line), 3 no privilege, 4 no BTF, 5 unknown pid or a library\n"
+	"without the hooked symbols, 6 database error (also when rows could not be\n"
+	"stored: a full disk, a lock held past --lock-wait).\n";
 
 static volatile sig_atomic_t stop_signal;
 

@@ -3,6 +3,7 @@
  * closing lines. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,28 +16,49 @@
 #include "trace/view.h"
 #include "util/timeutil.h"
 
+/* The discovery figures stored as trace.discovery.NAME. */
+static const struct {
+	const char *name;
+	size_t off;
+} discovery_counters[] = {
+	{ "loads", offsetof(struct cw_live_stats, loads) },
+	{ "execs", offsetof(struct cw_live_stats, execs) },
+	{ "reports", offsetof(struct cw_live_stats, events) },
+	{ "held", offsetof(struct cw_live_stats, held) },
+	{ "hold_map_full", offsetof(struct cw_live_stats, hold_full) },
+	{ "ring_dropped", offsetof(struct cw_live_stats, ring_dropped) },
+	{ "swept", offsetof(struct cw_live_stats, swept) },
+	{ "attached", offsetof(struct cw_live_stats, attached) },
+	{ "loaders", offsetof(struct cw_live_stats, loaders) },
+	{ "attach_us_p50", offsetof(struct cw_live_stats, lat_p50_us) },
+	{ "attach_us_max", offsetof(struct cw_live_stats, lat_max_us) },
+	{ "attach_n", offsetof(struct cw_live_stats, lat_n) },
+};
+
+/* Stores the counter prefix+name+suffix. */
+static void counter_named(struct cw_writer *w, const char *prefix, const char *name, const char *suffix,
+			  uint64_t v)
+{
+	char full[128];
+
+	snprintf(full, sizeof(full), "%s%s%s", prefix, name, suffix);
+	cw_writer_counter_set(w, full, v);
+}
+
 /* Lock held. Library discovery (docs/trace.md, "Discovery"). */
 static void store_discovery(struct trace *t, struct loss_totals *lt)
 {
 	struct cw_live_stats ls;
+	size_t i;
 
 	if (t->live)
 		cw_live_get_stats(t->live, &ls);
 	else
 		ls = t->live_last;
 	cw_writer_counter_set(t->w, "trace.discovery.live", t->live || t->live_was_on);
-	cw_writer_counter_set(t->w, "trace.discovery.loads", ls.loads);
-	cw_writer_counter_set(t->w, "trace.discovery.execs", ls.execs);
-	cw_writer_counter_set(t->w, "trace.discovery.reports", ls.events);
-	cw_writer_counter_set(t->w, "trace.discovery.held", ls.held);
-	cw_writer_counter_set(t->w, "trace.discovery.hold_map_full", ls.hold_full);
-	cw_writer_counter_set(t->w, "trace.discovery.ring_dropped", ls.ring_dropped);
-	cw_writer_counter_set(t->w, "trace.discovery.swept", ls.swept);
-	cw_writer_counter_set(t->w, "trace.discovery.attached", ls.attached);
-	cw_writer_counter_set(t->w, "trace.discovery.loaders", ls.loaders);
-	cw_writer_counter_set(t->w, "trace.discovery.attach_us_p50", ls.lat_p50_us);
-	cw_writer_counter_set(t->w, "trace.discovery.attach_us_max", ls.lat_max_us);
-	cw_writer_counter_set(t->w, "trace.discovery.attach_n", ls.lat_n);
+	for (i = 0; i < sizeof(discovery_counters) / sizeof(discovery_counters[0]); i++)
+		counter_named(t->w, "trace.discovery.", discovery_counters[i].name, "",
+			      *(const uint64_t *)((const char *)&ls + discovery_counters[i].off));
 	/* Copies attached after their process had run on with them mapped:
 	 * each is a window in which calls may have been missed. */
 	cw_writer_counter_set(t->w, "trace.discovery.late", ls.late + t->rescan_late);
@@ -54,21 +76,16 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 	struct cw_kernel_drop_counts kd;
 	struct cw_pipeline_counters pc;
 	uint64_t cs[CW_CS_MAX];
-	char name[96];
 	unsigned i;
 
 	memset(lt, 0, sizeof(*lt));
 	if (!cw_kernel_probes_drops(t->kp, &kd)) {
 		for (i = 0; i < CW_DROP_MAX; i++)
-			if (cw_kernel_drop_name(i)) {
-				snprintf(name, sizeof(name), "trace.ring_drops.%s", cw_kernel_drop_name(i));
-				cw_writer_counter_set(t->w, name, kd.drops[i]);
-			}
+			if (cw_kernel_drop_name(i))
+				counter_named(t->w, "trace.ring_drops.", cw_kernel_drop_name(i), "", kd.drops[i]);
 		for (i = 0; i < CW_STAT_MAX; i++)
-			if (cw_kernel_stat_name(i)) {
-				snprintf(name, sizeof(name), "trace.kernel.%s", cw_kernel_stat_name(i));
-				cw_writer_counter_set(t->w, name, kd.stats[i]);
-			}
+			if (cw_kernel_stat_name(i))
+				counter_named(t->w, "trace.kernel.", cw_kernel_stat_name(i), "", kd.stats[i]);
 		lt->ring_drops = kd.total_drops;
 	}
 	if (!cw_cuda_probes_stats(t->cp, cs)) {
@@ -77,8 +94,8 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 				cw_writer_counter_set(t->w, cs_names[i], cs[i]);
 		lt->aggregated = cs[CW_CS_AGGREGATED];
 		/* Every call the probes saw: received here (returned, or still
-		 * open and handed over by trace_take_inflight), lost, or counted in
-		 * the kernel. */
+		 * open and handed over by trace_take_inflight), lost, or counted
+		 * in the kernel. */
 		cw_writer_counter_set(t->w, "trace.cuda.emitted", t->entries);
 		cw_writer_counter_set(t->w, "trace.cuda.calls",
 				      t->entries + cs[CW_CS_DROPPED] + cs[CW_CS_STATE_FULL] + cs[CW_CS_AGGREGATED]);
@@ -90,12 +107,9 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 
 			if (!op || cw_cuda_probes_agg(t->cp, i, &a) || !a.count)
 				continue;
-			snprintf(name, sizeof(name), "trace.aggregated.%s.count", op);
-			cw_writer_counter_set(t->w, name, a.count);
-			snprintf(name, sizeof(name), "trace.aggregated.%s.sum_ns", op);
-			cw_writer_counter_set(t->w, name, a.sum_ns);
-			snprintf(name, sizeof(name), "trace.aggregated.%s.max_ns", op);
-			cw_writer_counter_set(t->w, name, a.max_ns);
+			counter_named(t->w, "trace.aggregated.", op, ".count", a.count);
+			counter_named(t->w, "trace.aggregated.", op, ".sum_ns", a.sum_ns);
+			counter_named(t->w, "trace.aggregated.", op, ".max_ns", a.max_ns);
 			if (t->view)
 				cw_trace_view_set_aggregated(t->view, cw_source_name(cw_op_source(i)), op, a.count);
 		}

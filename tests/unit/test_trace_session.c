@@ -102,36 +102,58 @@ static void expect(int id, int rc, const char *want, int code)
 	assert_int_equal(cmd_trace_exit_code(&res), code);
 }
 
+struct failure {
+	int id, rc;
+	const char *want;
+	int code;
+};
+
+static void expect_all(const struct failure *f, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		expect(f[i].id, f[i].rc, f[i].want, f[i].code);
+}
+
 static void test_seven_steps(void **state)
 {
+	static const struct failure f[] = {
+		{ CW_TRACE_PYTHON, -EINVAL, "cannot set up Python stack capture: Invalid argument", CW_EXIT_NOFEATURE },
+		{ CW_TRACE_PYTHON, -ENOMEM, "cannot set up Python stack capture: Cannot allocate memory", CW_EXIT_FAIL },
+		{ CW_TRACE_PIPELINE, -ENOMEM, "cannot start the pipeline: Cannot allocate memory", CW_EXIT_FAIL },
+		{ CW_TRACE_RINGS, -EIO, "cannot read the ring buffers", CW_EXIT_FAIL },
+		{ CW_TRACE_RINGS, -EPERM, "cannot read the ring buffers", CW_EXIT_NOPERM },
+		{ CW_TRACE_METRICS, -ENOMEM, "out of memory", CW_EXIT_FAIL },
+		{ CW_TRACE_WRITER_LAG, -ENOMEM, "out of memory", CW_EXIT_FAIL },
+		{ CW_TRACE_GPU, -ENOMEM, "cannot start GPU telemetry: Cannot allocate memory", CW_EXIT_FAIL },
+		{ CW_TRACE_GPU, -EIO, "cannot start GPU telemetry: Input/output error", CW_EXIT_FAIL },
+		{ CW_TRACE_RESOLVER, -EAGAIN, "cannot start the cgroup resolver: Resource temporarily unavailable",
+		  CW_EXIT_FAIL },
+	};
+
 	(void)state;
-	expect(CW_TRACE_PYTHON, -EINVAL, "cannot set up Python stack capture: Invalid argument", CW_EXIT_NOFEATURE);
-	expect(CW_TRACE_PYTHON, -ENOMEM, "cannot set up Python stack capture: Cannot allocate memory", CW_EXIT_FAIL);
-	expect(CW_TRACE_PIPELINE, -ENOMEM, "cannot start the pipeline: Cannot allocate memory", CW_EXIT_FAIL);
-	expect(CW_TRACE_RINGS, -EIO, "cannot read the ring buffers", CW_EXIT_FAIL);
-	expect(CW_TRACE_RINGS, -EPERM, "cannot read the ring buffers", CW_EXIT_NOPERM);
-	expect(CW_TRACE_METRICS, -ENOMEM, "out of memory", CW_EXIT_FAIL);
-	expect(CW_TRACE_WRITER_LAG, -ENOMEM, "out of memory", CW_EXIT_FAIL);
-	expect(CW_TRACE_GPU, -ENOMEM, "cannot start GPU telemetry: Cannot allocate memory", CW_EXIT_FAIL);
-	expect(CW_TRACE_GPU, -EIO, "cannot start GPU telemetry: Input/output error", CW_EXIT_FAIL);
-	expect(CW_TRACE_RESOLVER, -EAGAIN, "cannot start the cgroup resolver: Resource temporarily unavailable",
-	       CW_EXIT_FAIL);
+	expect_all(f, sizeof(f) / sizeof(f[0]));
 }
 
 /* The steps that were right before keep their codes. */
 static void test_other_steps(void **state)
 {
+	static const struct failure f[] = {
+		{ CW_TRACE_BPF_STATS, -EINVAL, "trace: cannot enable BPF statistics: Invalid argument",
+		  CW_EXIT_NOFEATURE },
+		{ CW_TRACE_KERNEL_PROBES, -EPERM, "cannot start tracing", CW_EXIT_NOPERM },
+		{ CW_TRACE_KERNEL_PROBES, -ENOENT, "cannot start tracing", CW_EXIT_NOFEATURE },
+		{ CW_TRACE_KERNEL_PROBES, -EINVAL, "cannot start tracing", CW_EXIT_FAIL },
+		{ CW_TRACE_CUDA_PROBES, -EINVAL, "cannot start tracing", CW_EXIT_NOFEATURE },
+		{ CW_TRACE_STORE, -EIO, "cannot start tracing", CW_EXIT_DB },
+		{ CW_TRACE_WRITER, -EIO, "cannot start tracing", CW_EXIT_DB },
+		{ CW_TRACE_ATTACH, -ENOENT, "cannot start tracing", CW_EXIT_NOTARGET },
+		{ CW_TRACE_SPAWN, -ENOENT, "cannot start tracing", CW_EXIT_FAIL },
+	};
+
 	(void)state;
-	expect(CW_TRACE_BPF_STATS, -EINVAL, "trace: cannot enable BPF statistics: Invalid argument",
-	       CW_EXIT_NOFEATURE);
-	expect(CW_TRACE_KERNEL_PROBES, -EPERM, "cannot start tracing", CW_EXIT_NOPERM);
-	expect(CW_TRACE_KERNEL_PROBES, -ENOENT, "cannot start tracing", CW_EXIT_NOFEATURE);
-	expect(CW_TRACE_KERNEL_PROBES, -EINVAL, "cannot start tracing", CW_EXIT_FAIL);
-	expect(CW_TRACE_CUDA_PROBES, -EINVAL, "cannot start tracing", CW_EXIT_NOFEATURE);
-	expect(CW_TRACE_STORE, -EIO, "cannot start tracing", CW_EXIT_DB);
-	expect(CW_TRACE_WRITER, -EIO, "cannot start tracing", CW_EXIT_DB);
-	expect(CW_TRACE_ATTACH, -ENOENT, "cannot start tracing", CW_EXIT_NOTARGET);
-	expect(CW_TRACE_SPAWN, -ENOENT, "cannot start tracing", CW_EXIT_FAIL);
+	expect_all(f, sizeof(f) / sizeof(f[0]));
 }
 
 /* Whichever step fails, the command exits non-zero having said why once
