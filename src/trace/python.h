@@ -30,7 +30,8 @@ struct trace_python_stats {
 };
 
 /* py_stacks 0: the resolver and symbolizer are still provided (demo-like
- * stored stacks resolve), but no process is registered for capture. */
+ * stored stacks resolve), but no process is registered for capture. Each
+ * process's capture (or why not) is said through say, unless json. */
 int trace_python_new(struct trace_python **out, struct cw_cuda_probes *cp, struct cw_consumer *cons,
 		     int py_stacks, int json, const struct cw_trace_sink *say);
 void trace_python_free(struct trace_python *tp);

@@ -40,7 +40,8 @@ void trace_tenant_tap(struct trace_tenant *tt, const void *data, size_t size);
  * from /proc: processes found by discovery are enrolled only then). */
 int trace_tenant_pid_allowed(struct trace_tenant *tt, uint32_t pid);
 /* Starts the resolver thread (names new cgroups within 50 ms; once a
- * second rescans the allowed set, samples pressure, moves last seen). */
+ * second rescans the allowed set, samples pressure, moves last seen);
+ * kubelet_url (NULL: none) names pods from the kubelet's pod list. */
 int trace_tenant_start(struct trace_tenant *tt, struct cw_consumer *cons, struct cw_writer *w,
 		       const char *kubelet_url);
 /* Before start: the live /metrics registry that gets each named cgroup's
