@@ -1,4 +1,4 @@
-/* The live Python resolver: struct cw_py_resolver (pipeline.h) backed by
+/* The live Python resolver: struct cw_py_resolver (symbol/frames.h) backed by
  * the target processes' memory.
  *
  * Code objects are cached by (pid, code address). An address can be
@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pipeline/pipeline.h"
+#include "symbol/frames.h"
 #include "pyframe/pyproc.h"
 
 struct cw_pyres;
