@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "util/log.h"
 
 #ifndef CW_VERSION
@@ -94,8 +95,7 @@ int cmd_version(int argc, char **argv)
 			for (int j = i + 1; j < argc; j++)
 				if (!strcmp(argv[j], "--json"))
 					json = 1;
-			cw_report_error(json, "version: unexpected argument \"%s\"", argv[i]);
-			return CW_EXIT_USAGE;
+			return cw_opt_unexpected(json, "version", argv[i]);
 		}
 	}
 	v = versions();
