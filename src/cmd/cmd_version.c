@@ -49,7 +49,8 @@ static void build_date(char *buf, size_t len)
 	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
 	const char *d = __DATE__, *m = strstr(months, (char[4]){ d[0], d[1], d[2], 0 });
 
-	snprintf(buf, len, "%.4s-%02d-%02dT%s", d + 7, m ? (int)(m - months) / 3 + 1 : 0, atoi(d + 4), __TIME__);
+	snprintf(buf, len, "%.4s-%02d-%02dT%s", d + 7, m ? (int)(m - months) / 3 + 1 : 0,
+		 (int)strtol(d + 4, NULL, 10), __TIME__);
 #endif
 }
 

@@ -134,7 +134,7 @@ int cw_thread_states(pid_t pid, struct cw_thread_state *out, int max, struct cw_
 		struct cw_thread_state *t = &out[n];
 		char *p, *q;
 		long fd = -1;
-		int tid = atoi(de->d_name);
+		int tid = (int)strtol(de->d_name, NULL, 10);
 
 		if (tid <= 0)
 			continue;

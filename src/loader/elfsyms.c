@@ -39,10 +39,8 @@ static void read_soname(struct cw_elf *e)
 			if (dyn.d_tag != DT_SONAME)
 				continue;
 			s = elf_strptr(e->elf, sh.sh_link, dyn.d_un.d_val);
-			if (s) {
-				strncpy(e->soname, s, sizeof(e->soname) - 1);
-				e->soname[sizeof(e->soname) - 1] = '\0';
-			}
+			if (s)
+				snprintf(e->soname, sizeof(e->soname), "%s", s);
 			return;
 		}
 	}
