@@ -44,6 +44,4 @@ void cw_pyres_forget(struct cw_pyres *r, uint32_t pid);
  * every hit). */
 void cw_pyres_set_revalidate_ns(struct cw_pyres *r, uint64_t ns);
 
-void cw_pyres_get_stats(const struct cw_pyres *r, struct cw_pyres_stats *out);
-
 #endif
