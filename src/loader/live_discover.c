@@ -116,7 +116,9 @@ void cw_live_mark_path(struct cw_live_discover *ld, const char *path)
 		cw_live_mark(ld, cw_kdev(st.st_dev), st.st_ino);
 }
 
-int cw_live_hook_loader(struct cw_live_discover *ld, const char *path)
+/* Hooks _dl_debug_state of the loader at path. Returns 1 hooked now, 0
+ * hooked before, or -errno (-ENOENT: no such symbol). */
+static int cw_live_hook_loader(struct cw_live_discover *ld, const char *path)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	struct cw_elf_sym sym;

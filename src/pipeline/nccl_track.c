@@ -118,7 +118,8 @@ int cw_nccl_track_sync(struct cw_nccl_track *t, uint32_t tid, uint64_t wall_ns, 
 	return write_pending(t, p, wall_ns + dur_ns, dur_ns, 1);
 }
 
-int cw_nccl_track_flush(struct cw_nccl_track *t)
+/* Writes every row still waiting for a synchronization (no completion). */
+static int cw_nccl_track_flush(struct cw_nccl_track *t)
 {
 	int err = 0, e;
 
@@ -142,7 +143,8 @@ void cw_nccl_track_free(struct cw_nccl_track *t)
 	free(t);
 }
 
-int cw_nccl_dtype_size(int64_t dtype)
+/* Bytes of one element of an ncclDataType_t (nccl.h of 2.28), 0 unknown. */
+static int cw_nccl_dtype_size(int64_t dtype)
 {
 	/* ncclInt8/Char, Uint8, Int32, Uint32, Int64, Uint64, Float16,
 	 * Float32, Float64, Bfloat16, Float8e4m3, Float8e5m2. */
@@ -151,7 +153,9 @@ int cw_nccl_dtype_size(int64_t dtype)
 	return dtype >= 0 && dtype < (int64_t)(sizeof(sizes) / sizeof(sizes[0])) ? sizes[dtype] : 0;
 }
 
-int cw_nccl_is_collective(unsigned op)
+/* Whether op is a collective (every rank of the communicator calls it),
+ * or a point-to-point call. */
+static int cw_nccl_is_collective(unsigned op)
 {
 	switch (op) {
 	case CW_OP_ncclAllReduce:
@@ -167,7 +171,7 @@ int cw_nccl_is_collective(unsigned op)
 	}
 }
 
-int cw_nccl_is_p2p(unsigned op)
+static int cw_nccl_is_p2p(unsigned op)
 {
 	return op == CW_OP_ncclSend || op == CW_OP_ncclRecv;
 }
