@@ -70,21 +70,31 @@ static int scalar(struct pctx *p, const char *key, yaml_node_t *n, const char **
 	return 0;
 }
 
+/* The text of an optional value: 1 when n is null (the default stays), 0
+ * with *out set, or -errno. */
+static int optional(struct pctx *p, const char *key, yaml_node_t *n, const char **out)
+{
+	return is_null(n) ? 1 : scalar(p, key, n, out);
+}
+
+static int store_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = strdup(v);
+	return *dst ? 0 : -ENOMEM;
+}
+
 static int set_str(struct pctx *p, const char *key, yaml_node_t *n, void *field)
 {
 	char **dst = field;
 	const char *v;
 	int rc;
 
-	if (is_null(n))
-		return 0;
-	if ((rc = scalar(p, key, n, &v)))
-		return rc;
+	if ((rc = optional(p, key, n, &v)))
+		return rc < 0 ? rc : 0;
 	if (!*v)
 		return fail(p, n, "\"%s\" must not be empty", key);
-	free(*dst);
-	*dst = strdup(v);
-	return *dst ? 0 : -ENOMEM;
+	return store_str(dst, v);
 }
 
 /* Relative paths in a config file mean "next to the config file", the only
@@ -116,19 +126,24 @@ static int set_path(struct pctx *p, const char *key, yaml_node_t *n, void *field
 	return 0;
 }
 
-static int set_duration(struct pctx *p, const char *key, yaml_node_t *n, void *field)
+/* An optional number with a unit, read by parse; 0 is refused unless
+ * zero_ok. what and example word the error. */
+static int set_number(struct pctx *p, const char *key, yaml_node_t *n, uint64_t *dst,
+		      int (*parse)(const char *, uint64_t *), int zero_ok, const char *what, const char *example)
 {
-	uint64_t *dst = field;
 	const char *v;
 	int rc;
 
-	if (is_null(n))
-		return 0;
-	if ((rc = scalar(p, key, n, &v)))
-		return rc;
-	if (cw_parse_duration(v, dst) || *dst == 0)
-		return fail(p, n, "\"%s\": bad duration \"%s\" (e.g. 2s, 250ms)", key, v);
+	if ((rc = optional(p, key, n, &v)))
+		return rc < 0 ? rc : 0;
+	if (parse(v, dst) || (!zero_ok && *dst == 0))
+		return fail(p, n, "\"%s\": bad %s \"%s\" (e.g. %s)", key, what, v, example);
 	return 0;
+}
+
+static int set_duration(struct pctx *p, const char *key, yaml_node_t *n, void *field)
+{
+	return set_number(p, key, n, field, cw_parse_duration, 0, "duration", "2s, 250ms");
 }
 
 static int set_hostport(struct pctx *p, const char *key, yaml_node_t *n, void *field)
@@ -138,10 +153,8 @@ static int set_hostport(struct pctx *p, const char *key, yaml_node_t *n, void *f
 	const char *v;
 	int port, rc;
 
-	if (is_null(n))
-		return 0;
-	if ((rc = scalar(p, key, n, &v)))
-		return rc;
+	if ((rc = optional(p, key, n, &v)))
+		return rc < 0 ? rc : 0;
 	/* A listen address may use port 0 (the kernel picks a free one). */
 	if (cw_parse_hostport(v, host, sizeof(host), &port)) {
 		char one[300];
@@ -153,9 +166,7 @@ static int set_hostport(struct pctx *p, const char *key, yaml_node_t *n, void *f
 		if (cw_parse_hostport(one, host, sizeof(host), &port))
 			return fail(p, n, "\"%s\": bad address \"%s\" (want HOST:PORT)", key, v);
 	}
-	free(*dst);
-	*dst = strdup(v);
-	return *dst ? 0 : -ENOMEM;
+	return store_str(dst, v);
 }
 
 static int add_node(struct pctx *p, yaml_node_t *n, const char *v, size_t len)
@@ -251,17 +262,7 @@ static int set_interval(struct pctx *p, const char *key, yaml_node_t *n, void *f
 
 static int set_size(struct pctx *p, const char *key, yaml_node_t *n, void *field)
 {
-	uint64_t *dst = field;
-	const char *s;
-	int rc;
-
-	if (is_null(n))
-		return 0;
-	if ((rc = scalar(p, key, n, &s)))
-		return rc;
-	if (cw_parse_size(s, dst))
-		return fail(p, n, "\"%s\": bad size \"%s\" (e.g. 2GiB)", key, s);
-	return 0;
+	return set_number(p, key, n, field, cw_parse_size, 1, "size", "2GiB");
 }
 
 static int set_max_rows(struct pctx *p, const char *key, yaml_node_t *n, void *field)
@@ -272,10 +273,8 @@ static int set_max_rows(struct pctx *p, const char *key, yaml_node_t *n, void *f
 	uint64_t v;
 	int rc;
 
-	if (is_null(n))
-		return 0;
-	if ((rc = scalar(p, key, n, &s)))
-		return rc;
+	if ((rc = optional(p, key, n, &s)))
+		return rc < 0 ? rc : 0;
 	if (cw_parse_uint(s, 1, INT64_MAX, &v))
 		return fail(p, n, "\"%s\": bad count \"%s\" (1 or more)", key, cw_shown(s, shown));
 	*dst = (int64_t)v;
@@ -614,39 +613,21 @@ int cw_config_get(const struct cw_config **out, char *err, size_t errlen)
 
 int cw_parse_size(const char *s, uint64_t *out)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t mult;
-	} units[] = {
+	static const struct cw_unit units[] = {
 		{ "", 1 },	   { "B", 1 },		  { "KB", 1000ULL },	{ "KiB", 1ULL << 10 },
 		{ "MB", 1000000ULL }, { "MiB", 1ULL << 20 }, { "GB", 1000000000ULL },
 		{ "GiB", 1ULL << 30 }, { "TB", 1000000000000ULL }, { "TiB", 1ULL << 40 },
 		{ "K", 1ULL << 10 },  { "M", 1ULL << 20 },   { "G", 1ULL << 30 },
 	};
-	const char *end;
-	double v;
-	size_t i, n;
+	double b;
+	int rc = cw_parse_scaled(s, units, sizeof(units) / sizeof(units[0]), 1, &b);
 
-	/* The number as cw_parse_real takes it (no sign, hex, inf or nan). */
-	if (!s || !(n = cw_real_span(s)))
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, NULL);
-	if (errno == ERANGE || !isfinite(v))
+	if (rc)
+		return rc;
+	if (b >= 1.8e19 || (b > 0 && b < 1))
 		return -ERANGE;
-	for (end = s + n; *end == ' ';)
-		end++;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (!strcmp(end, units[i].suffix)) {
-			double b = v * (double)units[i].mult;
-
-			if (b >= 1.8e19 || (v > 0 && b < 1))
-				return -ERANGE;
-			*out = (uint64_t)b;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	*out = (uint64_t)b;
+	return 0;
 }
 
 int cw_parse_hostport(const char *s, char *host, size_t hostlen, int *port)

@@ -449,26 +449,24 @@ static void attach_stack(struct cw_pipeline *p, const struct cw_hdr *h, int64_t 
 	*(python ? &ps->py_stack_id : &ps->stack_id) = id;
 }
 
-static int on_pystack(struct cw_pipeline *p, const struct cw_pystack *s)
+/* A stack interned as id (0: empty, < 0: the writer refused it). */
+static int on_stack(struct cw_pipeline *p, const struct cw_hdr *h, int64_t id, int python)
 {
-	int64_t id = cw_pystack_intern(p->o.writer, p->o.py, s, &p->c.py_unresolved);
-
 	if (id > 0)
-		attach_stack(p, &s->hdr, id, 1);
+		attach_stack(p, h, id, python);
 	else if (id < 0)
 		p->c.write_errors++;
 	return 0;
 }
 
+static int on_pystack(struct cw_pipeline *p, const struct cw_pystack *s)
+{
+	return on_stack(p, &s->hdr, cw_pystack_intern(p->o.writer, p->o.py, s, &p->c.py_unresolved), 1);
+}
+
 static int on_ustack(struct cw_pipeline *p, const struct cw_ustack *s)
 {
-	int64_t id = cw_ustack_intern(p->o.writer, p->o.sym, s);
-
-	if (id > 0)
-		attach_stack(p, &s->hdr, id, 0);
-	else if (id < 0)
-		p->c.write_errors++;
-	return 0;
+	return on_stack(p, &s->hdr, cw_ustack_intern(p->o.writer, p->o.sym, s), 0);
 }
 
 /* A whole call (CW_REC_CALL): stored at once with the stacks that came
