@@ -14,6 +14,7 @@
 
 #include "tenant/pressure.h"
 #include "tenant/resolve.h"
+#include "util/readfile.h"
 
 /* The files read here are a few lines each. */
 #define SMALL_FILE 4096
@@ -22,19 +23,11 @@ static int read_small(const char *dir, const char *path, const char *file, char 
 {
 	char fn[CW_CGPATH_MAX + 128];
 	ssize_t r;
-	int fd;
 
 	if ((size_t)snprintf(fn, sizeof(fn), "%s%s/%s", dir, strcmp(path, "/") ? path : "", file) >= sizeof(fn))
 		return -ENAMETOOLONG;
-	fd = open(fn, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = read(fd, buf, len - 1);
-	close(fd);
-	if (r < 0)
-		return -errno;
-	buf[r] = 0;
-	return 0;
+	r = cw_read_small(fn, buf, len);
+	return r < 0 ? (int)r : 0;
 }
 
 /* PSI text ("some avg10=.. avg60=.. avg300=.. total=N\nfull ..."). */
