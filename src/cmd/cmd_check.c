@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "config/config.h"
 #include "gpu/nvml.h"
 #include "loader/discover.h"
@@ -462,10 +463,8 @@ int cmd_check(int argc, char **argv)
 			usage(stdout);
 			return CW_EXIT_OK;
 		}
-		if (strcmp(argv[i], "--json") != 0) {
-			cw_report_error(json, "check: unexpected argument \"%s\"", argv[i]);
-			return CW_EXIT_USAGE;
-		}
+		if (strcmp(argv[i], "--json") != 0)
+			return cw_opt_unexpected(json, "check", argv[i]);
 	}
 	o = cw_check_report();
 	if (!o) {

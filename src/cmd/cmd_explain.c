@@ -12,6 +12,7 @@
 #include "analysis/tenant_select.h"
 #include "cmd/tenant_opts.h"
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "fleet/fanout_cli.h"
 #include "store/store.h"
 #include "util/log.h"
@@ -187,18 +188,12 @@ int cmd_explain(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return CW_EXIT_OK;
-		case ':':
-			cw_report_error(json, "explain: option \"%s\" needs a value", argv[optind - 1]);
-			return CW_EXIT_USAGE;
 		default:
-			cw_report_error(json, "explain: unknown option \"%s\"", argv[optind - 1]);
-			return CW_EXIT_USAGE;
+			return cw_opt_error(json, "explain", c, argv);
 		}
 	}
-	if (optind < argc) {
-		cw_report_error(json, "explain: unexpected argument \"%s\"", argv[optind]);
-		return CW_EXIT_USAGE;
-	}
+	if (optind < argc)
+		return cw_opt_unexpected(json, "explain", argv[optind]);
 	if (since && (from || to)) {
 		cw_report_error(json, "explain: --since cannot be combined with --from or --to");
 		return CW_EXIT_USAGE;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "pipeline/ops.h"
+#include "util/strbuf.h"
 #include "util/timeutil.h"
 
 /* One queued record. Python stacks are kept as their header plus a site
@@ -164,14 +165,14 @@ static void fill_hdr(struct cw_hdr *h, unsigned type, size_t size, unsigned sour
 		h->tid = t->tid;
 		h->cgroup_id = t->cgroup_id;
 		/* comm is a fixed 16-byte field, NUL-padded like the kernel's. */
-		strncpy(h->comm, t->comm, CW_COMM_LEN - 1);
+		cw_copy_padded(h->comm, t->comm, CW_COMM_LEN - 1);
 	}
 }
 
 static void copy_comm(char *dst, const char *src)
 {
 	if (src)
-		strncpy(dst, src, CW_COMM_LEN - 1);
+		cw_copy_padded(dst, src, CW_COMM_LEN - 1);
 }
 
 static void queue_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
@@ -337,7 +338,7 @@ void cw_demo_proc(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t 
 	}
 	p->exit_code = exit_code;
 	if (filename)
-		strncpy(p->filename, filename, CW_PATH_LEN - 1);
+		cw_copy_padded(p->filename, filename, CW_PATH_LEN - 1);
 }
 
 void cw_demo_kernel_name(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t handle,
@@ -349,7 +350,7 @@ void cw_demo_kernel_name(struct cw_demo_gen *g, const struct cw_demo_task *t, ui
 		return;
 	fill_hdr(&k->hdr, CW_REC_KERNEL_NAME, sizeof(*k), CW_SRC_CUDA, CW_OP_kernel_name, ts, t);
 	k->handle = handle;
-	strncpy(k->name, name, CW_NAME_LEN - 1);
+	cw_copy_padded(k->name, name, CW_NAME_LEN - 1);
 }
 
 void cw_demo_snapshot(struct cw_demo_gen *g, uint64_t ts, const struct cw_demo_snap *s)

@@ -618,7 +618,7 @@ static void proc_state(int64_t pid, int64_t tid, const char *comm, char *buf, si
 	for (int pass = 0; pass < 2; pass++) {
 		rewinddir(d);
 		while ((de = readdir(d))) {
-			long long t = atoll(de->d_name);
+			long long t = strtoll(de->d_name, NULL, 10);
 			char *p;
 
 			if (de->d_name[0] == '.' || (pass == 0) != (t == tid))

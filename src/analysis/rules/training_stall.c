@@ -545,7 +545,7 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 						c->has_python = 1;
 						snprintf(c->py_file, sizeof(c->py_file), "%.*s",
 							 colon ? (int)(colon - ts.python) : 0, ts.python);
-						c->py_line = colon ? atoi(colon + 1) : 0;
+						c->py_line = colon ? (int)strtol(colon + 1, NULL, 10) : 0;
 						if ((s = strstr(ts.python, " in ")))
 							snprintf(c->py_function, sizeof(c->py_function), "%s", s + 4);
 					}
