@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -21,11 +21,13 @@ struct waker {
 	uint64_t ns;
 };
 
-int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
-				  const struct cw_sysctx *sys, const struct cw_opstat *ops,
-				  size_t nops, uint64_t from_wall, uint64_t to_wall,
-				  struct cw_chain *c)
+int cw_rule_dataloader_starvation(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	sqlite3 *db = ctx->db;
+	const struct cw_sysctx *sys = ctx->sys;
+	const struct cw_opstat *ops = ctx->ops;
+	size_t nops = ctx->nops;
+	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	static const char sql[] =
 		"SELECT start_mono_ns, end_mono_ns, waker_pid, waker_comm FROM offcpu"
 		" WHERE tid = ?1 AND node = ?2 AND reason = 'blocked' AND wall_ns BETWEEN ?3 AND ?4";
@@ -52,7 +54,7 @@ int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
 	snprintf(c->node, sizeof(c->node), "%s", sys->node);
 	c->rank = -1;
 	c->culprit.cpu = -1;
-	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, o->pid)) < 0)
+	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, ctx->opts->pid)) < 0)
 		return ret;
 	if (!c->tid)
 		return 0;

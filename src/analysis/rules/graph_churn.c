@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
 #define CW_CHURN_MIN_BUILDS 10
@@ -31,10 +31,13 @@ static const char *capture_mode_name(int64_t m)
 	}
 }
 
-int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-			const struct cw_opstat *ops, size_t nops, uint64_t from_wall, uint64_t to_wall,
-			struct cw_chain *c)
+int cw_rule_graph_churn(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	sqlite3 *db = ctx->db;
+	const struct cw_sysctx *sys = ctx->sys;
+	const struct cw_opstat *ops = ctx->ops;
+	size_t nops = ctx->nops;
+	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	int64_t first = INT64_MAX, last = INT64_MIN, steady;
 	uint64_t builds = 0, launches = 0, build_ns = 0, all_builds = 0;
 	const struct cw_opstat *top = NULL;
@@ -117,7 +120,7 @@ int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const stru
 	c->explained_share = ratio > 1 ? 1 : ratio;
 	c->slow_time_ns = build_ns;
 	c->explained_ns = build_ns;
-	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, o->pid)) < 0)
+	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, ctx->opts->pid)) < 0)
 		return ret;
 	/* The capture mode of the first capture: a global-mode capture also
 	 * forbids unsafe calls on every other thread while it runs. */

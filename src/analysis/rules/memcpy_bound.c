@@ -6,15 +6,18 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
 #define CW_MEMCPY_SHARE 0.30
 
-int cw_rule_memcpy_bound(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-			 const struct cw_opstat *ops, size_t nops, uint64_t from_wall,
-			 uint64_t to_wall, struct cw_chain *c)
+int cw_rule_memcpy_bound(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	sqlite3 *db = ctx->db;
+	const struct cw_sysctx *sys = ctx->sys;
+	const struct cw_opstat *ops = ctx->ops;
+	size_t nops = ctx->nops;
+	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	uint64_t copy_ns = 0, copies = 0;
 	int64_t first = INT64_MAX, last = INT64_MIN;
 	const struct cw_opstat *top = NULL;
@@ -65,9 +68,9 @@ int cw_rule_memcpy_bound(sqlite3 *db, const struct cw_explain_opts *o, const str
 	c->explained_ns = copy_ns;
 	c->rank = -1;
 	c->culprit.cpu = -1;
-	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, o->pid)) < 0)
+	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, ctx->opts->pid)) < 0)
 		return ret;
-	if (o->pid && !c->pid)
+	if (ctx->opts->pid && !c->pid)
 		return 0;
 	cw_chain_headline(c, head, sizeof(head));
 	cw_format_duration(copy_ns, tot, sizeof(tot));

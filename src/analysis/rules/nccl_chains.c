@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "analysis/nccl_arrival.h"
 #include "pipeline/ops.h"
 #include "store/store.h"
@@ -866,6 +866,11 @@ out:
 	free(a);
 	loaded_free(&l);
 	return ret;
+}
+
+int cw_rule_nccl_arrival(const struct cw_rule_ctx *ctx, struct cw_chain *c)
+{
+	return cw_rule_nccl(ctx->db, ctx->opts, ctx->window_from_ns, ctx->window_to_ns, c, ctx->max_out, ctx->peers);
 }
 
 static int cmp_rank_json(const void *a, const void *b)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -287,9 +287,13 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 	cw_chain_add_evidence(c, "kills", nkills, 1);
 }
 
-int cw_rule_oom_kill(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-		     uint64_t from_wall, uint64_t to_wall, struct cw_chain *c, int max)
+int cw_rule_oom_kill(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	sqlite3 *db = ctx->db;
+	const struct cw_explain_opts *o = ctx->opts;
+	const struct cw_sysctx *sys = ctx->sys;
+	int max = ctx->max_out;
+	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	struct cw_rare_event *k = NULL;
 	int n, out = 0, ret = 0;
 

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -300,9 +300,13 @@ static int fill(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uin
 	return 1;
 }
 
-int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,
-		      const struct cw_chain *chains, int nchains, struct cw_chain *c)
+int cw_rule_straggler(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	sqlite3 *db = ctx->db;
+	const struct cw_explain_opts *o = ctx->opts;
+	const struct cw_chain *chains = ctx->chains;
+	int nchains = ctx->nchains;
+	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	struct rank *rv = NULL;
 	int nr = 0, ref = 0, s = -1, ret, *glast = NULL;
 	uint64_t groups = 0;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "gpu/stall.h"
 #include "gpu/threadstate.h"
 #include "store/store.h"
@@ -404,9 +404,11 @@ static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 		cw_chain_add_fix(c, "a thread spins or sits in the driver: a CUDA synchronization that never returns points at the GPU (check Xid faults: journalctl -k | grep -i xid)");
 }
 
-int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-			   uint64_t from_wall, uint64_t to_wall, struct cw_chain *c)
+int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	sqlite3 *db = ctx->db;
+	const struct cw_sysctx *sys = ctx->sys;
+	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	struct pidscan *v;
 	int n = 0, ret, best = -1;
 	int64_t lo, hi;
@@ -429,7 +431,7 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 		int resumed = 0;
 		json_t *d;
 
-		if ((o->pid && p->pid != o->pid) || p->n < CW_STALL_MIN_CALLS)
+		if ((ctx->opts->pid && p->pid != ctx->opts->pid) || p->n < CW_STALL_MIN_CALLS)
 			continue;
 		memset(&sp, 0, sizeof(sp));
 		for (int k = p->n - 1; k >= 0; k--)

@@ -1,9 +1,10 @@
 /* Names of the explain enums and the helpers rules use to fill a chain. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/chain.h"
 #include "util/timeutil.h"
 
 const char *cw_kind_name(enum cw_kind k)
@@ -131,4 +132,17 @@ void cw_chain_summary(struct cw_chain *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->summary, sizeof(c->summary), fmt, ap);
 	va_end(ap);
+}
+
+struct cw_chain *cw_chain_list_push(struct cw_chain_list *l)
+{
+	if (l->n == l->cap) {
+		int nc = l->cap ? l->cap * 2 : 8;
+		struct cw_chain *nv = realloc(l->v, (size_t)nc * sizeof(*nv));
+		if (!nv)
+			return NULL;
+		l->v = nv;
+		l->cap = nc;
+	}
+	return &l->v[l->n++];
 }
