@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "analysis/rules/rules.h"
+#include "analysis/rules/nccl_load.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -79,12 +80,6 @@ static const struct call *nearest(const struct rank *r, int64_t end, int64_t tol
 	return best;
 }
 
-static int64_t offset_of(json_t *nodes, const char *node)
-{
-	json_t *off = json_object_get(json_object_get(nodes, node), "offset_ns");
-	return json_is_integer(off) ? json_integer_value(off) : 0;
-}
-
 static int load_ranks(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uint64_t to, struct rank **out,
 		      int *nout)
 {
@@ -131,7 +126,7 @@ static int load_ranks(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
 			snprintf(cur->node, sizeof(cur->node), "%s", node);
 			snprintf(cur->op, sizeof(cur->op), "%s", op ? op : "ncclAllReduce");
 			cur->pid = pid;
-			off = offset_of(nodes, node);
+			off = cw_merge_offset_of(nodes, node);
 		}
 		if (cur->n == cur->cap) {
 			size_t nc = cur->cap ? cur->cap * 2 : 64;
