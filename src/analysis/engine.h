@@ -184,6 +184,9 @@ int cw_op_is_host_alloc(const char *op);
 int cw_op_is_graph_launch(const char *op);
 int cw_op_is_graph_build(const char *op);
 
+/* cw_chain_identity of a node-wide rule's chain: ctx's node, window and
+ * --pid. */
+int cw_chain_identity_of_node(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 /* cw_chain_identity from calls already read (the probe's slow calls). */
 int cw_chain_identity_calls(sqlite3 *db, struct cw_chain *c, const struct cw_slowcall *calls, size_t ncalls);
 /* Wall ns of a mono timestamp on the node. */

@@ -23,11 +23,8 @@ struct waker {
 
 int cw_rule_dataloader_starvation(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
-	sqlite3 *db = ctx->db;
 	const struct cw_sysctx *sys = ctx->sys;
 	const struct cw_opstat *ops = ctx->ops;
-	size_t nops = ctx->nops;
-	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	static const char sql[] =
 		"SELECT start_mono_ns, end_mono_ns, waker_pid, waker_comm FROM offcpu"
 		" WHERE tid = ?1 AND node = ?2 AND reason = 'blocked' AND wall_ns BETWEEN ?3 AND ?4";
@@ -40,7 +37,7 @@ int cw_rule_dataloader_starvation(const struct cw_rule_ctx *ctx, struct cw_chain
 	char head[128], idl[32];
 	int rc, ret;
 
-	for (size_t i = 0; i < nops; i++)
+	for (size_t i = 0; i < ctx->nops; i++)
 		if (!strcmp(ops[i].node, sys->node) && cw_op_is_launch(ops[i].op) && ops[i].nsecs &&
 		    (!launch || ops[i].count > launch->count))
 			launch = &ops[i];
@@ -54,18 +51,18 @@ int cw_rule_dataloader_starvation(const struct cw_rule_ctx *ctx, struct cw_chain
 	snprintf(c->node, sizeof(c->node), "%s", sys->node);
 	c->rank = -1;
 	c->culprit.cpu = -1;
-	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, ctx->opts->pid)) < 0)
+	if ((ret = cw_chain_identity_of_node(ctx, c)) < 0)
 		return ret;
 	if (!c->tid)
 		return 0;
 	span = (double)(launch->secs[launch->nsecs - 1].second - launch->secs[0].second + 1) * 1e9;
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	rc = sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	sqlite3_bind_int64(st, 1, c->tid);
 	sqlite3_bind_text(st, 2, sys->node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (int64_t)from_wall);
-	sqlite3_bind_int64(st, 4, (int64_t)to_wall);
+	sqlite3_bind_int64(st, 3, (int64_t)ctx->window_from_ns);
+	sqlite3_bind_int64(st, 4, (int64_t)ctx->window_to_ns);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t a = (uint64_t)sqlite3_column_int64(st, 0), b = (uint64_t)sqlite3_column_int64(st, 1);
 		int64_t wp = sqlite3_column_int64(st, 2);

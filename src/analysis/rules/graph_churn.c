@@ -33,11 +33,7 @@ static const char *capture_mode_name(int64_t m)
 
 int cw_rule_graph_churn(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
-	sqlite3 *db = ctx->db;
 	const struct cw_sysctx *sys = ctx->sys;
-	const struct cw_opstat *ops = ctx->ops;
-	size_t nops = ctx->nops;
-	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	int64_t first = INT64_MAX, last = INT64_MIN, steady;
 	uint64_t builds = 0, launches = 0, build_ns = 0, all_builds = 0;
 	const struct cw_opstat *top = NULL;
@@ -47,8 +43,8 @@ int cw_rule_graph_churn(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	char head[128], bt[32];
 	int ret, ncap;
 
-	for (size_t i = 0; i < nops; i++) {
-		const struct cw_opstat *s = &ops[i];
+	for (size_t i = 0; i < ctx->nops; i++) {
+		const struct cw_opstat *s = &ctx->ops[i];
 		if (strcmp(s->node, sys->node) || !s->nsecs ||
 		    (!cw_op_is_graph_launch(s->op) && !cw_op_is_graph_build(s->op)))
 			continue;
@@ -67,8 +63,8 @@ int cw_rule_graph_churn(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	 * family counts its busiest op, not the sum. */
 	uint64_t cap_n = 0, cap_ns = 0, inst_n = 0, inst_ns = 0;
 	const struct cw_opstat *cap_top = NULL, *inst_top = NULL;
-	for (size_t i = 0; i < nops; i++) {
-		const struct cw_opstat *s = &ops[i];
+	for (size_t i = 0; i < ctx->nops; i++) {
+		const struct cw_opstat *s = &ctx->ops[i];
 		int build = cw_op_is_graph_build(s->op);
 		int capture = build && strstr(s->op, "Capture") != NULL;
 		uint64_t n = 0, ns = 0;
@@ -120,11 +116,12 @@ int cw_rule_graph_churn(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	c->explained_share = ratio > 1 ? 1 : ratio;
 	c->slow_time_ns = build_ns;
 	c->explained_ns = build_ns;
-	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, ctx->opts->pid)) < 0)
+	if ((ret = cw_chain_identity_of_node(ctx, c)) < 0)
 		return ret;
 	/* The capture mode of the first capture: a global-mode capture also
 	 * forbids unsafe calls on every other thread while it runs. */
-	ncap = cw_rare_events_load(db, sys->node, "graph", "cudaStreamBeginCapture", from_wall, to_wall, 1, &cap);
+	ncap = cw_rare_events_load(ctx->db, sys->node, "graph", "cudaStreamBeginCapture", ctx->window_from_ns,
+				   ctx->window_to_ns, 1, &cap);
 	if (ncap < 0)
 		return ncap;
 	if (ncap > 0)

@@ -13,11 +13,7 @@
 
 int cw_rule_memcpy_bound(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
-	sqlite3 *db = ctx->db;
 	const struct cw_sysctx *sys = ctx->sys;
-	const struct cw_opstat *ops = ctx->ops;
-	size_t nops = ctx->nops;
-	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	uint64_t copy_ns = 0, copies = 0;
 	int64_t first = INT64_MAX, last = INT64_MIN;
 	const struct cw_opstat *top = NULL;
@@ -25,8 +21,8 @@ int cw_rule_memcpy_bound(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	char head[128], tot[32];
 	int ret;
 
-	for (size_t i = 0; i < nops; i++) {
-		const struct cw_opstat *s = &ops[i];
+	for (size_t i = 0; i < ctx->nops; i++) {
+		const struct cw_opstat *s = &ctx->ops[i];
 		if (strcmp(s->node, sys->node) || !s->nsecs)
 			continue;
 		if (strcmp(s->source, "cuda") && strcmp(s->source, "driver") && strcmp(s->source, "graph") &&
@@ -68,7 +64,7 @@ int cw_rule_memcpy_bound(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	c->explained_ns = copy_ns;
 	c->rank = -1;
 	c->culprit.cpu = -1;
-	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, ctx->opts->pid)) < 0)
+	if ((ret = cw_chain_identity_of_node(ctx, c)) < 0)
 		return ret;
 	if (ctx->opts->pid && !c->pid)
 		return 0;

@@ -292,15 +292,14 @@ int cw_rule_oom_kill(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	sqlite3 *db = ctx->db;
 	const struct cw_explain_opts *o = ctx->opts;
 	const struct cw_sysctx *sys = ctx->sys;
-	int max = ctx->max_out;
-	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	struct cw_rare_event *k = NULL;
 	int n, out = 0, ret = 0;
 
-	n = cw_rare_events_load(db, sys->node, "mem", "oom_kill", from_wall, to_wall, 64, &k);
+	n = cw_rare_events_load(db, sys->node, "mem", "oom_kill", ctx->window_from_ns, ctx->window_to_ns, 64,
+				&k);
 	if (n <= 0)
 		return n;
-	for (int i = 0; i < n && out < max; i++) {
+	for (int i = 0; i < n && out < ctx->max_out; i++) {
 		int64_t victim = k[i].arg[2];
 		struct trend t;
 		int neighbour;
@@ -314,7 +313,7 @@ int cw_rule_oom_kill(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 			continue;
 		if ((ret = load_trend(db, sys->node, victim, k[i].wall_ns, &t)) < 0)
 			break;
-		fill(db, sys, &k[i], neighbour, &t, from_wall, n, &c[out++]);
+		fill(db, sys, &k[i], neighbour, &t, ctx->window_from_ns, n, &c[out++]);
 		ret = 0;
 	}
 	free(k);

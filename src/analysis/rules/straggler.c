@@ -299,9 +299,6 @@ int cw_rule_straggler(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
 	sqlite3 *db = ctx->db;
 	const struct cw_explain_opts *o = ctx->opts;
-	const struct cw_chain *chains = ctx->chains;
-	int nchains = ctx->nchains;
-	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	struct rank *rv = NULL;
 	int nr = 0, ref = 0, s = -1, ret, *glast = NULL;
 	uint64_t groups = 0;
@@ -312,11 +309,12 @@ int cw_rule_straggler(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	/* The rank scan below reads events without an index: a store without
 	 * collectives (most single-node traces) never pays for it. One second
 	 * of slack either side covers a call counted in its exit's second. */
-	if ((ret = cw_aggregates_have(db, o->node_filter, "nccl", (int64_t)(from_wall / NSEC_PER_SEC) - 1,
-				      (int64_t)(to_wall / NSEC_PER_SEC) + 1, &any)) < 0 ||
+	if ((ret = cw_aggregates_have(db, o->node_filter, "nccl",
+				      (int64_t)(ctx->window_from_ns / NSEC_PER_SEC) - 1,
+				      (int64_t)(ctx->window_to_ns / NSEC_PER_SEC) + 1, &any)) < 0 ||
 	    !any)
 		return ret;
-	if ((ret = load_ranks(db, o, from_wall, to_wall, &rv, &nr)) < 0 || nr < 2)
+	if ((ret = load_ranks(db, o, ctx->window_from_ns, ctx->window_to_ns, &rv, &nr)) < 0 || nr < 2)
 		goto out;
 	for (int i = 0; i < nr; i++) {
 		qsort(rv[i].v, rv[i].n, sizeof(*rv[i].v), cmp_end);
@@ -377,7 +375,8 @@ int cw_rule_straggler(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		for (size_t g = 0; g < ng; g++)
 			if (glast[g] == s)
 				glag[nl++] = glag[g];
-		ret = fill(db, o, from_wall, to_wall, rv, nr, s, groups, glag, nl, chains, nchains, c);
+		ret = fill(db, o, ctx->window_from_ns, ctx->window_to_ns, rv, nr, s, groups, glag, nl, ctx->chains,
+			   ctx->nchains, c);
 	}
 out:
 	free(gaps);
