@@ -29,7 +29,7 @@ static int load_rank(sqlite3 *db, const char *node, int64_t pid, int *rank)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 
-static int load_python(sqlite3 *db, struct cw_chain *c, int64_t stack_id)
+int cw_chain_load_python(sqlite3 *db, struct cw_chain *c, int64_t stack_id)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(db, "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1",
@@ -110,7 +110,7 @@ int cw_chain_identity_calls(sqlite3 *db, struct cw_chain *c, const struct cw_slo
 				bests = i;
 		if ((double)stk[bests].w >= CW_PY_MIN_SHARE * (double)with_stack) {
 			py_id = stk[bests].stack;
-			if ((ret = load_python(db, c, py_id)) < 0)
+			if ((ret = cw_chain_load_python(db, c, py_id)) < 0)
 				return ret;
 		}
 	}

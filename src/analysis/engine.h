@@ -184,6 +184,9 @@ int cw_op_is_host_alloc(const char *op);
 int cw_op_is_graph_launch(const char *op);
 int cw_op_is_graph_build(const char *op);
 
+/* Sets c's Python location (has_python, file, line, function) from the
+ * py_stacks row stack_id; c is unchanged when the row has none. */
+int cw_chain_load_python(sqlite3 *db, struct cw_chain *c, int64_t stack_id);
 /* cw_chain_identity of a node-wide rule's chain: ctx's node, window and
  * --pid. */
 int cw_chain_identity_of_node(const struct cw_rule_ctx *ctx, struct cw_chain *c);

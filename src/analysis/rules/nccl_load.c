@@ -10,6 +10,7 @@
 #include "pipeline/ops.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/vec.h"
 
 #define MAX_CALLS 4000000
 
@@ -123,15 +124,9 @@ int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uint64_t t
 		}
 		if (ri < 0)
 			continue;
-		if (l->n == l->cap) {
-			size_t nc = l->cap ? l->cap * 2 : 4096;
-			struct cw_nccl_call *nv = realloc(l->calls, nc * sizeof(*nv));
-			if (!nv) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			l->calls = nv;
-			l->cap = nc;
+		if (cw_vec_reserve(&l->calls, &l->cap, l->n + 1, sizeof(*l->calls), 4096) < 0) {
+			ret = -ENOMEM;
+			goto out;
 		}
 		c = &l->calls[l->n++];
 		c->comm_id = sqlite3_column_int64(st, 3);

@@ -169,26 +169,6 @@ static int load_trend(sqlite3 *db, const char *node, int64_t victim, uint64_t ki
 	return load_allocs(db, node, victim, from, kill_wall, lo, hi, t);
 }
 
-static int load_py(sqlite3 *db, struct cw_chain *c, int64_t id)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1", -1,
-				    &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
-	sqlite3_bind_int64(st, 1, id);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		const char *fn = (const char *)sqlite3_column_text(st, 2);
-		c->has_python = 1;
-		snprintf(c->py_file, sizeof(c->py_file), "%s", sqlite3_column_text(st, 0));
-		c->py_line = sqlite3_column_int(st, 1);
-		snprintf(c->py_function, sizeof(c->py_function), "%s", fn ? fn : "");
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
-}
-
 /* When the victim started (wall ns), 0 unknown. */
 static uint64_t victim_start(sqlite3 *db, const char *node, int64_t pid, int *rank)
 {
@@ -249,7 +229,7 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 		 before, (double)t->cuda_bytes / (1 << 20), (unsigned long long)t->cuda_calls,
 		 t->cuda_calls >= CW_OOM_MAX_ALLOCS || t->truncated ? " (the latest ones)" : "");
 	if (t->last_py > 0)
-		load_py(db, c, t->last_py);
+		cw_chain_load_python(db, c, t->last_py);
 	if (before > 0 && k->wall_ns > 20 * NSEC_PER_SEC)
 		cw_chain_add_timeline(c, CW_LAYER_SYSTEM, k->wall_ns - 20 * NSEC_PER_SEC,
 				      "victim allocating host pages: %.0f MiB over the next 20 s", before);

@@ -25,6 +25,7 @@
 #include "analysis/rules/nccl_load.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/vec.h"
 
 #define CW_STRAG_MIN_GROUPS 10
 #define CW_STRAG_MIN_SHARE 0.60
@@ -128,15 +129,9 @@ static int load_ranks(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
 			cur->pid = pid;
 			off = cw_merge_offset_of(nodes, node);
 		}
-		if (cur->n == cur->cap) {
-			size_t nc = cur->cap ? cur->cap * 2 : 64;
-			struct call *nv = realloc(cur->v, nc * sizeof(*nv));
-			if (!nv) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			cur->v = nv;
-			cur->cap = nc;
+		if (cw_vec_reserve(&cur->v, &cur->cap, cur->n + 1, sizeof(*cur->v), 64) < 0) {
+			ret = -ENOMEM;
+			goto out;
 		}
 		struct call *c = &cur->v[cur->n++];
 		c->entry = sqlite3_column_int64(st, 2) - off;

@@ -23,6 +23,7 @@
 #include "store/store.h"
 #include "util/timeutil.h"
 #include "util/u64map.h"
+#include "util/vec.h"
 
 #define SCAN_MAX_ROWS 2000000
 #define MAX_PIDS 64
@@ -104,15 +105,8 @@ static const struct trow *tcache_get(struct tcache *c, const char *node, int64_t
 
 	if (u64map_get(&c->idx, (uint64_t)th, &i))
 		return &c->v[i];
-	if (c->n == c->alloc) {
-		size_t a = c->alloc ? c->alloc * 2 : 64;
-		struct trow *nv = realloc(c->v, a * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		c->v = nv;
-		c->alloc = a;
-	}
+	if (cw_vec_reserve(&c->v, &c->alloc, c->n + 1, sizeof(*c->v), 64) < 0)
+		return NULL;
 	t = &c->v[c->n];
 	memset(t, 0, sizeof(*t));
 	sqlite3_bind_int64(c->th, 1, th);
