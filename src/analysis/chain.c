@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis/chain.h"
+#include "analysis/stats.h"
 #include "util/timeutil.h"
 
 const char *cw_kind_name(enum cw_kind k)
@@ -145,4 +146,20 @@ struct cw_chain *cw_chain_list_push(struct cw_chain_list *l)
 		l->cap = nc;
 	}
 	return &l->v[l->n++];
+}
+
+void cw_chain_from_opstat(struct cw_chain *c, const struct cw_opstat *st)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->op, sizeof(c->op), "%s", st->op);
+	snprintf(c->source, sizeof(c->source), "%s", st->source);
+	snprintf(c->node, sizeof(c->node), "%s", st->node);
+	c->count = st->count;
+	c->p50_ns = st->p50_ns;
+	c->p95_ns = st->p95_ns;
+	c->p99_ns = st->p99_ns;
+	c->max_ns = st->max_ns;
+	c->tail_ratio = st->p50_ns ? (double)st->p99_ns / (double)st->p50_ns : 0;
+	c->rank = -1;
+	c->culprit.cpu = -1;
 }

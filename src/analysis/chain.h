@@ -182,6 +182,10 @@ void cw_chain_add_timeline(struct cw_chain *c, enum cw_layer layer, uint64_t t_n
 	__attribute__((format(printf, 4, 5)));
 void cw_chain_add_evidence(struct cw_chain *c, const char *key, double v, int is_int);
 enum cw_layer cw_layer_of_source(const char *source);
+struct cw_opstat;
+/* A new chain about op st: its name, node and percentiles (analysis/stats.h);
+ * rank and culprit CPU unknown, everything else zero. */
+void cw_chain_from_opstat(struct cw_chain *c, const struct cw_opstat *st);
 /* "cudaStreamSynchronize p99 142.0ms (8.5x p50)" */
 void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len);
 /* Fills pid, tid, comm, rank and python of c from the op's slowest calls

@@ -22,20 +22,9 @@ static void base_chain(struct cw_chain *c, const struct cw_rule_ctx *ctx)
 	char d[32], p50[32];
 	const struct cw_slowcall *slowest = &ctx->calls[0];
 
-	memset(c, 0, sizeof(*c));
-	snprintf(c->op, sizeof(c->op), "%s", st->op);
-	snprintf(c->source, sizeof(c->source), "%s", st->source);
-	snprintf(c->node, sizeof(c->node), "%s", st->node);
-	c->count = st->count;
+	cw_chain_from_opstat(c, st);
 	c->slow_count = ctx->ncalls;
-	c->p50_ns = st->p50_ns;
-	c->p95_ns = st->p95_ns;
-	c->p99_ns = st->p99_ns;
-	c->max_ns = st->max_ns;
-	c->tail_ratio = st->p50_ns ? (double)st->p99_ns / (double)st->p50_ns : 0;
 	c->slow_time_ns = ctx->slow_time_ns;
-	c->rank = -1;
-	c->culprit.cpu = -1;
 	for (size_t i = 1; i < ctx->ncalls; i++)
 		if (ctx->calls[i].dur_ns > slowest->dur_ns)
 			slowest = &ctx->calls[i];

@@ -79,3 +79,16 @@ int cw_demo_gpu_xid(struct cw_demo_train *tr, struct cw_writer *w, uint64_t t, u
 	json_decref(d);
 	return err;
 }
+
+int cw_demo_gpu_meta(struct cw_demo_train *tr, struct cw_writer *w)
+{
+	(void)w;
+	return cw_demo_gpu_write(tr, tr->hooks->gpu_adjust);
+}
+
+void cw_demo_gpu_slow_syncs(struct cw_demo_train *tr, struct cw_demo_plan *p, uint64_t at, uint64_t every,
+			    uint64_t len)
+{
+	if (p->op == CW_OP_cudaStreamSynchronize && cw_demo_in_window(tr, p->start, at, every, len))
+		cw_demo_plan_stretch(p, p->dur * cw_demo_rng_range(&tr->g->rng, 25, 30) / 10);
+}

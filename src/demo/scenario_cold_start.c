@@ -16,16 +16,12 @@ static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 		cw_demo_plan_stretch(p, p->dur * cw_demo_rng_range(r, 49, 199));
 }
 
-static const struct cw_demo_hooks hooks = { plan, NULL, NULL };
-
-static void setup(struct cw_demo_train *tr)
-{
-	tr->hooks = &hooks;
-}
+static const struct cw_demo_hooks hooks = { plan, NULL, NULL, NULL };
 
 const struct cw_demo_scenario cw_demo_scenario_cold_start = {
 	"cold-start",
 	"the first 20 cudaMalloc and cudaLaunchKernel calls are 50-200x slower (context and lazy module loading)",
 	"cold_start",
-	setup,
+	NULL,
+	&hooks,
 };

@@ -64,16 +64,12 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 				"kafka-indexer");
 }
 
-static const struct cw_demo_hooks hooks = { plan, second, meta };
-
-static void setup(struct cw_demo_train *tr)
-{
-	tr->hooks = &hooks;
-}
+static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
 const struct cw_demo_scenario cw_demo_scenario_cpu_contention = {
 	"cpu-contention",
 	"a noisy neighbour container (java, another cgroup) shares the trainer's CPUs the whole run",
 	"cpu_preemption",
-	setup,
+	NULL,
+	&hooks,
 };

@@ -27,7 +27,7 @@ static void second(struct cw_demo_train *tr, uint64_t t, struct cw_demo_snap *s)
 	s->load1 = 1.6 + 0.3 * cw_demo_rng_unit(r);
 }
 
-static const struct cw_demo_hooks hooks = { plan, second, NULL };
+static const struct cw_demo_hooks hooks = { plan, second, NULL, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {
@@ -41,4 +41,5 @@ const struct cw_demo_scenario cw_demo_scenario_dataloader_starvation = {
 	"the trainer waits ~60% of each step for a slow DataLoader worker while the GPU idles",
 	"dataloader_starvation",
 	setup,
+	NULL,
 };

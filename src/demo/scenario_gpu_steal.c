@@ -71,16 +71,12 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 				"llm-serve");
 }
 
-static const struct cw_demo_hooks hooks = { plan, second, meta };
-
-static void setup(struct cw_demo_train *tr)
-{
-	tr->hooks = &hooks;
-}
+static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
 const struct cw_demo_scenario cw_demo_scenario_gpu_steal = {
 	"gpu-steal",
 	"an inference server (pid 5100) time-slices GPU 0 with the trainer in 4 s bursts every 12 s",
 	"gpu_time_slicing",
-	setup,
+	NULL,
+	&hooks,
 };

@@ -28,7 +28,7 @@ static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 	cw_demo_page_alloc(tr->g, &cw_demo_main_task, p->start, PIN_BYTES / 4096, p->dur);
 }
 
-static const struct cw_demo_hooks hooks = { plan, NULL, NULL };
+static const struct cw_demo_hooks hooks = { plan, NULL, NULL, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {
@@ -42,4 +42,5 @@ const struct cw_demo_scenario cw_demo_scenario_host_memory = {
 	"pinned cudaHostAlloc runs direct reclaim in a container near its memory limit (node not under pressure)",
 	"host_memory",
 	setup,
+	NULL,
 };

@@ -74,16 +74,12 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 	return cw_writer_cgroup(w, STORM_CGROUP, "/user.slice/user-1000.slice/session-7.scope", NULL);
 }
 
-static const struct cw_demo_hooks hooks = { plan, second, meta };
-
-static void setup(struct cw_demo_train *tr)
-{
-	tr->hooks = &hooks;
-}
+static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
 const struct cw_demo_scenario cw_demo_scenario_incident = {
 	"incident",
 	"a CPU storm (stress-ng, another cgroup) preempts the training thread from t=30s to t=45s",
 	"cpu_preemption",
-	setup,
+	NULL,
+	&hooks,
 };

@@ -67,16 +67,12 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 	return cw_writer_cgroup(w, RSYNC_CGROUP, "/system.slice/ckpt-backup.service", NULL);
 }
 
-static const struct cw_demo_hooks hooks = { plan, second, meta };
-
-static void setup(struct cw_demo_train *tr)
-{
-	tr->hooks = &hooks;
-}
+static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
 const struct cw_demo_scenario cw_demo_scenario_io_contention = {
 	"io-contention",
 	"checkpoint copies (rsync) saturate the NVMe disk for 5 s every 20 s and stall the step",
 	"io_contention",
-	setup,
+	NULL,
+	&hooks,
 };

@@ -175,7 +175,7 @@ static int job_meta(struct cw_demo_train *tr, struct cw_writer *w)
 	return err;
 }
 
-static const struct cw_demo_hooks hooks = { NULL, NULL, job_meta };
+static const struct cw_demo_hooks hooks = { NULL, NULL, job_meta, NULL };
 
 #define JOB(id, m, n, late)                                                   \
 	static const struct job id##_job = { m, n, late };                    \
@@ -195,24 +195,24 @@ JOB(comm, M_COMM, 4, -1)
 
 const struct cw_demo_scenario cw_demo_scenario_nccl_straggler = {
 	"nccl-straggler", "4 ranks; rank 2 is preempted by stress-ng before every ncclAllReduce", "nccl_straggler",
-	hog_setup,
+	hog_setup, NULL,
 };
 const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_io = {
 	"nccl-straggler-io", "4 ranks; rank 1 blocks on its own reads before every ncclAllReduce", "nccl_straggler",
-	io_setup,
+	io_setup, NULL,
 };
 const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_input = {
 	"nccl-straggler-input", "8 ranks; rank 5 waits for its loader thread before every ncclAllReduce",
-	"nccl_straggler", input_setup,
+	"nccl_straggler", input_setup, NULL,
 };
 const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_compute = {
 	"nccl-straggler-compute", "8 ranks; rank 7 computes 25 ms longer before every ncclAllReduce", "nccl_straggler",
-	compute_setup,
+	compute_setup, NULL,
 };
 const struct cw_demo_scenario cw_demo_scenario_nccl_hang = {
 	"nccl-hang", "4 ranks; rank 3 stops before collective #40 and the others wait for it", "nccl_hang",
-	hang_setup,
+	hang_setup, NULL,
 };
 const struct cw_demo_scenario cw_demo_scenario_comm_bound = {
-	"comm-bound", "4 ranks; the 64 MiB ncclAllReduce takes 60% of every step", "comm_bound", comm_setup,
+	"comm-bound", "4 ranks; the 64 MiB ncclAllReduce takes 60% of every step", "comm_bound", comm_setup, NULL,
 };

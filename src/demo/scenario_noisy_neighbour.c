@@ -82,7 +82,7 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 	return cw_writer_cgroup_row(w, &row);
 }
 
-static const struct cw_demo_hooks hooks = { plan, second, meta };
+static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {
@@ -96,4 +96,5 @@ const struct cw_demo_scenario cw_demo_scenario_noisy_neighbour = {
 	"ffmpeg in another namespace's BestEffort pod preempts the trainer's pod from t=20s to t=70s",
 	"noisy_neighbour",
 	setup,
+	NULL,
 };

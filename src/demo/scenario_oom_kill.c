@@ -23,7 +23,7 @@ static void second(struct cw_demo_train *tr, uint64_t t, struct cw_demo_snap *s)
 				 (LIMIT - (96ULL << 20)) / 4096, LIMIT, 21ULL << 30);
 }
 
-static const struct cw_demo_hooks hooks = { NULL, second, NULL };
+static const struct cw_demo_hooks hooks = { NULL, second, NULL, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {
@@ -36,4 +36,5 @@ const struct cw_demo_scenario cw_demo_scenario_oom_kill = {
 	"the trainer's host memory grows every step until its container's 8 GiB limit OOM-kills it",
 	"oom_kill",
 	setup,
+	NULL,
 };

@@ -15,8 +15,7 @@
 
 static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 {
-	if (p->op == CW_OP_cudaStreamSynchronize && cw_demo_in_window(tr, p->start, CAP_AT, CAP_EVERY, CAP_LEN))
-		cw_demo_plan_stretch(p, p->dur * cw_demo_rng_range(&tr->g->rng, 25, 30) / 10);
+	cw_demo_gpu_slow_syncs(tr, p, CAP_AT, CAP_EVERY, CAP_LEN);
 }
 
 static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s)
@@ -28,22 +27,12 @@ static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s
 	s->reasons = (int64_t)(CW_GPU_REASON_SW_POWER_CAP | CW_GPU_REASON_HW_POWER_BRAKE | CW_GPU_REASON_HW_SLOWDOWN);
 }
 
-static int meta(struct cw_demo_train *tr, struct cw_writer *w)
-{
-	(void)w;
-	return cw_demo_gpu_write(tr, adjust);
-}
-
-static const struct cw_demo_hooks hooks = {plan, NULL, meta};
-
-static void setup(struct cw_demo_train *tr)
-{
-	tr->hooks = &hooks;
-}
+static const struct cw_demo_hooks hooks = {plan, NULL, cw_demo_gpu_meta, adjust};
 
 const struct cw_demo_scenario cw_demo_scenario_power_capping = {
 	"power-capping",
 	"the board sits at a lowered 500 W power limit with the power brake on: SM clock ~600 MHz three times",
 	"power_capping",
-	setup,
+	NULL,
+	&hooks,
 };

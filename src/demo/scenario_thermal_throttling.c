@@ -16,8 +16,7 @@
 
 static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 {
-	if (p->op == CW_OP_cudaStreamSynchronize && cw_demo_in_window(tr, p->start, HOT_AT, HOT_EVERY, HOT_LEN))
-		cw_demo_plan_stretch(p, p->dur * cw_demo_rng_range(&tr->g->rng, 25, 30) / 10);
+	cw_demo_gpu_slow_syncs(tr, p, HOT_AT, HOT_EVERY, HOT_LEN);
 }
 
 static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s)
@@ -33,22 +32,12 @@ static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s
 	s->reasons = (int64_t)(CW_GPU_REASON_HW_THERMAL | CW_GPU_REASON_SW_THERMAL | CW_GPU_REASON_HW_SLOWDOWN);
 }
 
-static int meta(struct cw_demo_train *tr, struct cw_writer *w)
-{
-	(void)w;
-	return cw_demo_gpu_write(tr, adjust);
-}
-
-static const struct cw_demo_hooks hooks = {plan, NULL, meta};
-
-static void setup(struct cw_demo_train *tr)
-{
-	tr->hooks = &hooks;
-}
+static const struct cw_demo_hooks hooks = {plan, NULL, cw_demo_gpu_meta, adjust};
 
 const struct cw_demo_scenario cw_demo_scenario_thermal_throttling = {
 	"thermal-throttling",
 	"the GPU reaches 94 C three times and hardware thermal slowdown cuts its SM clock to ~560 MHz",
 	"thermal_throttling",
-	setup,
+	NULL,
+	&hooks,
 };

@@ -17,16 +17,12 @@ static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 		cw_demo_plan_stretch(p, 48 * NSEC_PER_MSEC + cw_demo_rng_range(&tr->g->rng, 0, 4) * NSEC_PER_MSEC);
 }
 
-static const struct cw_demo_hooks hooks = { plan, NULL, NULL };
-
-static void setup(struct cw_demo_train *tr)
-{
-	tr->hooks = &hooks;
-}
+static const struct cw_demo_hooks hooks = { plan, NULL, NULL, NULL };
 
 const struct cw_demo_scenario cw_demo_scenario_throttle = {
 	"throttle",
 	"the GPU throttles for 10 s: syncs take ~50 ms longer and the step rate falls to a third",
 	"throughput_drop",
-	setup,
+	NULL,
+	&hooks,
 };

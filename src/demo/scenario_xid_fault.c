@@ -20,16 +20,12 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 			       "GPU has fallen off the bus.");
 }
 
-static const struct cw_demo_hooks hooks = {NULL, NULL, meta};
-
-static void setup(struct cw_demo_train *tr)
-{
-	tr->hooks = &hooks;
-}
+static const struct cw_demo_hooks hooks = {NULL, NULL, meta, NULL};
 
 const struct cw_demo_scenario cw_demo_scenario_xid_fault = {
 	"xid-fault",
 	"the GPU falls off the bus at t = 60 s (Xid 79 naming the trainer)",
 	"xid_fault",
-	setup,
+	NULL,
+	&hooks,
 };

@@ -45,12 +45,7 @@ int cw_rule_dataloader_starvation(const struct cw_rule_ctx *ctx, struct cw_chain
 		return 0;
 	if ((double)launch->p99_ns >= CW_TAIL_RATIO * (double)launch->p50_ns)
 		return 0;
-	memset(c, 0, sizeof(*c));
-	snprintf(c->op, sizeof(c->op), "%s", launch->op);
-	snprintf(c->source, sizeof(c->source), "%s", launch->source);
-	snprintf(c->node, sizeof(c->node), "%s", sys->node);
-	c->rank = -1;
-	c->culprit.cpu = -1;
+	cw_chain_from_opstat(c, launch);
 	if ((ret = cw_chain_identity_of_node(ctx, c)) < 0)
 		return ret;
 	if (!c->tid)
@@ -95,13 +90,7 @@ int cw_rule_dataloader_starvation(const struct cw_rule_ctx *ctx, struct cw_chain
 		if (w[p].ns > w[top].ns)
 			top = p;
 	c->kind = CW_KIND_DATALOADER_STARVATION;
-	c->count = launch->count;
 	c->slow_count = gaps;
-	c->p50_ns = launch->p50_ns;
-	c->p95_ns = launch->p95_ns;
-	c->p99_ns = launch->p99_ns;
-	c->max_ns = launch->max_ns;
-	c->tail_ratio = (double)launch->p99_ns / (double)launch->p50_ns;
 	c->explained_share = share;
 	c->slow_time_ns = idle;
 	c->explained_ns = idle;

@@ -99,20 +99,9 @@ int cw_rule_graph_churn(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	ratio = launches ? (double)builds / (double)launches : 1.0;
 	if (ratio < CW_CHURN_RATIO)
 		return 0;
-	memset(c, 0, sizeof(*c));
+	cw_chain_from_opstat(c, top);
 	c->kind = CW_KIND_GRAPH_CHURN;
-	snprintf(c->op, sizeof(c->op), "%s", top->op);
-	snprintf(c->source, sizeof(c->source), "%s", top->source);
-	snprintf(c->node, sizeof(c->node), "%s", sys->node);
-	c->rank = -1;
-	c->culprit.cpu = -1;
-	c->count = top->count;
 	c->slow_count = builds;
-	c->p50_ns = top->p50_ns;
-	c->p95_ns = top->p95_ns;
-	c->p99_ns = top->p99_ns;
-	c->max_ns = top->max_ns;
-	c->tail_ratio = top->p50_ns ? (double)top->p99_ns / (double)top->p50_ns : 0;
 	c->explained_share = ratio > 1 ? 1 : ratio;
 	c->slow_time_ns = build_ns;
 	c->explained_ns = build_ns;

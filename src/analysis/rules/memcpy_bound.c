@@ -47,23 +47,13 @@ int cw_rule_memcpy_bound(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		return 0;
 	if (share > 1)
 		share = 1;
-	memset(c, 0, sizeof(*c));
+	/* top is one of the node's ops (the loop skips the others). */
+	cw_chain_from_opstat(c, top);
 	c->kind = CW_KIND_MEMCPY_BOUND;
-	snprintf(c->op, sizeof(c->op), "%s", top->op);
-	snprintf(c->source, sizeof(c->source), "%s", top->source);
-	snprintf(c->node, sizeof(c->node), "%s", sys->node);
-	c->count = top->count;
 	c->slow_count = top->count;
-	c->p50_ns = top->p50_ns;
-	c->p95_ns = top->p95_ns;
-	c->p99_ns = top->p99_ns;
-	c->max_ns = top->max_ns;
-	c->tail_ratio = top->p50_ns ? (double)top->p99_ns / (double)top->p50_ns : 0;
 	c->explained_share = share;
 	c->slow_time_ns = copy_ns;
 	c->explained_ns = copy_ns;
-	c->rank = -1;
-	c->culprit.cpu = -1;
 	if ((ret = cw_chain_identity_of_node(ctx, c)) < 0)
 		return ret;
 	if (ctx->opts->pid && !c->pid)

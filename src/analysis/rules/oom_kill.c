@@ -71,6 +71,18 @@ static int stop_scan(void *arg)
 	return ++*(int *)arg > CW_OOM_SCAN_STEPS / 1000;
 }
 
+/* ?1-?6 of the victim's scans: its id range, node, pid and wall range. */
+static void bind_victim(sqlite3_stmt *st, int64_t lo, int64_t hi, const char *node, int64_t victim, uint64_t from,
+			uint64_t kill_wall)
+{
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, hi);
+	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, victim);
+	sqlite3_bind_int64(st, 5, (int64_t)from);
+	sqlite3_bind_int64(st, 6, (int64_t)kill_wall);
+}
+
 /* The victim's host page allocations in the 30 s before the kill: an index
  * seek on events_pagealloc (schema v3), or the rowid range of the 30 s. */
 static int load_pages(sqlite3 *db, const char *node, int64_t victim, uint64_t from, uint64_t kill_wall,
@@ -90,12 +102,7 @@ static int load_pages(sqlite3 *db, const char *node, int64_t victim, uint64_t fr
 	rc = sqlite3_prepare_v2(db, has ? idx_sql : scan_sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
-	sqlite3_bind_int64(st, 1, lo);
-	sqlite3_bind_int64(st, 2, hi);
-	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, victim);
-	sqlite3_bind_int64(st, 5, (int64_t)from);
-	sqlite3_bind_int64(st, 6, (int64_t)kill_wall);
+	bind_victim(st, lo, hi, node, victim, from, kill_wall);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t w = (uint64_t)sqlite3_column_int64(st, 0), pages = (uint64_t)sqlite3_column_int64(st, 1);
 		if (w + CW_OOM_RECENT_NS >= kill_wall)
@@ -122,12 +129,7 @@ static int load_allocs(sqlite3 *db, const char *node, int64_t victim, uint64_t f
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
-	sqlite3_bind_int64(st, 1, lo);
-	sqlite3_bind_int64(st, 2, hi);
-	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, victim);
-	sqlite3_bind_int64(st, 5, (int64_t)from);
-	sqlite3_bind_int64(st, 6, (int64_t)kill_wall);
+	bind_victim(st, lo, hi, node, victim, from, kill_wall);
 	sqlite3_progress_handler(db, 1000, stop_scan, &ticks);
 	while (t->cuda_calls < CW_OOM_MAX_ALLOCS && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *op = (const char *)sqlite3_column_text(st, 0);
