@@ -10,6 +10,7 @@
 #include "store/store.h"
 #include "util/timeutil.h"
 #include "util/vec.h"
+#include "util/search.h"
 
 /* Rows of block I/O loaded per window; beyond this the I/O overlap is
  * computed on the first rows only and a warning is raised by the caller. */
@@ -425,21 +426,19 @@ const struct cw_snap *cw_sysctx_snap_at(const struct cw_sysctx *sys, uint64_t mo
 	return best;
 }
 
+static int starts_before(const void *rows, size_t i, const void *key)
+{
+	return ((const struct cw_interval *)rows)[i].start < *(const uint64_t *)key;
+}
+
 static uint64_t io_same_pid(const struct cw_sysctx *sys, int64_t pid, uint64_t s, uint64_t e)
 {
 	struct cw_interval tmp[64];
 	size_t n = 0;
-	size_t lo = 0, hi = sys->nio_raw;
-
 	/* Requests starting more than 10 s before s are not considered. */
 	uint64_t from = s > 10 * NSEC_PER_SEC ? s - 10 * NSEC_PER_SEC : 0;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (sys->io_raw[mid].start < from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = cw_partition_point(sys->io_raw, sys->nio_raw, &from, starts_before);
+
 	for (size_t i = lo; i < sys->nio_raw && sys->io_raw[i].start < e && n < 64; i++)
 		if (sys->io_pid[i] == pid && sys->io_raw[i].end > s)
 			tmp[n++] = sys->io_raw[i];

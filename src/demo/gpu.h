@@ -21,10 +21,11 @@ int cw_demo_gpu_write(struct cw_demo_train *tr, cw_demo_gpu_adjust adjust);
 /* A meta hook (train.h) whose rows are the device's: cw_demo_gpu_write
  * with tr->hooks->gpu_adjust. */
 int cw_demo_gpu_meta(struct cw_demo_train *tr, struct cw_writer *w);
-/* The syncs that fall in the windows of len every `every` from at (after
- * the training start) spin 2.5-3x longer: a slowed device. */
-void cw_demo_gpu_slow_syncs(struct cw_demo_train *tr, struct cw_demo_plan *p, uint64_t at, uint64_t every,
-			    uint64_t len);
+/* Whether t (mono) falls in one of the episodes of a slowed device: 8 s
+ * from t = 20 s of training, every 30 s (three in the default run). */
+int cw_demo_gpu_in_episode(struct cw_demo_train *tr, uint64_t t);
+/* A plan hook: the syncs of an episode spin 2.5-3x longer. */
+void cw_demo_gpu_slow_syncs(struct cw_demo_train *tr, struct cw_demo_plan *p);
 /* One Xid event at t (mono) on device 0, affecting pid (0: none named). */
 int cw_demo_gpu_xid(struct cw_demo_train *tr, struct cw_writer *w, uint64_t t, uint32_t code, uint32_t pid,
 		    const char *comm, const char *text);

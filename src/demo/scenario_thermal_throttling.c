@@ -10,18 +10,9 @@
 #include "demo/train.h"
 #include "util/timeutil.h"
 
-#define HOT_AT (20 * NSEC_PER_SEC)
-#define HOT_EVERY (30 * NSEC_PER_SEC)
-#define HOT_LEN (8 * NSEC_PER_SEC)
-
-static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
-{
-	cw_demo_gpu_slow_syncs(tr, p, HOT_AT, HOT_EVERY, HOT_LEN);
-}
-
 static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s)
 {
-	if (!cw_demo_in_window(tr, t, HOT_AT, HOT_EVERY, HOT_LEN)) {
+	if (!cw_demo_gpu_in_episode(tr, t)) {
 		s->temp_gpu += 10; /* a warm rack: 76-81 C, still under the slowdown point */
 		return;
 	}
@@ -32,7 +23,7 @@ static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s
 	s->reasons = (int64_t)(CW_GPU_REASON_HW_THERMAL | CW_GPU_REASON_SW_THERMAL | CW_GPU_REASON_HW_SLOWDOWN);
 }
 
-static const struct cw_demo_hooks hooks = {plan, NULL, cw_demo_gpu_meta, adjust};
+static const struct cw_demo_hooks hooks = {cw_demo_gpu_slow_syncs, NULL, cw_demo_gpu_meta, adjust};
 
 const struct cw_demo_scenario cw_demo_scenario_thermal_throttling = {
 	"thermal-throttling",

@@ -26,6 +26,7 @@
 #include "store/store.h"
 #include "util/timeutil.h"
 #include "util/vec.h"
+#include "util/search.h"
 
 #define CW_STRAG_MIN_GROUPS 10
 #define CW_STRAG_MIN_SHARE 0.60
@@ -60,19 +61,17 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int ends_before(const void *rows, size_t i, const void *key)
+{
+	return ((const struct call *)rows)[i].end < *(const int64_t *)key;
+}
+
 /* The call of r whose end is nearest to end, within tol; NULL if none. */
 static const struct call *nearest(const struct rank *r, int64_t end, int64_t tol)
 {
-	size_t lo = 0, hi = r->n;
+	size_t lo = cw_partition_point(r->v, r->n, &end, ends_before);
 	const struct call *best = NULL;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r->v[mid].end < end)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (size_t i = lo > 0 ? lo - 1 : 0; i < r->n && i <= lo; i++) {
 		int64_t d = llabs(r->v[i].end - end);
 		if (d <= tol && (!best || d < llabs(best->end - end)))
