@@ -12,16 +12,12 @@
 
 struct cw_demo_train;
 
-struct cw_demo_hooks;
-
 struct cw_demo_scenario {
 	const char *name;
 	const char *title;  /* what it simulates, one line */
 	const char *expect; /* the root_cause.kind explain should name; NULL: no chain */
-	/* Adjusts tr->cfg, tr->hooks and tr->ctx before the run; NULL: none. */
+	/* Adjusts tr->cfg and sets tr->hooks / tr->ctx before the run. */
 	void (*setup)(struct cw_demo_train *tr);
-	/* The run's hooks (train.h) before setup; NULL: a healthy run. */
-	const struct cw_demo_hooks *hooks;
 };
 
 #define CW_DEMO_DEFAULT_SCENARIO "incident"

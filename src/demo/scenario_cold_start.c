@@ -18,10 +18,14 @@ static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 
 static const struct cw_demo_hooks hooks = { plan, NULL, NULL, NULL };
 
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_cold_start = {
 	"cold-start",
 	"the first 20 cudaMalloc and cudaLaunchKernel calls are 50-200x slower (context and lazy module loading)",
 	"cold_start",
-	NULL,
-	&hooks,
+	setup,
 };

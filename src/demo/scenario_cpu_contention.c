@@ -66,10 +66,14 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 
 static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_cpu_contention = {
 	"cpu-contention",
 	"a noisy neighbour container (java, another cgroup) shares the trainer's CPUs the whole run",
 	"cpu_preemption",
-	NULL,
-	&hooks,
+	setup,
 };

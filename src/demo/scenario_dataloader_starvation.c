@@ -41,5 +41,4 @@ const struct cw_demo_scenario cw_demo_scenario_dataloader_starvation = {
 	"the trainer waits ~60% of each step for a slow DataLoader worker while the GPU idles",
 	"dataloader_starvation",
 	setup,
-	NULL,
 };

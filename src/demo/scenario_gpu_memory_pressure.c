@@ -50,5 +50,4 @@ const struct cw_demo_scenario cw_demo_scenario_gpu_memory_pressure = {
 	"device memory leaks to 98 % and cudaMalloc starts freeing and retrying (3-8 ms) at irregular times",
 	"gpu_memory_pressure",
 	setup,
-	NULL,
 };

@@ -73,10 +73,14 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 
 static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_gpu_steal = {
 	"gpu-steal",
 	"an inference server (pid 5100) time-slices GPU 0 with the trainer in 4 s bursts every 12 s",
 	"gpu_time_slicing",
-	NULL,
-	&hooks,
+	setup,
 };

@@ -70,18 +70,26 @@ static void plan_tail(struct cw_demo_train *tr, struct cw_demo_plan *p)
 static const struct cw_demo_hooks churn_hooks = { plan_churn, NULL, NULL, NULL };
 static const struct cw_demo_hooks tail_hooks = { plan_tail, NULL, NULL, NULL };
 
+static void setup_churn(struct cw_demo_train *tr)
+{
+	tr->hooks = &churn_hooks;
+}
+
+static void setup_tail(struct cw_demo_train *tr)
+{
+	tr->hooks = &tail_hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_graph_churn = {
 	"graph-churn",
 	"a CUDA graph is re-captured and re-instantiated before every launch (dynamic input shapes)",
 	"graph_churn",
-	NULL,
-	&churn_hooks,
+	setup_churn,
 };
 
 const struct cw_demo_scenario cw_demo_scenario_graph_launch_tail = {
 	"graph-launch-tail",
 	"every 25th cudaGraphLaunch re-uploads the graph and takes 3-5 ms instead of 60 us",
 	"graph_launch_tail",
-	NULL,
-	&tail_hooks,
+	setup_tail,
 };

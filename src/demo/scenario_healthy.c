@@ -15,5 +15,4 @@ const struct cw_demo_scenario cw_demo_scenario_healthy = {
 	"a steady training loop with natural jitter only: nothing to explain",
 	NULL,
 	setup,
-	NULL,
 };

@@ -42,5 +42,4 @@ const struct cw_demo_scenario cw_demo_scenario_host_memory = {
 	"pinned cudaHostAlloc runs direct reclaim in a container near its memory limit (node not under pressure)",
 	"host_memory",
 	setup,
-	NULL,
 };

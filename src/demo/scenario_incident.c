@@ -76,10 +76,14 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 
 static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_incident = {
 	"incident",
 	"a CPU storm (stress-ng, another cgroup) preempts the training thread from t=30s to t=45s",
 	"cpu_preemption",
-	NULL,
-	&hooks,
+	setup,
 };

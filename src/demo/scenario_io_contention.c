@@ -69,10 +69,14 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 
 static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_io_contention = {
 	"io-contention",
 	"checkpoint copies (rsync) saturate the NVMe disk for 5 s every 20 s and stall the step",
 	"io_contention",
-	NULL,
-	&hooks,
+	setup,
 };

@@ -19,5 +19,4 @@ const struct cw_demo_scenario cw_demo_scenario_memcpy_bottleneck = {
 	"synchronous 64 MiB host-to-device copies from pageable memory take ~38% of wall time",
 	"memcpy_bound",
 	setup,
-	NULL,
 };

@@ -68,5 +68,4 @@ const struct cw_demo_scenario cw_demo_scenario_memory_pressure = {
 	"swap and page-allocation storms (mem ~97%) stall cudaHostAlloc and pageable cudaMemcpy in reclaim",
 	"memory_pressure",
 	setup,
-	NULL,
 };

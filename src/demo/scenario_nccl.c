@@ -183,9 +183,10 @@ static const struct cw_demo_hooks hooks = { NULL, NULL, job_meta, NULL };
 	static void id##_setup(struct cw_demo_train *tr)                      \
 	{                                                                     \
 		tr->ctx = (void *)&id##_job;                                  \
+		tr->hooks = &hooks;                                           \
 		tr->run = job_run;                                            \
 	}                                                                     \
-	const struct cw_demo_scenario cw_demo_scenario_##var = { name, title, expect, id##_setup, &hooks }
+	const struct cw_demo_scenario cw_demo_scenario_##var = { name, title, expect, id##_setup }
 
 JOB(hog, nccl_straggler, M_HOG, 4, 2, "nccl-straggler", "nccl_straggler",
     "4 ranks; rank 2 is preempted by stress-ng before every ncclAllReduce");

@@ -34,10 +34,14 @@ static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 
 static const struct cw_demo_hooks hooks = { plan, NULL, NULL, NULL };
 
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_network = {
 	"network",
 	"packet loss to the all-reduce peer: TCP retransmits stall the step for 4 s every 15 s",
 	"network",
-	NULL,
-	&hooks,
+	setup,
 };

@@ -96,5 +96,4 @@ const struct cw_demo_scenario cw_demo_scenario_noisy_neighbour = {
 	"ffmpeg in another namespace's BestEffort pod preempts the trainer's pod from t=20s to t=70s",
 	"noisy_neighbour",
 	setup,
-	NULL,
 };

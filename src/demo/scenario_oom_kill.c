@@ -36,5 +36,4 @@ const struct cw_demo_scenario cw_demo_scenario_oom_kill = {
 	"the trainer's host memory grows every step until its container's 8 GiB limit OOM-kills it",
 	"oom_kill",
 	setup,
-	NULL,
 };

@@ -29,5 +29,4 @@ const struct cw_demo_scenario cw_demo_scenario_periodic_spike = {
 	"cudaMalloc takes ~50x (1 ms+) once every 200 steps, at a regular period",
 	"periodic_allocator",
 	setup,
-	NULL,
 };

@@ -20,10 +20,14 @@ static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s
 
 static const struct cw_demo_hooks hooks = {cw_demo_gpu_slow_syncs, NULL, cw_demo_gpu_meta, adjust};
 
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_power_capping = {
 	"power-capping",
 	"the board sits at a lowered 500 W power limit with the power brake on: SM clock ~600 MHz three times",
 	"power_capping",
-	NULL,
-	&hooks,
+	setup,
 };

@@ -25,10 +25,14 @@ static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s
 
 static const struct cw_demo_hooks hooks = {cw_demo_gpu_slow_syncs, NULL, cw_demo_gpu_meta, adjust};
 
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_thermal_throttling = {
 	"thermal-throttling",
 	"the GPU reaches 94 C three times and hardware thermal slowdown cuts its SM clock to ~560 MHz",
 	"thermal_throttling",
-	NULL,
-	&hooks,
+	setup,
 };

@@ -19,10 +19,14 @@ static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 
 static const struct cw_demo_hooks hooks = { plan, NULL, NULL, NULL };
 
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_throttle = {
 	"throttle",
 	"the GPU throttles for 10 s: syncs take ~50 ms longer and the step rate falls to a third",
 	"throughput_drop",
-	NULL,
-	&hooks,
+	setup,
 };

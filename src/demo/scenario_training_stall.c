@@ -56,5 +56,4 @@ const struct cw_demo_scenario cw_demo_scenario_training_stall = {
 	"cudaStreamSynchronize never returns at t = 45 s: no CUDA call for 46 s until the job is killed",
 	"training_stall",
 	setup,
-	NULL,
 };

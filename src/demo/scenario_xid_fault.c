@@ -22,10 +22,14 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 
 static const struct cw_demo_hooks hooks = {NULL, NULL, meta, NULL};
 
+static void setup(struct cw_demo_train *tr)
+{
+	tr->hooks = &hooks;
+}
+
 const struct cw_demo_scenario cw_demo_scenario_xid_fault = {
 	"xid-fault",
 	"the GPU falls off the bus at t = 60 s (Xid 79 naming the trainer)",
 	"xid_fault",
-	NULL,
-	&hooks,
+	setup,
 };

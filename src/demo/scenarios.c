@@ -128,9 +128,7 @@ int cw_demo_generate(struct cw_store *st, const struct cw_demo_opts *o, struct c
 	tr.session_id = sid;
 	tr.mono_to_wall = off;
 	cw_demo_train_defaults(&tr.cfg);
-	tr.hooks = o->scenario->hooks;
-	if (o->scenario->setup)
-		o->scenario->setup(&tr);
+	o->scenario->setup(&tr);
 	if (tr.run)
 		tr.run(&tr);
 	else
