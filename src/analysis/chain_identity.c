@@ -195,5 +195,6 @@ int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_
 
 int cw_chain_identity_of_node(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
-	return cw_chain_identity(ctx->db, c, ctx->sys->node, ctx->window_from_ns, ctx->window_to_ns, ctx->opts->pid);
+	return cw_chain_identity(ctx->db, c, ctx->sys->node, ctx->window_from_ns, ctx->window_to_ns,
+				 ctx->opts->pid);
 }

@@ -210,8 +210,8 @@ void cw_tenant_ref_name(const struct cw_tenant_ref *r, char *buf, size_t len);
 struct cw_explain_result;
 /* Probes op st of sys's node when it has a tail and appends its chains
  * (one per process where o asks) to cs, or warnings to r. 0 or -errno. */
-int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys, const struct cw_opstat *st,
-		  uint64_t from, uint64_t to, struct cw_chain_list *cs, struct cw_explain_result *r);
+int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
+		  const struct cw_opstat *st, uint64_t from, uint64_t to, struct cw_chain_list *cs, struct cw_explain_result *r);
 /* Appends a warning to r. 0 or -ENOMEM. */
 int cw_explain_warn(struct cw_explain_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

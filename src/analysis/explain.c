@@ -310,7 +310,8 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 			ret = run_rules(CW_RULE_NODE, &ctx, &cs, out, buf);
 		}
 		if (ret >= 0 && sys.io_requests >= 2000000)
-			ret = cw_explain_warn(out, "node \"%s\": block I/O capped at 2000000 requests for overlap", sys.node);
+			ret = cw_explain_warn(out, "node \"%s\": block I/O capped at 2000000 requests for overlap",
+					      sys.node);
 		cw_sysctx_free(&sys);
 		cw_gpuctx_free(&gpu);
 		if (ret < 0)

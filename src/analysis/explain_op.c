@@ -97,9 +97,11 @@ static int explain_op(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, struct 
 		}
 	}
 	if (!have) {
-		return cw_explain_warn(r, "%s on %s has p99 %.1fx p50 over %zu slow calls but no measured cause explains"
+		return cw_explain_warn(r,
+				       "%s on %s has p99 %.1fx p50 over %zu slow calls but no measured cause explains"
 				       " %.0f %% of their time%s",
-				       ctx->st->op, ctx->st->node, base.tail_ratio, ctx->ncalls, CW_MIN_EXPLAINED * 100,
+				       ctx->st->op, ctx->st->node, base.tail_ratio, ctx->ncalls,
+				       CW_MIN_EXPLAINED * 100,
 				       ctx->offcpu_seen ? "" : " (no off-CPU intervals recorded for its threads)");
 	}
 	if (best.explained_share > 1)
@@ -160,7 +162,8 @@ static uint64_t slow_threshold(const struct cw_opstat *st)
 /* Probes and explains op for one process, judged against its own
  * distribution (percentiles, tail and slow threshold from its calls, not
  * the node's, where other processes' calls may dominate). */
-static int analyse_pid(struct cw_rule_ctx *base, int64_t pid, struct cw_chain_list *cs, struct cw_explain_result *r)
+static int analyse_pid(struct cw_rule_ctx *base, int64_t pid, struct cw_chain_list *cs,
+		       struct cw_explain_result *r)
 {
 	struct cw_rule_ctx pc = {
 		.db = base->db, .opts = base->opts, .sys = base->sys,
@@ -183,8 +186,8 @@ static int analyse_pid(struct cw_rule_ctx *base, int64_t pid, struct cw_chain_li
 	return ret < 0 ? ret : 0;
 }
 
-int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys, const struct cw_opstat *st,
-		  uint64_t from, uint64_t to, struct cw_chain_list *cs, struct cw_explain_result *r)
+int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
+		  const struct cw_opstat *st, uint64_t from, uint64_t to, struct cw_chain_list *cs, struct cw_explain_result *r)
 {
 	struct cw_rule_ctx ctx = {
 		.db = db, .opts = o, .st = st, .sys = sys, .window_from_ns = from, .window_to_ns = to,
