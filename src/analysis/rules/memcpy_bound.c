@@ -13,7 +13,6 @@
 
 int cw_rule_memcpy_bound(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
-	const struct cw_sysctx *sys = ctx->sys;
 	uint64_t copy_ns = 0, copies = 0;
 	int64_t first = INT64_MAX, last = INT64_MIN;
 	const struct cw_opstat *top = NULL;
@@ -23,7 +22,7 @@ int cw_rule_memcpy_bound(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 
 	for (size_t i = 0; i < ctx->nops; i++) {
 		const struct cw_opstat *s = &ctx->ops[i];
-		if (strcmp(s->node, sys->node) || !s->nsecs)
+		if (strcmp(s->node, ctx->sys->node) || !s->nsecs)
 			continue;
 		if (strcmp(s->source, "cuda") && strcmp(s->source, "driver") && strcmp(s->source, "graph") &&
 		    strcmp(s->source, "nccl"))
