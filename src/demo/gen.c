@@ -10,6 +10,7 @@
 #include "pipeline/ops.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
+#include "util/vec.h"
 
 /* One queued record. Python stacks are kept as their header plus a site
  * number and expanded to a full struct cw_pystack (576 bytes) only when
@@ -111,29 +112,12 @@ static void *queue(struct cw_demo_gen *g, uint64_t deliver, size_t len, int site
 
 	if (g->err)
 		return NULL;
-	if (g->n == g->cap) {
-		size_t nc = g->cap ? g->cap * 2 : 4096;
-		struct cw_demo_qrec *nq = realloc(g->q, nc * sizeof(*nq));
-
-		if (!nq)
-			goto nomem;
-		g->q = nq;
-		g->cap = nc;
-	}
+	if (cw_vec_reserve(&g->q, &g->cap, g->n + 1, sizeof(*g->q), 4096) < 0)
+		goto nomem;
 	/* Records are 8-byte aligned in the arena so they can be read in place. */
 	len = (len + 7) & ~(size_t)7;
-	if (g->alen + len > g->acap) {
-		size_t nc = g->acap ? g->acap * 2 : 1 << 20;
-		unsigned char *na;
-
-		while (nc < g->alen + len)
-			nc *= 2;
-		na = realloc(g->arena, nc);
-		if (!na)
-			goto nomem;
-		g->arena = na;
-		g->acap = nc;
-	}
+	if (cw_vec_reserve(&g->arena, &g->acap, g->alen + len, 1, 1 << 20) < 0)
+		goto nomem;
 	r = &g->q[g->n];
 	r->deliver = deliver;
 	r->seq = g->n;

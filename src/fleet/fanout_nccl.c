@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "analysis/engine.h"
+#include "analysis/explain.h"
 #include "export/perfetto_fleet.h"
 #include "store/store.h"
 
