@@ -355,64 +355,6 @@ int cw_sysctx_need_retx(struct cw_sysctx *sys)
 	return ret;
 }
 
-int cw_events_id_at(sqlite3 *db, uint64_t wall, int64_t *id)
-{
-	sqlite3_stmt *mm = NULL, *at = NULL;
-	int64_t lo, hi;
-	int rc;
-
-	/* Schema v7: the two tables under the view, each read by its key (the
-	 * view's compound would be scanned whole for min(), max() and an
-	 * ORDER BY id). */
-	static const char *const sql[2][2] = {
-		{ "SELECT (SELECT min(id) FROM events), (SELECT max(id) FROM events)",
-		  "SELECT wall_ns FROM events WHERE id >= ?1 ORDER BY id LIMIT 1" },
-		{ "SELECT min(a), max(b) FROM (SELECT (SELECT min(id) FROM calls) AS a, (SELECT max(id) FROM calls) AS b"
-		  " UNION ALL SELECT (SELECT min(id) FROM kevents), (SELECT max(id) FROM kevents))",
-		  "SELECT w FROM (SELECT i, w FROM (SELECT c.id AS i, t.mono_base + c.t + t.wall_off AS w FROM calls c"
-		  " CROSS JOIN call_threads t ON t.id = c.th WHERE c.id >= ?1 ORDER BY c.id LIMIT 1)"
-		  " UNION ALL SELECT i, w FROM (SELECT id AS i, wall_ns AS w FROM kevents WHERE id >= ?1 ORDER BY id LIMIT 1)"
-		  " ORDER BY 1 LIMIT 1)" },
-	};
-	int narrow = cw_store_is_narrow(db);
-
-	if (narrow < 0)
-		return narrow;
-	rc = sqlite3_prepare_v2(db, sql[narrow][0], -1, &mm, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db, sql[narrow][1], -1, &at, NULL);
-	if (rc != SQLITE_OK)
-		goto out;
-	rc = sqlite3_step(mm);
-	if (rc != SQLITE_ROW || sqlite3_column_type(mm, 0) == SQLITE_NULL) {
-		*id = 1;
-		rc = SQLITE_OK;
-		goto out;
-	}
-	lo = sqlite3_column_int64(mm, 0);
-	hi = sqlite3_column_int64(mm, 1) + 1;
-	/* First id in [lo, hi) whose row starts at or after wall; ids may have
-	 * gaps (pruning), so probe the next existing row. */
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-		sqlite3_reset(at);
-		sqlite3_bind_int64(at, 1, mid);
-		rc = sqlite3_step(at);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			goto out;
-		if (rc == SQLITE_ROW && (uint64_t)sqlite3_column_int64(at, 0) < wall)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*id = lo;
-	rc = SQLITE_OK;
-out:
-	sqlite3_finalize(mm);
-	sqlite3_finalize(at);
-	return rc == SQLITE_OK ? 0 : cw_sqlite_errno(rc);
-}
-
 void cw_sysctx_free(struct cw_sysctx *sys)
 {
 	free(sys->snaps);
