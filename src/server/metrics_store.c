@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/hist.h"
+#include "util/hist.h"
 #include "server/live_metrics.h"
 #include "store/store.h"
 

@@ -2,7 +2,7 @@
  * one op's distribution and slowest calls (docs/api.md).
  *
  * Both read the per-second aggregates (their log-linear histograms merge
- * exactly, analysis/hist.h), like `query`'s summary, so counts and
+ * exactly, util/hist.h), like `query`'s summary, so counts and
  * percentiles are the ones `ops` and `query --json` print for the same
  * seconds, and a 10-million-event store costs a pass over a few thousand
  * aggregate rows. Windows are therefore whole wall-clock seconds: every
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "analysis/engine.h"
-#include "analysis/hist.h"
+#include "util/hist.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
