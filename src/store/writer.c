@@ -1343,36 +1343,21 @@ int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char
 	return put4(w, ST_THREAD, tid, pid, NULL, comm, 0);
 }
 
-static const char *nz(const char *s)
-{
-	return s && s[0] ? s : NULL;
-}
-
-int cw_writer_cgroup_row(struct cw_writer *w, const struct cw_cgroup_row *r)
+int cw_writer_cgroup_ident(struct cw_writer *w, const struct cw_cgroup_ident *r)
 {
 	WLOCK(w);
 	sqlite3_stmt *s = w->st[ST_CGROUP];
-	const struct cw_tenant *t = r->t;
-	char key[CW_CGPATH_MAX + 16];
+	const char *const text[] = { r->path,	 r->container, r->runtime,   r->container_id, r->pod,
+				     r->pod_uid, r->ns,	       r->qos,	     r->slurm_job,    r->slurm_step,
+				     r->unit,	 r->tenant };
 	int err = begin_if_needed(w);
 
 	if (err)
 		return row_done(w, err);
 	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, (int64_t)r->cgroup_id);
-	bind_text_or_null(s, 3, r->path);
-	bind_text_or_null(s, 4, nz(r->container) ? r->container : nz(t->container_id));
-	bind_text_or_null(s, 5, nz(t->runtime));
-	bind_text_or_null(s, 6, nz(t->container_id));
-	bind_text_or_null(s, 7, nz(t->pod));
-	bind_text_or_null(s, 8, nz(t->pod_uid));
-	bind_text_or_null(s, 9, nz(t->ns));
-	bind_text_or_null(s, 10, nz(t->qos));
-	bind_text_or_null(s, 11, nz(t->slurm_job));
-	bind_text_or_null(s, 12, nz(t->slurm_step));
-	bind_text_or_null(s, 13, nz(t->unit));
-	cw_tenant_key(t, r->path, key, sizeof(key));
-	bind_text_or_null(s, 14, key);
+	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
+		bind_text_or_null(s, 3 + (int)i, text[i]);
 	if (r->seen_wall_ns)
 		sqlite3_bind_int64(s, 15, (int64_t)r->seen_wall_ns);
 	return row_done(w, step_reset(s));
@@ -1424,18 +1409,6 @@ int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row 
 	if (r->period_us >= 0)
 		sqlite3_bind_int64(s, 19, r->period_us);
 	return row_done(w, step_reset(s));
-}
-
-int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, const char *container)
-{
-	WLOCK(w);
-	struct cw_cgroup_row r = { .cgroup_id = cgroup_id, .path = path, .container = container };
-	struct cw_tenant t;
-
-	if (!path || cw_tenant_parse(path, &t))
-		memset(&t, 0, sizeof(t));
-	r.t = &t;
-	return cw_writer_cgroup_row(w, &r);
 }
 
 int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, const char *name)
