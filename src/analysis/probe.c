@@ -514,29 +514,6 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 {
-	static const char slow_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM kevents"
-		" WHERE op = ?1 AND anomalous = 1 AND duration_ns >= ?2 AND node = ?3"
-		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) ORDER BY duration_ns DESC LIMIT ?7";
-	/* Schema v7, a call's op: calls_slow by (op id, duration). */
-	static const char slow_calls_sql[] =
-		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack"
-		" FROM " CW_CALLS_FROM " WHERE " CW_CALL_OP_IS("?1") " AND c.anomalous = 1 AND c.dur >= ?2"
-		" AND t.node = ?3 AND " CW_CALL_WALL " BETWEEN ?4 AND ?5 AND (?6 = 0 OR t.pid = ?6)"
-		" ORDER BY c.dur DESC LIMIT ?7";
-	/* The writer flags a call anomalous only once its op has 32 samples,
-	 * so an op's first calls (cold start) are read by rowid instead: the
-	 * scan starts at the op's first second and stops after 64 calls. */
-	static const char first_calls_sql[] =
-		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack"
-		" FROM " CW_CALLS_FROM " WHERE c.id BETWEEN ?8 AND ?9 AND " CW_CALL_OP_IS("?1") " AND c.dur >= ?2"
-		" AND t.node = ?3 AND " CW_CALL_WALL " BETWEEN ?4 AND ?5 AND (?6 = 0 OR t.pid = ?6) AND c.anomalous = 0"
-		" ORDER BY c.id LIMIT ?7";
-	static const char first_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM kevents"
-		" WHERE id BETWEEN ?8 AND ?9 AND op = ?1 AND duration_ns >= ?2 AND node = ?3"
-		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) AND anomalous = 0"
-		" ORDER BY id LIMIT ?7";
 	/* The intervals that overlap a call [?2, ?3): those starting inside
 	 * it, and the thread's last one starting before it (intervals of one
 	 * thread never overlap, so no earlier one can reach the call). Both
@@ -550,21 +527,23 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 		" by_cgroup_id FROM offcpu WHERE tid = ?1 AND start_mono_ns < ?2 AND node = ?4 AND pid = ?5"
 		" ORDER BY start_mono_ns DESC LIMIT 1)";
 	const struct cw_opstat *op = ctx->st;
+	/* The op's anomalous calls, then (the writer flags a call anomalous
+	 * only once its op has 32 samples) its first calls by rowid. */
+	const char *slow_sql, *first_sql;
 	sqlite3_stmt *st = NULL, *off = NULL, *first = NULL;
 	size_t cap = 0, ccap = 0;
 	uint64_t first_calls;
 	int64_t lo_id = 1, hi_id = 0;
 	int rc, ret = 0, pass;
 
-	int call_op = cw_store_call_op(ctx->db, op->op);
-
-	if (call_op < 0)
-		return call_op;
-	rc = sqlite3_prepare_v2(ctx->db, call_op ? slow_calls_sql : slow_sql, -1, &st, NULL);
+	if ((ret = cw_store_op_read_sql(ctx->db, op->op, CW_OP_READ_SLOWEST, &slow_sql)) < 0 ||
+	    (ret = cw_store_op_read_sql(ctx->db, op->op, CW_OP_READ_FIRST, &first_sql)) < 0)
+		return ret;
+	rc = sqlite3_prepare_v2(ctx->db, slow_sql, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(ctx->db, off_sql, -1, &off, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(ctx->db, call_op ? first_calls_sql : first_sql, -1, &first, NULL);
+		rc = sqlite3_prepare_v2(ctx->db, first_sql, -1, &first, NULL);
 	if (rc != SQLITE_OK) {
 		ret = cw_sqlite_errno(rc);
 		goto out;

@@ -78,6 +78,25 @@ enum cw_read {
 /* The SQL of read r for db's layout into *sql (static text). 0 or -errno. */
 int cw_store_read_sql(sqlite3 *db, enum cw_read r, const char **sql);
 
+/* Reads of one op's events whose SQL depends on which table holds that
+ * op's rows: kevents (kernel-side events, and every event of an older file,
+ * where kevents names its events table) or, for a traced call's op in a
+ * schema v7 file, calls. */
+enum cw_op_read {
+	/* The anomalous events of op ?1 at least ?2 long, of node ?3, wall
+	 * [?4, ?5], pid ?6 (0 any), slowest first, at most ?7; columns:
+	 * mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id,
+	 * id, stack_id. */
+	CW_OP_READ_SLOWEST,
+	/* The same for the others with ids in [?8, ?9], by id (an op's first
+	 * calls: the writer flags a call anomalous only once its op has 32
+	 * samples). */
+	CW_OP_READ_FIRST,
+	CW_OP_READ_COUNT
+};
+/* The SQL of read r of op's events into *sql (static text). 0 or -errno. */
+int cw_store_op_read_sql(sqlite3 *db, const char *op, enum cw_op_read r, const char **sql);
+
 /* One event of cw_events_scan_back; the strings live until the next row. */
 struct cw_scan_row {
 	int64_t id, pid, tid;

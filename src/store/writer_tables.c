@@ -58,17 +58,29 @@ int cw_session_end(struct cw_store *st, int64_t id, uint64_t ended_wall_ns, int6
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_db_errno(st->db, rc);
 }
 
+/* Opens the batch for a row of statement id and binds its node (?1) and,
+ * with session, the session (?2; NULL before there is one). NULL with
+ * *err on failure. */
+static sqlite3_stmt *row_begin(struct cw_writer *w, enum stmt_id id, int session, int *err)
+{
+	sqlite3_stmt *s = w->st[id];
+
+	if ((*err = writer_begin(w)))
+		return NULL;
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	if (session && w->session_id)
+		sqlite3_bind_int64(s, 2, w->session_id);
+	return s;
+}
+
 int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
 {
 	WLOCK(w);
-	sqlite3_stmt *s = w->st[ST_OFFCPU];
-	int err = writer_begin(w);
+	int err;
+	sqlite3_stmt *s = row_begin(w, ST_OFFCPU, 1, &err);
 
-	if (err)
+	if (!s)
 		return writer_row_done(w, err);
-	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
-	if (w->session_id)
-		sqlite3_bind_int64(s, 2, w->session_id);
 	sqlite3_bind_int64(s, 3, r->pid);
 	sqlite3_bind_int64(s, 4, r->tid);
 	bind_text_or_null(s, 5, r->comm);
@@ -100,14 +112,11 @@ int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)
 int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *r)
 {
 	WLOCK(w);
-	sqlite3_stmt *s = w->st[ST_SNAPSHOT];
-	int err = writer_begin(w);
+	int err;
+	sqlite3_stmt *s = row_begin(w, ST_SNAPSHOT, 1, &err);
 
-	if (err)
+	if (!s)
 		return writer_row_done(w, err);
-	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
-	if (w->session_id)
-		sqlite3_bind_int64(s, 2, w->session_id);
 	sqlite3_bind_int64(s, 3, (int64_t)r->mono_ns);
 	sqlite3_bind_int64(s, 4, (int64_t)r->wall_ns);
 	sqlite3_bind_double(s, 5, r->cpu_pct);
@@ -129,12 +138,11 @@ int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *r)
 int cw_writer_process(struct cw_writer *w, const struct cw_process_row *r)
 {
 	WLOCK(w);
-	sqlite3_stmt *s = w->st[ST_PROCESS];
-	int err = writer_begin(w);
+	int err;
+	sqlite3_stmt *s = row_begin(w, ST_PROCESS, 0, &err);
 
-	if (err)
+	if (!s)
 		return writer_row_done(w, err);
-	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, r->pid);
 	if (r->ppid)
 		sqlite3_bind_int64(s, 3, r->ppid);
@@ -158,12 +166,11 @@ int cw_writer_process(struct cw_writer *w, const struct cw_process_row *r)
 static int put4(struct cw_writer *w, enum stmt_id id, int64_t a, int64_t b, const char *c, const char *d,
 		int b_is_text)
 {
-	sqlite3_stmt *s = w->st[id];
-	int err = writer_begin(w);
+	int err;
+	sqlite3_stmt *s = row_begin(w, id, 0, &err);
 
-	if (err)
+	if (!s)
 		return writer_row_done(w, err);
-	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, a);
 	if (b_is_text)
 		bind_text_or_null(s, 3, c);
@@ -182,15 +189,14 @@ int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char
 int cw_writer_cgroup_ident(struct cw_writer *w, const struct cw_cgroup_ident *r)
 {
 	WLOCK(w);
-	sqlite3_stmt *s = w->st[ST_CGROUP];
 	const char *const text[] = { r->path,	 r->container, r->runtime,   r->container_id, r->pod,
 				     r->pod_uid, r->ns,	       r->qos,	     r->slurm_job,    r->slurm_step,
 				     r->unit,	 r->tenant };
-	int err = writer_begin(w);
+	int err;
+	sqlite3_stmt *s = row_begin(w, ST_CGROUP, 0, &err);
 
-	if (err)
+	if (!s)
 		return writer_row_done(w, err);
-	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, (int64_t)r->cgroup_id);
 	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
 		bind_text_or_null(s, 3 + (int)i, text[i]);
@@ -202,12 +208,11 @@ int cw_writer_cgroup_ident(struct cw_writer *w, const struct cw_cgroup_ident *r)
 int cw_writer_cgroup_seen(struct cw_writer *w, uint64_t cgroup_id, uint64_t wall_ns)
 {
 	WLOCK(w);
-	sqlite3_stmt *s = w->st[ST_CGROUP_SEEN];
-	int err = writer_begin(w);
+	int err;
+	sqlite3_stmt *s = row_begin(w, ST_CGROUP_SEEN, 0, &err);
 
-	if (err)
+	if (!s)
 		return writer_row_done(w, err);
-	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, (int64_t)cgroup_id);
 	sqlite3_bind_int64(s, 3, (int64_t)wall_ns);
 	return writer_row_done(w, step_reset(s));
@@ -216,14 +221,11 @@ int cw_writer_cgroup_seen(struct cw_writer *w, uint64_t cgroup_id, uint64_t wall
 int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row *r)
 {
 	WLOCK(w);
-	sqlite3_stmt *s = w->st[ST_PRESSURE];
-	int err = writer_begin(w), i;
+	int err, i;
+	sqlite3_stmt *s = row_begin(w, ST_PRESSURE, 1, &err);
 
-	if (err)
+	if (!s)
 		return writer_row_done(w, err);
-	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
-	if (w->session_id)
-		sqlite3_bind_int64(s, 2, w->session_id);
 	sqlite3_bind_int64(s, 3, (int64_t)r->cgroup_id);
 	sqlite3_bind_int64(s, 4, (int64_t)r->wall_ns);
 	sqlite3_bind_int64(s, 5, (int64_t)r->mono_ns);
@@ -250,12 +252,11 @@ int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row 
 int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, const char *name)
 {
 	WLOCK(w);
-	sqlite3_stmt *s = w->st[ST_KERNEL_NAME];
-	int err = writer_begin(w);
+	int err;
+	sqlite3_stmt *s = row_begin(w, ST_KERNEL_NAME, 0, &err);
 
-	if (err)
+	if (!s)
 		return writer_row_done(w, err);
-	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, pid);
 	sqlite3_bind_int64(s, 3, (int64_t)handle);
 	bind_text_or_null(s, 4, name);
@@ -273,13 +274,11 @@ static void bind_opt(sqlite3_stmt *s, int i, int64_t v)
 int cw_writer_nccl_call(struct cw_writer *w, const struct cw_nccl_call_row *r)
 {
 	WLOCK(w);
-	sqlite3_stmt *s = w->st[ST_NCCL_CALL];
-	int err = writer_begin(w), i = 1;
+	int err, i = 3;
+	sqlite3_stmt *s = row_begin(w, ST_NCCL_CALL, 1, &err);
 
-	if (err)
+	if (!s)
 		return writer_row_done(w, err);
-	sqlite3_bind_text(s, i++, w->node, -1, SQLITE_STATIC);
-	bind_opt(s, i++, w->session_id ? w->session_id : CW_NCCL_NONE);
 	sqlite3_bind_int64(s, i++, r->pid);
 	sqlite3_bind_int64(s, i++, r->tid);
 	bind_opt(s, i++, r->comm);
@@ -306,12 +305,11 @@ int cw_writer_nccl_call(struct cw_writer *w, const struct cw_nccl_call_row *r)
 int cw_writer_nccl_comm(struct cw_writer *w, const struct cw_nccl_comm_row *r)
 {
 	WLOCK(w);
-	sqlite3_stmt *s = w->st[ST_NCCL_COMM];
-	int err = writer_begin(w), i = 1;
+	int err, i = 2;
+	sqlite3_stmt *s = row_begin(w, ST_NCCL_COMM, 0, &err);
 
-	if (err)
+	if (!s)
 		return writer_row_done(w, err);
-	sqlite3_bind_text(s, i++, w->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, i++, r->pid);
 	sqlite3_bind_int64(s, i++, r->comm);
 	bind_opt(s, i++, r->comm_id);
