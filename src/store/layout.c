@@ -10,19 +10,27 @@
 #include "store/layout_int.h"
 #include "store/sqlite_util.h"
 
-int cw_store_is_narrow(sqlite3 *db)
+/* 1 when sql, with ?1 bound to arg (when not NULL), returns a row, 0 when
+ * not, or -errno. */
+static int has_row(sqlite3 *db, const char *sql, const char *arg)
 {
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'calls'", -1,
-				    &st, NULL);
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
+	if (arg)
+		sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc == SQLITE_ROW)
 		return 1;
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
+int cw_store_is_narrow(sqlite3 *db)
+{
+	return has_row(db, "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'calls'", NULL);
 }
 
 int cw_events_id_bounds(sqlite3 *db, int64_t *min_id, int64_t *max_id)
@@ -52,20 +60,11 @@ int cw_events_id_bounds(sqlite3 *db, int64_t *min_id, int64_t *max_id)
 
 int cw_store_call_op(sqlite3 *db, const char *op)
 {
-	sqlite3_stmt *st;
-	int rc, narrow = cw_store_is_narrow(db);
+	int narrow = cw_store_is_narrow(db);
 
 	if (narrow <= 0)
 		return narrow;
-	rc = sqlite3_prepare_v2(db, "SELECT 1 FROM call_ops WHERE op = ?1", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
-	sqlite3_bind_text(st, 1, op, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc == SQLITE_ROW)
-		return 1;
-	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+	return has_row(db, "SELECT 1 FROM call_ops WHERE op = ?1", op);
 }
 
 /* For scans of many events that need only these columns: the view
@@ -167,15 +166,5 @@ out:
 
 int cw_events_has_index(sqlite3 *db, const char *name)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1", -1, &st, NULL);
-
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc == SQLITE_ROW)
-		return 1;
-	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+	return has_row(db, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1", name);
 }
