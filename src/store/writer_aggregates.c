@@ -1,6 +1,6 @@
 /* Per op: its running median (the anomaly flag) and its per-second
  * aggregates; the session's counters. Written with each batch. */
-#include "store/writer_int.h"
+#include "store/writer_core.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,9 @@
-/* Events: a call queued for the next multi-row statement into calls, a
- * kernel-side event into kevents at once. */
-#include "store/writer_int.h"
+/* Events: a call, its thread, op, detail and arguments interned, queued
+ * for the next multi-row statement into calls; a kernel-side event into
+ * kevents at once. */
+#include "store/writer_core.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* Keeps the first SQLite error of several calls in rc. */
@@ -80,6 +82,148 @@ int writer_drain_events(struct cw_writer *w)
 	if (err)
 		w->stats.failed_rows += (uint64_t)(n - i);
 	return err;
+}
+
+/* Runs an interning statement already bound: the row id it inserted,
+ * or for a SELECT the id it found (0 none). */
+static int64_t step_id(struct cw_writer *w, sqlite3_stmt *s, int insert)
+{
+	int rc = sqlite3_step(s);
+	int64_t id = 0;
+
+	if (rc == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return cw_sqlite_db_errno(w->db, rc);
+	return insert ? sqlite3_last_insert_rowid(w->db) : id;
+}
+
+/* The call_threads row of a call: per thread identity, session and 2^31 ns
+ * of monotonic time (so a call's offset from its base fits 4 bytes). */
+static int64_t writer_thread_id(struct cw_writer *w, const struct cw_event_row *r)
+{
+	struct cw_tkey k = {
+		.pid = r->pid,
+		.tid = r->tid,
+		.cgroup_id = r->cgroup_id,
+		.device = r->device >= 0 ? r->device : -1,
+		.mono_base = cw_tkey_base(r->mono_ns),
+		.wall_off = (int64_t)(r->wall_ns - r->mono_ns),
+		.comm = r->comm,
+	};
+	uint64_t h = cw_tkey_hash(&k);
+	sqlite3_stmt *s = w->st[ST_TKEY_PUT];
+	int64_t id;
+
+	if (cw_keycache_get(&w->threads, &k, h, &id))
+		return id;
+	WLOCK(w);
+	if ((id = writer_begin(w)))
+		return id;
+	sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
+	if (w->session_id)
+		sqlite3_bind_int64(s, 2, w->session_id);
+	sqlite3_bind_int64(s, 3, k.pid);
+	sqlite3_bind_int64(s, 4, k.tid);
+	sqlite3_bind_int64(s, 5, (int64_t)k.cgroup_id);
+	bind_text_or_null(s, 6, k.comm);
+	if (k.device >= 0)
+		sqlite3_bind_int(s, 7, k.device);
+	sqlite3_bind_int64(s, 8, k.mono_base);
+	sqlite3_bind_int64(s, 9, k.wall_off);
+	id = step_id(w, s, 1);
+	if (id > 0 && cw_keycache_put(&w->threads, &k, h, id))
+		return -ENOMEM;
+	return id;
+}
+
+static int64_t writer_op_id(struct cw_writer *w, struct op_state *o)
+{
+	sqlite3_stmt *s;
+	int64_t id;
+
+	if (o->db_id)
+		return o->db_id;
+	WLOCK(w);
+	if ((id = writer_begin(w)))
+		return id;
+	s = w->st[ST_OP_PUT];
+	sqlite3_bind_text(s, 1, o->source, o->source_len, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, o->op, o->op_len, SQLITE_STATIC);
+	id = step_id(w, s, 1);
+	if (id < 0)
+		return id;
+	s = w->st[ST_OP_GET];
+	sqlite3_bind_text(s, 1, o->source, o->source_len, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, o->op, o->op_len, SQLITE_STATIC);
+	id = step_id(w, s, 0);
+	if (id > 0)
+		o->db_id = id;
+	return id ? id : -EIO;
+}
+
+/* The strings row of a detail text (kernel names repeat for every launch). */
+static int64_t writer_string_id(struct cw_writer *w, const char *text)
+{
+	size_t len = strlen(text);
+	uint64_t h = cw_str_hash(text, len);
+	sqlite3_stmt *s;
+	int64_t id;
+
+	if (len > (1u << 30))
+		return -E2BIG;
+	if (cw_strcache_get(&w->strings, text, len, h, &id))
+		return id;
+	WLOCK(w);
+	if ((id = writer_begin(w)))
+		return id;
+	s = w->st[ST_STR_GET];
+	sqlite3_bind_text(s, 1, text, (int)len, SQLITE_STATIC);
+	id = step_id(w, s, 0);
+	if (!id) {
+		s = w->st[ST_STR_PUT];
+		sqlite3_bind_text(s, 1, text, (int)len, SQLITE_STATIC);
+		id = step_id(w, s, 1);
+	}
+	/* A full cache only costs a lookup next time. */
+	if (id > 0 && cw_strcache_put(&w->strings, text, len, h, id))
+		return -ENOMEM;
+	return id;
+}
+
+/* A call's argument tuple: interned on its second sighting (kernels are
+ * launched again and again with the same grid), inline before and when
+ * the tuple is one of a kind (a fresh pointer). Returns call_args.id, 0
+ * for inline, or -errno. */
+static int64_t writer_args_id(struct cw_writer *w, const struct cw_event_row *r)
+{
+	struct cw_argkey k = { .nargs = r->nargs > 4 ? 4 : r->nargs };
+	sqlite3_stmt *s = w->st[ST_ARGS_PUT];
+	uint64_t h;
+	int64_t id;
+	int i, got;
+
+	if (k.nargs <= 0)
+		return 0;
+	for (i = 0; i < k.nargs; i++)
+		k.a[i] = r->args[i];
+	h = cw_argkey_hash(&k);
+	got = cw_argcache_get(&w->args, &k, h, &id);
+	if (got && id > 0)
+		return id;
+	if (!got)
+		return cw_argcache_put(&w->args, &k, h, 0) ? -ENOMEM : 0;
+	WLOCK(w);
+	if ((id = writer_begin(w)))
+		return id;
+	for (i = 0; i < k.nargs; i++)
+		sqlite3_bind_int64(s, 1 + i, k.a[i]);
+	id = step_id(w, s, 1);
+	if (id > 0 && cw_argcache_put(&w->args, &k, h, id))
+		return -ENOMEM;
+	return id;
 }
 
 #define SET_OR_NULL(pe, p, cond, val)                 \
@@ -194,45 +338,4 @@ int writer_insert_kevent(struct cw_writer *w, const struct cw_event_row *r, int 
 		sqlite3_bind_int64(s, 23, r->py_stack_id);
 	sqlite3_bind_int(s, 24, anomalous);
 	return step_reset(s);
-}
-
-int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
-{
-	int err, opi, anomalous = 0;
-	int64_t id, seq;
-
-	if (w->threaded)
-		return writer_event_threaded(w, r);
-	err = writer_begin(w);
-	if (err)
-		return writer_row_done(w, err);
-	opi = writer_op_index(w, r->source, r->op);
-	if (opi < 0)
-		return writer_row_done(w, opi);
-	/* Instant events (exec, retransmit) have no latency to judge. */
-	if (r->duration_ns || r->has_ret)
-		anomalous = writer_is_anomalous(&w->ops[opi], r->duration_ns);
-	err = writer_aggregate(w, opi, r);
-	if (err)
-		return writer_row_done(w, err);
-	id = w->next_id++;
-	seq = w->next_seq++;
-	if (!w->ops[opi].is_call) {
-		err = writer_insert_kevent(w, r, opi, anomalous, id, seq);
-		if (!err) {
-			w->stats.events++;
-			w->tx_events++;
-		}
-		return writer_row_done(w, err);
-	}
-	err = writer_queue_call(w, r, opi, anomalous, id, seq);
-	if (err)
-		return writer_row_done(w, err);
-	if (w->npend == EVENTS_PER_STMT) {
-		/* writer_writer_drain_events() counts the rows it stores or fails. */
-		err = writer_drain_events(w);
-		if (err)
-			return err;
-	}
-	return writer_batch_tick(w);
 }

@@ -1,6 +1,6 @@
 /* Every table but the events': sessions, off-CPU intervals, snapshots,
  * processes, threads, cgroups and their pressure, kernel names, NCCL. */
-#include "store/writer_int.h"
+#include "store/writer_core.h"
 
 int cw_session_begin(struct cw_store *st, const struct cw_session_info *in, int64_t *id)
 {
@@ -71,6 +71,31 @@ static sqlite3_stmt *row_begin(struct cw_writer *w, enum stmt_id id, int session
 	if (session && w->session_id)
 		sqlite3_bind_int64(s, 2, w->session_id);
 	return s;
+}
+
+int cw_writer_session_begin(struct cw_writer *w, const struct cw_session_info *info)
+{
+	WLOCK(w);
+	int64_t id = 0;
+	int err;
+
+	if (w->session_id)
+		return 0;
+	err = writer_begin(w);
+	if (err)
+		return err;
+	err = cw_session_begin(w->store, info, &id);
+	if (err) {
+		writer_note_error(w, err);
+		/* Nothing else is in this batch yet: end it, lock released. */
+		if (w->in_tx && !sqlite3_get_autocommit(w->db))
+			cw_exec(w->db, "ROLLBACK");
+		writer_lose_tx(w);
+		return err;
+	}
+	cw_writer_set_session(w, id);
+	w->session_in_tx = 1;
+	return 0;
 }
 
 int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *r)

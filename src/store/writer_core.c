@@ -1,10 +1,22 @@
-/* The writer's transactions: one batch of rows each, committed when
- * full or flushed; what a lost one took with it. */
-#include "store/writer_int.h"
+/* The writer's transaction: one batch of rows, and what a lost one takes
+ * with it; the lock of threaded mode. */
+#include "store/writer_core.h"
 
 #include <errno.h>
 
-#include "store/retention.h"
+#include "store/sqlite_util.h"
+
+void cw_writer_db_lock(struct cw_writer *w)
+{
+	if (w)
+		wlock(w);
+}
+
+void cw_writer_db_unlock(struct cw_writer *w)
+{
+	if (w)
+		wunlock(&w);
+}
 
 /* Interned rows written in a transaction that rolled back are gone: their
  * ids must not be handed to later rows. */
@@ -19,7 +31,7 @@ static void forget_keys(struct cw_writer *w)
 
 /* The open transaction is gone: what it stored is counted as failed and
  * no longer as stored. */
-static void lose_tx(struct cw_writer *w)
+void writer_lose_tx(struct cw_writer *w)
 {
 	if (w->threaded) {
 		/* The caches belong to the caller's thread (see gen). */
@@ -56,7 +68,7 @@ void writer_note_error(struct cw_writer *w, int err)
 	w->stats.last_error = err;
 	w->stats.failing = 1;
 	if (w->in_tx && sqlite3_get_autocommit(w->db))
-		lose_tx(w);
+		writer_lose_tx(w);
 }
 
 /* Opens the batch (writer_begin when none is open). */
@@ -89,31 +101,6 @@ int cw_writer_in_tx(const struct cw_writer *w)
 	return w->in_tx;
 }
 
-int cw_writer_session_begin(struct cw_writer *w, const struct cw_session_info *info)
-{
-	WLOCK(w);
-	int64_t id = 0;
-	int err;
-
-	if (w->session_id)
-		return 0;
-	err = writer_begin(w);
-	if (err)
-		return err;
-	err = cw_session_begin(w->store, info, &id);
-	if (err) {
-		writer_note_error(w, err);
-		/* Nothing else is in this batch yet: end it, lock released. */
-		if (w->in_tx && !sqlite3_get_autocommit(w->db))
-			cw_exec(w->db, "ROLLBACK");
-		lose_tx(w);
-		return err;
-	}
-	cw_writer_set_session(w, id);
-	w->session_in_tx = 1;
-	return 0;
-}
-
 int64_t cw_writer_session(const struct cw_writer *w)
 {
 	return w->session_id;
@@ -126,7 +113,7 @@ void cw_writer_set_session(struct cw_writer *w, int64_t session_id)
 	cw_keycache_clear(&w->threads);
 }
 
-static int commit(struct cw_writer *w)
+int writer_commit(struct cw_writer *w)
 {
 	int err;
 
@@ -137,7 +124,7 @@ static int commit(struct cw_writer *w)
 		if (!sqlite3_get_autocommit(w->db))
 			cw_exec(w->db, "ROLLBACK");
 		/* The batch's rows are gone with it. */
-		lose_tx(w);
+		writer_lose_tx(w);
 		w->stats.last_error = err;
 		w->stats.failing = 1;
 		return err;
@@ -149,18 +136,6 @@ static int commit(struct cw_writer *w)
 	w->stats.batches++;
 	w->stats.failing = 0;
 	return 0;
-}
-
-/* A full batch (writer_batch_tick): committed. */
-int writer_batch_full(struct cw_writer *w)
-{
-	/* A flush waits for the writer thread, which needs mu: not while a
-	 * public function holds it. */
-	if (w->threaded && w->api_depth) {
-		w->flush_due = 1;
-		return 0;
-	}
-	return cw_writer_flush(w);
 }
 
 /* The caller's thread catches up with transactions lost since its last
@@ -186,64 +161,5 @@ int writer_row_failed(struct cw_writer *w, int err)
 {
 	w->stats.failed_rows++;
 	writer_note_error(w, err);
-	return err;
-}
-
-int cw_writer_flush(struct cw_writer *w)
-{
-	int err, e;
-
-	if (w->threaded) {
-		uint64_t waits, ns;
-
-		if (w->api_depth) {
-			w->flush_due = 1;
-			return 0;
-		}
-		/* Every queued call is in the open transaction before it
-		 * commits, with the aggregates of the same calls. */
-		cw_callq_drain(&w->q);
-		cw_callq_stats(&w->q, &waits, &ns);
-		cw_writer_counter_set(w, "store.backpressure_waits", waits);
-		cw_writer_counter_set(w, "store.backpressure_ns", ns);
-		writer_sync_gen(w);
-	}
-	WLOCK(w);
-	w->flush_due = 0;
-	err = writer_begin(w);
-	if (err)
-		return err;
-	err = writer_drain_events(w);
-	if (w->async_err) {
-		if (!err)
-			err = w->async_err;
-		w->async_err = 0;
-	}
-	/* Rows the store refused are losses too: counted where trace's other
-	 * losses are (the counter survives even when this batch fails). The
-	 * stored count is the base readers compute a loss share against. */
-	if (w->stats.failed_rows)
-		cw_writer_counter_set(w, "store.failed_rows", w->stats.failed_rows);
-	cw_writer_counter_set(w, "store.events", w->stats.events);
-	e = writer_write_pending(w);
-	if (e) {
-		writer_note_error(w, e);
-		if (!err)
-			err = e;
-	}
-	e = commit(w);
-	if (!err)
-		err = e;
-	if (!err && w->size_cap > 0 && cw_store_used_bytes(w->store) > w->size_cap) {
-		int64_t pruned = 0;
-
-		err = cw_retention_enforce(w->store, w->size_cap, &pruned);
-		/* Retention drops thread rows of old stretches. */
-		cw_keycache_clear(&w->threads);
-		if (pruned > 0) {
-			w->stats.pruned_events += (uint64_t)pruned;
-			cw_writer_counter_set(w, "store.pruned_events", w->stats.pruned_events);
-		}
-	}
 	return err;
 }

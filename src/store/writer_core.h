@@ -1,11 +1,12 @@
-/* Inside the writer (writer*.c) only: its state and the functions its
- * files share. writer.c: statements, life cycle; writer_tx.c: transactions
- * and batches; writer_events.c: events; writer_aggregates.c: op states,
- * anomalies, per-second aggregates and counters; writer_intern.c: rows
- * named by id (threads, ops, strings, arguments, stacks); writer_thread.c:
- * the writer thread; writer_tables.c: every other table. */
-#ifndef CW_STORE_WRITER_INT_H
-#define CW_STORE_WRITER_INT_H
+/* Inside the writer (writer_*.c) only: its state and the functions its
+ * files share. From the bottom up: writer_core.c: the transaction;
+ * writer_stmt.c: the statements; writer_aggregates.c: op states,
+ * anomalies, per-second aggregates and counters; writer_intern.c: stacks;
+ * writer_events.c: events and the rows they name; writer_thread.c: the
+ * writer thread; writer_tables.c: every other table; writer_batch.c: life
+ * cycle, batches and flush. */
+#ifndef CW_STORE_WRITER_CORE_H
+#define CW_STORE_WRITER_CORE_H
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -213,34 +214,22 @@ static inline int step_reset(sqlite3_stmt *s)
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : cw_sqlite_db_errno(sqlite3_db_handle(s), rc);
 }
 
-/* writer_tx.c. The checks every row makes are inline; the rest is not. */
+/* writer_core.c: the transaction. Opening one is checked for every row
+ * (inline); the rest is not. */
 int writer_begin_tx(struct cw_writer *w);
 static inline int writer_begin(struct cw_writer *w)
 {
 	return w->in_tx ? 0 : writer_begin_tx(w);
 }
 void writer_note_error(struct cw_writer *w, int err);
-int writer_batch_full(struct cw_writer *w);
-/* Counts a row toward the batch: commits when the batch is full.
- * Aggregates are written with the batch so they never run ahead of the
- * events. */
-static inline int writer_batch_tick(struct cw_writer *w)
-{
-	if (++w->rows_in_batch < w->batch_rows)
-		return 0;
-	return writer_batch_full(w);
-}
+void writer_lose_tx(struct cw_writer *w);
+int writer_commit(struct cw_writer *w);
 int writer_row_failed(struct cw_writer *w, int err);
-/* Called after every row but events (which count themselves when
- * stored, in writer_insert_events). */
-static inline int writer_row_done(struct cw_writer *w, int err)
-{
-	if (err)
-		return writer_row_failed(w, err);
-	w->tx_rows++;
-	return writer_batch_tick(w);
-}
 void writer_sync_gen(struct cw_writer *w);
+
+/* writer_stmt.c */
+int writer_prepare(struct cw_writer *w, enum stmt_id id);
+int writer_load_next_seq(struct cw_writer *w);
 
 /* writer_events.c */
 int writer_insert_events(struct cw_writer *w, sqlite3_stmt *s, struct bound_row *br, struct pending_event *pe,
@@ -258,14 +247,11 @@ int writer_is_anomalous(struct op_state *s, uint64_t dur);
 int writer_aggregate(struct cw_writer *w, int opi, const struct cw_event_row *r);
 int writer_write_pending(struct cw_writer *w);
 
-/* writer_intern.c */
-int64_t writer_thread_id(struct cw_writer *w, const struct cw_event_row *r);
-int64_t writer_op_id(struct cw_writer *w, struct op_state *o);
-int64_t writer_string_id(struct cw_writer *w, const char *text);
-int64_t writer_args_id(struct cw_writer *w, const struct cw_event_row *r);
-
 /* writer_thread.c */
-int writer_event_threaded(struct cw_writer *w, const struct cw_event_row *r);
 void *writer_main(void *arg);
+
+/* writer_batch.c: counts a row toward the batch (not events: they count
+ * themselves when stored); commits a full one. */
+int writer_row_done(struct cw_writer *w, int err);
 
 #endif

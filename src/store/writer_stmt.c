@@ -1,16 +1,10 @@
-/* The batched writer: its statements and life cycle (writer.h). */
-#include "store/writer_int.h"
+/* The writer's prepared statements, and where its id and sequence
+ * numbers resume in an existing file. */
+#include "store/writer_core.h"
 
 #include <errno.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "util/strbuf.h"
-
-#define DEFAULT_BATCH_ROWS 50000
-/* Calls between the caller's thread and the writer thread: 16384 rows of
- * 136 bytes, 2.2 MB; a quarter second of SQLite's rate here. */
-#define DEFAULT_QUEUE_ROWS 16384
 
 static const char *const stmt_sql[ST_MAX] = {
 	/* Kernel-side events keep the whole row (schema v7). */
@@ -87,22 +81,10 @@ static const char *const stmt_sql[ST_MAX] = {
 			 " async_error = coalesce(excluded.async_error, async_error)",
 };
 
-void cw_writer_db_lock(struct cw_writer *w)
-{
-	if (w)
-		wlock(w);
-}
-
-void cw_writer_db_unlock(struct cw_writer *w)
-{
-	if (w)
-		wunlock(&w);
-}
-
 /* The next id (over both event tables) and this node's next sequence
  * number: a node's sequence grows with the id, so its newest row holds the
  * largest; found by walking back from the newest row, not by a scan. */
-static int load_next_seq(struct cw_writer *w)
+int writer_load_next_seq(struct cw_writer *w)
 {
 	static const char *const sql[] = {
 		"SELECT coalesce(max(id), 0) FROM calls",
@@ -153,7 +135,7 @@ static int event_sql(struct strbuf *sb, int rows)
 	return err;
 }
 
-static int prepare(struct cw_writer *w, enum stmt_id id)
+int writer_prepare(struct cw_writer *w, enum stmt_id id)
 {
 	struct strbuf sb = STRBUF_INIT;
 	const char *sql = stmt_sql[id];
@@ -170,113 +152,5 @@ static int prepare(struct cw_writer *w, enum stmt_id id)
 			err = -EIO;
 	}
 	strbuf_release(&sb);
-	return err;
-}
-
-int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct cw_writer_opts *o)
-{
-	struct cw_writer *w;
-	int i, err;
-
-	*out = NULL;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	w->store = store;
-	w->db = store->db;
-	w->node = strdup(o->node && *o->node ? o->node : "localhost");
-	w->session_id = o->session_id;
-	w->batch_rows = o->batch_rows > 0 ? o->batch_rows : DEFAULT_BATCH_ROWS;
-	w->immediate = o->immediate;
-	w->size_cap = o->size_cap_bytes;
-	w->ops = calloc(MAX_OPS, sizeof(*w->ops));
-	u64map_init(&w->agg_index, 0);
-	u64map_init(&w->stack_ids, 1 << 20);
-	u64map_init(&w->pystack_ids, 1 << 20);
-	if (!w->node || !w->ops || cw_keycache_init(&w->threads) || cw_strcache_init(&w->strings) ||
-	    cw_argcache_init(&w->args)) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	for (i = 0; i < ST_MAX; i++) {
-		err = prepare(w, (enum stmt_id)i);
-		if (err)
-			goto fail;
-	}
-	err = load_next_seq(w);
-	if (err)
-		goto fail;
-	if (o->threaded) {
-		pthread_mutexattr_t ma;
-
-		err = cw_callq_init(&w->q, sizeof(struct pending_event),
-				    o->queue_rows > 0 ? (size_t)o->queue_rows : DEFAULT_QUEUE_ROWS);
-		if (err)
-			goto fail;
-		pthread_mutexattr_init(&ma);
-		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-		pthread_mutex_init(&w->mu, &ma);
-		pthread_mutexattr_destroy(&ma);
-		w->threaded = 1;
-		err = -pthread_create(&w->thr, NULL, writer_main, w);
-		if (err)
-			goto fail;
-		w->thr_started = 1;
-	}
-	*out = w;
-	return 0;
-fail:
-	cw_writer_free(w);
-	return err;
-}
-
-void cw_writer_get_stats(const struct cw_writer *w, struct cw_writer_stats *out)
-{
-	struct cw_writer *mw = (struct cw_writer *)w;
-
-	if (mw->threaded)
-		pthread_mutex_lock(&mw->mu);
-	*out = w->stats;
-	if (mw->threaded) {
-		pthread_mutex_unlock(&mw->mu);
-		cw_callq_stats(&mw->q, &out->backpressure_waits, &out->backpressure_ns);
-	}
-}
-
-int cw_writer_free(struct cw_writer *w)
-{
-	int i, err = 0;
-
-	if (!w)
-		return 0;
-	if (w->st[ST_EVENT])
-		err = cw_writer_flush(w);
-	if (w->thr_started) {
-		cw_callq_close(&w->q);
-		pthread_join(w->thr, NULL);
-	}
-	if (w->threaded) {
-		cw_callq_destroy(&w->q);
-		pthread_mutex_destroy(&w->mu);
-	}
-	for (i = 0; i < ST_MAX; i++)
-		sqlite3_finalize(w->st[i]);
-	for (i = 0; i < w->nops; i++) {
-		if (w->ops[i].owns_source)
-			free(w->ops[i].source);
-		free(w->ops[i].op);
-	}
-	for (i = 0; i < w->ncounters; i++)
-		free(w->counters[i].name);
-	cw_keycache_free(&w->threads);
-	cw_strcache_free(&w->strings);
-	cw_argcache_free(&w->args);
-	free(w->ops);
-	free(w->aggs);
-	u64map_free(&w->agg_index);
-	u64map_free(&w->stack_ids);
-	u64map_free(&w->pystack_ids);
-	free(w->node);
-	free(w);
 	return err;
 }
