@@ -129,29 +129,11 @@ int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_
 	/* The op's slowest anomalous calls through the partial index; an op
 	 * without anomalies (a steady memcpy, a launch loop) is sampled by
 	 * rowid from the window's start instead, stopping after 256 rows. */
-	static const char *const sqls[] = {
-		"SELECT duration_ns, pid, tid, comm, py_stack_id, stack_id FROM kevents"
-		" WHERE op = ?1 AND anomalous = 1 AND node = ?2 AND wall_ns BETWEEN ?3 AND ?4"
-		" AND (?5 = 0 OR pid = ?5) AND ?6 <= ?7 ORDER BY duration_ns DESC LIMIT 256",
-		"SELECT duration_ns, pid, tid, comm, py_stack_id, stack_id FROM kevents"
-		" WHERE id BETWEEN ?6 AND ?7 AND op = ?1 AND node = ?2 AND wall_ns BETWEEN ?3 AND ?4"
-		" AND (?5 = 0 OR pid = ?5) ORDER BY id LIMIT 256",
-	};
-	/* Schema v7, a call's op: the same through calls_slow (op id, dur). */
-	static const char calls_sql[] =
-		"SELECT c.dur, t.pid, t.tid, t.comm, c.pystack, c.stack FROM " CW_CALLS_FROM
-		" WHERE " CW_CALL_OP_IS("?1") " AND c.anomalous = 1 AND t.node = ?2 AND " CW_CALL_WALL " BETWEEN ?3 AND ?4"
-		" AND (?5 = 0 OR t.pid = ?5) AND ?6 <= ?7 ORDER BY c.dur DESC LIMIT 256";
+	static const enum cw_op_read reads[] = { CW_OP_READ_IDENTITY, CW_OP_READ_IDENTITY_RANGE };
 	struct cw_slowcall *calls;
 	size_t n = 0;
 	int64_t lo, hi;
-	/* ... and the rowid sample, from calls alone (the view's compound
-	 * would be sorted whole for its ORDER BY id). */
-	static const char calls_scan_sql[] =
-		"SELECT c.dur, t.pid, t.tid, t.comm, c.pystack, c.stack FROM " CW_CALLS_FROM
-		" WHERE c.id BETWEEN ?6 AND ?7 AND " CW_CALL_OP_IS("?1") " AND t.node = ?2 AND " CW_CALL_WALL
-		" BETWEEN ?3 AND ?4 AND (?5 = 0 OR t.pid = ?5) ORDER BY c.id LIMIT 256";
-	int rc, ret, call_op = cw_store_call_op(db, c->op);
+	int rc, ret;
 
 	if ((ret = cw_events_id_at(db, from_wall, &lo)) < 0 || (ret = cw_events_id_at(db, to_wall, &hi)) < 0)
 		return ret;
@@ -160,7 +142,13 @@ int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_
 		return -ENOMEM;
 	for (int pass = 0; pass < 2 && n == 0; pass++) {
 		sqlite3_stmt *st = NULL;
-		rc = sqlite3_prepare_v2(db, call_op > 0 ? (pass ? calls_scan_sql : calls_sql) : sqls[pass], -1, &st, NULL);
+		const char *sql;
+
+		if ((ret = cw_store_op_read_sql(db, c->op, reads[pass], &sql)) < 0) {
+			free(calls);
+			return ret;
+		}
+		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 		if (rc != SQLITE_OK) {
 			free(calls);
 			return cw_sqlite_errno(rc);

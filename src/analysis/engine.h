@@ -10,6 +10,7 @@
 
 #include "analysis/chain.h"
 #include "analysis/stats.h"
+#include "store/rare_events.h"
 
 /* An op has a latency tail when it has at least this many calls and
  * p99 >= CW_TAIL_RATIO x p50. */
@@ -61,19 +62,6 @@ struct cw_snap {
 	double cpu_pct, mem_pct, load1, io_busy_pct;
 	int64_t swap_used, page_alloc_per_s, io_bytes_per_s;
 	int ncpu;
-};
-
-/* One rare kernel-side event row (rare_events.c). */
-struct cw_rare_event {
-	int64_t id;
-	uint64_t wall_ns, mono_ns, dur_ns;
-	int64_t pid, tid;
-	uint64_t cgroup_id;
-	char comm[32];
-	int64_t arg[4];
-	int64_t bytes;
-	char detail[160];
-	int64_t py_stack_id;
 };
 
 /* One TCP retransmit, compact: a lossy link leaves hundreds of thousands. */
@@ -151,26 +139,12 @@ void cw_probe_free(struct cw_rule_ctx *ctx);
 int cw_sysctx_need_io(struct cw_sysctx *sys);
 /* Loads the node's TCP retransmits of the window once (network rule). */
 int cw_sysctx_need_retx(struct cw_sysctx *sys);
-/* Events of (source, op) on node with wall_ns in [from_wall, to_wall], at
- * most max, in time order, through the op's partial index (schema v3) or
- * the aggregates' seconds (never a scan of the window). Retransmits read
- * through their index carry only times, pid and detail. *out is
- * malloc'd. Returns the count or -errno. */
-int cw_rare_events_load(sqlite3 *db, const char *node, const char *source, const char *op, uint64_t from_wall,
-			uint64_t to_wall, size_t max, struct cw_rare_event **out);
-/* 1 when the file has the named index (schema v3 adds partial indexes a
- * v2 file opened read-only lacks), 0 when not, or -errno. */
-int cw_events_has_index(sqlite3 *db, const char *name);
 /* Whether the per-second aggregates count any call of source in wall
  * seconds [from_sec, to_sec] (of node, or of any node when NULL): lets a
  * rule skip an unindexed scan of events for rows that are not there.
  * Returns 0 or -errno. */
 int cw_aggregates_have(sqlite3 *db, const char *node, const char *source, int64_t from_sec, int64_t to_sec,
 		       int *out);
-/* The smallest event id whose wall_ns is >= wall, by binary search over
- * the rowid (rows are appended in roughly time order); 1 past the last id
- * when none. Lets scans of a time range start and stop by rowid. */
-int cw_events_id_at(sqlite3 *db, uint64_t wall, int64_t *id);
 
 /* The snapshot nearest to mono (NULL when none). */
 const struct cw_snap *cw_sysctx_snap_at(const struct cw_sysctx *sys, uint64_t mono);

@@ -339,64 +339,6 @@ int cw_sysctx_need_retx(struct cw_sysctx *sys)
 	return ret;
 }
 
-int cw_events_id_at(sqlite3 *db, uint64_t wall, int64_t *id)
-{
-	sqlite3_stmt *mm = NULL, *at = NULL;
-	int64_t lo, hi;
-	int rc;
-
-	/* Schema v7: the two tables under the view, each read by its key (the
-	 * view's compound would be scanned whole for min(), max() and an
-	 * ORDER BY id). */
-	static const char *const sql[2][2] = {
-		{ "SELECT (SELECT min(id) FROM events), (SELECT max(id) FROM events)",
-		  "SELECT wall_ns FROM events WHERE id >= ?1 ORDER BY id LIMIT 1" },
-		{ "SELECT min(a), max(b) FROM (SELECT (SELECT min(id) FROM calls) AS a, (SELECT max(id) FROM calls) AS b"
-		  " UNION ALL SELECT (SELECT min(id) FROM kevents), (SELECT max(id) FROM kevents))",
-		  "SELECT w FROM (SELECT i, w FROM (SELECT c.id AS i, t.mono_base + c.t + t.wall_off AS w FROM calls c"
-		  " CROSS JOIN call_threads t ON t.id = c.th WHERE c.id >= ?1 ORDER BY c.id LIMIT 1)"
-		  " UNION ALL SELECT i, w FROM (SELECT id AS i, wall_ns AS w FROM kevents WHERE id >= ?1 ORDER BY id LIMIT 1)"
-		  " ORDER BY 1 LIMIT 1)" },
-	};
-	int narrow = cw_store_is_narrow(db);
-
-	if (narrow < 0)
-		return narrow;
-	rc = sqlite3_prepare_v2(db, sql[narrow][0], -1, &mm, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db, sql[narrow][1], -1, &at, NULL);
-	if (rc != SQLITE_OK)
-		goto out;
-	rc = sqlite3_step(mm);
-	if (rc != SQLITE_ROW || sqlite3_column_type(mm, 0) == SQLITE_NULL) {
-		*id = 1;
-		rc = SQLITE_OK;
-		goto out;
-	}
-	lo = sqlite3_column_int64(mm, 0);
-	hi = sqlite3_column_int64(mm, 1) + 1;
-	/* First id in [lo, hi) whose row starts at or after wall; ids may have
-	 * gaps (pruning), so probe the next existing row. */
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-		sqlite3_reset(at);
-		sqlite3_bind_int64(at, 1, mid);
-		rc = sqlite3_step(at);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			goto out;
-		if (rc == SQLITE_ROW && (uint64_t)sqlite3_column_int64(at, 0) < wall)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*id = lo;
-	rc = SQLITE_OK;
-out:
-	sqlite3_finalize(mm);
-	sqlite3_finalize(at);
-	return rc == SQLITE_OK ? 0 : cw_sqlite_errno(rc);
-}
-
 void cw_sysctx_free(struct cw_sysctx *sys)
 {
 	free(sys->snaps);
@@ -548,29 +490,6 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 {
-	static const char slow_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM kevents"
-		" WHERE op = ?1 AND anomalous = 1 AND duration_ns >= ?2 AND node = ?3"
-		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) ORDER BY duration_ns DESC LIMIT ?7";
-	/* Schema v7, a call's op: calls_slow by (op id, duration). */
-	static const char slow_calls_sql[] =
-		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack"
-		" FROM " CW_CALLS_FROM " WHERE " CW_CALL_OP_IS("?1") " AND c.anomalous = 1 AND c.dur >= ?2"
-		" AND t.node = ?3 AND " CW_CALL_WALL " BETWEEN ?4 AND ?5 AND (?6 = 0 OR t.pid = ?6)"
-		" ORDER BY c.dur DESC LIMIT ?7";
-	/* The writer flags a call anomalous only once its op has 32 samples,
-	 * so an op's first calls (cold start) are read by rowid instead: the
-	 * scan starts at the op's first second and stops after 64 calls. */
-	static const char first_calls_sql[] =
-		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack"
-		" FROM " CW_CALLS_FROM " WHERE c.id BETWEEN ?8 AND ?9 AND " CW_CALL_OP_IS("?1") " AND c.dur >= ?2"
-		" AND t.node = ?3 AND " CW_CALL_WALL " BETWEEN ?4 AND ?5 AND (?6 = 0 OR t.pid = ?6) AND c.anomalous = 0"
-		" ORDER BY c.id LIMIT ?7";
-	static const char first_sql[] =
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM kevents"
-		" WHERE id BETWEEN ?8 AND ?9 AND op = ?1 AND duration_ns >= ?2 AND node = ?3"
-		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) AND anomalous = 0"
-		" ORDER BY id LIMIT ?7";
 	/* The intervals that overlap a call [?2, ?3): those starting inside
 	 * it, and the thread's last one starting before it (intervals of one
 	 * thread never overlap, so no earlier one can reach the call). Both
@@ -584,21 +503,23 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 		" by_cgroup_id FROM offcpu WHERE tid = ?1 AND start_mono_ns < ?2 AND node = ?4 AND pid = ?5"
 		" ORDER BY start_mono_ns DESC LIMIT 1)";
 	const struct cw_opstat *op = ctx->st;
+	/* The op's anomalous calls, then (the writer flags a call anomalous
+	 * only once its op has 32 samples) its first calls by rowid. */
+	const char *slow_sql, *first_sql;
 	sqlite3_stmt *st = NULL, *off = NULL, *first = NULL;
 	size_t cap = 0, ccap = 0;
 	uint64_t first_calls;
 	int64_t lo_id = 1, hi_id = 0;
 	int rc, ret = 0, pass;
 
-	int call_op = cw_store_call_op(ctx->db, op->op);
-
-	if (call_op < 0)
-		return call_op;
-	rc = sqlite3_prepare_v2(ctx->db, call_op ? slow_calls_sql : slow_sql, -1, &st, NULL);
+	if ((ret = cw_store_op_read_sql(ctx->db, op->op, CW_OP_READ_SLOWEST, &slow_sql)) < 0 ||
+	    (ret = cw_store_op_read_sql(ctx->db, op->op, CW_OP_READ_FIRST, &first_sql)) < 0)
+		return ret;
+	rc = sqlite3_prepare_v2(ctx->db, slow_sql, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(ctx->db, off_sql, -1, &off, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(ctx->db, call_op ? first_calls_sql : first_sql, -1, &first, NULL);
+		rc = sqlite3_prepare_v2(ctx->db, first_sql, -1, &first, NULL);
 	if (rc != SQLITE_OK) {
 		ret = cw_sqlite_errno(rc);
 		goto out;

@@ -56,29 +56,16 @@ int cw_tenant_ref_load(sqlite3 *db, const char *node, uint64_t cgroup_id, struct
  * cgroup after that), else any of its events. */
 static uint64_t chain_cgroup(sqlite3 *db, const struct cw_chain *c)
 {
-	static const char *const q[] = {
-		"SELECT cgroup_id FROM events WHERE op = ?3 AND anomalous = 1 AND node = ?1 AND pid = ?2"
-		" AND cgroup_id > 0 LIMIT 1",
-		"SELECT cgroup_id FROM processes WHERE node = ?1 AND pid = ?2 AND cgroup_id IS NOT NULL",
-		"SELECT cgroup_id FROM events WHERE node = ?1 AND pid = ?2 AND cgroup_id > 0 LIMIT 1",
-	};
-	/* Schema v7: the slow calls through calls_slow by op id, any call
-	 * through its thread rows by (node, pid); the view would be scanned. */
-	static const char *const qn[] = {
-		"SELECT cgroup_id FROM (SELECT t.cgroup_id FROM " CW_CALLS_FROM " WHERE " CW_CALL_OP_IS("?3")
-		" AND c.anomalous = 1 AND t.node = ?1 AND t.pid = ?2 AND t.cgroup_id > 0 LIMIT 1)"
-		" UNION ALL SELECT * FROM (SELECT cgroup_id FROM kevents WHERE op = ?3 AND anomalous = 1 AND node = ?1"
-		" AND pid = ?2 AND cgroup_id > 0 LIMIT 1) LIMIT 1",
-		"SELECT cgroup_id FROM processes WHERE node = ?1 AND pid = ?2 AND cgroup_id IS NOT NULL",
-		"SELECT cgroup_id FROM call_threads WHERE node = ?1 AND pid = ?2 AND cgroup_id > 0"
-		" UNION ALL SELECT cgroup_id FROM kevents WHERE node = ?1 AND pid = ?2 AND cgroup_id > 0 LIMIT 1",
-	};
+	static const char proc_sql[] =
+		"SELECT cgroup_id FROM processes WHERE node = ?1 AND pid = ?2 AND cgroup_id IS NOT NULL";
+	static const enum cw_read ev[3] = { CW_READ_SLOW_CGROUP, CW_READ_COUNT, CW_READ_PID_CGROUP };
 	uint64_t id = 0;
-	int narrow = cw_store_is_narrow(db) > 0;
 
 	for (int i = 0; i < 3 && !id; i++) {
 		sqlite3_stmt *st = NULL;
-		if (sqlite3_prepare_v2(db, narrow ? qn[i] : q[i], -1, &st, NULL) != SQLITE_OK)
+		const char *sql = proc_sql;
+		if ((i != 1 && cw_store_read_sql(db, ev[i], &sql)) ||
+		    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 			continue;
 		sqlite3_bind_text(st, 1, c->node, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, c->pid);

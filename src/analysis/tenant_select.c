@@ -104,25 +104,16 @@ static int add_pid(int64_t *v, int *n, int64_t pid)
 
 int cw_tenant_select_pids(sqlite3 *db, const uint64_t *ids, int nids, int64_t **pids)
 {
-	static const char *const q[] = {
-		"SELECT DISTINCT pid FROM processes WHERE cgroup_id = ?1",
-		/* A process without a row (a demo's neighbour, an old trace). */
-		"SELECT DISTINCT pid FROM events WHERE cgroup_id = ?1",
-	};
-	/* Schema v7: a call's pid and cgroup are its thread row's, so the
-	 * thread rows that still hold a call (a pruned or moved call leaves
-	 * its row) and the kernel-side events answer without a scan of every
-	 * call through the events view (add_pid drops repeats). */
-	static const char narrow_sql[] =
-		"SELECT t.pid FROM call_threads t WHERE t.cgroup_id = ?1"
-		" AND EXISTS (SELECT 1 FROM calls c WHERE c.th = t.id)"
-		" UNION ALL SELECT DISTINCT pid FROM kevents WHERE cgroup_id = ?1";
+	/* Then, for a process without a row (a demo's neighbour, an old
+	 * trace), its events. */
+	static const char proc_sql[] = "SELECT DISTINCT pid FROM processes WHERE cgroup_id = ?1";
+	const char *ev_sql;
 	int64_t *v;
-	int n = 0, rc = SQLITE_OK, narrow = cw_store_is_narrow(db);
+	int n = 0, rc = SQLITE_OK, err;
 
 	*pids = NULL;
-	if (narrow < 0)
-		return narrow;
+	if ((err = cw_store_read_sql(db, CW_READ_CGROUP_PIDS, &ev_sql)) < 0)
+		return err;
 	v = malloc(CW_TENANT_SELECT_PIDS * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -130,7 +121,7 @@ int cw_tenant_select_pids(sqlite3 *db, const uint64_t *ids, int nids, int64_t **
 		int before = n;
 		for (int k = 0; k < 2 && n == before; k++) {
 			sqlite3_stmt *st = NULL;
-			if ((rc = sqlite3_prepare_v2(db, k && narrow ? narrow_sql : q[k], -1, &st, NULL)) != SQLITE_OK)
+			if ((rc = sqlite3_prepare_v2(db, k ? ev_sql : proc_sql, -1, &st, NULL)) != SQLITE_OK)
 				break;
 			sqlite3_bind_int64(st, 1, (int64_t)ids[i]);
 			while ((rc = sqlite3_step(st)) == SQLITE_ROW)

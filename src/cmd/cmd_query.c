@@ -17,7 +17,7 @@
 #include "fleet/fanout_cli.h"
 #include "store/ro_query.h"
 #include "store/store.h"
-#include "store/summary.h"
+#include "analysis/summary.h"
 #include "util/log.h"
 #include "util/parse.h"
 #include "util/strbuf.h"

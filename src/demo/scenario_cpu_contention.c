@@ -5,6 +5,7 @@
  * sits at 92-99 % CPU. -> cpu_preemption naming java. */
 #include "demo/demo.h"
 #include "demo/train.h"
+#include "tenant/cgroup_row.h"
 #include "util/timeutil.h"
 
 #define JAVA_CGROUP 0x4c19ULL
@@ -59,9 +60,9 @@ static void second(struct cw_demo_train *tr, uint64_t t, struct cw_demo_snap *s)
 static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 {
 	(void)tr;
-	return cw_writer_cgroup(w, JAVA_CGROUP,
-				"/kubepods.slice/kubepods-besteffort.slice/cri-containerd-kafka-indexer.scope",
-				"kafka-indexer");
+	return cw_tenant_write_cgroup_path(w, JAVA_CGROUP,
+					   "/kubepods.slice/kubepods-besteffort.slice/cri-containerd-kafka-indexer.scope",
+					   "kafka-indexer");
 }
 
 static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };

@@ -5,6 +5,7 @@
  * while its thread stays on CPU (the driver spins). -> gpu_time_slicing. */
 #include "demo/demo.h"
 #include "demo/train.h"
+#include "tenant/cgroup_row.h"
 #include "util/timeutil.h"
 
 #define BURST_AT (6 * NSEC_PER_SEC)
@@ -67,8 +68,9 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 	(void)tr;
 	if ((err = cw_writer_process(w, &pr)))
 		return err;
-	return cw_writer_cgroup(w, SERVE_CGROUP, "/kubepods.slice/kubepods-burstable.slice/cri-containerd-llm-serve.scope",
-				"llm-serve");
+	return cw_tenant_write_cgroup_path(w, SERVE_CGROUP,
+					   "/kubepods.slice/kubepods-burstable.slice/cri-containerd-llm-serve.scope",
+					   "llm-serve");
 }
 
 static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };

@@ -5,6 +5,7 @@
  * ~98 % CPU with the load climbing. -> cpu_preemption naming stress-ng. */
 #include "demo/demo.h"
 #include "demo/train.h"
+#include "tenant/cgroup_row.h"
 #include "util/timeutil.h"
 
 #define STORM_AT (30 * NSEC_PER_SEC)
@@ -71,7 +72,7 @@ static void second(struct cw_demo_train *tr, uint64_t t, struct cw_demo_snap *s)
 static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 {
 	(void)tr;
-	return cw_writer_cgroup(w, STORM_CGROUP, "/user.slice/user-1000.slice/session-7.scope", NULL);
+	return cw_tenant_write_cgroup_path(w, STORM_CGROUP, "/user.slice/user-1000.slice/session-7.scope", NULL);
 }
 
 static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };

@@ -8,6 +8,7 @@
  * -> io_contention. */
 #include "demo/demo.h"
 #include "demo/train.h"
+#include "tenant/cgroup_row.h"
 #include "util/timeutil.h"
 
 #define IO_AT (10 * NSEC_PER_SEC)
@@ -64,7 +65,7 @@ static void second(struct cw_demo_train *tr, uint64_t t, struct cw_demo_snap *s)
 static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 {
 	(void)tr;
-	return cw_writer_cgroup(w, RSYNC_CGROUP, "/system.slice/ckpt-backup.service", NULL);
+	return cw_tenant_write_cgroup_path(w, RSYNC_CGROUP, "/system.slice/ckpt-backup.service", NULL);
 }
 
 static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };

@@ -7,6 +7,7 @@
 
 #include "demo/demo.h"
 #include "demo/train.h"
+#include "tenant/cgroup_row.h"
 #include "tenant/tenant.h"
 #include "util/timeutil.h"
 
@@ -71,7 +72,7 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 	cw_tenant_parse(row.path, &t);
 	snprintf(t.pod, sizeof(t.pod), "vit-train-0");
 	snprintf(t.ns, sizeof(t.ns), "ml");
-	if ((err = cw_writer_cgroup_row(w, &row)))
+	if ((err = cw_tenant_write_cgroup(w, &row)))
 		return err;
 	row.cgroup_id = HOG_CGROUP;
 	row.path = "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
@@ -79,7 +80,7 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 	cw_tenant_parse(row.path, &t);
 	snprintf(t.pod, sizeof(t.pod), "video-transcode-7d9f");
 	snprintf(t.ns, sizeof(t.ns), "batch");
-	return cw_writer_cgroup_row(w, &row);
+	return cw_tenant_write_cgroup(w, &row);
 }
 
 static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };

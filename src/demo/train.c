@@ -1,4 +1,5 @@
 #include "demo/train.h"
+#include "tenant/cgroup_row.h"
 
 #include <string.h>
 
@@ -335,11 +336,11 @@ int cw_demo_train_meta(struct cw_demo_train *tr, struct cw_writer *w, uint64_t w
 		.start_wall_ns = wall_start + 600 * NSEC_PER_MSEC,
 	};
 	if ((err = cw_writer_process(w, &pr)) ||
-	    (err = cw_writer_cgroup(w, TRAIN_CGROUP,
+	    (err = cw_tenant_write_cgroup_path(w, TRAIN_CGROUP,
 				    tr->cgroup_path ? tr->cgroup_path
 						    : "/kubepods.slice/kubepods-pod7c1e.slice/cri-containerd-trainer.scope",
 				    tr->cgroup_path ? NULL : "trainer")) ||
-	    (err = cw_writer_cgroup(w, SYSTEM_CGROUP, "/", NULL)))
+	    (err = cw_tenant_write_cgroup_path(w, SYSTEM_CGROUP, "/", NULL)))
 		return err;
 	if (tr->hooks && tr->hooks->meta)
 		return tr->hooks->meta(tr, w);

@@ -20,19 +20,6 @@ json_t *pf_ts(const struct pf_ctx *c, const struct pf_node *n, int64_t wall_ns)
 	return cw_trace_us(wall_ns - n->offset_ns - c->base);
 }
 
-/* Scans of the window's events read CW_EVENTS_LIGHT on a v7 file. */
-static int prepare_light(sqlite3 *db, const char *sql, sqlite3_stmt **st)
-{
-	char *q = cw_events_light_sql(db, sql);
-	int rc;
-
-	if (!q)
-		return SQLITE_NOMEM;
-	rc = sqlite3_prepare_v2(db, q, -1, st, NULL);
-	free(q);
-	return rc;
-}
-
 static int db_fail(struct pf_ctx *c, int rc, const char *what)
 {
 	ERR(c, "reading %s: %s", what, sqlite3_errmsg(c->db));
@@ -102,8 +89,8 @@ static int load_nodes(struct pf_ctx *c)
 		sqlite3_stmt *q = NULL;
 		if (newest[i] >= 0)
 			continue;
-		if (prepare_light(c->db, "SELECT max(wall_ns + duration_ns) FROM events WHERE node = ?1", &q) !=
-		    SQLITE_OK) {
+		if (cw_events_prepare_light(c->db, "SELECT max(wall_ns + duration_ns) FROM events WHERE node = ?1",
+					    &q) != SQLITE_OK) {
 			ret = db_fail(c, SQLITE_ERROR, "events");
 			goto out;
 		}
@@ -166,7 +153,7 @@ static int apply_cap(struct pf_ctx *c)
 	size_t nkeep = 0;
 	int rc, ret = 0;
 
-	if ((rc = prepare_light(c->db, count_sql, &st)) != SQLITE_OK)
+	if ((rc = cw_events_prepare_light(c->db, count_sql, &st)) != SQLITE_OK)
 		return db_fail(c, rc, "events");
 	for (int i = 0; i < c->nnodes; i++) {
 		sqlite3_reset(st);
@@ -186,7 +173,7 @@ static int apply_cap(struct pf_ctx *c)
 		return 0;
 	if (!(keep = malloc(2 * max * sizeof(*keep))))
 		return -ENOMEM;
-	if ((rc = prepare_light(c->db, newest_sql, &st)) != SQLITE_OK) {
+	if ((rc = cw_events_prepare_light(c->db, newest_sql, &st)) != SQLITE_OK) {
 		ret = db_fail(c, rc, "events");
 		goto out;
 	}
@@ -373,7 +360,8 @@ static int emit_node_slices(struct pf_ctx *c, int ni)
 	int rc[2], ret = 0;
 
 	for (int i = 0; i < 4; i++) {
-		int r = i == 0 ? prepare_light(c->db, sql[i], &s[i]) : sqlite3_prepare_v2(c->db, sql[i], -1, &s[i], NULL);
+		int r = i == 0 ? cw_events_prepare_light(c->db, sql[i], &s[i])
+				: sqlite3_prepare_v2(c->db, sql[i], -1, &s[i], NULL);
 		if (r != SQLITE_OK) {
 			ret = db_fail(c, r, "slices");
 			goto out;

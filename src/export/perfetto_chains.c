@@ -462,11 +462,7 @@ int pf_emit_chains(struct pf_ctx *c)
 		snprintf(c->err, c->errlen, "explaining the window: %s", strerror(-ret));
 		return ret;
 	}
-	char *light = cw_events_light_sql(c->db, calls_sql);
-	int lrc = light ? sqlite3_prepare_v2(c->db, light, -1, &s.calls, NULL) : SQLITE_NOMEM;
-
-	free(light);
-	if (lrc != SQLITE_OK ||
+	if (cw_events_prepare_light(c->db, calls_sql, &s.calls) != SQLITE_OK ||
 	    sqlite3_prepare_v2(c->db, off_sql, -1, &s.off, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(c->db, io_sql, -1, &s.io, NULL) != SQLITE_OK) {
 		snprintf(c->err, c->errlen, "reading chains: %s", sqlite3_errmsg(c->db));

@@ -1,5 +1,5 @@
 /* Tools over the configured database: thin wrappers over what check,
- * query and explain compute (store/summary.c, analysis/explain.c,
+ * query and explain compute (analysis/summary.c, analysis/explain.c,
  * store/ro_query.c, analysis/stack_render.c). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include "mcp/tools_int.h"
 #include "store/ro_query.h"
 #include "store/store.h"
-#include "store/summary.h"
+#include "analysis/summary.h"
 #include "util/timeutil.h"
 
 TOOL_FN(cw_tool_check)
@@ -104,24 +104,10 @@ static int64_t slowest_call(sqlite3 *db, const struct cw_chain *ch, uint64_t fro
 	sqlite3_stmt *st;
 	int64_t id = 0;
 
-	static const char *const sql[2] = {
-		"SELECT id FROM events WHERE op = ?1 AND anomalous = 1 AND (?2 = 0 OR pid = ?2)"
-		" AND (?3 = 0 OR wall_ns >= ?3) AND (?4 = 0 OR wall_ns < ?4)"
-		" ORDER BY duration_ns DESC LIMIT 1",
-		/* Schema v7: calls_slow and kevents' events_slow each by key
-		 * (the events view's compound is sorted whole). */
-		"SELECT id FROM (SELECT * FROM (SELECT c.id AS id, c.dur AS d FROM " CW_CALLS_FROM
-		" WHERE " CW_CALL_OP_IS("?1") " AND c.anomalous = 1 AND (?2 = 0 OR t.pid = ?2)"
-		" AND (?3 = 0 OR " CW_CALL_WALL " >= ?3) AND (?4 = 0 OR " CW_CALL_WALL " < ?4)"
-		" ORDER BY c.dur DESC LIMIT 1)"
-		" UNION ALL SELECT * FROM (SELECT id, duration_ns FROM kevents WHERE op = ?1 AND anomalous = 1"
-		" AND (?2 = 0 OR pid = ?2) AND (?3 = 0 OR wall_ns >= ?3) AND (?4 = 0 OR wall_ns < ?4)"
-		" ORDER BY duration_ns DESC LIMIT 1))"
-		" ORDER BY d DESC, id DESC LIMIT 1",
-	};
-	int narrow = cw_store_is_narrow(db);
+	const char *sql;
 
-	if (narrow < 0 || sqlite3_prepare_v2(db, sql[narrow], -1, &st, NULL) != SQLITE_OK)
+	if (cw_store_read_sql(db, CW_READ_SLOWEST_EVENT, &sql) < 0 ||
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return 0;
 	sqlite3_bind_text(st, 1, ch->op, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, ch->pid);
@@ -350,27 +336,13 @@ out:
 	return rc;
 }
 
-/* Schema v7 (second): the columns wanted from calls and kevents, not the
- * events view, which also looks up every call's detail and arguments. */
-#define STACKS_SQL(from)                                                                              \
-	"SELECT stack_id, py_stack_id, count(*), sum(duration_ns), max(duration_ns), min(id), op FROM " from \
-	" WHERE (?1 IS NULL OR op = ?1) AND (?2 = 0 OR pid = ?2)"                                           \
-	" AND (stack_id IS NOT NULL OR py_stack_id IS NOT NULL)"                                            \
-	" GROUP BY op, stack_id, py_stack_id ORDER BY sum(duration_ns) DESC LIMIT ?3"
-static const char *const stacks_sql[2] = {
-	STACKS_SQL("events"),
-	STACKS_SQL("(SELECT c.stack AS stack_id, c.pystack AS py_stack_id, c.dur AS duration_ns, c.id AS id,"
-		   " o.op AS op, t.pid AS pid FROM " CW_CALLS_FROM " CROSS JOIN call_ops o ON o.id = c.op"
-		   " UNION ALL SELECT stack_id, py_stack_id, duration_ns, id, op, pid FROM kevents)"),
-};
-#undef STACKS_SQL
-
 TOOL_FN(cw_tool_stacks)
 {
 	const char *op = tool_str(args, "op");
 	int64_t pid = tool_int(args, "pid", 0), top = tool_int(args, "top_n", 10);
 	json_t *a = json_array();
 	sqlite3_stmt *st = NULL;
+	const char *sql;
 	sqlite3 *db;
 	int rc, n = 0;
 
@@ -379,11 +351,11 @@ TOOL_FN(cw_tool_stacks)
 		return rc;
 	}
 	/* Slow calls first (the anomalous index), whole ops when asked. */
-	if ((rc = cw_store_is_narrow(db)) < 0) {
+	if ((rc = cw_store_read_sql(db, CW_READ_STACKS, &sql)) < 0) {
 		rc = tool_stop_reason(c, rc, "stacks", err, errlen);
 		goto out;
 	}
-	rc = sqlite3_prepare_v2(db, stacks_sql[rc], -1, &st, NULL);
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		rc = tool_stop_reason(c, cw_sqlite_errno(rc), "stacks", err, errlen);
 		goto out;

@@ -15,7 +15,7 @@
 #include "store/losses.h"
 #include "store/ro_query.h"
 #include "store/store.h"
-#include "store/summary.h"
+#include "analysis/summary.h"
 #include "util/timeutil.h"
 
 #define CW_API_PREFIX "/api/v1"
@@ -292,6 +292,7 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 	uint64_t deadline;
 	sqlite3 *db;
 	char err[512], sql[128];
+	const char *count_sql = NULL;
 	int rc = 0, step, nids = 0, narrow;
 
 	if (cw_api_tenant_args(c, &ta, r))
@@ -301,13 +302,11 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 		return;
 	}
 	counts = json_object();
-	narrow = cw_store_is_narrow(db);
+	narrow = cw_store_read_sql(db, CW_READ_EVENTS_COUNT, &count_sql);
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-		/* count(*) of the events view (schema v7) steps through every
-		 * row of its compound; each of the tables under it counts its
-		 * own b-tree. */
-		if (i == 0 && narrow > 0)
-			snprintf(sql, sizeof(sql), "SELECT (SELECT count(*) FROM calls) + (SELECT count(*) FROM kevents)");
+		/* Events are counted in the tables under the view. */
+		if (i == 0 && count_sql)
+			snprintf(sql, sizeof(sql), "%s", count_sql);
 		else
 			snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", tables[i]);
 		json_object_set_new(counts, tables[i], json_integer(scalar_i64(db, sql, &rc)));

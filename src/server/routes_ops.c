@@ -2,7 +2,7 @@
  * one op's distribution and slowest calls (docs/api.md).
  *
  * Both read the per-second aggregates (their log-linear histograms merge
- * exactly, analysis/hist.h), like `query`'s summary, so counts and
+ * exactly, util/hist.h), like `query`'s summary, so counts and
  * percentiles are the ones `ops` and `query --json` print for the same
  * seconds, and a 10-million-event store costs a pass over a few thousand
  * aggregate rows. Windows are therefore whole wall-clock seconds: every
@@ -230,61 +230,20 @@ static int merge_op(sqlite3 *db, const char *source, const char *op, int64_t fro
 static int slowest(sqlite3 *db, const char *source, const char *op, int64_t from_s, int64_t to_s, int64_t limit,
 		   json_t *out)
 {
-	static const char *const sql[2] = {
-		"SELECT e.wall_ns, e.duration_ns, e.pid, e.tid, e.comm, p.rank, ps.user_file, ps.user_line,"
-		" ps.user_function, e.ret, e.id FROM events e"
-		" LEFT JOIN processes p ON p.node = e.node AND p.pid = e.pid"
-		" LEFT JOIN py_stacks ps ON ps.id = e.py_stack_id"
-		" WHERE e.op = ?1 AND e.anomalous = 1 AND e.source = ?2 AND e.wall_ns >= ?3 AND e.wall_ns < ?4"
-		" ORDER BY e.duration_ns DESC LIMIT ?5",
-		"SELECT e.wall_ns, e.duration_ns, e.pid, e.tid, e.comm, p.rank, ps.user_file, ps.user_line,"
-		" ps.user_function, e.ret, e.id FROM events e"
-		" LEFT JOIN processes p ON p.node = e.node AND p.pid = e.pid"
-		" LEFT JOIN py_stacks ps ON ps.id = e.py_stack_id"
-		" WHERE e.id >= ?6 AND e.id < ?7 AND e.anomalous = 0 AND e.op = ?1 AND e.source = ?2"
-		" AND e.wall_ns >= ?3 AND e.wall_ns < ?4 ORDER BY e.duration_ns DESC LIMIT ?5",
-	};
-	/* Schema v7: the same rows from calls (through calls_slow, then the
-	 * rowid range) and from kevents, each by its key; the events view's
-	 * compound would be read whole for the sort. Equal durations come
-	 * newest first, as an index scan gives them on an older file. */
-#define SLOW_CALLS                                                                                          \
-	"SELECT " CW_CALL_WALL ", c.dur, t.pid, t.tid, t.comm, p.rank, ps.user_file, ps.user_line,"        \
-	" ps.user_function, c.ret, c.id FROM " CW_CALLS_FROM                                                \
-	" LEFT JOIN processes p ON p.node = t.node AND p.pid = t.pid"                                        \
-	" LEFT JOIN py_stacks ps ON ps.id = c.pystack"                                                       \
-	" WHERE c.op = (SELECT id FROM call_ops WHERE source = ?2 AND op = ?1)"                              \
-	" AND " CW_CALL_WALL " >= ?3 AND " CW_CALL_WALL " < ?4"
-#define SLOW_KEVENTS                                                                                        \
-	"SELECT e.wall_ns, e.duration_ns, e.pid, e.tid, e.comm, p.rank, ps.user_file, ps.user_line,"       \
-	" ps.user_function, e.ret, e.id FROM kevents e"                                                      \
-	" LEFT JOIN processes p ON p.node = e.node AND p.pid = e.pid"                                        \
-	" LEFT JOIN py_stacks ps ON ps.id = e.py_stack_id"                                                   \
-	" WHERE e.op = ?1 AND e.source = ?2 AND e.wall_ns >= ?3 AND e.wall_ns < ?4"
-	static const char *const narrow_sql[2] = {
-		"SELECT * FROM (" SLOW_CALLS " AND c.anomalous = 1 ORDER BY c.dur DESC LIMIT ?5)"
-		" UNION ALL SELECT * FROM (" SLOW_KEVENTS " AND e.anomalous = 1 ORDER BY e.duration_ns DESC LIMIT ?5)"
-		" ORDER BY 2 DESC, 11 DESC LIMIT ?5",
-		"SELECT * FROM (" SLOW_CALLS " AND c.id >= ?6 AND c.id < ?7 AND c.anomalous = 0"
-		" ORDER BY c.dur DESC LIMIT ?5)"
-		" UNION ALL SELECT * FROM (" SLOW_KEVENTS " AND e.id >= ?6 AND e.id < ?7 AND e.anomalous = 0"
-		" ORDER BY e.duration_ns DESC LIMIT ?5)"
-		" ORDER BY 2 DESC, 11 DESC LIMIT ?5",
-	};
-#undef SLOW_CALLS
-#undef SLOW_KEVENTS
+	static const enum cw_read rd[2] = { CW_READ_OP_SLOWEST, CW_READ_OP_SLOWEST_RANGE };
 	int64_t lo = 0, hi = 0;
-	int rc, ret = 0, narrow = cw_store_is_narrow(db);
+	int rc, ret = 0;
 
-	if (narrow < 0)
-		return narrow;
 	for (int pass = 0; pass < 2 && (int64_t)json_array_size(out) < limit; pass++) {
 		sqlite3_stmt *st;
+		const char *sql;
 
 		if (pass == 1 && ((ret = cw_events_id_at(db, (uint64_t)(from_s - 2) * NSEC_PER_SEC, &lo)) < 0 ||
 				  (ret = cw_events_id_at(db, (uint64_t)(to_s + 3) * NSEC_PER_SEC, &hi)) < 0))
 			return ret;
-		rc = sqlite3_prepare_v2(db, (narrow ? narrow_sql : sql)[pass], -1, &st, NULL);
+		if ((ret = cw_store_read_sql(db, rd[pass], &sql)) < 0)
+			return ret;
+		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 		if (rc != SQLITE_OK)
 			return cw_sqlite_errno(rc);
 		sqlite3_bind_text(st, 1, op, -1, SQLITE_STATIC);

@@ -47,13 +47,7 @@ static const char *const lane_names[TL_NLANES] = { "cuda", "offcpu", "io", "memo
  * low, ?7 scan high, ?8 row limit. Columns 0-5 are common: id, start wall
  * ns, duration ns, pid, tid, comm. */
 static const char *const lane_sql[TL_NLANES] = {
-	[TL_CUDA] = "SELECT e.id, e.wall_ns, e.duration_ns, e.pid, e.tid, e.comm, e.op, e.ret, e.detail,"
-		    " ps.user_file, ps.user_line, ps.user_function"
-		    " FROM events e LEFT JOIN py_stacks ps ON ps.id = e.py_stack_id"
-		    " WHERE e.id > ?1 AND e.id < ?7"
-		    " AND e.source IN ('cuda', 'driver', 'graph')"
-		    " AND (?2 = 0 OR e.pid = ?2) AND (?3 = 0 OR e.tid = ?3)"
-		    " AND e.wall_ns <= ?5 AND e.wall_ns + e.duration_ns >= ?4 ORDER BY e.id LIMIT ?8",
+	/* TL_CUDA: CW_READ_TIMELINE_CUDA (layout.h). */
 	/* ?6/?7 are monotonic bounds here: offcpu_tid_time is (tid,
 	 * start_mono_ns); a pid is its threads' (the threads table). The
 	 * unary + keeps the planner off a rowid scan for the ORDER BY. */
@@ -85,19 +79,6 @@ static const char *const lane_sql[TL_NLANES] = {
 		    " AND (?2 = 0 OR pid = ?2) AND (?3 = 0 OR tid = ?3) AND wall_ns + duration_ns >= ?4"
 		    " ORDER BY id LIMIT ?8",
 };
-
-/* The CUDA lane on a schema v7 file: the calls table by its rowid (the
- * events view's compound is not read in rowid order: SQLite gathers and
- * sorts every row of the range). The same columns; kernel-side events
- * (kevents) are never of these sources. */
-static const char cuda_narrow_sql[] =
-	"SELECT c.id, " CW_CALL_WALL ", c.dur, t.pid, t.tid, t.comm, o.op, c.ret,"
-	" (SELECT s.text FROM strings s WHERE s.id = c.s), ps.user_file, ps.user_line, ps.user_function"
-	" FROM " CW_CALLS_FROM " CROSS JOIN call_ops o ON o.id = c.op LEFT JOIN py_stacks ps ON ps.id = c.pystack"
-	" WHERE c.id > ?1 AND c.id < ?7"
-	" AND o.source IN ('cuda', 'driver', 'graph')"
-	" AND (?2 = 0 OR t.pid = ?2) AND (?3 = 0 OR t.tid = ?3)"
-	" AND " CW_CALL_WALL " <= ?5 AND " CW_CALL_WALL " + c.dur >= ?4 ORDER BY c.id LIMIT ?8";
 
 /* The memory lane on a file without the v4 partial indexes (opened
  * read-only, never migrated): the window's rowid range instead. */
@@ -246,7 +227,7 @@ struct tl_req {
 	int64_t id_lo, id_hi;     /* events rowid range of the window */
 	int64_t mono_lo, mono_hi; /* offcpu monotonic range */
 	int mem_indexed;          /* the file has events_pagealloc and events_oom */
-	int narrow;               /* schema v7: calls read from their table */
+	const char *cuda_sql;     /* the CUDA lane for the file's layout */
 	int64_t mem_id_lo, mem_id_hi; /* rowid range of the memory lane without them */
 };
 
@@ -262,7 +243,7 @@ static int run_lane(sqlite3 *db, struct tl *t, int lane, const struct tl_req *q,
 
 	rc = sqlite3_prepare_v2(db,
 				lane == TL_MEMORY && !q->mem_indexed ? memory_noindex_sql
-				: lane == TL_CUDA && q->narrow	     ? cuda_narrow_sql
+				: lane == TL_CUDA		     ? q->cuda_sql
 								     : lane_sql[lane],
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -559,7 +540,7 @@ void cw_route_timeline(struct cw_server *s, struct MHD_Connection *c, struct cw_
 		goto out;
 	}
 	q.mem_indexed = rc > 0;
-	if ((rc = q.narrow = cw_store_is_narrow(db)) < 0) {
+	if ((rc = cw_store_read_sql(db, CW_READ_TIMELINE_CUDA, &q.cuda_sql)) < 0) {
 		cw_api_fail(s, deadline, rc, "timeline", r);
 		goto out;
 	}

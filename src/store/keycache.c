@@ -28,6 +28,30 @@ uint64_t cw_tkey_hash(const struct cw_tkey *k)
 	return key0(h);
 }
 
+/* Room for one more entry in a cache's parallel arrays: *v of elem-byte
+ * entries and *ids, both grown together. *v is updated even when *ids
+ * cannot grow (realloc moved it). */
+static int grow(void **v, int64_t **ids, size_t n, size_t *alloc, size_t elem)
+{
+	size_t a;
+	void *nv;
+	int64_t *nids;
+
+	if (n < *alloc)
+		return 0;
+	a = *alloc ? *alloc * 2 : 64;
+	nv = realloc(*v, a * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nids = realloc(*ids, a * sizeof(*nids));
+	if (!nids)
+		return -ENOMEM;
+	*ids = nids;
+	*alloc = a;
+	return 0;
+}
+
 static int same(const struct cw_tkey *a, const struct cw_tkey *b)
 {
 	if (a->pid != b->pid || a->tid != b->tid || a->cgroup_id != b->cgroup_id || a->device != b->device ||
@@ -61,19 +85,13 @@ int cw_keycache_put(struct cw_keycache *c, const struct cw_tkey *k, uint64_t has
 
 	if (c->n >= CW_KEYCACHE_MAX)
 		cw_keycache_clear(c);
-	if (c->n == c->alloc) {
-		size_t a = c->alloc ? c->alloc * 2 : 64;
-		struct cw_tkey *v = realloc(c->v, a * sizeof(*v));
-		int64_t *ids;
+	{
+		void *v = c->v;
+		int err = grow(&v, &c->ids, c->n, &c->alloc, sizeof(*c->v));
 
-		if (!v)
-			return -ENOMEM;
 		c->v = v;
-		ids = realloc(c->ids, a * sizeof(*ids));
-		if (!ids)
-			return -ENOMEM;
-		c->ids = ids;
-		c->alloc = a;
+		if (err)
+			return err;
 	}
 	if (k->comm && !(comm = strdup(k->comm)))
 		return -ENOMEM;
@@ -142,19 +160,13 @@ int cw_strcache_put(struct cw_strcache *c, const char *s, size_t len, uint64_t h
 
 	if (c->n >= CW_KEYCACHE_MAX || c->bytes + len > STR_BYTES_MAX)
 		cw_strcache_clear(c);
-	if (c->n == c->alloc) {
-		size_t a = c->alloc ? c->alloc * 2 : 64;
-		char **v = realloc(c->text, a * sizeof(*v));
-		int64_t *ids;
+	{
+		void *v = c->text;
+		int err = grow(&v, &c->ids, c->n, &c->alloc, sizeof(*c->text));
 
-		if (!v)
-			return -ENOMEM;
 		c->text = v;
-		ids = realloc(c->ids, a * sizeof(*ids));
-		if (!ids)
-			return -ENOMEM;
-		c->ids = ids;
-		c->alloc = a;
+		if (err)
+			return err;
 	}
 	t = malloc(len + 1);
 	if (!t)
@@ -237,19 +249,13 @@ int cw_argcache_put(struct cw_argcache *c, const struct cw_argkey *k, uint64_t h
 		c->ids[i] = id;
 		return 0;
 	}
-	if (c->n == c->alloc) {
-		size_t a = c->alloc ? c->alloc * 2 : 64;
-		struct cw_argkey *v = realloc(c->v, a * sizeof(*v));
-		int64_t *ids;
+	{
+		void *v = c->v;
+		int err = grow(&v, &c->ids, c->n, &c->alloc, sizeof(*c->v));
 
-		if (!v)
-			return -ENOMEM;
 		c->v = v;
-		ids = realloc(c->ids, a * sizeof(*ids));
-		if (!ids)
-			return -ENOMEM;
-		c->ids = ids;
-		c->alloc = a;
+		if (err)
+			return err;
 	}
 	i = (int64_t)c->n;
 	if (u64map_put(&c->map, hash, i))

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "store/store.h"
+#include "store/sqlite_util.h"
 
 /* schema.sql, embedded by the Makefile as a C string (build/gen/schema_sql.c). */
 extern const char cw_schema_v1_sql[];

@@ -4,6 +4,12 @@
 
 #include <sqlite3.h>
 
+#define CW_SCHEMA_VERSION 7
+/* The oldest version a read-only open accepts: later versions add indexes,
+ * which speed reads but hold no data, the tenant columns and views, and the
+ * GPU and NCCL tables, which readers of an older file treat as empty. */
+#define CW_SCHEMA_MIN_READ_VERSION 1
+
 /* Brings db to CW_SCHEMA_VERSION in one transaction. Returns 0, -EPROTO
  * when the file is newer than this build, or -errno. */
 int cw_migrate(sqlite3 *db, int *found_version);

@@ -170,7 +170,7 @@ CREATE TABLE chains (
 );
 
 -- Per-second aggregates per node, source and op. hist is a log-linear
--- histogram of durations (see src/analysis/hist.h), so percentiles over any
+-- histogram of durations (see src/util/hist.h), so percentiles over any
 -- window come from summing seconds rather than scanning events.
 CREATE TABLE aggregates (
   node    TEXT NOT NULL,

@@ -13,7 +13,6 @@
 #include <stdint.h>
 
 #include "store/store.h"
-#include "tenant/tenant.h"
 
 struct cw_writer;
 
@@ -95,11 +94,14 @@ struct cw_process_row {
 	int exit_code;
 };
 
-struct cw_cgroup_row {
+/* A cgroups row as stored; tenant/ parses or resolves the identity
+ * (tenant/cgroup_row.h). A NULL field is stored as NULL. */
+struct cw_cgroup_ident {
 	uint64_t cgroup_id;
 	const char *path;
-	const char *container; /* the legacy container column; NULL: the parsed id */
-	const struct cw_tenant *t;
+	const char *container; /* the legacy container column */
+	const char *runtime, *container_id, *pod, *pod_uid, *ns, *qos, *slurm_job, *slurm_step, *unit;
+	const char *tenant;    /* the tenant key (tenant.h cw_tenant_key) */
 	uint64_t seen_wall_ns; /* 0 unknown */
 };
 
@@ -160,11 +162,9 @@ int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *row);
 int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *row);
 int cw_writer_process(struct cw_writer *w, const struct cw_process_row *row);
 int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char *comm);
-/* A cgroup by path alone; the identity is parsed from it (tenant.h). */
-int cw_writer_cgroup(struct cw_writer *w, uint64_t cgroup_id, const char *path, const char *container);
-/* A resolved cgroup (src/tenant/); seen_wall_ns sets first seen for a new
- * row and moves last seen. */
-int cw_writer_cgroup_row(struct cw_writer *w, const struct cw_cgroup_row *r);
+/* A cgroup and its identity; seen_wall_ns sets first seen for a new row
+ * and moves last seen. */
+int cw_writer_cgroup_ident(struct cw_writer *w, const struct cw_cgroup_ident *r);
 int cw_writer_cgroup_seen(struct cw_writer *w, uint64_t cgroup_id, uint64_t wall_ns);
 int cw_writer_cgroup_pressure(struct cw_writer *w, const struct cw_pressure_row *r);
 int cw_writer_kernel_name(struct cw_writer *w, uint32_t pid, uint64_t handle, const char *name);

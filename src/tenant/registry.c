@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tenant/cgroup_row.h"
 #include "tenant/pressure.h"
 #include "tenant/registry.h"
 #include "util/u64map.h"
@@ -188,7 +189,7 @@ void cw_tenant_registry_commit(struct cw_tenant_registry *r, struct cw_tenant_ba
 		struct cw_cgroup_row row = {
 			.cgroup_id = b->ids[i], .path = b->info[i].path, .t = &b->info[i].t, .seen_wall_ns = wall_ns,
 		};
-		cw_writer_cgroup_row(w, &row);
+		cw_tenant_write_cgroup(w, &row);
 		r->st.resolved++;
 	}
 	for (int i = 0; i < b->nsample; i++)

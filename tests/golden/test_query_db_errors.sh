@@ -34,7 +34,7 @@ expect_db 'is a directory' --db "$tmp/dir.db"
 
 "$fix" "$tmp/new.db" || exit 1
 sqlite3 "$tmp/new.db" 'PRAGMA user_version = 99'
-schema_v=$(sed -n 's/^#define CW_SCHEMA_VERSION //p' "$CW_ROOT/src/store/store.h")
+schema_v=$(sed -n 's/^#define CW_SCHEMA_VERSION //p' "$CW_ROOT/src/store/migrate.h")
 expect_db "has schema version 99, newer than this causeway reads ($schema_v); upgrade causeway" --db "$tmp/new.db"
 
 # The store is in WAL mode, where a writer's BEGIN EXCLUSIVE does not stop

@@ -21,7 +21,7 @@
 #include "mcp/mcp.h"
 #include "server/internal.h"
 #include "store/store.h"
-#include "store/summary.h"
+#include "analysis/summary.h"
 
 static char dir[] = "/tmp/cw-test-mcp-XXXXXX";
 static char db[128];

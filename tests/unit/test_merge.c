@@ -17,6 +17,7 @@
 #include "fleet/merge.h"
 #include "store/store.h"
 #include "store/writer.h"
+#include "tenant/cgroup_row.h"
 #include "tenant/tenant.h"
 
 #define MS 1000000LL
@@ -166,7 +167,7 @@ static int make_db(const char *name, const char *node, int nev, uint64_t stack_h
 			return -1;
 		snprintf(t.pod, sizeof(t.pod), "trainer-%s", node);
 		snprintf(t.ns, sizeof(t.ns), "ml");
-		if (cw_writer_cgroup_row(w, &cr) || cw_writer_cgroup_pressure(w, &pr))
+		if (cw_tenant_write_cgroup(w, &cr) || cw_writer_cgroup_pressure(w, &pr))
 			return -1;
 	}
 	cw_writer_free(w);

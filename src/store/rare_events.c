@@ -6,11 +6,13 @@
  * of such seconds becomes a rowid range (cw_events_id_at). A window with
  * none costs one index seek either way. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
-#include "store/store.h"
+#include "store/layout_int.h"
+#include "store/rare_events.h"
+#include "store/sqlite_util.h"
 #include "util/timeutil.h"
 
 /* Rows written out of order by up to this much still fall in a range. */
@@ -47,21 +49,6 @@ static int push(struct cw_rare_event **v, size_t *n, size_t *cap, sqlite3_stmt *
 	snprintf(e->detail, sizeof(e->detail), "%s", detail ? detail : "");
 	e->py_stack_id = sqlite3_column_int64(st, 14);
 	return 0;
-}
-
-int cw_events_has_index(sqlite3 *db, const char *name)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1", -1, &st, NULL);
-
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc == SQLITE_ROW)
-		return 1;
-	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 
 #define RARE_SELECT                                                                                              \

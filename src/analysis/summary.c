@@ -1,4 +1,4 @@
-#include "store/summary.h"
+#include "analysis/summary.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -145,31 +145,6 @@ static int find_window(sqlite3 *db, const char *sql, const struct cw_summary_opt
 static const char SQL_AGG_WINDOW[] = "SELECT min(second), max(second) FROM aggregates";
 static const char SQL_AGG[] = "SELECT source, op, count, sum_ns, max_ns, hist FROM aggregates"
 			      " WHERE second >= ?1 ORDER BY source, op";
-static const char SQL_EV_WINDOW[] = "SELECT min(wall_ns) / 1000000000, max(wall_ns) / 1000000000 FROM events";
-static const char SQL_EV[] = "SELECT source, op, coalesce(py_stack_id, 0), duration_ns, pid FROM events"
-			     " WHERE wall_ns >= ?1";
-/* Per tenant: the cgroups row of each call's cgroup (by its primary key),
- * whose rowid stands for it in the scan. */
-static const char SQL_EV_TENANT[] = "SELECT e.source, e.op, coalesce(e.py_stack_id, 0), e.duration_ns, e.pid,"
-				    " c.rowid, e.node, e.cgroup_id, c.tenant FROM events e LEFT JOIN cgroups c"
-				    " ON c.node = e.node AND c.cgroup_id = e.cgroup_id WHERE e.wall_ns >= ?1";
-/* The same three on a schema v7 file: calls and kevents read directly,
- * only the columns wanted (the events view also looks up each call's
- * detail text and arguments: several times the scan). */
-static const char SQL_EV_WINDOW_NARROW[] =
-	"SELECT min(w) / 1000000000, max(w) / 1000000000 FROM (SELECT " CW_CALL_WALL " AS w FROM " CW_CALLS_FROM
-	" UNION ALL SELECT wall_ns FROM kevents)";
-static const char SQL_EV_NARROW[] =
-	"SELECT o.source, o.op, coalesce(c.pystack, 0), c.dur, t.pid FROM " CW_CALLS_FROM
-	" CROSS JOIN call_ops o ON o.id = c.op WHERE " CW_CALL_WALL " >= ?1"
-	" UNION ALL SELECT source, op, coalesce(py_stack_id, 0), duration_ns, pid FROM kevents WHERE wall_ns >= ?1";
-static const char SQL_EV_TENANT_NARROW[] =
-	"SELECT o.source, o.op, coalesce(c.pystack, 0), c.dur, t.pid, g.rowid, t.node, t.cgroup_id, g.tenant"
-	" FROM " CW_CALLS_FROM " CROSS JOIN call_ops o ON o.id = c.op"
-	" LEFT JOIN cgroups g ON g.node = t.node AND g.cgroup_id = t.cgroup_id WHERE " CW_CALL_WALL " >= ?1"
-	" UNION ALL SELECT e.source, e.op, coalesce(e.py_stack_id, 0), e.duration_ns, e.pid, g.rowid, e.node,"
-	" e.cgroup_id, g.tenant FROM kevents e LEFT JOIN cgroups g ON g.node = e.node AND g.cgroup_id = e.cgroup_id"
-	" WHERE e.wall_ns >= ?1";
 static const char SQL_PYSTACK[] = "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1";
 
 /* Per-line: there is no aggregate per Python location, so the events of
@@ -314,6 +289,7 @@ static int scan_events(sqlite3 *db, const struct cw_summary_opts *o, struct cw_s
 {
 	struct line_scan ls;
 	sqlite3_stmt *st = NULL, *ps = NULL;
+	const char *ev_sql;
 	struct cw_hist *acc = NULL;
 	const char *last_src = NULL, *last_op = NULL;
 	int rc, err = 0, opi = -1;
@@ -331,13 +307,10 @@ static int scan_events(sqlite3 *db, const struct cw_summary_opts *o, struct cw_s
 			err = -ENOMEM;
 			goto out;
 		}
-	if ((err = cw_store_is_narrow(db)) < 0)
+	if ((err = cw_store_read_sql(db, o->per_tenant ? CW_READ_SUMMARY_EVENTS_TENANT : CW_READ_SUMMARY_EVENTS,
+				     &ev_sql)) < 0)
 		goto out;
-	rc = sqlite3_prepare_v2(db,
-				err ? (o->per_tenant ? SQL_EV_TENANT_NARROW : SQL_EV_NARROW)
-				    : (o->per_tenant ? SQL_EV_TENANT : SQL_EV),
-				-1, &st, NULL);
-	err = 0;
+	rc = sqlite3_prepare_v2(db, ev_sql, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(db, SQL_PYSTACK, -1, &ps, NULL);
 	if (rc != SQLITE_OK) {
@@ -509,6 +482,7 @@ int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_
 {
 	struct cw_summary_opts o = { 0 };
 	struct cw_summary *s;
+	const char *window_sql = NULL;
 	size_t alloc = 0;
 	int err, events;
 
@@ -520,9 +494,9 @@ int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_
 		return -ENOMEM;
 	/* The aggregates keep no Python line, pid or cgroup. */
 	events = o.by_line || o.npids || o.per_tenant;
-	err = events ? cw_store_is_narrow(db) : 0;
+	err = events ? cw_store_read_sql(db, CW_READ_SUMMARY_WINDOW, &window_sql) : 0;
 	if (err >= 0)
-		err = find_window(db, !events ? SQL_AGG_WINDOW : err ? SQL_EV_WINDOW_NARROW : SQL_EV_WINDOW, &o, s);
+		err = find_window(db, events ? window_sql : SQL_AGG_WINDOW, &o, s);
 	if (!err && s->window_ns && o.npids >= 0)
 		err = events ? scan_events(db, &o, s, &alloc) : scan_aggregates(db, s, &alloc);
 	if (err) {

@@ -7,8 +7,8 @@
  * trace costs one pass over a few thousand rows. The per-line variant
  * (grouped by the Python user location of each call) has no aggregate to
  * read and scans the events in the window. */
-#ifndef CW_STORE_SUMMARY_H
-#define CW_STORE_SUMMARY_H
+#ifndef CW_ANALYSIS_SUMMARY_H
+#define CW_ANALYSIS_SUMMARY_H
 
 #include <jansson.h>
 #include <sqlite3.h>

@@ -1,0 +1,288 @@
+/* The batched writer (writer.h): its life cycle, events counted into
+ * batches, a full batch or a flush committed with its aggregates. */
+#include "store/writer_core.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/retention.h"
+
+#define DEFAULT_BATCH_ROWS 50000
+/* Calls between the caller's thread and the writer thread: 16384 rows of
+ * 136 bytes, 2.2 MB; a quarter second of SQLite's rate here. */
+#define DEFAULT_QUEUE_ROWS 16384
+
+int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct cw_writer_opts *o)
+{
+	struct cw_writer *w;
+	int i, err;
+
+	*out = NULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->store = store;
+	w->db = store->db;
+	w->node = strdup(o->node && *o->node ? o->node : "localhost");
+	w->session_id = o->session_id;
+	w->batch_rows = o->batch_rows > 0 ? o->batch_rows : DEFAULT_BATCH_ROWS;
+	w->immediate = o->immediate;
+	w->size_cap = o->size_cap_bytes;
+	w->ops = calloc(MAX_OPS, sizeof(*w->ops));
+	u64map_init(&w->agg_index, 0);
+	u64map_init(&w->stack_ids, 1 << 20);
+	u64map_init(&w->pystack_ids, 1 << 20);
+	if (!w->node || !w->ops || cw_keycache_init(&w->threads) || cw_strcache_init(&w->strings) ||
+	    cw_argcache_init(&w->args)) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < ST_MAX; i++) {
+		err = writer_prepare(w, (enum stmt_id)i);
+		if (err)
+			goto fail;
+	}
+	err = writer_load_next_seq(w);
+	if (err)
+		goto fail;
+	if (o->threaded) {
+		pthread_mutexattr_t ma;
+
+		err = cw_callq_init(&w->q, sizeof(struct pending_event),
+				    o->queue_rows > 0 ? (size_t)o->queue_rows : DEFAULT_QUEUE_ROWS);
+		if (err)
+			goto fail;
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+		pthread_mutex_init(&w->mu, &ma);
+		pthread_mutexattr_destroy(&ma);
+		w->threaded = 1;
+		err = -pthread_create(&w->thr, NULL, writer_main, w);
+		if (err)
+			goto fail;
+		w->thr_started = 1;
+	}
+	*out = w;
+	return 0;
+fail:
+	cw_writer_free(w);
+	return err;
+}
+
+int cw_writer_free(struct cw_writer *w)
+{
+	int i, err = 0;
+
+	if (!w)
+		return 0;
+	if (w->st[ST_EVENT])
+		err = cw_writer_flush(w);
+	if (w->thr_started) {
+		cw_callq_close(&w->q);
+		pthread_join(w->thr, NULL);
+	}
+	if (w->threaded) {
+		cw_callq_destroy(&w->q);
+		pthread_mutex_destroy(&w->mu);
+	}
+	for (i = 0; i < ST_MAX; i++)
+		sqlite3_finalize(w->st[i]);
+	for (i = 0; i < w->nops; i++) {
+		if (w->ops[i].owns_source)
+			free(w->ops[i].source);
+		free(w->ops[i].op);
+	}
+	for (i = 0; i < w->ncounters; i++)
+		free(w->counters[i].name);
+	cw_keycache_free(&w->threads);
+	cw_strcache_free(&w->strings);
+	cw_argcache_free(&w->args);
+	free(w->ops);
+	free(w->aggs);
+	u64map_free(&w->agg_index);
+	u64map_free(&w->stack_ids);
+	u64map_free(&w->pystack_ids);
+	free(w->node);
+	free(w);
+	return err;
+}
+
+void cw_writer_get_stats(const struct cw_writer *w, struct cw_writer_stats *out)
+{
+	struct cw_writer *mw = (struct cw_writer *)w;
+
+	if (mw->threaded)
+		pthread_mutex_lock(&mw->mu);
+	*out = w->stats;
+	if (mw->threaded) {
+		pthread_mutex_unlock(&mw->mu);
+		cw_callq_stats(&mw->q, &out->backpressure_waits, &out->backpressure_ns);
+	}
+}
+
+int cw_writer_flush(struct cw_writer *w)
+{
+	int err, e;
+
+	if (w->threaded) {
+		uint64_t waits, ns;
+
+		if (w->api_depth) {
+			w->flush_due = 1;
+			return 0;
+		}
+		/* Every queued call is in the open transaction before it
+		 * commits, with the aggregates of the same calls. */
+		cw_callq_drain(&w->q);
+		cw_callq_stats(&w->q, &waits, &ns);
+		cw_writer_counter_set(w, "store.backpressure_waits", waits);
+		cw_writer_counter_set(w, "store.backpressure_ns", ns);
+		writer_sync_gen(w);
+	}
+	WLOCK(w);
+	w->flush_due = 0;
+	err = writer_begin(w);
+	if (err)
+		return err;
+	err = writer_drain_events(w);
+	if (w->async_err) {
+		if (!err)
+			err = w->async_err;
+		w->async_err = 0;
+	}
+	/* Rows the store refused are losses too: counted where trace's other
+	 * losses are (the counter survives even when this batch fails). The
+	 * stored count is the base readers compute a loss share against. */
+	if (w->stats.failed_rows)
+		cw_writer_counter_set(w, "store.failed_rows", w->stats.failed_rows);
+	cw_writer_counter_set(w, "store.events", w->stats.events);
+	e = writer_write_pending(w);
+	if (e) {
+		writer_note_error(w, e);
+		if (!err)
+			err = e;
+	}
+	e = writer_commit(w);
+	if (!err)
+		err = e;
+	if (!err && w->size_cap > 0 && cw_store_used_bytes(w->store) > w->size_cap) {
+		int64_t pruned = 0;
+
+		err = cw_retention_enforce(w->store, w->size_cap, &pruned);
+		/* Retention drops thread rows of old stretches. */
+		cw_keycache_clear(&w->threads);
+		if (pruned > 0) {
+			w->stats.pruned_events += (uint64_t)pruned;
+			cw_writer_counter_set(w, "store.pruned_events", w->stats.pruned_events);
+		}
+	}
+	return err;
+}
+
+/* Counts a row toward the batch: commits when the batch is full.
+ * Aggregates are written with the batch so they never run ahead of the
+ * events. */
+static inline int batch_tick(struct cw_writer *w)
+{
+	if (++w->rows_in_batch < w->batch_rows)
+		return 0;
+	/* A flush waits for the writer thread, which needs mu: not while a
+	 * public function holds it. */
+	if (w->threaded && w->api_depth) {
+		w->flush_due = 1;
+		return 0;
+	}
+	return cw_writer_flush(w);
+}
+
+/* Called after every row but events (which count themselves when
+ * stored, in writer_insert_events). */
+int writer_row_done(struct cw_writer *w, int err)
+{
+	if (err)
+		return writer_row_failed(w, err);
+	w->tx_rows++;
+	return batch_tick(w);
+}
+
+/* Threaded mode: everything but the insert of a call happens here, on the
+ * caller's thread; the call's row goes to the writer thread through q. */
+static int event_threaded(struct cw_writer *w, const struct cw_event_row *r)
+{
+	int err, opi, anomalous = 0;
+	int64_t id, seq;
+
+	writer_sync_gen(w);
+	opi = writer_op_index(w, r->source, r->op);
+	if (opi < 0) {
+		WLOCK(w);
+		return writer_row_done(w, opi);
+	}
+	if (r->duration_ns || r->has_ret)
+		anomalous = writer_is_anomalous(&w->ops[opi], r->duration_ns);
+	err = writer_aggregate(w, opi, r);
+	id = w->next_id++;
+	seq = w->next_seq++;
+	if (!err && !w->ops[opi].is_call) {
+		WLOCK(w);
+		err = writer_begin(w);
+		if (!err)
+			err = writer_insert_kevent(w, r, opi, anomalous, id, seq);
+		if (!err) {
+			w->stats.events++;
+			w->tx_events++;
+		}
+		return writer_row_done(w, err);
+	}
+	if (!err)
+		err = writer_queue_call(w, r, opi, anomalous, id, seq);
+	if (err) {
+		WLOCK(w);
+		return writer_row_done(w, err);
+	}
+	if (++w->rows_in_batch >= w->batch_rows || w->flush_due)
+		return cw_writer_flush(w);
+	return 0;
+}
+
+int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
+{
+	int err, opi, anomalous = 0;
+	int64_t id, seq;
+
+	if (w->threaded)
+		return event_threaded(w, r);
+	err = writer_begin(w);
+	if (err)
+		return writer_row_done(w, err);
+	opi = writer_op_index(w, r->source, r->op);
+	if (opi < 0)
+		return writer_row_done(w, opi);
+	/* Instant events (exec, retransmit) have no latency to judge. */
+	if (r->duration_ns || r->has_ret)
+		anomalous = writer_is_anomalous(&w->ops[opi], r->duration_ns);
+	err = writer_aggregate(w, opi, r);
+	if (err)
+		return writer_row_done(w, err);
+	id = w->next_id++;
+	seq = w->next_seq++;
+	if (!w->ops[opi].is_call) {
+		err = writer_insert_kevent(w, r, opi, anomalous, id, seq);
+		if (!err) {
+			w->stats.events++;
+			w->tx_events++;
+		}
+		return writer_row_done(w, err);
+	}
+	err = writer_queue_call(w, r, opi, anomalous, id, seq);
+	if (err)
+		return writer_row_done(w, err);
+	if (w->npend == EVENTS_PER_STMT) {
+		/* writer_writer_drain_events() counts the rows it stores or fails. */
+		err = writer_drain_events(w);
+		if (err)
+			return err;
+	}
+	return batch_tick(w);
+}
