@@ -247,6 +247,7 @@ int cmd_mcp(int argc, char **argv)
 		cw_warn("mcp: cannot read \"%s\" (%s); the trace tools will report it", s.cfg.db_path,
 			strerror(errno));
 	s.cfg.node = cw_default_node();
+	cw_check_env_default(&s.cfg.check);
 	s.cfg.transport = "stdio";
 	s.cfg.allow_where = geteuid() == 0;
 	s.cfg.allow_export_path = 1;

@@ -10,7 +10,7 @@
 
 #include "analysis/explain.h"
 #include "analysis/stack_render.h"
-#include "cmd/cmd.h"
+#include "check/report.h"
 #include "mcp/tools_int.h"
 #include "store/ro_query.h"
 #include "store/store.h"
@@ -19,10 +19,10 @@
 
 TOOL_FN(cw_tool_check)
 {
-	json_t *r = cw_check_report(), *ch;
+	json_t *r, *ch;
 	size_t i;
 
-	if (!r) {
+	if (cw_check_report(&c->cfg->check, &r)) {
 		snprintf(err, errlen, "check: out of memory");
 		return -ENOMEM;
 	}

@@ -41,6 +41,7 @@ struct cw_server {
 	struct cw_live_metrics *_Atomic live;
 	struct cw_writer_lag *_Atomic wlag; /* trace --serve: writer lag (server/writer_lag.h) */
 	struct cw_mcp_http *mcp;           /* /mcp sessions (mcp_http.c), made on first use */
+	struct cw_check_env check;         /* for the MCP check tool */
 	struct cw_chains_cache *chains;    /* /chains answers (routes_chains.c) */
 	atomic_int stopping;               /* set before the daemon stops: streams end */
 	struct cw_deadlines dl;

@@ -62,6 +62,7 @@ static struct cw_mcp_http *state(struct cw_server *s)
 		pthread_mutex_init(&h->mu, NULL);
 		h->cfg.db_path = s->db_path;
 		h->cfg.node = s->node;
+		h->cfg.check = s->check;
 		h->cfg.transport = "http";
 		h->cfg.timeout_ns = s->timeout_ns;
 		h->cfg.allow_where = geteuid() == 0;

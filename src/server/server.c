@@ -282,6 +282,7 @@ int cw_server_start(struct cw_server **out, const struct cw_server_opts *o, char
 		return -ENOMEM;
 	s->db_path = strdup(o->db_path);
 	s->node = strdup(o->node);
+	s->check = o->check;
 	s->max_rows = o->max_rows > 0 ? o->max_rows : CW_SERVER_DEFAULT_MAX_ROWS;
 	s->max_body = o->max_body ? o->max_body : CW_SERVER_DEFAULT_MAX_BODY;
 	s->timeout_ns = o->timeout_ns ? o->timeout_ns : CW_SERVER_DEFAULT_TIMEOUT_NS;
