@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "fleet/fanout_cli.h"
+#include "cmd/fleet_cli.h"
 #include "mcp/mcp.h"
 #include "store/store.h"
 #include "util/log.h"
