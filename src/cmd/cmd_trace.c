@@ -35,8 +35,8 @@
 #include "cmd/otlp_setup.h"
 #include "loader/probe_features.h"
 #include "loader/prog_stats.h"
-#include "server/live_metrics.h"
-#include "server/writer_lag.h"
+#include "metrics/live_metrics.h"
+#include "metrics/writer_lag.h"
 #include "cmd/trace_python.h"
 #include "cmd/trace_tenant.h"
 #include "tenant/resolve.h"
@@ -284,7 +284,7 @@ static void tap(void *ctx, const void *data, size_t size)
 }
 
 /* The writer's commit count, the one figure writer lag needs from the
- * writer (server/writer_lag.h): the batches cw_writer_get_stats() counts.
+ * writer (metrics/writer_lag.h): the batches cw_writer_get_stats() counts.
  * Lock held. */
 static uint64_t writer_commits_locked(struct trace *t)
 {

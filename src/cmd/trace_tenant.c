@@ -7,7 +7,7 @@
 
 #include "bpf/events.h"
 #include "cmd/trace_tenant.h"
-#include "server/live_metrics.h"
+#include "metrics/live_metrics.h"
 #include "cmd/cmd.h"
 #include "tenant/kubelet.h"
 #include "tenant/registry.h"

@@ -2,9 +2,8 @@
  * latency. Per-op figures come from the per-second aggregates (histograms
  * merged over the whole database), never from scanning events. */
 #define _GNU_SOURCE
-#include "server/metrics.h"
+#include "metrics/families.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,41 +13,13 @@
 #include <unistd.h>
 
 #include "loader/prog_stats.h"
-#include "server/live_metrics.h"
-#include "server/writer_lag.h"
+#include "metrics/live_metrics.h"
+#include "metrics/writer_lag.h"
 #include "server/internal.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
 #define CW_METRICS_CAP (16u << 20)
-
-int cw_prom_escape_label(struct strbuf *sb, const char *v)
-{
-	int rc = 0;
-
-	for (; v && *v && !rc; v++) {
-		if (*v == '\\')
-			rc = strbuf_adds(sb, "\\\\");
-		else if (*v == '"')
-			rc = strbuf_adds(sb, "\\\"");
-		else if (*v == '\n')
-			rc = strbuf_adds(sb, "\\n");
-		else
-			rc = strbuf_addch(sb, *v);
-	}
-	return rc;
-}
-
-int cw_prom_sanitize_name(struct strbuf *sb, const char *s)
-{
-	int rc = 0;
-
-	if (s && isdigit((unsigned char)*s))
-		rc = strbuf_addch(sb, '_');
-	for (; s && *s && !rc; s++)
-		rc = strbuf_addch(sb, isalnum((unsigned char)*s) || *s == '_' ? *s : '_');
-	return rc;
-}
 
 void cw_server_set_live_metrics(struct cw_server *s, struct cw_live_metrics *m)
 {

@@ -56,7 +56,7 @@ struct cw_live_metrics;
  * from m instead of the store's aggregates. m must outlive the server. */
 void cw_server_set_live_metrics(struct cw_server *s, struct cw_live_metrics *m);
 struct cw_writer_lag;
-/* trace --serve: /metrics adds the writer lag families (server/writer_lag.h)
+/* trace --serve: /metrics adds the writer lag families (metrics/writer_lag.h)
  * from l, which must outlive the server. */
 void cw_server_set_writer_lag(struct cw_server *s, struct cw_writer_lag *l);
 

@@ -9,7 +9,7 @@
  * per-second aggregates (the seconds that hold any) and read by rowid
  * around those seconds only, so a scrape never scans the events table. */
 #define _GNU_SOURCE
-#include "server/metrics.h"
+#include "metrics/families.h"
 
 #include <errno.h>
 #include <stdio.h>
