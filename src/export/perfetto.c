@@ -15,11 +15,6 @@
 
 #define ERR(c, ...) snprintf((c)->err, (c)->errlen, __VA_ARGS__)
 
-json_t *pf_ts(const struct pf_ctx *c, const struct pf_node *n, int64_t wall_ns)
-{
-	return cw_trace_us(wall_ns - n->offset_ns - c->base);
-}
-
 /* Scans of the window's events read CW_EVENTS_LIGHT on a v7 file. */
 static int prepare_light(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 {
