@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "analysis/engine.h"
-#include "export/perfetto_fleet.h"
+#include "fleet/fetch.h"
 #include "store/store.h"
 
 #define PER_NODE_ROWS 1000000
