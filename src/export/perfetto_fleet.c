@@ -139,10 +139,10 @@ int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_exp
 			     struct cw_export_stats *st, void (*warn)(void *arg, const char *msg), void *warn_arg,
 			     char *err, size_t errlen)
 {
-	char dir[] = "/tmp/causeway-export-XXXXXX", path[sizeof(dir) + 16];
+	struct cw_fleet_tmp tmp;
 	struct cw_fleet_warns wr = { .fn = warn, .arg = warn_arg };
 	struct cw_export_opts lo = *o;
-	struct cw_store *store = NULL;
+	struct cw_store *store;
 	struct window w = { 0 };
 	uint64_t max = o->max_events ? o->max_events : CW_EXPORT_DEFAULT_MAX_EVENTS;
 	int64_t per;
@@ -150,13 +150,9 @@ int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_exp
 
 	memset(st, 0, sizeof(*st));
 	err[0] = '\0';
-	if (!mkdtemp(dir)) {
-		snprintf(err, errlen, "cannot create a temporary directory: %s", strerror(errno));
-		return -errno;
-	}
-	snprintf(path, sizeof(path), "%s/fleet.db", dir);
-	if ((ret = cw_store_open(&store, path, CW_STORE_CREATE, err, errlen)))
+	if ((ret = cw_fleet_tmp_open(&tmp, "export", "fleet.db", err, errlen)))
 		goto out;
+	store = tmp.st;
 	if ((ret = plan(store->db, fo, o, &w, &wr, err, errlen)))
 		goto out;
 	per = (int64_t)(max / (uint64_t)(fo->nnodes > 0 ? fo->nnodes : 1));
@@ -183,16 +179,7 @@ int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_exp
 	lo.to_wall_ns = w.to > w.from ? w.to : w.from + 1;
 	ret = cw_export_perfetto(store->db, &lo, out, st, err, errlen);
 out:
-	cw_store_close(store);
-	if (path[0]) {
-		char aux[sizeof(path) + 8];
-		unlink(path);
-		snprintf(aux, sizeof(aux), "%s-wal", path);
-		unlink(aux);
-		snprintf(aux, sizeof(aux), "%s-shm", path);
-		unlink(aux);
-	}
-	rmdir(dir);
+	cw_fleet_tmp_close(&tmp);
 	cw_fleet_warns_free(&wr);
 	return ret;
 }

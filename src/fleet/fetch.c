@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/store.h"
 
@@ -192,4 +193,29 @@ int cw_fleet_fetch_into(sqlite3 *db, const struct cw_fleet_opts *fo, const char 
 
 	cw_fleet_warns_free(&wr);
 	return ret;
+}
+
+int cw_fleet_tmp_open(struct cw_fleet_tmp *t, const char *tag, const char *name, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->dir, sizeof(t->dir), "/tmp/causeway-%s-XXXXXX", tag);
+	if (!mkdtemp(t->dir)) {
+		int e = errno;
+
+		t->dir[0] = '\0';
+		snprintf(err, errlen, "cannot create a temporary directory: %s", strerror(e));
+		return -e;
+	}
+	snprintf(t->path, sizeof(t->path), "%s/%s", t->dir, name);
+	return cw_store_open(&t->st, t->path, CW_STORE_CREATE, err, errlen);
+}
+
+void cw_fleet_tmp_close(struct cw_fleet_tmp *t)
+{
+	cw_store_close(t->st);
+	t->st = NULL;
+	if (t->path[0])
+		cw_store_remove_files(t->path);
+	if (t->dir[0])
+		rmdir(t->dir);
 }

@@ -8,6 +8,19 @@
 
 #include "fleet/fanout.h"
 
+/* A private store in a new directory /tmp/causeway-TAG-XXXXXX, as file
+ * name: what fleet answers are gathered into, removed with its directory
+ * by close (which a failed open needs too). */
+struct cw_store;
+struct cw_fleet_tmp {
+	char dir[64];
+	char path[128];
+	struct cw_store *st;
+};
+
+int cw_fleet_tmp_open(struct cw_fleet_tmp *t, const char *tag, const char *name, char *err, size_t errlen);
+void cw_fleet_tmp_close(struct cw_fleet_tmp *t);
+
 /* One table fetched from every agent. The SELECT's columns are, in order,
  * the columns of the local INSERT after node (the names are ours, never
  * the agents'). ?1/?2 are the window (wall ns, or seconds for the
