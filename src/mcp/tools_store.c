@@ -43,7 +43,6 @@ TOOL_FN(cw_tool_trace_summary)
 {
 	struct cw_summary_opts o = { 0 };
 	struct cw_summary *s = NULL;
-	const char *since = tool_str(args, "since");
 	int64_t limit = tool_int(args, "limit", CW_MCP_DEFAULT_ROWS);
 	int64_t *pids = NULL;
 	sqlite3 *db;
@@ -51,10 +50,8 @@ TOOL_FN(cw_tool_trace_summary)
 	size_t i, n;
 	int rc;
 
-	if (since && (cw_parse_duration(since, &o.since_ns) || !o.since_ns)) {
-		snprintf(err, errlen, "invalid \"since\" \"%s\": a duration such as 30s, 5m or 2h", since);
-		return -EINVAL;
-	}
+	if ((rc = tool_duration(args, "since", &o.since_ns, err, errlen)))
+		return rc;
 	o.by_line = tool_bool(args, "by_line");
 	o.per_tenant = tool_bool(args, "per_tenant");
 	if ((rc = tool_open_db(c, &db, err, errlen)))

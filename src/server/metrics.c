@@ -58,6 +58,17 @@ static void render_self(struct strbuf *sb)
 }
 
 /* trace --serve: run time and count of this agent's own BPF programs. */
+/* name{node="..",program="..: a series of one BPF program, open for its
+ * closing quote and value. */
+static void program_series(struct strbuf *sb, const char *name, const char *node, const char *prog)
+{
+	strbuf_adds(sb, name);
+	strbuf_adds(sb, "{node=\"");
+	cw_prom_escape_label(sb, node);
+	strbuf_adds(sb, "\",program=\"");
+	cw_prom_escape_label(sb, prog);
+}
+
 static void render_bpf(struct strbuf *sb, const char *node)
 {
 	struct cw_prog_stat ps[64];
@@ -70,20 +81,14 @@ static void render_bpf(struct strbuf *sb, const char *node)
 			"trace --bpf-stats or kernel.bpf_stats_enabled=1).\n"
 			"# TYPE causeway_bpf_program_run_seconds_total counter\n");
 	for (i = 0; i < n; i++) {
-		strbuf_adds(sb, "causeway_bpf_program_run_seconds_total{node=\"");
-		cw_prom_escape_label(sb, node);
-		strbuf_adds(sb, "\",program=\"");
-		cw_prom_escape_label(sb, ps[i].name);
+		program_series(sb, "causeway_bpf_program_run_seconds_total", node, ps[i].name);
 		strbuf_addf(sb, "\"} %.9f\n", (double)ps[i].run_time_ns / 1e9);
 	}
 	strbuf_adds(sb, "# HELP causeway_bpf_program_runs_total Runs of the agent's BPF programs "
 			"(counted while BPF statistics are enabled).\n"
 			"# TYPE causeway_bpf_program_runs_total counter\n");
 	for (i = 0; i < n; i++) {
-		strbuf_adds(sb, "causeway_bpf_program_runs_total{node=\"");
-		cw_prom_escape_label(sb, node);
-		strbuf_adds(sb, "\",program=\"");
-		cw_prom_escape_label(sb, ps[i].name);
+		program_series(sb, "causeway_bpf_program_runs_total", node, ps[i].name);
 		strbuf_addf(sb, "\"} %llu\n", (unsigned long long)ps[i].run_cnt);
 	}
 }
