@@ -112,6 +112,12 @@ int cw_api_int(struct MHD_Connection *c, const char *k, int64_t lo, int64_t hi, 
 	return 0;
 }
 
+json_t *cw_api_window_answer(const struct cw_server *s, uint64_t from, uint64_t to, const char *k, json_t *v)
+{
+	return json_pack("{s:s, s:I, s:I, s:o}", "node", s->node, "from_ns", (json_int_t)from, "to_ns",
+			 (json_int_t)to, k, v);
+}
+
 json_t *cw_api_text(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
