@@ -309,13 +309,10 @@ static int load_threads(sqlite3 *db, struct tl_req *q, json_t *threads)
 	sqlite3_stmt *st;
 	int rc, ret = 0;
 
-	rc = sqlite3_prepare_v2(db,
-				"SELECT t.pid, t.tid, t.comm, p.rank FROM threads t LEFT JOIN processes p"
-				" ON p.node = t.node AND p.pid = t.pid WHERE (?1 = 0 OR t.tid = ?1)"
-				" AND (?2 = 0 OR t.pid = ?2) ORDER BY t.pid, t.tid LIMIT ?3",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+	if ((rc = cw_api_prepare(db, "SELECT t.pid, t.tid, t.comm, p.rank FROM threads t LEFT JOIN processes p"
+				     " ON p.node = t.node AND p.pid = t.pid WHERE (?1 = 0 OR t.tid = ?1)"
+				     " AND (?2 = 0 OR t.pid = ?2) ORDER BY t.pid, t.tid LIMIT ?3", &st)))
+		return rc;
 	sqlite3_bind_int64(st, 1, q->tid);
 	sqlite3_bind_int64(st, 2, q->pid);
 	sqlite3_bind_int(st, 3, TL_MAX_THREADS);
@@ -359,9 +356,8 @@ static int mono_range(sqlite3 *db, struct tl_req *q)
 	int rc;
 	int64_t lo_off = 0, hi_off = 0;
 
-	rc = sqlite3_prepare_v2(db, "SELECT min(mono_to_wall_ns), max(mono_to_wall_ns) FROM sessions", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+	if ((rc = cw_api_prepare(db, "SELECT min(mono_to_wall_ns), max(mono_to_wall_ns) FROM sessions", &st)))
+		return rc;
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		lo_off = sqlite3_column_int64(st, 0);
 		hi_off = sqlite3_column_int64(st, 1);
@@ -384,12 +380,9 @@ static int call_slack(sqlite3 *db, const struct tl_req *q, uint64_t *slack)
 	int rc;
 
 	*slack = TL_SLACK_NS;
-	rc = sqlite3_prepare_v2(db,
-				"SELECT max(max_ns) FROM aggregates WHERE second >= ?1 AND second <= ?2"
-				" AND source IN ('cuda', 'driver', 'graph')",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+	if ((rc = cw_api_prepare(db, "SELECT max(max_ns) FROM aggregates WHERE second >= ?1 AND second <= ?2"
+				     " AND source IN ('cuda', 'driver', 'graph')", &st)))
+		return rc;
 	sqlite3_bind_int64(st, 1, (int64_t)(q->from / NSEC_PER_SEC) - 2);
 	sqlite3_bind_int64(st, 2, (int64_t)(q->to / NSEC_PER_SEC) + 2);
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
