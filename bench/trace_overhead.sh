@@ -43,7 +43,7 @@ twin() { awk -v f="$2" '$1=="twin" && $2==f {print $4}' "$1"; }
 for r in $(seq "$REPS"); do
 	rm -f "$D/t.db"*
 	bpftrace_start "$BT" || exit 1
-	taskset -c 0 "$CW" trace --no-view --cuda-lib "$LIB" --db "$D/t.db" -- \
+	taskset -c 0 "$CW" trace --no-view ${CW_TRACE_FLAGS:-} --cuda-lib "$LIB" --db "$D/t.db" -- \
 		taskset -c $WCPU "$FIX/fake_workload" -m twins -n "$ROUNDS" >"$D/o" 2>"$D/cw.err"
 	bpftrace_stop
 	grep -q "ring drops 0, aggregated 0" "$D/cw.err" || echo "  note: causeway reported losses: $(tail -1 "$D/cw.err")"
@@ -77,7 +77,7 @@ PY
 for rate in 50000 200000; do
 	per=$((rate / 4))
 	rm -f "$D/s.db"*
-	"$CW" trace --no-view --cuda-lib "$LIB" --db "$D/s.db" -- "$FIX/fake_workload" -t 4 -T 5 -r $per -m sync -w 1000 >"$D/o" 2>"$D/s.err" &
+	"$CW" trace --no-view ${CW_TRACE_FLAGS:-} --cuda-lib "$LIB" --db "$D/s.db" -- "$FIX/fake_workload" -t 4 -T 5 -r $per -m sync -w 1000 >"$D/o" 2>"$D/s.err" &
 	tp=$!
 	sleep 2
 	t0=$(awk '{print $14 + $15}' /proc/$tp/stat); s0=$(date +%s.%N)

@@ -203,8 +203,9 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	 * ~0.1 s under a lock that serializes them on 6.18 (200 probes: 20 s
 	 * to stop, even from parallel threads), a multi link detaches at
 	 * once. Per-hit cost was not measurably different on this VM (bench/
-	 * RESULTS.md, "trace"). CW_UPROBE_MULTI=0 forces per-probe links. */
-	cp->multi = !(getenv("CW_UPROBE_MULTI") && !strcmp(getenv("CW_UPROBE_MULTI"), "0"));
+	 * RESULTS.md, "trace"). no_multi (trace --no-uprobe-multi) forces
+	 * per-probe links. */
+	cp->multi = !o->no_multi;
 	cp->sleepable = 1;
 again:
 	cp->skel = cuda_bpf__open();
@@ -702,9 +703,11 @@ static int take_slots(struct cw_call_slot *slots, uint64_t cutoff_mono_ns,
 	return n;
 }
 
-/* Open calls in call_state, the table of calls whose slot was held. */
-static int take_hashed(int fd, uint64_t cutoff_mono_ns, void (*fn)(void *ctx, const struct cw_call_entry *e),
-		       void *ctx)
+/* Open calls in call_state, the table of calls whose slot was held: those
+ * older than the cutoff taken (deleted and handed over), or with peek_pid,
+ * those of that process handed over as copies. */
+static int walk_hashed(int fd, uint64_t cutoff_mono_ns, uint32_t peek_pid,
+		       void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
 {
 	struct cw_call_key key, next;
 	struct cw_call_state st;
@@ -720,7 +723,8 @@ static int take_hashed(int fd, uint64_t cutoff_mono_ns, void (*fn)(void *ctx, co
 	for (i = 0; i < INFLIGHT_SWEEP_MAX; i++, key = next) {
 		more = !bpf_map_get_next_key(fd, &key, &next);
 		if (!bpf_map_lookup_elem(fd, &key, &st) && st.e.hdr.type == CW_REC_CALL &&
-		    st.e.hdr.ts_ns < cutoff_mono_ns && !bpf_map_delete_elem(fd, &key)) {
+		    (peek_pid ? st.e.hdr.pid == peek_pid
+			      : st.e.hdr.ts_ns < cutoff_mono_ns && !bpf_map_delete_elem(fd, &key))) {
 			hand_over(&st, fn, ctx);
 			n++;
 		}
@@ -733,12 +737,13 @@ static int take_hashed(int fd, uint64_t cutoff_mono_ns, void (*fn)(void *ctx, co
 int cw_cuda_probes_peek_inflight(struct cw_cuda_probes *cp, uint32_t pid,
 				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
 {
-	int fd = bpf_map__fd(cp->skel->maps.call_state), n = 0, i, more;
-	struct cw_call_key key, next;
+	int fd = bpf_map__fd(cp->skel->maps.call_state), n = 0;
 	struct cw_call_state st;
 
 	if (fd < 0 || !cp->slots)
 		return -EBADF;
+	if (!pid) /* walk_hashed() would take, not peek */
+		return 0;
 	/* A copy that races with the return is at worst a call that just
 	 * ended: the caller only reads it. */
 	for (size_t k = 0; k < CW_CALL_SLOTS; k++) {
@@ -748,23 +753,10 @@ int cw_cuda_probes_peek_inflight(struct cw_cuda_probes *cp, uint32_t pid,
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (st.e.hdr.type != CW_REC_CALL || st.e.hdr.pid != pid)
 			continue;
-		st.e.hdr.type = CW_REC_CALL_ENTRY;
-		fn(ctx, &st.e);
+		hand_over(&st, fn, ctx);
 		n++;
 	}
-	if (bpf_map_get_next_key(fd, NULL, &key))
-		return n;
-	for (i = 0; i < INFLIGHT_SWEEP_MAX; i++, key = next) {
-		more = !bpf_map_get_next_key(fd, &key, &next);
-		if (!bpf_map_lookup_elem(fd, &key, &st) && st.e.hdr.type == CW_REC_CALL && st.e.hdr.pid == pid) {
-			st.e.hdr.type = CW_REC_CALL_ENTRY;
-			fn(ctx, &st.e);
-			n++;
-		}
-		if (!more)
-			break;
-	}
-	return n;
+	return n + walk_hashed(fd, 0, pid, fn, ctx);
 }
 
 int cw_cuda_probes_take_inflight(struct cw_cuda_probes *cp, uint64_t cutoff_mono_ns,
@@ -774,7 +766,7 @@ int cw_cuda_probes_take_inflight(struct cw_cuda_probes *cp, uint64_t cutoff_mono
 
 	if (fd < 0 || !cp->slots)
 		return -EBADF;
-	return take_slots(cp->slots, cutoff_mono_ns, fn, ctx) + take_hashed(fd, cutoff_mono_ns, fn, ctx);
+	return take_slots(cp->slots, cutoff_mono_ns, fn, ctx) + walk_hashed(fd, cutoff_mono_ns, 0, fn, ctx);
 }
 
 int cw_cuda_probes_agg(struct cw_cuda_probes *cp, unsigned op, struct cw_cuda_agg *out)

@@ -38,6 +38,7 @@ struct cw_cuda_probes_opts {
 	int filter_cgroup;     /* only threads in cgroups added with cw_cuda_probes_allow_cgroup */
 	int py_mode;           /* enum cw_py_mode (cuda.bpf.h); 0 = off */
 	int native_stacks;     /* a native user stack after every call entry */
+	int no_multi;          /* one perf-event uprobe per function, no uprobe_multi links */
 	/* Shared maps from kernel_probes (-1: own copies). */
 	int tracked_fd, drops_fd, stats_fd;
 };

@@ -34,4 +34,9 @@ grep -q 'needs root' "$D/err" || fail "not root message: $(cat "$D/err")"
 "$CW_BIN" trace --db "$D/ok.db" --no-view --cuda-lib /usr/local/cuda-13.0/lib64/libcudart.so.13 --duration 1s 2>"$D/err" \
 	|| fail "--cuda-lib with the real runtime: $(cat "$D/err")"
 grep -q '1 libraries' "$D/err" || fail "attached: $(cat "$D/err")"
+# Per-function perf-event uprobes instead of uprobe_multi links (on a small
+# library: each detaches in ~0.1 s).
+"$CW_BIN" trace --db "$D/pf.db" --no-view --no-uprobe-multi --cuda-lib "$CW_BUILD/fixtures/fakecuda/libcudart.so.13" \
+	--duration 1s 2>"$D/err" || fail "--no-uprobe-multi: $(cat "$D/err")"
+grep -q '1 libraries, [1-9][0-9]* probes' "$D/err" || fail "--no-uprobe-multi attached: $(cat "$D/err")"
 echo ok

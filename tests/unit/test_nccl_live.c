@@ -1,4 +1,4 @@
-/* trace's live NCCL hang warning (cmd/trace_nccl_live.c): thresholds from
+/* trace's live NCCL hang warning (trace/nccl_live.c): thresholds from
  * both sides, failed calls, ranks from ncclCommInitRank. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd/trace_nccl_live.h"
+#include "trace/nccl_live.h"
 
 #define MS 1000000ULL
 #define S (1000 * MS)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "bpf/events.h"
-#include "cmd/trace_view.h"
+#include "trace/view.h"
 #include "loader/discover.h"
 #include "loader/session.h"
 #include "loader/uprobe_attach.h"

@@ -8,8 +8,8 @@
  * names the processes behind: the live side of explain's nccl_hang (which
  * matches by communicator and sequence number from the store; here one
  * communicator per process is assumed). */
-#ifndef CW_CMD_TRACE_NCCL_LIVE_H
-#define CW_CMD_TRACE_NCCL_LIVE_H
+#ifndef CW_TRACE_NCCL_LIVE_H
+#define CW_TRACE_NCCL_LIVE_H
 
 #include <stddef.h>
 #include <stdint.h>

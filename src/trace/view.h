@@ -6,8 +6,8 @@
  * p95, p99 and flags; host context from the last snapshot; losses; and
  * warnings that join a slow op with the off-CPU history of the thread
  * that made its slowest call. */
-#ifndef CW_CMD_TRACE_VIEW_H
-#define CW_CMD_TRACE_VIEW_H
+#ifndef CW_TRACE_VIEW_H
+#define CW_TRACE_VIEW_H
 
 #include <stddef.h>
 #include <stdint.h>

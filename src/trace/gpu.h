@@ -6,15 +6,16 @@
  * Threads: observe/exited/tick/counters run with the consumer lock held
  * (the writer is used under it); the sampler thread takes that lock for
  * each write; stop is called without it. */
-#ifndef CW_CMD_TRACE_GPU_H
-#define CW_CMD_TRACE_GPU_H
+#ifndef CW_TRACE_GPU_H
+#define CW_TRACE_GPU_H
 
 #include <stdint.h>
 
-#include "cmd/trace_view.h"
+#include "trace/view.h"
 #include "loader/ringbuf.h"
 #include "store/store.h"
 #include "store/writer.h"
+#include "trace/trace.h"
 
 struct trace_gpu;
 
@@ -23,7 +24,8 @@ struct trace_gpu_opts {
 	const char *nvml_path;   /* NULL: $CW_NVML_LIB or libnvidia-ml.so.1 */
 	int no_gpu;              /* no NVML, no kmsg */
 	uint64_t stall_floor_ns; /* 0: 30 s */
-	int quiet;               /* no alert lines on stderr */
+	int quiet;               /* no alert lines through say */
+	const struct cw_trace_sink *say;
 	/* The calls of pid open right now (entered, not returned): fills up
 	 * to max (tid, op name, entry mono ns); returns the count. NULL: none. */
 	int (*open_calls)(void *ctx, uint32_t pid, uint32_t *tids, const char **ops, uint64_t *since, int max);

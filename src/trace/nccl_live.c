@@ -1,4 +1,4 @@
-#include "cmd/trace_nccl_live.h"
+#include "trace/nccl_live.h"
 
 #include <stdio.h>
 #include <stdlib.h>

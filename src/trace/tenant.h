@@ -6,8 +6,8 @@
  * does no I/O; a resolver thread of this module does the I/O without the
  * lock and takes it only to hand work over and to write rows;
  * pid_allowed runs in the main thread. */
-#ifndef CW_CMD_TRACE_TENANT_H
-#define CW_CMD_TRACE_TENANT_H
+#ifndef CW_TRACE_TENANT_H
+#define CW_TRACE_TENANT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,8 +40,10 @@ void trace_tenant_tap(struct trace_tenant *tt, const void *data, size_t size);
  * from /proc: processes found by discovery are enrolled only then). */
 int trace_tenant_pid_allowed(struct trace_tenant *tt, uint32_t pid);
 /* Starts the resolver thread (names new cgroups within 50 ms; once a
- * second rescans the allowed set, samples pressure, moves last seen). */
-int trace_tenant_start(struct trace_tenant *tt, struct cw_consumer *cons, struct cw_writer *w);
+ * second rescans the allowed set, samples pressure, moves last seen);
+ * kubelet_url (NULL: none) names pods from the kubelet's pod list. */
+int trace_tenant_start(struct trace_tenant *tt, struct cw_consumer *cons, struct cw_writer *w,
+		       const char *kubelet_url);
 /* Before start: the live /metrics registry that gets each named cgroup's
  * container, pod and namespace labels. */
 struct cw_live_metrics;

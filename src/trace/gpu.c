@@ -1,6 +1,6 @@
 /* GPU telemetry, Xid faults and live stall detection during trace
  * (trace_gpu.h, docs/gpu.md). */
-#include "cmd/trace_gpu.h"
+#include "trace/gpu.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -39,7 +39,7 @@ static void alert(struct trace_gpu *g, const char *text)
 	if (g->view)
 		cw_trace_view_alert(g->view, text);
 	if (!g->o.quiet)
-		fprintf(stderr, "causeway: warning: %s\n", text);
+		cw_trace_say(g->o.say, "causeway: warning: %s\n", text);
 }
 
 static void on_device(void *ctx, const struct cw_gpu_device *d, const char *driver)

@@ -6,9 +6,8 @@
 #include <string.h>
 
 #include "bpf/events.h"
-#include "cmd/trace_tenant.h"
+#include "trace/tenant.h"
 #include "metrics/live_metrics.h"
-#include "cmd/cmd.h"
 #include "tenant/kubelet.h"
 #include "tenant/registry.h"
 #include "tenant/resolve.h"
@@ -259,7 +258,8 @@ static void *resolver(void *arg)
 	return NULL;
 }
 
-int trace_tenant_start(struct trace_tenant *tt, struct cw_consumer *cons, struct cw_writer *w)
+int trace_tenant_start(struct trace_tenant *tt, struct cw_consumer *cons, struct cw_writer *w,
+		       const char *kubelet_url)
 {
 	int rc;
 
@@ -268,7 +268,7 @@ int trace_tenant_start(struct trace_tenant *tt, struct cw_consumer *cons, struct
 	tt->cons = cons;
 	tt->w = w;
 	tt->last_second_ns = cw_monotonic_ns();
-	if (cw_default_kubelet_url() && (rc = cw_kubelet_init(&tt->kubelet, cw_default_kubelet_url())))
+	if (kubelet_url && (rc = cw_kubelet_init(&tt->kubelet, kubelet_url)))
 		return rc;
 	if ((rc = pthread_create(&tt->thread, NULL, resolver, tt)))
 		return -rc;

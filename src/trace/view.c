@@ -1,7 +1,7 @@
 /* trace_view: per-op live table, host context, losses and warnings. */
-#include "cmd/trace_view.h"
+#include "trace/view.h"
 
-#include "cmd/trace_nccl_live.h"
+#include "trace/nccl_live.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -10,14 +10,15 @@
  * with the consumer lock held; poll runs in the main thread without it and
  * takes the lock only to copy the work list; forget_exited runs with the
  * lock held (the resolver and symbolizer are used under it). */
-#ifndef CW_CMD_TRACE_PYTHON_H
-#define CW_CMD_TRACE_PYTHON_H
+#ifndef CW_TRACE_PYTHON_H
+#define CW_TRACE_PYTHON_H
 
 #include <stdint.h>
 
 #include "loader/uprobe_attach.h"
 #include "pipeline/pipeline.h"
 #include "loader/ringbuf.h"
+#include "trace/trace.h"
 
 struct trace_python;
 
@@ -29,9 +30,10 @@ struct trace_python_stats {
 };
 
 /* py_stacks 0: the resolver and symbolizer are still provided (demo-like
- * stored stacks resolve), but no process is registered for capture. */
+ * stored stacks resolve), but no process is registered for capture. Each
+ * process's capture (or why not) is said through say, unless json. */
 int trace_python_new(struct trace_python **out, struct cw_cuda_probes *cp, struct cw_consumer *cons,
-		     int py_stacks, int json);
+		     int py_stacks, int json, const struct cw_trace_sink *say);
 void trace_python_free(struct trace_python *tp);
 
 const struct cw_py_resolver *trace_python_resolver(struct trace_python *tp);

@@ -1,4 +1,4 @@
-#include "cmd/trace_python.h"
+#include "trace/python.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -47,6 +47,7 @@ struct trace_python {
 	struct cw_py_resolver py;
 	struct cw_symbolizer sym;
 	int json;
+	const struct cw_trace_sink *say; /* the capture lines */
 	/* Under the consumer lock. */
 	struct candidate cand[MAX_CANDIDATES];
 	int ncand;
@@ -59,7 +60,7 @@ struct trace_python {
 };
 
 int trace_python_new(struct trace_python **out, struct cw_cuda_probes *cp, struct cw_consumer *cons,
-		     int py_stacks, int json)
+		     int py_stacks, int json, const struct cw_trace_sink *say)
 {
 	struct trace_python *tp = calloc(1, sizeof(*tp));
 	int pfd = -1, tfd = -1, rc;
@@ -69,6 +70,7 @@ int trace_python_new(struct trace_python **out, struct cw_cuda_probes *cp, struc
 		return -ENOMEM;
 	tp->cons = cons;
 	tp->json = json;
+	tp->say = say;
 	if ((rc = cw_pyres_new(&tp->res)) || (rc = cw_symz_new(&tp->symz)))
 		goto fail;
 	cw_pyres_as_resolver(tp->res, &tp->py);
@@ -162,15 +164,15 @@ void trace_python_forget_exited(struct trace_python *tp, uint64_t now_ns)
 /* stdout carries NDJSON events only under --json: the counters say it. */
 __attribute__((format(printf, 3, 4))) static void report(struct trace_python *tp, uint32_t pid, const char *fmt, ...)
 {
+	char text[1024];
 	va_list ap;
 
 	if (tp->json)
 		return;
-	fprintf(stderr, "causeway: pid %u: ", pid);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	cw_trace_say(tp->say, "causeway: pid %u: %s\n", pid, text);
 }
 
 /* One attempt at pid; returns 1 when it is settled (attached, or given up). */

@@ -1,0 +1,60 @@
+/* A trace's end: discovery and the launched command stopped, the last
+ * records drained from the rings into the store (waiting out a write lock
+ * for what is left of --lock-wait), calls still open stored unfinished. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "trace/gpu.h"
+#include "trace/session.h"
+#include "trace/tenant.h"
+#include "util/timeutil.h"
+
+void trace_drain(struct trace *t, struct cw_trace_result *res)
+{
+	int failed = 0;
+
+	/* Nothing stays stopped past this point. */
+	trace_live_stop(t);
+	if (t->child > 0 && !t->child_done) {
+		kill(t->child, SIGTERM);
+		waitpid(t->child, &t->status, 0);
+		t->child_done = 1;
+	}
+	/* The telemetry thread writes under the consumer lock: halted before
+	 * the drain so its last rows are in the final flush. */
+	trace_gpu_halt(t->gpu);
+	/* Let records of the last calls reach the rings before the drain. */
+	{
+		struct timespec ts = { 0, 50 * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	cw_consumer_lock(&t->cons);
+	cw_kernel_probes_flush(t->kp, 1);
+	cw_consumer_unlock(&t->cons);
+	if (!t->lock_failed)
+		trace_wait_for_store(t);
+	if (cw_consumer_stop(&t->cons))
+		failed = 1;
+	cw_consumer_lock(&t->cons);
+	if (t->cons.held || cw_consumer_spool_records(&t->cons)) {
+		/* Still locked: what was held is lost, and counted. */
+		t->lock_failed = 1;
+		cw_consumer_spool_discard(&t->cons);
+	}
+	cw_consumer_unlock(&t->cons);
+	/* Calls still open (a hung collective, a long synchronize) are stored
+	 * as unfinished with how long they had run by now. */
+	if (!t->lock_failed)
+		trace_take_inflight(t, UINT64_MAX);
+	/* Cgroups first seen in the last second are named too. */
+	trace_tenant_finish(t->tenant);
+	cw_consumer_lock(&t->cons);
+	if (!t->lock_failed && cw_pipeline_flush(t->pipe, cw_monotonic_ns(), 1))
+		failed = 1;
+	cw_consumer_unlock(&t->cons);
+	trace_report_end(t, failed, res);
+}

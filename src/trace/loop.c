@@ -1,0 +1,116 @@
+/* A trace's main loop: until a stop signal, --duration, the launched
+ * command's exit or the end of every --pid, a rescan and the counters
+ * every second, Python enrolment every 100 ms. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loader/discover.h"
+#include "metrics/writer_lag.h"
+#include "trace/gpu.h"
+#include "trace/python.h"
+#include "trace/session.h"
+#include "trace/view.h"
+#include "util/timeutil.h"
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void tick(struct trace *t)
+{
+	struct cw_snapshot snap;
+	struct loss_totals lt;
+	uint64_t now = cw_monotonic_ns();
+
+	trace_rescan(t);
+	if (now > t->cons.max_open_ns)
+		trace_take_inflight(t, now - t->cons.max_open_ns);
+	if (t->si && !cw_sysinfo_sample(t->si, &snap))
+		cw_consumer_feed(&t->cons, &snap, sizeof(snap));
+	cw_consumer_lock(&t->cons);
+	cw_pipeline_set_clock(t->pipe, trace_measure_offset());
+	trace_python_forget_exited(t->py, cw_monotonic_ns());
+	cw_kernel_probes_flush(t->kp, 0);
+	{
+		uint64_t cs[CW_CS_MAX];
+		trace_gpu_tick(t->gpu, now, cw_cuda_probes_stats(t->cp, cs) ? 0 : cs[CW_CS_AGGREGATED]);
+	}
+	trace_store_counters(t, &lt);
+	trace_watch_store(t, &lt);
+	if (t->wlag)
+		cw_writer_lag_commits(t->wlag, trace_writer_commits_locked(t), cw_monotonic_ns());
+	if (t->view_on) {
+		struct cw_trace_view_status vs = {
+			.elapsed_ns = cw_monotonic_ns() - t->start_ns,
+			.nprocs = t->nknown,
+			.nlibs = cw_cuda_probes_nlibs(t->cp),
+			.nprobes = cw_cuda_probes_npairs(t->cp),
+			.ring_drops = lt.ring_drops,
+			.aggregated = lt.aggregated,
+			.pipeline_losses = lt.pipeline,
+			.store_failed = lt.store_failed,
+			.held_dropped = lt.held_dropped,
+			.store_problem = trace_store_problem(lt.store_error),
+			.held_ns = t->cons.held ? cw_monotonic_ns() - t->cons.held_since_ns : 0,
+			.held_records = cw_consumer_spool_records(&t->cons),
+			.held_limit_ns = t->o.lock_wait_ns,
+			.db = t->o.db,
+		};
+
+		cw_trace_view_render(t->view, t->o.view_out, &vs, 1);
+	}
+	cw_consumer_unlock(&t->cons);
+}
+
+static int any_alive(const struct trace *t)
+{
+	int i;
+
+	for (i = 0; i < t->o.npids; i++)
+		if (cw_pid_exists(t->o.pids[i]))
+			return 1;
+	return 0;
+}
+
+void trace_loop(struct trace *t)
+{
+	struct sigaction sa;
+	uint64_t last_tick;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	last_tick = cw_monotonic_ns();
+	while (!stop_signal) {
+		struct timespec ts = { 0, 100 * 1000000L };
+		uint64_t now;
+
+		nanosleep(&ts, NULL);
+		now = cw_monotonic_ns();
+		trace_python_poll(t->py, now);
+		if (t->child > 0 && waitpid(t->child, &t->status, WNOHANG) == t->child) {
+			t->child_done = 1;
+			break;
+		}
+		if (t->o.duration_ns && now - t->start_ns >= t->o.duration_ns)
+			break;
+		if (now - last_tick >= NSEC_PER_SEC) {
+			last_tick = now;
+			tick(t);
+			if (t->lock_failed)
+				break;
+			if (t->o.npids && !t->o.command && !any_alive(t))
+				break;
+		}
+	}
+}
