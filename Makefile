@@ -22,6 +22,9 @@ ifneq ($(SANITIZE),)
 HARDEN := -fPIE
 endif
 CFLAGS ?= $(OPT) -g
+# Product sources (not tests, benchmarks or fixtures) cannot call the
+# functions src/util/banned.h lists: it is force-included into each of them.
+BANNED := -include util/banned.h
 override CFLAGS += -std=gnu11 $(WARN) $(HARDEN) $(SANITIZE) -Isrc -I$(BUILD)/gen $(PKG_CFLAGS) \
 	-DCW_VERSION='"$(VERSION)"' -DCW_COMMIT='"$(COMMIT)"' -MMD -MP
 LDFLAGS += -pie -Wl,-z,relro,-z,now $(SANITIZE)
@@ -77,11 +80,11 @@ $(BUILD)/libcauseway.a: $(LIB_OBJS) $(GEN_OBJS)
 $(BUILD)/obj/%.o: src/%.c | $(BPF_SKELS) $(BUILD)/gen/schema_sql.c
 	@mkdir -p $(dir $@)
 	@echo '  CC    $<'
-	@$(CC) $(CFLAGS) -c -o $@ $<
+	@$(CC) $(CFLAGS) $(BANNED) -c -o $@ $<
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	@$(CC) $(CFLAGS) -Wno-overlength-strings -c -o $@ $<
+	@$(CC) $(CFLAGS) $(BANNED) -Wno-overlength-strings -c -o $@ $<
 
 $(BUILD)/gen/schema_sql.c: src/store/schema.sql scripts/embed.sh
 	@mkdir -p $(dir $@)

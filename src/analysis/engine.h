@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/explain.h"
+#include "analysis/chain.h"
 #include "analysis/stats.h"
 
 /* An op has a latency tail when it has at least this many calls and
@@ -109,13 +109,24 @@ struct cw_sysctx {
 	struct cw_gpuctx *gpu; /* GPU samples of the node (gpuctx.h); explain.c loads it */
 };
 
-/* Everything a rule sees about one op (optionally one pid). */
+struct cw_nccl_peers;
+
+/* Everything a rule sees (rules/rules.h): the window and options always;
+ * a per-op rule one op (optionally one pid) and its probed slow calls; a
+ * node-wide rule the node and its ops; a cross-rank rule the chains
+ * found so far. */
 struct cw_rule_ctx {
 	sqlite3 *db;
 	const struct cw_explain_opts *opts;
 	const struct cw_opstat *st;
 	struct cw_sysctx *sys; /* block I/O is loaded lazily by the probe */
 	uint64_t window_from_ns, window_to_ns; /* wall */
+	int max_out;                   /* chains the rule may fill at its out */
+	const struct cw_opstat *ops;   /* node-wide: the node's ops */
+	size_t nops;
+	const struct cw_chain *chains; /* cross-rank: the chains so far */
+	int nchains;
+	struct cw_nccl_peers *peers;   /* CW_RULE_PEERS: filled by the rule */
 	uint64_t threshold_ns;
 	struct cw_slowcall *calls;
 	size_t ncalls;
@@ -173,21 +184,14 @@ int cw_op_is_host_alloc(const char *op);
 int cw_op_is_graph_launch(const char *op);
 int cw_op_is_graph_build(const char *op);
 
-/* Chain helpers used by rules (explain_chain.c). */
-/* Sets c->summary, cut to its size (a long device name or path must not
- * fail the build's truncation checks nor the chain). */
-void cw_chain_summary(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cw_chain_add_fix(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cw_chain_add_timeline(struct cw_chain *c, enum cw_layer layer, uint64_t t_ns, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-void cw_chain_add_evidence(struct cw_chain *c, const char *key, double v, int is_int);
-enum cw_layer cw_layer_of_source(const char *source);
-/* "cudaStreamSynchronize p99 142.0ms (8.5x p50)" */
-void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len);
-/* Fills pid, tid, comm, rank and python of c from the op's slowest calls
- * (through the op index, at most 256 rows). explain.c. */
-int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_t from_wall,
-		      uint64_t to_wall, int64_t pid);
+/* Sets c's Python location (has_python, file, line, function) from the
+ * py_stacks row stack_id; c is unchanged when the row has none. */
+int cw_chain_load_python(sqlite3 *db, struct cw_chain *c, int64_t stack_id);
+/* cw_chain_identity of a node-wide rule's chain: ctx's node, window and
+ * --pid. */
+int cw_chain_identity_of_node(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+/* cw_chain_identity from calls already read (the probe's slow calls). */
+int cw_chain_identity_calls(sqlite3 *db, struct cw_chain *c, const struct cw_slowcall *calls, size_t ncalls);
 /* Wall ns of a mono timestamp on the node. */
 uint64_t cw_sys_wall(const struct cw_sysctx *sys, uint64_t mono);
 
@@ -202,59 +206,17 @@ json_t *cw_tenant_ref_json(const struct cw_tenant_ref *r);
 /* "pod ml/trainer-0", "docker container 3f2b9c0d1e4a", "Slurm job 42". */
 void cw_tenant_ref_name(const struct cw_tenant_ref *r, char *buf, size_t len);
 
-/* Rules that refine a chain another rule made (they run on the dominant
- * cause): cfs_throttling when the preempted thread's own cgroup spent
- * that time throttled by its CPU quota; noisy_neighbour when the culprit
- * is another tenant. Each returns 1 when it rewrote c. */
-int cw_rule_cfs_throttling(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_noisy_neighbour(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+/* The engine's steps (explain_op.c, explain_report.c). */
+struct cw_explain_result;
+/* Probes op st of sys's node when it has a tail and appends its chains
+ * (one per process where o asks) to cs, or warnings to r. 0 or -errno. */
+int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
+		  const struct cw_opstat *st, uint64_t from, uint64_t to, struct cw_chain_list *cs, struct cw_explain_result *r);
+/* Appends a warning to r. 0 or -ENOMEM. */
+int cw_explain_warn(struct cw_explain_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Per-op rules: each fills c->kind, explained_share, summary, fix,
- * timeline and evidence and returns 1 when it applies, 0 when not, -errno. */
-int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_io_contention(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_memory_pressure(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_cold_start(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_periodic_allocator(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_throughput_drop(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_network(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_graph_launch_tail(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_host_memory(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-/* GPU telemetry (docs/gpu.md): slow calls during clock-event reasons or
- * near the device's memory limit. */
-int cw_rule_thermal_throttling(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_power_capping(const struct cw_rule_ctx *ctx, struct cw_chain *c);
-int cw_rule_gpu_memory_pressure(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 /* Shared by thermal_throttling and power_capping (gpu_throttle.c). */
 int cw_gpu_throttle_chain(const struct cw_rule_ctx *ctx, struct cw_chain *c, int thermal);
-
-/* Node-wide rules: look at every op of one node. Each returns 1 when it
- * filled c. */
-int cw_rule_memcpy_bound(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-			 const struct cw_opstat *ops, size_t nops, uint64_t from_wall,
-			 uint64_t to_wall, struct cw_chain *c);
-int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
-				  const struct cw_sysctx *sys, const struct cw_opstat *ops,
-				  size_t nops, uint64_t from_wall, uint64_t to_wall,
-				  struct cw_chain *c);
-int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-			const struct cw_opstat *ops, size_t nops, uint64_t from_wall, uint64_t to_wall,
-			struct cw_chain *c);
-/* Node-wide, one chain per OOM kill of a traced process or of its cgroup
- * (at most max); returns how many it filled or -errno. */
-int cw_rule_oom_kill(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-		     uint64_t from_wall, uint64_t to_wall, struct cw_chain *c, int max);
-/* Node-wide GPU rules: an Xid fault on the node, a process whose CUDA
- * calls stopped. Each returns 1 when it filled c. */
-int cw_rule_xid_fault(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-		      uint64_t from_wall, uint64_t to_wall, struct cw_chain *c);
-int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-			   uint64_t from_wall, uint64_t to_wall, struct cw_chain *c);
-/* Cross-rank rule: runs once after every node's chains are known (they
- * supply the straggler's reason). Returns 1 when it filled c. */
-int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,
-		      const struct cw_chain *chains, int nchains, struct cw_chain *c);
 
 /* NCCL arrival rules (rules/nccl_chains.c): nccl_hang, nccl_straggler
  * with one nccl_wait chain per waiting rank, or comm_bound. Fills up to

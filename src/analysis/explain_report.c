@@ -1,7 +1,9 @@
-/* explain's outputs: the text report, the JSON contract (docs/explain.md)
- * and the append-only chains history. One chain, three renderings. */
+/* explain's result: its warnings, and its outputs: the text report, the
+ * JSON contract (docs/explain.md) and the append-only chains history. One
+ * chain, three renderings. */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -332,4 +334,34 @@ out:
 	if (ret < 0 && !sqlite3_get_autocommit(db))
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	return ret < 0 ? ret : n;
+}
+
+int cw_explain_warn(struct cw_explain_result *r, const char *fmt, ...)
+{
+	char buf[512], **nv;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	nv = realloc(r->warnings, (size_t)(r->nwarnings + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	r->warnings = nv;
+	if (!(nv[r->nwarnings] = strdup(buf)))
+		return -ENOMEM;
+	r->nwarnings++;
+	return 0;
+}
+
+void cw_explain_result_free(struct cw_explain_result *r)
+{
+	if (!r)
+		return;
+	free(r->chains);
+	for (int i = 0; i < r->nwarnings; i++)
+		free(r->warnings[i]);
+	free(r->warnings);
+	free(r->losses);
+	memset(r, 0, sizeof(*r));
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/store.h"
+#include "util/vec.h"
 
 static int64_t col_or(sqlite3_stmt *st, int i)
 {
@@ -76,16 +77,10 @@ int cw_gpuctx_load(sqlite3 *db, const char *node, uint64_t from_wall, uint64_t t
 	sqlite3_bind_int64(st, 3, (int64_t)(to_wall + CW_GPU_SAMPLE_SPAN_MAX_NS));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct cw_gsample *s;
-		if (g->n == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			struct cw_gsample *nv = realloc(g->v, nc * sizeof(*nv));
-			if (!nv) {
-				sqlite3_finalize(st);
-				cw_gpuctx_free(g);
-				return -ENOMEM;
-			}
-			g->v = nv;
-			cap = nc;
+		if (cw_vec_reserve(&g->v, &cap, g->n + 1, sizeof(*g->v), 256) < 0) {
+			sqlite3_finalize(st);
+			cw_gpuctx_free(g);
+			return -ENOMEM;
 		}
 		s = &g->v[g->n++];
 		s->device = sqlite3_column_int(st, 0);

@@ -85,6 +85,18 @@ static void one_group(const struct cw_nccl_call *c, size_t lo, size_t hi, struct
 	}
 }
 
+/* The index of comm_id in ids (present), starting from *last: consecutive
+ * calls mostly share a communicator. */
+static int comm_index(const int64_t *ids, int *last, int64_t comm_id)
+{
+	int k = *last >= 0 && ids[*last] == comm_id ? *last : 0;
+
+	while (ids[k] != comm_id)
+		k++;
+	*last = k;
+	return k;
+}
+
 /* Sorts by (comm_id, seq, entry) in linear time: a counting sort by
  * sequence number per communicator (sequence numbers are dense: every
  * rank counts 1, 2, 3, ...), then the few calls of each collective by
@@ -144,22 +156,16 @@ static int sort_calls(struct cw_nccl_call *c, size_t n)
 	}
 	last = -1;
 	for (size_t i = 0; i < n; i++) {
-		int k = last >= 0 && ids[last] == c[i].comm_id ? last : 0;
+		int k = comm_index(ids, &last, c[i].comm_id);
 
-		while (ids[k] != c[i].comm_id)
-			k++;
-		last = k;
 		pos[base[k] + (size_t)(c[i].seq - lo[k]) + 1]++;
 	}
 	for (size_t b = 1; b <= span; b++)
 		pos[b] += pos[b - 1];
 	last = -1;
 	for (size_t i = 0; i < n; i++) {
-		int k = last >= 0 && ids[last] == c[i].comm_id ? last : 0;
+		int k = comm_index(ids, &last, c[i].comm_id);
 
-		while (ids[k] != c[i].comm_id)
-			k++;
-		last = k;
 		out[pos[base[k] + (size_t)(c[i].seq - lo[k])]++] = c[i];
 	}
 	/* Within a collective, by entry (a few ranks: insertion sort). */

@@ -9,6 +9,8 @@
 #include "analysis/engine.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/vec.h"
+#include "util/search.h"
 
 /* Rows of block I/O loaded per window; beyond this the I/O overlap is
  * computed on the first rows only and a warning is raised by the caller. */
@@ -66,15 +68,9 @@ static int load_snaps(sqlite3 *db, struct cw_sysctx *sys, uint64_t from, uint64_
 	sqlite3_bind_int64(st, 2, (int64_t)(from > 2 * NSEC_PER_SEC ? from - 2 * NSEC_PER_SEC : 0));
 	sqlite3_bind_int64(st, 3, (int64_t)(to + 2 * NSEC_PER_SEC));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sys->nsnaps == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			struct cw_snap *nv = realloc(sys->snaps, nc * sizeof(*nv));
-			if (!nv) {
-				sqlite3_finalize(st);
-				return -ENOMEM;
-			}
-			sys->snaps = nv;
-			cap = nc;
+		if (cw_vec_reserve(&sys->snaps, &cap, sys->nsnaps + 1, sizeof(*sys->snaps), 256) < 0) {
+			sqlite3_finalize(st);
+			return -ENOMEM;
 		}
 		sys->snaps[sys->nsnaps++] = (struct cw_snap){
 			.mono_ns = (uint64_t)sqlite3_column_int64(st, 0),
@@ -169,16 +165,10 @@ static int load_io(sqlite3 *db, struct cw_sysctx *sys, uint64_t from, uint64_t t
 	sqlite3_bind_int64(st, 5, lo_id);
 	sqlite3_bind_int64(st, 6, hi_id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 1024;
-			struct io_req *nv = realloc(v, nc * sizeof(*nv));
-			if (!nv) {
-				free(v);
-				sqlite3_finalize(st);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = nc;
+		if (cw_vec_reserve(&v, &cap, n + 1, sizeof(*v), 1024) < 0) {
+			free(v);
+			sqlite3_finalize(st);
+			return -ENOMEM;
 		}
 		uint64_t s = (uint64_t)sqlite3_column_int64(st, 0);
 		v[n].iv = (struct cw_interval){s, s + (uint64_t)sqlite3_column_int64(st, 1)};
@@ -279,14 +269,8 @@ static int retx_push(struct cw_sysctx *sys, size_t *cap, uint64_t wall, uint64_t
 	struct cw_retx *r;
 	int t;
 
-	if (sys->nretx == *cap) {
-		size_t nc = *cap ? *cap * 2 : 256;
-		struct cw_retx *nv = realloc(sys->retx, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		sys->retx = nv;
-		*cap = nc;
-	}
+	if (cw_vec_reserve(&sys->retx, cap, sys->nretx + 1, sizeof(*sys->retx), 256) < 0)
+		return -ENOMEM;
 	for (t = 0; t < sys->nretx_tuples && strcmp(sys->retx_tuples[t], tuple); t++)
 		;
 	if (t == sys->nretx_tuples) {
@@ -442,21 +426,19 @@ const struct cw_snap *cw_sysctx_snap_at(const struct cw_sysctx *sys, uint64_t mo
 	return best;
 }
 
+static int starts_before(const void *rows, size_t i, const void *key)
+{
+	return ((const struct cw_interval *)rows)[i].start < *(const uint64_t *)key;
+}
+
 static uint64_t io_same_pid(const struct cw_sysctx *sys, int64_t pid, uint64_t s, uint64_t e)
 {
 	struct cw_interval tmp[64];
 	size_t n = 0;
-	size_t lo = 0, hi = sys->nio_raw;
-
 	/* Requests starting more than 10 s before s are not considered. */
 	uint64_t from = s > 10 * NSEC_PER_SEC ? s - 10 * NSEC_PER_SEC : 0;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (sys->io_raw[mid].start < from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = cw_partition_point(sys->io_raw, sys->nio_raw, &from, starts_before);
+
 	for (size_t i = lo; i < sys->nio_raw && sys->io_raw[i].start < e && n < 64; i++)
 		if (sys->io_pid[i] == pid && sys->io_raw[i].end > s)
 			tmp[n++] = sys->io_raw[i];
@@ -474,14 +456,8 @@ static int add_culprit(struct cw_rule_ctx *ctx, size_t *cap, const char *comm, i
 			return 0;
 		}
 	}
-	if (ctx->nculprits == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		struct cw_culprit_acc *nv = realloc(ctx->culprits, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		ctx->culprits = nv;
-		*cap = nc;
-	}
+	if (cw_vec_reserve(&ctx->culprits, cap, ctx->nculprits + 1, sizeof(*ctx->culprits), 16) < 0)
+		return -ENOMEM;
 	struct cw_culprit_acc *a = &ctx->culprits[ctx->nculprits++];
 	memset(a, 0, sizeof(*a));
 	snprintf(a->comm, sizeof(a->comm), "%s", comm);
@@ -657,15 +633,9 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 			sqlite3_bind_int64(q, 9, hi_id);
 		}
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (ctx->ncalls == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct cw_slowcall *nv = realloc(ctx->calls, nc * sizeof(*nv));
-			if (!nv) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			ctx->calls = nv;
-			cap = nc;
+		if (cw_vec_reserve(&ctx->calls, &cap, ctx->ncalls + 1, sizeof(*ctx->calls), 64) < 0) {
+			ret = -ENOMEM;
+			goto out;
 		}
 		struct cw_slowcall *c = &ctx->calls[ctx->ncalls++];
 		const char *comm = (const char *)sqlite3_column_text(q, 5);

@@ -8,6 +8,7 @@
 
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/vec.h"
 
 uint64_t cw_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 {
@@ -144,15 +145,9 @@ int cw_opstats_load(sqlite3 *db, const char *node, int64_t from_sec, int64_t to_
 		if (!nd || !src || !op)
 			continue;
 		if (!cur || strcmp(cur->node, nd) || strcmp(cur->source, src) || strcmp(cur->op, op)) {
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 32;
-				struct cw_opstat *nv = realloc(v, nc * sizeof(*v));
-				if (!nv) {
-					ret = -ENOMEM;
-					goto out;
-				}
-				v = nv;
-				cap = nc;
+			if (cw_vec_reserve(&v, &cap, n + 1, sizeof(*v), 32) < 0) {
+				ret = -ENOMEM;
+				goto out;
 			}
 			cur = &v[n++];
 			memset(cur, 0, sizeof(*cur));
@@ -162,15 +157,9 @@ int cw_opstats_load(sqlite3 *db, const char *node, int64_t from_sec, int64_t to_
 			copy_text(cur->op, sizeof(cur->op), (const unsigned char *)op);
 			scap = 0;
 		}
-		if (cur->nsecs == scap) {
-			size_t nc = scap ? scap * 2 : 64;
-			struct cw_opsec *ns = realloc(cur->secs, nc * sizeof(*ns));
-			if (!ns) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			cur->secs = ns;
-			scap = nc;
+		if (cw_vec_reserve(&cur->secs, &scap, cur->nsecs + 1, sizeof(*cur->secs), 64) < 0) {
+			ret = -ENOMEM;
+			goto out;
 		}
 		cur->secs[cur->nsecs++] = (struct cw_opsec){
 			.second = sqlite3_column_int64(st, 3), .count = cnt, .sum_ns = sum, .max_ns = mx};

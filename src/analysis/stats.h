@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/hist.h"
+#include "util/hist.h"
 
 struct cw_interval {
 	uint64_t start, end; /* [start, end), ns */

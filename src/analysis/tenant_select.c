@@ -6,6 +6,7 @@
 
 #include "analysis/tenant_select.h"
 #include "store/store.h"
+#include "util/vec.h"
 
 struct row {
 	uint64_t id;
@@ -46,15 +47,9 @@ int cw_tenant_select_cgroups(sqlite3 *db, const struct cw_tenant_filter *f, int 
 		col(st, 4, t.pod_uid, sizeof(t.pod_uid));
 		col(st, 5, t.slurm_job, sizeof(t.slurm_job));
 		col(st, 6, t.ns, sizeof(t.ns));
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct row *nv = realloc(v, nc * sizeof(*nv));
-			if (!nv) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			v = nv;
-			cap = nc;
+		if (cw_vec_reserve(&v, &cap, n + 1, sizeof(*v), 64) < 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		v[n].id = id;
 		v[n].path = strdup(path);

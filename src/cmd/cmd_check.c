@@ -8,6 +8,7 @@
 
 #include "check/report.h"
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "util/log.h"
 #include "util/table.h"
 
@@ -86,10 +87,8 @@ int cmd_check(int argc, char **argv)
 			usage(stdout);
 			return CW_EXIT_OK;
 		}
-		if (strcmp(argv[i], "--json") != 0) {
-			cw_report_error(json, "check: unexpected argument \"%s\"", argv[i]);
-			return CW_EXIT_USAGE;
-		}
+		if (strcmp(argv[i], "--json") != 0)
+			return cw_opt_unexpected(json, "check", argv[i]);
 	}
 	cw_check_env_default(&env);
 	if (cw_check_report(&env, &o)) {

@@ -14,6 +14,7 @@
 
 #include "analysis/explain.h"
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "demo/build.h"
 #include "demo/demo.h"
 #include "store/store.h"
@@ -195,13 +196,7 @@ int cmd_demo(int argc, char **argv)
 			usage(stdout);
 			return CW_EXIT_OK;
 		default:
-			if (optopt)
-				cw_report_error(json, "option \"%s\" needs a value; see 'causeway demo --help'",
-						argv[optind - 1]);
-			else
-				cw_report_error(json, "unknown option \"%s\"; see 'causeway demo --help'",
-						argv[optind - 1]);
-			return CW_EXIT_USAGE;
+			return cw_opt_error_see(json, "demo", optopt, argv[optind - 1]);
 		}
 	}
 	if (do_list)

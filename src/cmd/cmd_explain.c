@@ -13,6 +13,7 @@
 #include "cmd/tenant_opts.h"
 #include "cmd/cmd.h"
 #include "cmd/fleet_cli.h"
+#include "cmd/opt_error.h"
 #include "store/store.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -25,7 +26,7 @@ static void usage(FILE *f)
 	      "                        [--pid PID] [--per-process] [--stacks] [--json] [--no-store]\n"
 	      "                        [--cgroup PATH|ID] [--container ID] [--pod NAME|UID]\n"
 	      "                        [--slurm-job ID] [--namespace NS] [--per-tenant]\n"
-	      "                        [--ranks] [--hang-after DURATION]\n"
+	      "                        [--ranks] [--hang-after DURATION] [--now TIME]\n"
 	      "\n"
 	      "Finds the ops with a latency tail, measures for each slow call what its\n"
 	      "thread was doing (preempted, blocked on I/O, under memory pressure, ...)\n"
@@ -49,9 +50,9 @@ static void usage(FILE *f)
 	      "                    frames spliced in (always in --json)\n"
 	      "  --json            one JSON object (see docs/explain.md)\n"
 	      "  --no-store        do not append the chains to the chains table\n"
-	      "  --help            this text\n"
-	      "\n"
-	      "CW_FAKE_NOW_NS sets the creation time recorded with stored chains.\n",
+	      "  --now TIME        the creation time recorded with stored chains (default:\n"
+	      "                    the clock): RFC 3339 or Unix seconds\n"
+	      "  --help            this text\n",
 	      f);
 }
 
@@ -110,7 +111,7 @@ static void print_ranks(json_t *rows)
 int cmd_explain(int argc, char **argv)
 {
 	enum { OPT_NO_STORE = 256, OPT_PER_PROCESS, OPT_FROM, OPT_TO, OPT_STACKS, OPT_PER_TENANT, OPT_TENANT,
-	       OPT_RANKS, OPT_HANG_AFTER };
+	       OPT_RANKS, OPT_HANG_AFTER, OPT_NOW };
 	static const struct option longopts[] = {
 		{"db", required_argument, NULL, 'd'},    {"since", required_argument, NULL, 's'},
 		{"from", required_argument, NULL, OPT_FROM}, {"to", required_argument, NULL, OPT_TO},
@@ -119,14 +120,16 @@ int cmd_explain(int argc, char **argv)
 		{"stacks", no_argument, NULL, OPT_STACKS}, {"per-tenant", no_argument, NULL, OPT_PER_TENANT},
 		CW_TENANT_LONGOPTS(OPT_TENANT),
 		{"ranks", no_argument, NULL, OPT_RANKS}, {"hang-after", required_argument, NULL, OPT_HANG_AFTER},
+		{"now", required_argument, NULL, OPT_NOW},
 		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
-	const char *db_path = cw_default_db(), *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL, *hang = NULL;
+	const char *db_path = cw_default_db(), *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL, *hang = NULL,
+		   *now_s = NULL;
 	struct cw_explain_opts o = {.store_chains = 1};
 	struct cw_explain_result r;
 	struct cw_store *st = NULL;
 	json_t *rank_rows = NULL;
-	uint64_t since_ns = 0;
+	uint64_t since_ns = 0, now = 0;
 	char err[512];
 	int json = 0, stacks = 0, ranks = 0, c, ret, rc = CW_EXIT_OK, li;
 	struct cw_tenant_opts tenants = { .n = 0 };
@@ -184,21 +187,18 @@ int cmd_explain(int argc, char **argv)
 		case OPT_HANG_AFTER:
 			hang = optarg;
 			break;
+		case OPT_NOW:
+			now_s = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return CW_EXIT_OK;
-		case ':':
-			cw_report_error(json, "explain: option \"%s\" needs a value", argv[optind - 1]);
-			return CW_EXIT_USAGE;
 		default:
-			cw_report_error(json, "explain: unknown option \"%s\"", argv[optind - 1]);
-			return CW_EXIT_USAGE;
+			return cw_opt_error(json, "explain", c, argv);
 		}
 	}
-	if (optind < argc) {
-		cw_report_error(json, "explain: unexpected argument \"%s\"", argv[optind]);
-		return CW_EXIT_USAGE;
-	}
+	if (optind < argc)
+		return cw_opt_unexpected(json, "explain", argv[optind]);
 	if (since && (from || to)) {
 		cw_report_error(json, "explain: --since cannot be combined with --from or --to");
 		return CW_EXIT_USAGE;
@@ -216,6 +216,10 @@ int cmd_explain(int argc, char **argv)
 	}
 	if (to && cw_parse_time(to, &o.to_wall_ns) < 0) {
 		cw_report_error(json, "explain: invalid time \"%s\" (RFC 3339 or Unix seconds)", to);
+		return CW_EXIT_USAGE;
+	}
+	if (now_s && cw_parse_time(now_s, &now) < 0) {
+		cw_report_error(json, "explain: invalid time \"%s\" (RFC 3339 or Unix seconds)", now_s);
 		return CW_EXIT_USAGE;
 	}
 	if (from && to && o.to_wall_ns <= o.from_wall_ns) {
@@ -300,9 +304,7 @@ int cmd_explain(int argc, char **argv)
 	}
 	json_decref(rank_rows);
 	if (o.store_chains) {
-		const char *fake = getenv("CW_FAKE_NOW_NS");
-		uint64_t now = fake && *fake ? strtoull(fake, NULL, 10) : cw_realtime_ns();
-		ret = cw_explain_store_chains(st->db, &r, now);
+		ret = cw_explain_store_chains(st->db, &r, now_s ? now : cw_realtime_ns());
 		if (ret < 0) {
 			cw_err("explain: could not store chains in \"%s\": %s", db_path, cw_store_strerror(ret));
 			rc = CW_EXIT_DB;

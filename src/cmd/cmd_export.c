@@ -12,6 +12,7 @@
 
 #include "analysis/tenant_select.h"
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "cmd/tenant_opts.h"
 #include "export/perfetto.h"
 #include "export/perfetto_fleet.h"
@@ -126,20 +127,14 @@ int cmd_export(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			goto out;
-		case ':':
-			cw_report_error(json, "export: option \"%s\" needs a value", argv[optind - 1]);
-			rc = CW_EXIT_USAGE;
-			goto out;
 		default:
-			cw_report_error(json, "export: unknown option \"%s\"", argv[optind - 1]);
-			rc = CW_EXIT_USAGE;
+			rc = cw_opt_error(json, "export", c, argv);
 			goto out;
 		}
 	}
 	if (optind < argc) {
-		cw_report_error(json, "export: unexpected argument \"%s\"", argv[optind]);
-		rc = CW_EXIT_USAGE;
-			goto out;
+		rc = cw_opt_unexpected(json, "export", argv[optind]);
+		goto out;
 	}
 	if (strcmp(format, "perfetto") && strcmp(format, "chrome")) {
 		cw_report_error(json, "export: unknown format \"%s\" (perfetto is the one supported)", format);

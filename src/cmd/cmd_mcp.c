@@ -17,6 +17,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/fleet_cli.h"
+#include "cmd/opt_error.h"
 #include "mcp/mcp.h"
 #include "store/store.h"
 #include "util/log.h"
@@ -226,19 +227,13 @@ int cmd_mcp(int argc, char **argv)
 		case 'd':
 			s.cfg.db_path = optarg;
 			break;
-		case ':':
-			cw_err("mcp: option \"%s\" needs a value", argv[optind - 1]);
-			rc = CW_EXIT_USAGE;
-			goto out;
 		default:
-			cw_err("mcp: unknown option \"%s\"", argv[optind - 1]);
-			rc = CW_EXIT_USAGE;
+			rc = cw_opt_error(0, "mcp", c, argv);
 			goto out;
 		}
 	}
 	if (optind < argc) {
-		cw_err("mcp: unexpected argument \"%s\"", argv[optind]);
-		rc = CW_EXIT_USAGE;
+		rc = cw_opt_unexpected(0, "mcp", argv[optind]);
 		goto out;
 	}
 	/* A missing database is not fatal: run_demo, check and where work

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "fleet/merge.h"
 #include "util/log.h"
 #include "util/table.h"
@@ -263,13 +264,8 @@ int cmd_merge(int argc, char **argv)
 			usage(stdout);
 			rc = CW_EXIT_OK;
 			goto out;
-		case ':':
-			cw_report_error(json, "merge: option \"%s\" needs a value", argv[optind - 1]);
-			rc = CW_EXIT_USAGE;
-			goto out;
 		default:
-			cw_report_error(json, "merge: unknown option \"%s\"", argv[optind - 1]);
-			rc = CW_EXIT_USAGE;
+			rc = cw_opt_error(json, "merge", c, argv);
 			goto out;
 		}
 	}

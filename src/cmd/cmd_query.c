@@ -12,6 +12,7 @@
 
 #include "analysis/tenant_select.h"
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "cmd/tenant_opts.h"
 #include "cmd/fleet_cli.h"
 #include "store/ro_query.h"
@@ -461,12 +462,8 @@ int cmd_query(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return CW_EXIT_OK;
-		case ':':
-			cw_report_error(json, "query: option \"%s\" needs a value", argv[optind - 1]);
-			return CW_EXIT_USAGE;
 		default:
-			cw_report_error(json, "query: unknown option \"%s\"", argv[optind - 1]);
-			return CW_EXIT_USAGE;
+			return cw_opt_error(json, "query", c, argv);
 		}
 	}
 	if (optind < argc - 1) {

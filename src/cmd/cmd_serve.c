@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "cmd/otlp_setup.h"
 #include "cmd/serve_setup.h"
 #include "config/config.h"
@@ -155,18 +156,12 @@ int cmd_serve(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return CW_EXIT_OK;
-		case ':':
-			cw_err("serve: option \"%s\" needs a value", argv[optind - 1]);
-			return CW_EXIT_USAGE;
 		default:
-			cw_err("serve: unknown option \"%s\"", argv[optind - 1]);
-			return CW_EXIT_USAGE;
+			return cw_opt_error(0, "serve", c, argv);
 		}
 	}
-	if (optind < argc) {
-		cw_err("serve: unexpected argument \"%s\"", argv[optind]);
-		return CW_EXIT_USAGE;
-	}
+	if (optind < argc)
+		return cw_opt_unexpected(0, "serve", argv[optind]);
 	ss.tls_flags = o->cert_file || o->key_file || o->client_ca_file;
 	rc = serve_setup_resolve(&ss, "serve");
 	if (rc)

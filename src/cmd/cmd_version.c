@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "util/log.h"
 
 #ifndef CW_VERSION
@@ -48,7 +49,8 @@ static void build_date(char *buf, size_t len)
 	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
 	const char *d = __DATE__, *m = strstr(months, (char[4]){ d[0], d[1], d[2], 0 });
 
-	snprintf(buf, len, "%.4s-%02d-%02dT%s", d + 7, m ? (int)(m - months) / 3 + 1 : 0, atoi(d + 4), __TIME__);
+	snprintf(buf, len, "%.4s-%02d-%02dT%s", d + 7, m ? (int)(m - months) / 3 + 1 : 0,
+		 (int)strtol(d + 4, NULL, 10), __TIME__);
 #endif
 }
 
@@ -94,8 +96,7 @@ int cmd_version(int argc, char **argv)
 			for (int j = i + 1; j < argc; j++)
 				if (!strcmp(argv[j], "--json"))
 					json = 1;
-			cw_report_error(json, "version: unexpected argument \"%s\"", argv[i]);
-			return CW_EXIT_USAGE;
+			return cw_opt_unexpected(json, "version", argv[i]);
 		}
 	}
 	v = versions();

@@ -70,26 +70,38 @@ static int scalar(struct pctx *p, const char *key, yaml_node_t *n, const char **
 	return 0;
 }
 
-static int set_str(struct pctx *p, const char *key, yaml_node_t *n, char **dst)
+/* The text of an optional value: 1 when n is null (the default stays), 0
+ * with *out set, or -errno. */
+static int optional(struct pctx *p, const char *key, yaml_node_t *n, const char **out)
 {
-	const char *v;
-	int rc;
+	return is_null(n) ? 1 : scalar(p, key, n, out);
+}
 
-	if (is_null(n))
-		return 0;
-	if ((rc = scalar(p, key, n, &v)))
-		return rc;
-	if (!*v)
-		return fail(p, n, "\"%s\" must not be empty", key);
+static int store_str(char **dst, const char *v)
+{
 	free(*dst);
 	*dst = strdup(v);
 	return *dst ? 0 : -ENOMEM;
 }
 
+static int set_str(struct pctx *p, const char *key, yaml_node_t *n, void *field)
+{
+	char **dst = field;
+	const char *v;
+	int rc;
+
+	if ((rc = optional(p, key, n, &v)))
+		return rc < 0 ? rc : 0;
+	if (!*v)
+		return fail(p, n, "\"%s\" must not be empty", key);
+	return store_str(dst, v);
+}
+
 /* Relative paths in a config file mean "next to the config file", the only
  * reading that does not depend on the working directory of whoever runs it. */
-static int set_path(struct pctx *p, const char *key, yaml_node_t *n, char **dst)
+static int set_path(struct pctx *p, const char *key, yaml_node_t *n, void *field)
 {
+	char **dst = field;
 	int rc = set_str(p, key, n, dst);
 
 	if (rc || !*dst || (*dst)[0] == '/' || !p->base_dir)
@@ -114,30 +126,35 @@ static int set_path(struct pctx *p, const char *key, yaml_node_t *n, char **dst)
 	return 0;
 }
 
-static int set_duration(struct pctx *p, const char *key, yaml_node_t *n, uint64_t *dst)
+/* An optional number with a unit, read by parse; 0 is refused unless
+ * zero_ok. what and example word the error. */
+static int set_number(struct pctx *p, const char *key, yaml_node_t *n, uint64_t *dst,
+		      int (*parse)(const char *, uint64_t *), int zero_ok, const char *what, const char *example)
 {
 	const char *v;
 	int rc;
 
-	if (is_null(n))
-		return 0;
-	if ((rc = scalar(p, key, n, &v)))
-		return rc;
-	if (cw_parse_duration(v, dst) || *dst == 0)
-		return fail(p, n, "\"%s\": bad duration \"%s\" (e.g. 2s, 250ms)", key, v);
+	if ((rc = optional(p, key, n, &v)))
+		return rc < 0 ? rc : 0;
+	if (parse(v, dst) || (!zero_ok && *dst == 0))
+		return fail(p, n, "\"%s\": bad %s \"%s\" (e.g. %s)", key, what, v, example);
 	return 0;
 }
 
-static int set_hostport(struct pctx *p, const char *key, yaml_node_t *n, char **dst)
+static int set_duration(struct pctx *p, const char *key, yaml_node_t *n, void *field)
 {
+	return set_number(p, key, n, field, cw_parse_duration, 0, "duration", "2s, 250ms");
+}
+
+static int set_hostport(struct pctx *p, const char *key, yaml_node_t *n, void *field)
+{
+	char **dst = field;
 	char host[256];
 	const char *v;
 	int port, rc;
 
-	if (is_null(n))
-		return 0;
-	if ((rc = scalar(p, key, n, &v)))
-		return rc;
+	if ((rc = optional(p, key, n, &v)))
+		return rc < 0 ? rc : 0;
 	/* A listen address may use port 0 (the kernel picks a free one). */
 	if (cw_parse_hostport(v, host, sizeof(host), &port)) {
 		char one[300];
@@ -149,9 +166,7 @@ static int set_hostport(struct pctx *p, const char *key, yaml_node_t *n, char **
 		if (cw_parse_hostport(one, host, sizeof(host), &port))
 			return fail(p, n, "\"%s\": bad address \"%s\" (want HOST:PORT)", key, v);
 	}
-	free(*dst);
-	*dst = strdup(v);
-	return *dst ? 0 : -ENOMEM;
+	return store_str(dst, v);
 }
 
 static int add_node(struct pctx *p, yaml_node_t *n, const char *v, size_t len)
@@ -179,7 +194,7 @@ static int add_node(struct pctx *p, yaml_node_t *n, const char *v, size_t len)
 }
 
 /* fleet.nodes: a YAML sequence, or one "a:1,b:2" string (what --nodes takes). */
-static int set_nodes(struct pctx *p, yaml_node_t *n)
+static int set_nodes(struct pctx *p, const char *key, yaml_node_t *n, void *field)
 {
 	yaml_node_item_t *it;
 	int rc;
@@ -200,223 +215,196 @@ static int set_nodes(struct pctx *p, yaml_node_t *n)
 		return 0;
 	}
 	if (n->type != YAML_SEQUENCE_NODE)
-		return fail(p, n, "\"fleet.nodes\" must be a list of HOST:PORT");
+		return fail(p, n, "\"%s\" must be a list of HOST:PORT", key);
 	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
 		yaml_node_t *e = yaml_document_get_node(p->doc, *it);
 		const char *v;
 
-		if ((rc = scalar(p, "fleet.nodes", e, &v)) ||
-		    (rc = add_node(p, e, v, strlen(v))))
+		if ((rc = scalar(p, key, e, &v)) || (rc = add_node(p, e, v, strlen(v))))
 			return rc;
 	}
 	return 0;
 }
 
-typedef int (*section_fn)(struct pctx *p, const char *key, yaml_node_t *v);
-
-/* Walks a mapping, refusing duplicate keys, and hands each pair to fn. */
-static int walk(struct pctx *p, const char *section, yaml_node_t *m, section_fn fn)
+/* The setters below check one value and store it at dst, a field of the
+ * config; key is the full dotted name for messages. */
+static int set_url(struct pctx *p, const char *key, yaml_node_t *n, void *field)
 {
+	char **dst = field;
+	int rc = set_str(p, key, n, dst);
+
+	if (!rc && *dst && strncmp(*dst, "http://", 7) && strncmp(*dst, "https://", 8))
+		return fail(p, n, "\"%s\": \"%.100s\" is not an http:// or https:// URL", key, *dst);
+	return rc;
+}
+
+static int set_node(struct pctx *p, const char *key, yaml_node_t *n, void *field)
+{
+	char **dst = field;
+	int rc = set_str(p, key, n, dst);
+	char shown[CW_SHOWN_BUF];
+
+	if (!rc && *dst && !cw_node_name_valid(*dst))
+		return fail(p, n, "bad node name \"%s\" (" CW_NODE_NAME_RULE ")", cw_shown(*dst, shown));
+	return rc;
+}
+
+/* OTLP exports are batched per interval; under a second is a receiver flood. */
+static int set_interval(struct pctx *p, const char *key, yaml_node_t *n, void *field)
+{
+	uint64_t *dst = field;
+	int rc = set_duration(p, key, n, dst);
+
+	if (!rc && *dst && *dst < 1000000000ULL)
+		return fail(p, n, "\"%s\": at least 1s", key);
+	return rc;
+}
+
+static int set_size(struct pctx *p, const char *key, yaml_node_t *n, void *field)
+{
+	return set_number(p, key, n, field, cw_parse_size, 1, "size", "2GiB");
+}
+
+static int set_max_rows(struct pctx *p, const char *key, yaml_node_t *n, void *field)
+{
+	int64_t *dst = field;
+	char shown[CW_SHOWN_BUF];
+	const char *s;
+	uint64_t v;
+	int rc;
+
+	if ((rc = optional(p, key, n, &s)))
+		return rc < 0 ? rc : 0;
+	if (cw_parse_uint(s, 1, INT64_MAX, &v))
+		return fail(p, n, "\"%s\": bad count \"%s\" (1 or more)", key, cw_shown(s, shown));
+	*dst = (int64_t)v;
+	return 0;
+}
+
+static int set_queue(struct pctx *p, const char *key, yaml_node_t *n, void *field)
+{
+	unsigned *dst = field;
+	const char *s;
+	char *end;
+	long v;
+	int rc;
+
+	if ((rc = scalar(p, key, n, &s)))
+		return rc;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v > 10000)
+		return fail(p, n, "\"%s\": bad count \"%.40s\" (1 to 10000 payloads)", key, s);
+	*dst = (unsigned)v;
+	return 0;
+}
+
+/* Every key of the file: where it sits, what it holds, which field of
+ * struct cw_config it fills and the setter that checks it. A row without a
+ * setter is a section, a mapping of the rows that name it. docs/config.md
+ * describes each. */
+enum cfg_type { CFG_SECTION, CFG_STR, CFG_U64, CFG_I64, CFG_UINT, CFG_LIST };
+
+typedef int (*cfg_setter)(struct pctx *p, const char *key, yaml_node_t *n, void *dst);
+
+struct cfg_key {
+	const char *section; /* "" at the top level */
+	const char *name;
+	enum cfg_type type;
+	size_t off; /* offsetof(struct cw_config, field) */
+	cfg_setter set;
+};
+
+#define KEY(sec, name, type, field, fn) { sec, name, type, offsetof(struct cw_config, field), fn }
+#define SECTION(sec, name) { sec, name, CFG_SECTION, 0, NULL }
+
+static const struct cfg_key keys[] = {
+	KEY("", "node", CFG_STR, node, set_node),
+	SECTION("", "store"),
+	SECTION("", "server"),
+	SECTION("", "fleet"),
+	SECTION("", "otlp"),
+	SECTION("", "gpu"),
+	SECTION("", "tenants"),
+
+	KEY("store", "path", CFG_STR, store_path, set_path),
+	KEY("store", "max_size", CFG_U64, store_max_bytes, set_size),
+
+	KEY("server", "listen", CFG_STR, server_listen, set_hostport),
+	SECTION("server", "tls"),
+	KEY("server", "token_file", CFG_STR, server_token_file, set_path),
+	KEY("server", "timeout", CFG_U64, server_timeout_ns, set_duration),
+	KEY("server", "read_timeout", CFG_U64, server_read_timeout_ns, set_duration),
+	KEY("server", "max_rows", CFG_I64, server_max_rows, set_max_rows),
+	KEY("server.tls", "cert", CFG_STR, tls_cert, set_path),
+	KEY("server.tls", "key", CFG_STR, tls_key, set_path),
+	KEY("server.tls", "client_ca", CFG_STR, tls_client_ca, set_path),
+
+	KEY("fleet", "nodes", CFG_LIST, fleet_nodes, set_nodes),
+	KEY("fleet", "ca_cert", CFG_STR, fleet_ca_cert, set_path),
+	KEY("fleet", "client_cert", CFG_STR, fleet_client_cert, set_path),
+	KEY("fleet", "client_key", CFG_STR, fleet_client_key, set_path),
+	KEY("fleet", "token_file", CFG_STR, fleet_token_file, set_path),
+	KEY("fleet", "timeout", CFG_U64, fleet_timeout_ns, set_duration),
+	KEY("fleet", "skew_warn", CFG_U64, fleet_skew_warn_ns, set_duration),
+
+	KEY("otlp", "endpoint", CFG_STR, otlp_endpoint, set_url),
+	KEY("otlp", "interval", CFG_U64, otlp_interval_ns, set_interval),
+	KEY("otlp", "ca_cert", CFG_STR, otlp_ca_cert, set_path),
+	KEY("otlp", "queue", CFG_UINT, otlp_queue, set_queue),
+
+	KEY("gpu", "nvml_lib", CFG_STR, gpu_nvml_lib, set_path),
+	KEY("gpu", "interval", CFG_U64, gpu_interval_ns, set_duration),
+	KEY("gpu", "stall_after", CFG_U64, gpu_stall_after_ns, set_duration),
+
+	KEY("tenants", "kubelet_url", CFG_STR, tenants_kubelet_url, set_url),
+};
+
+static const struct cfg_key *find_key(const char *section, const char *name)
+{
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name))
+			return &keys[i];
+	return NULL;
+}
+
+/* Walks the mapping of section ("" for the top level), refusing duplicate
+ * and unknown keys, and hands each value to its row's setter. */
+static int walk(struct pctx *p, const char *section, yaml_node_t *m)
+{
+	const char *label = *section ? section : "the top level";
 	yaml_node_pair_t *a, *b;
 	int rc;
 
 	if (is_null(m))
 		return 0;
 	if (m->type != YAML_MAPPING_NODE)
-		return fail(p, m, "\"%s\" must be a mapping of keys", section);
+		return fail(p, m, "\"%s\" must be a mapping of keys", label);
 	for (a = m->data.mapping.pairs.start; a < m->data.mapping.pairs.top; a++) {
 		yaml_node_t *k = yaml_document_get_node(p->doc, a->key);
 		yaml_node_t *v = yaml_document_get_node(p->doc, a->value);
+		const struct cfg_key *row;
+		const char *name;
+		char path[96];
 
 		if (k->type != YAML_SCALAR_NODE)
-			return fail(p, k, "keys in \"%s\" must be plain names", section);
+			return fail(p, k, "keys in \"%s\" must be plain names", label);
+		name = (const char *)k->data.scalar.value;
 		for (b = m->data.mapping.pairs.start; b < a; b++) {
 			yaml_node_t *k2 = yaml_document_get_node(p->doc, b->key);
 
-			if (k2->type == YAML_SCALAR_NODE &&
-			    !strcmp((char *)k2->data.scalar.value, (char *)k->data.scalar.value))
-				return fail(p, k, "duplicate key \"%s\"", (char *)k->data.scalar.value);
+			if (k2->type == YAML_SCALAR_NODE && !strcmp((char *)k2->data.scalar.value, name))
+				return fail(p, k, "duplicate key \"%s\"", name);
 		}
 		p->key = k;
-		if ((rc = fn(p, (const char *)k->data.scalar.value, v)))
+		if (!(row = find_key(section, name)))
+			return fail(p, k, "unknown key \"%s%s%s\"", section, *section ? "." : "", name);
+		snprintf(path, sizeof(path), "%s%s%s", section, *section ? "." : "", name);
+		rc = row->set ? row->set(p, path, v, (char *)p->c + row->off) : walk(p, path, v);
+		if (rc)
 			return rc;
 	}
 	return 0;
-}
-
-static int unknown(struct pctx *p, const char *section, const char *key, yaml_node_t *v)
-{
-	char where[96];
-
-	snprintf(where, sizeof(where), "%s%s", section, *section ? "." : "");
-	return fail(p, p->key ? p->key : v, "unknown key \"%s%s\"", where, key);
-}
-
-static int do_tls(struct pctx *p, const char *key, yaml_node_t *v)
-{
-	if (!strcmp(key, "cert"))
-		return set_path(p, "server.tls.cert", v, &p->c->tls_cert);
-	if (!strcmp(key, "key"))
-		return set_path(p, "server.tls.key", v, &p->c->tls_key);
-	if (!strcmp(key, "client_ca"))
-		return set_path(p, "server.tls.client_ca", v, &p->c->tls_client_ca);
-	return unknown(p, "server.tls", key, v);
-}
-
-static int do_server(struct pctx *p, const char *key, yaml_node_t *v)
-{
-	if (!strcmp(key, "listen"))
-		return set_hostport(p, "server.listen", v, &p->c->server_listen);
-	if (!strcmp(key, "tls"))
-		return walk(p, "server.tls", v, do_tls);
-	if (!strcmp(key, "token_file"))
-		return set_path(p, "server.token_file", v, &p->c->server_token_file);
-	if (!strcmp(key, "timeout"))
-		return set_duration(p, "server.timeout", v, &p->c->server_timeout_ns);
-	if (!strcmp(key, "read_timeout"))
-		return set_duration(p, "server.read_timeout", v, &p->c->server_read_timeout_ns);
-	if (!strcmp(key, "max_rows")) {
-		char shown[CW_SHOWN_BUF];
-		const char *s;
-		uint64_t n;
-		int rc;
-
-		if (is_null(v))
-			return 0;
-		if ((rc = scalar(p, "server.max_rows", v, &s)))
-			return rc;
-		if (cw_parse_uint(s, 1, INT64_MAX, &n))
-			return fail(p, v, "\"server.max_rows\": bad count \"%s\" (1 or more)",
-				    cw_shown(s, shown));
-		p->c->server_max_rows = (int64_t)n;
-		return 0;
-	}
-	return unknown(p, "server", key, v);
-}
-
-static int do_store(struct pctx *p, const char *key, yaml_node_t *v)
-{
-	if (!strcmp(key, "path"))
-		return set_path(p, "store.path", v, &p->c->store_path);
-	if (!strcmp(key, "max_size")) {
-		const char *s;
-		int rc;
-
-		if (is_null(v))
-			return 0;
-		if ((rc = scalar(p, "store.max_size", v, &s)))
-			return rc;
-		if (cw_parse_size(s, &p->c->store_max_bytes))
-			return fail(p, v, "\"store.max_size\": bad size \"%s\" (e.g. 2GiB)", s);
-		return 0;
-	}
-	return unknown(p, "store", key, v);
-}
-
-static int do_fleet(struct pctx *p, const char *key, yaml_node_t *v)
-{
-	if (!strcmp(key, "nodes"))
-		return set_nodes(p, v);
-	if (!strcmp(key, "ca_cert"))
-		return set_path(p, "fleet.ca_cert", v, &p->c->fleet_ca_cert);
-	if (!strcmp(key, "client_cert"))
-		return set_path(p, "fleet.client_cert", v, &p->c->fleet_client_cert);
-	if (!strcmp(key, "client_key"))
-		return set_path(p, "fleet.client_key", v, &p->c->fleet_client_key);
-	if (!strcmp(key, "token_file"))
-		return set_path(p, "fleet.token_file", v, &p->c->fleet_token_file);
-	if (!strcmp(key, "timeout"))
-		return set_duration(p, "fleet.timeout", v, &p->c->fleet_timeout_ns);
-	if (!strcmp(key, "skew_warn"))
-		return set_duration(p, "fleet.skew_warn", v, &p->c->fleet_skew_warn_ns);
-	return unknown(p, "fleet", key, v);
-}
-
-static int do_otlp(struct pctx *p, const char *key, yaml_node_t *v)
-{
-	if (!strcmp(key, "endpoint")) {
-		int rc = set_str(p, "otlp.endpoint", v, &p->c->otlp_endpoint);
-		const char *e = p->c->otlp_endpoint;
-
-		if (!rc && e && strncmp(e, "http://", 7) && strncmp(e, "https://", 8))
-			return fail(p, v, "\"otlp.endpoint\": \"%.100s\" is not an http:// or https:// URL", e);
-		return rc;
-	}
-	if (!strcmp(key, "interval")) {
-		int rc = set_duration(p, "otlp.interval", v, &p->c->otlp_interval_ns);
-
-		if (!rc && p->c->otlp_interval_ns && p->c->otlp_interval_ns < 1000000000ULL)
-			return fail(p, v, "\"otlp.interval\": at least 1s");
-		return rc;
-	}
-	if (!strcmp(key, "ca_cert"))
-		return set_path(p, "otlp.ca_cert", v, &p->c->otlp_ca_cert);
-	if (!strcmp(key, "queue")) {
-		const char *s;
-		char *end;
-		long n;
-		int rc;
-
-		if ((rc = scalar(p, "otlp.queue", v, &s)))
-			return rc;
-		errno = 0;
-		n = strtol(s, &end, 10);
-		if (errno || end == s || *end || n < 1 || n > 10000)
-			return fail(p, v, "\"otlp.queue\": bad count \"%.40s\" (1 to 10000 payloads)", s);
-		p->c->otlp_queue = (unsigned)n;
-		return 0;
-	}
-	return unknown(p, "otlp", key, v);
-}
-
-static int do_gpu(struct pctx *p, const char *key, yaml_node_t *v)
-{
-	if (!strcmp(key, "nvml_lib"))
-		return set_path(p, "gpu.nvml_lib", v, &p->c->gpu_nvml_lib);
-	if (!strcmp(key, "interval"))
-		return set_duration(p, "gpu.interval", v, &p->c->gpu_interval_ns);
-	if (!strcmp(key, "stall_after"))
-		return set_duration(p, "gpu.stall_after", v, &p->c->gpu_stall_after_ns);
-	return unknown(p, "gpu", key, v);
-}
-
-static int do_tenants(struct pctx *p, const char *key, yaml_node_t *v)
-{
-	if (!strcmp(key, "kubelet_url")) {
-		int rc = set_str(p, "tenants.kubelet_url", v, &p->c->tenants_kubelet_url);
-		const char *u = p->c->tenants_kubelet_url;
-
-		if (!rc && u && strncmp(u, "http://", 7) && strncmp(u, "https://", 8))
-			return fail(p, v, "\"tenants.kubelet_url\": \"%.100s\" is not an http:// or https:// URL", u);
-		return rc;
-	}
-	return unknown(p, "tenants", key, v);
-}
-
-static int do_top(struct pctx *p, const char *key, yaml_node_t *v)
-{
-	if (!strcmp(key, "node")) {
-		int rc = set_str(p, "node", v, &p->c->node);
-		char shown[CW_SHOWN_BUF];
-
-		if (!rc && p->c->node && !cw_node_name_valid(p->c->node))
-			return fail(p, v, "bad node name \"%s\" (" CW_NODE_NAME_RULE ")",
-				    cw_shown(p->c->node, shown));
-		return rc;
-	}
-	if (!strcmp(key, "store"))
-		return walk(p, "store", v, do_store);
-	if (!strcmp(key, "server"))
-		return walk(p, "server", v, do_server);
-	if (!strcmp(key, "fleet"))
-		return walk(p, "fleet", v, do_fleet);
-	if (!strcmp(key, "otlp"))
-		return walk(p, "otlp", v, do_otlp);
-	if (!strcmp(key, "gpu"))
-		return walk(p, "gpu", v, do_gpu);
-	if (!strcmp(key, "tenants"))
-		return walk(p, "tenants", v, do_tenants);
-	return unknown(p, "", key, v);
 }
 
 int cw_config_parse(const char *text, size_t len, const char *name, const char *base_dir,
@@ -449,7 +437,7 @@ int cw_config_parse(const char *text, size_t len, const char *name, const char *
 			 "defaults", name);
 		rc = -EINVAL;
 	} else {
-		rc = walk(&p, "the top level", root, do_top);
+		rc = walk(&p, "", root);
 	}
 	yaml_document_delete(&doc);
 	/* Only the first document would count, so a second one (after
@@ -560,25 +548,13 @@ void cw_config_free(struct cw_config *c)
 
 	if (!c)
 		return;
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		if (keys[k].type == CFG_STR)
+			free(*(char **)((char *)c + keys[k].off));
 	free(c->source);
-	free(c->node);
-	free(c->store_path);
-	free(c->gpu_nvml_lib);
-	free(c->tenants_kubelet_url);
-	free(c->server_listen);
-	free(c->tls_cert);
-	free(c->tls_key);
-	free(c->tls_client_ca);
-	free(c->server_token_file);
 	for (i = 0; i < c->nfleet_nodes; i++)
 		free(c->fleet_nodes[i]);
 	free(c->fleet_nodes);
-	free(c->fleet_ca_cert);
-	free(c->fleet_client_cert);
-	free(c->fleet_client_key);
-	free(c->fleet_token_file);
-	free(c->otlp_endpoint);
-	free(c->otlp_ca_cert);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -637,39 +613,21 @@ int cw_config_get(const struct cw_config **out, char *err, size_t errlen)
 
 int cw_parse_size(const char *s, uint64_t *out)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t mult;
-	} units[] = {
+	static const struct cw_unit units[] = {
 		{ "", 1 },	   { "B", 1 },		  { "KB", 1000ULL },	{ "KiB", 1ULL << 10 },
 		{ "MB", 1000000ULL }, { "MiB", 1ULL << 20 }, { "GB", 1000000000ULL },
 		{ "GiB", 1ULL << 30 }, { "TB", 1000000000000ULL }, { "TiB", 1ULL << 40 },
 		{ "K", 1ULL << 10 },  { "M", 1ULL << 20 },   { "G", 1ULL << 30 },
 	};
-	const char *end;
-	double v;
-	size_t i, n;
+	double b;
+	int rc = cw_parse_scaled(s, units, sizeof(units) / sizeof(units[0]), 1, &b);
 
-	/* The number as cw_parse_real takes it (no sign, hex, inf or nan). */
-	if (!s || !(n = cw_real_span(s)))
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, NULL);
-	if (errno == ERANGE || !isfinite(v))
+	if (rc)
+		return rc;
+	if (b >= 1.8e19 || (b > 0 && b < 1))
 		return -ERANGE;
-	for (end = s + n; *end == ' ';)
-		end++;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (!strcmp(end, units[i].suffix)) {
-			double b = v * (double)units[i].mult;
-
-			if (b >= 1.8e19 || (v > 0 && b < 1))
-				return -ERANGE;
-			*out = (uint64_t)b;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	*out = (uint64_t)b;
+	return 0;
 }
 
 int cw_parse_hostport(const char *s, char *host, size_t hostlen, int *port)

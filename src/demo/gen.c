@@ -8,7 +8,9 @@
 #include <time.h>
 
 #include "pipeline/ops.h"
+#include "util/strbuf.h"
 #include "util/timeutil.h"
+#include "util/vec.h"
 
 /* One queued record. Python stacks are kept as their header plus a site
  * number and expanded to a full struct cw_pystack (576 bytes) only when
@@ -110,29 +112,12 @@ static void *queue(struct cw_demo_gen *g, uint64_t deliver, size_t len, int site
 
 	if (g->err)
 		return NULL;
-	if (g->n == g->cap) {
-		size_t nc = g->cap ? g->cap * 2 : 4096;
-		struct cw_demo_qrec *nq = realloc(g->q, nc * sizeof(*nq));
-
-		if (!nq)
-			goto nomem;
-		g->q = nq;
-		g->cap = nc;
-	}
+	if (cw_vec_reserve(&g->q, &g->cap, g->n + 1, sizeof(*g->q), 4096) < 0)
+		goto nomem;
 	/* Records are 8-byte aligned in the arena so they can be read in place. */
 	len = (len + 7) & ~(size_t)7;
-	if (g->alen + len > g->acap) {
-		size_t nc = g->acap ? g->acap * 2 : 1 << 20;
-		unsigned char *na;
-
-		while (nc < g->alen + len)
-			nc *= 2;
-		na = realloc(g->arena, nc);
-		if (!na)
-			goto nomem;
-		g->arena = na;
-		g->acap = nc;
-	}
+	if (cw_vec_reserve(&g->arena, &g->acap, g->alen + len, 1, 1 << 20) < 0)
+		goto nomem;
 	r = &g->q[g->n];
 	r->deliver = deliver;
 	r->seq = g->n;
@@ -164,14 +149,14 @@ static void fill_hdr(struct cw_hdr *h, unsigned type, size_t size, unsigned sour
 		h->tid = t->tid;
 		h->cgroup_id = t->cgroup_id;
 		/* comm is a fixed 16-byte field, NUL-padded like the kernel's. */
-		strncpy(h->comm, t->comm, CW_COMM_LEN - 1);
+		cw_copy_padded(h->comm, t->comm, CW_COMM_LEN - 1);
 	}
 }
 
 static void copy_comm(char *dst, const char *src)
 {
 	if (src)
-		strncpy(dst, src, CW_COMM_LEN - 1);
+		cw_copy_padded(dst, src, CW_COMM_LEN - 1);
 }
 
 static void queue_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
@@ -337,7 +322,7 @@ void cw_demo_proc(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t 
 	}
 	p->exit_code = exit_code;
 	if (filename)
-		strncpy(p->filename, filename, CW_PATH_LEN - 1);
+		cw_copy_padded(p->filename, filename, CW_PATH_LEN - 1);
 }
 
 void cw_demo_kernel_name(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t handle,
@@ -349,7 +334,7 @@ void cw_demo_kernel_name(struct cw_demo_gen *g, const struct cw_demo_task *t, ui
 		return;
 	fill_hdr(&k->hdr, CW_REC_KERNEL_NAME, sizeof(*k), CW_SRC_CUDA, CW_OP_kernel_name, ts, t);
 	k->handle = handle;
-	strncpy(k->name, name, CW_NAME_LEN - 1);
+	cw_copy_padded(k->name, name, CW_NAME_LEN - 1);
 }
 
 void cw_demo_snapshot(struct cw_demo_gen *g, uint64_t ts, const struct cw_demo_snap *s)

@@ -79,3 +79,20 @@ int cw_demo_gpu_xid(struct cw_demo_train *tr, struct cw_writer *w, uint64_t t, u
 	json_decref(d);
 	return err;
 }
+
+int cw_demo_gpu_meta(struct cw_demo_train *tr, struct cw_writer *w)
+{
+	(void)w;
+	return cw_demo_gpu_write(tr, tr->hooks->gpu_adjust);
+}
+
+int cw_demo_gpu_in_episode(struct cw_demo_train *tr, uint64_t t)
+{
+	return cw_demo_in_window(tr, t, 20 * NSEC_PER_SEC, 30 * NSEC_PER_SEC, 8 * NSEC_PER_SEC);
+}
+
+void cw_demo_gpu_slow_syncs(struct cw_demo_train *tr, struct cw_demo_plan *p)
+{
+	if (p->op == CW_OP_cudaStreamSynchronize && cw_demo_gpu_in_episode(tr, p->start))
+		cw_demo_plan_stretch(p, p->dur * cw_demo_rng_range(&tr->g->rng, 25, 30) / 10);
+}

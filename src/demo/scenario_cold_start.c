@@ -16,7 +16,7 @@ static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 		cw_demo_plan_stretch(p, p->dur * cw_demo_rng_range(r, 49, 199));
 }
 
-static const struct cw_demo_hooks hooks = { plan, NULL, NULL };
+static const struct cw_demo_hooks hooks = { plan, NULL, NULL, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {

@@ -64,7 +64,7 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 				"kafka-indexer");
 }
 
-static const struct cw_demo_hooks hooks = { plan, second, meta };
+static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {

@@ -27,7 +27,7 @@ static void second(struct cw_demo_train *tr, uint64_t t, struct cw_demo_snap *s)
 	s->load1 = 1.6 + 0.3 * cw_demo_rng_unit(r);
 }
 
-static const struct cw_demo_hooks hooks = { plan, second, NULL };
+static const struct cw_demo_hooks hooks = { plan, second, NULL, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {

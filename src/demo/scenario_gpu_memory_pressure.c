@@ -37,13 +37,7 @@ static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s
 		s->mem_used = s->mem_total - s->mem_reserved;
 }
 
-static int meta(struct cw_demo_train *tr, struct cw_writer *w)
-{
-	(void)w;
-	return cw_demo_gpu_write(tr, adjust);
-}
-
-static const struct cw_demo_hooks hooks = {plan, NULL, meta};
+static const struct cw_demo_hooks hooks = {plan, NULL, cw_demo_gpu_meta, adjust};
 
 static void setup(struct cw_demo_train *tr)
 {

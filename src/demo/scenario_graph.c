@@ -67,8 +67,8 @@ static void plan_tail(struct cw_demo_train *tr, struct cw_demo_plan *p)
 	plan(tr, p, 0);
 }
 
-static const struct cw_demo_hooks churn_hooks = { plan_churn, NULL, NULL };
-static const struct cw_demo_hooks tail_hooks = { plan_tail, NULL, NULL };
+static const struct cw_demo_hooks churn_hooks = { plan_churn, NULL, NULL, NULL };
+static const struct cw_demo_hooks tail_hooks = { plan_tail, NULL, NULL, NULL };
 
 static void setup_churn(struct cw_demo_train *tr)
 {

@@ -28,7 +28,7 @@ static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 	cw_demo_page_alloc(tr->g, &cw_demo_main_task, p->start, PIN_BYTES / 4096, p->dur);
 }
 
-static const struct cw_demo_hooks hooks = { plan, NULL, NULL };
+static const struct cw_demo_hooks hooks = { plan, NULL, NULL, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {

@@ -74,7 +74,7 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 	return cw_writer_cgroup(w, STORM_CGROUP, "/user.slice/user-1000.slice/session-7.scope", NULL);
 }
 
-static const struct cw_demo_hooks hooks = { plan, second, meta };
+static const struct cw_demo_hooks hooks = { plan, second, meta, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {

@@ -52,7 +52,7 @@ static void second(struct cw_demo_train *tr, uint64_t t, struct cw_demo_snap *s)
 	s->load1 += 6 * f;
 }
 
-static const struct cw_demo_hooks hooks = { plan, second, NULL };
+static const struct cw_demo_hooks hooks = { plan, second, NULL, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {

@@ -175,44 +175,28 @@ static int job_meta(struct cw_demo_train *tr, struct cw_writer *w)
 	return err;
 }
 
-static const struct cw_demo_hooks hooks = { NULL, NULL, job_meta };
+static const struct cw_demo_hooks hooks = { NULL, NULL, job_meta, NULL };
 
-#define JOB(id, m, n, late)                                                   \
+/* One scenario per job: its parameters, set-up and table row. */
+#define JOB(id, var, m, n, late, name, expect, title)                         \
 	static const struct job id##_job = { m, n, late };                    \
 	static void id##_setup(struct cw_demo_train *tr)                      \
 	{                                                                     \
 		tr->ctx = (void *)&id##_job;                                  \
 		tr->hooks = &hooks;                                           \
 		tr->run = job_run;                                            \
-	}
+	}                                                                     \
+	const struct cw_demo_scenario cw_demo_scenario_##var = { name, title, expect, id##_setup }
 
-JOB(hog, M_HOG, 4, 2)
-JOB(io, M_IO, 4, 1)
-JOB(input, M_INPUT, 8, 5)
-JOB(compute, M_COMPUTE, 8, 7)
-JOB(hang, M_HANG, 4, 3)
-JOB(comm, M_COMM, 4, -1)
-
-const struct cw_demo_scenario cw_demo_scenario_nccl_straggler = {
-	"nccl-straggler", "4 ranks; rank 2 is preempted by stress-ng before every ncclAllReduce", "nccl_straggler",
-	hog_setup,
-};
-const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_io = {
-	"nccl-straggler-io", "4 ranks; rank 1 blocks on its own reads before every ncclAllReduce", "nccl_straggler",
-	io_setup,
-};
-const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_input = {
-	"nccl-straggler-input", "8 ranks; rank 5 waits for its loader thread before every ncclAllReduce",
-	"nccl_straggler", input_setup,
-};
-const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_compute = {
-	"nccl-straggler-compute", "8 ranks; rank 7 computes 25 ms longer before every ncclAllReduce", "nccl_straggler",
-	compute_setup,
-};
-const struct cw_demo_scenario cw_demo_scenario_nccl_hang = {
-	"nccl-hang", "4 ranks; rank 3 stops before collective #40 and the others wait for it", "nccl_hang",
-	hang_setup,
-};
-const struct cw_demo_scenario cw_demo_scenario_comm_bound = {
-	"comm-bound", "4 ranks; the 64 MiB ncclAllReduce takes 60% of every step", "comm_bound", comm_setup,
-};
+JOB(hog, nccl_straggler, M_HOG, 4, 2, "nccl-straggler", "nccl_straggler",
+    "4 ranks; rank 2 is preempted by stress-ng before every ncclAllReduce");
+JOB(io, nccl_straggler_io, M_IO, 4, 1, "nccl-straggler-io", "nccl_straggler",
+    "4 ranks; rank 1 blocks on its own reads before every ncclAllReduce");
+JOB(input, nccl_straggler_input, M_INPUT, 8, 5, "nccl-straggler-input", "nccl_straggler",
+    "8 ranks; rank 5 waits for its loader thread before every ncclAllReduce");
+JOB(compute, nccl_straggler_compute, M_COMPUTE, 8, 7, "nccl-straggler-compute", "nccl_straggler",
+    "8 ranks; rank 7 computes 25 ms longer before every ncclAllReduce");
+JOB(hang, nccl_hang, M_HANG, 4, 3, "nccl-hang", "nccl_hang",
+    "4 ranks; rank 3 stops before collective #40 and the others wait for it");
+JOB(comm, comm_bound, M_COMM, 4, -1, "comm-bound", "comm_bound",
+    "4 ranks; the 64 MiB ncclAllReduce takes 60% of every step");

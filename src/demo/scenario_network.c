@@ -32,7 +32,7 @@ static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 				   peer, 29500);
 }
 
-static const struct cw_demo_hooks hooks = { plan, NULL, NULL };
+static const struct cw_demo_hooks hooks = { plan, NULL, NULL, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {

@@ -23,7 +23,7 @@ static void second(struct cw_demo_train *tr, uint64_t t, struct cw_demo_snap *s)
 				 (LIMIT - (96ULL << 20)) / 4096, LIMIT, 21ULL << 30);
 }
 
-static const struct cw_demo_hooks hooks = { NULL, second, NULL };
+static const struct cw_demo_hooks hooks = { NULL, second, NULL, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {

@@ -9,32 +9,16 @@
 #include "demo/train.h"
 #include "util/timeutil.h"
 
-#define CAP_AT (20 * NSEC_PER_SEC)
-#define CAP_EVERY (30 * NSEC_PER_SEC)
-#define CAP_LEN (8 * NSEC_PER_SEC)
-
-static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
-{
-	if (p->op == CW_OP_cudaStreamSynchronize && cw_demo_in_window(tr, p->start, CAP_AT, CAP_EVERY, CAP_LEN))
-		cw_demo_plan_stretch(p, p->dur * cw_demo_rng_range(&tr->g->rng, 25, 30) / 10);
-}
-
 static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s)
 {
-	if (!cw_demo_in_window(tr, t, CAP_AT, CAP_EVERY, CAP_LEN))
+	if (!cw_demo_gpu_in_episode(tr, t))
 		return;
 	s->power_mw = (int64_t)cw_demo_rng_range(&tr->g->rng, 498000, 500000); /* the 500 W limit */
 	s->sm_mhz = (int64_t)cw_demo_rng_range(&tr->g->rng, 585, 630);
 	s->reasons = (int64_t)(CW_GPU_REASON_SW_POWER_CAP | CW_GPU_REASON_HW_POWER_BRAKE | CW_GPU_REASON_HW_SLOWDOWN);
 }
 
-static int meta(struct cw_demo_train *tr, struct cw_writer *w)
-{
-	(void)w;
-	return cw_demo_gpu_write(tr, adjust);
-}
-
-static const struct cw_demo_hooks hooks = {plan, NULL, meta};
+static const struct cw_demo_hooks hooks = {cw_demo_gpu_slow_syncs, NULL, cw_demo_gpu_meta, adjust};
 
 static void setup(struct cw_demo_train *tr)
 {

@@ -10,19 +10,9 @@
 #include "demo/train.h"
 #include "util/timeutil.h"
 
-#define HOT_AT (20 * NSEC_PER_SEC)
-#define HOT_EVERY (30 * NSEC_PER_SEC)
-#define HOT_LEN (8 * NSEC_PER_SEC)
-
-static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
-{
-	if (p->op == CW_OP_cudaStreamSynchronize && cw_demo_in_window(tr, p->start, HOT_AT, HOT_EVERY, HOT_LEN))
-		cw_demo_plan_stretch(p, p->dur * cw_demo_rng_range(&tr->g->rng, 25, 30) / 10);
-}
-
 static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s)
 {
-	if (!cw_demo_in_window(tr, t, HOT_AT, HOT_EVERY, HOT_LEN)) {
+	if (!cw_demo_gpu_in_episode(tr, t)) {
 		s->temp_gpu += 10; /* a warm rack: 76-81 C, still under the slowdown point */
 		return;
 	}
@@ -33,13 +23,7 @@ static void adjust(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s
 	s->reasons = (int64_t)(CW_GPU_REASON_HW_THERMAL | CW_GPU_REASON_SW_THERMAL | CW_GPU_REASON_HW_SLOWDOWN);
 }
 
-static int meta(struct cw_demo_train *tr, struct cw_writer *w)
-{
-	(void)w;
-	return cw_demo_gpu_write(tr, adjust);
-}
-
-static const struct cw_demo_hooks hooks = {plan, NULL, meta};
+static const struct cw_demo_hooks hooks = {cw_demo_gpu_slow_syncs, NULL, cw_demo_gpu_meta, adjust};
 
 static void setup(struct cw_demo_train *tr)
 {

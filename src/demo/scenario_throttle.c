@@ -17,7 +17,7 @@ static void plan(struct cw_demo_train *tr, struct cw_demo_plan *p)
 		cw_demo_plan_stretch(p, 48 * NSEC_PER_MSEC + cw_demo_rng_range(&tr->g->rng, 0, 4) * NSEC_PER_MSEC);
 }
 
-static const struct cw_demo_hooks hooks = { plan, NULL, NULL };
+static const struct cw_demo_hooks hooks = { plan, NULL, NULL, NULL };
 
 static void setup(struct cw_demo_train *tr)
 {

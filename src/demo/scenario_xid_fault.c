@@ -20,7 +20,7 @@ static int meta(struct cw_demo_train *tr, struct cw_writer *w)
 			       "GPU has fallen off the bus.");
 }
 
-static const struct cw_demo_hooks hooks = {NULL, NULL, meta};
+static const struct cw_demo_hooks hooks = {NULL, NULL, meta, NULL};
 
 static void setup(struct cw_demo_train *tr)
 {

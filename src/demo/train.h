@@ -60,6 +60,8 @@ uint64_t cw_demo_plan_offtime(const struct cw_demo_plan *p);
 
 struct cw_demo_train;
 
+struct cw_gpu_sample;
+
 struct cw_demo_hooks {
 	/* Every call and gap of the main thread, before it is queued. */
 	void (*plan)(struct cw_demo_train *tr, struct cw_demo_plan *p);
@@ -69,6 +71,9 @@ struct cw_demo_hooks {
 	/* Metadata rows of the scenario's other processes (cgroups, names)
 	 * as trace would read them from /proc; NULL for none. */
 	int (*meta)(struct cw_demo_train *tr, struct cw_writer *w);
+	/* The adjustment of the GPU samples cw_demo_gpu_meta writes
+	 * (demo/gpu.h); NULL: the healthy device. */
+	void (*gpu_adjust)(struct cw_demo_train *tr, uint64_t t, struct cw_gpu_sample *s);
 };
 
 struct cw_demo_train_cfg {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "analysis/engine.h"
+#include "analysis/explain.h"
 #include "fleet/fetch.h"
 #include "store/store.h"
 

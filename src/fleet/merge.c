@@ -542,7 +542,7 @@ int cw_merge_run(const struct cw_merge_opts *o, struct cw_merge_result *r)
 		ret = -ENOMEM;
 		goto out;
 	}
-	sprintf(tmp, "%s.tmp-XXXXXX", o->out_path);
+	snprintf(tmp, strlen(o->out_path) + 16, "%s.tmp-XXXXXX", o->out_path);
 	if ((fd = mkstemp(tmp)) < 0) {
 		ret = -errno;
 		snprintf(r->err, sizeof(r->err), "cannot create \"%s\": %s", tmp, cw_store_strerror(ret));

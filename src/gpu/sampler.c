@@ -120,7 +120,7 @@ static void nvml_events(struct cw_gpu_sampler *s, uint64_t now)
 		p->x.code = code > CW_XID_CODE_MAX ? 0 : (uint32_t)code;
 		if (d)
 			memcpy(p->x.pci, s->pci[dev], sizeof(p->x.pci));
-		strcpy(p->x.text, "NVML critical Xid event");
+		snprintf(p->x.text, sizeof(p->x.text), "NVML critical Xid event");
 		p->device = dev;
 		p->t = now;
 		if (!p->x.code)

@@ -14,6 +14,7 @@
 
 #include "pyframe/framewalk.h"
 #include "pyframe/resolver.h"
+#include "util/readfile.h"
 
 struct sc {
 	long nr;
@@ -41,21 +42,6 @@ static const struct sc *sc_of(long nr)
 		if (syscalls[i].nr == nr)
 			return &syscalls[i];
 	return NULL;
-}
-
-static int read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return (int)n;
 }
 
 const char *cw_thread_wait_class(char state, long syscall, const char *target)
@@ -134,7 +120,7 @@ int cw_thread_states(pid_t pid, struct cw_thread_state *out, int max, struct cw_
 		struct cw_thread_state *t = &out[n];
 		char *p, *q;
 		long fd = -1;
-		int tid = atoi(de->d_name);
+		int tid = (int)strtol(de->d_name, NULL, 10);
 
 		if (tid <= 0)
 			continue;
@@ -142,7 +128,7 @@ int cw_thread_states(pid_t pid, struct cw_thread_state *out, int max, struct cw_
 		t->tid = tid;
 		t->syscall = -2;
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, tid);
-		if (read_small(path, buf, sizeof(buf)) <= 0)
+		if (cw_read_small(path, buf, sizeof(buf)) <= 0)
 			continue;
 		/* "tid (comm) S ...": comm may hold spaces and parentheses. */
 		p = strchr(buf, '(');
@@ -152,7 +138,7 @@ int cw_thread_states(pid_t pid, struct cw_thread_state *out, int max, struct cw_
 		snprintf(t->comm, sizeof(t->comm), "%.*s", (int)(q - p - 1 < 15 ? q - p - 1 : 15), p + 1);
 		t->state = q[2];
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, tid);
-		if (read_small(path, buf, sizeof(buf)) > 0) {
+		if (cw_read_small(path, buf, sizeof(buf)) > 0) {
 			if (!strncmp(buf, "running", 7))
 				t->syscall = -1;
 			else {
@@ -175,7 +161,7 @@ int cw_thread_states(pid_t pid, struct cw_thread_state *out, int max, struct cw_
 			}
 		}
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", (int)pid, tid);
-		if (read_small(path, buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
+		if (cw_read_small(path, buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
 			snprintf(t->wchan, sizeof(t->wchan), "%.47s", buf);
 		snprintf(t->wait, sizeof(t->wait), "%s", cw_thread_wait_class(t->state, t->syscall, t->target));
 		n++;

@@ -39,10 +39,8 @@ static void read_soname(struct cw_elf *e)
 			if (dyn.d_tag != DT_SONAME)
 				continue;
 			s = elf_strptr(e->elf, sh.sh_link, dyn.d_un.d_val);
-			if (s) {
-				strncpy(e->soname, s, sizeof(e->soname) - 1);
-				e->soname[sizeof(e->soname) - 1] = '\0';
-			}
+			if (s)
+				snprintf(e->soname, sizeof(e->soname), "%s", s);
 			return;
 		}
 	}
@@ -167,51 +165,6 @@ int cw_elf_find_sym(struct cw_elf *e, const char *name, struct cw_elf_sym *sym)
 	if (cw_elf_foreach_sym(e, 0, find_cb, &c) == 1)
 		return 0;
 	return -ENOENT;
-}
-
-struct count_ctx {
-	const char *const *names;
-	int n;
-	char *found;
-	int count;
-};
-
-static int count_cb(const struct cw_elf_sym *sym, void *arg)
-{
-	struct count_ctx *c = arg;
-	int i;
-
-	for (i = 0; i < c->n; i++) {
-		if (c->found[i] || !name_matches(sym->name, c->names[i]))
-			continue;
-		c->found[i] = 1;
-		c->count++;
-		break;
-	}
-	return c->count == c->n; /* all found: stop early */
-}
-
-int cw_elf_count_dynsyms(struct cw_elf *e, const char *const *names, int n, char *found)
-{
-	struct count_ctx c = { names, n, found, 0 };
-	char *own = NULL;
-	int rc;
-
-	if (n <= 0)
-		return 0;
-	if (!found) {
-		own = calloc((size_t)n, 1);
-		if (!own)
-			return -ENOMEM;
-		c.found = own;
-	} else {
-		memset(found, 0, (size_t)n);
-	}
-	rc = cw_elf_foreach_sym(e, 1, count_cb, &c);
-	free(own);
-	if (rc < 0 && rc != -ENOENT)
-		return rc;
-	return c.count;
 }
 
 int cw_elf_vaddr_to_offset(struct cw_elf *e, uint64_t vaddr, uint64_t *offset)

@@ -40,10 +40,6 @@ int cw_elf_foreach_sym(struct cw_elf *e, int dynamic,
  * matched without their "@VERSION" suffix. */
 int cw_elf_find_sym(struct cw_elf *e, const char *name, struct cw_elf_sym *sym);
 
-/* How many of names[0..n) are defined in .dynsym; when found is not NULL,
- * found[i] is set to 1 for each one present. */
-int cw_elf_count_dynsyms(struct cw_elf *e, const char *const *names, int n, char *found);
-
 /* Converts a symbol's virtual address to its offset in the file, via the
  * PT_LOAD segment holding it (what a uprobe attach needs). Returns 0 or
  * -ENOENT when no executable segment covers addr. */

@@ -492,17 +492,6 @@ int cw_kernel_probes_track(struct cw_kernel_probes *kp, uint32_t tgid)
 	return 0;
 }
 
-int cw_kernel_probes_untrack(struct cw_kernel_probes *kp, uint32_t tgid)
-{
-	uint64_t *w, bit;
-
-	w = tracked_word(kp, tgid, &bit);
-	if (!w)
-		return -EINVAL;
-	__atomic_fetch_and(w, ~bit, __ATOMIC_SEQ_CST);
-	return 0;
-}
-
 int cw_kernel_probes_is_tracked(struct cw_kernel_probes *kp, uint32_t tgid)
 {
 	uint64_t *w, bit;

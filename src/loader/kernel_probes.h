@@ -76,12 +76,10 @@ int cw_kernel_probes_open(struct cw_kernel_probes **out, const struct cw_kernel_
 			  char *err, size_t errlen);
 void cw_kernel_probes_close(struct cw_kernel_probes *kp);
 
-/* Adds/removes a process (thread group id) to the tracked set; its threads,
- * and the children it forks from then on, produce records. Untracking an
- * absent tgid returns -ENOENT. The map update is atomic for the BPF side,
- * so these may be called from any thread. */
+/* Adds a process (thread group id) to the tracked set; its threads, and
+ * the children it forks from then on, produce records. The map update is
+ * atomic for the BPF side, so this may be called from any thread. */
 int cw_kernel_probes_track(struct cw_kernel_probes *kp, uint32_t tgid);
-int cw_kernel_probes_untrack(struct cw_kernel_probes *kp, uint32_t tgid);
 int cw_kernel_probes_is_tracked(struct cw_kernel_probes *kp, uint32_t tgid);
 
 /* The shared maps, for other skeletons (the CUDA side) to adopt with

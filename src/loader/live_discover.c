@@ -116,7 +116,9 @@ void cw_live_mark_path(struct cw_live_discover *ld, const char *path)
 		cw_live_mark(ld, cw_kdev(st.st_dev), st.st_ino);
 }
 
-int cw_live_hook_loader(struct cw_live_discover *ld, const char *path)
+/* Hooks _dl_debug_state of the loader at path. Returns 1 hooked now, 0
+ * hooked before, or -errno (-ENOENT: no such symbol). */
+static int cw_live_hook_loader(struct cw_live_discover *ld, const char *path)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	struct cw_elf_sym sym;
@@ -174,12 +176,12 @@ static void resume(struct cw_live_discover *ld, uint32_t pid)
 		kill((pid_t)pid, SIGCONT);
 }
 
-/* Every stopped process in the held map (fd), resumed. Also the
- * watchdog's body: plain syscalls only. */
-static int resume_all(int fd)
+/* The pids in the held map (fd), at most HELD_MAX. Plain syscalls only:
+ * the watchdog runs this too. */
+static int held_pids(int fd, __u32 *keys)
 {
-	__u32 keys[HELD_MAX], k, next;
-	int n = 0, i, more;
+	__u32 k, next;
+	int n = 0, more;
 
 	more = !bpf_map_get_next_key(fd, NULL, &k);
 	while (more && n < HELD_MAX) {
@@ -187,6 +189,16 @@ static int resume_all(int fd)
 		more = !bpf_map_get_next_key(fd, &k, &next);
 		k = next;
 	}
+	return n;
+}
+
+/* Every stopped process in the held map (fd), resumed. Also the
+ * watchdog's body: plain syscalls only. */
+static int resume_all(int fd)
+{
+	__u32 keys[HELD_MAX];
+	int n = held_pids(fd, keys), i;
+
 	for (i = 0; i < n; i++)
 		if (!bpf_map_delete_elem(fd, &keys[i]))
 			kill((pid_t)keys[i], SIGCONT);
@@ -274,16 +286,10 @@ static int on_event(void *ctx, void *data, size_t size)
 static void sweep(struct cw_live_discover *ld, uint64_t now)
 {
 	int fd = bpf_map__fd(ld->skel->maps.disc_held);
-	__u32 keys[HELD_MAX], k, next;
+	__u32 keys[HELD_MAX];
 	struct cw_disc_hold h;
-	int n = 0, i, more;
+	int n = held_pids(fd, keys), i;
 
-	more = !bpf_map_get_next_key(fd, NULL, &k);
-	while (more && n < HELD_MAX) {
-		keys[n++] = k;
-		more = !bpf_map_get_next_key(fd, &k, &next);
-		k = next;
-	}
 	for (i = 0; i < n; i++) {
 		if (bpf_map_lookup_elem(fd, &keys[i], &h) || now < h.ts_ns || now - h.ts_ns < SWEEP_AGE_NS)
 			continue;

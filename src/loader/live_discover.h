@@ -46,10 +46,6 @@ int cw_live_open(struct cw_live_discover **out, const struct cw_live_opts *o, ch
 void cw_live_mark_path(struct cw_live_discover *ld, const char *path);
 void cw_live_mark(struct cw_live_discover *ld, uint64_t kdev, uint64_t ino);
 
-/* Hooks _dl_debug_state of the loader at path. Returns 1 hooked now, 0
- * hooked before, or -errno (-ENOENT: no such symbol). */
-int cw_live_hook_loader(struct cw_live_discover *ld, const char *path);
-
 /* Hooks the standard loaders, attaches the exec program, starts the
  * watchdog and the thread. Returns 0 or -errno with err filled. */
 int cw_live_start(struct cw_live_discover *ld, char *err, size_t errlen);

@@ -107,7 +107,10 @@ static enum cw_tri probe_tp_btf(struct cw_features *f)
 	return CW_NO;
 }
 
-int cw_parse_nvidia_version(const char *text, char *buf, size_t len)
+/* Parses "/proc/driver/nvidia/version" text for the kernel module's
+ * version ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06 ...").
+ * Returns 0 or -ENOENT. */
+static int cw_parse_nvidia_version(const char *text, char *buf, size_t len)
 {
 	const char *p = strstr(text, "Kernel Module");
 	size_t i = 0;

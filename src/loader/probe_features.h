@@ -42,11 +42,6 @@ void cw_features_probe(struct cw_features *f);
  * root, or CAP_BPF + CAP_PERFMON (Linux 5.8+), or CAP_SYS_ADMIN. */
 int cw_features_privileged(const struct cw_features *f);
 
-/* Parses "/proc/driver/nvidia/version" text for the kernel module's
- * version ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06 ...").
- * Returns 0 or -ENOENT. */
-int cw_parse_nvidia_version(const char *text, char *buf, size_t len);
-
 /* 1 when this process may load and attach probes: root, or CAP_BPF and
  * CAP_PERFMON (Linux 5.8+) or CAP_SYS_ADMIN in its effective set, as the
  * systemd unit and the DaemonSet in deploy/ grant instead of full root. */

@@ -27,7 +27,7 @@ int cw_prog_stats(struct cw_prog_stat *out, int max)
 
 		if (e->d_name[0] == '.')
 			continue;
-		fd = atoi(e->d_name);
+		fd = (int)strtol(e->d_name, NULL, 10);
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		k = readlink(path, link, sizeof(link) - 1);
 		if (k <= 0)

@@ -10,7 +10,7 @@
 /* Latency buckets: 1024 ns * 2^k for k = 0..CW_PROM_BUCKETS-1 (1.024 us ..
  * 34.4 s), then +Inf. Fixed, so histograms from every node add up; powers of
  * two of nanoseconds, so they fall on boundaries of the stored log-linear
- * histograms (analysis/hist.h) and the store's figures convert exactly. A
+ * histograms (util/hist.h) and the store's figures convert exactly. A
  * call lasting exactly a bound is counted in the next bucket. */
 #define CW_PROM_BUCKETS 26
 

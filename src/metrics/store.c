@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/hist.h"
+#include "util/hist.h"
 #include "store/store.h"
 
 /* name{node="..",k="v"}: the node label is on every series. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pipeline/ops.h"
+#include "util/grow.h"
 #include "util/u64map.h"
 
 /* Communicators and p2p channels followed at once; beyond these, calls
@@ -80,21 +81,16 @@ static int write_pending(struct cw_nccl_track *t, struct pending *p, uint64_t do
 
 static struct pending *pending_of(struct cw_nccl_track *t, uint32_t tid, int create)
 {
+	struct pending *nv;
 	int64_t idx;
 
 	if (u64map_get(&t->pend_index, (uint64_t)tid + 1, &idx))
 		return &t->pend[idx];
 	if (!create)
 		return NULL;
-	if (t->npend == t->pend_alloc) {
-		size_t na = t->pend_alloc ? t->pend_alloc * 2 : 16;
-		struct pending *nv = realloc(t->pend, na * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		t->pend = nv;
-		t->pend_alloc = na;
-	}
+	if (!(nv = cw_grow(t->pend, t->npend, &t->pend_alloc, sizeof(*nv), 16)))
+		return NULL;
+	t->pend = nv;
 	if (u64map_put(&t->pend_index, (uint64_t)tid + 1, (int64_t)t->npend))
 		return NULL;
 	t->pend[t->npend].tid = tid;
@@ -118,7 +114,8 @@ int cw_nccl_track_sync(struct cw_nccl_track *t, uint32_t tid, uint64_t wall_ns, 
 	return write_pending(t, p, wall_ns + dur_ns, dur_ns, 1);
 }
 
-int cw_nccl_track_flush(struct cw_nccl_track *t)
+/* Writes every row still waiting for a synchronization (no completion). */
+static int cw_nccl_track_flush(struct cw_nccl_track *t)
 {
 	int err = 0, e;
 
@@ -142,7 +139,8 @@ void cw_nccl_track_free(struct cw_nccl_track *t)
 	free(t);
 }
 
-int cw_nccl_dtype_size(int64_t dtype)
+/* Bytes of one element of an ncclDataType_t (nccl.h of 2.28), 0 unknown. */
+static int cw_nccl_dtype_size(int64_t dtype)
 {
 	/* ncclInt8/Char, Uint8, Int32, Uint32, Int64, Uint64, Float16,
 	 * Float32, Float64, Bfloat16, Float8e4m3, Float8e5m2. */
@@ -151,7 +149,9 @@ int cw_nccl_dtype_size(int64_t dtype)
 	return dtype >= 0 && dtype < (int64_t)(sizeof(sizes) / sizeof(sizes[0])) ? sizes[dtype] : 0;
 }
 
-int cw_nccl_is_collective(unsigned op)
+/* Whether op is a collective (every rank of the communicator calls it),
+ * or a point-to-point call. */
+static int cw_nccl_is_collective(unsigned op)
 {
 	switch (op) {
 	case CW_OP_ncclAllReduce:
@@ -167,7 +167,7 @@ int cw_nccl_is_collective(unsigned op)
 	}
 }
 
-int cw_nccl_is_p2p(unsigned op)
+static int cw_nccl_is_p2p(unsigned op)
 {
 	return op == CW_OP_ncclSend || op == CW_OP_ncclRecv;
 }
@@ -201,21 +201,16 @@ static uint64_t comm_key(uint32_t pid, uint64_t handle)
 static struct comm_state *comm_get(struct cw_nccl_track *t, uint32_t pid, uint64_t handle, int create)
 {
 	uint64_t k = comm_key(pid, handle);
+	struct comm_state *nv;
 	int64_t idx;
 
 	if (u64map_get(&t->index, k, &idx))
 		return &t->comms[idx];
 	if (!create || !handle)
 		return NULL;
-	if (t->n == t->alloc) {
-		size_t na = t->alloc ? t->alloc * 2 : 16;
-		struct comm_state *nv = realloc(t->comms, na * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		t->comms = nv;
-		t->alloc = na;
-	}
+	if (!(nv = cw_grow(t->comms, t->n, &t->alloc, sizeof(*nv), 16)))
+		return NULL;
+	t->comms = nv;
 	if (u64map_put(&t->index, k, (int64_t)t->n))
 		return NULL;
 	memset(&t->comms[t->n], 0, sizeof(t->comms[0]));

@@ -28,19 +28,11 @@ int cw_nccl_track_call(struct cw_nccl_track *t, const struct cw_call_entry *e, u
  * unfinished: the collectives it waited for are complete (or never were)
  * and their rows are written. */
 int cw_nccl_track_sync(struct cw_nccl_track *t, uint32_t tid, uint64_t wall_ns, uint64_t dur_ns, int has_ret);
-/* Writes every row still waiting for a synchronization (no completion). */
-int cw_nccl_track_flush(struct cw_nccl_track *t);
 
-/* Bytes of one element of an ncclDataType_t (nccl.h of 2.28), 0 unknown. */
-int cw_nccl_dtype_size(int64_t dtype);
 /* The call's payload: count x element size (the per-rank buffer the
  * count argument describes), -1 when the op moves none or the type is
  * unknown. */
 int64_t cw_nccl_call_bytes(unsigned op, int64_t count, int64_t dtype);
-/* Whether op is a collective (every rank of the communicator calls it),
- * a point-to-point call. */
-int cw_nccl_is_collective(unsigned op);
-int cw_nccl_is_p2p(unsigned op);
 
 /* The communicator id of a split: every rank computes the same from its
  * parent's id, the split's ordinal on the parent and the color. */

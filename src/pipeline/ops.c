@@ -146,13 +146,3 @@ unsigned cw_op_lookup(const char *name)
 			return i;
 	return 0;
 }
-
-unsigned cw_source_lookup(const char *name)
-{
-	unsigned i;
-
-	for (i = 1; i < CW_SRC_MAX; i++)
-		if (source_names[i] && strcmp(source_names[i], name) == 0)
-			return i;
-	return 0;
-}

@@ -8,8 +8,7 @@ const char *cw_source_name(unsigned source);
 const char *cw_op_name(unsigned op);
 /* The source an op belongs to, 0 if unknown. */
 unsigned cw_op_source(unsigned op);
-/* Reverse lookups; 0 when unknown. */
+/* Reverse lookup; 0 when unknown. */
 unsigned cw_op_lookup(const char *name);
-unsigned cw_source_lookup(const char *name);
 
 #endif

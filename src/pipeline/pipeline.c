@@ -10,6 +10,7 @@
 #include "pipeline/nccl_track.h"
 #include "pipeline/ops.h"
 #include "pipeline/pystack.h"
+#include "util/grow.h"
 #include "util/u64map.h"
 
 /* Runtime calls nest driver calls (cudaMalloc -> cuMemAlloc_v2), and
@@ -132,21 +133,16 @@ static void note_process(struct cw_pipeline *p, const struct cw_hdr *h, const ch
 
 static struct thread_state *thread_get(struct cw_pipeline *p, const struct cw_hdr *h, int create)
 {
+	struct thread_state *t;
 	int64_t idx;
 
 	if (u64map_get(&p->thread_index, (uint64_t)h->tid + 1, &idx))
 		return &p->threads[idx];
 	if (!create)
 		return NULL;
-	if (p->nthreads == p->threads_alloc) {
-		size_t n = p->threads_alloc ? p->threads_alloc * 2 : 16;
-		struct thread_state *t = realloc(p->threads, n * sizeof(*t));
-
-		if (!t)
-			return NULL;
-		p->threads = t;
-		p->threads_alloc = n;
-	}
+	if (!(t = cw_grow(p->threads, p->nthreads, &p->threads_alloc, sizeof(*t), 16)))
+		return NULL;
+	p->threads = t;
 	if (u64map_put(&p->thread_index, (uint64_t)h->tid + 1, (int64_t)p->nthreads))
 		return NULL;
 	memset(&p->threads[p->nthreads], 0, sizeof(p->threads[0]));
@@ -187,15 +183,11 @@ static int on_kernel_name(struct cw_pipeline *p, const struct cw_kernel_name *k)
 	memcpy(name, k->name, sizeof(name));
 	name[sizeof(name) - 1] = '\0';
 	if (!u64map_get(&p->kernel_index, kernel_key(k->hdr.pid, k->handle), &idx)) {
-		if (p->nkernel_names == p->kernel_names_alloc) {
-			size_t n = p->kernel_names_alloc ? p->kernel_names_alloc * 2 : 64;
-			char **v = realloc(p->kernel_names, n * sizeof(*v));
+		char **v = cw_grow(p->kernel_names, p->nkernel_names, &p->kernel_names_alloc, sizeof(*v), 64);
 
-			if (!v)
-				return -ENOMEM;
-			p->kernel_names = v;
-			p->kernel_names_alloc = n;
-		}
+		if (!v)
+			return -ENOMEM;
+		p->kernel_names = v;
 		p->kernel_names[p->nkernel_names] = strdup(name);
 		if (!p->kernel_names[p->nkernel_names] ||
 		    u64map_put(&p->kernel_index, kernel_key(k->hdr.pid, k->handle), (int64_t)p->nkernel_names)) {
@@ -457,26 +449,24 @@ static void attach_stack(struct cw_pipeline *p, const struct cw_hdr *h, int64_t 
 	*(python ? &ps->py_stack_id : &ps->stack_id) = id;
 }
 
-static int on_pystack(struct cw_pipeline *p, const struct cw_pystack *s)
+/* A stack interned as id (0: empty, < 0: the writer refused it). */
+static int on_stack(struct cw_pipeline *p, const struct cw_hdr *h, int64_t id, int python)
 {
-	int64_t id = cw_pystack_intern(p->o.writer, p->o.py, s, &p->c.py_unresolved);
-
 	if (id > 0)
-		attach_stack(p, &s->hdr, id, 1);
+		attach_stack(p, h, id, python);
 	else if (id < 0)
 		p->c.write_errors++;
 	return 0;
 }
 
+static int on_pystack(struct cw_pipeline *p, const struct cw_pystack *s)
+{
+	return on_stack(p, &s->hdr, cw_pystack_intern(p->o.writer, p->o.py, s, &p->c.py_unresolved), 1);
+}
+
 static int on_ustack(struct cw_pipeline *p, const struct cw_ustack *s)
 {
-	int64_t id = cw_ustack_intern(p->o.writer, p->o.sym, s);
-
-	if (id > 0)
-		attach_stack(p, &s->hdr, id, 0);
-	else if (id < 0)
-		p->c.write_errors++;
-	return 0;
+	return on_stack(p, &s->hdr, cw_ustack_intern(p->o.writer, p->o.sym, s), 0);
 }
 
 /* A whole call (CW_REC_CALL): stored at once with the stacks that came

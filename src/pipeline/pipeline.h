@@ -12,31 +12,9 @@
 #include <stdint.h>
 
 #include "store/writer.h"
+#include "symbol/frames.h"
 
 struct cw_pipeline;
-
-/* A resolved Python frame. */
-struct cw_py_location {
-	char file[256];
-	char function[128];
-	int line; /* the executing line, 0 unknown */
-};
-
-/* Resolves one captured frame (code object address + instruction offset in
- * code units) of process pid to its source location. Live tracing reads the
- * target's memory (src/pyframe); the demo registers synthetic code objects.
- * Returns 0, or -errno when the frame cannot be resolved. */
-struct cw_py_resolver {
-	int (*resolve)(void *ctx, uint32_t pid, uint64_t code, uint32_t lasti, struct cw_py_location *out);
-	void *ctx;
-};
-
-/* Turns native return addresses of process pid into one symbolized line
- * per frame ("libfoo.so!bar+0x12"). Returns 0 or -errno. */
-struct cw_symbolizer {
-	int (*symbolize)(void *ctx, uint32_t pid, uint64_t ip, char *out, size_t outlen);
-	void *ctx;
-};
 
 /* Called for every stored call/event, for live views and /metrics. */
 typedef void (*cw_pipeline_observer)(void *ctx, const struct cw_event_row *row);

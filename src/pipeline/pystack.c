@@ -9,7 +9,9 @@
 #include "util/strbuf.h"
 #include "util/u64map.h"
 
-int cw_py_is_library_file(const char *file)
+/* Whether a Python source file is library code (stdlib, site-packages,
+ * torch internals, frozen modules) rather than the user's. */
+static int cw_py_is_library_file(const char *file)
 {
 	static const char *const markers[] = {
 		"/site-packages/", "/dist-packages/", "/lib/python3", "/torch/", "<frozen ", "<string>",

@@ -17,8 +17,4 @@ int64_t cw_pystack_intern(struct cw_writer *w, const struct cw_py_resolver *py, 
 /* Returns the stacks id (> 0), 0 for an empty stack, or -errno. */
 int64_t cw_ustack_intern(struct cw_writer *w, const struct cw_symbolizer *sym, const struct cw_ustack *s);
 
-/* Whether a Python source file is library code (stdlib, site-packages,
- * torch internals, frozen modules) rather than the user's. */
-int cw_py_is_library_file(const char *file);
-
 #endif

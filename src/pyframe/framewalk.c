@@ -5,7 +5,9 @@
 
 #include "pyframe/pycode.h"
 
-int cw_py_current_frame(struct cw_py_proc *p, uint64_t tstate, uint64_t *frame)
+/* The innermost frame of a thread state (following cframe on 3.11/3.12).
+ * Returns 0 with *frame = 0 for an idle thread, or -errno. */
+static int cw_py_current_frame(struct cw_py_proc *p, uint64_t tstate, uint64_t *frame)
 {
 	uint64_t f;
 	int err;

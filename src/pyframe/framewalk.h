@@ -36,8 +36,4 @@ int cw_py_threads(struct cw_py_proc *p, struct cw_py_thread *out, int max);
  * -EFAULT / -ELOOP / -EINVAL when the chain is corrupt before any frame. */
 int cw_py_walk(struct cw_py_proc *p, uint64_t frame, struct cw_py_frame *frames, int max, int *truncated);
 
-/* The innermost frame of a thread state (following cframe on 3.11/3.12).
- * Returns 0 with *frame = 0 for an idle thread, or -errno. */
-int cw_py_current_frame(struct cw_py_proc *p, uint64_t tstate, uint64_t *frame);
-
 #endif

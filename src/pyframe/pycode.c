@@ -96,7 +96,9 @@ int cw_py_read_str(struct cw_py_proc *p, uint64_t obj, char *buf, size_t len)
 	return 0;
 }
 
-int cw_py_read_bytes(struct cw_py_proc *p, uint64_t obj, size_t max, uint8_t **data, size_t *len)
+/* Reads a bytes object: *len gets ob_size, and the bytes are copied into
+ * a malloc'd *data (caller frees). Sizes over max are -E2BIG. */
+static int cw_py_read_bytes(struct cw_py_proc *p, uint64_t obj, size_t max, uint8_t **data, size_t *len)
 {
 	int64_t size;
 	uint8_t *d;

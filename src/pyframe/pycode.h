@@ -16,10 +16,6 @@
  * (legacy, not ready) is -EINVAL. */
 int cw_py_read_str(struct cw_py_proc *p, uint64_t obj, char *buf, size_t len);
 
-/* Reads a bytes object: *len gets ob_size, and the bytes are copied into
- * a malloc'd *data (caller frees). Sizes over max are -E2BIG. */
-int cw_py_read_bytes(struct cw_py_proc *p, uint64_t obj, size_t max, uint8_t **data, size_t *len);
-
 /* Whether obj is a code object: its type's tp_name is "code" (the type
  * address is then remembered in p->code_type). Returns 1, 0, or -errno. */
 int cw_py_is_code(struct cw_py_proc *p, uint64_t obj);

@@ -61,7 +61,8 @@ void cw_pystack_loader_free(struct cw_pystack_loader *l)
 	free(l);
 }
 
-void cw_pystack_bpf_proc_from(const struct cw_py_proc *p, struct cw_py_bpf_proc *out)
+/* The BPF view of a process's offsets (exposed for tests). */
+static void cw_pystack_bpf_proc_from(const struct cw_py_proc *p, struct cw_py_bpf_proc *out)
 {
 	const struct cw_py_offsets *o = &p->off;
 

@@ -36,7 +36,4 @@ int cw_pystack_loader_refresh(struct cw_pystack_loader *l);
 /* Drops pid (it exited). */
 void cw_pystack_loader_remove(struct cw_pystack_loader *l, pid_t pid);
 
-/* The BPF view of a process's offsets (exposed for tests). */
-void cw_pystack_bpf_proc_from(const struct cw_py_proc *p, struct cw_py_bpf_proc *out);
-
 #endif

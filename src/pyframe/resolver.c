@@ -100,11 +100,6 @@ void cw_pyres_set_revalidate_ns(struct cw_pyres *r, uint64_t ns)
 	r->revalidate_ns = ns;
 }
 
-void cw_pyres_get_stats(const struct cw_pyres *r, struct cw_pyres_stats *out)
-{
-	*out = r->st;
-}
-
 static struct proc_slot *slot_for(struct cw_pyres *r, uint32_t pid)
 {
 	struct proc_slot *s = &r->procs[pid % MAX_PROCS];

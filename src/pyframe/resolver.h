@@ -1,4 +1,4 @@
-/* The live Python resolver: struct cw_py_resolver (pipeline.h) backed by
+/* The live Python resolver: struct cw_py_resolver (symbol/frames.h) backed by
  * the target processes' memory.
  *
  * Code objects are cached by (pid, code address). An address can be
@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pipeline/pipeline.h"
+#include "symbol/frames.h"
 #include "pyframe/pyproc.h"
 
 struct cw_pyres;
@@ -43,7 +43,5 @@ void cw_pyres_forget(struct cw_pyres *r, uint32_t pid);
 /* Revalidation window in ns (default 100 ms; 0 re-reads the fingerprint on
  * every hit). */
 void cw_pyres_set_revalidate_ns(struct cw_pyres *r, uint64_t ns);
-
-void cw_pyres_get_stats(const struct cw_pyres *r, struct cw_pyres_stats *out);
 
 #endif

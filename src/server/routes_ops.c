@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "analysis/engine.h"
-#include "analysis/hist.h"
+#include "util/hist.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 

@@ -6,7 +6,7 @@
 #include <strings.h>
 
 #include "analysis/engine.h"
-#include "analysis/hist.h"
+#include "util/hist.h"
 #include "store/store.h"
 #include "util/u64map.h"
 

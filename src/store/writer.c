@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/hist.h"
+#include "util/hist.h"
 #include "store/callq.h"
 #include "store/keycache.h"
 #include "store/retention.h"

@@ -63,8 +63,12 @@ void cw_threads_resume(struct cw_stopped *s)
 	}
 }
 
-int cw_fp_walk(struct cw_rmem *m, uint64_t ip, uint64_t sp, uint64_t fp, uint64_t stack_end, uint64_t *ips,
-	       int max)
+/* Walks the frame-pointer chain from (ip, sp, fp), writing ips[0] = ip
+ * and then each return address. Frame pointers must be 8-aligned,
+ * strictly increase, and stay within [sp, stack_end).
+ * Returns the count. */
+static int cw_fp_walk(struct cw_rmem *m, uint64_t ip, uint64_t sp, uint64_t fp, uint64_t stack_end, uint64_t *ips,
+		      int max)
 {
 	int n = 0;
 

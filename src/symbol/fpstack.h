@@ -30,13 +30,6 @@ int cw_threads_stop(pid_t pid, struct cw_stopped *s);
 /* Resumes and detaches every thread stopped by cw_threads_stop. */
 void cw_threads_resume(struct cw_stopped *s);
 
-/* Walks the frame-pointer chain from (ip, sp, fp), writing ips[0] = ip
- * and then each return address. Frame pointers must be 8-aligned,
- * strictly increase, and stay within [sp, stack_end).
- * Returns the count. */
-int cw_fp_walk(struct cw_rmem *m, uint64_t ip, uint64_t sp, uint64_t fp, uint64_t stack_end, uint64_t *ips,
-	       int max);
-
 /* Registers of a stopped thread and the walk above, with stack_end taken
  * from the mapping that holds sp. Returns the count or -errno. */
 int cw_thread_native_stack(pid_t pid, pid_t tid, struct cw_rmem *m, uint64_t *ips, int max);

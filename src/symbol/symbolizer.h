@@ -1,5 +1,5 @@
 /* Native address -> "object!function+0xoff", for struct cw_symbolizer
- * (pipeline.h) and `causeway where`.
+ * (symbol/frames.h) and `causeway where`.
  *
  * Per process, the memory map is cached and re-read when an address falls
  * outside it (a library loaded later). ELF files are indexed once and
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipeline/pipeline.h"
+#include "symbol/frames.h"
 
 struct cw_symz;
 

@@ -30,6 +30,45 @@ static int all_digits(const char *s)
 	return 1;
 }
 
+/* An id prefix as `docker ps` or `crictl ps` shows it. */
+static int container_ok(const char *v, size_t n)
+{
+	if (n < 4 || n > 64)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static int pod_ok(const char *v, size_t n)
+{
+	return cw_k8s_name_valid(v, n, 0);
+}
+
+static int slurm_job_ok(const char *v, size_t n)
+{
+	return all_digits(v) && n <= 20;
+}
+
+static int namespace_ok(const char *v, size_t n)
+{
+	return cw_k8s_name_valid(v, n, 1);
+}
+
+/* The filters whose value is kept as typed once it passes its check. */
+static const struct {
+	const char *flag;
+	enum cw_tenant_filter_kind kind;
+	int (*ok)(const char *v, size_t n);
+	const char *want;
+} plain_filters[] = {
+	{ "--container", CW_TF_CONTAINER, container_ok, "4-64 lower-case hex characters of a container id" },
+	{ "--pod", CW_TF_POD, pod_ok, "a pod name or UID" },
+	{ "--slurm-job", CW_TF_SLURM_JOB, slurm_job_ok, "a job number" },
+	{ "--namespace", CW_TF_NAMESPACE, namespace_ok, "a Kubernetes namespace" },
+};
+
 int cw_tenant_filter_parse(struct cw_tenant_filter *f, const char *flag, const char *value, char *err,
 			   size_t errlen)
 {
@@ -37,6 +76,18 @@ int cw_tenant_filter_parse(struct cw_tenant_filter *f, const char *flag, const c
 	size_t n = value ? strlen(value) : 0;
 
 	memset(f, 0, sizeof(*f));
+	for (size_t i = 0; i < sizeof(plain_filters) / sizeof(plain_filters[0]); i++) {
+		if (strcmp(flag, plain_filters[i].flag))
+			continue;
+		if (!plain_filters[i].ok(value, n)) {
+			snprintf(err, errlen, "bad %s \"%.80s\" (want %s)", flag, value ? value : "",
+				 plain_filters[i].want);
+			return -EINVAL;
+		}
+		f->kind = plain_filters[i].kind;
+		snprintf(f->value, sizeof(f->value), "%s", value);
+		return 0;
+	}
 	if (!strcmp(flag, "--cgroup")) {
 		if (all_digits(value) && n <= 20) {
 			errno = 0;
@@ -65,51 +116,9 @@ int cw_tenant_filter_parse(struct cw_tenant_filter *f, const char *flag, const c
 		snprintf(f->value, sizeof(f->value), "%s", value);
 		return 0;
 	}
-	if (!strcmp(flag, "--container")) {
-		/* An id prefix as `docker ps` or `crictl ps` shows it. */
-		if (n < 4 || n > 64)
-			goto bad;
-		for (size_t i = 0; i < n; i++)
-			if (!((value[i] >= '0' && value[i] <= '9') || (value[i] >= 'a' && value[i] <= 'f')))
-				goto bad;
-		f->kind = CW_TF_CONTAINER;
-		snprintf(f->value, sizeof(f->value), "%s", value);
-		return 0;
-	}
-	if (!strcmp(flag, "--pod")) {
-		if (!cw_k8s_name_valid(value, n, 0))
-			goto bad;
-		f->kind = CW_TF_POD;
-		snprintf(f->value, sizeof(f->value), "%s", value);
-		return 0;
-	}
-	if (!strcmp(flag, "--slurm-job")) {
-		if (!all_digits(value) || n > 20)
-			goto bad;
-		f->kind = CW_TF_SLURM_JOB;
-		snprintf(f->value, sizeof(f->value), "%s", value);
-		return 0;
-	}
-	if (!strcmp(flag, "--namespace")) {
-		if (!cw_k8s_name_valid(value, n, 1))
-			goto bad;
-		f->kind = CW_TF_NAMESPACE;
-		snprintf(f->value, sizeof(f->value), "%s", value);
-		return 0;
-	}
 	return -ENOENT;
 bad:
-	if (!strcmp(flag, "--container"))
-		snprintf(err, errlen, "bad --container \"%.80s\" (want 4-64 lower-case hex characters of a container id)",
-			 value ? value : "");
-	else if (!strcmp(flag, "--pod"))
-		snprintf(err, errlen, "bad --pod \"%.80s\" (want a pod name or UID)", value ? value : "");
-	else if (!strcmp(flag, "--slurm-job"))
-		snprintf(err, errlen, "bad --slurm-job \"%.80s\" (want a job number)", value ? value : "");
-	else if (!strcmp(flag, "--namespace"))
-		snprintf(err, errlen, "bad --namespace \"%.80s\" (want a Kubernetes namespace)", value ? value : "");
-	else
-		snprintf(err, errlen, "bad --cgroup \"%.80s\" (want a cgroup path or a cgroup v2 id)", value ? value : "");
+	snprintf(err, errlen, "bad --cgroup \"%.80s\" (want a cgroup path or a cgroup v2 id)", value ? value : "");
 	memset(f, 0, sizeof(*f));
 	return -EINVAL;
 }

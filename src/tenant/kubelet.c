@@ -179,7 +179,9 @@ void cw_kubelet_free(struct cw_kubelet *k)
 	memset(k, 0, sizeof(*k));
 }
 
-int cw_kubelet_refresh(struct cw_kubelet *k, uint64_t now_ns)
+/* Fetches and parses the list now; on failure the previous list stays.
+ * Returns 0 or -errno (k->last_error says why). */
+static int cw_kubelet_refresh(struct cw_kubelet *k, uint64_t now_ns)
 {
 	struct cw_kubelet_pod *v;
 	char *body;

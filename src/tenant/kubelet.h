@@ -53,9 +53,6 @@ int cw_kubelet_get(const char *url, long timeout_ms, char **body, size_t *len, c
 
 int cw_kubelet_init(struct cw_kubelet *k, const char *url);
 void cw_kubelet_free(struct cw_kubelet *k);
-/* Fetches and parses the list now; on failure the previous list stays.
- * Returns 0 or -errno (k->last_error says why). */
-int cw_kubelet_refresh(struct cw_kubelet *k, uint64_t now_ns);
 /* The pod of uid, refreshing first when the list is older than
  * CW_KUBELET_MAX_AGE_NS or (miss) uid is unknown and the last attempt is
  * older than CW_KUBELET_MISS_EVERY_NS. NULL when unknown. Blocks for the

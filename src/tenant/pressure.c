@@ -14,6 +14,7 @@
 
 #include "tenant/pressure.h"
 #include "tenant/resolve.h"
+#include "util/readfile.h"
 
 /* The files read here are a few lines each. */
 #define SMALL_FILE 4096
@@ -22,22 +23,15 @@ static int read_small(const char *dir, const char *path, const char *file, char 
 {
 	char fn[CW_CGPATH_MAX + 128];
 	ssize_t r;
-	int fd;
 
 	if ((size_t)snprintf(fn, sizeof(fn), "%s%s/%s", dir, strcmp(path, "/") ? path : "", file) >= sizeof(fn))
 		return -ENAMETOOLONG;
-	fd = open(fn, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = read(fd, buf, len - 1);
-	close(fd);
-	if (r < 0)
-		return -errno;
-	buf[r] = 0;
-	return 0;
+	r = cw_read_small(fn, buf, len);
+	return r < 0 ? (int)r : 0;
 }
 
-int cw_psi_parse(const char *text, double *some_avg10, int64_t *some_total, int64_t *full_total)
+/* PSI text ("some avg10=.. avg60=.. avg300=.. total=N\nfull ..."). */
+static int cw_psi_parse(const char *text, double *some_avg10, int64_t *some_total, int64_t *full_total)
 {
 	const char *line = text;
 	int found = 0;
@@ -81,7 +75,8 @@ static int64_t kv(const char *text, const char *key)
 	return -1;
 }
 
-int cw_cpu_stat_parse(const char *text, int v1, int64_t *periods, int64_t *throttled, int64_t *throttled_us)
+/* cpu.stat text: v2 throttled_usec, or v1 throttled_time (ns) when v1. */
+static int cw_cpu_stat_parse(const char *text, int v1, int64_t *periods, int64_t *throttled, int64_t *throttled_us)
 {
 	*periods = kv(text, "nr_periods");
 	*throttled = kv(text, "nr_throttled");
@@ -94,7 +89,8 @@ int cw_cpu_stat_parse(const char *text, int v1, int64_t *periods, int64_t *throt
 	return *periods >= 0 || *throttled >= 0 ? 0 : -ENOENT;
 }
 
-int cw_cpu_max_parse(const char *text, int64_t *quota_us, int64_t *period_us)
+/* cpu.max text ("max 100000" or "50000 100000"); quota -1 for max. */
+static int cw_cpu_max_parse(const char *text, int64_t *quota_us, int64_t *period_us)
 {
 	char q[32];
 	long long p;

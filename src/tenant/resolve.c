@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tenant/resolve.h"
+#include "util/readfile.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -168,19 +169,11 @@ int cw_pid_pod_env(uint32_t pid, struct cw_tenant *t)
 uint32_t cw_cgroup_first_pid(const char *root, const char *path)
 {
 	char fn[CW_CGPATH_MAX + 64], buf[32];
-	ssize_t r;
-	int fd;
 
 	if ((size_t)snprintf(fn, sizeof(fn), "%s%s/cgroup.procs", root, strcmp(path, "/") ? path : "") >= sizeof(fn))
 		return 0;
-	fd = open(fn, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (cw_read_small(fn, buf, sizeof(buf)) <= 0)
 		return 0;
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = 0;
 	return (uint32_t)strtoul(buf, NULL, 10);
 }
 

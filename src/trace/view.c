@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/hist.h"
+#include "util/hist.h"
 #include "bpf/events.h"
 #include "util/timeutil.h"
 

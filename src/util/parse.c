@@ -103,3 +103,27 @@ const char *cw_shown(const char *s, char *buf)
 	buf[i] = 0;
 	return buf;
 }
+
+int cw_parse_scaled(const char *s, const struct cw_unit *units, size_t nunits, int spaces, double *out)
+{
+	const char *end;
+	double v;
+	size_t i, n;
+
+	/* The number as cw_parse_real takes it (no sign, hex, inf or nan). */
+	if (!s || !(n = cw_real_span(s)))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, NULL);
+	if (errno == ERANGE || !isfinite(v))
+		return -ERANGE;
+	for (end = s + n; spaces && *end == ' ';)
+		end++;
+	for (i = 0; i < nunits; i++) {
+		if (!strcmp(end, units[i].suffix)) {
+			*out = v * (double)units[i].mult;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}

@@ -27,6 +27,17 @@ int cw_parse_real(const char *s, double min, double max, double *out);
  * for parsers of a number followed by a unit. */
 size_t cw_real_span(const char *s);
 
+/* A number with a unit: a real number as cw_parse_real takes it, blanks
+ * when spaces is set, then exactly one of the nunits suffixes of units
+ * (the first that matches; "" matches a bare number). *out is the number
+ * times the unit's mult. Returns 0, -EINVAL (no number, unknown unit) or
+ * -ERANGE (the number overflows). */
+struct cw_unit {
+	const char *suffix;
+	uint64_t mult;
+};
+int cw_parse_scaled(const char *s, const struct cw_unit *units, size_t nunits, int spaces, double *out);
+
 /* "P[,P...]": at most cap elements, each as cw_parse_uint; an empty element
  * ("1,,2", ",1", "1,") is -EINVAL, more than cap is -E2BIG. Returns the
  * number of elements (at least 1) or -errno. */

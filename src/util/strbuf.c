@@ -120,3 +120,11 @@ char *strbuf_detach(struct strbuf *sb)
 	sb->overflow = 0;
 	return p;
 }
+
+void cw_copy_padded(char *dst, const char *src, size_t n)
+{
+	size_t len = strnlen(src, n);
+
+	memcpy(dst, src, len);
+	memset(dst + len, 0, n - len);
+}

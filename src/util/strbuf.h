@@ -35,4 +35,8 @@ const char *strbuf_str(const struct strbuf *sb);
 /* Hands the buffer to the caller (who frees it) and resets sb. */
 char *strbuf_detach(struct strbuf *sb);
 
+/* A fixed-size record field (events.h): the first n bytes of dst hold src,
+ * cut at n, and NUL bytes after it, as the kernel pads comm. */
+void cw_copy_padded(char *dst, const char *src, size_t n);
+
 #endif

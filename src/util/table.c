@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 struct cw_table {
 	int ncols;
 	char **headers;
@@ -67,16 +69,11 @@ int cw_table_header(struct cw_table *t, int col, const char *name, enum cw_align
 int cw_table_row(struct cw_table *t)
 {
 	size_t n = (size_t)t->ncols;
+	char **p = cw_grow(t->cells, t->nrows, &t->alloc_rows, n * sizeof(*p), 64);
 
-	if (t->nrows == t->alloc_rows) {
-		size_t a = t->alloc_rows ? t->alloc_rows * 2 : 64;
-		char **p = realloc(t->cells, a * n * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		t->cells = p;
-		t->alloc_rows = a;
-	}
+	if (!p)
+		return -ENOMEM;
+	t->cells = p;
 	memset(&t->cells[t->nrows * n], 0, n * sizeof(*t->cells));
 	t->nrows++;
 	return 0;

@@ -30,10 +30,7 @@ uint64_t cw_realtime_ns(void)
 	return clock_ns(CLOCK_REALTIME);
 }
 
-static const struct {
-	const char *suffix;
-	uint64_t mult;
-} duration_units[] = {
+static const struct cw_unit duration_units[] = {
 	{ "ns", 1 },
 	{ "us", NSEC_PER_USEC },
 	{ "ms", NSEC_PER_MSEC },
@@ -46,30 +43,18 @@ static const struct {
 
 int cw_parse_duration(const char *s, uint64_t *out_ns)
 {
-	size_t n, i;
-	double v;
+	double ns;
+	int rc = cw_parse_scaled(s, duration_units, sizeof(duration_units) / sizeof(duration_units[0]), 0, &ns);
 
-	/* The number as cw_parse_real takes it (no sign, hex, inf or nan). */
-	if (!s || !(n = cw_real_span(s)))
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, NULL);
-	if (errno == ERANGE || !isfinite(v))
+	if (rc)
+		return rc;
+	if (ns >= 1.8e19)
 		return -ERANGE;
-	for (i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
-		if (strcmp(s + n, duration_units[i].suffix) == 0) {
-			double ns = v * (double)duration_units[i].mult;
-
-			if (ns >= 1.8e19)
-				return -ERANGE;
-			/* "1e-300s" is not a usable zero: only "0" is. */
-			if (v > 0 && ns < 0.5)
-				return -ERANGE;
-			*out_ns = (uint64_t)(ns + 0.5);
-			return 0;
-		}
-	}
-	return -EINVAL;
+	/* "1e-300s" is not a usable zero: only "0" is. */
+	if (ns > 0 && ns < 0.5)
+		return -ERANGE;
+	*out_ns = (uint64_t)(ns + 0.5);
+	return 0;
 }
 
 static int parse_fraction_ns(const char **p, uint64_t *ns)

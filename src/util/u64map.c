@@ -104,34 +104,6 @@ int u64map_put(struct u64map *m, uint64_t key, int64_t val)
 	return 0;
 }
 
-int u64map_del(struct u64map *m, uint64_t key)
-{
-	size_t i, j;
-
-	if (!m->cap || !key)
-		return 0;
-	for (i = slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->keys[i])
-			return 0;
-		if (m->keys[i] == key)
-			break;
-	}
-	/* Backward-shift deletion keeps probe chains intact without tombstones. */
-	m->keys[i] = 0;
-	m->len--;
-	for (j = (i + 1) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1)) {
-		size_t home = slot_of(m->keys[j], m->cap);
-
-		if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
-			m->keys[i] = m->keys[j];
-			m->vals[i] = m->vals[j];
-			m->keys[j] = 0;
-			i = j;
-		}
-	}
-	return 1;
-}
-
 uint64_t cw_fnv1a(uint64_t h, const void *data, size_t len)
 {
 	const unsigned char *p = data;

@@ -21,8 +21,6 @@ void u64map_free(struct u64map *m);
 int u64map_get(const struct u64map *m, uint64_t key, int64_t *val);
 /* Inserts or replaces. Returns 0, -EINVAL for key 0, -ENOSPC, -ENOMEM. */
 int u64map_put(struct u64map *m, uint64_t key, int64_t val);
-/* Returns 1 when removed. */
-int u64map_del(struct u64map *m, uint64_t key);
 void u64map_clear(struct u64map *m);
 
 /* 64-bit FNV-1a, continued from h (start with CW_FNV_INIT). */

@@ -28,6 +28,8 @@ expect 2 'invalid duration "-5m"' --db "$db" --since -5m
 expect 2 'invalid time "yesterday"' --db "$db" --from yesterday
 expect 2 'invalid time "2026-13-01T00:00:00Z"' --db "$db" --to 2026-13-01T00:00:00Z
 expect 2 'not after' --db "$db" --from 2026-01-02T00:00:00Z --to 2026-01-01T00:00:00Z
+expect 2 'invalid time "soon"' --db "$db" --now soon
+expect 2 'needs a value' --db "$db" --now
 expect 2 'cannot be combined' --db "$db" --since 5m --from 2026-01-01T00:00:00Z
 expect 2 'invalid pid "abc"' --db "$db" --pid abc
 expect 2 'invalid pid "-1"' --db "$db" --pid -1

@@ -44,7 +44,7 @@ for s in incident cold-start memcpy-bottleneck periodic-spike cpu-contention gpu
 	xid-fault thermal-throttling power-capping gpu-memory-pressure training-stall; do
 	db=$tmp/$s.db
 	"$CW_BIN" demo "$s" --db "$db" >"$tmp/$s.demo" 2>&1 || fail "demo $s: $(tail -n 3 "$tmp/$s.demo")"
-	CW_FAKE_NOW_NS=1767225600000000000 "$CW_BIN" explain --db "$db" --json >"$tmp/$s.json" ||
+	"$CW_BIN" explain --db "$db" --json --now 2026-01-01T00:00:00Z >"$tmp/$s.json" ||
 		fail "explain $s exited $?"
 	got=$(python3 -c '
 import json, sys
@@ -104,7 +104,7 @@ rows=$(sqlite3 "$tmp/incident.db" "SELECT count(*) FROM chains WHERE created_wal
 
 # Byte-for-byte incident diagnosis (--no-store: a second run must not
 # change the answer either).
-CW_FAKE_NOW_NS=1767225600000000000 "$CW_BIN" explain --db "$tmp/incident.db" --json --no-store >"$tmp/inc2.json"
+"$CW_BIN" explain --db "$tmp/incident.db" --json --no-store --now 1767225600 >"$tmp/inc2.json"
 cmp -s "$tmp/incident.json" "$tmp/inc2.json" || fail "incident: second run differs"
 golden=$CW_ROOT/tests/golden/explain/incident.json
 if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then

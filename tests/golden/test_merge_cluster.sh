@@ -24,7 +24,7 @@ no_leftovers() {
 "$fix" "$tmp/n3.db" node3 2 --straggler-rank 2 --skew-ms -40 || fail "fixture n3"
 # Stored chains, so the chains table has rows to carry over.
 for n in 1 2 3; do
-	CW_FAKE_NOW_NS=1700000100000000000 "$CW_BIN" explain --db "$tmp/n$n.db" --json > "$tmp/x$n.json" ||
+	"$CW_BIN" explain --db "$tmp/n$n.db" --json --now 1700000100 > "$tmp/x$n.json" ||
 		fail "explain n$n"
 done
 

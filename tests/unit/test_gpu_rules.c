@@ -18,10 +18,8 @@
 #include "store/gpu_store.h"
 #include "store/store.h"
 #include "store/writer.h"
+#include "rule_assert.h"
 
-#define MS 1000000ULL
-#define SEC 1000000000ULL
-#define T0 (1000 * SEC)
 #define OFF 1700000000000000000LL
 #define STEPS 1000
 #define STEP_NS (20 * MS)
@@ -218,14 +216,6 @@ static void destroy(struct fx *f)
 	unlink(p);
 }
 
-static const struct cw_chain *find(const struct cw_explain_result *r, enum cw_kind k)
-{
-	for (int i = 0; i < r->count; i++)
-		if (r->chains[i].kind == k)
-			return &r->chains[i];
-	return NULL;
-}
-
 static void explain(struct fx *f, const struct spec *s, struct cw_explain_result *r)
 {
 	struct cw_explain_opts o = {0};
@@ -234,23 +224,6 @@ static void explain(struct fx *f, const struct spec *s, struct cw_explain_result
 	assert_int_equal(cw_explain_run(f->st->db, &o, r), 0);
 	if (getenv("CW_TEST_SHOW"))
 		cw_explain_print_text(stdout, r, 0);
-}
-
-static int has_fix(const struct cw_chain *c, const char *needle)
-{
-	for (int i = 0; i < c->nfix; i++)
-		if (strstr(c->fix[i], needle))
-			return 1;
-	return 0;
-}
-
-static double evidence(const struct cw_chain *c, const char *key)
-{
-	for (int i = 0; i < c->nevidence; i++)
-		if (!strcmp(c->evidence[i].key, key))
-			return c->evidence[i].value;
-	fail_msg("no evidence %s", key);
-	return -1;
 }
 
 static void test_healthy_gpu_no_chain(void **state)
@@ -286,7 +259,7 @@ static void test_thermal_throttling(void **state)
 	assert_non_null(strstr(c->summary, "SM clock 1980 -> 1110 MHz (-44 %)"));
 	assert_non_null(strstr(c->summary, "at 91 C"));
 	assert_non_null(strstr(c->summary, "00000000:3B:00.0"));
-	assert_true(has_fix(c, "nvidia-smi -q -d TEMPERATURE,PERFORMANCE -i 0"));
+	assert_true(has_fix_part(c, "nvidia-smi -q -d TEMPERATURE,PERFORMANCE -i 0"));
 	assert_int_equal((int)evidence(c, "device"), 0);
 	assert_int_equal((int)evidence(c, "sm_clock_throttled_mhz"), 1110);
 	assert_null(find(&r, CW_KIND_POWER_CAPPING));
@@ -351,7 +324,7 @@ static void test_power_capping(void **state)
 	assert_true(c->explained_share > 0.85);
 	assert_non_null(strstr(c->summary, "power capped (sw_power_cap at 700 W)"));
 	assert_non_null(strstr(c->summary, "1980 -> 1350 MHz (-32 %)"));
-	assert_true(has_fix(c, "nvidia-smi -q -d POWER -i 0"));
+	assert_true(has_fix_part(c, "nvidia-smi -q -d POWER -i 0"));
 	assert_null(find(&r, CW_KIND_THERMAL_THROTTLING));
 	cw_explain_result_free(&r);
 	destroy(&f);
@@ -374,7 +347,7 @@ static void test_gpu_memory_pressure(void **state)
 	assert_non_null(strstr(c->summary, "76.8 of 80.0 GiB in use (96 %)"));
 	assert_non_null(strstr(c->summary, "3 allocation(s) failed"));
 	assert_int_equal((int)evidence(c, "failed_allocations"), 3);
-	assert_true(has_fix(c, "expandable_segments"));
+	assert_true(has_fix_part(c, "expandable_segments"));
 	cw_explain_result_free(&r);
 	destroy(&f);
 	/* 85 % used is below the 90 % line. */
@@ -438,7 +411,7 @@ static void test_xid_fault(void **state)
 	assert_non_null(strstr(c->summary, "GPU has fallen off the bus"));
 	assert_non_null(strstr(c->summary, "process 100 (python)"));
 	assert_non_null(strstr(c->summary, "last CUDA call cudaStreamSynchronize"));
-	assert_true(has_fix(c, "drain the node and reboot"));
+	assert_true(has_fix_part(c, "drain the node and reboot"));
 	cw_explain_result_free(&r);
 	destroy(&f);
 }
@@ -460,7 +433,7 @@ static void test_xid_severity_and_busiest(void **state)
 	assert_int_equal(c->severity, CW_SEV_LOW);
 	assert_int_equal(c->pid, 100);
 	assert_non_null(strstr(c->summary, "was the busiest on the device"));
-	assert_true(has_fix(c, "compute-sanitizer"));
+	assert_true(has_fix_part(c, "compute-sanitizer"));
 	cw_explain_result_free(&r);
 	destroy(&f);
 	/* Outside the window: no chain. */
@@ -496,7 +469,7 @@ static void test_training_stall(void **state)
 	assert_non_null(strstr(c->summary, "threshold 30.00s"));
 	assert_non_null(strstr(c->summary, "blocked (off CPU, not runnable)"));
 	assert_true(evidence(c, "silent_ns") > 44.0 * SEC);
-	assert_true(has_fix(c, "causeway where 100"));
+	assert_true(has_fix_part(c, "causeway where 100"));
 	cw_explain_result_free(&r);
 	destroy(&f);
 	/* 25 s of silence is under the 30 s floor. */
@@ -534,7 +507,7 @@ static void test_training_stall_live_threads(void **state)
 	assert_string_equal(c->py_file, "train.py");
 	assert_int_equal(c->py_line, 42);
 	assert_int_equal((int)evidence(c, "detected_live"), 1);
-	assert_true(has_fix(c, "check its producer"));
+	assert_true(has_fix_part(c, "check its producer"));
 	{
 		int lock = 0;
 		for (int i = 0; i < c->ntimeline; i++)

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "analysis/hist.h"
+#include "util/hist.h"
 
 static void test_quantiles_within_error(void **state)
 {

@@ -15,13 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "store/store.h"
 #include "store/writer.h"
+#include "rule_assert.h"
 
-#define MS 1000000ULL
-#define SEC 1000000000ULL
-#define T0 (1000 * SEC)
 
 /* A chain as explain.c hands it to a rule (base_chain). */
 static void base(struct cw_chain *c, const char *op, uint64_t p50, uint64_t p99)
@@ -38,37 +36,6 @@ static void base(struct cw_chain *c, const char *op, uint64_t p50, uint64_t p99)
 	c->p50_ns = p50;
 	c->p99_ns = p99;
 	c->tail_ratio = (double)p99 / (double)p50;
-}
-
-static int has_fix(const struct cw_chain *c, const char *fix)
-{
-	for (int i = 0; i < c->nfix; i++)
-		if (!strcmp(c->fix[i], fix))
-			return 1;
-	for (int i = 0; i < c->nfix; i++)
-		print_message("fix %d: %s\n", i, c->fix[i]);
-	return 0;
-}
-
-static double evidence(const struct cw_chain *c, const char *key)
-{
-	for (int i = 0; i < c->nevidence; i++)
-		if (!strcmp(c->evidence[i].key, key))
-			return c->evidence[i].value;
-	fail_msg("no evidence \"%s\"", key);
-	return NAN;
-}
-
-static void contains(const char *s, const char *part)
-{
-	if (!strstr(s, part))
-		fail_msg("\"%s\" not in \"%s\"", part, s);
-}
-
-static void near(double got, double want)
-{
-	if (fabs(got - want) > 1e-9 * (fabs(want) + 1))
-		fail_msg("got %.12g, want %.12g", got, want);
 }
 
 /* --- cold_start ------------------------------------------------------- */
@@ -431,7 +398,10 @@ static int memcpy_share(sqlite3 *db, double share, struct cw_chain *c)
 	struct cw_sysctx sys = {.node = "n1"};
 	struct cw_explain_opts o = {0};
 
-	return cw_rule_memcpy_bound(db, &o, &sys, ops, 3, 1000 * SEC, 1010 * SEC, c);
+	struct cw_rule_ctx ctx = {.db = db, .opts = &o, .sys = &sys, .ops = ops, .nops = 3,
+				  .window_from_ns = 1000 * SEC, .window_to_ns = 1010 * SEC, .max_out = 1};
+
+	return cw_rule_memcpy_bound(&ctx, c);
 }
 
 static void test_memcpy_bound(void **state)

@@ -14,10 +14,8 @@
 #include "analysis/explain.h"
 #include "store/store.h"
 #include "store/writer.h"
+#include "rule_assert.h"
 
-#define MS 1000000ULL
-#define SEC 1000000000ULL
-#define T0 (1000 * SEC)
 #define OFF 1700000000000000000LL
 #define STEPS 1000
 #define STEP_NS (20 * MS)
@@ -40,8 +38,7 @@ struct fx {
 
 static uint32_t rnd(struct fx *f)
 {
-	f->rng = f->rng * 1103515245u + 12345u;
-	return (f->rng >> 16) & 0x7fff;
+	return lcg_next(&f->rng);
 }
 
 static void ev(struct fx *f, const char *src, const char *op, uint64_t mono, uint64_t dur, uint32_t pid,
@@ -181,16 +178,6 @@ static void run(struct fx *f, struct cw_explain_result *r, int64_t pid, int per_
 {
 	struct cw_explain_opts o = {.pid = pid, .per_process = per_process};
 	assert_int_equal(cw_explain_run(f->st->db, &o, r), 0);
-}
-
-static int has_fix(const struct cw_chain *c, const char *fix)
-{
-	for (int i = 0; i < c->nfix; i++)
-		if (!strcmp(c->fix[i], fix))
-			return 1;
-	for (int i = 0; i < c->nfix; i++)
-		print_message("fix %d: %s\n", i, c->fix[i]);
-	return 0;
 }
 
 static const struct cw_chain *expect_top(struct fx *f, enum scen sc, enum cw_kind kind, struct cw_explain_result *r)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/hist.h"
+#include "util/hist.h"
 #include "analysis/stats.h"
 #include "store/store.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
 #define CW_THROTTLE_MIN_SHARE 0.25

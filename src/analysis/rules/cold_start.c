@@ -4,7 +4,7 @@
  * autotuning (CUDA >= 11.7 loads modules lazily on first launch). */
 #include <stdio.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
 #define CW_COLD_FACTOR 20.0

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
 /* "0-2,4-7": every CPU of ncpu except skip. */

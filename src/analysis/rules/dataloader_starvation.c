@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -21,11 +21,10 @@ struct waker {
 	uint64_t ns;
 };
 
-int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
-				  const struct cw_sysctx *sys, const struct cw_opstat *ops,
-				  size_t nops, uint64_t from_wall, uint64_t to_wall,
-				  struct cw_chain *c)
+int cw_rule_dataloader_starvation(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	const struct cw_sysctx *sys = ctx->sys;
+	const struct cw_opstat *ops = ctx->ops;
 	static const char sql[] =
 		"SELECT start_mono_ns, end_mono_ns, waker_pid, waker_comm FROM offcpu"
 		" WHERE tid = ?1 AND node = ?2 AND reason = 'blocked' AND wall_ns BETWEEN ?3 AND ?4";
@@ -38,7 +37,7 @@ int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
 	char head[128], idl[32];
 	int rc, ret;
 
-	for (size_t i = 0; i < nops; i++)
+	for (size_t i = 0; i < ctx->nops; i++)
 		if (!strcmp(ops[i].node, sys->node) && cw_op_is_launch(ops[i].op) && ops[i].nsecs &&
 		    (!launch || ops[i].count > launch->count))
 			launch = &ops[i];
@@ -46,24 +45,19 @@ int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
 		return 0;
 	if ((double)launch->p99_ns >= CW_TAIL_RATIO * (double)launch->p50_ns)
 		return 0;
-	memset(c, 0, sizeof(*c));
-	snprintf(c->op, sizeof(c->op), "%s", launch->op);
-	snprintf(c->source, sizeof(c->source), "%s", launch->source);
-	snprintf(c->node, sizeof(c->node), "%s", sys->node);
-	c->rank = -1;
-	c->culprit.cpu = -1;
-	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, o->pid)) < 0)
+	cw_chain_from_opstat(c, launch);
+	if ((ret = cw_chain_identity_of_node(ctx, c)) < 0)
 		return ret;
 	if (!c->tid)
 		return 0;
 	span = (double)(launch->secs[launch->nsecs - 1].second - launch->secs[0].second + 1) * 1e9;
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	rc = sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	sqlite3_bind_int64(st, 1, c->tid);
 	sqlite3_bind_text(st, 2, sys->node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (int64_t)from_wall);
-	sqlite3_bind_int64(st, 4, (int64_t)to_wall);
+	sqlite3_bind_int64(st, 3, (int64_t)ctx->window_from_ns);
+	sqlite3_bind_int64(st, 4, (int64_t)ctx->window_to_ns);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t a = (uint64_t)sqlite3_column_int64(st, 0), b = (uint64_t)sqlite3_column_int64(st, 1);
 		int64_t wp = sqlite3_column_int64(st, 2);
@@ -96,13 +90,7 @@ int cw_rule_dataloader_starvation(sqlite3 *db, const struct cw_explain_opts *o,
 		if (w[p].ns > w[top].ns)
 			top = p;
 	c->kind = CW_KIND_DATALOADER_STARVATION;
-	c->count = launch->count;
 	c->slow_count = gaps;
-	c->p50_ns = launch->p50_ns;
-	c->p95_ns = launch->p95_ns;
-	c->p99_ns = launch->p99_ns;
-	c->max_ns = launch->max_ns;
-	c->tail_ratio = (double)launch->p99_ns / (double)launch->p50_ns;
 	c->explained_share = share;
 	c->slow_time_ns = idle;
 	c->explained_ns = idle;

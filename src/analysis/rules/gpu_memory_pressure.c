@@ -9,7 +9,7 @@
  * the process holding the most device memory are named. */
 #include <stdio.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "analysis/gpuctx.h"
 #include "store/store.h"
 #include "util/timeutil.h"

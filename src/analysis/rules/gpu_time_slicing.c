@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/vec.h"
 
 #define CW_SLICE_MAX_OFFCPU 0.4
 #define CW_SLICE_MAX_ROWS 1000000
@@ -60,16 +61,10 @@ static int load_foreign(const struct cw_rule_ctx *ctx, int device, struct foreig
 	sqlite3_bind_int64(st, 6, lo);
 	sqlite3_bind_int64(st, 7, hi);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 1024;
-			struct foreign *nv = realloc(v, nc * sizeof(*nv));
-			if (!nv) {
-				free(v);
-				sqlite3_finalize(st);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = nc;
+		if (cw_vec_reserve(&v, &cap, n + 1, sizeof(*v), 1024) < 0) {
+			free(v);
+			sqlite3_finalize(st);
+			return -ENOMEM;
 		}
 		const char *comm = (const char *)sqlite3_column_text(st, 3);
 		v[n].start = (uint64_t)sqlite3_column_int64(st, 0);

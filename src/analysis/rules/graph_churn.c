@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
 #define CW_CHURN_MIN_BUILDS 10
@@ -31,10 +31,9 @@ static const char *capture_mode_name(int64_t m)
 	}
 }
 
-int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-			const struct cw_opstat *ops, size_t nops, uint64_t from_wall, uint64_t to_wall,
-			struct cw_chain *c)
+int cw_rule_graph_churn(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	const struct cw_sysctx *sys = ctx->sys;
 	int64_t first = INT64_MAX, last = INT64_MIN, steady;
 	uint64_t builds = 0, launches = 0, build_ns = 0, all_builds = 0;
 	const struct cw_opstat *top = NULL;
@@ -44,8 +43,8 @@ int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const stru
 	char head[128], bt[32];
 	int ret, ncap;
 
-	for (size_t i = 0; i < nops; i++) {
-		const struct cw_opstat *s = &ops[i];
+	for (size_t i = 0; i < ctx->nops; i++) {
+		const struct cw_opstat *s = &ctx->ops[i];
 		if (strcmp(s->node, sys->node) || !s->nsecs ||
 		    (!cw_op_is_graph_launch(s->op) && !cw_op_is_graph_build(s->op)))
 			continue;
@@ -64,8 +63,8 @@ int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const stru
 	 * family counts its busiest op, not the sum. */
 	uint64_t cap_n = 0, cap_ns = 0, inst_n = 0, inst_ns = 0;
 	const struct cw_opstat *cap_top = NULL, *inst_top = NULL;
-	for (size_t i = 0; i < nops; i++) {
-		const struct cw_opstat *s = &ops[i];
+	for (size_t i = 0; i < ctx->nops; i++) {
+		const struct cw_opstat *s = &ctx->ops[i];
 		int build = cw_op_is_graph_build(s->op);
 		int capture = build && strstr(s->op, "Capture") != NULL;
 		uint64_t n = 0, ns = 0;
@@ -100,28 +99,18 @@ int cw_rule_graph_churn(sqlite3 *db, const struct cw_explain_opts *o, const stru
 	ratio = launches ? (double)builds / (double)launches : 1.0;
 	if (ratio < CW_CHURN_RATIO)
 		return 0;
-	memset(c, 0, sizeof(*c));
+	cw_chain_from_opstat(c, top);
 	c->kind = CW_KIND_GRAPH_CHURN;
-	snprintf(c->op, sizeof(c->op), "%s", top->op);
-	snprintf(c->source, sizeof(c->source), "%s", top->source);
-	snprintf(c->node, sizeof(c->node), "%s", sys->node);
-	c->rank = -1;
-	c->culprit.cpu = -1;
-	c->count = top->count;
 	c->slow_count = builds;
-	c->p50_ns = top->p50_ns;
-	c->p95_ns = top->p95_ns;
-	c->p99_ns = top->p99_ns;
-	c->max_ns = top->max_ns;
-	c->tail_ratio = top->p50_ns ? (double)top->p99_ns / (double)top->p50_ns : 0;
 	c->explained_share = ratio > 1 ? 1 : ratio;
 	c->slow_time_ns = build_ns;
 	c->explained_ns = build_ns;
-	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, o->pid)) < 0)
+	if ((ret = cw_chain_identity_of_node(ctx, c)) < 0)
 		return ret;
 	/* The capture mode of the first capture: a global-mode capture also
 	 * forbids unsafe calls on every other thread while it runs. */
-	ncap = cw_rare_events_load(db, sys->node, "graph", "cudaStreamBeginCapture", from_wall, to_wall, 1, &cap);
+	ncap = cw_rare_events_load(ctx->db, sys->node, "graph", "cudaStreamBeginCapture", ctx->window_from_ns,
+				   ctx->window_to_ns, 1, &cap);
 	if (ncap < 0)
 		return ncap;
 	if (ncap > 0)

@@ -9,7 +9,7 @@
  * blocked_mem) / slow-call time. */
 #include <stdio.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
 int cw_rule_graph_launch_tail(const struct cw_rule_ctx *ctx, struct cw_chain *c)

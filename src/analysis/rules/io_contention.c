@@ -4,7 +4,7 @@
  * I/O in flight / slow-call time. */
 #include <stdio.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
 /* The pid with the most I/O time overlapping the slow calls. */

@@ -6,14 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
 #define CW_MEMCPY_SHARE 0.30
 
-int cw_rule_memcpy_bound(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-			 const struct cw_opstat *ops, size_t nops, uint64_t from_wall,
-			 uint64_t to_wall, struct cw_chain *c)
+int cw_rule_memcpy_bound(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
 	uint64_t copy_ns = 0, copies = 0;
 	int64_t first = INT64_MAX, last = INT64_MIN;
@@ -22,9 +20,9 @@ int cw_rule_memcpy_bound(sqlite3 *db, const struct cw_explain_opts *o, const str
 	char head[128], tot[32];
 	int ret;
 
-	for (size_t i = 0; i < nops; i++) {
-		const struct cw_opstat *s = &ops[i];
-		if (strcmp(s->node, sys->node) || !s->nsecs)
+	for (size_t i = 0; i < ctx->nops; i++) {
+		const struct cw_opstat *s = &ctx->ops[i];
+		if (strcmp(s->node, ctx->sys->node) || !s->nsecs)
 			continue;
 		if (strcmp(s->source, "cuda") && strcmp(s->source, "driver") && strcmp(s->source, "graph") &&
 		    strcmp(s->source, "nccl"))
@@ -48,26 +46,16 @@ int cw_rule_memcpy_bound(sqlite3 *db, const struct cw_explain_opts *o, const str
 		return 0;
 	if (share > 1)
 		share = 1;
-	memset(c, 0, sizeof(*c));
+	/* top is one of the node's ops (the loop skips the others). */
+	cw_chain_from_opstat(c, top);
 	c->kind = CW_KIND_MEMCPY_BOUND;
-	snprintf(c->op, sizeof(c->op), "%s", top->op);
-	snprintf(c->source, sizeof(c->source), "%s", top->source);
-	snprintf(c->node, sizeof(c->node), "%s", sys->node);
-	c->count = top->count;
 	c->slow_count = top->count;
-	c->p50_ns = top->p50_ns;
-	c->p95_ns = top->p95_ns;
-	c->p99_ns = top->p99_ns;
-	c->max_ns = top->max_ns;
-	c->tail_ratio = top->p50_ns ? (double)top->p99_ns / (double)top->p50_ns : 0;
 	c->explained_share = share;
 	c->slow_time_ns = copy_ns;
 	c->explained_ns = copy_ns;
-	c->rank = -1;
-	c->culprit.cpu = -1;
-	if ((ret = cw_chain_identity(db, c, sys->node, from_wall, to_wall, o->pid)) < 0)
+	if ((ret = cw_chain_identity_of_node(ctx, c)) < 0)
 		return ret;
-	if (o->pid && !c->pid)
+	if (ctx->opts->pid && !c->pid)
 		return 0;
 	cw_chain_headline(c, head, sizeof(head));
 	cw_format_duration(copy_ns, tot, sizeof(tot));

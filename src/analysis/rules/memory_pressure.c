@@ -4,7 +4,7 @@
  * explained_share = blocked time inside pressure seconds / slow-call time. */
 #include <stdio.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
 int cw_rule_memory_pressure(const struct cw_rule_ctx *ctx, struct cw_chain *c)

@@ -22,223 +22,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "analysis/nccl_arrival.h"
+#include "analysis/rules/nccl_load.h"
 #include "pipeline/ops.h"
 #include "store/store.h"
 #include "util/timeutil.h"
-
-#define MAX_CALLS 4000000
-
-static int64_t offset_of(json_t *nodes, const char *node)
-{
-	json_t *off = json_object_get(json_object_get(nodes, node), "offset_ns");
-	return json_is_integer(off) ? json_integer_value(off) : 0;
-}
-
-static int has_table(sqlite3 *db, const char *name)
-{
-	sqlite3_stmt *st = NULL;
-	int found = 0;
-
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st,
-			       NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	found = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return found;
-}
-
-struct loaded {
-	struct cw_nccl_call *calls;
-	size_t n, cap;
-	struct cw_nccl_rank *ranks;
-	int nranks;
-	int64_t observed_until;
-};
-
-static int rank_index(struct loaded *l, const char *node, int64_t pid, int64_t tid, int rank, int nr, int *last)
-{
-	if (*last >= 0 && l->ranks[*last].pid == pid && !strcmp(l->ranks[*last].node, node))
-		return *last;
-	for (int i = 0; i < l->nranks; i++)
-		if (l->ranks[i].pid == pid && !strcmp(l->ranks[i].node, node))
-			return *last = i;
-	if (l->nranks == CW_NCCL_MAX_RANKS)
-		return -1;
-	struct cw_nccl_rank *nv = realloc(l->ranks, (size_t)(l->nranks + 1) * sizeof(*nv));
-	if (!nv)
-		return -ENOMEM;
-	l->ranks = nv;
-	memset(&nv[l->nranks], 0, sizeof(*nv));
-	snprintf(nv[l->nranks].node, sizeof(nv[0].node), "%s", node);
-
-	nv[l->nranks].pid = pid;
-	nv[l->nranks].tid = tid;
-	nv[l->nranks].rank = rank;
-	nv[l->nranks].nranks = nr;
-	return *last = l->nranks++;
-}
-
-/* Collectives of the window (failed calls entered nothing; p2p calls are
- * not collectives), entries moved onto one clock with merge's offsets. */
-static int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uint64_t to, struct loaded *l)
-{
-	/* Through the time index for a part of the store; a window that
-	 * covers it all is read in one table scan (the index would add a
-	 * row lookup per call: about a third of the time on 1,000,000). */
-	static const char *const sqls[2] = {
-		"SELECT node, pid, tid, coalesce(comm_id, comm), seq, op, bytes, wall_ns, mono_ns, done_wall_ns,"
-		" rank, nranks FROM nccl_calls WHERE wall_ns BETWEEN ?1 AND ?2 AND (ret IS NULL OR ret = 0)"
-		" AND op NOT IN ('ncclSend', 'ncclRecv') AND (?3 IS NULL OR node = ?3)",
-		"SELECT node, pid, tid, coalesce(comm_id, comm), seq, op, bytes, wall_ns, mono_ns, done_wall_ns,"
-		" rank, nranks FROM nccl_calls WHERE +wall_ns BETWEEN ?1 AND ?2 AND (ret IS NULL OR ret = 0)"
-		" AND op NOT IN ('ncclSend', 'ncclRecv') AND (?3 IS NULL OR node = ?3)",
-	};
-	const char *sql = sqls[0];
-	int64_t lo = 0, hi = -1;
-	char *skew = cw_meta_get(db, "merge.skew"), cur_node[64] = "", cur_op[48] = "";
-	int32_t op_id = 0;
-	json_t *sk = skew ? json_loads(skew, 0, NULL) : NULL, *nodes = json_object_get(sk, "nodes");
-	sqlite3_stmt *st = NULL;
-	int rc, ret = 0, last = -1;
-	int64_t off = 0;
-
-	free(skew);
-	memset(l, 0, sizeof(*l));
-	l->observed_until = INT64_MIN;
-	if (!has_table(db, "nccl_calls"))
-		goto out;
-	if (sqlite3_prepare_v2(db, "SELECT min(wall_ns), max(wall_ns) FROM nccl_calls", -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		lo = sqlite3_column_int64(st, 0);
-		hi = sqlite3_column_int64(st, 1);
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (hi >= lo && (int64_t)from <= lo && (int64_t)to >= hi)
-		sql = sqls[1];
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		ret = cw_sqlite_errno(rc);
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, (int64_t)from);
-	sqlite3_bind_int64(st, 2, (int64_t)to);
-	if (node_filter)
-		sqlite3_bind_text(st, 3, node_filter, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && l->n < MAX_CALLS) {
-		const char *node = (const char *)sqlite3_column_text(st, 0), *op = (const char *)sqlite3_column_text(st, 5);
-		struct cw_nccl_call *c;
-		int ri;
-
-		if (!node)
-			continue;
-		if (strcmp(node, cur_node)) {
-			snprintf(cur_node, sizeof(cur_node), "%s", node);
-			off = offset_of(nodes, node);
-		}
-		ri = rank_index(l, node, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
-				sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 10),
-				sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 11), &last);
-		if (ri == -ENOMEM) {
-			ret = ri;
-			goto out;
-		}
-		if (ri < 0)
-			continue;
-		if (l->n == l->cap) {
-			size_t nc = l->cap ? l->cap * 2 : 4096;
-			struct cw_nccl_call *nv = realloc(l->calls, nc * sizeof(*nv));
-			if (!nv) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			l->calls = nv;
-			l->cap = nc;
-		}
-		c = &l->calls[l->n++];
-		c->comm_id = sqlite3_column_int64(st, 3);
-		c->seq = sqlite3_column_int64(st, 4);
-		/* Consecutive rows mostly repeat the op: look a name up once. */
-		if (strcmp(op ? op : "", cur_op)) {
-			snprintf(cur_op, sizeof(cur_op), "%s", op ? op : "");
-			op_id = (int32_t)cw_op_lookup(cur_op);
-		}
-		c->op = op_id;
-		c->bytes = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 6);
-		c->entry = sqlite3_column_int64(st, 7) - off;
-		c->entry_mono = sqlite3_column_int64(st, 8);
-		c->done = sqlite3_column_type(st, 9) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(st, 9) - off;
-		c->rank_idx = ri;
-		if (c->entry > l->observed_until)
-			l->observed_until = c->entry;
-		if (c->done != INT64_MIN && c->done > l->observed_until)
-			l->observed_until = c->done;
-	}
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		ret = cw_sqlite_errno(rc);
-	sqlite3_finalize(st);
-	st = NULL;
-	/* Each rank's thread name, for the chains. */
-	if (!ret && l->nranks &&
-	    sqlite3_prepare_v2(db, "SELECT comm FROM threads WHERE node = ?1 AND tid = ?2", -1, &st, NULL) == SQLITE_OK)
-		for (int i = 0; i < l->nranks; i++) {
-			sqlite3_bind_text(st, 1, l->ranks[i].node, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 2, l->ranks[i].tid);
-			if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-				snprintf(l->ranks[i].comm, sizeof(l->ranks[i].comm), "%s", sqlite3_column_text(st, 0));
-			sqlite3_reset(st);
-		}
-out:
-	sqlite3_finalize(st);
-	json_decref(sk);
-	return ret;
-}
-
-static void loaded_free(struct loaded *l)
-{
-	free(l->calls);
-	free(l->ranks);
-}
-
-/* The newest time any node's store saw (offset removed): the hang clock. */
-static int observed_until(sqlite3 *db, const struct loaded *l, int64_t *out)
-{
-	static const char sql[] = "SELECT node, max(wall_ns + duration_ns) FROM events WHERE id >= ?1 GROUP BY node"
-				  " UNION ALL SELECT node, max(wall_ns) FROM snapshots GROUP BY node";
-	char *skew = cw_meta_get(db, "merge.skew");
-	json_t *sk = skew ? json_loads(skew, 0, NULL) : NULL, *nodes = json_object_get(sk, "nodes");
-	sqlite3_stmt *st = NULL;
-	int64_t lo = 0;
-	int rc;
-
-	free(skew);
-	*out = l->observed_until;
-	/* The last rows only: a scan from the tail of the id range. */
-	if (cw_events_id_at(db, (uint64_t)(l->observed_until > 0 ? l->observed_until : 0), &lo) < 0)
-		lo = 0;
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		json_decref(sk);
-		return cw_sqlite_errno(rc);
-	}
-	sqlite3_bind_int64(st, 1, lo);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *node = (const char *)sqlite3_column_text(st, 0);
-		int64_t t;
-
-		if (!node || sqlite3_column_type(st, 1) == SQLITE_NULL)
-			continue;
-		t = sqlite3_column_int64(st, 1) - offset_of(nodes, node);
-		if (t > *out)
-			*out = t;
-	}
-	sqlite3_finalize(st);
-	json_decref(sk);
-	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
-}
 
 /* What the late rank's calling thread did in its lag windows. */
 struct decomp {
@@ -432,7 +221,7 @@ static int python_of(sqlite3 *db, struct cw_chain *c)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 
-static int straggler_chain(sqlite3 *db, const struct loaded *l, const struct cw_nccl_arrival *a, struct cw_chain *c)
+static int straggler_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const struct cw_nccl_arrival *a, struct cw_chain *c)
 {
 	const struct cw_nccl_rank *r = &l->ranks[a->straggler];
 	struct decomp d;
@@ -551,7 +340,7 @@ static int straggler_chain(sqlite3 *db, const struct loaded *l, const struct cw_
 	return 1;
 }
 
-static int wait_chain(const struct loaded *l, const struct cw_nccl_arrival *a, int i, struct cw_chain *c)
+static int wait_chain(const struct cw_nccl_loaded *l, const struct cw_nccl_arrival *a, int i, struct cw_chain *c)
 {
 	const struct cw_nccl_rank *r = &l->ranks[i], *s = &l->ranks[a->straggler];
 	char head[160], sh[160], w[32];
@@ -618,7 +407,7 @@ static void proc_state(int64_t pid, int64_t tid, const char *comm, char *buf, si
 	for (int pass = 0; pass < 2; pass++) {
 		rewinddir(d);
 		while ((de = readdir(d))) {
-			long long t = atoll(de->d_name);
+			long long t = strtoll(de->d_name, NULL, 10);
 			char *p;
 
 			if (de->d_name[0] == '.' || (pass == 0) != (t == tid))
@@ -707,7 +496,7 @@ static int missing_state(sqlite3 *db, const struct cw_nccl_rank *r, int64_t unti
 	return 0;
 }
 
-static int hang_chain(sqlite3 *db, const struct loaded *l, const struct cw_nccl_arrival *a, int64_t until,
+static int hang_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const struct cw_nccl_arrival *a, int64_t until,
 		      struct cw_chain *c)
 {
 	const struct cw_nccl_rank *m = &l->ranks[a->missing[0]];
@@ -759,7 +548,7 @@ static int hang_chain(sqlite3 *db, const struct loaded *l, const struct cw_nccl_
 	return 1;
 }
 
-static int comm_bound_chain(const struct loaded *l, const struct cw_nccl_arrival *a, struct cw_chain *c)
+static int comm_bound_chain(const struct cw_nccl_loaded *l, const struct cw_nccl_arrival *a, struct cw_chain *c)
 {
 	const struct cw_nccl_rank *r = &l->ranks[0];
 	char by[32], tr[32];
@@ -798,7 +587,7 @@ static int comm_bound_chain(const struct loaded *l, const struct cw_nccl_arrival
 int cw_rule_nccl(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,
 		 struct cw_chain *out, int max_out, struct cw_nccl_peers *peers)
 {
-	struct loaded l;
+	struct cw_nccl_loaded l;
 	struct cw_nccl_arrival *a = NULL;
 	int64_t until;
 	int n = 0, ret;
@@ -810,7 +599,7 @@ int cw_rule_nccl(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wal
 		ret = -ENOMEM;
 		goto out;
 	}
-	if ((ret = observed_until(db, &l, &until)) < 0)
+	if ((ret = cw_nccl_observed_until(db, &l, &until)) < 0)
 		goto out;
 	if ((ret = cw_nccl_arrival_analyse(l.calls, l.n, l.ranks, l.nranks, until, o->hang_min_ns, a)) < 0)
 		goto out;
@@ -864,76 +653,11 @@ int cw_rule_nccl(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wal
 	ret = n;
 out:
 	free(a);
-	loaded_free(&l);
+	cw_nccl_loaded_free(&l);
 	return ret;
 }
 
-static int cmp_rank_json(const void *a, const void *b)
+int cw_rule_nccl_arrival(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
-	json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	json_int_t rx = json_is_integer(json_object_get(x, "rank")) ? json_integer_value(json_object_get(x, "rank")) : 1 << 30;
-	json_int_t ry = json_is_integer(json_object_get(y, "rank")) ? json_integer_value(json_object_get(y, "rank")) : 1 << 30;
-	int c;
-
-	if (rx != ry)
-		return rx < ry ? -1 : 1;
-	if ((c = strcmp(json_string_value(json_object_get(x, "node")), json_string_value(json_object_get(y, "node")))))
-		return c;
-	return json_integer_value(json_object_get(x, "pid")) < json_integer_value(json_object_get(y, "pid")) ? -1 : 1;
-}
-
-json_t *cw_nccl_ranks_json(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall)
-{
-	struct loaded l;
-	struct cw_nccl_arrival *a = malloc(sizeof(*a));
-	json_t *arr = json_array();
-	int64_t until = 0;
-
-	if (!a || !arr || cw_nccl_load(db, o->node_filter, from_wall, to_wall, &l) < 0) {
-		free(a);
-		json_decref(arr);
-		return NULL;
-	}
-	if (l.nranks && (observed_until(db, &l, &until) < 0 ||
-			 cw_nccl_arrival_analyse(l.calls, l.n, l.ranks, l.nranks, until, o->hang_min_ns, a) < 0)) {
-		json_decref(arr);
-		arr = NULL;
-		l.nranks = 0;
-	}
-	for (int i = 0; i < l.nranks; i++) {
-		const struct cw_nccl_rank *r = &l.ranks[i];
-		int missing = 0;
-		json_t *j;
-
-		for (int k = 0; a->hang && k < a->nmissing; k++)
-			missing |= a->missing[k] == i;
-		j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b}", "node", r->node, "pid",
-			      (json_int_t)r->pid, "tid", (json_int_t)r->tid, "collectives", (json_int_t)r->calls, "late",
-			      (json_int_t)r->late, "lag_ns", (json_int_t)r->lag_ns, "mean_lag_ns",
-			      (json_int_t)(r->late ? r->lag_ns / r->late : 0), "last_seq", (json_int_t)r->last_seq,
-			      "waited_for_straggler_ns", (json_int_t)r->waited_ns, "straggler", a->straggler == i,
-			      "missing", missing);
-		json_object_set_new(j, "rank", r->rank >= 0 ? json_integer(r->rank) : json_null());
-		json_object_set_new(j, "comm_wait_share",
-				    json_real(r->step_ns ? (double)((uint64_t)(1000.0 * (double)r->wait_ns /
-								    (double)r->step_ns)) / 1000.0 : 0));
-		json_array_append_new(arr, j);
-	}
-	if (arr && json_array_size(arr) > 1) {
-		size_t n = json_array_size(arr);
-		json_t **v = malloc(n * sizeof(*v));
-
-		if (v) {
-			for (size_t i = 0; i < n; i++)
-				v[i] = json_incref(json_array_get(arr, i));
-			qsort(v, n, sizeof(*v), cmp_rank_json);
-			json_array_clear(arr);
-			for (size_t i = 0; i < n; i++)
-				json_array_append_new(arr, v[i]);
-			free(v);
-		}
-	}
-	free(a);
-	loaded_free(&l);
-	return arr;
+	return cw_rule_nccl(ctx->db, ctx->opts, ctx->window_from_ns, ctx->window_to_ns, c, ctx->max_out, ctx->peers);
 }

@@ -13,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "util/timeutil.h"
+#include "util/search.h"
 
 #define CW_NET_MIN_RETX 3
 /* Linux never retransmits on a timeout sooner than 200 ms (TCP_RTO_MIN):
@@ -30,19 +31,15 @@ struct peer {
 	uint64_t rtos;
 };
 
+static int retx_before(const void *rows, size_t i, const void *key)
+{
+	return ((const struct cw_retx *)rows)[i].mono_ns < *(const uint64_t *)key;
+}
+
 /* First retransmit at or after mono. */
 static size_t retx_at(const struct cw_sysctx *sys, uint64_t mono)
 {
-	size_t lo = 0, hi = sys->nretx;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (sys->retx[mid].mono_ns < mono)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return cw_partition_point(sys->retx, sys->nretx, &mono, retx_before);
 }
 
 /* "10.0.0.1:5000 -> 10.0.0.2:43120" -> "10.0.0.2:43120". */

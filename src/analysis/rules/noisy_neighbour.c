@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 
 /* Where the culprit's cgroup files are: the v2 mount on a unified host;
  * on a hybrid one (v1 controllers) the v1 cpu hierarchy holds the quota. */

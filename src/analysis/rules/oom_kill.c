@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -71,6 +71,18 @@ static int stop_scan(void *arg)
 	return ++*(int *)arg > CW_OOM_SCAN_STEPS / 1000;
 }
 
+/* ?1-?6 of the victim's scans: its id range, node, pid and wall range. */
+static void bind_victim(sqlite3_stmt *st, int64_t lo, int64_t hi, const char *node, int64_t victim, uint64_t from,
+			uint64_t kill_wall)
+{
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, hi);
+	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, victim);
+	sqlite3_bind_int64(st, 5, (int64_t)from);
+	sqlite3_bind_int64(st, 6, (int64_t)kill_wall);
+}
+
 /* The victim's host page allocations in the 30 s before the kill: an index
  * seek on events_pagealloc (schema v3), or the rowid range of the 30 s. */
 static int load_pages(sqlite3 *db, const char *node, int64_t victim, uint64_t from, uint64_t kill_wall,
@@ -90,12 +102,7 @@ static int load_pages(sqlite3 *db, const char *node, int64_t victim, uint64_t fr
 	rc = sqlite3_prepare_v2(db, has ? idx_sql : scan_sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
-	sqlite3_bind_int64(st, 1, lo);
-	sqlite3_bind_int64(st, 2, hi);
-	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, victim);
-	sqlite3_bind_int64(st, 5, (int64_t)from);
-	sqlite3_bind_int64(st, 6, (int64_t)kill_wall);
+	bind_victim(st, lo, hi, node, victim, from, kill_wall);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t w = (uint64_t)sqlite3_column_int64(st, 0), pages = (uint64_t)sqlite3_column_int64(st, 1);
 		if (w + CW_OOM_RECENT_NS >= kill_wall)
@@ -122,12 +129,7 @@ static int load_allocs(sqlite3 *db, const char *node, int64_t victim, uint64_t f
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
-	sqlite3_bind_int64(st, 1, lo);
-	sqlite3_bind_int64(st, 2, hi);
-	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, victim);
-	sqlite3_bind_int64(st, 5, (int64_t)from);
-	sqlite3_bind_int64(st, 6, (int64_t)kill_wall);
+	bind_victim(st, lo, hi, node, victim, from, kill_wall);
 	sqlite3_progress_handler(db, 1000, stop_scan, &ticks);
 	while (t->cuda_calls < CW_OOM_MAX_ALLOCS && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *op = (const char *)sqlite3_column_text(st, 0);
@@ -167,26 +169,6 @@ static int load_trend(sqlite3 *db, const char *node, int64_t victim, uint64_t ki
 	if ((ret = load_pages(db, node, victim, from, kill_wall, lo, hi, t)) < 0)
 		return ret;
 	return load_allocs(db, node, victim, from, kill_wall, lo, hi, t);
-}
-
-static int load_py(sqlite3 *db, struct cw_chain *c, int64_t id)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1", -1,
-				    &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
-	sqlite3_bind_int64(st, 1, id);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		const char *fn = (const char *)sqlite3_column_text(st, 2);
-		c->has_python = 1;
-		snprintf(c->py_file, sizeof(c->py_file), "%s", sqlite3_column_text(st, 0));
-		c->py_line = sqlite3_column_int(st, 1);
-		snprintf(c->py_function, sizeof(c->py_function), "%s", fn ? fn : "");
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 
 /* When the victim started (wall ns), 0 unknown. */
@@ -249,7 +231,7 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 		 before, (double)t->cuda_bytes / (1 << 20), (unsigned long long)t->cuda_calls,
 		 t->cuda_calls >= CW_OOM_MAX_ALLOCS || t->truncated ? " (the latest ones)" : "");
 	if (t->last_py > 0)
-		load_py(db, c, t->last_py);
+		cw_chain_load_python(db, c, t->last_py);
 	if (before > 0 && k->wall_ns > 20 * NSEC_PER_SEC)
 		cw_chain_add_timeline(c, CW_LAYER_SYSTEM, k->wall_ns - 20 * NSEC_PER_SEC,
 				      "victim allocating host pages: %.0f MiB over the next 20 s", before);
@@ -287,16 +269,19 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 	cw_chain_add_evidence(c, "kills", nkills, 1);
 }
 
-int cw_rule_oom_kill(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-		     uint64_t from_wall, uint64_t to_wall, struct cw_chain *c, int max)
+int cw_rule_oom_kill(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	sqlite3 *db = ctx->db;
+	const struct cw_explain_opts *o = ctx->opts;
+	const struct cw_sysctx *sys = ctx->sys;
 	struct cw_rare_event *k = NULL;
 	int n, out = 0, ret = 0;
 
-	n = cw_rare_events_load(db, sys->node, "mem", "oom_kill", from_wall, to_wall, 64, &k);
+	n = cw_rare_events_load(db, sys->node, "mem", "oom_kill", ctx->window_from_ns, ctx->window_to_ns, 64,
+				&k);
 	if (n <= 0)
 		return n;
-	for (int i = 0; i < n && out < max; i++) {
+	for (int i = 0; i < n && out < ctx->max_out; i++) {
 		int64_t victim = k[i].arg[2];
 		struct trend t;
 		int neighbour;
@@ -310,7 +295,7 @@ int cw_rule_oom_kill(sqlite3 *db, const struct cw_explain_opts *o, const struct 
 			continue;
 		if ((ret = load_trend(db, sys->node, victim, k[i].wall_ns, &t)) < 0)
 			break;
-		fill(db, sys, &k[i], neighbour, &t, from_wall, n, &c[out++]);
+		fill(db, sys, &k[i], neighbour, &t, ctx->window_from_ns, n, &c[out++]);
 		ret = 0;
 	}
 	free(k);

@@ -21,9 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
+#include "analysis/rules/nccl_load.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/vec.h"
+#include "util/search.h"
 
 #define CW_STRAG_MIN_GROUPS 10
 #define CW_STRAG_MIN_SHARE 0.60
@@ -58,31 +61,23 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int ends_before(const void *rows, size_t i, const void *key)
+{
+	return ((const struct call *)rows)[i].end < *(const int64_t *)key;
+}
+
 /* The call of r whose end is nearest to end, within tol; NULL if none. */
 static const struct call *nearest(const struct rank *r, int64_t end, int64_t tol)
 {
-	size_t lo = 0, hi = r->n;
+	size_t lo = cw_partition_point(r->v, r->n, &end, ends_before);
 	const struct call *best = NULL;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r->v[mid].end < end)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (size_t i = lo > 0 ? lo - 1 : 0; i < r->n && i <= lo; i++) {
 		int64_t d = llabs(r->v[i].end - end);
 		if (d <= tol && (!best || d < llabs(best->end - end)))
 			best = &r->v[i];
 	}
 	return best;
-}
-
-static int64_t offset_of(json_t *nodes, const char *node)
-{
-	json_t *off = json_object_get(json_object_get(nodes, node), "offset_ns");
-	return json_is_integer(off) ? json_integer_value(off) : 0;
 }
 
 static int load_ranks(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uint64_t to, struct rank **out,
@@ -131,17 +126,11 @@ static int load_ranks(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
 			snprintf(cur->node, sizeof(cur->node), "%s", node);
 			snprintf(cur->op, sizeof(cur->op), "%s", op ? op : "ncclAllReduce");
 			cur->pid = pid;
-			off = offset_of(nodes, node);
+			off = cw_merge_offset_of(nodes, node);
 		}
-		if (cur->n == cur->cap) {
-			size_t nc = cur->cap ? cur->cap * 2 : 64;
-			struct call *nv = realloc(cur->v, nc * sizeof(*nv));
-			if (!nv) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			cur->v = nv;
-			cur->cap = nc;
+		if (cw_vec_reserve(&cur->v, &cur->cap, cur->n + 1, sizeof(*cur->v), 64) < 0) {
+			ret = -ENOMEM;
+			goto out;
 		}
 		struct call *c = &cur->v[cur->n++];
 		c->entry = sqlite3_column_int64(st, 2) - off;
@@ -300,9 +289,10 @@ static int fill(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uin
 	return 1;
 }
 
-int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,
-		      const struct cw_chain *chains, int nchains, struct cw_chain *c)
+int cw_rule_straggler(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	sqlite3 *db = ctx->db;
+	const struct cw_explain_opts *o = ctx->opts;
 	struct rank *rv = NULL;
 	int nr = 0, ref = 0, s = -1, ret, *glast = NULL;
 	uint64_t groups = 0;
@@ -313,11 +303,12 @@ int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
 	/* The rank scan below reads events without an index: a store without
 	 * collectives (most single-node traces) never pays for it. One second
 	 * of slack either side covers a call counted in its exit's second. */
-	if ((ret = cw_aggregates_have(db, o->node_filter, "nccl", (int64_t)(from_wall / NSEC_PER_SEC) - 1,
-				      (int64_t)(to_wall / NSEC_PER_SEC) + 1, &any)) < 0 ||
+	if ((ret = cw_aggregates_have(db, o->node_filter, "nccl",
+				      (int64_t)(ctx->window_from_ns / NSEC_PER_SEC) - 1,
+				      (int64_t)(ctx->window_to_ns / NSEC_PER_SEC) + 1, &any)) < 0 ||
 	    !any)
 		return ret;
-	if ((ret = load_ranks(db, o, from_wall, to_wall, &rv, &nr)) < 0 || nr < 2)
+	if ((ret = load_ranks(db, o, ctx->window_from_ns, ctx->window_to_ns, &rv, &nr)) < 0 || nr < 2)
 		goto out;
 	for (int i = 0; i < nr; i++) {
 		qsort(rv[i].v, rv[i].n, sizeof(*rv[i].v), cmp_end);
@@ -378,7 +369,8 @@ int cw_rule_straggler(sqlite3 *db, const struct cw_explain_opts *o, uint64_t fro
 		for (size_t g = 0; g < ng; g++)
 			if (glast[g] == s)
 				glag[nl++] = glag[g];
-		ret = fill(db, o, from_wall, to_wall, rv, nr, s, groups, glag, nl, chains, nchains, c);
+		ret = fill(db, o, ctx->window_from_ns, ctx->window_to_ns, rv, nr, s, groups, glag, nl, ctx->chains,
+			   ctx->nchains, c);
 	}
 out:
 	free(gaps);

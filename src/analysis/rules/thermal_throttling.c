@@ -3,7 +3,7 @@
  * was measurably lower (>= 5 %) than in its unthrottled samples.
  * explained_share = slow-call time overlapping those samples / slow-call
  * time. Measurement in analysis/gpu_throttle.c. */
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 
 int cw_rule_thermal_throttling(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {

@@ -17,12 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "gpu/stall.h"
 #include "gpu/threadstate.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 #include "util/u64map.h"
+#include "util/vec.h"
 
 #define SCAN_MAX_ROWS 2000000
 #define MAX_PIDS 64
@@ -104,15 +105,8 @@ static const struct trow *tcache_get(struct tcache *c, const char *node, int64_t
 
 	if (u64map_get(&c->idx, (uint64_t)th, &i))
 		return &c->v[i];
-	if (c->n == c->alloc) {
-		size_t a = c->alloc ? c->alloc * 2 : 64;
-		struct trow *nv = realloc(c->v, a * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		c->v = nv;
-		c->alloc = a;
-	}
+	if (cw_vec_reserve(&c->v, &c->alloc, c->n + 1, sizeof(*c->v), 64) < 0)
+		return NULL;
 	t = &c->v[c->n];
 	memset(t, 0, sizeof(*t));
 	sqlite3_bind_int64(c->th, 1, th);
@@ -404,9 +398,11 @@ static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 		cw_chain_add_fix(c, "a thread spins or sits in the driver: a CUDA synchronization that never returns points at the GPU (check Xid faults: journalctl -k | grep -i xid)");
 }
 
-int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys,
-			   uint64_t from_wall, uint64_t to_wall, struct cw_chain *c)
+int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	sqlite3 *db = ctx->db;
+	const struct cw_sysctx *sys = ctx->sys;
+	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	struct pidscan *v;
 	int n = 0, ret, best = -1;
 	int64_t lo, hi;
@@ -429,7 +425,7 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 		int resumed = 0;
 		json_t *d;
 
-		if ((o->pid && p->pid != o->pid) || p->n < CW_STALL_MIN_CALLS)
+		if ((ctx->opts->pid && p->pid != ctx->opts->pid) || p->n < CW_STALL_MIN_CALLS)
 			continue;
 		memset(&sp, 0, sizeof(sp));
 		for (int k = p->n - 1; k >= 0; k--)
@@ -545,7 +541,7 @@ int cw_rule_training_stall(sqlite3 *db, const struct cw_explain_opts *o, const s
 						c->has_python = 1;
 						snprintf(c->py_file, sizeof(c->py_file), "%.*s",
 							 colon ? (int)(colon - ts.python) : 0, ts.python);
-						c->py_line = colon ? atoi(colon + 1) : 0;
+						c->py_line = colon ? (int)strtol(colon + 1, NULL, 10) : 0;
 						if ((s = strstr(ts.python, " in ")))
 							snprintf(c->py_function, sizeof(c->py_function), "%s", s + 4);
 					}

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/rules/rules.h"
 #include "analysis/gpuctx.h"
 #include "gpu/xid.h"
 #include "store/store.h"
@@ -110,9 +110,11 @@ static void parse_detail(const char *s, struct xid_row *x)
 	json_decref(d);
 }
 
-int cw_rule_xid_fault(sqlite3 *db, const struct cw_explain_opts *o, const struct cw_sysctx *sys, uint64_t from_wall,
-		      uint64_t to_wall, struct cw_chain *c)
+int cw_rule_xid_fault(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
+	sqlite3 *db = ctx->db;
+	const struct cw_sysctx *sys = ctx->sys;
+	uint64_t from_wall = ctx->window_from_ns, to_wall = ctx->window_to_ns;
 	sqlite3_stmt *st = NULL;
 	struct xid_row best = {0}, x;
 	int64_t lo, hi, n = 0, distinct_codes = 0;
@@ -134,7 +136,7 @@ int cw_rule_xid_fault(sqlite3 *db, const struct cw_explain_opts *o, const struct
 	sqlite3_bind_int64(st, 1, lo);
 	sqlite3_bind_int64(st, 2, hi);
 	sqlite3_bind_text(st, 3, sys->node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, o->pid);
+	sqlite3_bind_int64(st, 4, ctx->opts->pid);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *cm = (const char *)sqlite3_column_text(st, 2);
 		int64_t code = sqlite3_column_int64(st, 5);

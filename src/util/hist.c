@@ -1,4 +1,4 @@
-#include "analysis/hist.h"
+#include "util/hist.h"
 
 #include <errno.h>
 #include <string.h>

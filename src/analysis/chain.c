@@ -1,9 +1,11 @@
 /* Names of the explain enums and the helpers rules use to fill a chain. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "analysis/engine.h"
+#include "analysis/chain.h"
+#include "analysis/stats.h"
 #include "util/timeutil.h"
 
 const char *cw_kind_name(enum cw_kind k)
@@ -131,4 +133,33 @@ void cw_chain_summary(struct cw_chain *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->summary, sizeof(c->summary), fmt, ap);
 	va_end(ap);
+}
+
+struct cw_chain *cw_chain_list_push(struct cw_chain_list *l)
+{
+	if (l->n == l->cap) {
+		int nc = l->cap ? l->cap * 2 : 8;
+		struct cw_chain *nv = realloc(l->v, (size_t)nc * sizeof(*nv));
+		if (!nv)
+			return NULL;
+		l->v = nv;
+		l->cap = nc;
+	}
+	return &l->v[l->n++];
+}
+
+void cw_chain_from_opstat(struct cw_chain *c, const struct cw_opstat *st)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->op, sizeof(c->op), "%s", st->op);
+	snprintf(c->source, sizeof(c->source), "%s", st->source);
+	snprintf(c->node, sizeof(c->node), "%s", st->node);
+	c->count = st->count;
+	c->p50_ns = st->p50_ns;
+	c->p95_ns = st->p95_ns;
+	c->p99_ns = st->p99_ns;
+	c->max_ns = st->max_ns;
+	c->tail_ratio = st->p50_ns ? (double)st->p99_ns / (double)st->p50_ns : 0;
+	c->rank = -1;
+	c->culprit.cpu = -1;
 }

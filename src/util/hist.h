@@ -1,8 +1,8 @@
 /* Log-linear latency histogram: 8 buckets per power of two, so any
  * percentile read back is within ~4.4 % of the true value. Used for the
  * per-second aggregates and for every percentile causeway prints. */
-#ifndef CW_ANALYSIS_HIST_H
-#define CW_ANALYSIS_HIST_H
+#ifndef CW_UTIL_HIST_H
+#define CW_UTIL_HIST_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,204 @@
+/* The chain: one root cause as `causeway explain` reports it (the JSON
+ * contract of docs/explain.md), the options the analysis reads, the helpers
+ * rules use to fill a chain and the identity of the thread behind it.
+ * Below both the engine (explain.c) and the rules (rules/), which fill it. */
+#ifndef CW_ANALYSIS_CHAIN_H
+#define CW_ANALYSIS_CHAIN_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/stack_render.h"
+
+struct cw_explain_opts {
+	const char *node_filter;            /* NULL = every node */
+	uint64_t from_wall_ns, to_wall_ns;  /* 0 = open */
+	int64_t pid;                        /* 0 = all */
+	int per_process;                    /* split chains per pid */
+	/* Tenant filter (--cgroup/--container/--pod/--slurm-job), resolved to
+	 * the processes that ran in the tenant's cgroups: only their calls
+	 * are explained, each against its own distribution. npids 0 = off;
+	 * pids NULL with npids < 0: a filter matched nothing. */
+	const int64_t *pids;
+	int npids;
+	int per_tenant;                     /* split chains per tenant */
+	int store_chains;                   /* informational for callers; run never writes */
+	uint64_t hang_min_ns;               /* nccl_hang floor; 0 = CW_NCCL_HANG_MIN_NS */
+};
+
+enum cw_severity {
+	CW_SEV_HIGH = 0,
+	CW_SEV_MEDIUM = 1,
+	CW_SEV_LOW = 2,
+};
+
+/* root_cause.kind; names by cw_kind_name(). */
+enum cw_kind {
+	CW_KIND_CPU_PREEMPTION = 0,
+	CW_KIND_IO_CONTENTION,
+	CW_KIND_MEMORY_PRESSURE,
+	CW_KIND_COLD_START,
+	CW_KIND_PERIODIC_ALLOCATOR,
+	CW_KIND_MEMCPY_BOUND,
+	CW_KIND_GPU_TIME_SLICING,
+	CW_KIND_THROUGHPUT_DROP,
+	CW_KIND_DATALOADER_STARVATION,
+	CW_KIND_STRAGGLER,
+	CW_KIND_NOISY_NEIGHBOUR,
+	CW_KIND_CFS_THROTTLING,
+	CW_KIND_OOM_KILL,
+	CW_KIND_NETWORK,
+	CW_KIND_GRAPH_CHURN,
+	CW_KIND_GRAPH_LAUNCH_TAIL,
+	CW_KIND_HOST_MEMORY,
+	CW_KIND_XID_FAULT,
+	CW_KIND_THERMAL_THROTTLING,
+	CW_KIND_POWER_CAPPING,
+	CW_KIND_GPU_MEMORY_PRESSURE,
+	CW_KIND_TRAINING_STALL,
+	CW_KIND_NCCL_STRAGGLER, /* rules/nccl_chains.c */
+	CW_KIND_NCCL_HANG,
+	CW_KIND_COMM_BOUND,
+	CW_KIND_NCCL_WAIT,      /* a rank waiting for an nccl_straggler */
+	CW_KIND_MAX
+};
+
+enum cw_layer {
+	CW_LAYER_SYSTEM = 0,
+	CW_LAYER_HOST,
+	CW_LAYER_IO,
+	CW_LAYER_NET,
+	CW_LAYER_CUDA,
+	CW_LAYER_DRIVER,
+	CW_LAYER_NCCL,
+	CW_LAYER_PYTHON,
+	CW_LAYER_MAX
+};
+
+#define CW_CHAIN_MAX_TIMELINE 12
+#define CW_CHAIN_MAX_FIX 6
+#define CW_CHAIN_MAX_EVIDENCE 16
+#define CW_CHAIN_MAX_MISSING 4
+
+struct cw_timeline_entry {
+	enum cw_layer layer;
+	uint64_t t_ns; /* wall-clock ns */
+	char text[200];
+};
+
+struct cw_evidence {
+	char key[40];
+	double value;
+	int is_int; /* printed as an integer in JSON */
+};
+
+/* The tenant a thread ran in (docs/tenants.md): the chain's "container"
+ * object. known 0: no cgroup row for it. */
+struct cw_tenant_ref {
+	int known;
+	uint64_t cgroup_id;
+	char cgroup[256]; /* the cgroup v2 path */
+	char runtime[16];
+	char id[72];      /* container id, or "slurm-job-N" */
+	char pod[128];
+	char pod_uid[40];
+	char ns[64];
+	char qos[12];
+	char key[128];    /* tenant key: different keys are different tenants */
+};
+
+struct cw_culprit {
+	int known;
+	char comm[32];
+	int64_t pid;
+	uint64_t cgroup_id;
+	int cpu; /* -1 unknown */
+	uint64_t overlap_ns; /* preempted time attributed to it */
+	struct cw_tenant_ref container;
+};
+
+struct cw_chain {
+	enum cw_severity severity;
+	enum cw_kind kind;
+	char op[48];
+	char source[16];
+	uint64_t count, slow_count;
+	uint64_t p50_ns, p95_ns, p99_ns, max_ns;
+	double tail_ratio;      /* p99 / p50 */
+	double explained_share; /* 0..1 of slow-call time explained by kind */
+	uint64_t slow_time_ns;  /* total duration of the slow calls */
+	uint64_t explained_ns;  /* slow_time_ns * explained_share */
+	char summary[512];      /* the root cause in one sentence */
+	struct cw_timeline_entry timeline[CW_CHAIN_MAX_TIMELINE];
+	int ntimeline;
+	char fix[CW_CHAIN_MAX_FIX][400]; /* room for a pod cgroup path (~200 chars) in a command */
+	int nfix;
+	int64_t pid, tid; /* 0 unknown */
+	char comm[32];
+	char node[64];
+	int rank; /* -1 unknown */
+	int has_python;
+	char py_file[256];
+	int py_line;
+	char py_function[128];
+	/* The representative slow call's stack, native and Python spliced
+	 * (stack_render.h), innermost first; 0 frames when none was recorded. */
+	struct cw_stack_frame stack[CW_STACK_MAX_FRAMES];
+	int nstack;
+	struct cw_culprit culprit;
+	struct cw_tenant_ref container; /* the affected thread's tenant */
+	struct cw_evidence evidence[CW_CHAIN_MAX_EVIDENCE];
+	int nevidence;
+	/* NCCL chains: root_cause.because (the cause found on the late rank,
+	 * a kind name or "compute"/"blocked"), the sequence number and
+	 * communicator concerned, and the ranks that never arrived (nccl_hang). */
+	char because[32];
+	int64_t seq;     /* 0 none */
+	int64_t comm_id; /* 0 none */
+	int missing_ranks[16];
+	int nmissing;
+	char missing_state[CW_CHAIN_MAX_MISSING][400]; /* what the first missing ranks are doing */
+	/* The chain this one is explained by (a waiting rank's sync points at
+	 * the straggler): its kind, node, pid and rank; kind "" when none. */
+	struct {
+		char kind[32];
+		char node[64];
+		int64_t pid;
+		int rank;
+	} caused_by;
+};
+
+const char *cw_kind_name(enum cw_kind k);
+const char *cw_severity_name(enum cw_severity s);
+const char *cw_layer_name(enum cw_layer l);
+
+/* Helpers rules use to fill a chain (chain.c). */
+/* Sets c->summary, cut to its size (a long device name or path must not
+ * fail the build's truncation checks nor the chain). */
+void cw_chain_summary(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cw_chain_add_fix(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cw_chain_add_timeline(struct cw_chain *c, enum cw_layer layer, uint64_t t_ns, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void cw_chain_add_evidence(struct cw_chain *c, const char *key, double v, int is_int);
+enum cw_layer cw_layer_of_source(const char *source);
+struct cw_opstat;
+/* A new chain about op st: its name, node and percentiles (analysis/stats.h);
+ * rank and culprit CPU unknown, everything else zero. */
+void cw_chain_from_opstat(struct cw_chain *c, const struct cw_opstat *st);
+/* "cudaStreamSynchronize p99 142.0ms (8.5x p50)" */
+void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len);
+/* Fills pid, tid, comm, rank and python of c from the op's slowest calls
+ * (through the op index, at most 256 rows). chain_identity.c. */
+int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_t from_wall,
+		      uint64_t to_wall, int64_t pid);
+
+/* A growing array of chains, as the engine collects them. */
+struct cw_chain_list {
+	struct cw_chain *v;
+	int n, cap;
+};
+/* A new slot at the end (uninitialised), or NULL when out of memory. */
+struct cw_chain *cw_chain_list_push(struct cw_chain_list *l);
+
+#endif

@@ -1,0 +1,229 @@
+/* One op's chain: its slow calls probed (probe.c), every per-op rule of
+ * the table (rules/rules.h) measuring how much of the slow time its cause
+ * explains, and the dominant cause kept, refined by the tenant rules. With
+ * --pid, a tenant filter or --per-process each process is judged against
+ * its own distribution. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/engine.h"
+#include "analysis/explain.h"
+#include "analysis/rules/rules.h"
+#include "util/timeutil.h"
+
+/* The device's measured state (clock-event reasons, memory) wins within
+ * this margin of a pattern rule's share. */
+#define CW_GPU_RULE_MARGIN 0.10
+
+static void base_chain(struct cw_chain *c, const struct cw_rule_ctx *ctx)
+{
+	const struct cw_opstat *st = ctx->st;
+	char d[32], p50[32];
+	const struct cw_slowcall *slowest = &ctx->calls[0];
+
+	cw_chain_from_opstat(c, st);
+	c->slow_count = ctx->ncalls;
+	c->slow_time_ns = ctx->slow_time_ns;
+	for (size_t i = 1; i < ctx->ncalls; i++)
+		if (ctx->calls[i].dur_ns > slowest->dur_ns)
+			slowest = &ctx->calls[i];
+	cw_format_duration(slowest->dur_ns, d, sizeof(d));
+	cw_format_duration(st->p50_ns, p50, sizeof(p50));
+	cw_chain_add_timeline(c, cw_layer_of_source(st->source), slowest->wall_ns, "slowest %s: %s (p50 %s)",
+			      st->op, d, p50);
+}
+
+static void add_python_timeline(struct cw_chain *c, uint64_t t)
+{
+	if (c->has_python)
+		cw_chain_add_timeline(c, CW_LAYER_PYTHON, t, "issued from %s() at %s:%d", c->py_function, c->py_file,
+				      c->py_line);
+}
+
+/* Runs the per-op rules on one probed op (one pid or all) and appends the
+ * chain of the dominant cause, or a warning when none explains enough. */
+static int explain_op(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, struct cw_explain_result *r)
+{
+	struct cw_chain base, cand, best, best_gpu;
+	int have = 0, have_gpu = 0, ret;
+
+	base_chain(&base, ctx);
+	if ((ret = cw_chain_identity_calls(ctx->db, &base, ctx->calls, ctx->ncalls)) < 0)
+		return ret;
+	ctx->max_out = 1;
+	/* An op examined only for its max (no p99 tail) has too few slow calls
+	 * to matter unless they are structured: a cold start or a periodic
+	 * allocator spike (1 call in a few hundred stays below p99). */
+	int tail = (double)ctx->st->p99_ns >= CW_TAIL_RATIO * (double)ctx->st->p50_ns;
+	for (size_t i = 0; i < cw_nrules; i++) {
+		const struct cw_rule *rule = &cw_rules[i];
+
+		if (!(rule->flags & CW_RULE_OP) || (!tail && !(rule->flags & CW_RULE_NO_TAIL)))
+			continue;
+		cand = base;
+		ret = rule->fn(ctx, &cand);
+		if (ret < 0)
+			return ret;
+		if (ret > 0 && cand.explained_share >= CW_MIN_EXPLAINED && (rule->flags & CW_RULE_GPU) &&
+		    (!have_gpu || cand.explained_share > best_gpu.explained_share)) {
+			best_gpu = cand;
+			have_gpu = 1;
+		}
+		if (ret > 0 && cand.explained_share >= CW_MIN_EXPLAINED &&
+		    (!have || cand.explained_share > best.explained_share)) {
+			best = cand;
+			have = 1;
+		}
+	}
+	/* The device's measured state (clock-event reasons, memory) is the
+	 * more specific cause: it wins within CW_GPU_RULE_MARGIN of a pattern
+	 * rule's share (a periodic allocator, preemption noise). */
+	if (have_gpu && best_gpu.explained_share >= 0.5 &&
+	    best_gpu.explained_share >= best.explained_share - CW_GPU_RULE_MARGIN)
+		best = best_gpu;
+	if (!have && !tail)
+		return 0;
+	for (size_t i = 0; i < cw_nrules && !have; i++) {
+		if (!(cw_rules[i].flags & CW_RULE_FALLBACK))
+			continue;
+		cand = base;
+		ret = cw_rules[i].fn(ctx, &cand);
+		if (ret < 0)
+			return ret;
+		if (ret > 0) {
+			best = cand;
+			have = 1;
+		}
+	}
+	if (!have) {
+		return cw_explain_warn(r,
+				       "%s on %s has p99 %.1fx p50 over %zu slow calls but no measured cause explains"
+				       " %.0f %% of their time%s",
+				       ctx->st->op, ctx->st->node, base.tail_ratio, ctx->ncalls,
+				       CW_MIN_EXPLAINED * 100,
+				       ctx->offcpu_seen ? "" : " (no off-CPU intervals recorded for its threads)");
+	}
+	if (best.explained_share > 1)
+		best.explained_share = 1;
+	best.explained_ns = (uint64_t)((double)best.slow_time_ns * best.explained_share);
+	/* Who the thread and the culprit are on a shared host; a quota of the
+	 * thread's own or a neighbour tenant refines a preemption chain. */
+	cw_chain_fill_tenants(ctx->db, &best);
+	for (size_t i = 0; i < cw_nrules; i++)
+		if ((cw_rules[i].flags & CW_RULE_REFINE) && cw_rules[i].fn(ctx, &best))
+			break;
+	add_python_timeline(&best, ctx->calls[0].wall_ns);
+	struct cw_chain *slot = cw_chain_list_push(cs);
+	if (!slot)
+		return -ENOMEM;
+	*slot = best;
+	return 0;
+}
+
+static int has_tail(const struct cw_opstat *st)
+{
+	if (st->count < CW_TAIL_MIN_COUNT || !st->p50_ns)
+		return 0;
+	/* A cold start hides below p99 when fewer than 1 % of calls are
+	 * cold; a max 20x p50 still marks the op for probing. */
+	return (double)st->p99_ns >= CW_TAIL_RATIO * (double)st->p50_ns ||
+	       (double)st->max_ns >= 20.0 * (double)st->p50_ns;
+}
+
+static int distinct_pids(const struct cw_rule_ctx *ctx, int64_t **out)
+{
+	int64_t *v = malloc((ctx->ncalls ? ctx->ncalls : 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < ctx->ncalls; i++) {
+		size_t j;
+		for (j = 0; j < n && v[j] != ctx->calls[i].pid; j++)
+			;
+		if (j == n)
+			v[n++] = ctx->calls[i].pid;
+	}
+	*out = v;
+	return (int)n;
+}
+
+/* A call is slow from CW_SLOW_FACTOR x p50, and never inside p50's own
+ * histogram bucket. */
+static uint64_t slow_threshold(const struct cw_opstat *st)
+{
+	uint64_t next_bucket = cw_hist_bucket_low(cw_hist_bucket(st->p50_ns) + 1);
+	uint64_t t = (uint64_t)(CW_SLOW_FACTOR * (double)st->p50_ns);
+
+	return t < next_bucket ? next_bucket : t;
+}
+
+/* Probes and explains op for one process, judged against its own
+ * distribution (percentiles, tail and slow threshold from its calls, not
+ * the node's, where other processes' calls may dominate). */
+static int analyse_pid(struct cw_rule_ctx *base, int64_t pid, struct cw_chain_list *cs,
+		       struct cw_explain_result *r)
+{
+	struct cw_rule_ctx pc = {
+		.db = base->db, .opts = base->opts, .sys = base->sys,
+		.window_from_ns = base->window_from_ns, .window_to_ns = base->window_to_ns,
+	};
+	struct cw_opstat pst;
+	int ret = cw_opstat_for_pid(base->db, base->st, pid, base->window_from_ns, base->window_to_ns, &pst);
+
+	if (ret < 0)
+		return ret;
+	if (has_tail(&pst)) {
+		pc.st = &pst;
+		pc.threshold_ns = slow_threshold(&pst);
+		ret = cw_probe_op(&pc, pid);
+		if (ret > 0)
+			ret = explain_op(&pc, cs, r);
+		cw_probe_free(&pc);
+	}
+	free(pst.secs);
+	return ret < 0 ? ret : 0;
+}
+
+int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
+		  const struct cw_opstat *st, uint64_t from, uint64_t to, struct cw_chain_list *cs, struct cw_explain_result *r)
+{
+	struct cw_rule_ctx ctx = {
+		.db = db, .opts = o, .st = st, .sys = sys, .window_from_ns = from, .window_to_ns = to,
+	};
+	int64_t *pids = NULL;
+	int ret, np;
+
+	if (!has_tail(st))
+		return 0;
+	if (o->pid)
+		return analyse_pid(&ctx, o->pid, cs, r);
+	/* A tenant filter: its processes, each against its own calls. */
+	if (o->npids < 0)
+		return 0;
+	for (int i = 0; i < o->npids; i++)
+		if ((ret = analyse_pid(&ctx, o->pids[i], cs, r)) < 0)
+			return ret;
+	if (o->npids > 0)
+		return 0;
+	ctx.threshold_ns = slow_threshold(st);
+	ret = cw_probe_op(&ctx, 0);
+	if (ret <= 0 || !(o->per_process || o->per_tenant)) {
+		if (ret > 0)
+			ret = explain_op(&ctx, cs, r);
+		cw_probe_free(&ctx);
+		return ret;
+	}
+	/* --per-process: the processes with node-wide slow calls, each then
+	 * re-probed against its own distribution. */
+	np = distinct_pids(&ctx, &pids);
+	cw_probe_free(&ctx);
+	if (np < 0)
+		return np;
+	ret = 0;
+	for (int i = 0; i < np && ret >= 0; i++)
+		ret = analyse_pid(&ctx, pids[i], cs, r);
+	free(pids);
+	return ret < 0 ? ret : 0;
+}

@@ -1,0 +1,34 @@
+/* The two interfaces the pipeline resolves frames through: Python code
+ * objects to source locations (src/pyframe, or the demo's synthetic code)
+ * and native return addresses to symbol lines (src/symbol). They live here,
+ * below the pipeline, so that the resolvers need not include it. */
+#ifndef CW_SYMBOL_FRAMES_H
+#define CW_SYMBOL_FRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A resolved Python frame. */
+struct cw_py_location {
+	char file[256];
+	char function[128];
+	int line; /* the executing line, 0 unknown */
+};
+
+/* Resolves one captured frame (code object address + instruction offset in
+ * code units) of process pid to its source location. Live tracing reads the
+ * target's memory (src/pyframe); the demo registers synthetic code objects.
+ * Returns 0, or -errno when the frame cannot be resolved. */
+struct cw_py_resolver {
+	int (*resolve)(void *ctx, uint32_t pid, uint64_t code, uint32_t lasti, struct cw_py_location *out);
+	void *ctx;
+};
+
+/* Turns native return addresses of process pid into one symbolized line
+ * per frame ("libfoo.so!bar+0x12"). Returns 0 or -errno. */
+struct cw_symbolizer {
+	int (*symbolize)(void *ctx, uint32_t pid, uint64_t ip, char *out, size_t outlen);
+	void *ctx;
+};
+
+#endif
