@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "pipeline/ops.h"
-#include "util/grow.h"
+#include "util/vec.h"
 #include "util/u64map.h"
 
 /* Communicators and p2p channels followed at once; beyond these, calls
@@ -81,16 +81,14 @@ static int write_pending(struct cw_nccl_track *t, struct pending *p, uint64_t do
 
 static struct pending *pending_of(struct cw_nccl_track *t, uint32_t tid, int create)
 {
-	struct pending *nv;
 	int64_t idx;
 
 	if (u64map_get(&t->pend_index, (uint64_t)tid + 1, &idx))
 		return &t->pend[idx];
 	if (!create)
 		return NULL;
-	if (!(nv = cw_grow(t->pend, t->npend, &t->pend_alloc, sizeof(*nv), 16)))
+	if (cw_vec_reserve(&t->pend, &t->pend_alloc, t->npend + 1, sizeof(*t->pend), 16) < 0)
 		return NULL;
-	t->pend = nv;
 	if (u64map_put(&t->pend_index, (uint64_t)tid + 1, (int64_t)t->npend))
 		return NULL;
 	t->pend[t->npend].tid = tid;
@@ -201,16 +199,14 @@ static uint64_t comm_key(uint32_t pid, uint64_t handle)
 static struct comm_state *comm_get(struct cw_nccl_track *t, uint32_t pid, uint64_t handle, int create)
 {
 	uint64_t k = comm_key(pid, handle);
-	struct comm_state *nv;
 	int64_t idx;
 
 	if (u64map_get(&t->index, k, &idx))
 		return &t->comms[idx];
 	if (!create || !handle)
 		return NULL;
-	if (!(nv = cw_grow(t->comms, t->n, &t->alloc, sizeof(*nv), 16)))
+	if (cw_vec_reserve(&t->comms, &t->alloc, t->n + 1, sizeof(*t->comms), 16) < 0)
 		return NULL;
-	t->comms = nv;
 	if (u64map_put(&t->index, k, (int64_t)t->n))
 		return NULL;
 	memset(&t->comms[t->n], 0, sizeof(t->comms[0]));

@@ -10,7 +10,7 @@
 #include "pipeline/nccl_track.h"
 #include "pipeline/ops.h"
 #include "pipeline/pystack.h"
-#include "util/grow.h"
+#include "util/vec.h"
 #include "util/u64map.h"
 
 /* Runtime calls nest driver calls (cudaMalloc -> cuMemAlloc_v2), and
@@ -133,16 +133,14 @@ static void note_process(struct cw_pipeline *p, const struct cw_hdr *h, const ch
 
 static struct thread_state *thread_get(struct cw_pipeline *p, const struct cw_hdr *h, int create)
 {
-	struct thread_state *t;
 	int64_t idx;
 
 	if (u64map_get(&p->thread_index, (uint64_t)h->tid + 1, &idx))
 		return &p->threads[idx];
 	if (!create)
 		return NULL;
-	if (!(t = cw_grow(p->threads, p->nthreads, &p->threads_alloc, sizeof(*t), 16)))
+	if (cw_vec_reserve(&p->threads, &p->threads_alloc, p->nthreads + 1, sizeof(*p->threads), 16) < 0)
 		return NULL;
-	p->threads = t;
 	if (u64map_put(&p->thread_index, (uint64_t)h->tid + 1, (int64_t)p->nthreads))
 		return NULL;
 	memset(&p->threads[p->nthreads], 0, sizeof(p->threads[0]));
@@ -183,11 +181,9 @@ static int on_kernel_name(struct cw_pipeline *p, const struct cw_kernel_name *k)
 	memcpy(name, k->name, sizeof(name));
 	name[sizeof(name) - 1] = '\0';
 	if (!u64map_get(&p->kernel_index, kernel_key(k->hdr.pid, k->handle), &idx)) {
-		char **v = cw_grow(p->kernel_names, p->nkernel_names, &p->kernel_names_alloc, sizeof(*v), 64);
-
-		if (!v)
+		if (cw_vec_reserve(&p->kernel_names, &p->kernel_names_alloc, p->nkernel_names + 1,
+				   sizeof(*p->kernel_names), 64) < 0)
 			return -ENOMEM;
-		p->kernel_names = v;
 		p->kernel_names[p->nkernel_names] = strdup(name);
 		if (!p->kernel_names[p->nkernel_names] ||
 		    u64map_put(&p->kernel_index, kernel_key(k->hdr.pid, k->handle), (int64_t)p->nkernel_names)) {

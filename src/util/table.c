@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/grow.h"
+#include "util/vec.h"
 
 struct cw_table {
 	int ncols;
@@ -69,11 +69,9 @@ int cw_table_header(struct cw_table *t, int col, const char *name, enum cw_align
 int cw_table_row(struct cw_table *t)
 {
 	size_t n = (size_t)t->ncols;
-	char **p = cw_grow(t->cells, t->nrows, &t->alloc_rows, n * sizeof(*p), 64);
 
-	if (!p)
+	if (cw_vec_reserve(&t->cells, &t->alloc_rows, t->nrows + 1, n * sizeof(*t->cells), 64) < 0)
 		return -ENOMEM;
-	t->cells = p;
 	memset(&t->cells[t->nrows * n], 0, n * sizeof(*t->cells));
 	t->nrows++;
 	return 0;
