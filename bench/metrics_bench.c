@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/live_metrics.h"
-#include "server/metrics.h"
+#include "metrics/live_metrics.h"
+#include "metrics/families.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 

@@ -40,20 +40,12 @@ int cmd_merge(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 
-/* Work shared by a command and the MCP tool of the same name (one
- * implementation, two front ends). Each returns a CW_EXIT_* code. */
-struct cw_demo_opts;
-struct cw_demo_result;
-struct cw_explain_result;
-/* check's report {"ok","exit","checks","libraries","python"}; NULL: no memory. */
-json_t *cw_check_report(void);
-/* where's dump of pid; *out set also with CW_EXIT_NOTARGET (python_error). */
-int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errlen);
-/* demo: the scenario into db (atomically), explained, chains stored. db is
- * refused (CW_EXIT_DB, err says why) when a causeway writer holds it or it
- * is not a demo database, unless force. Returns a CW_EXIT_* code. */
-int cw_demo_build(const char *db, const struct cw_demo_opts *o, int now, int force,
-		  struct cw_demo_result *res, struct cw_explain_result *ex, char *err, size_t errlen);
+/* Work shared by a command and the MCP tool of the same name lives below
+ * both (check/report.h, where/where.h, demo/build.h); these map it to the
+ * command line. */
+struct cw_check_env;
+/* The check report's settings from the config and flags in effect. */
+void cw_check_env_default(struct cw_check_env *env);
 
 /* From the config file (main.c loads it before every command but version),
  * else built-in: the store path (CW_DEFAULT_DB), the store size cap (0 =

@@ -12,8 +12,8 @@
 #include "analysis/tenant_select.h"
 #include "cmd/tenant_opts.h"
 #include "cmd/cmd.h"
+#include "cmd/fleet_cli.h"
 #include "cmd/opt_error.h"
-#include "fleet/fanout_cli.h"
 #include "store/store.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -135,7 +135,7 @@ int cmd_explain(int argc, char **argv)
 	struct cw_tenant_opts tenants = { .n = 0 };
 	int64_t *tenant_pids = NULL;
 
-	/* Fleet fan-out (src/fleet/fanout_cli.c): chains from every agent. */
+	/* Fleet fan-out (src/cmd/fleet_cli.c): chains from every agent. */
 	if (cw_fleet_cli_wanted(argc, argv))
 		return cw_fleet_cmd_explain(argc, argv);
 

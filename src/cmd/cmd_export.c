@@ -16,7 +16,7 @@
 #include "cmd/tenant_opts.h"
 #include "export/perfetto.h"
 #include "export/perfetto_fleet.h"
-#include "fleet/fanout_cli.h"
+#include "cmd/fleet_cli.h"
 #include "store/store.h"
 #include "util/atomic_file.h"
 #include "util/log.h"

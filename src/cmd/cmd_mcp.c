@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/fleet_cli.h"
 #include "cmd/opt_error.h"
-#include "fleet/fanout_cli.h"
 #include "mcp/mcp.h"
 #include "store/store.h"
 #include "util/log.h"
@@ -242,6 +242,7 @@ int cmd_mcp(int argc, char **argv)
 		cw_warn("mcp: cannot read \"%s\" (%s); the trace tools will report it", s.cfg.db_path,
 			strerror(errno));
 	s.cfg.node = cw_default_node();
+	cw_check_env_default(&s.cfg.check);
 	s.cfg.transport = "stdio";
 	s.cfg.allow_where = geteuid() == 0;
 	s.cfg.allow_export_path = 1;

@@ -14,7 +14,7 @@
 #include "cmd/cmd.h"
 #include "cmd/opt_error.h"
 #include "cmd/tenant_opts.h"
-#include "fleet/fanout_cli.h"
+#include "cmd/fleet_cli.h"
 #include "store/ro_query.h"
 #include "store/store.h"
 #include "analysis/summary.h"
@@ -379,7 +379,7 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int 
 	return CW_EXIT_OK;
 }
 
-/* Fleet fan-out (src/fleet/fanout_cli.c): rows from every agent, with a
+/* Fleet fan-out (src/cmd/fleet_cli.c): rows from every agent, with a
  * leading node column, go through the same printer. */
 static int fleet_print(const struct cw_ro_result *r, int f)
 {

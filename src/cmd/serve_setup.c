@@ -68,6 +68,7 @@ int serve_setup_resolve(struct serve_setup *s, const char *who)
 	if (!o->read_timeout_ns)
 		o->read_timeout_ns = cfg->server_read_timeout_ns;
 	o->node = cw_default_node();
+	cw_check_env_default(&o->check);
 	if (o->no_tls && s->tls_flags) {
 		cw_err("%s: --no-tls cannot be combined with --cert, --key or --client-ca", who);
 		return CW_EXIT_USAGE;

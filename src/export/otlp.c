@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/live_metrics.h"
-#include "server/metrics.h"
+#include "metrics/live_metrics.h"
+#include "metrics/families.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -497,6 +497,20 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* The exporter's memory (NULL is fine); the thread and its lock are the
+ * caller's. */
+static void otlp_free(struct cw_otlp *x)
+{
+	if (!x)
+		return;
+	free(x->q);
+	free(x->endpoint);
+	free(x->db_path);
+	free(x->node);
+	free(x->ca_file);
+	free(x);
+}
+
 int cw_otlp_start(struct cw_otlp **out, const struct cw_otlp_opts *o, char *err, size_t errlen)
 {
 	struct cw_otlp *x;
@@ -536,25 +550,13 @@ int cw_otlp_start(struct cw_otlp **out, const struct cw_otlp_opts *o, char *err,
 		snprintf(err, errlen, "cannot start the OTLP exporter thread");
 		pthread_mutex_destroy(&x->lock);
 		pthread_cond_destroy(&x->cond);
-		free(x->q);
-		free(x->endpoint);
-		free(x->db_path);
-		free(x->node);
-		free(x->ca_file);
-		free(x);
+		otlp_free(x);
 		return -EAGAIN;
 	}
 	*out = x;
 	return 0;
 nomem:
-	if (x) {
-		free(x->q);
-		free(x->endpoint);
-		free(x->db_path);
-		free(x->node);
-		free(x->ca_file);
-		free(x);
-	}
+	otlp_free(x);
 	snprintf(err, errlen, "out of memory");
 	return -ENOMEM;
 }
@@ -581,12 +583,7 @@ void cw_otlp_stop(struct cw_otlp *x, uint64_t flush_ns, struct cw_otlp_stats *fi
 		free(x->q[(x->head + i) % x->o.max_queue].body);
 	pthread_mutex_destroy(&x->lock);
 	pthread_cond_destroy(&x->cond);
-	free(x->q);
-	free(x->endpoint);
-	free(x->db_path);
-	free(x->node);
-	free(x->ca_file);
-	free(x);
+	otlp_free(x);
 }
 
 void cw_otlp_get_stats(struct cw_otlp *x, struct cw_otlp_stats *s)

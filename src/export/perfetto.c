@@ -15,11 +15,6 @@
 
 #define ERR(c, ...) snprintf((c)->err, (c)->errlen, __VA_ARGS__)
 
-json_t *pf_ts(const struct pf_ctx *c, const struct pf_node *n, int64_t wall_ns)
-{
-	return cw_trace_us(wall_ns - n->offset_ns - c->base);
-}
-
 static int db_fail(struct pf_ctx *c, int rc, const char *what)
 {
 	ERR(c, "reading %s: %s", what, sqlite3_errmsg(c->db));

@@ -144,6 +144,24 @@ static int i64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* An instant marker of chain ch on thread tid of node n at wall time
+ * wall (with the NCCL call's seq when has_seq). */
+static int chain_marker(struct pf_ctx *c, const char *name, const struct pf_node *n, int64_t tid, int64_t wall,
+			const struct cw_chain *ch, int has_seq, int64_t seq)
+{
+	json_t *args = json_pack("{s:s,s:o,s:o}", "severity", cw_severity_name(ch->severity), "op",
+				 cw_trace_str(ch->op), "node", cw_trace_str(ch->node));
+
+	if (args && has_seq)
+		json_object_set_new(args, "seq", json_integer(seq));
+	if (args)
+		json_object_set_new(args, "summary", cw_trace_str(ch->summary));
+	c->st->markers++;
+	return cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:o}", "ph", "i", "s", "t", "name", name,
+					       "cat", "causeway.chain", "pid", n->pid, "tid", (json_int_t)tid, "ts",
+					       pf_ts(c, n, wall), "args", args));
+}
+
 static int flow(struct pf_ctx *c, const char *kind, const struct pf_node *sn, int64_t stid, int64_t sts,
 		const struct pf_node *fn, int64_t ftid, int64_t fts, uint64_t *flow_id)
 {
@@ -253,14 +271,8 @@ static int emit_straggler(struct pf_ctx *c, const struct cw_chain *ch, uint64_t 
 		}
 		if (!drew || ret)
 			continue;
-		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:{s:s,s:o,s:o,s:o}}", "ph", "i",
-						       "s", "t", "name", "straggler", "cat", "causeway.chain", "pid",
-						       c->nodes[sni].pid, "tid", (json_int_t)sc->otid, "ts",
-						       pf_ts(c, &c->nodes[sni], sc->entry + c->nodes[sni].offset_ns),
-						       "args", "severity", cw_severity_name(ch->severity), "op",
-						       cw_trace_str(ch->op), "node", cw_trace_str(ch->node), "summary",
-						       cw_trace_str(ch->summary)));
-		c->st->markers++;
+		ret = chain_marker(c, "straggler", &c->nodes[sni], sc->otid, sc->entry + c->nodes[sni].offset_ns, ch, 0,
+				   0);
 		marked++;
 	}
 out:
@@ -348,13 +360,7 @@ static int emit_nccl(struct pf_ctx *c, const struct cw_chain *ch, uint64_t *flow
 		}
 		if (ret)
 			break;
-		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:{s:s,s:o,s:o,s:I,s:o}}", "ph", "i",
-						       "s", "t", "name", "nccl_straggler", "cat", "causeway.chain", "pid",
-						       sn->pid, "tid", (json_int_t)stid, "ts", pf_ts(c, sn, sent), "args",
-						       "severity", cw_severity_name(ch->severity), "op", cw_trace_str(ch->op),
-						       "node", cw_trace_str(ch->node), "seq", (json_int_t)seq, "summary",
-						       cw_trace_str(ch->summary)));
-		c->st->markers++;
+		ret = chain_marker(c, "nccl_straggler", sn, stid, sent, ch, 1, (int64_t)seq);
 		marked++;
 	}
 out:
@@ -402,13 +408,7 @@ static int emit_chain(struct pf_ctx *c, struct stmts *s, const struct cw_chain *
 		if (!ckey && marked)
 			continue;
 		int64_t etid = v & 0xffffffffLL, ctid;
-		ret = cw_tracew_event(&c->w, json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:o,s:{s:s,s:o,s:o,s:o}}", "ph", "i",
-						       "s", "t", "name", kind, "cat", "causeway.chain", "pid", n->pid,
-						       "tid", (json_int_t)etid, "ts", pf_ts(c, n, start), "args",
-						       "severity", cw_severity_name(ch->severity), "op",
-						       cw_trace_str(ch->op), "node", cw_trace_str(ch->node), "summary",
-						       cw_trace_str(ch->summary)));
-		c->st->markers++;
+		ret = chain_marker(c, kind, n, etid, start, ch, 0, 0);
 		marked = 1;
 		if (ret || !ckey)
 			continue;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fleet/fetch.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -14,15 +15,7 @@
  * the columns of the local INSERT after node (the names are ours, never
  * the agents'). ?1/?2 are the window (wall ns, or seconds for the
  * aggregates), ?3 the per-node row budget. */
-struct fetch {
-	const char *select;
-	const char *insert;
-	int ncols;
-	int hex_col; /* a BLOB that the query API returns as hex, -1 none */
-	int nparams; /* the agents' query API wants exactly the parameters used */
-};
-
-static const struct fetch fetches[] = {
+static const struct cw_fleet_fetch fetches[] = {
 	{ "SELECT kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns, host, rank, local_rank, world_size, command"
 	  " FROM sessions ORDER BY id",
 	  "INSERT INTO sessions (node, kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns, host, rank,"
@@ -73,153 +66,6 @@ static const struct fetch fetches[] = {
 };
 #define EVENTS_FETCH (sizeof(fetches) / sizeof(fetches[0]) - 1)
 
-struct warns {
-	char **v;
-	int n;
-	void (*fn)(void *, const char *);
-	void *arg;
-};
-
-static void pass_warnings(struct warns *w, const struct cw_fleet_result *r)
-{
-	for (int i = 0; i < r->nwarnings; i++) {
-		int seen = 0;
-		char **nv;
-		for (int k = 0; k < w->n && !seen; k++)
-			seen = !strcmp(w->v[k], r->warnings[i]);
-		if (seen || !(nv = realloc(w->v, (size_t)(w->n + 1) * sizeof(*nv))))
-			continue;
-		w->v = nv;
-		if (!(w->v[w->n] = strdup(r->warnings[i])))
-			continue;
-		w->n++;
-		if (w->fn)
-			w->fn(w->arg, r->warnings[i]);
-	}
-}
-
-static int unhex(const char *s, unsigned char **out, size_t *len)
-{
-	size_t n = strlen(s);
-	unsigned char *b;
-
-	if (n % 2 || !(b = malloc(n / 2 + 1)))
-		return -EINVAL;
-	for (size_t i = 0; i < n / 2; i++) {
-		unsigned hi, lo;
-		if (sscanf(s + 2 * i, "%1x%1x", &hi, &lo) != 2) {
-			free(b);
-			return -EINVAL;
-		}
-		b[i] = (unsigned char)(hi << 4 | lo);
-	}
-	*out = b;
-	*len = n / 2;
-	return 0;
-}
-
-/* Binds an agent's JSON value; types are the agent's, checked here. */
-static int bind_json(sqlite3_stmt *st, int i, json_t *v, int hex)
-{
-	if (json_is_integer(v))
-		return sqlite3_bind_int64(st, i, json_integer_value(v));
-	if (json_is_real(v))
-		return sqlite3_bind_double(st, i, json_real_value(v));
-	if (json_is_boolean(v))
-		return sqlite3_bind_int(st, i, json_is_true(v));
-	if (json_is_string(v) && hex) {
-		unsigned char *b;
-		size_t len;
-		if (unhex(json_string_value(v), &b, &len))
-			return SQLITE_MISMATCH;
-		return sqlite3_bind_blob(st, i, b, (int)len, free);
-	}
-	if (json_is_string(v))
-		return sqlite3_bind_text(st, i, json_string_value(v), (int)json_string_length(v), SQLITE_TRANSIENT);
-	return sqlite3_bind_null(st, i);
-}
-
-static int64_t intern_py(sqlite3 *db, sqlite3_stmt *put, sqlite3_stmt *get, json_t *row, size_t at)
-{
-	int64_t id = 0;
-
-	if (!json_is_integer(json_array_get(row, at)))
-		return 0;
-	for (int k = 0; k < 6; k++)
-		bind_json(put, k + 1, json_array_get(row, at + (size_t)k), 0);
-	if (sqlite3_step(put) != SQLITE_DONE)
-		id = -1;
-	sqlite3_reset(put);
-	bind_json(get, 1, json_array_get(row, at), 0);
-	if (id == 0 && sqlite3_step(get) == SQLITE_ROW)
-		id = sqlite3_column_int64(get, 0);
-	sqlite3_reset(get);
-	(void)db;
-	return id;
-}
-
-/* Rows of one fetch ([node, cols...]) into the local store. */
-static int put_rows(sqlite3 *db, const struct fetch *f, json_t *merged, int events)
-{
-	json_t *rows = json_object_get(merged, "rows"), *row;
-	sqlite3_stmt *ins = NULL, *put = NULL, *get = NULL;
-	size_t ri;
-	int ret = 0;
-
-	if (json_array_size(json_object_get(merged, "columns")) != (size_t)f->ncols + 1 + (events ? 6 : 0))
-		return json_array_size(rows) ? -EPROTO : 0;
-	if (sqlite3_prepare_v2(db, f->insert, -1, &ins, NULL) != SQLITE_OK ||
-	    (events && (sqlite3_prepare_v2(db,
-					   "INSERT OR IGNORE INTO py_stacks (hash, depth, frames, user_file, user_line,"
-					   " user_function) VALUES (?1,?2,?3,?4,?5,?6)",
-					   -1, &put, NULL) != SQLITE_OK ||
-			sqlite3_prepare_v2(db, "SELECT id FROM py_stacks WHERE hash = ?1", -1, &get, NULL) !=
-				SQLITE_OK))) {
-		ret = -EIO;
-		goto out;
-	}
-	json_array_foreach(rows, ri, row) {
-		for (int k = 0; k <= f->ncols; k++)
-			if (bind_json(ins, k + 1, json_array_get(row, (size_t)k), f->hex_col >= 0 && k - 1 == f->hex_col) != SQLITE_OK) {
-				ret = -EPROTO;
-				goto out;
-			}
-		if (events) {
-			int64_t py = intern_py(db, put, get, row, (size_t)f->ncols + 1);
-			if (py < 0) {
-				ret = -EIO;
-				goto out;
-			}
-			if (py)
-				sqlite3_bind_int64(ins, f->ncols + 2, py);
-			else
-				sqlite3_bind_null(ins, f->ncols + 2);
-		}
-		/* NOT NULL columns an agent left empty reject the row alone. */
-		int rc = sqlite3_step(ins);
-		sqlite3_reset(ins);
-		if (rc != SQLITE_DONE && rc != SQLITE_CONSTRAINT) {
-			ret = cw_sqlite_errno(rc);
-			goto out;
-		}
-	}
-out:
-	sqlite3_finalize(ins);
-	sqlite3_finalize(put);
-	sqlite3_finalize(get);
-	return ret;
-}
-
-static json_t *request(const struct fetch *f, int64_t a, int64_t b, int64_t limit)
-{
-	json_t *p = json_array();
-	int64_t v[3] = { a, b, limit };
-
-	for (int i = 0; i < f->nparams; i++)
-		json_array_append_new(p, json_integer(v[i]));
-	return json_pack("{s:s,s:o,s:I}", "sql", f->select, "params", p, "max_rows", (json_int_t)limit);
-}
-
 struct window {
 	uint64_t from, to;  /* reference clock */
 	int64_t fetch_from, fetch_to;
@@ -228,7 +74,7 @@ struct window {
 /* Newest data per node and the clock offsets (the first fan-out, which
  * also measures skew), stored as meta 'merge.skew'. */
 static int plan(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_export_opts *o, struct window *w,
-		struct warns *wr, char *err, size_t errlen)
+		struct cw_fleet_warns *wr, char *err, size_t errlen)
 {
 	struct cw_fleet_opts f = *fo;
 	struct cw_fleet_result res;
@@ -241,7 +87,7 @@ static int plan(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_exp
 	f.skew = 1;
 	ret = cw_fleet_query_req(&f, req, &merged, &res, err, errlen);
 	json_decref(req);
-	pass_warnings(wr, &res);
+	cw_fleet_warns_add(wr, &res);
 	if (ret)
 		goto out;
 	for (int i = 0; i < res.n; i++) {
@@ -289,42 +135,14 @@ out:
 	return ret;
 }
 
-int cw_fleet_fetch_into(sqlite3 *db, const struct cw_fleet_opts *fo, const char *select, const char *insert, int ncols,
-			int nparams, int64_t a, int64_t b, int64_t limit, void (*warn)(void *arg, const char *msg),
-			void *warn_arg, char *err, size_t errlen)
-{
-	struct fetch f = { select, insert, ncols, -1, nparams };
-	struct warns wr = { .fn = warn, .arg = warn_arg };
-	struct cw_fleet_result res;
-	json_t *req = request(&f, a, b, limit), *merged = NULL;
-	int ret;
-
-	ret = cw_fleet_query_req(fo, req, &merged, &res, err, errlen);
-	json_decref(req);
-	pass_warnings(&wr, &res);
-	if (!ret && (ret = cw_exec(db, "BEGIN")) == 0) {
-		ret = put_rows(db, &f, merged, 0);
-		cw_exec(db, ret ? "ROLLBACK" : "COMMIT");
-		if (ret)
-			snprintf(err, errlen, "storing the agents' rows: %s",
-				 ret == -EPROTO ? "unexpected columns or values" : strerror(-ret));
-	}
-	json_decref(merged);
-	cw_fleet_result_free(&res);
-	for (int i = 0; i < wr.n; i++)
-		free(wr.v[i]);
-	free(wr.v);
-	return ret;
-}
-
 int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_export_opts *o, FILE *out,
 			     struct cw_export_stats *st, void (*warn)(void *arg, const char *msg), void *warn_arg,
 			     char *err, size_t errlen)
 {
-	char dir[] = "/tmp/causeway-export-XXXXXX", path[sizeof(dir) + 16];
-	struct warns wr = { .fn = warn, .arg = warn_arg };
+	struct cw_fleet_tmp tmp;
+	struct cw_fleet_warns wr = { .fn = warn, .arg = warn_arg };
 	struct cw_export_opts lo = *o;
-	struct cw_store *store = NULL;
+	struct cw_store *store;
 	struct window w = { 0 };
 	uint64_t max = o->max_events ? o->max_events : CW_EXPORT_DEFAULT_MAX_EVENTS;
 	int64_t per;
@@ -332,38 +150,21 @@ int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_exp
 
 	memset(st, 0, sizeof(*st));
 	err[0] = '\0';
-	if (!mkdtemp(dir)) {
-		snprintf(err, errlen, "cannot create a temporary directory: %s", strerror(errno));
-		return -errno;
-	}
-	snprintf(path, sizeof(path), "%s/fleet.db", dir);
-	if ((ret = cw_store_open(&store, path, CW_STORE_CREATE, err, errlen)))
+	if ((ret = cw_fleet_tmp_open(&tmp, "export", "fleet.db", err, errlen)))
 		goto out;
+	store = tmp.st;
 	if ((ret = plan(store->db, fo, o, &w, &wr, err, errlen)))
 		goto out;
 	per = (int64_t)(max / (uint64_t)(fo->nnodes > 0 ? fo->nnodes : 1));
 	if (per < 1)
 		per = 1;
 	for (size_t k = 0; k < sizeof(fetches) / sizeof(fetches[0]) && !ret; k++) {
-		const struct fetch *f = &fetches[k];
+		const struct cw_fleet_fetch *f = &fetches[k];
 		int agg = strstr(f->select, "FROM aggregates") != NULL;
-		json_t *req = request(f, agg ? w.fetch_from / (int64_t)NSEC_PER_SEC : w.fetch_from,
-				      agg ? w.fetch_to / (int64_t)NSEC_PER_SEC : w.fetch_to, per);
-		struct cw_fleet_result res;
-		json_t *merged = NULL;
 
-		ret = cw_fleet_query_req(fo, req, &merged, &res, err, errlen);
-		json_decref(req);
-		pass_warnings(&wr, &res);
-		if (!ret && (ret = cw_exec(store->db, "BEGIN")) == 0) {
-			ret = put_rows(store->db, f, merged, k == EVENTS_FETCH);
-			cw_exec(store->db, ret ? "ROLLBACK" : "COMMIT");
-			if (ret)
-				snprintf(err, errlen, "storing the agents' rows: %s",
-					 ret == -EPROTO ? "unexpected columns or values" : strerror(-ret));
-		}
-		json_decref(merged);
-		cw_fleet_result_free(&res);
+		ret = cw_fleet_fetch_rows(store->db, fo, f, agg ? w.fetch_from / (int64_t)NSEC_PER_SEC : w.fetch_from,
+					  agg ? w.fetch_to / (int64_t)NSEC_PER_SEC : w.fetch_to, per, k == EVENTS_FETCH,
+					  &wr, err, errlen);
 		/* Agents of a schema before nccl_calls: a trace without it. */
 		if (ret && strstr(f->select, "FROM nccl_calls")) {
 			if (warn)
@@ -378,18 +179,7 @@ int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_exp
 	lo.to_wall_ns = w.to > w.from ? w.to : w.from + 1;
 	ret = cw_export_perfetto(store->db, &lo, out, st, err, errlen);
 out:
-	cw_store_close(store);
-	if (path[0]) {
-		char aux[sizeof(path) + 8];
-		unlink(path);
-		snprintf(aux, sizeof(aux), "%s-wal", path);
-		unlink(aux);
-		snprintf(aux, sizeof(aux), "%s-shm", path);
-		unlink(aux);
-	}
-	rmdir(dir);
-	for (int i = 0; i < wr.n; i++)
-		free(wr.v[i]);
-	free(wr.v);
+	cw_fleet_tmp_close(&tmp);
+	cw_fleet_warns_free(&wr);
 	return ret;
 }

@@ -22,12 +22,4 @@ int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_exp
 			     struct cw_export_stats *st, void (*warn)(void *arg, const char *msg), void *warn_arg,
 			     char *err, size_t errlen);
 
-/* One table from every agent into db: select runs on each agent (its
- * columns those of insert after node; ?1, ?2, ?3 are a, b, limit, the
- * first nparams of them passed), insert stores each row with the node as
- * ?1. Returns 0 or -errno with err set. */
-int cw_fleet_fetch_into(sqlite3 *db, const struct cw_fleet_opts *fo, const char *select, const char *insert, int ncols,
-			int nparams, int64_t a, int64_t b, int64_t limit, void (*warn)(void *arg, const char *msg),
-			void *warn_arg, char *err, size_t errlen);
-
 #endif

@@ -1,5 +1,6 @@
-/* Internals shared by perfetto.c (tracks, slices, counters) and
- * perfetto_chains.c (markers and flow arrows). Not a public API. */
+/* Internals shared by perfetto.c (tracks, slices, counters),
+ * perfetto_chains.c (markers and flow arrows) and perfetto_gpu.c. Not a
+ * public API. */
 #ifndef CW_EXPORT_PERFETTO_INT_H
 #define CW_EXPORT_PERFETTO_INT_H
 
@@ -40,8 +41,12 @@ struct pf_ctx {
 	size_t errlen;
 };
 
-/* Trace ts (us) of a wall ns on node n. */
-json_t *pf_ts(const struct pf_ctx *c, const struct pf_node *n, int64_t wall_ns);
+/* Trace ts (us) of a wall ns on node n. Inline: every emitter of the
+ * export (slices, chains, GPU) stamps with it. */
+static inline json_t *pf_ts(const struct pf_ctx *c, const struct pf_node *n, int64_t wall_ns)
+{
+	return cw_trace_us(wall_ns - n->offset_ns - c->base);
+}
 
 /* perfetto_gpu.c: GPU counters and Xid markers of node ni. */
 int pf_emit_gpu(struct pf_ctx *c, int ni);

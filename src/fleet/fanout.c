@@ -470,6 +470,18 @@ static json_t *warnings_json(const struct cw_fleet_result *r)
 }
 
 /* Drops a node whose answer turned out not to have the expected shape. */
+/* 1 when every element of the array a has type t. */
+static int all_of_type(json_t *a, json_type t)
+{
+	size_t k;
+	json_t *v;
+
+	json_array_foreach(a, k, v)
+		if (json_typeof(v) != t)
+			return 0;
+	return 1;
+}
+
 static void reject(struct cw_fleet_result *r, int i, const char *why)
 {
 	warn(r, "node \"%s\": malformed answer (%s), ignored", r->nodes[i].addr, why);
@@ -514,7 +526,7 @@ int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merg
 		return rc;
 	rows = json_array();
 	for (i = 0; i < out->n; i++) {
-		json_t *c, *rr, *row, *v;
+		json_t *c, *rr, *row;
 		size_t k, ri;
 
 		if (!out->nodes[i].ok)
@@ -525,8 +537,7 @@ int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merg
 			reject(out, i, "no columns/rows");
 			continue;
 		}
-		json_array_foreach(c, k, v) if (!json_is_string(v)) break;
-		if (k != json_array_size(c)) {
+		if (!all_of_type(c, JSON_STRING)) {
 			reject(out, i, "column names must be strings");
 			continue;
 		}
@@ -632,8 +643,7 @@ int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **m
 			reject(out, i, "no chains array");
 			continue;
 		}
-		json_array_foreach(ch, k, c) if (!json_is_object(c)) break;
-		if (k != json_array_size(ch)) {
+		if (!all_of_type(ch, JSON_OBJECT)) {
 			reject(out, i, "chains must be objects");
 			continue;
 		}

@@ -17,7 +17,7 @@
 
 #include "analysis/engine.h"
 #include "analysis/explain.h"
-#include "export/perfetto_fleet.h"
+#include "fleet/fetch.h"
 #include "store/store.h"
 
 #define PER_NODE_ROWS 1000000
@@ -81,21 +81,17 @@ int cw_fleet_nccl_chains(const struct cw_fleet_opts *fo, const struct cw_fleet_r
 			 void (*warn)(void *arg, const char *msg), void *warn_arg, char *err, size_t errlen)
 {
 	enum { MAX_OUT = 2 + CW_NCCL_MAX_PEERS };
-	char dir[] = "/tmp/causeway-nccl-XXXXXX", path[sizeof(dir) + 16] = "";
+	struct cw_fleet_tmp tmp;
 	struct cw_explain_opts eo = { 0 };
 	struct cw_nccl_peers peers;
-	struct cw_store *st = NULL;
+	struct cw_store *st;
 	struct cw_chain *v = NULL;
 	int n = 0, ret;
 
 	err[0] = '\0';
-	if (!mkdtemp(dir)) {
-		snprintf(err, errlen, "cannot create a temporary directory: %s", strerror(errno));
-		return -errno;
-	}
-	snprintf(path, sizeof(path), "%s/nccl.db", dir);
-	if ((ret = cw_store_open(&st, path, CW_STORE_CREATE, err, errlen)))
+	if ((ret = cw_fleet_tmp_open(&tmp, "nccl", "nccl.db", err, errlen)))
 		goto out;
+	st = tmp.st;
 	if ((ret = skew_meta(st->db, fr)))
 		goto out;
 	for (size_t k = 0; k < sizeof(fetches) / sizeof(fetches[0]) && !ret; k++)
@@ -131,15 +127,6 @@ int cw_fleet_nccl_chains(const struct cw_fleet_opts *fo, const struct cw_fleet_r
 	ret = n;
 out:
 	free(v);
-	cw_store_close(st);
-	if (path[0]) {
-		char aux[sizeof(path) + 8];
-		unlink(path);
-		snprintf(aux, sizeof(aux), "%s-wal", path);
-		unlink(aux);
-		snprintf(aux, sizeof(aux), "%s-shm", path);
-		unlink(aux);
-	}
-	rmdir(dir);
+	cw_fleet_tmp_close(&tmp);
 	return ret;
 }

@@ -121,19 +121,27 @@ static int ro_uri(const char *path, struct strbuf *sb)
 	return strbuf_adds(sb, "?mode=ro");
 }
 
-static int64_t max_id(sqlite3 *db, const char *table)
+/* The one integer sql answers; no_row when it answers no row, -EIO when it
+ * does not prepare. */
+static int64_t scalar(sqlite3 *db, const char *sql, int64_t no_row)
 {
-	char sql[96];
 	sqlite3_stmt *st = NULL;
-	int64_t v = 0;
+	int64_t v = no_row;
 
-	snprintf(sql, sizeof(sql), "SELECT coalesce(max(id), 0) FROM main.%s", table);
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	if (sqlite3_step(st) == SQLITE_ROW)
 		v = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	return v;
+}
+
+static int64_t max_id(sqlite3 *db, const char *table)
+{
+	char sql[96];
+
+	snprintf(sql, sizeof(sql), "SELECT coalesce(max(id), 0) FROM main.%s", table);
+	return scalar(db, sql, 0);
 }
 
 static void bind_named(sqlite3_stmt *st, const char *name, int64_t v)
@@ -146,16 +154,9 @@ static void bind_named(sqlite3_stmt *st, const char *name, int64_t v)
 static int64_t count_rows(sqlite3 *db, const char *schema, const char *table)
 {
 	char sql[96];
-	sqlite3_stmt *st = NULL;
-	int64_t v = -EIO;
 
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s.%s", schema, table);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
+	return scalar(db, sql, -EIO);
 }
 
 static int table_exists(sqlite3 *db, const char *schema, const char *table)

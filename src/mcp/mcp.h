@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "check/report.h"
 #include "fleet/fanout.h"
 
 /* The newest first; initialize echoes the client's version when it is one
@@ -74,6 +75,7 @@ struct cw_mcp_config {
 	int allow_demo;          /* run_demo may write temporary databases */
 	int demo_keep_db;        /* run_demo leaves its database for the caller (stdio) */
 	const struct cw_fleet_opts *fleet; /* NULL: the fleet tool reports it is not set up */
+	struct cw_check_env check; /* what the check tool names (node, store, NVML library) */
 	enum cw_mcp_mode mode;
 };
 

@@ -35,6 +35,17 @@ static int stop_handler(void *arg)
 	return cw_mcp_should_stop(arg);
 }
 
+int tool_duration(json_t *args, const char *k, uint64_t *ns, char *err, size_t errlen)
+{
+	const char *v = tool_str(args, k);
+
+	if (v && (cw_parse_duration(v, ns) || !*ns)) {
+		snprintf(err, errlen, "invalid \"%s\" \"%s\": a duration such as 30s, 5m or 2h", k, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int tool_open_db(struct cw_mcp_call *c, sqlite3 **db, char *err, size_t errlen)
 {
 	struct cw_store *st;
@@ -79,10 +90,8 @@ int tool_window(sqlite3 *db, json_t *args, uint64_t *from, uint64_t *to, char *e
 		return -EINVAL;
 	}
 	if (since) {
-		if (cw_parse_duration(since, &ns) || !ns) {
-			snprintf(err, errlen, "invalid \"since\" \"%s\": a duration such as 30s, 5m or 2h", since);
+		if (tool_duration(args, "since", &ns, err, errlen))
 			return -EINVAL;
-		}
 		if (cw_explain_newest_wall(db, &newest) == 0 && newest) {
 			*to = newest;
 			*from = newest > ns ? newest - ns : 1;

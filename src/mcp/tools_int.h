@@ -27,6 +27,9 @@ TOOL_FN(cw_tool_nccl_ranks);
 const char *tool_str(json_t *args, const char *k);
 int64_t tool_int(json_t *args, const char *k, int64_t def);
 int tool_bool(json_t *args, const char *k);
+/* Argument k as a positive duration into *ns (left alone when absent).
+ * Returns 0 or -EINVAL with err. */
+int tool_duration(json_t *args, const char *k, uint64_t *ns, char *err, size_t errlen);
 
 /* The configured database, read-only, interrupted when the call is
  * cancelled or passes its deadline. Returns 0 or -errno with err. */

@@ -37,7 +37,6 @@ static void text_row(struct strbuf *text, json_t *r)
 TOOL_FN(cw_tool_nccl_ranks)
 {
 	struct cw_explain_opts o = { 0 };
-	const char *hang = tool_str(args, "hang_after");
 	int64_t limit = tool_int(args, "limit", 64);
 	json_t *rows, *kept, *r, *straggler = json_null(), *missing;
 	uint64_t from = 0, to = 0;
@@ -45,10 +44,8 @@ TOOL_FN(cw_tool_nccl_ranks)
 	size_t i, n;
 	int rc;
 
-	if (hang && (cw_parse_duration(hang, &o.hang_min_ns) || !o.hang_min_ns)) {
-		snprintf(err, errlen, "invalid \"hang_after\" \"%s\": a duration such as 30s, 5m or 2h", hang);
-		return -EINVAL;
-	}
+	if ((rc = tool_duration(args, "hang_after", &o.hang_min_ns, err, errlen)))
+		return rc;
 	o.node_filter = tool_str(args, "node");
 	if ((rc = tool_open_db(c, &db, err, errlen)))
 		return rc;

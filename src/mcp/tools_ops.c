@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "analysis/explain.h"
-#include "cmd/cmd.h"
+#include "demo/build.h"
 #include "demo/demo.h"
 #include "export/perfetto.h"
 #include "fleet/fanout.h"
@@ -18,6 +18,7 @@
 #include "store/store.h"
 #include "util/atomic_file.h"
 #include "util/timeutil.h"
+#include "where/where.h"
 
 TOOL_FN(cw_tool_export_timeline)
 {
@@ -98,7 +99,7 @@ TOOL_FN(cw_tool_where)
 	}
 	rc = cw_where_collect((long)pid, tool_bool(args, "native"), &r, err, errlen);
 	if (!r)
-		return rc == CW_EXIT_NOTARGET ? -ESRCH : -EIO;
+		return rc == -ESRCH ? -ESRCH : -EIO;
 	json_array_foreach(json_object_get(r, "threads"), i, t) {
 		json_t *py = json_object_get(t, "python"), *f;
 		size_t k;
@@ -234,13 +235,13 @@ TOOL_FN(cw_tool_run_demo)
 	snprintf(db, sizeof(db), "%s/demo.db", dir);
 	cw_mcp_progress(c, 0, 1, "generating the scenario");
 	rc = cw_demo_build(db, &o, 0, 0, &res, &ex, err, errlen);
-	if (!c->cfg->demo_keep_db || rc != CW_EXIT_OK) {
+	if (!c->cfg->demo_keep_db || rc) {
 		/* Over HTTP the file is of no use to the caller: only the diagnosis
 		 * leaves, and the server's disk does not fill up. */
 		cw_store_remove_files(db);
 		rmdir(dir);
 	}
-	if (rc != CW_EXIT_OK)
+	if (rc)
 		return -EIO;
 	diag = cw_explain_to_json(&ex);
 	chains = json_object_get(diag, "chains");

@@ -10,7 +10,7 @@
 
 #include "analysis/explain.h"
 #include "analysis/stack_render.h"
-#include "cmd/cmd.h"
+#include "check/report.h"
 #include "mcp/tools_int.h"
 #include "store/ro_query.h"
 #include "store/store.h"
@@ -19,10 +19,10 @@
 
 TOOL_FN(cw_tool_check)
 {
-	json_t *r = cw_check_report(), *ch;
+	json_t *r, *ch;
 	size_t i;
 
-	if (!r) {
+	if (cw_check_report(&c->cfg->check, &r)) {
 		snprintf(err, errlen, "check: out of memory");
 		return -ENOMEM;
 	}
@@ -43,7 +43,6 @@ TOOL_FN(cw_tool_trace_summary)
 {
 	struct cw_summary_opts o = { 0 };
 	struct cw_summary *s = NULL;
-	const char *since = tool_str(args, "since");
 	int64_t limit = tool_int(args, "limit", CW_MCP_DEFAULT_ROWS);
 	int64_t *pids = NULL;
 	sqlite3 *db;
@@ -51,10 +50,8 @@ TOOL_FN(cw_tool_trace_summary)
 	size_t i, n;
 	int rc;
 
-	if (since && (cw_parse_duration(since, &o.since_ns) || !o.since_ns)) {
-		snprintf(err, errlen, "invalid \"since\" \"%s\": a duration such as 30s, 5m or 2h", since);
-		return -EINVAL;
-	}
+	if ((rc = tool_duration(args, "since", &o.since_ns, err, errlen)))
+		return rc;
 	o.by_line = tool_bool(args, "by_line");
 	o.per_tenant = tool_bool(args, "per_tenant");
 	if ((rc = tool_open_db(c, &db, err, errlen)))

@@ -37,10 +37,11 @@ struct cw_server {
 	uint64_t started_wall_ns;
 	int port;
 	atomic_uint_fast64_t requests, rejected, errors;
-	/* trace --serve: the session's live metrics (server/live_metrics.h) */
+	/* trace --serve: the session's live metrics (metrics/live_metrics.h) */
 	struct cw_live_metrics *_Atomic live;
-	struct cw_writer_lag *_Atomic wlag; /* trace --serve: writer lag (server/writer_lag.h) */
+	struct cw_writer_lag *_Atomic wlag; /* trace --serve: writer lag (metrics/writer_lag.h) */
 	struct cw_mcp_http *mcp;           /* /mcp sessions (mcp_http.c), made on first use */
+	struct cw_check_env check;         /* for the MCP check tool */
 	struct cw_chains_cache *chains;    /* /chains answers (routes_chains.c) */
 	atomic_int stopping;               /* set before the daemon stops: streams end */
 	struct cw_deadlines dl;

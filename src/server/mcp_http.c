@@ -62,6 +62,7 @@ static struct cw_mcp_http *state(struct cw_server *s)
 		pthread_mutex_init(&h->mu, NULL);
 		h->cfg.db_path = s->db_path;
 		h->cfg.node = s->node;
+		h->cfg.check = s->check;
 		h->cfg.transport = "http";
 		h->cfg.timeout_ns = s->timeout_ns;
 		h->cfg.allow_where = geteuid() == 0;
@@ -295,6 +296,27 @@ static void sse_notify(void *arg, json_t *msg)
 	json_decref(msg);
 }
 
+/* The answer to a POST: none (202), one SSE event (the stream already
+ * holds the progress notifications) or a JSON body. Releases sb. */
+static void reply_answer(struct cw_reply *r, json_t *out, int stream, struct strbuf *sb)
+{
+	if (!out) {
+		r->status = 202;
+		r->body = NULL;
+		r->len = 0;
+	} else if (stream) {
+		sse_event(sb, out);
+		json_decref(out);
+		r->status = 200;
+		r->ctype = "text/event-stream";
+		r->len = sb->len;
+		r->body = strbuf_detach(sb);
+	} else {
+		cw_reply_json(r, 200, out);
+	}
+	strbuf_release(sb);
+}
+
 static int accepts(struct MHD_Connection *c, const char *type)
 {
 	const char *a = hdr(c, MHD_HTTP_HEADER_ACCEPT);
@@ -339,19 +361,7 @@ static void stateless(struct cw_mcp_http *h, struct MHD_Connection *c, const cha
 	cw_mcp_session_init(&sess);
 	strbuf_init(&sse.sb, (size_t)8 << 20);
 	out = cw_mcp_handle(&h->cfg, &sess, body, len, stream ? sse_notify : NULL, &sse, &kind, NULL);
-	if (!out) {
-		r->status = 202;
-	} else if (stream) {
-		sse_event(&sse.sb, out);
-		json_decref(out);
-		r->status = 200;
-		r->ctype = "text/event-stream";
-		r->len = sse.sb.len;
-		r->body = strbuf_detach(&sse.sb);
-	} else {
-		cw_reply_json(r, 200, out);
-	}
-	strbuf_release(&sse.sb);
+	reply_answer(r, out, stream, &sse.sb);
 	cw_mcp_session_destroy(&sess);
 }
 
@@ -434,21 +444,7 @@ static void post(struct cw_server *s, struct cw_mcp_http *h, struct MHD_Connecti
 		else
 			sess_end(h, e);
 	}
-	if (!out) {
-		r->status = 202;
-		r->body = NULL;
-		r->len = 0;
-	} else if (stream) {
-		sse_event(&sse.sb, out);
-		json_decref(out);
-		r->status = 200;
-		r->ctype = "text/event-stream";
-		r->len = sse.sb.len;
-		r->body = strbuf_detach(&sse.sb);
-	} else {
-		cw_reply_json(r, 200, out);
-	}
-	strbuf_release(&sse.sb);
+	reply_answer(r, out, stream, &sse.sb);
 	sess_put(h, e);
 	(void)s;
 	(void)method;

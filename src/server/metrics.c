@@ -2,9 +2,8 @@
  * latency. Per-op figures come from the per-second aggregates (histograms
  * merged over the whole database), never from scanning events. */
 #define _GNU_SOURCE
-#include "server/metrics.h"
+#include "metrics/families.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,41 +13,13 @@
 #include <unistd.h>
 
 #include "loader/prog_stats.h"
-#include "server/live_metrics.h"
-#include "server/writer_lag.h"
+#include "metrics/live_metrics.h"
+#include "metrics/writer_lag.h"
 #include "server/internal.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
 #define CW_METRICS_CAP (16u << 20)
-
-int cw_prom_escape_label(struct strbuf *sb, const char *v)
-{
-	int rc = 0;
-
-	for (; v && *v && !rc; v++) {
-		if (*v == '\\')
-			rc = strbuf_adds(sb, "\\\\");
-		else if (*v == '"')
-			rc = strbuf_adds(sb, "\\\"");
-		else if (*v == '\n')
-			rc = strbuf_adds(sb, "\\n");
-		else
-			rc = strbuf_addch(sb, *v);
-	}
-	return rc;
-}
-
-int cw_prom_sanitize_name(struct strbuf *sb, const char *s)
-{
-	int rc = 0;
-
-	if (s && isdigit((unsigned char)*s))
-		rc = strbuf_addch(sb, '_');
-	for (; s && *s && !rc; s++)
-		rc = strbuf_addch(sb, isalnum((unsigned char)*s) || *s == '_' ? *s : '_');
-	return rc;
-}
 
 void cw_server_set_live_metrics(struct cw_server *s, struct cw_live_metrics *m)
 {
@@ -87,6 +58,17 @@ static void render_self(struct strbuf *sb)
 }
 
 /* trace --serve: run time and count of this agent's own BPF programs. */
+/* name{node="..",program="..: a series of one BPF program, open for its
+ * closing quote and value. */
+static void program_series(struct strbuf *sb, const char *name, const char *node, const char *prog)
+{
+	strbuf_adds(sb, name);
+	strbuf_adds(sb, "{node=\"");
+	cw_prom_escape_label(sb, node);
+	strbuf_adds(sb, "\",program=\"");
+	cw_prom_escape_label(sb, prog);
+}
+
 static void render_bpf(struct strbuf *sb, const char *node)
 {
 	struct cw_prog_stat ps[64];
@@ -99,20 +81,14 @@ static void render_bpf(struct strbuf *sb, const char *node)
 			"trace --bpf-stats or kernel.bpf_stats_enabled=1).\n"
 			"# TYPE causeway_bpf_program_run_seconds_total counter\n");
 	for (i = 0; i < n; i++) {
-		strbuf_adds(sb, "causeway_bpf_program_run_seconds_total{node=\"");
-		cw_prom_escape_label(sb, node);
-		strbuf_adds(sb, "\",program=\"");
-		cw_prom_escape_label(sb, ps[i].name);
+		program_series(sb, "causeway_bpf_program_run_seconds_total", node, ps[i].name);
 		strbuf_addf(sb, "\"} %.9f\n", (double)ps[i].run_time_ns / 1e9);
 	}
 	strbuf_adds(sb, "# HELP causeway_bpf_program_runs_total Runs of the agent's BPF programs "
 			"(counted while BPF statistics are enabled).\n"
 			"# TYPE causeway_bpf_program_runs_total counter\n");
 	for (i = 0; i < n; i++) {
-		strbuf_adds(sb, "causeway_bpf_program_runs_total{node=\"");
-		cw_prom_escape_label(sb, node);
-		strbuf_adds(sb, "\",program=\"");
-		cw_prom_escape_label(sb, ps[i].name);
+		program_series(sb, "causeway_bpf_program_runs_total", node, ps[i].name);
 		strbuf_addf(sb, "\"} %llu\n", (unsigned long long)ps[i].run_cnt);
 	}
 }

@@ -427,67 +427,88 @@ static int static_asset(const char *url, struct cw_reply *r)
 	return 0;
 }
 
+/* What a route answers: GET (and HEAD), POST, or any method (the route
+ * checks it itself). */
+enum {
+	ROUTE_GET = 1 << 0,
+	ROUTE_POST = 1 << 1,
+	ROUTE_ANY_METHOD = 1 << 2,
+};
+
+/* A route that reads the method and the request body. */
+typedef void (*route_body_fn)(struct cw_server *s, struct MHD_Connection *c, const char *method,
+			      const char *body, size_t body_len, struct cw_reply *r);
+typedef void (*route_fn)(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+
+struct route {
+	const char *path;
+	unsigned flags;
+	route_fn fn;           /* or */
+	route_body_fn body_fn;
+};
+
+#define API(p) CW_API_PREFIX p
+
+static void route_metrics(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
+{
+	(void)c;
+	cw_metrics_render(s, r);
+}
+
+static const struct route routes[] = {
+	{ "/mcp", ROUTE_ANY_METHOD, NULL, cw_mcp_route },
+	{ "/metrics", ROUTE_GET, route_metrics, NULL },
+	{ API("/query"), ROUTE_GET | ROUTE_POST, NULL, route_query },
+	{ API("/health"), ROUTE_GET, route_health, NULL },
+	{ API("/time"), ROUTE_GET, route_time, NULL },
+	{ API("/chains"), ROUTE_GET, cw_route_chains, NULL },
+	{ API("/ops"), ROUTE_GET, route_ops, NULL },
+	{ API("/overview"), ROUTE_GET, route_overview, NULL },
+	{ API("/timeline"), ROUTE_GET, cw_route_timeline, NULL },
+	{ API("/ops/detail"), ROUTE_GET, cw_route_ops_detail, NULL },
+	{ API("/ops/series"), ROUTE_GET, cw_route_ops_series, NULL },
+	{ API("/export/perfetto"), ROUTE_GET, cw_route_export_perfetto, NULL },
+	{ API("/fleet"), ROUTE_GET, cw_route_fleet, NULL },
+	{ API("/gpu"), ROUTE_GET, cw_route_gpu, NULL },
+	{ API("/nccl/ranks"), ROUTE_GET, cw_route_nccl_ranks, NULL },
+	{ API("/tenants"), ROUTE_GET, cw_route_tenants, NULL },
+	{ API("/stream"), ROUTE_GET, cw_route_stream, NULL },
+};
+
 void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char *method,
 		       const char *url, const char *body, size_t body_len, struct cw_reply *r)
 {
-	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-	const char *p;
+	unsigned m = 0;
 
-	if (!strcmp(url, "/mcp")) {
-		cw_mcp_route(s, c, method, body, body_len, r);
-		return;
-	}
-	if (!strcmp(url, "/metrics")) {
-		if (!get)
+	if (!strcmp(method, "GET") || !strcmp(method, "HEAD"))
+		m = ROUTE_GET;
+	else if (!strcmp(method, "POST"))
+		m = ROUTE_POST;
+
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		const struct route *rt = &routes[i];
+
+		if (strcmp(url, rt->path))
+			continue;
+		if (!(rt->flags & (m | ROUTE_ANY_METHOD)))
 			goto not_allowed;
-		cw_metrics_render(s, r);
+		if (rt->body_fn)
+			rt->body_fn(s, c, method, body, body_len, r);
+		else
+			rt->fn(s, c, r);
 		return;
 	}
 	if (strncmp(url, CW_API_PREFIX "/", sizeof(CW_API_PREFIX))) {
-		if (get && static_asset(url, r))
+		if (m == ROUTE_GET && static_asset(url, r))
 			return;
 		cw_reply_error(r, 404, "no such route \"%s\"", url);
 		return;
 	}
-	p = url + sizeof(CW_API_PREFIX) - 1;
-	if (!strcmp(p, "/query")) {
-		if (!get && strcmp(method, "POST"))
-			goto not_allowed;
-		route_query(s, c, method, body, body_len, r);
-		return;
-	}
-	if (!get)
+	/* Under the API, anything but GET to an unknown path is refused as a
+	 * method, as it is on a known one. */
+	if (m != ROUTE_GET)
 		goto not_allowed;
-	if (!strcmp(p, "/health"))
-		route_health(s, c, r);
-	else if (!strcmp(p, "/time"))
-		route_time(s, c, r);
-	else if (!strcmp(p, "/chains"))
-		cw_route_chains(s, c, r);
-	else if (!strcmp(p, "/ops"))
-		route_ops(s, c, r);
-	else if (!strcmp(p, "/overview"))
-		route_overview(s, c, r);
-	else if (!strcmp(p, "/timeline"))
-		cw_route_timeline(s, c, r);
-	else if (!strcmp(p, "/ops/detail"))
-		cw_route_ops_detail(s, c, r);
-	else if (!strcmp(p, "/ops/series"))
-		cw_route_ops_series(s, c, r);
-	else if (!strcmp(p, "/export/perfetto"))
-		cw_route_export_perfetto(s, c, r);
-	else if (!strcmp(p, "/fleet"))
-		cw_route_fleet(s, c, r);
-	else if (!strcmp(p, "/gpu"))
-		cw_route_gpu(s, c, r);
-	else if (!strcmp(p, "/nccl/ranks"))
-		cw_route_nccl_ranks(s, c, r);
-	else if (!strcmp(p, "/tenants"))
-		cw_route_tenants(s, c, r);
-	else if (!strcmp(p, "/stream"))
-		cw_route_stream(s, c, r);
-	else
-		cw_reply_error(r, 404, "no such route \"%s\"", url);
+	cw_reply_error(r, 404, "no such route \"%s\"", url);
 	return;
 not_allowed:
 	cw_reply_error(r, 405, "method \"%s\" not allowed on \"%s\"", method, url);

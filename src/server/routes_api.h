@@ -41,6 +41,12 @@ void cw_api_tenant_key(const struct cw_api_tenant_args *t, char *out, size_t len
 /* k=1 or k=true. */
 int cw_api_flag(struct MHD_Connection *c, const char *k);
 
+/* sqlite3_prepare_v2 of sql into *st. Returns 0 or -errno. */
+int cw_api_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
+/* {"node", "from_ns", "to_ns", k: v}: the answer of a windowed route
+ * (steals v). */
+json_t *cw_api_window_answer(const struct cw_server *s, uint64_t from, uint64_t to, const char *k, json_t *v);
+
 /* Column helpers. */
 json_t *cw_api_text(sqlite3_stmt *st, int i);
 json_t *cw_api_int_or_null(sqlite3_stmt *st, int i);

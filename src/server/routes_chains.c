@@ -232,14 +232,17 @@ static int request(struct MHD_Connection *c, sqlite3 *db, struct cw_explain_opts
 	return 0;
 }
 
-int cw_chains_answer(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, uint64_t deadline, json_t **out,
-		     struct cw_reply *r)
+/* The cached (or computed) answer for this request's window, pid and
+ * node. Returns 0 with *body (NULL: out of memory) and *status, or -errno
+ * with r filled. */
+static int request_answer(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, uint64_t deadline,
+			  char **body, int *status, struct cw_reply *r)
 {
 	struct cw_explain_opts o;
-	char key[160], version[160], *body = NULL;
-	int status, rc;
+	char key[160], version[160];
+	int rc;
 
-	*out = NULL;
+	*body = NULL;
 	if (request(c, db, &o, key, sizeof(key), r))
 		return -EINVAL;
 	if ((rc = data_version(db, version, sizeof(version)))) {
@@ -247,8 +250,20 @@ int cw_chains_answer(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db,
 		cw_api_fail(s, deadline, rc, "explain", r);
 		return rc;
 	}
-	get_answer(s, db, deadline, &o, key, version, &body, &status);
+	get_answer(s, db, deadline, &o, key, version, body, status);
 	free((void *)o.pids);
+	return 0;
+}
+
+int cw_chains_answer(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db, uint64_t deadline, json_t **out,
+		     struct cw_reply *r)
+{
+	char *body;
+	int status, rc;
+
+	*out = NULL;
+	if ((rc = request_answer(s, c, db, deadline, &body, &status, r)))
+		return rc;
 	if (status != 200 || !body) {
 		r->status = status;
 		r->body = body;
@@ -269,23 +284,15 @@ int cw_chains_answer(struct cw_server *s, struct MHD_Connection *c, sqlite3 *db,
 
 void cw_route_chains(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
 {
-	struct cw_explain_opts o;
-	char key[160], version[160], *body = NULL;
 	uint64_t deadline;
+	char *body;
 	sqlite3 *db;
-	int status, rc;
+	int status;
 
 	if (cw_api_open(s, &db, &deadline, r))
 		return;
-	if (request(c, db, &o, key, sizeof(key), r))
+	if (request_answer(s, c, db, deadline, &body, &status, r))
 		goto out;
-	if ((rc = data_version(db, version, sizeof(version)))) {
-		free((void *)o.pids);
-		cw_api_fail(s, deadline, rc, "explain", r);
-		goto out;
-	}
-	get_answer(s, db, deadline, &o, key, version, &body, &status);
-	free((void *)o.pids);
 	if (!body) {
 		cw_reply_error(r, 500, "out of memory");
 		goto out;

@@ -47,17 +47,27 @@ static int no_table(sqlite3 *db, int rc)
 	return rc == SQLITE_ERROR && strstr(sqlite3_errmsg(db), "no such table");
 }
 
+/* sql with ?1, ?2 the window and ?3 n. Returns 1 with *st ready, 0 when
+ * the store has no GPU tables (nothing to answer), or -errno. */
+static int prepare_window(sqlite3 *db, const char *sql, uint64_t from, uint64_t to, int64_t n, sqlite3_stmt **st)
+{
+	int rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
+
+	if (rc != SQLITE_OK)
+		return no_table(db, rc) ? 0 : cw_sqlite_errno(rc);
+	sqlite3_bind_int64(*st, 1, (int64_t)from);
+	sqlite3_bind_int64(*st, 2, (int64_t)to);
+	sqlite3_bind_int64(*st, 3, n);
+	return 1;
+}
+
 static int gpu_devices(sqlite3 *db, uint64_t from, uint64_t to, json_t *out)
 {
 	sqlite3_stmt *st;
 	int rc;
 
-	rc = sqlite3_prepare_v2(db, SQL_DEVICES, -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return no_table(db, rc) ? 0 : cw_sqlite_errno(rc);
-	sqlite3_bind_int64(st, 1, (int64_t)from);
-	sqlite3_bind_int64(st, 2, (int64_t)to);
-	sqlite3_bind_int(st, 3, GPU_MAX_DEVICES);
+	if ((rc = prepare_window(db, SQL_DEVICES, from, to, GPU_MAX_DEVICES, &st)) <= 0)
+		return rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *latest = sqlite3_column_type(st, 9) == SQLITE_NULL
 					 ? json_null()
@@ -88,12 +98,8 @@ static int gpu_samples(sqlite3 *db, uint64_t from, uint64_t to, json_t *out)
 	sqlite3_stmt *st;
 	int rc;
 
-	rc = sqlite3_prepare_v2(db, SQL_SAMPLES, -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return no_table(db, rc) ? 0 : cw_sqlite_errno(rc);
-	sqlite3_bind_int64(st, 1, (int64_t)from);
-	sqlite3_bind_int64(st, 2, (int64_t)to);
-	sqlite3_bind_int64(st, 3, bucket > 0 ? bucket : 1);
+	if ((rc = prepare_window(db, SQL_SAMPLES, from, to, bucket > 0 ? bucket : 1, &st)) <= 0)
+		return rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *pw = sqlite3_column_type(st, 5) == SQLITE_NULL
 				     ? json_null()
@@ -208,9 +214,7 @@ void cw_route_nccl_ranks(struct cw_server *s, struct MHD_Connection *c, struct c
 		cw_api_fail(s, deadline, -EIO, "the rank table", r);
 		goto out;
 	}
-	cw_reply_json(r, 200,
-		      json_pack("{s:s, s:I, s:I, s:o}", "node", s->node, "from_ns", (json_int_t)from, "to_ns",
-				(json_int_t)to, "ranks", ranks));
+	cw_reply_json(r, 200, cw_api_window_answer(s, from, to, "ranks", ranks));
 out:
 	cw_server_close_db(db);
 }

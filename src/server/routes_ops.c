@@ -201,12 +201,11 @@ static int merge_op(sqlite3 *db, const char *source, const char *op, int64_t fro
 	sqlite3_stmt *st;
 	int rc, ret = 0;
 
-	rc = sqlite3_prepare_v2(db,
-				"SELECT count, sum_ns, max_ns, hist FROM aggregates WHERE source = ?1 AND op = ?2"
-				" AND second >= ?3 AND second <= ?4",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+	if ((rc = cw_api_prepare(db,
+				 "SELECT count, sum_ns, max_ns, hist FROM aggregates WHERE source = ?1 AND op = ?2"
+				 " AND second >= ?3 AND second <= ?4",
+				 &st)))
+		return rc;
 	sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, op, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, from_s);

@@ -141,9 +141,7 @@ void cw_route_tenants(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 		cw_api_fail(s, deadline, cw_sqlite_errno(rc), "tenants", r);
 		goto out;
 	}
-	cw_reply_json(r, 200,
-		      json_pack("{s:s, s:I, s:I, s:O}", "node", s->node, "from_ns", (json_int_t)from, "to_ns",
-				(json_int_t)to, "tenants", tenants));
+	cw_reply_json(r, 200, cw_api_window_answer(s, from, to, "tenants", json_incref(tenants)));
 out:
 	sqlite3_finalize(st);
 	json_decref(tenants);

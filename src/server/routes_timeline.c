@@ -34,8 +34,6 @@
  * is a quarter of a million rows to read. */
 #define TL_SLACK_NS (2 * NSEC_PER_SEC)
 #define TL_SLACK_MIN_NS (50 * NSEC_PER_MSEC)
-/* A chain's window is padded by this share of its length on each side. */
-#define TL_CHAIN_PAD 0.2
 #define TL_MAX_THREADS 4096
 
 enum tl_lane { TL_CUDA, TL_OFFCPU, TL_IO, TL_MEMORY, TL_NCCL, TL_NLANES };
@@ -292,13 +290,10 @@ static int load_threads(sqlite3 *db, struct tl_req *q, json_t *threads)
 	sqlite3_stmt *st;
 	int rc, ret = 0;
 
-	rc = sqlite3_prepare_v2(db,
-				"SELECT t.pid, t.tid, t.comm, p.rank FROM threads t LEFT JOIN processes p"
-				" ON p.node = t.node AND p.pid = t.pid WHERE (?1 = 0 OR t.tid = ?1)"
-				" AND (?2 = 0 OR t.pid = ?2) ORDER BY t.pid, t.tid LIMIT ?3",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+	if ((rc = cw_api_prepare(db, "SELECT t.pid, t.tid, t.comm, p.rank FROM threads t LEFT JOIN processes p"
+				     " ON p.node = t.node AND p.pid = t.pid WHERE (?1 = 0 OR t.tid = ?1)"
+				     " AND (?2 = 0 OR t.pid = ?2) ORDER BY t.pid, t.tid LIMIT ?3", &st)))
+		return rc;
 	sqlite3_bind_int64(st, 1, q->tid);
 	sqlite3_bind_int64(st, 2, q->pid);
 	sqlite3_bind_int(st, 3, TL_MAX_THREADS);
@@ -342,9 +337,8 @@ static int mono_range(sqlite3 *db, struct tl_req *q)
 	int rc;
 	int64_t lo_off = 0, hi_off = 0;
 
-	rc = sqlite3_prepare_v2(db, "SELECT min(mono_to_wall_ns), max(mono_to_wall_ns) FROM sessions", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+	if ((rc = cw_api_prepare(db, "SELECT min(mono_to_wall_ns), max(mono_to_wall_ns) FROM sessions", &st)))
+		return rc;
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		lo_off = sqlite3_column_int64(st, 0);
 		hi_off = sqlite3_column_int64(st, 1);
@@ -367,12 +361,9 @@ static int call_slack(sqlite3 *db, const struct tl_req *q, uint64_t *slack)
 	int rc;
 
 	*slack = TL_SLACK_NS;
-	rc = sqlite3_prepare_v2(db,
-				"SELECT max(max_ns) FROM aggregates WHERE second >= ?1 AND second <= ?2"
-				" AND source IN ('cuda', 'driver', 'graph')",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return cw_sqlite_errno(rc);
+	if ((rc = cw_api_prepare(db, "SELECT max(max_ns) FROM aggregates WHERE second >= ?1 AND second <= ?2"
+				     " AND source IN ('cuda', 'driver', 'graph')", &st)))
+		return rc;
 	sqlite3_bind_int64(st, 1, (int64_t)(q->from / NSEC_PER_SEC) - 2);
 	sqlite3_bind_int64(st, 2, (int64_t)(q->to / NSEC_PER_SEC) + 2);
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
@@ -382,39 +373,6 @@ static int call_slack(sqlite3 *db, const struct tl_req *q, uint64_t *slack)
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
-}
-
-void cw_chain_window(const struct cw_chain *ch, const struct cw_explain_result *res, uint64_t *from, uint64_t *to)
-{
-	uint64_t lo = UINT64_MAX, hi = 0, pad;
-
-	for (int i = 0; i < ch->ntimeline; i++) {
-		lo = ch->timeline[i].t_ns < lo ? ch->timeline[i].t_ns : lo;
-		hi = ch->timeline[i].t_ns > hi ? ch->timeline[i].t_ns : hi;
-	}
-	if (!ch->ntimeline) {
-		lo = res->from_wall_ns;
-		hi = res->to_wall_ns;
-	}
-	hi += ch->max_ns ? ch->max_ns : NSEC_PER_MSEC;
-	pad = (uint64_t)((double)(hi - lo) * TL_CHAIN_PAD);
-	*from = lo > pad ? lo - pad : 0;
-	*to = hi + pad;
-}
-
-void cw_chains_add_windows(const struct cw_explain_result *res, json_t *j)
-{
-	json_t *arr = json_object_get(j, "chains");
-
-	for (int i = 0; i < res->count && i < (int)json_array_size(arr); i++) {
-		uint64_t from, to;
-
-		cw_chain_window(&res->chains[i], res, &from, &to);
-		json_object_set_new(json_array_get(arr, (size_t)i), "timeline_window",
-				    json_pack("{s:I, s:I, s:I, s:I}", "from_ns", (json_int_t)from, "to_ns",
-					      (json_int_t)to, "pid", (json_int_t)res->chains[i].pid, "tid",
-					      (json_int_t)res->chains[i].tid));
-	}
 }
 
 /* chain=INDEX: the chain's thread and timeline_window from the /chains

@@ -112,6 +112,19 @@ int cw_api_int(struct MHD_Connection *c, const char *k, int64_t lo, int64_t hi, 
 	return 0;
 }
 
+int cw_api_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+	int rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
+
+	return rc == SQLITE_OK ? 0 : cw_sqlite_errno(rc);
+}
+
+json_t *cw_api_window_answer(const struct cw_server *s, uint64_t from, uint64_t to, const char *k, json_t *v)
+{
+	return json_pack("{s:s, s:I, s:I, s:o}", "node", s->node, "from_ns", (json_int_t)from, "to_ns",
+			 (json_int_t)to, k, v);
+}
+
 json_t *cw_api_text(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);

@@ -28,59 +28,6 @@ struct req {
 	int rejected; /* a response was queued on the first call */
 };
 
-void cw_reply_json(struct cw_reply *r, int status, json_t *j)
-{
-	r->status = status;
-	r->ctype = "application/json";
-	r->body = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
-	json_decref(j);
-	if (!r->body) {
-		r->status = 500;
-		r->body = strdup("{\"error\":\"out of memory\"}");
-	}
-	r->len = r->body ? strlen(r->body) : 0;
-}
-
-void cw_reply_error(struct cw_reply *r, int status, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	cw_reply_json(r, status, json_pack("{s:s}", "error", msg));
-	r->status = status;
-}
-
-static int progress_deadline(void *arg)
-{
-	return cw_monotonic_ns() > *(uint64_t *)arg;
-}
-
-int cw_server_open_db(struct cw_server *s, sqlite3 **out, uint64_t *deadline, char *err,
-		      size_t errlen)
-{
-	struct cw_store *st;
-	int rc;
-
-	rc = cw_store_open(&st, s->db_path, CW_STORE_READONLY, err, errlen);
-	if (rc)
-		return rc;
-	/* Keep the handle, drop the wrapper: the route owns the connection. */
-	*out = st->db;
-	st->db = NULL;
-	cw_store_close(st);
-	*deadline = cw_monotonic_ns() + s->timeout_ns;
-	sqlite3_progress_handler(*out, 1000, progress_deadline, deadline);
-	return 0;
-}
-
-void cw_server_close_db(sqlite3 *db)
-{
-	sqlite3_close_v2(db);
-}
-
 static enum MHD_Result send_reply(struct MHD_Connection *c, struct cw_reply *r)
 {
 	struct MHD_Response *resp;
@@ -282,6 +229,7 @@ int cw_server_start(struct cw_server **out, const struct cw_server_opts *o, char
 		return -ENOMEM;
 	s->db_path = strdup(o->db_path);
 	s->node = strdup(o->node);
+	s->check = o->check;
 	s->max_rows = o->max_rows > 0 ? o->max_rows : CW_SERVER_DEFAULT_MAX_ROWS;
 	s->max_body = o->max_body ? o->max_body : CW_SERVER_DEFAULT_MAX_BODY;
 	s->timeout_ns = o->timeout_ns ? o->timeout_ns : CW_SERVER_DEFAULT_TIMEOUT_NS;

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "check/report.h"
+
 #define CW_SERVER_DEFAULT_LISTEN "127.0.0.1:7070"
 #define CW_SERVER_DEFAULT_MAX_BODY (64 * 1024)
 #define CW_SERVER_DEFAULT_MAX_ROWS 10000
@@ -33,6 +35,7 @@ struct cw_server_opts {
 	uint64_t read_timeout_ns;    /* a whole request must arrive within; 0: default */
 	unsigned per_ip_limit;       /* concurrent connections per client IP; 0: default */
 	unsigned max_connections;    /* 0: default */
+	struct cw_check_env check;   /* what the MCP check tool names */
 };
 
 struct cw_server;
@@ -53,7 +56,7 @@ struct cw_live_metrics;
  * from m instead of the store's aggregates. m must outlive the server. */
 void cw_server_set_live_metrics(struct cw_server *s, struct cw_live_metrics *m);
 struct cw_writer_lag;
-/* trace --serve: /metrics adds the writer lag families (server/writer_lag.h)
+/* trace --serve: /metrics adds the writer lag families (metrics/writer_lag.h)
  * from l, which must outlive the server. */
 void cw_server_set_writer_lag(struct cw_server *s, struct cw_writer_lag *l);
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "loader/discover.h"
-#include "server/writer_lag.h"
+#include "metrics/writer_lag.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
 #include "trace/session.h"

@@ -12,8 +12,8 @@
 
 #include "bpf/events.h"
 #include "pipeline/ops.h"
-#include "server/live_metrics.h"
-#include "server/writer_lag.h"
+#include "metrics/live_metrics.h"
+#include "metrics/writer_lag.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
 #include "trace/session.h"
@@ -86,7 +86,7 @@ void trace_tap(void *ctx, const void *data, size_t size)
 }
 
 /* The writer's commit count, the one figure writer lag needs from the
- * writer (server/writer_lag.h): the batches cw_writer_get_stats() counts.
+ * writer (metrics/writer_lag.h): the batches cw_writer_get_stats() counts.
  * Lock held. */
 uint64_t trace_writer_commits_locked(struct trace *t)
 {

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "loader/session.h"
-#include "server/live_metrics.h"
-#include "server/writer_lag.h"
+#include "metrics/live_metrics.h"
+#include "metrics/writer_lag.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
 #include "trace/session.h"

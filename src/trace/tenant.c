@@ -7,7 +7,7 @@
 
 #include "bpf/events.h"
 #include "trace/tenant.h"
-#include "server/live_metrics.h"
+#include "metrics/live_metrics.h"
 #include "tenant/kubelet.h"
 #include "tenant/registry.h"
 #include "tenant/resolve.h"

@@ -18,7 +18,7 @@
 #include "config/config.h"
 #include "fleet/fanout.h"
 #include "fleet/skew.h"
-#include "server/metrics.h"
+#include "metrics/prom_text.h"
 #include "util/strbuf.h"
 
 static int parse(const char *text, struct cw_config *c, char *err)

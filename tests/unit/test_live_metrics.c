@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "export/otlp.h"
-#include "server/live_metrics.h"
+#include "metrics/live_metrics.h"
 
 static void call(struct cw_live_metrics *m, uint32_t pid, const char *comm, const char *op,
 		 uint64_t mono, uint64_t dur, int64_t ret)

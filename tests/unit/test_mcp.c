@@ -17,6 +17,7 @@
 
 #include "analysis/explain.h"
 #include "cmd/cmd.h"
+#include "demo/build.h"
 #include "demo/demo.h"
 #include "mcp/mcp.h"
 #include "server/internal.h"

@@ -1,4 +1,4 @@
-/* server/writer_lag.c: rows pending until the writer's commit count moves,
+/* metrics/writer_lag.c: rows pending until the writer's commit count moves,
  * their lag from the event's end to the poll that saw the commit, the age
  * of the oldest pending row, a commit before a row not credited to it, the
  * scrape's own poll, runs of rows, and the rendered families. */
@@ -11,8 +11,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "server/live_metrics.h"
-#include "server/writer_lag.h"
+#include "metrics/live_metrics.h"
+#include "metrics/writer_lag.h"
 
 #define MS 1000000ULL
 

@@ -3,7 +3,7 @@
  * --ranks path): collectives entered, times last and the lag, the last
  * sequence number, and whether a hang waits for it. Bounded: the window
  * ends at the newest stored collective. */
-#include "server/metrics.h"
+#include "metrics/families.h"
 
 #include <errno.h>
 #include <jansson.h>

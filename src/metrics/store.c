@@ -5,7 +5,7 @@
  * except the aggregates (one row per op and second), so a scrape stays cheap
  * on large databases. */
 #define _GNU_SOURCE
-#include "server/metrics.h"
+#include "metrics/families.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "util/hist.h"
-#include "server/live_metrics.h"
 #include "store/store.h"
 
 /* name{node="..",k="v"}: the node label is on every series. */
@@ -27,25 +26,6 @@ static void series2(struct strbuf *sb, const char *name, const char *node, const
 	if (k) {
 		strbuf_addf(sb, ",%s=\"", k);
 		cw_prom_escape_label(sb, v ? v : "");
-		strbuf_addch(sb, '"');
-	}
-}
-
-void cw_prom_tenant_labels(struct strbuf *sb, const char *container, const char *pod, const char *ns)
-{
-	static const char *const name[3] = { "container", "pod", "namespace" };
-	const char *v[3] = { container, pod, ns };
-	char id[32];
-
-	if (container && strncmp(container, "slurm-job-", 10)) {
-		snprintf(id, sizeof(id), "%.12s", container);
-		v[0] = id;
-	}
-	for (int k = 0; k < 3; k++) {
-		if (!v[k] || !*v[k])
-			continue;
-		strbuf_addf(sb, ",%s=\"", name[k]);
-		cw_prom_escape_label(sb, v[k]);
 		strbuf_addch(sb, '"');
 	}
 }

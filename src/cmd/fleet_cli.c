@@ -1,7 +1,7 @@
 /* The fan-out side of query and explain: flags, config, and turning merged
  * answers back into the types the commands already print. */
 #define _GNU_SOURCE
-#include "fleet/fanout_cli.h"
+#include "cmd/fleet_cli.h"
 
 #include <curl/curl.h>
 #include <errno.h>

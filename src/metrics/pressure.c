@@ -9,7 +9,7 @@
  * eight samples; at most
  * MAX_CGROUPS cgroups, the most recently seen first. */
 #define _GNU_SOURCE
-#include "server/metrics.h"
+#include "metrics/families.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * per-second aggregates (the seconds that hold any) and read by rowid
  * around those seconds only, so a scrape never scans the events table. */
 #define _GNU_SOURCE
-#include "server/metrics.h"
+#include "metrics/families.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -140,6 +140,23 @@ out:
 
 /* One gauge family over every device with a sample: reading i times scale,
  * skipping unknown readings. */
+/* A family of two series per device, told apart by label: reading i0
+ * as v0, reading i1 as v1 (those the sample has). */
+static void split2(struct strbuf *sb, const struct dev *v, int n, const char *name, const char *type,
+		   const char *help, const char *label, int i0, const char *v0, int i1, const char *v1)
+{
+	family(sb, name, type, help);
+	for (int k = 0; k < n; k++)
+		for (int s = 0; s < 2; s++) {
+			int64_t x = v[k].r[s ? i1 : i0];
+
+			if (!v[k].wall_ns || x < 0)
+				continue;
+			dev_labels(sb, name, &v[k]);
+			strbuf_addf(sb, ",%s=\"%s\"} %lld\n", label, s ? v1 : v0, (long long)x);
+		}
+}
+
 static void gauge(struct strbuf *sb, const struct dev *v, int n, const char *name, const char *type,
 		  const char *help, int i, double scale)
 {
@@ -193,16 +210,8 @@ static void render_devices(struct strbuf *sb, const struct dev *v, int n)
 	gauge(sb, v, n, "causeway_gpu_memory_used_bytes", "gauge", "Device memory in use.", R_MEM_USED, 1);
 	gauge(sb, v, n, "causeway_gpu_memory_free_bytes", "gauge", "Device memory free.", R_MEM_FREE, 1);
 	gauge(sb, v, n, "causeway_gpu_memory_total_bytes", "gauge", "Device memory in all.", R_MEM_TOTAL, 1);
-	family(sb, "causeway_gpu_temperature_celsius", "gauge", "GPU die and memory temperature.");
-	for (int k = 0; k < n; k++)
-		for (int s = 0; s < 2; s++) {
-			int64_t t = v[k].r[s ? R_TEMP_MEM : R_TEMP_GPU];
-
-			if (!v[k].wall_ns || t < 0)
-				continue;
-			dev_labels(sb, "causeway_gpu_temperature_celsius", &v[k]);
-			strbuf_addf(sb, ",sensor=\"%s\"} %lld\n", s ? "memory" : "gpu", (long long)t);
-		}
+	split2(sb, v, n, "causeway_gpu_temperature_celsius", "gauge", "GPU die and memory temperature.", "sensor",
+	       R_TEMP_GPU, "gpu", R_TEMP_MEM, "memory");
 	gauge(sb, v, n, "causeway_gpu_power_watts", "gauge", "Board power draw.", R_POWER_MW, 1e-3);
 	family(sb, "causeway_gpu_power_limit_watts", "gauge", "The enforced board power limit.");
 	for (int k = 0; k < n; k++) {
@@ -226,17 +235,9 @@ static void render_devices(struct strbuf *sb, const struct dev *v, int n)
 				    ((uint64_t)v[k].r[R_REASONS] & reasons[b].bit) ? 1 : 0);
 		}
 	}
-	family(sb, "causeway_gpu_ecc_errors_total", "counter",
-	       "ECC errors since the driver loaded (volatile), corrected and uncorrected.");
-	for (int k = 0; k < n; k++)
-		for (int s = 0; s < 2; s++) {
-			int64_t e = v[k].r[s ? R_ECC_DBE : R_ECC_SBE];
-
-			if (!v[k].wall_ns || e < 0)
-				continue;
-			dev_labels(sb, "causeway_gpu_ecc_errors_total", &v[k]);
-			strbuf_addf(sb, ",type=\"%s\"} %lld\n", s ? "uncorrected" : "corrected", (long long)e);
-		}
+	split2(sb, v, n, "causeway_gpu_ecc_errors_total", "counter",
+	       "ECC errors since the driver loaded (volatile), corrected and uncorrected.", "type", R_ECC_SBE,
+	       "corrected", R_ECC_DBE, "uncorrected");
 	gauge(sb, v, n, "causeway_gpu_pcie_replays_total", "counter", "PCIe replays (link-level retransmissions).",
 	      R_PCIE_REPLAY, 1);
 	family(sb, "causeway_gpu_remapped_rows", "gauge",
@@ -256,16 +257,8 @@ static void render_devices(struct strbuf *sb, const struct dev *v, int n)
 			strbuf_addf(sb, ",kind=\"%s\"} %lld\n", rr[j].kind, (long long)v[k].r[rr[j].i]);
 		}
 	}
-	family(sb, "causeway_gpu_retired_pages", "gauge", "Memory pages retired, by the error that caused it.");
-	for (int k = 0; k < n; k++)
-		for (int s = 0; s < 2; s++) {
-			int64_t e = v[k].r[s ? R_RETIRED_DBE : R_RETIRED_SBE];
-
-			if (!v[k].wall_ns || e < 0)
-				continue;
-			dev_labels(sb, "causeway_gpu_retired_pages", &v[k]);
-			strbuf_addf(sb, ",cause=\"%s\"} %lld\n", s ? "double_bit" : "single_bit", (long long)e);
-		}
+	split2(sb, v, n, "causeway_gpu_retired_pages", "gauge", "Memory pages retired, by the error that caused it.",
+	       "cause", R_RETIRED_SBE, "single_bit", R_RETIRED_DBE, "double_bit");
 	gauge(sb, v, n, "causeway_gpu_nvlink_errors_total", "counter",
 	      "NVLink replay, recovery and CRC errors over the active links.", R_NVLINK, 1);
 }

@@ -1,14 +1,13 @@
 /* Writer lag of a running trace session (see writer_lag.h). */
 #define _GNU_SOURCE
-#include "server/writer_lag.h"
+#include "metrics/writer_lag.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/live_metrics.h"
-#include "server/metrics.h"
+#include "metrics/prom_text.h"
 
 _Static_assert(sizeof(((struct cw_writer_lag_view *)0)->buckets) / sizeof(uint64_t) == CW_PROM_BUCKETS + 1,
 	       "one bucket per /metrics latency bucket");

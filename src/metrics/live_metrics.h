@@ -15,24 +15,18 @@
  * pod and namespace labels, those that are known: one process has one
  * tenant, so the labels add no series beyond the top-N cap; at most
  * CW_LIVE_MAX_TENANTS cgroups are remembered (later ones go unlabelled). */
-#ifndef CW_SERVER_LIVE_METRICS_H
-#define CW_SERVER_LIVE_METRICS_H
+#ifndef CW_METRICS_LIVE_METRICS_H
+#define CW_METRICS_LIVE_METRICS_H
 
 #include <stdint.h>
 
 #include "store/writer.h"
+#include "metrics/prom_text.h"
 #include "util/strbuf.h"
 
 #define CW_LIVE_MAX_SERIES 4096
 #define CW_LIVE_DEFAULT_PROCESSES 20
 #define CW_LIVE_MAX_TENANTS 1024
-/* Latency buckets: 1024 ns * 2^k for k = 0..CW_PROM_BUCKETS-1 (1.024 us ..
- * 34.4 s), then +Inf. Fixed, so histograms from every node add up; powers of
- * two of nanoseconds, so they fall on boundaries of the stored log-linear
- * histograms (util/hist.h) and the store's figures convert exactly. A
- * call lasting exactly a bound is counted in the next bucket. */
-#define CW_PROM_BUCKETS 26
-
 struct cw_live_metrics;
 
 /* max_processes: processes named in a render (0: the default). */
@@ -55,26 +49,10 @@ void cw_live_metrics_tenant(struct cw_live_metrics *m, uint64_t cgroup_id, const
 int cw_live_metrics_render(struct cw_live_metrics *m, const char *node, uint64_t now_mono_ns,
 			   struct strbuf *sb);
 
-/* One histogram series: non-cumulative bucket counts on the buckets above
- * (the last one +Inf). node is empty for the live session's own series. */
-struct cw_prom_series {
-	char node[64];
-	char process[16];
-	char container[24], pod[128], ns[64]; /* "" unknown */
-	char source[32];
-	char op[64];
-	uint64_t buckets[CW_PROM_BUCKETS + 1];
-	uint64_t count, sum_ns, errors;
-};
-
 /* The series a render would show (top-N folding and merging applied), for
  * other exporters (OTLP). *out is malloc'd; the caller frees it. Returns 0
  * or -ENOMEM. */
 int cw_live_metrics_series(struct cw_live_metrics *m, struct cw_prom_series **out, unsigned *n);
 
-/* Bucket index (0..CW_PROM_BUCKETS, the last one being +Inf) of a duration. */
-unsigned cw_prom_bucket(uint64_t ns);
-/* Upper bound of bucket i in seconds (i < CW_PROM_BUCKETS). */
-double cw_prom_bucket_le(unsigned i);
 
 #endif

@@ -10,8 +10,8 @@
  * was handed over: polls run on every row, once a second and on every
  * scrape, so in a quiet moment a row's figure can read up to a second
  * high, never low. */
-#ifndef CW_SERVER_WRITER_LAG_H
-#define CW_SERVER_WRITER_LAG_H
+#ifndef CW_METRICS_WRITER_LAG_H
+#define CW_METRICS_WRITER_LAG_H
 
 #include <stdint.h>
 

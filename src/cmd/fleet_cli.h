@@ -8,8 +8,8 @@
  *   --token-file FILE       bearer token (else $CW_TOKEN, else fleet.token_file)
  *   --node-timeout DUR      per-node deadline (default 2s, or fleet.timeout)
  *   --skew-warn DUR         warn when a clock is off by more (default 50ms) */
-#ifndef CW_FLEET_FANOUT_CLI_H
-#define CW_FLEET_FANOUT_CLI_H
+#ifndef CW_CMD_FLEET_CLI_H
+#define CW_CMD_FLEET_CLI_H
 
 #include "fleet/fanout.h"
 #include "store/ro_query.h"

@@ -1,6 +1,6 @@
 /* Live metrics of a running trace session (see live_metrics.h). */
 #define _GNU_SOURCE
-#include "server/live_metrics.h"
+#include "metrics/live_metrics.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/metrics.h"
+#include "metrics/prom_text.h"
 
 #define MAX_PROCS 1024
 #define HASH_SLOTS (2 * CW_LIVE_MAX_SERIES)
@@ -50,21 +50,6 @@ struct cw_live_metrics {
 	struct tenant *tenants; /* CW_LIVE_MAX_TENANTS */
 	unsigned ntenants;
 };
-
-unsigned cw_prom_bucket(uint64_t ns)
-{
-	unsigned i;
-
-	for (i = 0; i < CW_PROM_BUCKETS; i++)
-		if (ns < (1024ULL << i))
-			return i;
-	return CW_PROM_BUCKETS;
-}
-
-double cw_prom_bucket_le(unsigned i)
-{
-	return (double)(1024ULL << i) / 1e9;
-}
 
 int cw_live_metrics_new(struct cw_live_metrics **out, unsigned max_processes)
 {

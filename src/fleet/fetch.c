@@ -1,0 +1,221 @@
+/* Tables fetched from every agent into a local store: the fan-out's
+ * read-only query API, rows bound by their JSON types, Python stacks
+ * interned again locally (export --nodes, the fleet's NCCL view). */
+#define _GNU_SOURCE
+#include "fleet/fetch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+void cw_fleet_warns_add(struct cw_fleet_warns *w, const struct cw_fleet_result *r)
+{
+	for (int i = 0; i < r->nwarnings; i++) {
+		int seen = 0;
+		char **nv;
+		for (int k = 0; k < w->n && !seen; k++)
+			seen = !strcmp(w->v[k], r->warnings[i]);
+		if (seen || !(nv = realloc(w->v, (size_t)(w->n + 1) * sizeof(*nv))))
+			continue;
+		w->v = nv;
+		if (!(w->v[w->n] = strdup(r->warnings[i])))
+			continue;
+		w->n++;
+		if (w->fn)
+			w->fn(w->arg, r->warnings[i]);
+	}
+}
+
+static int unhex(const char *s, unsigned char **out, size_t *len)
+{
+	size_t n = strlen(s);
+	unsigned char *b;
+
+	if (n % 2 || !(b = malloc(n / 2 + 1)))
+		return -EINVAL;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned hi, lo;
+		if (sscanf(s + 2 * i, "%1x%1x", &hi, &lo) != 2) {
+			free(b);
+			return -EINVAL;
+		}
+		b[i] = (unsigned char)(hi << 4 | lo);
+	}
+	*out = b;
+	*len = n / 2;
+	return 0;
+}
+
+/* Binds an agent's JSON value; types are the agent's, checked here. */
+static int bind_json(sqlite3_stmt *st, int i, json_t *v, int hex)
+{
+	if (json_is_integer(v))
+		return sqlite3_bind_int64(st, i, json_integer_value(v));
+	if (json_is_real(v))
+		return sqlite3_bind_double(st, i, json_real_value(v));
+	if (json_is_boolean(v))
+		return sqlite3_bind_int(st, i, json_is_true(v));
+	if (json_is_string(v) && hex) {
+		unsigned char *b;
+		size_t len;
+		if (unhex(json_string_value(v), &b, &len))
+			return SQLITE_MISMATCH;
+		return sqlite3_bind_blob(st, i, b, (int)len, free);
+	}
+	if (json_is_string(v))
+		return sqlite3_bind_text(st, i, json_string_value(v), (int)json_string_length(v), SQLITE_TRANSIENT);
+	return sqlite3_bind_null(st, i);
+}
+
+static int64_t intern_py(sqlite3 *db, sqlite3_stmt *put, sqlite3_stmt *get, json_t *row, size_t at)
+{
+	int64_t id = 0;
+
+	if (!json_is_integer(json_array_get(row, at)))
+		return 0;
+	for (int k = 0; k < 6; k++)
+		bind_json(put, k + 1, json_array_get(row, at + (size_t)k), 0);
+	if (sqlite3_step(put) != SQLITE_DONE)
+		id = -1;
+	sqlite3_reset(put);
+	bind_json(get, 1, json_array_get(row, at), 0);
+	if (id == 0 && sqlite3_step(get) == SQLITE_ROW)
+		id = sqlite3_column_int64(get, 0);
+	sqlite3_reset(get);
+	(void)db;
+	return id;
+}
+
+/* Rows of one fetch ([node, cols...]) into the local store. */
+static int put_rows(sqlite3 *db, const struct cw_fleet_fetch *f, json_t *merged, int events)
+{
+	json_t *rows = json_object_get(merged, "rows"), *row;
+	sqlite3_stmt *ins = NULL, *put = NULL, *get = NULL;
+	size_t ri;
+	int ret = 0;
+
+	if (json_array_size(json_object_get(merged, "columns")) != (size_t)f->ncols + 1 + (events ? 6 : 0))
+		return json_array_size(rows) ? -EPROTO : 0;
+	if (sqlite3_prepare_v2(db, f->insert, -1, &ins, NULL) != SQLITE_OK ||
+	    (events && (sqlite3_prepare_v2(db,
+					   "INSERT OR IGNORE INTO py_stacks (hash, depth, frames, user_file, user_line,"
+					   " user_function) VALUES (?1,?2,?3,?4,?5,?6)",
+					   -1, &put, NULL) != SQLITE_OK ||
+			sqlite3_prepare_v2(db, "SELECT id FROM py_stacks WHERE hash = ?1", -1, &get, NULL) !=
+				SQLITE_OK))) {
+		ret = -EIO;
+		goto out;
+	}
+	json_array_foreach(rows, ri, row) {
+		for (int k = 0; k <= f->ncols; k++)
+			if (bind_json(ins, k + 1, json_array_get(row, (size_t)k), f->hex_col >= 0 && k - 1 == f->hex_col) != SQLITE_OK) {
+				ret = -EPROTO;
+				goto out;
+			}
+		if (events) {
+			int64_t py = intern_py(db, put, get, row, (size_t)f->ncols + 1);
+			if (py < 0) {
+				ret = -EIO;
+				goto out;
+			}
+			if (py)
+				sqlite3_bind_int64(ins, f->ncols + 2, py);
+			else
+				sqlite3_bind_null(ins, f->ncols + 2);
+		}
+		/* NOT NULL columns an agent left empty reject the row alone. */
+		int rc = sqlite3_step(ins);
+		sqlite3_reset(ins);
+		if (rc != SQLITE_DONE && rc != SQLITE_CONSTRAINT) {
+			ret = cw_sqlite_errno(rc);
+			goto out;
+		}
+	}
+out:
+	sqlite3_finalize(ins);
+	sqlite3_finalize(put);
+	sqlite3_finalize(get);
+	return ret;
+}
+
+static json_t *request(const struct cw_fleet_fetch *f, int64_t a, int64_t b, int64_t limit)
+{
+	json_t *p = json_array();
+	int64_t v[3] = { a, b, limit };
+
+	for (int i = 0; i < f->nparams; i++)
+		json_array_append_new(p, json_integer(v[i]));
+	return json_pack("{s:s,s:o,s:I}", "sql", f->select, "params", p, "max_rows", (json_int_t)limit);
+}
+
+void cw_fleet_warns_free(struct cw_fleet_warns *w)
+{
+	for (int i = 0; i < w->n; i++)
+		free(w->v[i]);
+	free(w->v);
+	w->v = NULL;
+	w->n = 0;
+}
+
+int cw_fleet_fetch_rows(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_fleet_fetch *f, int64_t a,
+			int64_t b, int64_t limit, int events, struct cw_fleet_warns *w, char *err, size_t errlen)
+{
+	struct cw_fleet_result res;
+	json_t *req = request(f, a, b, limit), *merged = NULL;
+	int ret;
+
+	ret = cw_fleet_query_req(fo, req, &merged, &res, err, errlen);
+	json_decref(req);
+	cw_fleet_warns_add(w, &res);
+	if (!ret && (ret = cw_exec(db, "BEGIN")) == 0) {
+		ret = put_rows(db, f, merged, events);
+		cw_exec(db, ret ? "ROLLBACK" : "COMMIT");
+		if (ret)
+			snprintf(err, errlen, "storing the agents' rows: %s",
+				 ret == -EPROTO ? "unexpected columns or values" : strerror(-ret));
+	}
+	json_decref(merged);
+	cw_fleet_result_free(&res);
+	return ret;
+}
+
+int cw_fleet_fetch_into(sqlite3 *db, const struct cw_fleet_opts *fo, const char *select, const char *insert, int ncols,
+			int nparams, int64_t a, int64_t b, int64_t limit, void (*warn)(void *arg, const char *msg),
+			void *warn_arg, char *err, size_t errlen)
+{
+	struct cw_fleet_fetch f = { select, insert, ncols, -1, nparams };
+	struct cw_fleet_warns wr = { .fn = warn, .arg = warn_arg };
+	int ret = cw_fleet_fetch_rows(db, fo, &f, a, b, limit, 0, &wr, err, errlen);
+
+	cw_fleet_warns_free(&wr);
+	return ret;
+}
+
+int cw_fleet_tmp_open(struct cw_fleet_tmp *t, const char *tag, const char *name, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->dir, sizeof(t->dir), "/tmp/causeway-%s-XXXXXX", tag);
+	if (!mkdtemp(t->dir)) {
+		int e = errno;
+
+		t->dir[0] = '\0';
+		snprintf(err, errlen, "cannot create a temporary directory: %s", strerror(e));
+		return -e;
+	}
+	snprintf(t->path, sizeof(t->path), "%s/%s", t->dir, name);
+	return cw_store_open(&t->st, t->path, CW_STORE_CREATE, err, errlen);
+}
+
+void cw_fleet_tmp_close(struct cw_fleet_tmp *t)
+{
+	cw_store_close(t->st);
+	t->st = NULL;
+	if (t->path[0])
+		cw_store_remove_files(t->path);
+	if (t->dir[0])
+		rmdir(t->dir);
+}

@@ -1,0 +1,174 @@
+/* The one-shot dump behind `causeway where PID` and the MCP where tool:
+ * every thread's Python stack (the executing line of each frame) and
+ * native stack.
+ *
+ * The process is stopped with ptrace for the moment of the dump so the
+ * Python frame chains and registers are read consistently, then resumed.
+ * Without ptrace (already traced, or --no-native) the Python frames are
+ * read from the running process, which can race with it; the walker
+ * tolerates that by validating every pointer. */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyframe/framewalk.h"
+#include "pyframe/resolver.h"
+#include "symbol/fpstack.h"
+#include "symbol/symbolizer.h"
+#include "where/where.h"
+
+#define NATIVE_MAX 64
+
+static json_t *python_frames(struct cw_pyres *r, struct cw_py_proc *p, uint64_t frame, int *truncated)
+{
+	static struct cw_py_frame frames[CW_PY_WALK_MAX];
+	json_t *arr = json_array();
+	int n, i;
+
+	n = cw_py_walk(p, frame, frames, CW_PY_WALK_MAX, truncated);
+	for (i = 0; i < n; i++) {
+		struct cw_py_location loc;
+
+		if (cw_pyres_resolve(r, (uint32_t)p->pid, frames[i].code, frames[i].lasti, &loc))
+			json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "file", "?", "function", "?", "line", 0));
+		else
+			json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "file", loc.file, "function",
+							     loc.function, "line", loc.line));
+	}
+	if (n < 0)
+		*truncated = 1;
+	return arr;
+}
+
+/* One dump at a time: the frame buffers are large and static. */
+int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errlen)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static struct cw_py_thread pyth[CW_PY_MAX_THREADS];
+	static struct cw_stopped stopped;
+	struct cw_pyres *res = NULL;
+	struct cw_symz *symz = NULL;
+	struct cw_py_proc *p;
+	struct cw_rmem mem;
+	int npy = 0, i, rc = 0, nstopped = -1, pyerr = 0;
+	char why[256] = "", ver[32];
+	json_t *root = NULL, *threads;
+
+	*out = NULL;
+	pthread_mutex_lock(&mu);
+	cw_rmem_init_pid(&mem, (pid_t)pid);
+	if (cw_pyres_new(&res) || cw_symz_new(&symz)) {
+		snprintf(err, errlen, "where: out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (native) {
+		nstopped = cw_threads_stop((pid_t)pid, &stopped);
+		if (nstopped == -ESRCH) {
+			snprintf(err, errlen, "where: no process %ld", pid);
+			rc = -ESRCH;
+			goto out;
+		}
+	}
+	p = cw_pyres_proc(res, (uint32_t)pid, why, sizeof(why));
+	if (!p && strstr(why, "no process")) {
+		snprintf(err, errlen, "where: %s", why);
+		rc = -ESRCH;
+		goto out;
+	}
+	root = json_pack("{s:I}", "pid", (json_int_t)pid);
+	threads = json_array();
+	json_object_set_new(root, "threads", threads);
+	if (p) {
+		if (p->off.version_hex)
+			snprintf(ver, sizeof(ver), "%u.%u.%u", p->off.version_hex >> 24, (p->off.version_hex >> 16) & 0xff,
+				 (p->off.version_hex >> 8) & 0xff);
+		else
+			snprintf(ver, sizeof(ver), "3.%d", p->off.minor);
+		json_object_set_new(root, "python", json_string(ver));
+		json_object_set_new(root, "runtime_binary", json_string(p->binary));
+		npy = cw_py_threads(p, pyth, CW_PY_MAX_THREADS);
+		if (npy < 0) {
+			snprintf(why, sizeof(why), "cannot read the thread list (%s)", strerror(-npy));
+			json_object_set_new(root, "python_error", json_string(why));
+			pyerr = 1;
+			npy = 0;
+		}
+	} else {
+		json_object_set_new(root, "python_error", json_string(why));
+		/* a Python the walker cannot read is an error; no Python at all is not */
+		pyerr = !strstr(why, "no python runtime");
+	}
+	/* Threads in kernel order when stopped (all of them), else the Python
+	 * thread states; Python threads whose TID is unknown are listed last. */
+	if (nstopped < 0) {
+		stopped.n = 0;
+		for (i = 0; i < npy && stopped.n < CW_FP_MAX_TIDS; i++)
+			stopped.tids[stopped.n++] = (pid_t)pyth[i].tid;
+	}
+	for (i = 0; i < stopped.n; i++) {
+		json_t *t = json_pack("{s:I,s:b}", "tid", (json_int_t)stopped.tids[i], "main", stopped.tids[i] == pid);
+		int k, truncated = 0;
+
+		for (k = 0; k < npy; k++) {
+			if (pyth[k].tid && (pid_t)pyth[k].tid == stopped.tids[i]) {
+				json_object_set_new(t, "python", python_frames(res, p, pyth[k].frame, &truncated));
+				if (truncated)
+					json_object_set_new(t, "python_truncated", json_true());
+				pyth[k].tid = 0;
+				pyth[k].tstate = 0;
+			}
+		}
+		if (!json_object_get(t, "python"))
+			json_object_set_new(t, "python", json_array());
+		if (native && stopped.held[i]) {
+			uint64_t ips[NATIVE_MAX];
+			json_t *nat = json_array();
+			int n = cw_thread_native_stack((pid_t)pid, stopped.tids[i], &mem, ips, NATIVE_MAX);
+
+			for (k = 0; k < n; k++) {
+				char sym[600];
+
+				/* a return address can be the first byte after a
+				 * noreturn call, i.e. the next function: look up the
+				 * call instruction instead (ip - 1), as perf does */
+				if (cw_symz_symbolize(symz, (uint32_t)pid, k ? ips[k] - 1 : ips[k], sym, sizeof(sym)))
+					snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)ips[k]);
+				json_array_append_new(nat, json_string(sym));
+			}
+			json_object_set_new(t, "native", nat);
+		} else if (native) {
+			json_object_set_new(t, "native_error",
+					    json_string(nstopped < 0 ? strerror(-nstopped) : "thread could not be stopped"));
+		}
+		json_array_append_new(threads, t);
+	}
+	for (i = 0; i < npy; i++) {
+		json_t *t;
+		int truncated = 0;
+
+		if (!pyth[i].tstate)
+			continue; /* listed above */
+		t = json_pack("{s:i,s:b}", "tid", (int)pyth[i].tid, "main", 0);
+		json_object_set_new(t, "python", python_frames(res, p, pyth[i].frame, &truncated));
+		json_array_append_new(threads, t);
+	}
+	if (nstopped >= 0)
+		cw_threads_resume(&stopped);
+	if (pyerr)
+		rc = -ENOEXEC;
+	*out = root;
+	root = NULL;
+out:
+	if (nstopped >= 0)
+		cw_threads_resume(&stopped);
+	json_decref(root);
+	cw_symz_free(symz);
+	cw_pyres_free(res);
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
