@@ -491,22 +491,6 @@ static void reject(struct cw_fleet_result *r, int i, const char *why)
 	r->nok--;
 }
 
-int cw_fleet_query(const struct cw_fleet_opts *o, const char *sql, json_t **merged,
-		   struct cw_fleet_result *out, char *err, size_t errlen)
-{
-	json_t *req = json_pack("{s:s}", "sql", sql);
-	int rc;
-
-	if (!req) {
-		*merged = NULL;
-		memset(out, 0, sizeof(*out));
-		return -ENOMEM;
-	}
-	rc = cw_fleet_query_req(o, req, merged, out, err, errlen);
-	json_decref(req);
-	return rc;
-}
-
 int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merged,
 		       struct cw_fleet_result *out, char *err, size_t errlen)
 {

@@ -65,15 +65,12 @@ void cw_fleet_free_nodes(char **nodes);
 int cw_fleet_fetch(const struct cw_fleet_opts *o, const char *path, const char *post_json,
 		   struct cw_fleet_result *out, char *err, size_t errlen);
 
-/* Read-only SQL on every node; *merged is
+/* Read-only SQL on every node, the request body {"sql", "params": [...],
+ * "max_rows"}; *merged is
  *   {"columns": ["node", ...], "rows": [["<node>", ...], ...],
  *    "warnings": [...], "nodes": [...per-node status...]}
  * with rows in node order. Nodes whose columns differ from the first
  * answer are left out with a warning. */
-int cw_fleet_query(const struct cw_fleet_opts *o, const char *sql, json_t **merged,
-		   struct cw_fleet_result *out, char *err, size_t errlen);
-
-/* The same with a full request body: {"sql", "params": [...], "max_rows"}. */
 int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merged,
 		       struct cw_fleet_result *out, char *err, size_t errlen);
 

@@ -178,14 +178,12 @@ int64_t cw_writer_intern_pystack(struct cw_writer *w, uint64_t hash, int depth, 
  * callers can skip building the frames text. */
 int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id);
 
-/* Counters are summed in memory and written on flush (absolute values). */
-void cw_writer_counter_add(struct cw_writer *w, const char *name, uint64_t delta);
+/* Counters are kept in memory and written on flush (absolute values). */
 void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value);
 
 /* Opens a batch now. Returns 0, -EBUSY when another process holds the
  * write lock (nothing counted as failed), or -errno. */
 int cw_writer_try_begin(struct cw_writer *w);
-int cw_writer_in_tx(const struct cw_writer *w);
 /* The session rows belong to once its row exists (written late when the
  * store was locked at start). Call between batches. */
 void cw_writer_set_session(struct cw_writer *w, int64_t session_id);

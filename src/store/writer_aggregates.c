@@ -115,14 +115,6 @@ static struct counter *counter_slot(struct cw_writer *w, const char *name)
 	return &w->counters[i];
 }
 
-void cw_writer_counter_add(struct cw_writer *w, const char *name, uint64_t delta)
-{
-	struct counter *c = counter_slot(w, name);
-
-	if (c)
-		c->value += delta;
-}
-
 void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value)
 {
 	struct counter *c = counter_slot(w, name);

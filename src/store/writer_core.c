@@ -96,11 +96,6 @@ int cw_writer_try_begin(struct cw_writer *w)
 	return writer_begin(w);
 }
 
-int cw_writer_in_tx(const struct cw_writer *w)
-{
-	return w->in_tx;
-}
-
 int64_t cw_writer_session(const struct cw_writer *w)
 {
 	return w->session_id;
