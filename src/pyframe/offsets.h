@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pyframe/rmem.h"
+#include "util/rmem.h"
 
 /* The frame layout family: decides how the walker steps. */
 enum cw_py_frame_kind {

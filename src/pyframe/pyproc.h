@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "pyframe/offsets.h"
-#include "pyframe/rmem.h"
+#include "util/rmem.h"
 
 struct cw_py_proc {
 	pid_t pid;

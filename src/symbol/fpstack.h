@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pyframe/rmem.h"
+#include "util/rmem.h"
 
 #define CW_FP_MAX_TIDS 1024
 

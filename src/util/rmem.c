@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "pyframe/rmem.h"
+#include "util/rmem.h"
 
 #include <errno.h>
 #include <sys/uio.h>

@@ -5,8 +5,8 @@
  * capped in size, addresses are checked to be canonical user addresses, and
  * callers copy before they parse. Tests and fuzzers plug a fake memory in
  * through the same struct, so the walker never knows which one it reads. */
-#ifndef CW_PYFRAME_RMEM_H
-#define CW_PYFRAME_RMEM_H
+#ifndef CW_UTIL_RMEM_H
+#define CW_UTIL_RMEM_H
 
 #include <stddef.h>
 #include <stdint.h>
