@@ -14,6 +14,7 @@
 
 #include "analysis/explain.h"
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "cmd/tenant_opts.h"
 #include "config/config.h"
 #include "fleet/fanout_nccl.h"
@@ -413,21 +414,15 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 			fleet_usage("query");
 			rc = CW_EXIT_OK;
 			goto out;
-		case ':':
-			cw_report_error(json, "query: option \"%s\" needs a value", argv[optind - 1]);
-			rc = CW_EXIT_USAGE;
-			goto out;
 		default:
-			cw_report_error(json, "query: unknown option \"%s\"", argv[optind - 1]);
-			rc = CW_EXIT_USAGE;
+			rc = cw_opt_error(json, "query", c, argv);
 			goto out;
 		}
 	}
 	if (optind < argc)
 		sql = argv[optind++];
 	if (optind < argc) {
-		cw_report_error(json, "query: unexpected argument \"%s\"", argv[optind]);
-		rc = CW_EXIT_USAGE;
+		rc = cw_opt_unexpected(json, "query", argv[optind]);
 		goto out;
 	}
 	if (sql && !strcmp(sql, "-") && !(sql = stdin_sql = read_stdin())) {
@@ -748,13 +743,8 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 			fleet_usage("explain");
 			rc = CW_EXIT_OK;
 			goto out;
-		case ':':
-			cw_report_error(json, "explain: option \"%s\" needs a value", argv[optind - 1]);
-			rc = CW_EXIT_USAGE;
-			goto out;
 		default:
-			cw_report_error(json, "explain: unknown option \"%s\"", argv[optind - 1]);
-			rc = CW_EXIT_USAGE;
+			rc = cw_opt_error(json, "explain", c, argv);
 			goto out;
 		}
 		if (rc) {
@@ -764,8 +754,7 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		cw_report_error(json, "explain: unexpected argument \"%s\"", argv[optind]);
-		rc = CW_EXIT_USAGE;
+		rc = cw_opt_unexpected(json, "explain", argv[optind]);
 		goto out;
 	}
 	if ((cw_global_node && add_param(&q, "node", cw_global_node)) || add_tenant_params(&q, &tf)) {
