@@ -57,12 +57,7 @@ json_t *cw_api_python(sqlite3_stmt *st, int i);
  * 0 when empty). */
 int cw_api_data_range(sqlite3 *db, uint64_t *from, uint64_t *to);
 
-struct cw_chain;
 struct cw_explain_result;
-/* The window of a chain's thread timeline: its timeline entries to the end
- * of its slowest call, padded 20 % on each side (what timeline?chain=
- * reads). */
-void cw_chain_window(const struct cw_chain *ch, const struct cw_explain_result *res, uint64_t *from, uint64_t *to);
 /* Adds "timeline_window" {from_ns, to_ns, pid, tid} to each chain of the
  * /chains answer j, so a page asks /timeline without a second explain. */
 void cw_chains_add_windows(const struct cw_explain_result *res, json_t *j);
