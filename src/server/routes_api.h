@@ -7,8 +7,6 @@
 
 /* The query-string value of k, NULL when absent. */
 const char *cw_api_arg(struct MHD_Connection *c, const char *k);
-/* HTTP status for an error opening the database (503 unreadable, else 500). */
-int cw_api_db_status(int rc);
 /* Opens the read-only connection with the request's deadline; on failure
  * fills r and returns -errno. */
 int cw_api_open(struct cw_server *s, sqlite3 **db, uint64_t *deadline, struct cw_reply *r);
