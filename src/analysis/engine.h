@@ -134,9 +134,6 @@ void cw_sysctx_free(struct cw_sysctx *sys);
  * fills ctx->calls, culprits and totals. Returns the slow-call count or -errno. */
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid);
 void cw_probe_free(struct cw_rule_ctx *ctx);
-/* Loads the node's block I/O of the window once (a seek on the partial
- * index events_io); probe.c calls it only when a slow call was blocked. */
-int cw_sysctx_need_io(struct cw_sysctx *sys);
 /* Loads the node's TCP retransmits of the window once (network rule). */
 int cw_sysctx_need_retx(struct cw_sysctx *sys);
 /* Whether the per-second aggregates count any call of source in wall

@@ -244,7 +244,9 @@ int cw_sysctx_load(sqlite3 *db, const char *node, uint64_t from_wall, uint64_t t
 	return 0;
 }
 
-int cw_sysctx_need_io(struct cw_sysctx *sys)
+/* Loads the node's block I/O of the window once (a seek on the partial
+ * index events_io); called only when a slow call was blocked. */
+static int cw_sysctx_need_io(struct cw_sysctx *sys)
 {
 	if (sys->io_loaded)
 		return 0;

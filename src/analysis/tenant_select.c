@@ -102,7 +102,9 @@ static int add_pid(int64_t *v, int *n, int64_t pid)
 	return 1;
 }
 
-int cw_tenant_select_pids(sqlite3 *db, const uint64_t *ids, int nids, int64_t **pids)
+/* The pids that ran in those cgroups (processes rows, else events).
+ * Returns the count or -errno. */
+static int cw_tenant_select_pids(sqlite3 *db, const uint64_t *ids, int nids, int64_t **pids)
 {
 	/* Then, for a process without a row (a demo's neighbour, an old
 	 * trace), its events. */

@@ -17,9 +17,6 @@
 /* The cgroup ids matching any of f[0..nf) (malloc'd in *ids). Returns the
  * count (0: nothing matched) or -errno. */
 int cw_tenant_select_cgroups(sqlite3 *db, const struct cw_tenant_filter *f, int nf, uint64_t **ids);
-/* The pids that ran in those cgroups (processes rows, else events).
- * Returns the count or -errno. */
-int cw_tenant_select_pids(sqlite3 *db, const uint64_t *ids, int nids, int64_t **pids);
 
 /* Both steps: the pids the filters select. Returns the count (0: no
  * process matched, which is an empty answer, not "no filter") or -errno.

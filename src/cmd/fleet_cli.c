@@ -167,7 +167,8 @@ void cw_fleet_cli_release(struct cw_fleet_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
-void cw_fleet_print_warnings(const struct cw_fleet_result *r)
+/* Prints the fan-out warnings on stderr ("causeway: warning: ..."). */
+static void cw_fleet_print_warnings(const struct cw_fleet_result *r)
 {
 	for (int i = 0; i < r->nwarnings; i++)
 		cw_warn("%s", r->warnings[i]);
@@ -196,7 +197,9 @@ static int cell(json_t *v, struct cw_ro_value *c)
 	return 0;
 }
 
-int cw_fleet_rows_to_result(json_t *merged, struct cw_ro_result **out)
+/* Converts a merged fan-out answer ({"columns", "rows"}) into the row
+ * result type the query printers take. */
+static int cw_fleet_rows_to_result(json_t *merged, struct cw_ro_result **out)
 {
 	json_t *cols = json_object_get(merged, "columns"), *rows = json_object_get(merged, "rows");
 	struct cw_ro_result *r;

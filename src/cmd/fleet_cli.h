@@ -23,13 +23,6 @@ int cw_fleet_cli_wanted(int argc, char **argv);
 int cw_fleet_cli_extract(int *argc, char **argv, int json, struct cw_fleet_opts *o);
 void cw_fleet_cli_release(struct cw_fleet_opts *o);
 
-/* Prints the fan-out warnings on stderr ("causeway: warning: ..."). */
-void cw_fleet_print_warnings(const struct cw_fleet_result *r);
-
-/* Converts a merged fan-out answer ({"columns", "rows"}) into the row
- * result type the query printers take. */
-int cw_fleet_rows_to_result(json_t *merged, struct cw_ro_result **out);
-
 /* Row printer of the calling command: fmt 0 text, 1 JSON, 2 CSV. */
 typedef int (*cw_fleet_rows_printer)(const struct cw_ro_result *r, int fmt);
 

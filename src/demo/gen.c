@@ -71,7 +71,8 @@ uint64_t cw_demo_rng_range(struct cw_demo_rng *r, uint64_t lo, uint64_t hi)
 	return lo + cw_demo_rng_next(r) % (hi - lo + 1);
 }
 
-double cw_demo_rng_normal(struct cw_demo_rng *r)
+/* Standard normal (Box-Muller). */
+static double cw_demo_rng_normal(struct cw_demo_rng *r)
 {
 	double u = cw_demo_rng_unit(r), v = cw_demo_rng_unit(r);
 

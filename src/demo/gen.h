@@ -36,8 +36,6 @@ uint64_t cw_demo_rng_next(struct cw_demo_rng *r);
 double cw_demo_rng_unit(struct cw_demo_rng *r);
 /* Uniform integer in [lo, hi]. */
 uint64_t cw_demo_rng_range(struct cw_demo_rng *r, uint64_t lo, uint64_t hi);
-/* Standard normal (Box-Muller). */
-double cw_demo_rng_normal(struct cw_demo_rng *r);
 /* x * exp(sigma * N(0,1)), clamped to [x / cap, x * cap]: a log-normal
  * jitter without the long tail that would look like an anomaly. */
 uint64_t cw_demo_jitter(struct cw_demo_rng *r, uint64_t x, double sigma, double cap);

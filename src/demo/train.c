@@ -79,7 +79,8 @@ void cw_demo_plan_stretch(struct cw_demo_plan *p, uint64_t extra)
 	p->dur += extra;
 }
 
-uint64_t cw_demo_plan_offtime(const struct cw_demo_plan *p)
+/* Total off-CPU time already planned. */
+static uint64_t cw_demo_plan_offtime(const struct cw_demo_plan *p)
 {
 	uint64_t s = 0;
 

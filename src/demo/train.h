@@ -55,8 +55,6 @@ void cw_demo_plan_off(struct cw_demo_plan *p, uint64_t len, int reason, const st
 		      const struct cw_demo_task *waker);
 /* Lengthens the plan by extra spent on CPU (spinning, copying). */
 void cw_demo_plan_stretch(struct cw_demo_plan *p, uint64_t extra);
-/* Total off-CPU time already planned. */
-uint64_t cw_demo_plan_offtime(const struct cw_demo_plan *p);
 
 struct cw_demo_train;
 

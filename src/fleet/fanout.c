@@ -440,7 +440,9 @@ out:
 	return rc;
 }
 
-json_t *cw_fleet_nodes_json(const struct cw_fleet_result *r)
+/* Per-node status and skew as JSON: [{"addr","node","ok","status",
+ * "elapsed_ms","skew":{"offset_ns","rtt_ns","samples"}|null}]. */
+static json_t *cw_fleet_nodes_json(const struct cw_fleet_result *r)
 {
 	json_t *a = json_array();
 

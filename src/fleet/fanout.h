@@ -81,10 +81,6 @@ int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merg
 int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **merged,
 		    struct cw_fleet_result *out, char *err, size_t errlen);
 
-/* Per-node status and skew as JSON: [{"addr","node","ok","status",
- * "elapsed_ms","skew":{"offset_ns","rtt_ns","samples"}|null}]. */
-json_t *cw_fleet_nodes_json(const struct cw_fleet_result *r);
-
 void cw_fleet_result_free(struct cw_fleet_result *r);
 
 #endif

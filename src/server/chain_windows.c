@@ -10,7 +10,11 @@
 /* A chain's window is padded by this share of its length on each side. */
 #define CHAIN_PAD 0.2
 
-void cw_chain_window(const struct cw_chain *ch, const struct cw_explain_result *res, uint64_t *from, uint64_t *to)
+/* The window of a chain's thread timeline: its timeline entries to the end
+ * of its slowest call, padded 20 % on each side (what timeline?chain=
+ * reads). */
+static void cw_chain_window(const struct cw_chain *ch, const struct cw_explain_result *res, uint64_t *from,
+			    uint64_t *to)
 {
 	uint64_t lo = UINT64_MAX, hi = 0, pad;
 

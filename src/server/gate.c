@@ -20,9 +20,10 @@ int cw_token_hash(const char *tok, uint8_t out[32])
 	return gnutls_hash_fast(GNUTLS_DIG_SHA256, tok, strlen(tok), out) < 0 ? -EIO : 0;
 }
 
-/* Comparing SHA-256 digests makes the time independent of both the content
- * and the length of what the client sent. */
-int cw_token_equal_hashed(const uint8_t want_hash[32], const char *got)
+/* 1 when got matches the token hashed in want_hash. Comparing SHA-256
+ * digests makes the time independent of both the content and the length of
+ * what the client sent. */
+static int cw_token_equal_hashed(const uint8_t want_hash[32], const char *got)
 {
 	uint8_t h[32];
 	unsigned diff = 0;

@@ -71,8 +71,6 @@ int cw_gate_check(struct cw_server *s, struct MHD_Connection *c, struct cw_reply
 /* After a refusal: the same answer as an HTML page for a browser opening
  * the dashboard (GET of a non-API path that accepts text/html). */
 void cw_gate_page(struct MHD_Connection *c, const char *method, const char *url, struct cw_reply *r);
-/* 1 when the two strings are equal, in time independent of their content. */
-int cw_token_equal_hashed(const uint8_t want_hash[32], const char *got);
 int cw_token_hash(const char *tok, uint8_t out[32]);
 
 /* Routes. body is the request body (NUL-terminated) for POST. */

@@ -7,8 +7,6 @@
 
 /* The query-string value of k, NULL when absent. */
 const char *cw_api_arg(struct MHD_Connection *c, const char *k);
-/* HTTP status for an error opening the database (503 unreadable, else 500). */
-int cw_api_db_status(int rc);
 /* Opens the read-only connection with the request's deadline; on failure
  * fills r and returns -errno. */
 int cw_api_open(struct cw_server *s, sqlite3 **db, uint64_t *deadline, struct cw_reply *r);
@@ -57,12 +55,7 @@ json_t *cw_api_python(sqlite3_stmt *st, int i);
  * 0 when empty). */
 int cw_api_data_range(sqlite3 *db, uint64_t *from, uint64_t *to);
 
-struct cw_chain;
 struct cw_explain_result;
-/* The window of a chain's thread timeline: its timeline entries to the end
- * of its slowest call, padded 20 % on each side (what timeline?chain=
- * reads). */
-void cw_chain_window(const struct cw_chain *ch, const struct cw_explain_result *res, uint64_t *from, uint64_t *to);
 /* Adds "timeline_window" {from_ns, to_ns, pid, tid} to each chain of the
  * /chains answer j, so a page asks /timeline without a second explain. */
 void cw_chains_add_windows(const struct cw_explain_result *res, json_t *j);

@@ -17,7 +17,8 @@ const char *cw_api_arg(struct MHD_Connection *c, const char *k)
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
 }
 
-int cw_api_db_status(int rc)
+/* HTTP status for an error opening the database (503 unreadable, else 500). */
+static int cw_api_db_status(int rc)
 {
 	return rc == -ENOENT || rc == -EBUSY || rc == -ENOTSUP || rc == -EPROTO || rc == -EACCES ||
 			       rc == -EIO

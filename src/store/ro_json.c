@@ -68,7 +68,9 @@ json_t *cw_ro_value_json(const struct cw_ro_value *v)
 	}
 }
 
-json_t *cw_ro_row_json(int ncols, const char *const *names, const struct cw_ro_value *vals)
+/* Row object for one row; repeated column names get a "_2", "_3" suffix
+ * so no value is silently overwritten. */
+static json_t *cw_ro_row_json(int ncols, const char *const *names, const struct cw_ro_value *vals)
 {
 	json_t *o = json_object();
 	int i;

@@ -117,9 +117,6 @@ json_t *cw_ro_value_json(const struct cw_ro_value *v);
  * boolean as 0/1; strings point into v). Returns 0 or -EINVAL for arrays
  * and objects. */
 int cw_ro_value_from_json(json_t *v, struct cw_ro_value *p);
-/* Row object for one row; repeated column names get a "_2", "_3" suffix
- * so no value is silently overwritten. */
-json_t *cw_ro_row_json(int ncols, const char *const *names, const struct cw_ro_value *vals);
 /* The whole result as a JSON array of row objects. */
 json_t *cw_ro_result_json(const struct cw_ro_result *r);
 

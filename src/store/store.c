@@ -137,7 +137,9 @@ static void configure_sqlite_once(void)
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
-void cw_sqlite_global_init(void)
+/* Process-wide SQLite settings; cw_store_open calls it before its first
+ * open. */
+static void cw_sqlite_global_init(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 

@@ -52,10 +52,6 @@ int cw_store_lock_for_replace(const char *path);
 /* Removes a database file and its side files (-wal, -shm, -journal). */
 void cw_store_remove_files(const char *path);
 
-/* Process-wide SQLite settings; cw_store_open calls it, other modules that
- * open connections of their own call it first too. */
-void cw_sqlite_global_init(void);
-
 /* A -errno from the store in words, "disk full (...)" for -ENOSPC. */
 const char *cw_store_strerror(int code);
 

@@ -37,6 +37,8 @@ for bad in -1 12x "" 99999999999999999999999 " 5"; do
 	expect 2 "bad --seed '$bad'" -- demo healthy --seed "$bad" --db "$tmp/x.db"
 done
 expect 6 "unwritable --db" -- demo healthy --db "$tmp/no/such/dir/x.db"
+# A path with no room for its ".tmp" sibling is a bad argument, not a database error.
+expect 2 "--db path too long" -- demo healthy --db "$tmp/$(printf 'a%.0s' $(seq 1 4100))"
 chmod 500 "$tmp" 2>/dev/null
 if [ "$(id -u)" -ne 0 ]; then
 	expect 6 "read-only directory" -- demo healthy --db "$tmp/ro.db"

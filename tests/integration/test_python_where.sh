@@ -104,5 +104,8 @@ fi
 [ "$rc" = 2 ] && grep -q '"error": *"where: invalid pid' "$tmp/got" || { echo "FAIL bad pid: rc=$rc"; fail=1; }
 "$CW_BIN" where 999999999 2>/dev/null; rc=$?
 [ "$rc" = 2 ] || [ "$rc" = 5 ] || { echo "FAIL missing pid: rc=$rc"; fail=1; }
+# In range but above any pid_max (at most 4194304, pids stay below it): no such process, exit 5.
+"$CW_BIN" where --json 4194304 > "$tmp/got"; rc=$?
+[ "$rc" = 5 ] && grep -q '"error": *"where: no process 4194304"' "$tmp/got" || { echo "FAIL no process: rc=$rc"; fail=1; }
 "$CW_BIN" where --help | grep -q "usage: causeway where" || { echo "FAIL --help"; fail=1; }
 exit $fail
