@@ -87,6 +87,10 @@ part2() {
 part3() {
 	db=$D/live.db
 	"$CW_BIN" demo healthy --db "$db" >/dev/null || fail "demo db"
+	# Emptied here, not by the background job's redirection, which may
+	# run after the first look below: part 2's "recording" must not be
+	# taken for this trace's.
+	: >"$D/err"
 	LD_LIBRARY_PATH=$FIX/fakecuda "$CW_BIN" trace --db "$db" --no-view --cuda-lib "$LIB" -- \
 		"$FIX/fake_workload" -T 3 -r 2000 -m sync >"$D/out" 2>"$D/err" &
 	tpid=$!
