@@ -84,6 +84,24 @@ static void stop_services(struct trace *t)
 	cw_live_metrics_free(t->metrics);
 }
 
+/* The disk filled: the last batch, the counters that say what was lost,
+ * goes into the room set aside at start. A batch that still fails (rows
+ * queued since the last commit, counted as failed with it) leaves the
+ * counters alone for one more. */
+static void store_losses_on_full_disk(struct trace *t)
+{
+	struct cw_writer_stats ws;
+
+	if (!t->w || !t->reserve.held)
+		return;
+	cw_writer_get_stats(t->w, &ws);
+	if (!ws.failing || ws.last_error != -ENOSPC)
+		return;
+	cw_store_reserve_release(&t->reserve);
+	if (cw_writer_flush(t->w))
+		cw_writer_flush(t->w);
+}
+
 void trace_session_end(struct trace *t, struct cw_trace_result *res)
 {
 	trace_live_stop(t);
@@ -104,6 +122,7 @@ void trace_session_end(struct trace *t, struct cw_trace_result *res)
 	trace_gpu_stop(t->gpu); /* before the writer: it writes with it */
 	if (t->w)
 		t->session_id = cw_writer_session(t->w);
+	store_losses_on_full_disk(t);
 	if (t->w && cw_writer_free(t->w))
 		res->writer_failed = 1;
 	t->w = NULL; /* its thread is gone: the connection is the main thread's */
@@ -118,6 +137,7 @@ void trace_session_end(struct trace *t, struct cw_trace_result *res)
 	cw_kernel_probes_close(t->kp);
 	cw_trace_view_free(t->view);
 	cw_store_close(t->st);
+	cw_store_reserve_release(&t->reserve);
 	res->lock_failed = t->lock_failed;
 	res->child_done = t->child_done;
 	res->child_status = t->status;

@@ -19,6 +19,7 @@
 #include "loader/sysinfo.h"
 #include "loader/uprobe_attach.h"
 #include "pipeline/pipeline.h"
+#include "store/reserve.h"
 #include "store/store.h"
 #include "store/writer.h"
 #include "trace/trace.h"
@@ -29,6 +30,7 @@ struct trace {
 	struct cw_trace_opts o;
 	const struct cw_trace_hooks *hooks;
 	struct cw_store *st;
+	struct cw_store_reserve reserve; /* room for the last batch on a full disk */
 	struct cw_writer *w;
 	struct cw_pipeline *pipe;
 	int64_t session_id;

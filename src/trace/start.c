@@ -73,7 +73,13 @@ static int step_store(struct trace *t, char *err, size_t errlen)
 {
 	int rc = cw_store_open(&t->st, t->o.db, CW_STORE_CREATE, err, errlen);
 
-	return rc < 0 ? rc : rc ? -EIO : 0;
+	if (rc)
+		return rc < 0 ? rc : -EIO;
+	/* Best effort: without it, a full disk may keep the loss counters
+	 * out of the database (they are still said on stderr). */
+	if (cw_store_reserve_take(&t->reserve, t->o.db))
+		cw_debug("no room reserved beside \"%s\"", t->o.db);
+	return 0;
 }
 
 static int step_spawn(struct trace *t, char *err, size_t errlen)
