@@ -48,16 +48,10 @@ int tool_duration(json_t *args, const char *k, uint64_t *ns, char *err, size_t e
 
 int tool_open_db(struct cw_mcp_call *c, sqlite3 **db, char *err, size_t errlen)
 {
-	struct cw_store *st;
 	int rc;
 
-	*db = NULL;
-	rc = cw_store_open(&st, c->cfg->db_path, CW_STORE_READONLY, err, errlen);
-	if (rc)
+	if ((rc = cw_store_open_reader(db, c->cfg->db_path, err, errlen)))
 		return rc;
-	*db = st->db;
-	st->db = NULL;
-	cw_store_close(st);
 	sqlite3_progress_handler(*db, 1000, stop_handler, c);
 	return 0;
 }

@@ -13,16 +13,11 @@ static int progress_deadline(void *arg)
 int cw_server_open_db(struct cw_server *s, sqlite3 **out, uint64_t *deadline, char *err,
 		      size_t errlen)
 {
-	struct cw_store *st;
 	int rc;
 
-	rc = cw_store_open(&st, s->db_path, CW_STORE_READONLY, err, errlen);
-	if (rc)
+	/* The route owns the connection. */
+	if ((rc = cw_store_open_reader(out, s->db_path, err, errlen)))
 		return rc;
-	/* Keep the handle, drop the wrapper: the route owns the connection. */
-	*out = st->db;
-	st->db = NULL;
-	cw_store_close(st);
 	*deadline = cw_monotonic_ns() + s->timeout_ns;
 	sqlite3_progress_handler(*out, 1000, progress_deadline, deadline);
 	return 0;

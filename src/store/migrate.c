@@ -52,7 +52,7 @@ static const char schema_tenants_sql[] =
  * host-memory rules read, by time: TCP retransmits and OOM kills per node,
  * page-allocation records per process. Partial, so every other row (CUDA
  * calls, nearly all of them) pays only the test of its op; queries must
- * name the op as a literal to use them (src/analysis/rare_events.c).
+ * name the op as a literal to use them (src/store/rare_events.c).
  * events_retx covers what the network rule reads (a lossy link can leave
  * hundreds of thousands), so it never touches the table (op is a column
  * too: SQLite 3.40 does not count the partial WHERE as covered). */

@@ -365,6 +365,20 @@ void cw_store_close(struct cw_store *st)
 	free(st);
 }
 
+int cw_store_open_reader(sqlite3 **db, const char *path, char *err, size_t errlen)
+{
+	struct cw_store *st;
+	int rc;
+
+	*db = NULL;
+	if ((rc = cw_store_open(&st, path, CW_STORE_READONLY, err, errlen)))
+		return rc;
+	*db = st->db;
+	st->db = NULL;
+	cw_store_close(st);
+	return 0;
+}
+
 int cw_store_lock_for_replace(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), err;

@@ -44,6 +44,10 @@ struct cw_store {
 int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
 		  char *err, size_t errlen);
 void cw_store_close(struct cw_store *st);
+/* cw_store_open read-only, keeping only the connection (*db, closed with
+ * sqlite3_close_v2): for readers that own one per request (the API's
+ * routes, MCP tools). Same returns and err. */
+int cw_store_open_reader(sqlite3 **db, const char *path, char *err, size_t errlen);
 
 /* Takes the exclusive flock(2) of a database file a command is about to
  * replace. Returns an fd to close after the replacement, -EBUSY when a
