@@ -2,7 +2,8 @@
 # Timing-driven scenarios with the fake libcudart (calls take configured
 # times): trace records them, explain names the cause.
 #  a) a CPU hog pinned to the workload thread's CPU -> cpu_preemption, naming the hog
-#  b) direct-I/O writes while each sync waits on its own small direct write -> io_contention
+#  b) bursts of direct-I/O writes while each sync waits on its own small
+#     direct write -> io_contention
 #  c) a clean run -> no chain
 #  d) two workers, only worker 0 shares its CPU with the hog -> the
 #     preemptions and the slow calls land on worker 0's tid, not worker 1's
@@ -43,8 +44,15 @@ echo "a) $res"
 [ "$(echo "$res" | head -1)" = cpu_preemption ] || fail "a) top chain is not cpu_preemption"
 echo "$res" | grep -q stress-ng || fail "a) the hog is not named"
 
-# b) direct-I/O writes during the loop.
-( while :; do dd if=/dev/zero of="$D/big" oflag=direct bs=1M count=64 2>/dev/null; done ) &
+# b) bursts of direct-I/O writes: 250 ms of two 4 MiB writers, 250 ms
+# quiet, for the whole loop. Writers running throughout slow every sync
+# alike on some disks (no tail, so rightly no chain) and hardly at all on
+# others; bursts make a tail on any disk: syncs between bursts take
+# ~100 us, syncs inside one wait behind the writers' requests.
+( end=$((SECONDS + 6)); while [ $SECONDS -lt $end ]; do
+	for k in 1 2; do timeout 0.25 sh -c "while :; do dd if=/dev/zero of=$D/big$k oflag=direct bs=4M count=4 2>/dev/null; done" & done
+	wait; sleep 0.25
+done ) &
 bg+=($!)
 CW_FAKE_SYNC_US=0 CW_FAKE_SYNC_IO=$D/syncfile run "$D/b.db" -T 3 -m sync
 kill ${bg[-1]} 2>/dev/null; wait ${bg[-1]} 2>/dev/null
