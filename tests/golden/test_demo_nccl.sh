@@ -62,6 +62,8 @@ if kind == "nccl_hang":
     # The waiting ranks' slow syncs point at the hang.
     others = [c for c in ch[1:] if c["op"] == "cudaStreamSynchronize"]
     assert all(c["caused_by"]["kind"] == "nccl_hang" and c["caused_by"]["rank"] == 3 for c in others), others
+    # Each rank has a GPU of its own: their waits are not time-slicing.
+    assert not any(c["root_cause"]["kind"] == "gpu_time_slicing" for c in ch), [c["root_cause"]["summary"] for c in ch]
 if kind == "comm_bound":
     ev = top["evidence"]
     assert 0.6 < ev["comm_share"] < 0.75, ev

@@ -484,6 +484,44 @@ static void test_gpu_time_slicing(void **state)
 	store_close(&s);
 }
 
+/* A chain's slow calls can come from several processes (pid 100 and pid
+ * 300 share GPU 0 and both wait): another process's slow call overlapping
+ * the chain's own process's launches names pid 300's neighbour, never the
+ * chain's own pid 100 as its culprit. */
+static void test_gpu_time_slicing_not_self(void **state)
+{
+	struct store s;
+	struct cw_writer *w;
+	struct cw_writer_opts wo = {.node = "n1", .session_id = 1};
+	struct cw_slowcall calls[2];
+	struct cw_opstat st = {.node = "n1", .source = "cuda", .op = "cudaStreamSynchronize", .count = 1000};
+	struct cw_sysctx sys = {.node = "n1"};
+	struct cw_rule_ctx ctx = {.st = &st, .sys = &sys, .calls = calls, .ncalls = 2, .slow_time_ns = 200 * MS};
+	struct cw_chain c;
+
+	(void)state;
+	store_open(&s);
+	assert_int_equal(cw_writer_new(&w, s.st, &wo), 0);
+	memset(calls, 0, sizeof(calls));
+	for (int i = 0; i < 2; i++) {
+		calls[i].mono_ns = calls[i].wall_ns = T0 + (uint64_t)i * SEC;
+		calls[i].dur_ns = 100 * MS;
+		calls[i].pid = i ? 300 : 100;
+		calls[i].device = 0;
+		slice_event(w, calls[i].mono_ns, calls[i].dur_ns, (uint32_t)calls[i].pid, "cudaStreamSynchronize", 0);
+	}
+	/* pid 100 launches during pid 300's slow call; pid 400 during pid 100's */
+	slice_event(w, T0 + SEC + 20 * MS, 30000, 100, "cudaLaunchKernel", 0);
+	slice_event(w, T0 + 20 * MS, 30000, 400, "cudaLaunchKernel", 0);
+	assert_int_equal(cw_writer_free(w), 0);
+	ctx.db = s.st->db;
+	base(&c, "cudaStreamSynchronize", 10 * MS, 100 * MS);
+	assert_int_equal(cw_rule_gpu_time_slicing(&ctx, &c), 1);
+	assert_int_equal(c.culprit.pid, 400);
+	near(evidence(&c, "foreign_pids"), 1);
+	store_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -495,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_throughput_drop),
 		cmocka_unit_test(test_memcpy_bound),
 		cmocka_unit_test(test_gpu_time_slicing),
+		cmocka_unit_test(test_gpu_time_slicing_not_self),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 struct foreign {
 	uint64_t start, end;
 	int64_t pid;
+	int device;
 	char comm[32];
 };
 
@@ -34,7 +35,7 @@ static int foreign_cmp(const void *a, const void *b)
 static int load_foreign(const struct cw_rule_ctx *ctx, int device, struct foreign **out, size_t *nout)
 {
 	static const char sql[] =
-		"SELECT mono_ns, duration_ns, pid, comm FROM events WHERE id BETWEEN ?6 AND ?7"
+		"SELECT mono_ns, duration_ns, pid, comm, device FROM events WHERE id BETWEEN ?6 AND ?7"
 		" AND op IN ('cudaLaunchKernel', 'cuLaunchKernel', 'cudaLaunchKernelExC', 'cuLaunchKernelEx',"
 		" 'cudaStreamSynchronize', 'cudaDeviceSynchronize', 'cuStreamSynchronize', 'cuCtxSynchronize',"
 		" 'cudaMemcpy', 'cudaMemcpyAsync', 'cudaGraphLaunch', 'cuGraphLaunch')"
@@ -70,6 +71,7 @@ static int load_foreign(const struct cw_rule_ctx *ctx, int device, struct foreig
 		v[n].start = (uint64_t)sqlite3_column_int64(st, 0);
 		v[n].end = v[n].start + (uint64_t)sqlite3_column_int64(st, 1);
 		v[n].pid = sqlite3_column_int64(st, 2);
+		v[n].device = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 4);
 		snprintf(v[n].comm, sizeof(v[n].comm), "%s", comm ? comm : "");
 		n++;
 	}
@@ -98,6 +100,7 @@ int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	struct {
 		int64_t pid;
 		uint64_t ns;
+		int device;
 		char comm[32];
 	} who[8];
 	size_t nwho = 0;
@@ -107,11 +110,19 @@ int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	offshare = (double)(ctx->preempted_ns + ctx->blocked_ns) / (double)ctx->slow_time_ns;
 	if (offshare >= CW_SLICE_MAX_OFFCPU)
 		return 0;
-	for (size_t i = 0; i < ctx->ncalls; i++)
-		if (ctx->calls[i].device >= 0) {
-			device = ctx->calls[i].device;
+	/* One device for the whole scan when the slow calls share it; calls on
+	 * several devices (ranks of one job, each on its own GPU) scan them all
+	 * and each call is matched against work on its own device below. */
+	for (size_t i = 0; i < ctx->ncalls; i++) {
+		int d = ctx->calls[i].device;
+		if (d < 0 || d == device)
+			continue;
+		if (device >= 0) {
+			device = -1;
 			break;
 		}
+		device = d;
+	}
 	if ((ret = load_foreign(ctx, device, &fv, &nf)) < 0)
 		return ret;
 	for (size_t i = 0; i < nf; i++)
@@ -125,7 +136,11 @@ int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		while (j < nf && fv[j].start < from)
 			j++;
 		for (size_t k = j; k < nf && fv[k].start < e; k++) {
-			if (fv[k].pid == s->pid || fv[k].end <= b)
+			/* Only another process's work on the same GPU slices it: never
+			 * the chain's own process, never a device the call did not use. */
+			if (fv[k].pid == s->pid || fv[k].pid == c->pid || fv[k].end <= b)
+				continue;
+			if (s->device >= 0 && fv[k].device >= 0 && fv[k].device != s->device)
 				continue;
 			uint64_t o = cw_overlap(fv[k].start, fv[k].end, b, e);
 			size_t p;
@@ -135,6 +150,7 @@ int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 			if (p == nwho && nwho < 8) {
 				who[nwho].pid = fv[k].pid;
 				who[nwho].ns = 0;
+				who[nwho].device = fv[k].device >= 0 ? fv[k].device : s->device;
 				snprintf(who[nwho].comm, sizeof(who[nwho].comm), "%s", fv[k].comm);
 				nwho++;
 			}
@@ -151,6 +167,7 @@ int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		if (who[p].ns > best_ns) {
 			best_ns = who[p].ns;
 			best_pid = who[p].pid;
+			device = who[p].device;
 			snprintf(best_comm, sizeof(best_comm), "%s", who[p].comm);
 		}
 	share = (double)sliced / (double)ctx->slow_time_ns;

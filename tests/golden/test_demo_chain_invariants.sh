@@ -1,0 +1,28 @@
+#!/bin/bash
+# Invariants every chain of every demo scenario keeps, whatever its kind:
+# no chain names its own thread as its culprit (a victim is never its own
+# cause: a hang's waiting ranks are not "time-slicing" their own GPU).
+# Another thread of the same process may be one (a rank waiting for its
+# own DataLoader thread): same pid, another thread name.
+set -eu
+BIN=${CW_BIN:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+n=0
+for s in $("$BIN" demo --list | awk '{print $1}'); do
+	"$BIN" demo "$s" --db "$tmp/$s.db" >/dev/null 2>"$tmp/err" || { echo "demo $s failed: $(cat "$tmp/err")"; exit 1; }
+	"$BIN" explain --db "$tmp/$s.db" --json --no-store >"$tmp/$s.json" || { echo "explain $s failed"; exit 1; }
+	python3 - "$s" "$tmp/$s.json" <<'PY'
+import json, sys
+name, path = sys.argv[1:]
+for c in json.load(open(path)).get("chains") or []:
+    kind = c["root_cause"]["kind"]
+    cul = c.get("culprit") or {}
+    assert cul.get("pid") is None or cul["pid"] != c["pid"] or cul.get("comm") != c["comm"], \
+        f"{name}: {kind} chain names its own pid {c['pid']} ({c['comm']}) as its culprit"
+PY
+	n=$((n + 1))
+done
+[ "$n" -ge 28 ] || { echo "only $n demo scenarios listed"; exit 1; }
+echo "ok: $n scenarios"
