@@ -72,7 +72,10 @@ static int tcache_init(struct tcache *c, sqlite3 *db)
 				-1, &c->th, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(db, "SELECT id, source, op FROM call_ops ORDER BY id", -1, &st, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+	/* rc is SQLITE_ROW from the second row on: the loop tests the step. */
+	while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+		if ((rc = sqlite3_step(st)) != SQLITE_ROW)
+			break;
 		int64_t id = sqlite3_column_int64(st, 0);
 		const char *src = (const char *)sqlite3_column_text(st, 1), *op = (const char *)sqlite3_column_text(st, 2);
 

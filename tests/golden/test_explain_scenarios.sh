@@ -82,6 +82,17 @@ PY
 done
 [ ${#bad[@]} -eq 0 ] || fail "wrong top chain for: ${bad[*]}"
 
+# training-stall names the call the job is stuck in: the synchronize that
+# started 46 s before the kill, not an earlier allocation (the stall scan
+# reads every op of the narrow layout, not only the first one interned).
+python3 - "$tmp/training-stall.json" <<'PY' || fail "training-stall: wrong last call"
+import json, sys
+c = json.load(open(sys.argv[1]))["chains"][0]
+assert c["op"] == "cudaStreamSynchronize", c["op"]
+assert "last call cudaStreamSynchronize" in c["root_cause"]["summary"], c["root_cause"]["summary"]
+print("training-stall:", c["root_cause"]["summary"])
+PY
+
 # noisy-neighbour names both tenants, and its fixes fit Kubernetes.
 python3 - "$tmp/noisy-neighbour.json" <<'PY' || fail "noisy-neighbour: tenants not named"
 import json, sys
