@@ -93,6 +93,16 @@ assert "last call cudaStreamSynchronize" in c["root_cause"]["summary"], c["root_
 print("training-stall:", c["root_cause"]["summary"])
 PY
 
+# oom-kill names host memory: the pinned staging buffer's line (data.py:48),
+# never the device allocations at model.py:151.
+python3 - "$tmp/oom-kill.json" <<'PY' || fail "oom-kill: device memory named"
+import json, sys
+c = json.load(open(sys.argv[1]))["chains"][0]
+assert c["python"] == {"file": "/workspace/data.py", "line": 48, "function": "__next__"}, c["python"]
+assert any(e["text"] == "last host allocation call before the kill: cudaHostAlloc" for e in c["timeline"]), c["timeline"]
+assert "pinned or managed host allocation calls" in c["root_cause"]["summary"], c["root_cause"]["summary"]
+PY
+
 # noisy-neighbour names both tenants, and its fixes fit Kubernetes.
 python3 - "$tmp/noisy-neighbour.json" <<'PY' || fail "noisy-neighbour: tenants not named"
 import json, sys

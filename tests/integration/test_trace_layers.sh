@@ -115,6 +115,13 @@ pid=$(sqlite3 "$D/d.db" "SELECT arg2 FROM events WHERE op = 'oom_kill' LIMIT 1")
 grep -q "^oom_kill oom_kill $pid 1.0 oom_kill: the kernel OOM killer killed pid $pid (layers_workload)" "$D/d.txt" ||
 	fail "d) no oom_kill chain for the victim $pid"
 grep -q "its cgroup's limit 48 MiB" "$D/d.txt" || fail "d) the cgroup limit is not named"
-grep -q "through [1-9][0-9]* CUDA allocation calls" "$D/d.txt" || fail "d) the CUDA allocation trend is missing"
+grep -q "through [1-9][0-9]* pinned or managed host allocation calls" "$D/d.txt" || fail "d) the host allocation trend is missing"
+# The workload's cudaMalloc calls are device memory: never the OOM's last allocation.
+sqlite3 "$D/d.db" "SELECT count(*) FROM events WHERE op = 'cudaMalloc'" | grep -qv '^0$' || fail "d) no cudaMalloc traced"
+"$CW_BIN" explain --db "$D/d.db" --json --no-store | python3 -c '
+import json, sys
+c = [c for c in json.load(sys.stdin)["chains"] if c["root_cause"]["kind"] == "oom_kill"][0]
+last = [e["text"] for e in c["timeline"] if "allocation call before the kill" in e["text"]]
+assert last and last[0].endswith(": cudaMallocManaged"), last' || fail "d) the last allocation named is not the managed one"
 only "$D/d.txt" oom_kill "d)"
 echo ok

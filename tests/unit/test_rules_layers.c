@@ -464,10 +464,19 @@ static void build_oom(struct fx *f, uint32_t victim, uint32_t trigger, uint64_t 
 		if (i == 900) {
 			struct cw_event_row m = {
 				.mono_ns = t + 10 * MS, .wall_ns = t + 10 * MS + OFF, .pid = PID, .tid = PID,
-				.comm = "python", .source = "cuda", .op = "cudaMalloc", .device = 0,
+				.comm = "python", .source = "cuda", .op = "cudaHostAlloc", .device = 0,
 				.py_stack_id = f->py, .has_ret = 1, .has_bytes = 1, .bytes = 512 << 20,
 			};
 			assert_int_equal(cw_writer_event(f->w, &m), 0);
+		}
+		if (i == 950) {
+			/* Device memory: never part of a host OOM's trend. */
+			struct cw_event_row d = {
+				.mono_ns = t + 10 * MS, .wall_ns = t + 10 * MS + OFF, .pid = PID, .tid = PID,
+				.comm = "python", .source = "cuda", .op = "cudaMalloc", .device = 0,
+				.has_ret = 1, .has_bytes = 1, .bytes = 1024 << 20,
+			};
+			assert_int_equal(cw_writer_event(f->w, &d), 0);
 		}
 		if (i % 50 == 0) {
 			/* 10 MiB/s, then 40 MiB/s over the last 10 s. */
@@ -512,7 +521,7 @@ static void test_oom_kill(void **state)
 	assert_non_null(strstr(c->summary, "killed pid 100 (python) with RSS 7904 MiB, its cgroup's limit 8192 MiB"));
 	/* 10 records of 40 MiB in the last 10 s, 10 of 10 MiB in the 20 s before. */
 	assert_non_null(strstr(c->summary, "the victim allocated 400 MiB of host pages (100 MiB in the 20 s before)"));
-	assert_non_null(strstr(c->summary, "512 MiB through 1 CUDA allocation calls"));
+	assert_non_null(strstr(c->summary, "and 512 MiB through 1 pinned or managed host allocation calls"));
 	assert_true(c->has_python);
 	assert_string_equal(c->py_file, "train.py");
 	assert_true(has_fix_part(c, "memory.max"));

@@ -5,9 +5,10 @@
  * read from mem.bpf.c's oom_kill events (index events_oom, or through
  * the aggregates; never a scan): the victim, its RSS and its cgroup's
  * limit. The 30 s before it give the victim's allocation trend: its page
- * allocations (index events_pagealloc, or that rowid range) and its CUDA
- * allocation calls, newest first, at most 256 and a bounded scan; the
- * newest gives the Python line. One chain per kill, at most 4;
+ * allocations (index events_pagealloc, or that rowid range) and its
+ * host-side CUDA allocations (pinned or managed: device memory never
+ * counts toward a host OOM), newest first, at most 256 and a bounded scan;
+ * the newest gives the Python line. One chain per kill, at most 4;
  * always HIGH. explained_share = 1; its time is the victim's run time in
  * the window lost to the kill. */
 #include <stdio.h>
@@ -114,7 +115,7 @@ static int load_pages(sqlite3 *db, const char *node, int64_t victim, uint64_t fr
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 
-/* The victim's CUDA allocation calls, newest first from the kill back to
+/* The victim's pinned and managed CUDA allocation calls, newest first from the kill back to
  * 30 s before it: at most CW_OOM_MAX_ALLOCS calls and CW_OOM_SCAN_STEPS
  * VM steps (a progress handler interrupts the scan). */
 static int load_allocs(sqlite3 *db, const char *node, int64_t victim, uint64_t from, uint64_t kill_wall,
@@ -134,8 +135,9 @@ static int load_allocs(sqlite3 *db, const char *node, int64_t victim, uint64_t f
 	while (t->cuda_calls < CW_OOM_MAX_ALLOCS && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *op = (const char *)sqlite3_column_text(st, 0);
 		uint64_t w = (uint64_t)sqlite3_column_int64(st, 1);
-		if (!op || (!cw_op_is_alloc(op) && !cw_op_is_host_alloc(op)) || !strncmp(op, "cudaFree", 8) ||
-		    !strcmp(op, "cuMemFree"))
+		/* Device memory never counts toward a host OOM: only pinned
+		 * host allocations and managed memory (which pages on the host). */
+		if (!op || !(cw_op_is_host_alloc(op) || strstr(op, "Managed")))
 			continue;
 		t->cuda_calls++;
 		t->cuda_bytes += (uint64_t)sqlite3_column_int64(st, 2);
@@ -200,7 +202,7 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 	uint64_t start, lost;
 	double recent = (double)t->pages_recent * 4096 / (1 << 20); /* MiB in the last 10 s */
 	double before = (double)t->pages_before * 4096 / (1 << 20); /* MiB in the 20 s before */
-	char lim[64], cause[96];
+	char lim[64], cause[96], host_calls[128] = "";
 
 	memset(c, 0, sizeof(*c));
 	c->kind = CW_KIND_OOM_KILL;
@@ -223,13 +225,16 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 	else
 		snprintf(lim, sizeof(lim), "no cgroup limit recorded (host memory exhausted)");
 	snprintf(cause, sizeof(cause), "%s", neighbour ? " (a neighbour of the traced processes)" : "");
+	if (t->cuda_calls)
+		snprintf(host_calls, sizeof(host_calls), " and %.0f MiB through %llu pinned or managed host allocation calls%s",
+			 (double)t->cuda_bytes / (1 << 20), (unsigned long long)t->cuda_calls,
+			 t->cuda_calls >= CW_OOM_MAX_ALLOCS || t->truncated ? " (the latest ones)" : "");
 	snprintf(c->summary, sizeof(c->summary),
 		 "oom_kill: the kernel OOM killer killed pid %lld (%s)%s with RSS %.0f MiB, %s; allocation by"
 		 " pid %lld (%s) triggered it; in the 10 s before, the victim allocated %.0f MiB of host pages"
-		 " (%.0f MiB in the 20 s before) and %.0f MiB through %llu CUDA allocation calls%s",
+		 " (%.0f MiB in the 20 s before)%s",
 		 (long long)victim, c->comm, cause, (double)rss / (1 << 20), lim, (long long)k->pid, k->comm, recent,
-		 before, (double)t->cuda_bytes / (1 << 20), (unsigned long long)t->cuda_calls,
-		 t->cuda_calls >= CW_OOM_MAX_ALLOCS || t->truncated ? " (the latest ones)" : "");
+		 before, host_calls);
 	if (t->last_py > 0)
 		cw_chain_load_python(db, c, t->last_py);
 	if (before > 0 && k->wall_ns > 20 * NSEC_PER_SEC)
@@ -240,10 +245,10 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 				      "victim allocating host pages: %.0f MiB in the last 10 s (%.1f MiB/s)", recent,
 				      recent / 10);
 	if (t->last_wall)
-		cw_chain_add_timeline(c, CW_LAYER_CUDA, t->last_wall, "last allocation call before the kill: %s",
+		cw_chain_add_timeline(c, CW_LAYER_CUDA, t->last_wall, "last host allocation call before the kill: %s",
 				      t->last_op);
 	if (c->has_python)
-		cw_chain_add_timeline(c, CW_LAYER_PYTHON, t->last_wall, "last allocation from %s() at %s:%d",
+		cw_chain_add_timeline(c, CW_LAYER_PYTHON, t->last_wall, "last host allocation from %s() at %s:%d",
 				      c->py_function, c->py_file, c->py_line);
 	cw_chain_add_timeline(c, CW_LAYER_SYSTEM, k->wall_ns, "OOM kill of pid %lld (%s), RSS %.0f MiB%s",
 			      (long long)victim, c->comm, (double)rss / (1 << 20),
@@ -264,7 +269,7 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 	cw_chain_add_evidence(c, "trigger_pid", (double)k->pid, 1);
 	cw_chain_add_evidence(c, "host_alloc_mib_last_10s", recent, 0);
 	cw_chain_add_evidence(c, "host_alloc_mib_10_to_30s", before, 0);
-	cw_chain_add_evidence(c, "cuda_alloc_bytes_30s", (double)t->cuda_bytes, 1);
+	cw_chain_add_evidence(c, "cuda_host_alloc_bytes_30s", (double)t->cuda_bytes, 1);
 	cw_chain_add_evidence(c, "neighbour", neighbour, 1);
 	cw_chain_add_evidence(c, "kills", nkills, 1);
 }
