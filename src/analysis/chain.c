@@ -126,6 +126,11 @@ void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len)
 	snprintf(buf, len, "%s p99 %s (%.1fx p50)", c->op, p99, c->tail_ratio);
 }
 
+int cw_chain_has_latency(const struct cw_chain *c)
+{
+	return c->kind != CW_KIND_OOM_KILL && c->p50_ns > 0 && c->p99_ns > 0 && c->tail_ratio > 0;
+}
+
 void cw_chain_summary(struct cw_chain *c, const char *fmt, ...)
 {
 	va_list ap;

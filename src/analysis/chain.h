@@ -188,6 +188,11 @@ struct cw_opstat;
 void cw_chain_from_opstat(struct cw_chain *c, const struct cw_opstat *st);
 /* "cudaStreamSynchronize p99 142.0ms (8.5x p50)" */
 void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len);
+/* 1 when the chain's op has a latency distribution to show (p50, p99 and
+ * their ratio); 0 for chains about events or waits (an Xid fault, an OOM
+ * kill, a rank's wait, a stall, communication share), whose numbers are
+ * counts and times. */
+int cw_chain_has_latency(const struct cw_chain *c);
 /* Fills pid, tid, comm, rank and python of c from the op's slowest calls
  * (through the op index, at most 256 rows). chain_identity.c. */
 int cw_chain_identity(sqlite3 *db, struct cw_chain *c, const char *node, uint64_t from_wall,

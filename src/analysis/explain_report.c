@@ -198,7 +198,18 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 		fprintf(f, "  %s\n", c->summary);
 		if (c->kind == CW_KIND_OOM_KILL) /* an event, not a latency distribution */
 			fprintf(f, "  OOM kills in the window: %llu\n", (unsigned long long)c->count);
-		else
+		else if (!cw_chain_has_latency(c)) {
+			char t[32];
+
+			cw_format_duration(c->slow_time_ns, t, sizeof(t));
+			if (!c->slow_time_ns)
+				fprintf(f, "  events %llu, explained %.0f %%\n", (unsigned long long)c->count,
+					c->explained_share * 100);
+			else
+				fprintf(f, "  calls %llu, slow %llu, time %s, explained %.0f %%\n",
+					(unsigned long long)c->count, (unsigned long long)c->slow_count, t,
+					c->explained_share * 100);
+		} else
 			fprintf(f, "  calls %llu, slow %llu, p50 %s, p99 %s, tail %.1fx, explained %.0f %%\n",
 				(unsigned long long)c->count, (unsigned long long)c->slow_count, p50, p99,
 				c->tail_ratio, c->explained_share * 100);

@@ -3,7 +3,9 @@
 # no chain names its own thread as its culprit (a victim is never its own
 # cause: a hang's waiting ranks are not "time-slicing" their own GPU).
 # Another thread of the same process may be one (a rank waiting for its
-# own DataLoader thread): same pid, another thread name.
+# own DataLoader thread): same pid, another thread name. A chain without a
+# latency distribution (an event, a wait, a stall) shows counts and times,
+# never "p50 0ns" or "tail 0.0x".
 set -eu
 BIN=${CW_BIN:?}
 tmp=$(mktemp -d)
@@ -22,6 +24,11 @@ for c in json.load(open(path)).get("chains") or []:
     assert cul.get("pid") is None or cul["pid"] != c["pid"] or cul.get("comm") != c["comm"], \
         f"{name}: {kind} chain names its own pid {c['pid']} ({c['comm']}) as its culprit"
 PY
+	"$BIN" explain --db "$tmp/$s.db" --no-store >"$tmp/$s.txt" || { echo "explain $s (text) failed"; exit 1; }
+	if grep -E 'p(50|99) 0ns|tail 0\.0x' "$tmp/$s.txt"; then
+		echo "$s: a chain shows an empty latency distribution"
+		exit 1
+	fi
 	n=$((n + 1))
 done
 [ "$n" -ge 28 ] || { echo "only $n demo scenarios listed"; exit 1; }
