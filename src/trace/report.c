@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "export/otlp.h"
 #include "pipeline/ops.h"
@@ -113,6 +115,17 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 			if (t->view)
 				cw_trace_view_set_aggregated(t->view, cw_source_name(cw_op_source(i)), op, a.count);
 		}
+	/* The agent itself: explain names it when it is the thread that
+	 * preempts the workload, with its CPU time (user + system). */
+	{
+		struct rusage ru;
+
+		cw_writer_counter_set(t->w, "trace.agent.pid", (uint64_t)getpid());
+		if (!getrusage(RUSAGE_SELF, &ru))
+			cw_writer_counter_set(t->w, "trace.agent.cpu_ns",
+					      ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * NSEC_PER_SEC +
+						      ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000);
+	}
 	cw_writer_counter_set(t->w, "trace.consumer.rejected", t->cons.rejected);
 	cw_writer_counter_set(t->w, "trace.kernel_names_unresolved", t->cons.names_unresolved);
 	cw_writer_counter_set(t->w, "trace.json_write_errors", t->json_write_errors);

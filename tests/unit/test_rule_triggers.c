@@ -484,6 +484,52 @@ static void test_gpu_time_slicing(void **state)
 	store_close(&s);
 }
 
+/* The preemptor is causeway's own agent (trace stored its pid and CPU
+ * time): the chain says so, with its CPU use, and never advises renicing
+ * or pinning it onto the workload's CPU as if it were a neighbour. */
+static void test_cpu_preemption_by_agent(void **state)
+{
+	struct store s;
+	struct cw_slowcall calls[1];
+	struct cw_culprit_acc hog = {.comm = "causeway", .pid = 555, .cpu = 3, .ns = 30 * MS};
+	struct cw_snap snap = {.mono_ns = T0, .wall_ns = T0, .cpu_pct = 99, .load1 = 9, .ncpu = 8};
+	struct cw_sysctx sys = {.snaps = &snap, .nsnaps = 1};
+	struct cw_opstat st = {.node = "n1", .count = 1000};
+	struct cw_rule_ctx ctx = {.st = &st, .sys = &sys, .calls = calls, .ncalls = 1, .slow_time_ns = 50 * MS,
+				  .culprits = &hog, .nculprits = 1, .preempted_ns = 40 * MS};
+	struct cw_chain c;
+
+	(void)state;
+	store_open(&s);
+	assert_int_equal(sqlite3_exec(s.st->db,
+				      "INSERT INTO sessions (id, node, kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns)"
+				      " VALUES (7, 'n1', 'trace', 0, 10000000000, 0);"
+				      "INSERT INTO counters VALUES ('n1', 7, 'trace.agent.pid', 555);"
+				      "INSERT INTO counters VALUES ('n1', 7, 'trace.agent.cpu_ns', 2500000000);",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	ctx.db = s.st->db;
+	memset(calls, 0, sizeof(calls));
+	calls[0].mono_ns = calls[0].wall_ns = T0;
+	calls[0].dur_ns = 50 * MS;
+	calls[0].preempted_ns = 40 * MS;
+	base(&c, "cudaStreamSynchronize", MS, 50 * MS);
+	assert_int_equal(cw_rule_cpu_preemption(&ctx, &c), 1);
+	contains(c.summary, "by causeway's own tracing agent (pid 555, cpu 3, which used 25 % of a CPU while tracing)");
+	assert_false(has_fix(&c, "renice +19 -p 555"));
+	assert_false(has_fix(&c, "taskset -acp 3 555"));
+	assert_true(has_fix(&c, "taskset -acp 0-2,4-7 555  # keep causeway off the workload's CPU"));
+	near(evidence(&c, "agent_cpu_pct"), 25);
+	/* another process of that name on a node where trace recorded none */
+	hog.pid = 556;
+	snprintf(hog.comm, sizeof(hog.comm), "stress-ng");
+	base(&c, "cudaStreamSynchronize", MS, 50 * MS);
+	assert_int_equal(cw_rule_cpu_preemption(&ctx, &c), 1);
+	contains(c.summary, "by stress-ng (pid 556, cpu 3)");
+	assert_true(has_fix(&c, "renice +19 -p 556"));
+	store_close(&s);
+}
+
 /* A chain's slow calls can come from several processes (pid 100 and pid
  * 300 share GPU 0 and both wait): another process's slow call overlapping
  * the chain's own process's launches names pid 300's neighbour, never the
@@ -534,6 +580,7 @@ int main(void)
 		cmocka_unit_test(test_memcpy_bound),
 		cmocka_unit_test(test_gpu_time_slicing),
 		cmocka_unit_test(test_gpu_time_slicing_not_self),
+		cmocka_unit_test(test_cpu_preemption_by_agent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

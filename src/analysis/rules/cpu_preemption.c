@@ -50,12 +50,43 @@ static void cgroup_path(const struct cw_rule_ctx *ctx, uint64_t id, char *buf, s
 	sqlite3_finalize(st);
 }
 
+/* 1 when pid was causeway's own tracing agent on the node (trace stores
+ * its pid and CPU time as counters; a store without them: the name). Its
+ * CPU time over the session's length, in % of one CPU, goes to *cpu_pct
+ * (-1 unknown). */
+static int is_agent(const struct cw_rule_ctx *ctx, int64_t pid, const char *comm, double *cpu_pct)
+{
+	static const char sql[] =
+		"SELECT (SELECT value FROM counters k WHERE k.node = a.node AND k.session_id = a.session_id"
+		" AND k.name = 'trace.agent.cpu_ns'), s.started_wall_ns, s.ended_wall_ns"
+		" FROM counters a LEFT JOIN sessions s ON s.id = a.session_id"
+		" WHERE a.node = ?1 AND a.name = 'trace.agent.pid' AND a.value = ?2 ORDER BY a.session_id DESC LIMIT 1";
+	sqlite3_stmt *st = NULL;
+	int found = 0;
+
+	*cpu_pct = -1;
+	if (pid > 0 && ctx->db && sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, ctx->st->node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, pid);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			int64_t cpu = sqlite3_column_int64(st, 0), from = sqlite3_column_int64(st, 1),
+				to = sqlite3_column_int64(st, 2);
+			found = 1;
+			if (sqlite3_column_type(st, 0) != SQLITE_NULL && to > from)
+				*cpu_pct = 100.0 * (double)cpu / (double)(to - from);
+		}
+	}
+	sqlite3_finalize(st);
+	return found || !strncmp(comm, "causeway", 8);
+}
+
 int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
 	char head[128], pre[32];
 	const struct cw_culprit_acc *hog = ctx->nculprits ? &ctx->culprits[0] : NULL;
 	const struct cw_slowcall *worst = NULL;
-	double share;
+	double share, agent_cpu = -1;
+	int agent = 0;
 
 	if (!ctx->slow_time_ns || !ctx->preempted_ns)
 		return 0;
@@ -71,7 +102,16 @@ int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		c->culprit.cpu = hog->cpu;
 		c->culprit.overlap_ns = hog->ns;
 	}
-	if (hog && hog->cpu >= 0)
+	if (hog && (agent = is_agent(ctx, hog->pid, hog->comm, &agent_cpu))) {
+		char use[64] = "";
+
+		if (agent_cpu >= 0)
+			snprintf(use, sizeof(use), ", which used %.0f %% of a CPU while tracing", agent_cpu);
+		snprintf(c->summary, sizeof(c->summary),
+			 "%s: thread %lld (%s) was preempted for %.0f %% of its slow calls' time by causeway's own"
+			 " tracing agent (pid %lld, cpu %d%s): the observer, not the workload's neighbours",
+			 head, (long long)c->tid, c->comm, share * 100, (long long)hog->pid, hog->cpu, use);
+	} else if (hog && hog->cpu >= 0)
 		snprintf(c->summary, sizeof(c->summary),
 			 "%s: thread %lld (%s) was preempted for %.0f %% of its slow calls' time by %s (pid %lld, cpu %d)",
 			 head, (long long)c->tid, c->comm, share * 100, hog->comm, (long long)hog->pid, hog->cpu);
@@ -105,16 +145,28 @@ int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		cw_chain_add_timeline(c, CW_LAYER_SYSTEM, sn->wall_ns, "cpu %.0f %%, load %.1f on %d CPUs",
 				      sn->cpu_pct, sn->load1, ncpu);
 
-	if (hog && hog->pid > 0)
+	if (agent) {
+		/* The agent's cost is the tracing's: keep it off the workload's
+		 * CPUs and lighter, rather than renicing a "neighbour". */
+		if (hog->cpu >= 0 && ncpu > 1 && hog->pid > 0) {
+			char cpus[128];
+			cpus_except(cpus, sizeof(cpus), ncpu, hog->cpu);
+			cw_chain_add_fix(c, "taskset -acp %s %lld  # keep causeway off the workload's CPU", cpus,
+					 (long long)hog->pid);
+		}
+		cw_chain_add_fix(c, "causeway trace --py-stacks off --agg-pct 50  # fewer stacks, calls counted in the kernel sooner");
+		cw_chain_add_evidence(c, "agent_cpu_pct", agent_cpu, 0);
+	}
+	if (hog && hog->pid > 0 && !agent)
 		cw_chain_add_fix(c, "renice +19 -p %lld", (long long)hog->pid);
 	if (hog && hog->cpu >= 0 && ncpu > 1 && c->pid > 0) {
 		char cpus[128];
 		cpus_except(cpus, sizeof(cpus), ncpu, hog->cpu);
 		cw_chain_add_fix(c, "taskset -acp %s %lld", cpus, (long long)c->pid);
 	}
-	if (hog && hog->pid > 0 && hog->cpu >= 0)
+	if (hog && hog->pid > 0 && hog->cpu >= 0 && !agent)
 		cw_chain_add_fix(c, "taskset -acp %d %lld", hog->cpu, (long long)hog->pid);
-	if (hog && hog->cgroup_id) {
+	if (hog && hog->cgroup_id && !agent) {
 		char cg[160];
 		cgroup_path(ctx, hog->cgroup_id, cg, sizeof(cg));
 		cw_chain_add_fix(c, "echo '100000 100000' > /sys/fs/cgroup/%s/cpu.max  # cap the neighbour at one CPU", cg);
