@@ -20,6 +20,7 @@ enum cw_exit {
 	CW_EXIT_NOFEATURE = 4, /* kernel lacks BTF, tracefs or a BPF feature */
 	CW_EXIT_NOTARGET = 5,  /* unknown pid, library without the symbols */
 	CW_EXIT_DB = 6,        /* database missing, corrupt, locked, newer or unwritable */
+	CW_EXIT_NOMATCH = 7,   /* a filter or window that matches no data */
 };
 
 struct cw_command {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "analysis/explain.h"
+#include "analysis/explain_match.h"
 #include "analysis/tenant_select.h"
 #include "cmd/tenant_opts.h"
 #include "cmd/cmd.h"
@@ -130,7 +131,7 @@ int cmd_explain(int argc, char **argv)
 	struct cw_store *st = NULL;
 	json_t *rank_rows = NULL;
 	uint64_t since_ns = 0, now = 0;
-	char err[512];
+	char err[512], unmatched[256];
 	int json = 0, stacks = 0, ranks = 0, c, ret, rc = CW_EXIT_OK, li;
 	struct cw_tenant_opts tenants = { .n = 0 };
 	int64_t *tenant_pids = NULL;
@@ -263,8 +264,11 @@ int cmd_explain(int argc, char **argv)
 		uint64_t newest;
 		if ((ret = cw_explain_newest_wall(st->db, &newest)) < 0)
 			goto db_fail;
-		o.to_wall_ns = newest;
-		o.from_wall_ns = newest > since_ns ? newest - since_ns : 1;
+		/* An empty store has no "last DURATION": explained whole. */
+		if (newest) {
+			o.to_wall_ns = newest;
+			o.from_wall_ns = newest > since_ns ? newest - since_ns : 1;
+		}
 	}
 	if (tenants.n) {
 		if ((ret = cw_tenant_select(st->db, tenants.f, tenants.n, &tenant_pids)) < 0)
@@ -276,6 +280,15 @@ int cmd_explain(int argc, char **argv)
 	free(tenant_pids);
 	if (ret < 0)
 		goto db_fail;
+	if ((ret = cw_explain_unmatched(st->db, &o, &r, unmatched, sizeof(unmatched))) != 0) {
+		cw_explain_result_free(&r);
+		if (ret < 0)
+			goto db_fail;
+		/* Not "no problems found": there was nothing to look at. */
+		cw_report_error(json, "explain: nothing matches: %s", unmatched);
+		cw_store_close(st);
+		return CW_EXIT_NOMATCH;
+	}
 	if (ranks && !(rank_rows = cw_nccl_ranks_json(st->db, &o, r.from_wall_ns, r.to_wall_ns))) {
 		cw_explain_result_free(&r);
 		ret = -EIO;

@@ -78,4 +78,17 @@ assert set(d["window"]) >= {"from_ns", "to_ns", "ops_analysed", "calls_analysed"
 PY
 [ "$(sqlite3 "$db" 'SELECT count(*) FROM chains')" = 0 ] || fail "chains written for an empty result"
 "$CW_BIN" explain --db "$db" --since 10m --no-store >/dev/null || fail "--since on empty store"
+
+# A filter or window that matches no data says so (exit 7), never "no
+# problems found": an unknown pid, a tenant with no process, a window
+# outside the data.
+"$CW_BIN" demo incident --db "$tmp/inc.db" >/dev/null 2>&1 || fail "demo incident"
+expect 7 'nothing matches: no process 99999 in the store' --db "$tmp/inc.db" --no-store --pid 99999
+expect 7 'nothing matches: no process of the store ran in the tenant' --db "$tmp/inc.db" --no-store --pod nope
+expect 7 'nothing matches: no GPU calls in the window 2030-01-01T00:00:00.000Z' --db "$tmp/inc.db" --no-store \
+	--from 2030-01-01T00:00:00Z --to 2030-01-02T00:00:00Z
+"$CW_BIN" explain --db "$tmp/inc.db" --no-store --json --pid 99999 >"$tmp/out" 2>/dev/null; rc=$?
+[ $rc -eq 7 ] || fail "--json --pid 99999 exited $rc"
+python3 -c 'import json,sys; assert "no process 99999" in json.load(open(sys.argv[1]))["error"]' "$tmp/out" || fail "--json no-match: $(cat "$tmp/out")"
+"$CW_BIN" explain --db "$tmp/inc.db" --no-store --pid 4821 | grep -q '^1 causal chain' || fail "--pid 4821 lost its chain"
 echo ok
