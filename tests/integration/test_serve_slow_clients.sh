@@ -118,13 +118,13 @@ assert not missing, "never cut: %s" % missing
 bad = {n: t for n, t in cut.items() if not 1.5 <= t <= 9}
 assert not bad, "cut at the wrong time: %s" % bad
 EOF
-grep -q 'causeway_http_read_timeouts_total 6' <(curl -s --max-time 5 --cacert "$CRT" "$B/metrics") ||
-	fail "metrics do not count the six slow connections: $(curl -s --cacert "$CRT" "$B/metrics" | grep slow)"
+grep -q 'causeway_http_read_timeouts_total 6' <(curl -s "${AUTH[@]}" --max-time 5 --cacert "$CRT" "$B/metrics") ||
+	fail "metrics do not count the six slow connections: $(curl -s "${AUTH[@]}" --cacert "$CRT" "$B/metrics" | grep slow)"
 # The deadline covers the arrival of a request, not its answer: a query that
 # runs longer than the read timeout is still answered.
 start_agent long "$T/a.db" --read-timeout 1s --timeout 60s
 t1=$(date +%s%N)
-out=$(curl -s --max-time 60 --cacert "$CRT" "https://127.0.0.1:$PORT/api/v1/query?sql=WITH%20RECURSIVE%20c(x)%20AS%20(SELECT%201%20UNION%20ALL%20SELECT%20x%2B1%20FROM%20c%20WHERE%20x%3C20000000)%20SELECT%20count(*)%20AS%20n%20FROM%20c")
+out=$(curl -s "${AUTH[@]}" --max-time 60 --cacert "$CRT" "https://127.0.0.1:$PORT/api/v1/query?sql=WITH%20RECURSIVE%20c(x)%20AS%20(SELECT%201%20UNION%20ALL%20SELECT%20x%2B1%20FROM%20c%20WHERE%20x%3C20000000)%20SELECT%20count(*)%20AS%20n%20FROM%20c")
 ms=$((($(date +%s%N) - t1) / 1000000))
 echo "$out" | grep -q '"rows":\[\[20000000\]\]' || fail "long query cut or failed after $ms ms: $out"
 [ "$ms" -gt 1200 ] || fail "the long query took only $ms ms, too quick to outlast the 1 s read timeout"
