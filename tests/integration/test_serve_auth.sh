@@ -203,20 +203,20 @@ wait "$TP" 2>/dev/null
 python3 -c 'import time; time.sleep(60)' &
 ROOTPY=$!
 PIDS+=($ROOTPY)
-"${NOBODY[@]}" python3 -c 'import time; time.sleep(60)' &
+"${NOBODY[@]}" /usr/bin/python3 -c 'import time; time.sleep(60)' &
 USERPY=$!
 PIDS+=($USERPY)
 sleep 0.3
 cat >"$T/peer.py" <<'EOF'
 import json, os, socket, subprocess, sys
-cw, db, name = sys.argv[1], sys.argv[2], "\0cw-mcp-peer-%d" % os.getpid()
+cw, db, name = sys.argv[1], sys.argv[2], "cw-mcp-peer-%d" % os.getpid()
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(name)
+srv.bind("\0" + name)  # abstract: no file the other uid must reach
 srv.listen(1)
-client = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", """
+client = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", """
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(sys.argv[1])
+s.connect("\\0" + sys.argv[1])
 f = s.makefile("rwb")
 def rpc(i, m, p):
     f.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": p}) + "\\n").encode()); f.flush()
