@@ -64,11 +64,14 @@ grep -qi "^Allow: POST, DELETE" "$T/h" || fail "405 on GET /mcp: $(cat "$T/h")"
 python3 - "$PORT" "$(cat "$TOK")" <<'EOF' || fail "duplicate Content-Length"
 import socket, sys
 port, tok = int(sys.argv[1]), sys.argv[2]
-for lens in ((b"5", b"40"), (b"5", b"5")):
+body = b'{"sql":"SELECT 1"}'
+n = str(len(body)).encode()
+# Equal lengths, then conflicting ones: either reading alone is a good query.
+for lens in ((n, n), (n, b"4000")):
     s = socket.create_connection(("127.0.0.1", port))
     s.sendall(b"POST /api/v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + tok.encode() +
               b"\r\nContent-Type: application/json\r\nContent-Length: " + lens[0] + b"\r\nContent-Length: " +
-              lens[1] + b"\r\n\r\n{\"sql\":\"SELECT 1\"}")
+              lens[1] + b"\r\n\r\n" + body)
     s.settimeout(5)
     got = b""
     while b"\r\n\r\n" not in got:
@@ -92,12 +95,21 @@ echo "$tools" | grep -q '"name":"where"\|"name":"run_demo"' && fail "live tools 
 out=$(curl -s "${AUTH[@]}" "${MCP_H[@]}" -H "Mcp-Session-Id: $S" -d "$WHERE" "$B/mcp")
 echo "$out" | grep -q '"code":-32602.*is off on this server.*server.mcp_live_tools: true' || fail "where over HTTP: $out"
 
-# 129 sessions never ended by their client: a new client still gets one.
+# 129 sessions never ended by their client: a new client still gets one,
+# from the same address (its own oldest session goes) and from another one
+# once five addresses have filled the table (anyone's oldest goes).
 for i in $(seq 1 129); do
 	curl -s -o /dev/null "${AUTH[@]}" "${MCP_H[@]}" -d "$INIT" "$B/mcp"
 done
 curl -s -D "$T/h" -o /dev/null "${AUTH[@]}" "${MCP_H[@]}" -d "$INIT" "$B/mcp"
 grep -q "^HTTP/1.1 200" "$T/h" && [ -n "$(sid "$T/h")" ] || fail "a new client after 129 sessions: $(cat "$T/h")"
+for a in 2 3 4 5 6; do
+	for i in $(seq 1 30); do
+		curl -s -o /dev/null --interface "127.0.0.$a" "${AUTH[@]}" "${MCP_H[@]}" -d "$INIT" "$B/mcp"
+	done
+done
+curl -s -D "$T/h" -o /dev/null --interface 127.0.0.7 "${AUTH[@]}" "${MCP_H[@]}" -d "$INIT" "$B/mcp"
+grep -q "^HTTP/1.1 200" "$T/h" && [ -n "$(sid "$T/h")" ] || fail "a new address with a full table: $(cat "$T/h")"
 kill "$LAST_PID"
 wait "$LAST_PID" 2>/dev/null
 
@@ -119,14 +131,14 @@ wait "$LAST_PID" 2>/dev/null
 
 # An unsafe token file is refused, never used nor replaced.
 chmod 644 "$TOK"
-"$CW_BIN" serve --db "$T/a.db" --no-tls --listen 127.0.0.1:0 2>"$T/e" && fail "served with a 0644 token file"
+timeout 10 "$CW_BIN" serve --db "$T/a.db" --no-tls --listen 127.0.0.1:0 2>"$T/e" && fail "served with a 0644 token file"
 grep -q "can be read by other users" "$T/e" || fail "0644 message: $(cat "$T/e")"
 "$CW_BIN" explain --nodes 127.0.0.1:1 2>"$T/e"
 grep -q "can be read by other users" "$T/e" || fail "the fleet client used a 0644 token file: $(cat "$T/e")"
 chmod 600 "$TOK"
 mv "$TOK" "$T/real-token"
 ln -s "$T/real-token" "$TOK"
-"$CW_BIN" serve --db "$T/a.db" --no-tls --listen 127.0.0.1:0 2>"$T/e" && fail "served with a symlinked token file"
+timeout 10 "$CW_BIN" serve --db "$T/a.db" --no-tls --listen 127.0.0.1:0 2>"$T/e" && fail "served with a symlinked token file"
 grep -q "symbolic link" "$T/e" || fail "symlink message: $(cat "$T/e")"
 rm "$TOK"
 mkfifo "$TOK"
@@ -138,10 +150,10 @@ mv "$T/real-token" "$TOK"
 
 # 3. --no-auth: refused off loopback; on loopback, warned, with Host and
 # Origin checked on every route.
-"$CW_BIN" serve --db "$T/a.db" --no-tls --no-auth --listen 0.0.0.0:0 2>"$T/e"
+timeout 10 "$CW_BIN" serve --db "$T/a.db" --no-tls --no-auth --listen 0.0.0.0:0 2>"$T/e"
 [ $? = 2 ] || fail "--no-auth on 0.0.0.0 not refused"
 grep -q "refused on \"0.0.0.0:0\"" "$T/e" || fail "--no-auth message: $(cat "$T/e")"
-"$CW_BIN" serve --db "$T/a.db" --no-auth --token-file "$TOK" --listen 127.0.0.1:0 2>/dev/null
+timeout 10 "$CW_BIN" serve --db "$T/a.db" --no-auth --token-file "$TOK" --listen 127.0.0.1:0 2>/dev/null
 [ $? = 2 ] || fail "--no-auth with a token file"
 start_agent open "$T/a.db" --no-tls --no-auth
 grep -q "warning: --no-auth: NO CREDENTIAL" "$LAST_LOG" || fail "no --no-auth warning: $(cat "$LAST_LOG")"
