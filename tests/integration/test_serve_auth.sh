@@ -184,6 +184,15 @@ curl -s -D "$T/h" -o /dev/null "${AUTH[@]}" "${MCP_H[@]}" -d "$INIT" "http://127
 tools=$(curl -s "${AUTH[@]}" "${MCP_H[@]}" -H "Mcp-Session-Id: $(sid "$T/h")" -d "$LIST" "http://127.0.0.1:$PORT/mcp")
 echo "$tools" | grep -q '"name":"where"' && echo "$tools" | grep -q '"name":"run_demo"' ||
 	fail "live tools not listed with server.mcp_live_tools: $tools"
+# One address holds at most 32 sessions: its 33rd pushes out its oldest,
+# though the table has room.
+S1=$(sid "$T/h")
+for i in $(seq 1 32); do
+	curl -s -o /dev/null "${AUTH[@]}" "${MCP_H[@]}" -d "$INIT" "http://127.0.0.1:$PORT/mcp"
+done
+c=$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "${MCP_H[@]}" -H "Mcp-Session-Id: $S1" -d "$LIST" \
+	"http://127.0.0.1:$PORT/mcp")
+[ "$c" = 404 ] || fail "the 33rd session of one address left its oldest: $c"
 
 # 5. trace --serve: the same token; uid 65534 gets nothing.
 FAKE=$CW_BUILD/fixtures/fakecuda/libcudart.so.13
