@@ -60,7 +60,8 @@ static void usage(FILE *f)
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_NOAUTH, O_ROWS, O_BODY, O_TMO, O_RTMO, O_PERIP, O_DIR, O_OTLP };
+	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_NOAUTH, O_ROWS, O_BODY, O_TMO, O_RTMO, O_PERIP, O_DIR,
+	       O_OTLP };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "db", required_argument, NULL, 'd' },

@@ -179,7 +179,7 @@ int cw_origin_check(const char *origin, const char *host, int loopback, char *wh
 
 int cw_gate_origin(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
 {
-	char why[256];
+	char reason[256];
 
 	/* Host is checked only while the gate is open: with a client
 	 * certificate or a token a rebinding page has no credential (the
@@ -187,11 +187,18 @@ int cw_gate_origin(struct cw_server *s, struct MHD_Connection *c, struct cw_repl
 	 * reach agents by many names. */
 	if (cw_origin_check(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
 			    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
-			    s->no_auth && local_is_loopback(c), why, sizeof(why))) {
-		cw_reply_error(r, 403, "%s", why);
+			    s->no_auth && local_is_loopback(c), reason, sizeof(reason))) {
+		cw_reply_error(r, 403, "%s", reason);
 		return -EACCES;
 	}
 	return 0;
+}
+
+/* A page a browser opens (the dashboard), not an API whose clients parse
+ * JSON. */
+static int is_page(const char *url)
+{
+	return strncmp(url, "/api/", 5) && strcmp(url, "/mcp") && strcmp(url, "/metrics");
 }
 
 /* The browser's credential: a cookie per port (cookies ignore ports, and
@@ -211,8 +218,8 @@ static int cookie_login(struct cw_server *s, struct MHD_Connection *c, const cha
 	const char *t = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
 	char name[48], v[160];
 
-	if (!t || strcmp(method, "GET") || !strncmp(url, "/api/", 5) || !strcmp(url, "/mcp") ||
-	    !strcmp(url, "/metrics") || !cw_token_equal_hashed(s->token_hash, t) || strlen(t) > 100)
+	if (!t || strcmp(method, "GET") || !is_page(url) || !cw_token_equal_hashed(s->token_hash, t) ||
+	    strlen(t) > 100)
 		return 0;
 	cookie_name(s, name, sizeof(name));
 	r->status = 303;
@@ -238,12 +245,12 @@ int cw_gate_check(struct cw_server *s, struct MHD_Connection *c, const char *met
 	if (s->has_token) {
 		const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							    MHD_HTTP_HEADER_AUTHORIZATION);
+		const char *ck;
 		char name[48];
 
 		if (!h) {
 			cookie_name(s, name, sizeof(name));
-			const char *ck = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, name);
-
+			ck = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, name);
 			if (ck && cw_token_equal_hashed(s->token_hash, ck))
 				return 0;
 			if (cookie_login(s, c, method, url, r))
@@ -282,8 +289,7 @@ void cw_gate_page(struct MHD_Connection *c, const char *method, const char *url,
 	struct strbuf b;
 	int rc = 0;
 
-	if (strcmp(method, "GET") || !accept || !strstr(accept, "text/html") || !strncmp(url, "/api/", 5) ||
-	    !strcmp(url, "/mcp") || !strcmp(url, "/metrics") || !r->body)
+	if (strcmp(method, "GET") || !accept || !strstr(accept, "text/html") || !is_page(url) || !r->body)
 		return;
 	j = json_loadb(r->body, r->len, 0, NULL);
 	msg = json_string_value(json_object_get(j, "error"));

@@ -172,14 +172,14 @@ static struct http_sess *sess_new(struct cw_mcp_http *h, const char *client)
 	pthread_mutex_lock(&h->mu);
 	for (i = 0; i < MAX_SESSIONS; i++) {
 		struct http_sess *t = h->tab[i];
+		int same;
 
 		if (!t) {
 			if (slot < 0)
 				slot = i;
 			continue;
 		}
-		int same = !strcmp(t->client, client);
-
+		same = !strcmp(t->client, client);
 		mine += same;
 		if (t->refs)
 			continue;

@@ -26,4 +26,4 @@ auth_shared() {
 }
 
 # Python snippets: `import cw_auth` makes urllib present the same token.
-export PYTHONPATH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1
