@@ -59,13 +59,13 @@ export async function browser() {
 // exceptions and every request to another origin (aborted). `fake`
 // may answer chosen requests instead of the server: (url) -> {status, body}
 // or null.
-export async function open(b, origin, { width = 1280, height = 800, scale = 1 } = {}) {
+export async function open(b, origin, { width = 1280, height = 800, scale = 1, signedIn = true } = {}) {
 	const page = await b.newPage();
 	await page.setViewport({ width, height, deviceScaleFactor: scale });
 	// Signed in as a browser is after the server's /?token= link: the
 	// cookie of that server's port holding the token (none: mTLS only).
 	const tok = token();
-	if (tok) await page.setCookie({ name: `causeway_token_${new URL(origin).port}`, value: tok, url: origin });
+	if (tok && signedIn) await page.setCookie({ name: `causeway_token_${new URL(origin).port}`, value: tok, url: origin });
 	const rec = { errors: [], outside: [], fake: null };
 	page.on('console', (m) => {
 		if (m.type() === 'error') rec.errors.push(m.text());
