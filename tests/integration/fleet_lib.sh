@@ -95,6 +95,21 @@ start_agent() {
 	fail "agent $name did not start"
 }
 
+# serving_port LOG PID: waits (10 s at most) for the "serving
+# http(s)://127.0.0.1:PORT" line of a server (trace --serve) writing LOG
+# while PID lives; sets PORT, returns 1 when it never came.
+serving_port() {
+	local i
+	PORT=
+	for i in $(seq 1 100); do
+		PORT=$(sed -n 's/.*serving https\?:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1" 2>/dev/null)
+		[ -n "$PORT" ] && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # code URL [curl args...]: prints the HTTP status ("000" when no HTTP answer).
 code() {
 	local url=$1

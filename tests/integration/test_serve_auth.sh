@@ -172,14 +172,7 @@ wait "$LAST_PID" 2>/dev/null
 
 # 4. server.mcp_live_tools: where and run_demo listed over HTTP again.
 printf 'server:\n  mcp_live_tools: true\n' >"$T/live.yaml"
-"$CW_BIN" --config "$T/live.yaml" serve --db "$T/a.db" --no-tls --listen 127.0.0.1:0 2>"$T/live.log" &
-PIDS+=($!)
-for _ in $(seq 1 100); do
-	PORT=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/live.log")
-	[ -n "$PORT" ] && break
-	sleep 0.05
-done
-[ -n "$PORT" ] || fail "serve with mcp_live_tools: $(cat "$T/live.log")"
+start_agent live "$T/a.db" --no-tls --config "$T/live.yaml"
 curl -s -D "$T/h" -o /dev/null "${AUTH[@]}" "${MCP_H[@]}" -d "$INIT" "http://127.0.0.1:$PORT/mcp"
 tools=$(curl -s "${AUTH[@]}" "${MCP_H[@]}" -H "Mcp-Session-Id: $(sid "$T/h")" -d "$LIST" "http://127.0.0.1:$PORT/mcp")
 echo "$tools" | grep -q '"name":"where"' && echo "$tools" | grep -q '"name":"run_demo"' ||
@@ -202,14 +195,7 @@ LD_LIBRARY_PATH=$CW_BUILD/fixtures/fakecuda CW_FAKE_SYNC_US=200 "$CW_BIN" trace 
 	2>"$T/t.err" &
 TP=$!
 PIDS+=("$TP")
-PORT=
-for _ in $(seq 1 100); do
-	PORT=$(sed -n 's/.*serving https:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/t.err")
-	[ -n "$PORT" ] && break
-	kill -0 $TP 2>/dev/null || break
-	sleep 0.1
-done
-[ -n "$PORT" ] || fail "trace --serve did not start: $(cat "$T/t.err")"
+serving_port "$T/t.err" "$TP" || fail "trace --serve did not start: $(cat "$T/t.err")"
 grep -q "bearer token in \"$TOK\"" "$T/t.err" || fail "trace --serve banner: $(cat "$T/t.err")"
 for r in /api/v1/overview /metrics; do
 	c=$("${NOBODY[@]}" curl -s -o /dev/null -w '%{http_code}' --max-time 5 -k "https://127.0.0.1:$PORT$r")
