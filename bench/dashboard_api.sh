@@ -17,6 +17,8 @@ set -eu
 BUILD=${1:-build}
 DB=${2:-${CW_BENCH_DIR:-/tmp/cw-bench}/bigdb-10000000.db}
 CW=$BUILD/causeway
+. "$(cd "$(dirname "$0")/.." && pwd)/tests/lib/auth.sh"
+auth_shared # every server here and its clients share $CW_TOKEN
 if [ ! -f "$DB" ]; then
 	make -s BUILD="$BUILD" "$BUILD/bench/bigdb_bench" >/dev/null
 	mkdir -p "$(dirname "$DB")"
@@ -60,7 +62,7 @@ start_serve() {
 # a non-200 answer.
 ms() {
 	local out
-	out=$(curl -s -o "$2" -w '%{http_code} %{time_total}' "$1")
+	out=$(curl -s "${AUTH[@]}" -o "$2" -w '%{http_code} %{time_total}' "$1")
 	[ "${out%% *}" = 200 ] || { echo "HTTP ${out%% *} from $1: $(head -c 300 "$2")" >&2; exit 1; }
 	awk -v t="${out#* }" 'BEGIN {printf "%d", t * 1000 + 0.5}'
 }

@@ -8,6 +8,8 @@
 # one training thread over a 1.6 s window, which holds 100,000 CUDA calls
 # plus its off-CPU intervals and its process's block reads.
 set -eu
+. "$(cd "$(dirname "$0")/.." && pwd)/tests/lib/auth.sh"
+auth_shared # every server here and its clients share $CW_TOKEN
 BUILD=${1:-build}
 CALLS=${2:-10000000}
 DIR=${CW_BENCH_DIR:-/tmp/cw-bench}

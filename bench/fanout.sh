@@ -15,6 +15,8 @@ FIX=$ROOT/$BUILD/fixtures/agent_db
 [ -x "$FIX" ] || make -s -C tests/fixtures BUILD="$ROOT/$BUILD/fixtures" "$FIX" >/dev/null
 T=$(mktemp -d /tmp/cw-fanout-bench.XXXXXX)
 export HOME=$T
+. "$(cd "$(dirname "$0")/.." && pwd)/tests/lib/auth.sh"
+auth_shared # every server here and its clients share $CW_TOKEN
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
 

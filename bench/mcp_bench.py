@@ -11,6 +11,7 @@ load URL SESSIONS SECONDS PID: SESSIONS concurrent Streamable HTTP sessions
 SECONDS against serve's /mcp; samples the server's RSS (PID) every second.
 Prints calls, errors, latency percentiles and RSS over time."""
 import http.client
+import os
 import json
 import statistics
 import subprocess
@@ -79,6 +80,8 @@ class Session:
             self.n += 1
             body["id"] = self.n
         h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if os.environ.get("CW_TOKEN"):  # the server requires a credential (mcp_bench.sh)
+            h["Authorization"] = "Bearer " + os.environ["CW_TOKEN"]
         if self.sid:
             h["Mcp-Session-Id"] = self.sid
             h["MCP-Protocol-Version"] = "2025-11-25"

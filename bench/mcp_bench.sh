@@ -8,6 +8,8 @@
 #     calls, errors, latency percentiles, server RSS over time.
 # CW_MCP_BENCH_CALLS, CW_MCP_BENCH_SESSIONS, CW_MCP_BENCH_SECONDS override.
 set -eu
+. "$(cd "$(dirname "$0")/.." && pwd)/tests/lib/auth.sh"
+auth_shared # every server here and its clients share $CW_TOKEN
 BUILD=${1:-build}
 DIR=${CW_BENCH_DIR:-/tmp/cw-bench}
 CALLS=${CW_MCP_BENCH_CALLS:-10000000}

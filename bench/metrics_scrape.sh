@@ -12,6 +12,8 @@
 #     of a core it costs.
 # Needs root for part 3. Figures go to bench/RESULTS.md by hand.
 set -eu
+. "$(cd "$(dirname "$0")/.." && pwd)/tests/lib/auth.sh"
+auth_shared # every server here and its clients share $CW_TOKEN
 BUILD=${1:-build}
 DB=${2:-${CW_BENCH_DIR:-/tmp/cw-bench}/bigdb-10000000.db}
 CW=$BUILD/causeway
@@ -48,7 +50,7 @@ for rep in 1 2 3; do
 		if [ $mode = scraped ]; then
 			end=$((SECONDS + 8))
 			while [ $SECONDS -lt $end ]; do
-				out=$(curl -sk -o "$D/m" -w '%{time_total}' "https://127.0.0.1:$port/metrics")
+				out=$(curl -sk "${AUTH[@]}" -o "$D/m" -w '%{time_total}' "https://127.0.0.1:$port/metrics")
 				ms=$(awk -v a="$ms" -v b="$out" 'BEGIN{print a + b * 1000}')
 				bytes=$(stat -c %s "$D/m")
 				n=$((n + 1))

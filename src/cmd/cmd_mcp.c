@@ -245,6 +245,9 @@ int cmd_mcp(int argc, char **argv)
 	cw_check_env_default(&s.cfg.check);
 	s.cfg.transport = "stdio";
 	s.cfg.allow_where = geteuid() == 0;
+	/* where answers with the rights of whoever is on the other end. */
+	if (cw_mcp_caller_from_fd(STDIN_FILENO, &s.cfg.caller))
+		s.cfg.allow_where = 0;
 	s.cfg.allow_export_path = 1;
 	s.cfg.allow_demo = 1;
 	s.cfg.demo_keep_db = 1;

@@ -24,7 +24,7 @@
 static void usage(FILE *f)
 {
 	fputs("usage: causeway serve [--listen ADDR:PORT] [--db PATH] [--cert FILE --key FILE]\n"
-	      "                      [--client-ca FILE] [--token-file FILE] [--no-tls]\n"
+	      "                      [--client-ca FILE] [--token-file FILE] [--no-tls] [--no-auth]\n"
 	      "                      [--max-rows N] [--max-body BYTES] [--timeout DURATION]\n"
 	      "                      [--read-timeout DURATION] [--per-ip N] [--tls-dir DIR]\n"
 	      "                      [--otlp URL]\n\n"
@@ -39,7 +39,11 @@ static void usage(FILE *f)
 	      "  --tls-dir DIR       where the generated pair lives (default ~/.causeway/tls)\n"
 	      "  --client-ca FILE    require client certificates signed by this CA (mutual TLS)\n"
 	      "  --token-file FILE   require \"Authorization: Bearer <token>\"; the token is the\n"
-	      "                      file's first line (or $CW_TOKEN); never given on the command line\n"
+	      "                      file's first line (or $CW_TOKEN); never given on the command line.\n"
+	      "                      Without a token or --client-ca, one is generated into\n"
+	      "                      ~/.causeway/token (0600, reused on restart), where explain and\n"
+	      "                      query --nodes find it\n"
+	      "  --no-auth           require no credential at all (loopback addresses only; warned)\n"
 	      "  --no-tls            plain HTTP (warns unless bound to loopback)\n"
 	      "  --max-rows N        row cap for /api/v1/query (default 10000)\n"
 	      "  --max-body BYTES    request body cap (default 65536)\n"
@@ -56,7 +60,8 @@ static void usage(FILE *f)
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_ROWS, O_BODY, O_TMO, O_RTMO, O_PERIP, O_DIR, O_OTLP };
+	enum { O_CERT = 256, O_KEY, O_CA, O_TOKEN, O_NOTLS, O_NOAUTH, O_ROWS, O_BODY, O_TMO, O_RTMO, O_PERIP, O_DIR,
+	       O_OTLP };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "db", required_argument, NULL, 'd' },
@@ -65,6 +70,7 @@ int cmd_serve(int argc, char **argv)
 		{ "client-ca", required_argument, NULL, O_CA },
 		{ "token-file", required_argument, NULL, O_TOKEN },
 		{ "no-tls", no_argument, NULL, O_NOTLS },
+		{ "no-auth", no_argument, NULL, O_NOAUTH },
 		{ "max-rows", required_argument, NULL, O_ROWS },
 		{ "max-body", required_argument, NULL, O_BODY },
 		{ "timeout", required_argument, NULL, O_TMO },
@@ -111,6 +117,9 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case O_NOTLS:
 			o->no_tls = 1;
+			break;
+		case O_NOAUTH:
+			o->no_auth = 1;
 			break;
 		case O_ROWS:
 			if (cw_parse_uint(optarg, 1, INT64_MAX, &n)) {

@@ -129,19 +129,14 @@ int cw_fleet_cli_extract(int *argc, char **argv, int json, struct cw_fleet_opts 
 			return CW_EXIT_USAGE;
 		}
 	}
-	/* The token never comes from argv: a file, the environment, or the
-	 * config's token file. */
-	if (vals[4] || (!getenv("CW_TOKEN") && cfg->fleet_token_file)) {
-		const char *f = vals[4] ? vals[4] : cfg->fleet_token_file;
-		char *t = cw_token_read_file(f, err, sizeof(err));
+	{
+		char *t;
 
-		if (!t) {
+		if (cw_fleet_token(vals[4], &t, err, sizeof(err))) {
 			cw_report_error(json, "%s", err);
 			return CW_EXIT_USAGE;
 		}
 		o->token = t;
-	} else if (getenv("CW_TOKEN") && *getenv("CW_TOKEN")) {
-		o->token = strdup(getenv("CW_TOKEN"));
 	}
 	o->timeout_ns = cfg->fleet_timeout_ns;
 	if (vals[5] && (cw_parse_duration(vals[5], &o->timeout_ns) || !o->timeout_ns)) {

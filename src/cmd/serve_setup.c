@@ -93,6 +93,37 @@ int serve_setup_resolve(struct serve_setup *s, const char *who)
 		}
 	}
 	o->token = s->token;
+	if (!o->no_auth)
+		o->no_auth = (int)cfg->server_no_auth;
+	o->mcp_live_tools = (int)cfg->server_mcp_live_tools;
+	if (o->no_auth) {
+		if (s->token || o->client_ca_file) {
+			cw_err("%s: --no-auth (or server.no_auth) cannot be combined with a token or a client CA",
+			       who);
+			return CW_EXIT_USAGE;
+		}
+		if (!is_loopback(o->listen)) {
+			cw_err("%s: --no-auth is refused on \"%s\": without a credential only a loopback address "
+			       "(127.0.0.1, ::1, localhost) may be served", who, o->listen);
+			return CW_EXIT_USAGE;
+		}
+	} else if (!s->token && !o->client_ca_file) {
+		/* Secure by default: no token and no client CA configured, so
+		 * one is made (or the one made before is reused). */
+		int created;
+
+		if (cw_token_default_path(o->db_path, s->token_path, sizeof(s->token_path))) {
+			cw_err("%s: no place for a generated token file; give --token-file or --client-ca", who);
+			return CW_EXIT_USAGE;
+		}
+		s->token = cw_token_load_or_create(s->token_path, &created, err, sizeof(err));
+		if (!s->token) {
+			cw_err("%s: %s (or give --token-file, $CW_TOKEN or --client-ca)", who, err);
+			return CW_EXIT_FAIL;
+		}
+		s->token_state = created ? 2 : 1;
+		o->token = s->token;
+	}
 
 	if (!o->no_tls && !o->cert_file) {
 		const char *home = getenv("HOME");
@@ -136,6 +167,21 @@ int serve_setup_start(struct serve_setup *s, const char *who, struct cw_server *
 		s->token ? ", bearer token required" : "");
 	if (cw_server_cert_path(*out))
 		fprintf(stderr, "causeway: certificate \"%s\"\n", cw_server_cert_path(*out));
+	if (s->token_state) {
+		/* Where the token is and how to use it; never the token itself
+		 * (stderr ends up in logs that others read). */
+		fprintf(stderr,
+			"causeway: bearer token %s \"%s\" (mode 0600); clients send it as\n"
+			"causeway:   curl -H \"Authorization: Bearer $(cat %s)\" %s://%s/api/v1/health%s\n"
+			"causeway:   explain/query --nodes and the fleet client read that file themselves;\n"
+			"causeway:   a browser opens %s://%s/?token=<the token> once (it keeps a cookie)\n",
+			s->token_state == 2 ? "generated in" : "in", s->token_path, s->token_path,
+			o->no_tls ? "http" : "https", shown, o->no_tls ? "" : " --cacert <certificate>",
+			o->no_tls ? "http" : "https", shown);
+	}
+	if (o->no_auth)
+		cw_warn("--no-auth: NO CREDENTIAL IS REQUIRED on \"%s\": every local user can read every trace, "
+			"call the MCP tools and run queries; use only on a single-user machine you trust", shown);
 	fflush(stderr);
 	return 0;
 }

@@ -1,7 +1,9 @@
 /* What `serve` and `trace --serve` share: server options completed from the
  * config file (flags first, then the file, then built-in defaults), the
- * bearer token from a file or the environment (never argv), the directory
- * of the generated certificate, and the start-up lines on stderr. */
+ * bearer token from a file or the environment (never argv) or, when neither
+ * a token nor a client CA is configured, generated into the default token
+ * file; --no-auth (loopback only); the directory of the generated
+ * certificate, and the start-up lines on stderr. */
 #ifndef CW_CMD_SERVE_SETUP_H
 #define CW_CMD_SERVE_SETUP_H
 
@@ -15,6 +17,8 @@ struct serve_setup {
 	const char *tls_dir;     /* --tls-dir, NULL: ~/.causeway/tls, else next to the db */
 	int tls_flags;           /* --cert, --key or --client-ca was given */
 	char *token;             /* owned */
+	int token_state;         /* 1: the default token file was read, 2: it was made now */
+	char token_path[PATH_MAX]; /* the default token file, when token_state */
 	char dirbuf[PATH_MAX];
 };
 

@@ -299,6 +299,30 @@ static int set_queue(struct pctx *p, const char *key, yaml_node_t *n, void *fiel
 	return 0;
 }
 
+/* YAML 1.2 core schema booleans (and 1.1's yes/no, which files still use). */
+static int set_bool(struct pctx *p, const char *key, yaml_node_t *n, void *field)
+{
+	static const char *const yes[] = { "true", "True", "TRUE", "yes", "Yes", "on", NULL };
+	static const char *const no[] = { "false", "False", "FALSE", "no", "No", "off", NULL };
+	unsigned *dst = field;
+	const char *s;
+	int rc, i;
+
+	if ((rc = scalar(p, key, n, &s)))
+		return rc;
+	for (i = 0; yes[i]; i++)
+		if (!strcmp(s, yes[i])) {
+			*dst = 1;
+			return 0;
+		}
+	for (i = 0; no[i]; i++)
+		if (!strcmp(s, no[i])) {
+			*dst = 0;
+			return 0;
+		}
+	return fail(p, n, "\"%s\": bad boolean \"%.40s\" (true or false)", key, s);
+}
+
 /* Every key of the file: where it sits, what it holds, which field of
  * struct cw_config it fills and the setter that checks it. A row without a
  * setter is a section, a mapping of the rows that name it. docs/config.md
@@ -336,6 +360,8 @@ static const struct cfg_key keys[] = {
 	KEY("server", "timeout", CFG_U64, server_timeout_ns, set_duration),
 	KEY("server", "read_timeout", CFG_U64, server_read_timeout_ns, set_duration),
 	KEY("server", "max_rows", CFG_I64, server_max_rows, set_max_rows),
+	KEY("server", "no_auth", CFG_UINT, server_no_auth, set_bool),
+	KEY("server", "mcp_live_tools", CFG_UINT, server_mcp_live_tools, set_bool),
 	KEY("server.tls", "cert", CFG_STR, tls_cert, set_path),
 	KEY("server.tls", "key", CFG_STR, tls_key, set_path),
 	KEY("server.tls", "client_ca", CFG_STR, tls_client_ca, set_path),

@@ -11,8 +11,9 @@
  *   server:
  *     listen: 0.0.0.0:7070
  *     tls: { cert: ..., key: ..., client_ca: ... }
- *     token_file: /etc/causeway/token
+ *     token_file: /etc/causeway/token  # none: one is generated (~/.causeway/token)
  *     read_timeout: 10s
+ *     mcp_live_tools: false  # where, run_demo, export_timeline's path over /mcp
  *   fleet:
  *     nodes: [gpu-node-01:7070, gpu-node-02:7070]
  *     ca_cert: ...        # CA that signed the agents' server certificates
@@ -46,6 +47,8 @@ struct cw_config {
 	int64_t server_max_rows;   /* 0: default */
 	uint64_t server_timeout_ns;
 	uint64_t server_read_timeout_ns; /* whole request must arrive within; 0: default */
+	unsigned server_no_auth;   /* no credential at all (loopback only, warned) */
+	unsigned server_mcp_live_tools; /* /mcp serves where, run_demo, export_timeline's path */
 
 	char **fleet_nodes;        /* "host:port" */
 	int nfleet_nodes;

@@ -83,4 +83,10 @@ int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **m
 
 void cw_fleet_result_free(struct cw_fleet_result *r);
 
+/* The bearer token for the agents (token.c): flag_file (--token-file), else
+ * $CW_TOKEN, else the config's fleet.token_file, else ~/.causeway/token as a
+ * local serve generates it. 0 with *out malloc'd or NULL (none), or -errno
+ * with err. */
+int cw_fleet_token(const char *flag_file, char **out, char *err, size_t errlen);
+
 #endif

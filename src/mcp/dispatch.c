@@ -85,30 +85,34 @@ static json_t *m_initialize(struct cw_mcp_session *s, json_t *id, json_t *params
 					       instructions));
 }
 
-static json_t *tools_cached;
+static json_t *tools_cached[2]; /* [0] every tool, [1] without the live ones */
 
 static void tools_build(void)
 {
 	size_t n;
 	const struct cw_mcp_tool *t = cw_mcp_tools(&n);
-	json_t *a = json_array();
 
-	for (size_t i = 0; i < n; i++) {
-		json_t *j = cw_mcp_tool_json(&t[i]);
+	for (int k = 0; k < 2; k++) {
+		json_t *a = json_array();
 
-		if (j)
-			json_array_append_new(a, j);
+		for (size_t i = 0; i < n; i++) {
+			json_t *j = k && cw_mcp_tool_live(&t[i]) ? NULL : cw_mcp_tool_json(&t[i]);
+
+			if (j)
+				json_array_append_new(a, j);
+		}
+		tools_cached[k] = a;
 	}
-	tools_cached = a;
 }
 
-/* The list is the same for every client: built once, shared read-only. */
-static json_t *tools_list_json(void)
+/* The list is the same for every client of a server: built once, shared
+ * read-only. */
+static json_t *tools_list_json(const struct cw_mcp_config *cfg)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 	pthread_once(&once, tools_build);
-	return json_pack("{s:O}", "tools", tools_cached);
+	return json_pack("{s:O}", "tools", tools_cached[cfg->live_tools_off != NULL]);
 }
 
 static int inflight_add(struct cw_mcp_session *s, json_t *id, atomic_int *flag)
@@ -168,6 +172,11 @@ static json_t *m_tools_call(const struct cw_mcp_config *cfg, struct cw_mcp_sessi
 	if (!t)
 		return cw_jsonrpc_error(id, CW_JSONRPC_INVALID_PARAMS,
 					"unknown tool \"%s\"; tools/list names the tools", json_string_value(name));
+	if (cfg->live_tools_off && cw_mcp_tool_live(t))
+		return cw_jsonrpc_error(id, CW_JSONRPC_INVALID_PARAMS,
+					"tool \"%s\" is off on this server: it acts on live processes or files, "
+					"which the network transport does not allow by default; to enable it, %s",
+					t->name, cfg->live_tools_off);
 	memset(&c, 0, sizeof(c));
 	c.cfg = cfg;
 	c.sess = s;
@@ -290,7 +299,7 @@ static json_t *methods(const struct cw_mcp_config *cfg, struct cw_mcp_session *s
 	if (p && !json_is_object(p))
 		return cw_jsonrpc_error(id, CW_JSONRPC_INVALID_PARAMS, "params must be an object");
 	if (!strcmp(m->method, "tools/list"))
-		return cw_jsonrpc_result(id, tools_list_json());
+		return cw_jsonrpc_result(id, tools_list_json(cfg));
 	if (!strcmp(m->method, "tools/call"))
 		return m_tools_call(cfg, s, id, p, notify, notify_arg);
 	if (!strcmp(m->method, "prompts/list"))

@@ -74,6 +74,17 @@ struct cw_mcp_config {
 	int allow_export_path;   /* export_timeline may write files */
 	int allow_demo;          /* run_demo may write temporary databases */
 	int demo_keep_db;        /* run_demo leaves its database for the caller (stdio) */
+	/* Set: the tools that act on live processes or files (marked live in the
+	 * table) are neither listed nor callable; the text says how to enable
+	 * them. NULL: they are served. */
+	const char *live_tools_off;
+	/* Who asked (stdio: the peer of a unix socket, else this process's real
+	 * ids): where refuses a process this caller could not ptrace. */
+	struct cw_mcp_caller {
+		int known;
+		unsigned uid, gid;
+		int cap_sys_ptrace; /* in the caller's effective set */
+	} caller;
 	const struct cw_fleet_opts *fleet; /* NULL: the fleet tool reports it is not set up */
 	struct cw_check_env check; /* what the check tool names (node, store, NVML library) */
 	enum cw_mcp_mode mode;
@@ -179,6 +190,9 @@ struct cw_mcp_tool {
 
 const struct cw_mcp_tool *cw_mcp_tools(size_t *n);
 const struct cw_mcp_tool *cw_mcp_tool_find(const char *name);
+/* 1 for a tool that acts on live processes or files (where, run_demo): off
+ * over the network unless configured (cw_mcp_config.live_tools_off). */
+int cw_mcp_tool_live(const struct cw_mcp_tool *t);
 /* The tools/list entry (parsed schemas and annotations); NULL on a schema
  * that does not parse (a unit test keeps that from shipping). */
 json_t *cw_mcp_tool_json(const struct cw_mcp_tool *t);
@@ -197,6 +211,17 @@ json_t *cw_mcp_tool_call(struct cw_mcp_call *c, const struct cw_mcp_tool *t, jso
  * Returns 1 when the call should stop (cancelled or past its deadline). */
 int cw_mcp_progress(struct cw_mcp_call *c, double progress, double total, const char *message);
 int cw_mcp_should_stop(struct cw_mcp_call *c);
+
+/* ---- caller.c: whose rights a stdio tool runs with ---- */
+
+/* Fills who from fd's peer (SO_PEERCRED) when fd is a unix socket, else from
+ * this process's real uid and gid; the capability from /proc. 0 or -errno. */
+int cw_mcp_caller_from_fd(int fd, struct cw_mcp_caller *who);
+/* 0 when who may ptrace pid as the kernel decides for a caller without
+ * privilege (same real, effective and saved uid and gid as the target, and
+ * the target dumpable), or who holds CAP_SYS_PTRACE; else -EPERM (-ESRCH:
+ * no such process) with err saying why. */
+int cw_mcp_may_ptrace(const struct cw_mcp_caller *who, long pid, char *err, size_t errlen);
 
 /* ---- prompts.c ---- */
 

@@ -25,6 +25,14 @@ const struct cw_mcp_tool *cw_mcp_tool_find(const char *name)
 	return NULL;
 }
 
+int cw_mcp_tool_live(const struct cw_mcp_tool *t)
+{
+	/* where reads (and, with native, pauses) any process; run_demo writes
+	 * databases. export_timeline without a path only reads, so it stays,
+	 * and refuses its path itself (allow_export_path). */
+	return !strcmp(t->name, "where") || !strcmp(t->name, "run_demo");
+}
+
 json_t *cw_mcp_input_schema(const struct cw_mcp_tool *t)
 {
 	json_t *in = json_loads(t->input_schema, 0, NULL);

@@ -97,6 +97,8 @@ TOOL_FN(cw_tool_where)
 				      "the stacks recorded in the trace instead");
 		return -EPERM;
 	}
+	if ((rc = cw_mcp_may_ptrace(&c->cfg->caller, (long)pid, err, errlen)))
+		return rc;
 	rc = cw_where_collect((long)pid, tool_bool(args, "native"), &r, err, errlen);
 	if (!r)
 		return rc == -ESRCH ? -ESRCH : -EIO;

@@ -8,12 +8,17 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 
 #include "util/log.h"
 #include "util/strbuf.h"
+
 
 int cw_token_hash(const char *tok, uint8_t out[32])
 {
@@ -104,7 +109,132 @@ static int check_peer(struct MHD_Connection *c, char *why, size_t whylen)
 	return 0;
 }
 
-int cw_gate_check(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
+static int loopback_name(const char *host, size_t n)
+{
+	static const char *const names[] = { "localhost", "127.0.0.1", "[::1]", "::1", NULL };
+
+	for (int i = 0; names[i]; i++)
+		if (strlen(names[i]) == n && !strncasecmp(host, names[i], n))
+			return 1;
+	/* The rest of 127.0.0.0/8. */
+	return n > 4 && !strncmp(host, "127.", 4) && strspn(host, "0123456789.") == n;
+}
+
+/* The host part of "host[:port]" or "[v6]:port". */
+static size_t host_len(const char *h)
+{
+	if (*h == '[') {
+		const char *e = strchr(h, ']');
+
+		return e ? (size_t)(e - h + 1) : strlen(h);
+	}
+	return strcspn(h, ":/");
+}
+
+static int local_is_loopback(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (!ci || getsockname(ci->connect_fd, (struct sockaddr *)&ss, &sl))
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss.ss_family == AF_INET6) {
+		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
+/* 0, or -EACCES with the reason: a browser page from another origin (the
+ * Origin header) or a rebinding DNS name pointing at loopback (Host). A
+ * page of another site must not reach a server on 127.0.0.1 through the
+ * user's browser, nor make it run a query (CSRF). */
+int cw_origin_check(const char *origin, const char *host, int loopback, char *why, size_t whylen)
+{
+	if (origin && strcmp(origin, "null")) {
+		const char *p = strstr(origin, "://");
+
+		p = p ? p + 3 : origin;
+		/* The page this server served itself (the dashboard on a
+		 * network address) is the same origin: scheme://Host. */
+		if (!(host && !strcasecmp(p, host)) && !loopback_name(p, host_len(p))) {
+			snprintf(why, whylen, "origin \"%.100s\" is not allowed", origin);
+			return -EACCES;
+		}
+	} else if (origin) {
+		snprintf(why, whylen, "origin \"null\" is not allowed");
+		return -EACCES;
+	}
+	if (loopback && host && !loopback_name(host, host_len(host))) {
+		snprintf(why, whylen, "host \"%.100s\" is not allowed on a loopback listener", host);
+		return -EACCES;
+	}
+	return 0;
+}
+
+int cw_gate_origin(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
+{
+	char reason[256];
+
+	/* Host is checked only while the gate is open: with a client
+	 * certificate or a token a rebinding page has no credential (the
+	 * cookie belongs to the name the token was given to), and fleet tools
+	 * reach agents by many names. */
+	if (cw_origin_check(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
+			    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
+			    s->no_auth && local_is_loopback(c), reason, sizeof(reason))) {
+		cw_reply_error(r, 403, "%s", reason);
+		return -EACCES;
+	}
+	return 0;
+}
+
+/* A page a browser opens (the dashboard), not an API whose clients parse
+ * JSON. */
+static int is_page(const char *url)
+{
+	return strncmp(url, "/api/", 5) && strcmp(url, "/mcp") && strcmp(url, "/metrics");
+}
+
+/* The browser's credential: a cookie per port (cookies ignore ports, and
+ * two servers on one host have two tokens). */
+static void cookie_name(struct cw_server *s, char *buf, size_t len)
+{
+	snprintf(buf, len, "causeway_token_%d", s->port);
+}
+
+/* A browser cannot send a header when it opens a page: GET /?token=T (a
+ * page, not the API) with the right token answers 303 to the same page
+ * without it, setting the token as an HttpOnly, SameSite=Strict cookie, as
+ * Jupyter's login link does. 1 when r holds that answer. */
+static int cookie_login(struct cw_server *s, struct MHD_Connection *c, const char *method, const char *url,
+			struct cw_reply *r)
+{
+	const char *t = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+	char name[48], v[160];
+
+	if (!t || strcmp(method, "GET") || !is_page(url) || !cw_token_equal_hashed(s->token_hash, t) ||
+	    strlen(t) > 100)
+		return 0;
+	cookie_name(s, name, sizeof(name));
+	r->status = 303;
+	r->ctype = "text/plain; charset=utf-8";
+	r->body = strdup("signed in\n");
+	r->len = r->body ? strlen(r->body) : 0;
+	cw_reply_header(r, "Location", url[0] == '/' && url[1] != '/' ? url : "/");
+	snprintf(v, sizeof(v), "%s=%s; Path=/; HttpOnly; SameSite=Strict%s", name, t, s->tls ? "; Secure" : "");
+	cw_reply_header(r, "Set-Cookie", v);
+	explicit_bzero(v, sizeof(v));
+	return 1;
+}
+
+int cw_gate_check(struct cw_server *s, struct MHD_Connection *c, const char *method, const char *url,
+		  struct cw_reply *r)
 {
 	char why[256];
 
@@ -115,7 +245,17 @@ int cw_gate_check(struct cw_server *s, struct MHD_Connection *c, struct cw_reply
 	if (s->has_token) {
 		const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							    MHD_HTTP_HEADER_AUTHORIZATION);
+		const char *ck;
+		char name[48];
 
+		if (!h) {
+			cookie_name(s, name, sizeof(name));
+			ck = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, name);
+			if (ck && cw_token_equal_hashed(s->token_hash, ck))
+				return 0;
+			if (cookie_login(s, c, method, url, r))
+				return 1;
+		}
 		if (!h || strncasecmp(h, "Bearer ", 7)) {
 			cw_reply_error(r, 401, "bearer token required");
 			r->bearer_challenge = 1;
@@ -149,8 +289,7 @@ void cw_gate_page(struct MHD_Connection *c, const char *method, const char *url,
 	struct strbuf b;
 	int rc = 0;
 
-	if (strcmp(method, "GET") || !accept || !strstr(accept, "text/html") || !strncmp(url, "/api/", 5) ||
-	    !strcmp(url, "/mcp") || !strcmp(url, "/metrics") || !r->body)
+	if (strcmp(method, "GET") || !accept || !strstr(accept, "text/html") || !is_page(url) || !r->body)
 		return;
 	j = json_loadb(r->body, r->len, 0, NULL);
 	msg = json_string_value(json_object_get(j, "error"));
@@ -165,9 +304,10 @@ void cw_gate_page(struct MHD_Connection *c, const char *method, const char *url,
 		       "the browser (or its certificate store) and reload.";
 	} else {
 		title = "Bearer token required";
-		hint = "This server requires <code>Authorization: Bearer</code>, which a browser does not send "
-		       "when it opens a page. Use the API with curl, or serve the dashboard without "
-		       "<code>--token-file</code> behind mutual TLS.";
+		hint = "This server requires a bearer token. Open this page once as <code>/?token=</code> "
+		       "followed by the token (the file <code>serve</code> named when it started, by default "
+		       "<code>~/.causeway/token</code>); the browser then keeps it as a cookie for this "
+		       "server. Or serve the dashboard behind mutual TLS.";
 	}
 	strbuf_init(&b, 8192);
 	rc |= strbuf_add(&b, head, sizeof(head) - 1);

@@ -30,6 +30,8 @@ struct cw_server {
 	char *db_path, *node, *cert_path;
 	char *cert_pem, *key_pem, *ca_pem; /* must outlive the daemon */
 	int tls, mtls, has_token;
+	int no_auth;                       /* --no-auth: no credential (loopback only) */
+	int mcp_live_tools;                /* /mcp: where, run_demo, export_timeline's path */
 	uint8_t token_hash[32];            /* SHA-256 of the token */
 	int64_t max_rows;
 	size_t max_body;
@@ -47,7 +49,7 @@ struct cw_server {
 	struct cw_deadlines dl;
 };
 
-#define CW_REPLY_MAX_HDR 2
+#define CW_REPLY_MAX_HDR 3
 
 struct cw_reply {
 	int status;
@@ -55,8 +57,8 @@ struct cw_reply {
 	size_t len;
 	const char *ctype;
 	int bearer_challenge; /* add WWW-Authenticate: Bearer */
-	int nhdr;             /* extra response headers (Mcp-Session-Id, Allow) */
-	char hdr[CW_REPLY_MAX_HDR][2][80];
+	int nhdr;             /* extra response headers (Mcp-Session-Id, Allow, Set-Cookie) */
+	char hdr[CW_REPLY_MAX_HDR][2][160];
 	/* A streamed answer (/api/v1/stream) instead of body: the callback
 	 * writes it piece by piece; stream_free releases stream_cls. */
 	MHD_ContentReaderCallback stream;
@@ -65,9 +67,12 @@ struct cw_reply {
 };
 
 /* One gate for every route: mutual TLS when a client CA is configured, then
- * the bearer token when one is configured. Returns 0 to let the request
- * through, or fills r (403/401) and returns -EACCES. */
-int cw_gate_check(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+ * the bearer token when one is configured (the Authorization header, or
+ * the dashboard's cookie). Returns 0 to let the request through; 1 when r
+ * holds the answer to a browser's sign-in link (a 303 setting the cookie);
+ * or fills r (403/401) and returns -EACCES. */
+int cw_gate_check(struct cw_server *s, struct MHD_Connection *c, const char *method, const char *url,
+		  struct cw_reply *r);
 /* After a refusal: the same answer as an HTML page for a browser opening
  * the dashboard (GET of a non-API path that accepts text/html). */
 void cw_gate_page(struct MHD_Connection *c, const char *method, const char *url, struct cw_reply *r);
@@ -81,9 +86,15 @@ void cw_metrics_render(struct cw_server *s, struct cw_reply *r);
 void cw_mcp_route(struct cw_server *s, struct MHD_Connection *c, const char *method, const char *body,
 		  size_t len, struct cw_reply *r);
 void cw_mcp_http_free(struct cw_server *s);
-/* DNS-rebinding protection: 0 when Origin (may be NULL) names a loopback
- * host and, on a loopback listener, Host does too; else -EACCES and why. */
-int cw_mcp_http_origin_check(const char *origin, const char *host, int loopback, char *why, size_t whylen);
+/* DNS-rebinding and cross-site protection, the same on every route:
+ * 0 when Origin (may be NULL) names this server's own host (the Host
+ * header) or a loopback host and, on a loopback listener that asks for no
+ * credential, Host names a loopback host too; else -EACCES and why. */
+int cw_origin_check(const char *origin, const char *host, int loopback, char *why, size_t whylen);
+/* The same for a request: fills r (403) and returns -EACCES when refused. */
+int cw_gate_origin(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+/* Adds a response header (capped at CW_REPLY_MAX_HDR). */
+void cw_reply_header(struct cw_reply *r, const char *k, const char *v);
 
 /* Starts the watchdog; 0 or -errno. Stop it after the daemon. */
 int cw_deadlines_start(struct cw_deadlines *d, uint64_t read_timeout_ns);

@@ -10,9 +10,8 @@
  *
  * Sessions: initialize (without Mcp-Session-Id) creates one whose id is 32
  * random bytes from GnuTLS in hex; every later request carries it, and an
- * unknown or ended id gets 404 so the client starts over. Origin and, on
- * loopback, Host are checked against DNS rebinding: a page on another site
- * must not reach a server on 127.0.0.1 through the user's browser. */
+ * unknown or ended id gets 404 so the client starts over. Origin and Host
+ * are checked for every route, this one included, in gate.c. */
 #define _GNU_SOURCE
 #include "server/internal.h"
 
@@ -33,12 +32,13 @@
 #include "util/timeutil.h"
 
 #define MAX_SESSIONS 128
-#define SESSION_IDLE_NS (30ULL * 60 * NSEC_PER_SEC)
+#define MAX_SESSIONS_PER_CLIENT 32
 #define SESSION_ID_BYTES 32
 
 struct http_sess {
 	char id[SESSION_ID_BYTES * 2 + 1];
 	struct cw_mcp_session s;
+	char client[INET6_ADDRSTRLEN]; /* the address that made it */
 	uint64_t last_ns;
 	int refs;
 	int ended;
@@ -65,9 +65,13 @@ static struct cw_mcp_http *state(struct cw_server *s)
 		h->cfg.check = s->check;
 		h->cfg.transport = "http";
 		h->cfg.timeout_ns = s->timeout_ns;
-		h->cfg.allow_where = geteuid() == 0;
-		h->cfg.allow_export_path = 0;
-		h->cfg.allow_demo = 1;
+		/* What acts on live processes or writes files is off over the
+		 * network unless the config says otherwise (server.mcp_live_tools);
+		 * then it runs with the server's rights. */
+		h->cfg.live_tools_off = s->mcp_live_tools ? NULL : "set server.mcp_live_tools: true in the config";
+		h->cfg.allow_where = s->mcp_live_tools && geteuid() == 0;
+		h->cfg.allow_export_path = s->mcp_live_tools;
+		h->cfg.allow_demo = s->mcp_live_tools;
 		h->cfg.demo_keep_db = 0;
 		s->mcp = h;
 	}
@@ -140,14 +144,18 @@ static void sess_put(struct cw_mcp_http *h, struct http_sess *e)
 		sess_free(e);
 }
 
-/* A new session in the table, evicting the longest-idle one past the idle
- * limit when full. Returns it with one reference, or NULL. */
-static struct http_sess *sess_new(struct cw_mcp_http *h)
+/* A new session for client (its address) in the table. A client past
+ * MAX_SESSIONS_PER_CLIENT gives up its own least recently used session; a
+ * full table gives up the least recently used one of anyone: a client that
+ * initializes without ever ending its sessions only ever pushes out idle
+ * ones, and never locks the others out. Sessions with a request in flight
+ * stay. Returns it with one reference, or NULL (every session busy). */
+static struct http_sess *sess_new(struct cw_mcp_http *h, const char *client)
 {
 	unsigned char rnd[SESSION_ID_BYTES];
 	struct http_sess *e, *victim = NULL;
 	uint64_t now = cw_monotonic_ns();
-	int slot = -1, i;
+	int slot = -1, mine = 0, lru = -1, lru_mine = -1, i;
 
 	if (gnutls_rnd(GNUTLS_RND_RANDOM, rnd, sizeof(rnd)) < 0)
 		return NULL;
@@ -157,26 +165,37 @@ static struct http_sess *sess_new(struct cw_mcp_http *h)
 	for (i = 0; i < SESSION_ID_BYTES; i++)
 		snprintf(e->id + 2 * i, 3, "%02x", rnd[i]);
 	explicit_bzero(rnd, sizeof(rnd));
+	snprintf(e->client, sizeof(e->client), "%s", client);
 	cw_mcp_session_init(&e->s);
 	e->last_ns = now;
 	e->refs = 1;
 	pthread_mutex_lock(&h->mu);
-	for (i = 0; i < MAX_SESSIONS && slot < 0; i++)
-		if (!h->tab[i])
-			slot = i;
-	if (slot < 0) {
-		for (i = 0; i < MAX_SESSIONS; i++) {
-			struct http_sess *t = h->tab[i];
+	for (i = 0; i < MAX_SESSIONS; i++) {
+		struct http_sess *t = h->tab[i];
+		int same;
 
-			if (!t->refs && now - t->last_ns > SESSION_IDLE_NS &&
-			    (slot < 0 || t->last_ns < h->tab[slot]->last_ns))
+		if (!t) {
+			if (slot < 0)
 				slot = i;
+			continue;
 		}
-		if (slot >= 0)
-			victim = h->tab[slot];
+		same = !strcmp(t->client, client);
+		mine += same;
+		if (t->refs)
+			continue;
+		if (lru < 0 || t->last_ns < h->tab[lru]->last_ns)
+			lru = i;
+		if (same && (lru_mine < 0 || t->last_ns < h->tab[lru_mine]->last_ns))
+			lru_mine = i;
 	}
-	if (slot >= 0)
+	if (mine >= MAX_SESSIONS_PER_CLIENT && lru_mine >= 0)
+		slot = lru_mine;
+	else if (slot < 0)
+		slot = lru;
+	if (slot >= 0) {
+		victim = h->tab[slot];
 		h->tab[slot] = e;
+	}
 	pthread_mutex_unlock(&h->mu);
 	if (victim)
 		sess_free(victim);
@@ -187,6 +206,20 @@ static struct http_sess *sess_new(struct cw_mcp_http *h)
 	return e;
 }
 
+/* The client's address as text ("" when unknown). */
+static const char *client_addr(struct MHD_Connection *c, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	buf[0] = 0;
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
+	return buf;
+}
+
 static void sess_end(struct cw_mcp_http *h, struct http_sess *e)
 {
 	pthread_mutex_lock(&h->mu);
@@ -194,82 +227,9 @@ static void sess_end(struct cw_mcp_http *h, struct http_sess *e)
 	pthread_mutex_unlock(&h->mu);
 }
 
-static int loopback_name(const char *host, size_t n)
-{
-	static const char *const names[] = { "localhost", "127.0.0.1", "[::1]", "::1", NULL };
-
-	for (int i = 0; names[i]; i++)
-		if (strlen(names[i]) == n && !strncasecmp(host, names[i], n))
-			return 1;
-	/* The rest of 127.0.0.0/8. */
-	return n > 4 && !strncmp(host, "127.", 4) && strspn(host, "0123456789.") == n;
-}
-
-/* The host part of "host[:port]" or "[v6]:port". */
-static size_t host_len(const char *h)
-{
-	if (*h == '[') {
-		const char *e = strchr(h, ']');
-
-		return e ? (size_t)(e - h + 1) : strlen(h);
-	}
-	return strcspn(h, ":/");
-}
-
-static int local_is_loopback(struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-
-	if (!ci || getsockname(ci->connect_fd, (struct sockaddr *)&ss, &sl))
-		return 0;
-	if (ss.ss_family == AF_INET)
-		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
-	if (ss.ss_family == AF_INET6) {
-		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
-
-		return IN6_IS_ADDR_LOOPBACK(a) ||
-		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return 0;
-}
-
-/* 0, or -EACCES with the reason: a browser page from another origin (the
- * Origin header) or a rebinding DNS name pointing at loopback (Host). */
-int cw_mcp_http_origin_check(const char *origin, const char *host, int loopback, char *why, size_t whylen)
-{
-	if (origin && strcmp(origin, "null")) {
-		const char *p = strstr(origin, "://");
-
-		p = p ? p + 3 : origin;
-		if (!loopback_name(p, host_len(p))) {
-			snprintf(why, whylen, "origin \"%.100s\" is not allowed", origin);
-			return -EACCES;
-		}
-	} else if (origin) {
-		snprintf(why, whylen, "origin \"null\" is not allowed");
-		return -EACCES;
-	}
-	if (loopback && host && !loopback_name(host, host_len(host))) {
-		snprintf(why, whylen, "host \"%.100s\" is not allowed on a loopback listener", host);
-		return -EACCES;
-	}
-	return 0;
-}
-
 static const char *hdr(struct MHD_Connection *c, const char *k)
 {
 	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, k);
-}
-
-static void add_hdr(struct cw_reply *r, const char *k, const char *v)
-{
-	if (r->nhdr >= CW_REPLY_MAX_HDR)
-		return;
-	snprintf(r->hdr[r->nhdr][0], sizeof(r->hdr[0][0]), "%s", k);
-	snprintf(r->hdr[r->nhdr][1], sizeof(r->hdr[0][1]), "%s", v);
-	r->nhdr++;
 }
 
 static void reply_rpc_error(struct cw_reply *r, int status, int code, const char *msg)
@@ -373,7 +333,7 @@ static void post(struct cw_server *s, struct cw_mcp_http *h, struct MHD_Connecti
 	struct sse sse;
 	enum cw_mcp_kind kind;
 	const char *method = NULL;
-	char bv[32];
+	char bv[32], addr[INET6_ADDRSTRLEN];
 	int stream, modern;
 	json_t *out;
 
@@ -428,9 +388,10 @@ static void post(struct cw_server *s, struct cw_mcp_http *h, struct MHD_Connecti
 					"missing Mcp-Session-Id header: send initialize first");
 			return;
 		}
-		e = fresh = sess_new(h);
+		e = fresh = sess_new(h, client_addr(c, addr, sizeof(addr)));
 		if (!e) {
-			reply_rpc_error(r, 503, CW_JSONRPC_INTERNAL_ERROR, "too many MCP sessions; try again later");
+			reply_rpc_error(r, 503, CW_JSONRPC_INTERNAL_ERROR,
+					"every MCP session is answering a request; try again in a moment");
 			return;
 		}
 	}
@@ -440,7 +401,7 @@ static void post(struct cw_server *s, struct cw_mcp_http *h, struct MHD_Connecti
 	if (fresh) {
 		/* A failed initialize leaves no session behind. */
 		if (out && json_object_get(out, "result"))
-			add_hdr(r, "Mcp-Session-Id", e->id);
+			cw_reply_header(r, "Mcp-Session-Id", e->id);
 		else
 			sess_end(h, e);
 	}
@@ -455,19 +416,10 @@ void cw_mcp_route(struct cw_server *s, struct MHD_Connection *c, const char *met
 {
 	struct cw_mcp_http *h = state(s);
 	struct http_sess *e;
-	char why[256];
 	const char *sid;
 
 	if (!h) {
 		cw_reply_error(r, 500, "out of memory");
-		return;
-	}
-	/* Host is checked only while the gate is open: with a client
-	 * certificate or a token a rebinding page has no credential, and fleet
-	 * tools reach agents by many names. */
-	if (cw_mcp_http_origin_check(hdr(c, "Origin"), hdr(c, MHD_HTTP_HEADER_HOST),
-				     !s->mtls && !s->has_token && local_is_loopback(c), why, sizeof(why))) {
-		reply_rpc_error(r, 403, CW_JSONRPC_INVALID_REQUEST, why);
 		return;
 	}
 	if (!strcmp(method, "POST")) {
@@ -490,7 +442,7 @@ void cw_mcp_route(struct cw_server *s, struct MHD_Connection *c, const char *met
 		r->status = 200;
 		return;
 	}
-	add_hdr(r, "Allow", "POST, DELETE");
+	cw_reply_header(r, "Allow", "POST, DELETE");
 	reply_rpc_error(r, 405, CW_JSONRPC_INVALID_REQUEST,
 			"method not allowed: POST messages to /mcp (this server opens no GET stream)");
 }

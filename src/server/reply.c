@@ -32,3 +32,12 @@ void cw_reply_error(struct cw_reply *r, int status, const char *fmt, ...)
 	cw_reply_json(r, status, json_pack("{s:s}", "error", msg));
 	r->status = status;
 }
+
+void cw_reply_header(struct cw_reply *r, const char *k, const char *v)
+{
+	if (r->nhdr >= CW_REPLY_MAX_HDR)
+		return;
+	snprintf(r->hdr[r->nhdr][0], sizeof(r->hdr[0][0]), "%s", k);
+	snprintf(r->hdr[r->nhdr][1], sizeof(r->hdr[0][1]), "%s", v);
+	r->nhdr++;
+}

@@ -478,7 +478,7 @@ static const struct route routes[] = {
 void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char *method,
 		       const char *url, const char *body, size_t body_len, struct cw_reply *r)
 {
-	unsigned m = 0;
+	unsigned m = 0, allowed = ROUTE_GET;
 
 	if (!strcmp(method, "GET") || !strcmp(method, "HEAD"))
 		m = ROUTE_GET;
@@ -490,8 +490,10 @@ void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char
 
 		if (strcmp(url, rt->path))
 			continue;
-		if (!(rt->flags & (m | ROUTE_ANY_METHOD)))
+		if (!(rt->flags & (m | ROUTE_ANY_METHOD))) {
+			allowed = rt->flags;
 			goto not_allowed;
+		}
 		if (rt->body_fn)
 			rt->body_fn(s, c, method, body, body_len, r);
 		else
@@ -511,5 +513,7 @@ void cw_route_dispatch(struct cw_server *s, struct MHD_Connection *c, const char
 	cw_reply_error(r, 404, "no such route \"%s\"", url);
 	return;
 not_allowed:
+	/* RFC 9110 15.5.6: a 405 names the methods the route takes. */
+	cw_reply_header(r, "Allow", allowed & ROUTE_POST ? "GET, HEAD, POST" : "GET, HEAD");
 	cw_reply_error(r, 405, "method \"%s\" not allowed on \"%s\"", method, url);
 }

@@ -130,13 +130,14 @@ void cw_route_fleet(struct cw_server *s, struct MHD_Connection *c, struct cw_rep
 	o.timeout_ns = cfg->fleet_timeout_ns;
 	o.skew_warn_ns = cfg->fleet_skew_warn_ns;
 	o.skew = 1;
-	if (cfg->fleet_token_file) {
-		if (!(o.token = cw_token_read_file(cfg->fleet_token_file, err, sizeof(err)))) {
+	{
+		char *t;
+
+		if (cw_fleet_token(NULL, &t, err, sizeof(err))) {
 			cw_reply_error(r, 500, "fleet token: %s", err);
 			return;
 		}
-	} else if (getenv("CW_TOKEN") && *getenv("CW_TOKEN")) {
-		o.token = strdup(getenv("CW_TOKEN"));
+		o.token = t;
 	}
 	rc = cw_fleet_chains(&o, q[0] ? q : NULL, &merged, &fr, err, sizeof(err));
 	if (rc && rc != -EHOSTUNREACH) {

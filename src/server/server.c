@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 
@@ -61,6 +62,17 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, struct cw_reply *r)
 	return ret;
 }
 
+/* Counts the Content-Length headers into *(int *)cls. */
+static enum MHD_Result count_content_length(void *cls, enum MHD_ValueKind kind, const char *key,
+					    const char *value)
+{
+	(void)kind;
+	(void)value;
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+		(*(int *)cls)++;
+	return MHD_YES;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
 			       const char *method, const char *version, const char *upload,
 			       size_t *upload_size, void **con_cls)
@@ -69,9 +81,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	struct req *q = *con_cls;
 	struct cw_reply r = { 0 };
 	enum MHD_Result ret;
+	int rc;
 
 	if (!q) {
 		const char *cl;
+		int ncl = 0;
 
 		q = calloc(1, sizeof(*q));
 		if (!q)
@@ -80,10 +94,29 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*con_cls = q;
 		atomic_fetch_add(&s->requests, 1);
 		/* Authenticate before reading a single body byte. */
-		if (cw_gate_check(s, c, &r)) {
+		if ((rc = cw_gate_check(s, c, method, url, &r))) {
+			if (rc > 0) { /* the dashboard's sign-in link */
+				q->rejected = 1;
+				return send_reply(c, &r);
+			}
 			atomic_fetch_add(&s->rejected, 1);
 			q->rejected = 1;
 			cw_gate_page(c, method, url, &r);
+			return send_reply(c, &r);
+		}
+		/* Two lengths are two readings of one body (request smuggling
+		 * past a proxy that takes the other): refused, even when equal. */
+		MHD_get_connection_values(c, MHD_HEADER_KIND, count_content_length, &ncl);
+		if (ncl > 1) {
+			q->rejected = 1;
+			cw_reply_error(&r, 400, "more than one Content-Length header");
+			return send_reply(c, &r);
+		}
+		/* Host and Origin, for every route (DNS rebinding, cross-site
+		 * requests from a browser). */
+		if (cw_gate_origin(s, c, &r)) {
+			atomic_fetch_add(&s->rejected, 1);
+			q->rejected = 1;
 			return send_reply(c, &r);
 		}
 		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -252,6 +285,15 @@ int cw_server_start(struct cw_server **out, const struct cw_server_opts *o, char
 		cw_token_hash(o->token, s->token_hash);
 		s->has_token = 1;
 	}
+	/* Secure by default: a server that asks for no credential at all is
+	 * only ever one its caller asked for by name. */
+	if (!o->token && !(o->client_ca_file && !o->no_tls) && !o->no_auth) {
+		snprintf(err, errlen, "no credential configured: give a bearer token or a client CA");
+		rc = -EINVAL;
+		goto fail;
+	}
+	s->no_auth = !o->token && !(o->client_ca_file && !o->no_tls);
+	s->mcp_live_tools = o->mcp_live_tools;
 	if (!o->no_tls) {
 		const char *cert = o->cert_file, *key = o->key_file;
 		char *gc = NULL, *gk = NULL;

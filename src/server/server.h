@@ -29,6 +29,8 @@ struct cw_server_opts {
 	const char *tls_dir;         /* where the generated certificate lives */
 	const char *client_ca_file;  /* set: clients need a certificate it signed */
 	const char *token;           /* set: clients need "Authorization: Bearer <token>" */
+	int no_auth;                 /* no token and no client CA, knowingly (loopback only) */
+	int mcp_live_tools;          /* /mcp lists where and run_demo, export_timeline writes */
 	int64_t max_rows;            /* 0: default */
 	size_t max_body;             /* 0: default */
 	uint64_t timeout_ns;         /* per request; 0: default */
@@ -69,5 +71,18 @@ int cw_tls_selfsigned(const char *dir, const char *node, char **cert_path, char 
 /* Reads a bearer token from path (first line, surrounding whitespace
  * trimmed; capped at 4 KiB). Returns a malloc'd string or NULL with err. */
 char *cw_token_read_file(const char *path, char *err, size_t errlen);
+
+/* The token file a server generates when none is configured (token_file.c):
+ * $HOME/.causeway/token, or without a home "<db dir>/causeway-token" (db_path
+ * may be NULL: then only the home one). 0 or -errno. */
+int cw_token_default_path(const char *db_path, char *buf, size_t len);
+/* The token in path, which must be a regular file of this user that no one
+ * else may read (never a link); when there is none, a new random one (32
+ * bytes from GnuTLS, hex) is written there 0600, never replacing anything.
+ * Returns a malloc'd token (*created set when new) or NULL with err. */
+char *cw_token_load_or_create(const char *path, int *created, char *err, size_t errlen);
+/* Clients: the token of $HOME/.causeway/token when that file exists and is
+ * private; NULL otherwise (err set when it exists but was refused). */
+char *cw_token_read_default(char *err, size_t errlen);
 
 #endif

@@ -5,7 +5,7 @@
 // and for requests that leave its origin; screenshots go to $CW_SHOTS.
 import { readFileSync, writeFileSync, copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { serve, cli, browser, open, go, hash, ready, navigate } from './lib.mjs';
+import { serve, cli, browser, open, go, hash, ready, navigate, token } from './lib.mjs';
 
 const D = process.env.CW_DASH_DIR;
 const SHOTS = process.env.CW_SHOTS;
@@ -71,6 +71,17 @@ try {
 	const inc = await start('demo-node', db);
 	const explain = cli('explain', '--db', db, '--json', '--no-store');
 	const summary = cli('query', '--db', db, '--json');
+
+	// Signing in: without the cookie the page says how; the /?token= link
+	// sets it and lands on the dashboard.
+	const pin = await page(b, inc.url, { signedIn: false });
+	const r401 = await pin.goto(inc.url + '/', { waitUntil: 'domcontentloaded' });
+	const t401 = await pin.evaluate(() => document.body.innerText);
+	check(r401.status() === 401 && /Bearer token required/.test(t401) && /\?token=/.test(t401), 'unsigned browser: a page saying how to sign in', t401.slice(0, 200));
+	await go(pin, `${inc.url}/?token=${token()}`);
+	// The refused page load itself is the one console error expected.
+	pin.rec.errors = pin.rec.errors.filter((e) => !/status of 401/.test(e));
+	check(new URL(pin.url()).search === '' && (await text(pin, '.top-chains li')).length === explain.chains.length, 'sign-in link: the dashboard loads and the token leaves the address bar', pin.url());
 	const p = await page(b, inc.url);
 	await go(p, inc.url + '/');
 	check((await p.evaluate(() => document.getElementById('main').dataset.view)) === 'overview', 'the root opens the overview');

@@ -2,6 +2,8 @@
 // serve` on a loopback port, open Chromium, watch a page for console
 // errors and for requests that leave the origin.
 import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import puppeteer from 'puppeteer-core';
 
 export const BIN = process.env.CW_BIN;
@@ -57,9 +59,13 @@ export async function browser() {
 // exceptions and every request to another origin (aborted). `fake`
 // may answer chosen requests instead of the server: (url) -> {status, body}
 // or null.
-export async function open(b, origin, { width = 1280, height = 800, scale = 1 } = {}) {
+export async function open(b, origin, { width = 1280, height = 800, scale = 1, signedIn = true } = {}) {
 	const page = await b.newPage();
 	await page.setViewport({ width, height, deviceScaleFactor: scale });
+	// Signed in as a browser is after the server's /?token= link: the
+	// cookie of that server's port holding the token (none: mTLS only).
+	const tok = token();
+	if (tok && signedIn) await page.setCookie({ name: `causeway_token_${new URL(origin).port}`, value: tok, url: origin });
 	const rec = { errors: [], outside: [], fake: null };
 	page.on('console', (m) => {
 		if (m.type() === 'error') rec.errors.push(m.text());
@@ -79,6 +85,17 @@ export async function open(b, origin, { width = 1280, height = 800, scale = 1 } 
 	});
 	page.rec = rec;
 	return page;
+}
+
+// The token the servers of a test require: $CW_TOKEN, else the file a
+// server generated ($HOME/.causeway/token); null when neither exists.
+export function token() {
+	if (process.env.CW_TOKEN) return process.env.CW_TOKEN;
+	try {
+		return readFileSync(`${process.env.HOME || homedir()}/.causeway/token`, 'utf8').trim();
+	} catch {
+		return null;
+	}
 }
 
 // Waits until the view rendered and every panel has left "loading…".

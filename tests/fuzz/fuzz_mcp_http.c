@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		host = buf + strlen(buf) + 1;
 	if (origin[0] == 1)
 		origin = NULL;
-	rc = cw_mcp_http_origin_check(origin, host, loopback, why, sizeof(why));
+	rc = cw_origin_check(origin, host, loopback, why, sizeof(why));
 	if (rc && !why[0])
 		__builtin_trap(); /* a refusal always says why */
 	/* No Origin and no Host: nothing to refuse. */

@@ -19,6 +19,8 @@
 set -u
 command -v promtool >/dev/null || { echo "FAIL: promtool not installed (scripts/install-deps.sh)"; exit 1; }
 fail() { echo "FAIL: $*"; exit 1; }
+. "$CW_ROOT/tests/lib/auth.sh"
+auth_shared # every server and client here shares $CW_TOKEN
 R=$CW_ROOT
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
@@ -47,7 +49,7 @@ for sc in incident nccl-hang xid-fault; do
 		[ -n "$port" ] && break
 		sleep 0.05
 	done
-	curl -sf --max-time 10 "http://127.0.0.1:$port/metrics" >>"$D/metrics.txt"
+	curl -sf "${AUTH[@]}" --max-time 10 "http://127.0.0.1:$port/metrics" >>"$D/metrics.txt"
 	kill $SP
 	wait $SP 2>/dev/null
 done

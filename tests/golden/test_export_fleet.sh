@@ -17,6 +17,8 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+. "$CW_ROOT/tests/lib/auth.sh"
+auth_shared # every server and client here shares $CW_TOKEN
 
 addrs=()
 for i in 1 2 3; do

@@ -10,6 +10,8 @@ SP=
 cleanup() { [ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$D"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+. "$CW_ROOT/tests/lib/auth.sh"
+auth_shared # every server and client here shares $CW_TOKEN
 
 scenarios=$("$CW_BIN" demo --list | awk '{print $1}')
 [ "$(echo "$scenarios" | wc -l)" -ge 10 ] || fail "demo --list: $scenarios"
@@ -27,7 +29,7 @@ for s in $scenarios; do
 		sleep 0.05
 	done
 	[ -n "$port" ] || fail "serve $s: $(cat "$D/serve-$s.log")"
-	curl -sf --max-time 10 "http://127.0.0.1:$port/metrics" >"$D/m.txt" || fail "scrape $s"
+	curl -sf "${AUTH[@]}" --max-time 10 "http://127.0.0.1:$port/metrics" >"$D/m.txt" || fail "scrape $s"
 	kill "$SP"
 	wait "$SP" 2>/dev/null
 	SP=

@@ -17,6 +17,8 @@ SP=
 cleanup() { [ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$D"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+. "$CW_ROOT/tests/lib/auth.sh"
+auth_shared # every server and client here shares $CW_TOKEN
 
 # The NCCL families cover the 5 minutes before the newest stored collective
 # of the store: the one NCCL job here is the cross-node one.
@@ -40,7 +42,7 @@ for _ in $(seq 1 100); do
 	sleep 0.05
 done
 [ -n "$port" ] || fail "serve: $(cat "$D/serve.log")"
-curl -sf --max-time 20 "http://127.0.0.1:$port/metrics" >"$D/m.txt" || fail "scrape"
+curl -sf "${AUTH[@]}" --max-time 20 "http://127.0.0.1:$port/metrics" >"$D/m.txt" || fail "scrape"
 promtool check metrics <"$D/m.txt" || fail "promtool on the fleet /metrics: $(promtool check metrics <"$D/m.txt" 2>&1)"
 
 python3 - "$D" $INPUTS <<'PY' || exit 1

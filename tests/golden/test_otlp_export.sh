@@ -13,6 +13,8 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$D"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+. "$CW_ROOT/tests/lib/auth.sh"
+auth_shared # every server and client here shares $CW_TOKEN
 RECV=$CW_ROOT/tests/otlp/receiver.py
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -10,6 +10,8 @@ SP=
 cleanup() { [ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+. "$CW_ROOT/tests/lib/auth.sh"
+auth_shared # every server and client here shares $CW_TOKEN
 command -v promtool >/dev/null || fail "promtool not installed (scripts/install-deps.sh)"
 db=$tmp/nn.db
 "$CW_BIN" demo noisy-neighbour --db "$db" >/dev/null 2>&1 || fail "demo"
@@ -90,9 +92,9 @@ for _ in $(seq 1 100); do
 done
 [ -n "$port" ] || fail "serve: $(cat "$tmp/serve.log")"
 api="http://127.0.0.1:$port/api/v1"
-got=$(curl -sf "$api/ops?pod=video-transcode-7d9f" | ops) || fail "/ops?pod"
+got=$(curl -sf "${AUTH[@]}" "$api/ops?pod=video-transcode-7d9f" | ops) || fail "/ops?pod"
 [ "$got" = "$NEIGHBOUR" ] || fail "/ops?pod=video-transcode-7d9f: $got"
-got=$(curl -sf "$api/ops?namespace=ml&per_tenant=1" | python3 -c '
+got=$(curl -sf "${AUTH[@]}" "$api/ops?namespace=ml&per_tenant=1" | python3 -c '
 import json, sys
 print(" ".join(sorted("%s@%s" % (o["op"], o["tenant"]) for o in json.load(sys.stdin)["ops"] if o["source"] == "cuda")))')
 [ "$got" = "cudaLaunchKernel@pod ml/vit-train-0 cudaMemcpyAsync@pod ml/vit-train-0 cudaStreamSynchronize@pod ml/vit-train-0" ] ||
@@ -100,19 +102,19 @@ print(" ".join(sorted("%s@%s" % (o["op"], o["tenant"]) for o in json.load(sys.st
 chains() { python3 -c '
 import json, sys
 print(" ".join(sorted("%s@%s" % (c["op"], (c["container"] or {}).get("pod")) for c in json.load(sys.stdin)["chains"])))'; }
-got=$(curl -sf "$api/chains?container=9d2f4c1a" | chains) || fail "/chains?container"
+got=$(curl -sf "${AUTH[@]}" "$api/chains?container=9d2f4c1a" | chains) || fail "/chains?container"
 [ -n "$got" ] && [ -z "$(echo "$got" | tr ' ' '\n' | grep -v '@vit-train-0$')" ] || fail "/chains?container=9d2f4c1a: $got"
-got=$(curl -sf "$api/chains?pod=video-transcode-7d9f" | chains)
+got=$(curl -sf "${AUTH[@]}" "$api/chains?pod=video-transcode-7d9f" | chains)
 [ -z "$(echo "$got" | tr ' ' '\n' | grep '@vit-train-0$')" ] || fail "/chains?pod=video-transcode-7d9f kept the trainer: $got"
-got=$(curl -sf "$api/overview?namespace=batch" | python3 -c '
+got=$(curl -sf "${AUTH[@]}" "$api/overview?namespace=batch" | python3 -c '
 import json, sys
 print(" ".join(sorted("%s/%s" % (t["namespace"], t["pod"]) for t in json.load(sys.stdin)["tenants"])))')
 [ "$got" = "batch/video-transcode-7d9f" ] || fail "/overview?namespace=batch: $got"
-got=$(curl -sf "$api/overview" | python3 -c '
+got=$(curl -sf "${AUTH[@]}" "$api/overview" | python3 -c '
 import json, sys
 print(" ".join(sorted("%s/%s" % (t["namespace"], t["pod"]) for t in json.load(sys.stdin)["tenants"])))')
 [ "$got" = "batch/video-transcode-7d9f ml/vit-train-0" ] || fail "/overview tenants: $got"
-out=$(curl -s -w ' %{http_code}' "$api/ops?pod=a%20b")
+out=$(curl -s "${AUTH[@]}" -w ' %{http_code}' "$api/ops?pod=a%20b")
 [ "$out" = '{"error":"bad pod \"a b\" (want a pod name or UID)"} 400' ] || fail "/ops?pod=a b: $out"
 
 # ---- the fleet fan-out forwards the filters to the agent
@@ -156,7 +158,7 @@ for _ in $(seq 1 100); do
 	sleep 0.05
 done
 [ -n "$port" ] || fail "serve: $(cat "$tmp/serve2.log")"
-curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/m.txt" || fail "scrape"
+curl -sf "${AUTH[@]}" "http://127.0.0.1:$port/metrics" >"$tmp/m.txt" || fail "scrape"
 kill "$SP"
 wait "$SP" 2>/dev/null
 SP=
@@ -187,7 +189,7 @@ for _ in $(seq 1 100); do
 	sleep 0.05
 done
 [ -n "$port" ] || fail "serve: $(cat "$tmp/serve3.log")"
-curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/m3.txt" || fail "scrape nccl"
+curl -sf "${AUTH[@]}" "http://127.0.0.1:$port/metrics" >"$tmp/m3.txt" || fail "scrape nccl"
 kill "$SP"
 wait "$SP" 2>/dev/null
 SP=

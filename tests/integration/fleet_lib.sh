@@ -16,6 +16,8 @@ trap cleanup EXIT
 
 fail() { echo "FAIL: $*"; exit 1; }
 
+. "$CW_ROOT/tests/lib/auth.sh"
+
 AGENT_DB=$CW_BUILD/fixtures/agent_db
 ensure_fixture() {
 	if [ ! -x "$AGENT_DB" ]; then
@@ -66,7 +68,8 @@ mkcerts() {
 }
 
 # start_agent NAME DB [serve args...]: starts `serve` on a free loopback
-# port (port 0, read back from its banner); sets PORT, LAST_PID and LAST_LOG.
+# port (port 0, read back from its banner); sets PORT, LAST_PID and LAST_LOG,
+# and AUTH from the token the agent generated (none with --client-ca).
 start_agent() {
 	local name=$1 db=$2 log i
 	shift 2
@@ -81,7 +84,10 @@ start_agent() {
 	PORT=
 	for i in $(seq 1 100); do
 		[ -f "$log" ] && PORT=$(sed -n 's/.*serving https\?:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
-		[ -n "$PORT" ] && return 0
+		if [ -n "$PORT" ]; then
+			grep -q 'bearer token \(generated \)\?in "' "$log" && auth_from_file
+			return 0
+		fi
 		kill -0 "$LAST_PID" 2>/dev/null || break
 		sleep 0.05
 	done
@@ -89,9 +95,24 @@ start_agent() {
 	fail "agent $name did not start"
 }
 
+# serving_port LOG PID: waits (10 s at most) for the "serving
+# http(s)://127.0.0.1:PORT" line of a server (trace --serve) writing LOG
+# while PID lives; sets PORT, returns 1 when it never came.
+serving_port() {
+	local i
+	PORT=
+	for i in $(seq 1 100); do
+		PORT=$(sed -n 's/.*serving https\?:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1" 2>/dev/null)
+		[ -n "$PORT" ] && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # code URL [curl args...]: prints the HTTP status ("000" when no HTTP answer).
 code() {
 	local url=$1
 	shift
-	curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" "$url" 2>/dev/null
+	curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${AUTH[@]}" "$@" "$url" 2>/dev/null
 }

@@ -31,7 +31,7 @@ export CW_T=$T
 # 1. incident: the timeline of chain 0 against SQL, paged and whole.
 B=${URL[incident]}
 python3 - "$B" "$CW_BIN" "$T/incident.db" <<'EOF' || fail "incident timeline"
-import json, subprocess, sys, urllib.request
+import json, subprocess, sys, urllib.request, cw_auth
 B, cw, db = sys.argv[1:4]
 get = lambda u: json.load(urllib.request.urlopen(B + u))
 sql = lambda s: json.loads(subprocess.check_output([cw, "query", "--db", db, "--json", s]))
@@ -98,7 +98,7 @@ EOF
 cp "$T/incident.db" "$T/cache.db"
 start_agent "d$$-cache" "$T/cache.db" --no-tls
 C=http://127.0.0.1:$PORT/api/v1
-n_chains() { curl -s "$C/chains" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["chains"]))'; }
+n_chains() { curl -s "${AUTH[@]}" "$C/chains" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["chains"]))'; }
 [ "$(n_chains)" = 1 ] || fail "cache.db: no chain"
 [ "$(n_chains)" = 1 ] || fail "cache.db: cached answer differs"
 sqlite3 "$T/cache.db" "DELETE FROM aggregates" || fail "sqlite3 delete"
@@ -106,7 +106,7 @@ sqlite3 "$T/cache.db" "DELETE FROM aggregates" || fail "sqlite3 delete"
 
 # 2. ops/detail and ops/series against the per-op summary (query --json).
 python3 - "$B" "$CW_BIN" "$T/incident.db" <<'EOF' || fail "incident ops"
-import json, subprocess, sys, urllib.request
+import json, subprocess, sys, urllib.request, cw_auth
 B, cw, db = sys.argv[1:4]
 get = lambda u: json.load(urllib.request.urlopen(B + u))
 run = lambda *a: json.loads(subprocess.check_output([cw, "query", "--db", db, "--json", *a]))
@@ -147,7 +147,7 @@ EOF
 
 # 3. overview: capture and host from the tables.
 python3 - "$B" "$CW_BIN" "$T/incident.db" <<'EOF' || fail "incident overview"
-import json, subprocess, sys, urllib.request
+import json, subprocess, sys, urllib.request, cw_auth
 B, cw, db = sys.argv[1:4]
 get = lambda u: json.load(urllib.request.urlopen(B + u))
 run = lambda s: json.loads(subprocess.check_output([cw, "query", "--db", db, "--json", s]))
@@ -169,13 +169,13 @@ assert len(w["host"]) == 10 and w["window"]["to_ns"] - w["window"]["from_ns"] ==
 EOF
 
 # 4. Perfetto: the bytes `export` writes; pid keeps that process only.
-curl -s -o "$T/api.json" -D "$T/hdr" "$B/export/perfetto?from=1767225631&to=1767225633"
+curl -s "${AUTH[@]}" -o "$T/api.json" -D "$T/hdr" "$B/export/perfetto?from=1767225631&to=1767225633"
 "$CW_BIN" export --db "$T/incident.db" --from 1767225631 --to 1767225633 -o "$T/cli.json" 2>/dev/null ||
 	fail "export"
 cmp -s "$T/api.json" "$T/cli.json" || fail "/export/perfetto differs from causeway export"
 grep -qi '^content-disposition: attachment; filename="causeway-' "$T/hdr" || fail "no attachment header"
 grep -qi '^x-causeway-slices: 378 of 378' "$T/hdr" || fail "slices header: $(cat "$T/hdr")"
-curl -s -o "$T/pid.json" "$B/export/perfetto?from=1767225631&to=1767225633&pid=4870&chains=0"
+curl -s "${AUTH[@]}" -o "$T/pid.json" "$B/export/perfetto?from=1767225631&to=1767225633&pid=4870&chains=0"
 python3 -c '
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
@@ -190,7 +190,7 @@ for u in "timeline" "timeline?tid=x" "timeline?tid=0" "timeline?tid=1&limit=0" "
 	"ops/detail?op=cudaMalloc&limit=1001" "ops/series?points=0" "ops/series?points=301" "ops/series?since=x" \
 	"overview?since=x" "export/perfetto?max_events=0" "export/perfetto?pid=-1" "gpu?from=x" \
 	"nccl/ranks?since=0s" "tenants?to=nope" "chains?pid=0" "fleet?since=x"; do
-	c=$(curl -s -o "$T/err" -w '%{http_code}' "$B/$u")
+	c=$(curl -s "${AUTH[@]}" -o "$T/err" -w '%{http_code}' "$B/$u")
 	[ "$c" = 400 ] || fail "$u answered $c, not 400: $(cat "$T/err")"
 	grep -q '"error":"' "$T/err" || fail "$u: no error sentence: $(cat "$T/err")"
 done
@@ -201,7 +201,7 @@ done
 # 6. NCCL: the rank table is explain --ranks's; the nccl lane is nccl_calls.
 B=${URL[nccl-straggler]}
 python3 - "$B" "$CW_BIN" "$T/nccl-straggler.db" <<'EOF' || fail "nccl"
-import json, subprocess, sys, urllib.request
+import json, subprocess, sys, urllib.request, cw_auth
 B, cw, db = sys.argv[1:4]
 get = lambda u: json.load(urllib.request.urlopen(B + u))
 ex = json.loads(subprocess.check_output([cw, "explain", "--db", db, "--ranks", "--json", "--no-store"]))
@@ -220,7 +220,7 @@ EOF
 # 7. Tenants: calls per cgroup from SQL, chains from explain.
 B=${URL[noisy-neighbour]}
 python3 - "$B" "$CW_BIN" "$T/noisy-neighbour.db" <<'EOF' || fail "tenants"
-import json, subprocess, sys, urllib.request
+import json, subprocess, sys, urllib.request, cw_auth
 B, cw, db = sys.argv[1:4]
 get = lambda u: json.load(urllib.request.urlopen(B + u))
 sql = lambda s: json.loads(subprocess.check_output([cw, "query", "--db", db, "--json", s]))
@@ -249,7 +249,7 @@ EOF
 # in 300 points untouched).
 B=${URL[thermal-throttling]}
 python3 - "$B" "$CW_BIN" "$T/thermal-throttling.db" <<'EOF' || fail "gpu"
-import json, subprocess, sys, urllib.request
+import json, subprocess, sys, urllib.request, cw_auth
 B, cw, db = sys.argv[1:4]
 get = lambda u: json.load(urllib.request.urlopen(B + u))
 sql = lambda s: json.loads(subprocess.check_output([cw, "query", "--db", db, "--json", s]))
@@ -266,7 +266,7 @@ EOF
 # 9. An empty database: 200 and empty arrays everywhere.
 B=${URL[empty]}
 python3 - "$B" <<'EOF' || fail "empty database"
-import json, sys, urllib.request
+import json, sys, urllib.request, cw_auth
 B = sys.argv[1]
 get = lambda u: json.load(urllib.request.urlopen(B + u))
 assert get("/chains")["chains"] == []
@@ -314,7 +314,7 @@ done
 [ -n "$HUB" ] || fail "hub did not start: $(cat "$T/hub.log")"
 "$CW_BIN" explain --nodes "$NODES" --ca-cert "$PKI/ca.crt" --client-cert "$PKI/client.crt" \
 	--client-key "$PKI/client.key" --json >"$T/fan.json" 2>/dev/null || fail "explain --nodes"
-curl -s "http://127.0.0.1:$HUB/api/v1/fleet" >"$T/fleet.json"
+curl -s "${AUTH[@]}" "http://127.0.0.1:$HUB/api/v1/fleet" >"$T/fleet.json"
 python3 - "$T/fleet.json" "$T/fan.json" <<'EOF' || fail "fleet: $(cat "$T/fleet.json")"
 import json, sys
 f, fan = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
@@ -335,7 +335,7 @@ assert n3["top_chain"] and n3["top_chain"]["kind"] == "cpu_preemption", n3
 EOF
 kill "${APIDS[1]}"
 wait "${APIDS[1]}" 2>/dev/null
-curl -s "http://127.0.0.1:$HUB/api/v1/fleet" >"$T/fleet2.json"
+curl -s "${AUTH[@]}" "http://127.0.0.1:$HUB/api/v1/fleet" >"$T/fleet2.json"
 python3 -c '
 import json, sys
 f = json.load(open(sys.argv[1]))

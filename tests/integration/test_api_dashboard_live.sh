@@ -22,14 +22,15 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 [ -n "$PORT" ] || fail "trace did not start serving: $(cat "$T/t.err")"
+auth_from_file || fail "trace --serve made no token file: $(cat "$T/t.err")"
 B=https://127.0.0.1:$PORT/api/v1
-get() { curl -s --max-time 10 -k "$B/$1"; }
+get() { curl -s "${AUTH[@]}" --max-time 10 -k "$B/$1"; }
 sleep 1.5
 get overview >"$T/o1.json"
 get "ops/series?points=5" >"$T/s1.json"
 get chains >"$T/c1.json"
 # Server-sent ticks: one a second, the stored events growing.
-curl -s -N -k --max-time 2.6 "$B/stream" >"$T/stream.txt"
+curl -s "${AUTH[@]}" -N -k --max-time 2.6 "$B/stream" >"$T/stream.txt"
 get "ops/series?points=5" >"$T/s2.json"
 get chains >"$T/c2.json"
 kill -0 $TP 2>/dev/null || fail "trace ended before the checks: $(cat "$T/t.err")"
@@ -54,7 +55,7 @@ assert ticks[-1]["events"] > ticks[0]["events"] > 0, ticks
 assert ticks[-1]["chains"] is None or ticks[-1]["chains"] >= 0
 PY
 # A stream still open when the trace ends does not hold the server up.
-curl -s -N -k --max-time 60 "$B/stream" >"$T/stream2.txt" &
+curl -s "${AUTH[@]}" -N -k --max-time 60 "$B/stream" >"$T/stream2.txt" &
 CP=$!
 PIDS+=("$CP")
 sleep 0.5

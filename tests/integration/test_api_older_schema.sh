@@ -54,7 +54,7 @@ B7=http://127.0.0.1:$PORT/api/v1
 
 w0=$(sqlite3 "$T/v7.db" "SELECT wall_ns FROM events WHERE tid = 4999") || fail "no added call"
 python3 - "$B6" "$B7" "$w0" <<'EOF' || fail "v6 and v7 answers"
-import json, sys, urllib.request
+import json, sys, urllib.request, cw_auth
 B6, B7, w0 = sys.argv[1], sys.argv[2], int(sys.argv[3])
 near = "from=%d&to=%d" % (w0 - 1000000, w0 + 1000000)
 get = lambda b, u: json.load(urllib.request.urlopen(b + u))

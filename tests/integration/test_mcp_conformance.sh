@@ -1,7 +1,8 @@
 #!/bin/bash
 # The MCP conformance suite (@modelcontextprotocol/conformance, pinned in
 # tests/mcp/package-lock.json) against serve's /mcp. Plain HTTP on loopback
-# without credentials: the setting its DNS-rebinding scenario is written for
+# without credentials (--no-auth): the setting its DNS-rebinding scenario is
+# written for, where the Host check is what protects the server
 # (over TLS the rebinding request fails certificate checks before reaching
 # the server, which proves nothing; TLS and mTLS are covered by
 # test_mcp_sdk.sh). Scenarios
@@ -14,7 +15,7 @@ rc=$?
 [ $rc = 77 ] && { echo "skip: node/npm not installed"; exit 77; }
 [ $rc = 0 ] || fail "npm ci in tests/mcp failed"
 "$CW_BIN" demo --db "$T/d.db" >/dev/null 2>&1 || fail "demo database"
-start_agent conf "$T/d.db" --no-tls
+start_agent conf "$T/d.db" --no-tls --no-auth
 M=$CW_ROOT/tests/mcp
 timeout 240 node "$M/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
 	server --url "http://localhost:$PORT/mcp" -o "$T/results" \

@@ -16,6 +16,8 @@ set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 command -v promtool >/dev/null || { echo "FAIL: promtool not installed (scripts/install-deps.sh)"; exit 1; }
 . "$CW_ROOT/tests/integration/tenant_lib.sh"
+. "$CW_ROOT/tests/lib/auth.sh"
+auth_shared # servers and curl share $CW_TOKEN (no token file under the caller's HOME)
 FIX=$CW_BUILD/fixtures
 NVML=$FIX/fakenvml/libnvidia-ml.so.1
 [ -x "$FIX/fake_workload" ] && [ -f "$FIX/fakecuda/libcudart.so.13" ] && [ -f "$NVML" ] ||
@@ -65,7 +67,7 @@ sleep 1
 setctl "pid=$WPID\nthrottle=thermal\nmem_pct=50\nxid=48@2\n"
 # NVML's Xid events wait 2 s for the kernel log's line; samples every 250 ms.
 sleep 3.5
-curl -sfk --max-time 10 "https://127.0.0.1:$PORT/metrics" >"$D/live.txt" || fail "live scrape"
+curl -sfk "${AUTH[@]}" --max-time 10 "https://127.0.0.1:$PORT/metrics" >"$D/live.txt" || fail "live scrape"
 kill -0 "$TP" 2>/dev/null || fail "trace ended before the live scrape"
 promtool check metrics <"$D/live.txt" || fail "promtool on the live /metrics: $(promtool check metrics <"$D/live.txt" 2>&1)"
 
@@ -158,7 +160,7 @@ TP=
 "$CW_BIN" serve --db "$D/t.db" --no-tls --listen 127.0.0.1:0 2>"$D/serve.err" &
 SP=$!
 PORT=$(port_of "$D/serve.err") || fail "serve did not start"
-curl -sf --max-time 10 "http://127.0.0.1:$PORT/metrics" >"$D/after.txt" || fail "scrape after the trace"
+curl -sf "${AUTH[@]}" --max-time 10 "http://127.0.0.1:$PORT/metrics" >"$D/after.txt" || fail "scrape after the trace"
 promtool check metrics <"$D/after.txt" || fail "promtool after the trace: $(promtool check metrics <"$D/after.txt" 2>&1)"
 grep -q '^causeway_writer_' "$D/after.txt" && fail "writer lag served from a finished database"
 check "$D/after.txt" "$D/t.db" after || fail "checks after the trace"

@@ -23,7 +23,7 @@ openssl x509 -in "$CRT" -noout -text | grep -q "prime256v1\|P-256" || fail "not 
 openssl x509 -in "$CRT" -noout -text | grep -q "IP Address:127.0.0.1" || fail "no 127.0.0.1 SAN"
 B=https://127.0.0.1:$PORT
 C=(--cacert "$CRT")
-j() { curl -s --max-time 10 "${C[@]}" "$@"; }
+j() { curl -s --max-time 10 "${C[@]}" "${AUTH[@]}" "$@"; }
 
 j "$B/api/v1/health" | grep -q '"status":"ok","node":"gpu-1"' || fail "health"
 j "$B/api/v1/time" | python3 -c '

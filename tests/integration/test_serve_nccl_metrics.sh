@@ -10,7 +10,7 @@
 # run the cleanup trap).
 metrics() { # DB: /metrics text into $m
 	start_agent "$1" "$T/$1.db"
-	m=$(curl -s --max-time 10 --cacert "$HOME/.causeway/tls/server.crt" "https://127.0.0.1:$PORT/metrics")
+	m=$(curl -s "${AUTH[@]}" --max-time 10 --cacert "$HOME/.causeway/tls/server.crt" "https://127.0.0.1:$PORT/metrics")
 }
 metrics h
 echo "$m" | grep -q '^# TYPE causeway_nccl_hang_missing gauge$' || fail "no hang series: $m"

@@ -22,10 +22,11 @@ CRT=$HOME/.causeway/tls/server.crt
 B=https://127.0.0.1:$PORT
 
 cat >"$T/dribble.py" <<'EOF'
-import json, select, socket, ssl, sys, time
+import json, select, socket, ssl, sys, time, cw_auth
 
 port, ready, hold = int(sys.argv[1]), sys.argv[2], 30.0
 ctx = ssl.create_default_context(cafile=sys.argv[3])
+AUTH = b"Authorization: Bearer " + cw_auth.token().encode() + b"\r\n"
 
 def tcp():
     return socket.create_connection(("127.0.0.1", port))
@@ -38,13 +39,13 @@ conns = []  # [name, socket, start, bytes to dribble]
 # a byte at a time: the server waits inside the handshake.
 conns.append(["handshake-1", tcp(), 0, b"\x16\x03\x01\x40\x00" + b"\x00" * 400])
 conns.append(["handshake-2", tcp(), 0, b"\x16\x03\x01\x40\x00" + b"\x00" * 400])
-conns.append(["headers-1", tls(), 0, b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 400])
-conns.append(["headers-2", tls(), 0, b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 400])
-conns.append(["body", tls(), 0, b"POST /api/v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+conns.append(["headers-1", tls(), 0, b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n" + AUTH + b"X-Slow: " + b"a" * 400])
+conns.append(["headers-2", tls(), 0, b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n" + AUTH + b"X-Slow: " + b"a" * 400])
+conns.append(["body", tls(), 0, b"POST /api/v1/query HTTP/1.1\r\nHost: x\r\n" + AUTH + b"Content-Type: application/json\r\n"
               b"Content-Length: 4000\r\n\r\n" + b" " * 400])
 # One whole request and its answer, then silence on the kept-alive connection.
 s = tls()
-s.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+s.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n" + AUTH + b"\r\n")
 got = b""
 while b"\r\n\r\n" not in got or not got.endswith(b"}"):
     got += s.recv(4096)
@@ -118,13 +119,13 @@ assert not missing, "never cut: %s" % missing
 bad = {n: t for n, t in cut.items() if not 1.5 <= t <= 9}
 assert not bad, "cut at the wrong time: %s" % bad
 EOF
-grep -q 'causeway_http_read_timeouts_total 6' <(curl -s --max-time 5 --cacert "$CRT" "$B/metrics") ||
-	fail "metrics do not count the six slow connections: $(curl -s --cacert "$CRT" "$B/metrics" | grep slow)"
+grep -q 'causeway_http_read_timeouts_total 6' <(curl -s "${AUTH[@]}" --max-time 5 --cacert "$CRT" "$B/metrics") ||
+	fail "metrics do not count the six slow connections: $(curl -s "${AUTH[@]}" --cacert "$CRT" "$B/metrics" | grep slow)"
 # The deadline covers the arrival of a request, not its answer: a query that
 # runs longer than the read timeout is still answered.
 start_agent long "$T/a.db" --read-timeout 1s --timeout 60s
 t1=$(date +%s%N)
-out=$(curl -s --max-time 60 --cacert "$CRT" "https://127.0.0.1:$PORT/api/v1/query?sql=WITH%20RECURSIVE%20c(x)%20AS%20(SELECT%201%20UNION%20ALL%20SELECT%20x%2B1%20FROM%20c%20WHERE%20x%3C20000000)%20SELECT%20count(*)%20AS%20n%20FROM%20c")
+out=$(curl -s "${AUTH[@]}" --max-time 60 --cacert "$CRT" "https://127.0.0.1:$PORT/api/v1/query?sql=WITH%20RECURSIVE%20c(x)%20AS%20(SELECT%201%20UNION%20ALL%20SELECT%20x%2B1%20FROM%20c%20WHERE%20x%3C20000000)%20SELECT%20count(*)%20AS%20n%20FROM%20c")
 ms=$((($(date +%s%N) - t1) / 1000000))
 echo "$out" | grep -q '"rows":\[\[20000000\]\]' || fail "long query cut or failed after $ms ms: $out"
 [ "$ms" -gt 1200 ] || fail "the long query took only $ms ms, too quick to outlast the 1 s read timeout"

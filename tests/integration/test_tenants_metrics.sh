@@ -10,6 +10,7 @@ FIX=$CW_BUILD/fixtures
 [ -x "$FIX/fake_workload" ] && [ -f "$FIX/fakecuda/libcudart.so.13" ] || { echo "missing fixtures (make fixtures)"; exit 1; }
 command -v promtool >/dev/null || { echo "FAIL: promtool not installed (scripts/install-deps.sh)"; exit 1; }
 . "$CW_ROOT/tests/integration/tenant_lib.sh"
+. "$CW_ROOT/tests/lib/auth.sh"
 [ -f "$V2/cgroup.procs" ] || { echo "no cgroup v2 hierarchy"; exit 77; }
 D=$(mktemp -d)
 pids=()
@@ -37,6 +38,7 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 [ -n "$port" ] || fail "trace did not start serving: $(cat "$D/t.out")"
+HOME=$D auth_from_file || fail "trace --serve made no token file: $(cat "$D/t.out")"
 in_cg "$A" "$FIX/fake_workload" -T 5 -m sync >/dev/null 2>&1 &
 pids+=($!)
 in_cg "$B" env POD_NAME="trainer-$$" POD_NAMESPACE=ml "$FIX/fake_workload" -T 5 -m sync >/dev/null 2>&1 &
@@ -45,7 +47,7 @@ pids+=($!)
 ok=
 for _ in $(seq 1 40); do
 	sleep 0.25
-	curl -sk --max-time 5 "https://127.0.0.1:$port/metrics" >"$D/m.txt" || continue
+	curl -sk "${AUTH[@]}" --max-time 5 "https://127.0.0.1:$port/metrics" >"$D/m.txt" || continue
 	grep -q "container=\"${ca:0:12}\"" "$D/m.txt" && grep -q "pod=\"trainer-$$\",namespace=\"ml\"" "$D/m.txt" && ok=1 && break
 done
 [ -n "$ok" ] || fail "no tenant labels after 10 s: $(grep -E '^causeway_(op_duration_seconds_count|process_cuda_idle)' "$D/m.txt")"

@@ -521,21 +521,21 @@ static void test_origin_check(void **state)
 {
 	char why[256];
 
-	assert_int_equal(cw_mcp_http_origin_check(NULL, NULL, 1, why, sizeof(why)), 0);
-	assert_int_equal(cw_mcp_http_origin_check("http://localhost:7070", "localhost:7070", 1, why, sizeof(why)), 0);
-	assert_int_equal(cw_mcp_http_origin_check("https://127.0.0.1", "127.0.0.1:7070", 1, why, sizeof(why)), 0);
-	assert_int_equal(cw_mcp_http_origin_check("http://[::1]:7070", "[::1]:7070", 1, why, sizeof(why)), 0);
-	assert_int_equal(cw_mcp_http_origin_check("http://evil.example", "127.0.0.1:7070", 1, why, sizeof(why)),
+	assert_int_equal(cw_origin_check(NULL, NULL, 1, why, sizeof(why)), 0);
+	assert_int_equal(cw_origin_check("http://localhost:7070", "localhost:7070", 1, why, sizeof(why)), 0);
+	assert_int_equal(cw_origin_check("https://127.0.0.1", "127.0.0.1:7070", 1, why, sizeof(why)), 0);
+	assert_int_equal(cw_origin_check("http://[::1]:7070", "[::1]:7070", 1, why, sizeof(why)), 0);
+	assert_int_equal(cw_origin_check("http://evil.example", "127.0.0.1:7070", 1, why, sizeof(why)),
 			 -EACCES);
 	assert_non_null(strstr(why, "evil.example"));
-	assert_int_equal(cw_mcp_http_origin_check("http://localhost.evil.example", NULL, 0, why, sizeof(why)),
+	assert_int_equal(cw_origin_check("http://localhost.evil.example", NULL, 0, why, sizeof(why)),
 			 -EACCES);
-	assert_int_equal(cw_mcp_http_origin_check("http://127.0.0.1.evil.example", NULL, 0, why, sizeof(why)),
+	assert_int_equal(cw_origin_check("http://127.0.0.1.evil.example", NULL, 0, why, sizeof(why)),
 			 -EACCES);
-	assert_int_equal(cw_mcp_http_origin_check("null", NULL, 0, why, sizeof(why)), -EACCES);
-	assert_int_equal(cw_mcp_http_origin_check(NULL, "evil.example:7070", 1, why, sizeof(why)), -EACCES);
+	assert_int_equal(cw_origin_check("null", NULL, 0, why, sizeof(why)), -EACCES);
+	assert_int_equal(cw_origin_check(NULL, "evil.example:7070", 1, why, sizeof(why)), -EACCES);
 	/* Not loopback (or the gate holds credentials): any Host. */
-	assert_int_equal(cw_mcp_http_origin_check(NULL, "gpu-17.cluster:7070", 0, why, sizeof(why)), 0);
+	assert_int_equal(cw_origin_check(NULL, "gpu-17.cluster:7070", 0, why, sizeof(why)), 0);
 }
 
 #define META26 "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}"
