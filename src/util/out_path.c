@@ -469,10 +469,17 @@ int cw_out_commit(struct cw_out *o, char *err, size_t errlen)
 		snprintf(err, errlen, "\"%s\" exists", o->path);
 		return -EEXIST;
 	}
-	/* A stale WAL of the file being replaced would be replayed onto the
-	 * new one. */
-	if (exists && (o->flags & CW_OUT_DB))
-		remove_sides(o->dirfd, o->name, 1);
+	/* A stale WAL beside the name (of the file being replaced, or left
+	 * without one) would be replayed onto the new database. */
+	for (int k = 1; (o->flags & CW_OUT_DB) && k < 3; k++) {
+		char side[NAME_MAX + 16];
+		struct stat ss;
+
+		snprintf(side, sizeof(side), "%s%s", o->name, db_sides[k]);
+		if (!fstatat(o->dirfd, side, &ss, AT_SYMLINK_NOFOLLOW) && check_inputs(o, &ss, side, err, errlen))
+			return -EINVAL;
+		unlinkat(o->dirfd, side, 0);
+	}
 	if (o->flags & CW_OUT_REPLACE)
 		rc = renameat(o->dirfd, o->tmp, o->dirfd, o->name);
 	else if ((rc = renameat2(o->dirfd, o->tmp, o->dirfd, o->name, RENAME_NOREPLACE)) && errno == EINVAL) {
