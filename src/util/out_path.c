@@ -67,8 +67,8 @@ static int check_inputs(const struct cw_out *o, const struct stat *st, const cha
 				snprintf(err, errlen, "refusing to write \"%s\": it is the input \"%s\"", shown,
 					 o->inputs[i]);
 			else
-				snprintf(err, errlen, "refusing to write \"%s\": it is \"%s\", a file of the input \"%s\"",
-					 shown, side, o->inputs[i]);
+				snprintf(err, errlen, "refusing to write \"%s\": it is the %s file of the input \"%s\"",
+					 shown, db_sides[k], o->inputs[i]);
 			return -EINVAL;
 		}
 	return 0;
@@ -97,8 +97,8 @@ static int check_new_name(const struct cw_out *o, const char *shown, char *err, 
 		bl = strlen(slash + 1);
 		for (int k = 0; k < NSIDES; k++)
 			if (!strncmp(o->name, slash + 1, bl) && !strcmp(o->name + bl, db_sides[k])) {
-				snprintf(err, errlen, "refusing to write \"%s\": it is \"%s%s\", a file of the input \"%s\"",
-					 shown, o->inputs[i], db_sides[k], o->inputs[i]);
+				snprintf(err, errlen, "refusing to write \"%s\": it is the %s file of the input \"%s\"",
+					 shown, k ? db_sides[k] : "database", o->inputs[i]);
 				free(real);
 				return -EINVAL;
 			}
@@ -297,7 +297,7 @@ static int make_dirs(const char *dir)
 int cw_out_resolve_beneath(struct cw_out *o, const char *dir, const char *path, const struct cw_out_rule *r,
 			   char *err, size_t errlen)
 {
-	char rel[PATH_MAX], shown_dir[PATH_MAX], *save = NULL, *comp, *nextc;
+	char rel[PATH_MAX], shown_dir[PATH_MAX], base[PATH_MAX], *save = NULL, *comp, *nextc;
 	size_t dl;
 	struct stat st;
 	int rc, fd;
@@ -330,6 +330,7 @@ int cw_out_resolve_beneath(struct cw_out *o, const char *dir, const char *path, 
 	} else {
 		snprintf(rel, sizeof(rel), "%s", path);
 	}
+	snprintf(base, sizeof(base), "%s", shown_dir);
 	if ((rc = make_dirs(shown_dir))) {
 		snprintf(err, errlen, "cannot create the export directory \"%s\": %s", shown_dir, strerror(-rc));
 		return rc;
@@ -346,7 +347,7 @@ int cw_out_resolve_beneath(struct cw_out *o, const char *dir, const char *path, 
 	while (comp && (nextc = strtok_r(NULL, "/", &save))) {
 		if (!strcmp(comp, "..")) {
 			snprintf(err, errlen, "\"%s\" uses \"..\"; give a name inside the export directory \"%s\"",
-				 path, shown_dir);
+				 path, base);
 			return -EACCES;
 		}
 		if (strcmp(comp, ".")) {
@@ -367,7 +368,7 @@ int cw_out_resolve_beneath(struct cw_out *o, const char *dir, const char *path, 
 		comp = nextc;
 	}
 	if (!comp || !strcmp(comp, ".") || !strcmp(comp, "..")) {
-		snprintf(err, errlen, "\"%s\" names no file inside the export directory \"%s\"", path, shown_dir);
+		snprintf(err, errlen, "\"%s\" names no file inside the export directory \"%s\"", path, base);
 		return -EACCES;
 	}
 	if ((rc = set_dir(o, shown_dir, comp, path, err, errlen)))
@@ -382,7 +383,7 @@ int cw_out_resolve_beneath(struct cw_out *o, const char *dir, const char *path, 
 	}
 	if (!S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "refusing to write \"%s\": it is %s", path, kind_name(st.st_mode));
-		return S_ISLNK(st.st_mode) ? -EACCES : -EINVAL;
+		return S_ISLNK(st.st_mode) ? -EACCES : S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	}
 	if ((rc = check_inputs(o, &st, path, err, errlen)))
 		return rc;
