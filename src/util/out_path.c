@@ -477,9 +477,13 @@ int cw_out_commit(struct cw_out *o, char *err, size_t errlen)
 		struct stat ss;
 
 		snprintf(side, sizeof(side), "%s%s", o->name, db_sides[k]);
-		if (!fstatat(o->dirfd, side, &ss, AT_SYMLINK_NOFOLLOW) && check_inputs(o, &ss, side, err, errlen))
+		if (fstatat(o->dirfd, side, &ss, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (check_inputs(o, &ss, side, err, errlen))
 			return -EINVAL;
-		unlinkat(o->dirfd, side, 0);
+		/* A link goes (never what it names); a device or FIFO stays. */
+		if (S_ISREG(ss.st_mode) || S_ISLNK(ss.st_mode))
+			unlinkat(o->dirfd, side, 0);
 	}
 	if (o->flags & CW_OUT_REPLACE)
 		rc = renameat(o->dirfd, o->tmp, o->dirfd, o->name);
