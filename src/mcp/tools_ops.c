@@ -24,11 +24,12 @@
 #include "where/where.h"
 
 /* Where export_timeline writes: mcp.export_dir, else ~/.causeway/exports
- * of the user the server runs as. */
+ * of the user the server runs as (the password entry's home before $HOME,
+ * which sudo may keep from the caller). */
 static int export_dir(char *dir, size_t len, char *err, size_t errlen)
 {
 	const struct cw_config *cfg = NULL;
-	const char *home = getenv("HOME");
+	const char *home = NULL;
 	struct passwd pwb, *pw = NULL;
 	char buf[4096];
 
@@ -36,8 +37,10 @@ static int export_dir(char *dir, size_t len, char *err, size_t errlen)
 		snprintf(dir, len, "%s", cfg->mcp_export_dir);
 		return 0;
 	}
-	if ((!home || home[0] != '/') && !getpwuid_r(geteuid(), &pwb, buf, sizeof(buf), &pw) && pw)
+	if (!getpwuid_r(geteuid(), &pwb, buf, sizeof(buf), &pw) && pw)
 		home = pw->pw_dir;
+	if (!home || home[0] != '/')
+		home = getenv("HOME");
 	if (!home || home[0] != '/') {
 		snprintf(err, errlen, "no export directory: set mcp.export_dir in the config");
 		return -ENOENT;
