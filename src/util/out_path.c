@@ -126,8 +126,10 @@ static int set_dir(struct cw_out *o, const char *dir, const char *name, const ch
 		snprintf(err, errlen, "cannot write \"%s\": %s", shown, strerror(-rc));
 		return rc;
 	}
-	if (asprintf(&o->dir, "%s", dir) < 0 || asprintf(&o->path, "%s%s%s", dir,
-							 dir[strlen(dir) - 1] == '/' ? "" : "/", name) < 0) {
+	/* "x.db" stays "x.db" in messages, not "./x.db". */
+	if (asprintf(&o->dir, "%s", dir) < 0 ||
+	    (!strcmp(dir, ".") ? asprintf(&o->path, "%s", name)
+			       : asprintf(&o->path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name)) < 0) {
 		o->path = NULL;
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
