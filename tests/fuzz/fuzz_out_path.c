@@ -73,6 +73,11 @@ static void rm_tree(const char *path)
 		abort();
 }
 
+static void cleanup(void)
+{
+	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 struct snap {
 	char path[300];
 	mode_t kind;
@@ -153,6 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(root, sizeof(root), "/tmp/cw-fuzz-out-XXXXXX");
 		if (!mkdtemp(root))
 			abort();
+		atexit(cleanup);
 	}
 	snprintf(work, sizeof(work), "%s/w/x", root);
 	rm_tree(root);
