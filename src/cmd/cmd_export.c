@@ -39,7 +39,8 @@ static void usage(FILE *f)
 	      "database's clock offsets (see 'causeway merge') are applied.\n"
 	      "\n"
 	      "  --format perfetto  the output format (the only one; also \"chrome\")\n"
-	      "  -o, --output FILE  write to FILE (atomically); default standard output\n"
+	      "  -o, --output FILE  write to FILE (atomically; a device or FIFO in place;\n"
+	      "                     never the database itself); default standard output\n"
 	      "  --db PATH          database (default causeway.db)\n"
 	      "  --since DURATION   the last DURATION of data (default 60s)\n"
 	      "  --from TIME        window start: RFC 3339 or Unix seconds\n"
@@ -205,9 +206,14 @@ int cmd_export(int argc, char **argv)
 		o.npids = ret > 0 ? ret : -1;
 	}
 	if (out_path && strcmp(out_path, "-")) {
-		if (cw_atomic_open(&af, out_path, err, sizeof(err))) {
+		/* Never the database it reads (or its WAL); a device or FIFO
+		 * is written in place, as curl -o does. */
+		const char *inputs[] = { db_path };
+		struct cw_out_rule rule = { inputs, fleet ? 0 : 1, CW_OUT_REPLACE | CW_OUT_STREAM };
+
+		if ((ret = cw_atomic_open(&af, out_path, &rule, err, sizeof(err)))) {
 			cw_report_error(json, "export: %s", err);
-			rc = CW_EXIT_FAIL;
+			rc = ret == -EINVAL || ret == -EPERM || ret == -EISDIR ? CW_EXIT_USAGE : CW_EXIT_FAIL;
 			goto out;
 		}
 		out = af.f;

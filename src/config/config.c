@@ -350,6 +350,7 @@ static const struct cfg_key keys[] = {
 	SECTION("", "otlp"),
 	SECTION("", "gpu"),
 	SECTION("", "tenants"),
+	SECTION("", "mcp"),
 
 	KEY("store", "path", CFG_STR, store_path, set_path),
 	KEY("store", "max_size", CFG_U64, store_max_bytes, set_size),
@@ -384,6 +385,8 @@ static const struct cfg_key keys[] = {
 	KEY("gpu", "stall_after", CFG_U64, gpu_stall_after_ns, set_duration),
 
 	KEY("tenants", "kubelet_url", CFG_STR, tenants_kubelet_url, set_url),
+
+	KEY("mcp", "export_dir", CFG_STR, mcp_export_dir, set_path),
 };
 
 static const struct cfg_key *find_key(const char *section, const char *name)

@@ -66,6 +66,7 @@ struct cw_config {
 	uint64_t gpu_interval_ns;  /* 0: 1 s */
 	uint64_t gpu_stall_after_ns; /* 0: 30 s */
 	char *tenants_kubelet_url; /* the kubelet's read-only pod list; NULL: not read */
+	char *mcp_export_dir;      /* where MCP export_timeline writes; NULL: ~/.causeway/exports */
 };
 
 /* Reads path_or_null, or the first default path that exists. Relative

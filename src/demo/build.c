@@ -1,6 +1,6 @@
 /* The demo database behind `causeway demo` and the MCP run_demo tool: a
- * scenario generated beside the target, renamed over it, explained, and
- * the chains stored. The generator is demo/gen.c. */
+ * scenario generated beside the target, renamed over it (util/out_path.h),
+ * explained, and the chains stored. The generator is demo/gen.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "demo/demo.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/out_path.h"
 #include "util/timeutil.h"
 
 /* Sessions of path that are not demo runs (traces, merged nodes). */
@@ -105,68 +106,61 @@ int cw_demo_build(const char *db, const struct cw_demo_opts *o, int now, int for
 {
 	struct cw_explain_opts eo = { 0 };
 	struct cw_store *st = NULL;
-	char tmp[4096];
-	int ret, lock_fd = -1;
+	/* The output rule (util/out_path.h): a new name or a regular file,
+	 * written beside and renamed; a link is written through. */
+	struct cw_out_rule rule = { NULL, 0, CW_OUT_DB | CW_OUT_REPLACE };
+	struct cw_out out;
+	int ret, fd, lock_fd = -1;
 
 	memset(ex, 0, sizeof(*ex));
+	memset(&out, 0, sizeof(out));
+	out.fd = out.dirfd = out.slot = -1;
 	err[0] = '\0';
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", db) >= sizeof(tmp) - 16) {
-		snprintf(err, errlen, "database path \"%s\" is too long", db);
+	if (strlen(db) >= 4096 - 32) {
+		snprintf(err, errlen, "database path \"%.64s...\" is too long", db);
 		return -E2BIG;
 	}
-	if ((ret = check_replaceable(db, force, &lock_fd, err, errlen)) < 0) {
+	if ((ret = cw_out_resolve(&out, db, &rule, err, errlen)) ||
+	    (ret = check_replaceable(out.path, force, &lock_fd, err, errlen)) < 0) {
 		if (lock_fd >= 0)
 			close(lock_fd);
 		if (!err[0])
 			snprintf(err, errlen, "cannot use \"%s\": %s", db, cw_store_strerror(ret));
+		cw_out_release(&out);
 		return ret;
 	}
 	/* Build the new database beside the old one, then rename it over:
 	 * readers never see a half-written demo. */
-	cw_store_remove_files(tmp);
-	if ((ret = cw_store_open(&st, tmp, CW_STORE_CREATE, err, errlen)) < 0)
+	if ((fd = cw_out_tmp(&out, err, errlen)) < 0) {
+		ret = fd;
+		goto out;
+	}
+	close(fd);
+	if (!out.tmp_path) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if ((ret = cw_store_open(&st, out.tmp_path, CW_STORE_CREATE, err, errlen)) < 0)
 		goto out;
 	ret = cw_demo_generate(st, o, res);
 	cw_store_close(st);
 	st = NULL;
 	if (ret < 0) {
-		cw_store_remove_files(tmp);
 		snprintf(err, errlen, "demo \"%s\": writing \"%s\" failed: %s", o->scenario->name, db,
 			 cw_store_strerror(ret));
 		if (ret == -EPROTO) /* records refused: the generator's fault, not the file's */
 			ret = -EBADMSG;
 		goto out;
 	}
-	{
-		char side[4200], dst[4200];
-
-		/* The old file's WAL must not survive next to the new file. */
-		snprintf(side, sizeof(side), "%s-wal", db);
-		unlink(side);
-		snprintf(side, sizeof(side), "%s-shm", db);
-		unlink(side);
-		if (rename(tmp, db) != 0) {
-			ret = -errno;
-			cw_store_remove_files(tmp);
-			snprintf(err, errlen, "cannot replace \"%s\": %s", db, cw_store_strerror(ret));
-			goto out;
-		}
-		snprintf(side, sizeof(side), "%s-wal", tmp);
-		snprintf(dst, sizeof(dst), "%s-wal", db);
-		if (access(side, F_OK) == 0 && rename(side, dst) != 0) {
-			ret = -errno;
-			snprintf(err, errlen, "cannot move \"%s\": %s", side, strerror(-ret));
-			goto out;
-		}
-		snprintf(side, sizeof(side), "%s-shm", tmp);
-		unlink(side);
-	}
+	/* The old file's WAL goes first, the new one's comes along. */
+	if ((ret = cw_out_commit(&out, err, errlen)) < 0)
+		goto out;
 	/* The old file is gone: its lock protected the replacement only. */
 	if (lock_fd >= 0)
 		close(lock_fd);
 	lock_fd = -1;
 
-	if ((ret = cw_store_open(&st, db, CW_STORE_READWRITE, err, errlen)) < 0)
+	if ((ret = cw_store_open(&st, out.path, CW_STORE_READWRITE, err, errlen)) < 0)
 		goto out;
 	ret = cw_explain_run(st->db, &eo, ex);
 	if (ret < 0) {
@@ -189,6 +183,7 @@ out:
 	if (lock_fd >= 0)
 		close(lock_fd);
 	cw_store_close(st);
+	cw_out_release(&out);
 	return ret;
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "util/out_path.h"
 #include "util/strbuf.h"
 
 struct input_info {
@@ -402,25 +403,6 @@ static int plan(const struct cw_merge_opts *o, struct input_info *info, struct c
 	return 0;
 }
 
-static int same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-static void remove_db(const char *path)
-{
-	char aux[PATH_MAX + 8];
-
-	unlink(path);
-	snprintf(aux, sizeof(aux), "%s-wal", path);
-	unlink(aux);
-	snprintf(aux, sizeof(aux), "%s-shm", path);
-	unlink(aux);
-	snprintf(aux, sizeof(aux), "%s-journal", path);
-	unlink(aux);
-}
-
 /* Staged events of every input -> main.events, ids in wall-clock order. */
 static int order_events(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_result *r)
 {
@@ -515,48 +497,48 @@ int cw_merge_run(const struct cw_merge_opts *o, struct cw_merge_result *r)
 {
 	struct input_info *info = NULL;
 	struct cw_store *st = NULL;
+	struct cw_out out;
+	struct cw_out_rule rule = { NULL, o->ninputs, CW_OUT_DB | (o->overwrite ? CW_OUT_REPLACE : 0) };
+	const char **paths = NULL;
 	sqlite3 *db = NULL;
-	char *tmp = NULL;
+	const char *tmp;
 	int ret, fd;
 
 	memset(r, 0, sizeof(*r));
+	memset(&out, 0, sizeof(out));
+	out.fd = out.dirfd = out.slot = -1;
 	if (o->ninputs < 1 || o->ninputs > CW_MERGE_MAX_INPUTS || !o->out_path || !*o->out_path) {
 		snprintf(r->err, sizeof(r->err), "between 1 and %d inputs and an output are needed",
 			 CW_MERGE_MAX_INPUTS);
 		return -EINVAL;
 	}
-	for (int i = 0; i < o->ninputs; i++)
-		if (!strcmp(o->inputs[i].path, o->out_path) || same_file(o->inputs[i].path, o->out_path)) {
-			snprintf(r->err, sizeof(r->err), "output \"%s\" is also an input", o->out_path);
-			return -EINVAL;
-		}
-	if (!o->overwrite && access(o->out_path, F_OK) == 0) {
-		snprintf(r->err, sizeof(r->err), "output \"%s\" exists; remove it or pass --force", o->out_path);
-		return -EEXIST;
-	}
-	if (!(info = calloc((size_t)o->ninputs, sizeof(*info))))
+	if (!(paths = calloc((size_t)o->ninputs, sizeof(*paths))))
 		return -ENOMEM;
-	if ((ret = plan(o, info, r)))
+	for (int i = 0; i < o->ninputs; i++)
+		paths[i] = o->inputs[i].path;
+	rule.inputs = paths;
+	/* The output rule (util/out_path.h): never an input or an input's
+	 * WAL, never over a device, FIFO or a link itself. */
+	if ((ret = cw_out_resolve(&out, o->out_path, &rule, r->err, sizeof(r->err)))) {
+		if (ret == -EEXIST)
+			snprintf(r->err, sizeof(r->err), "output \"%s\" exists; remove it or pass --force", o->out_path);
 		goto out;
-	if (!(tmp = malloc(strlen(o->out_path) + 16))) {
+	}
+	if (!(info = calloc((size_t)o->ninputs, sizeof(*info)))) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	snprintf(tmp, strlen(o->out_path) + 16, "%s.tmp-XXXXXX", o->out_path);
-	if ((fd = mkstemp(tmp)) < 0) {
-		ret = -errno;
-		snprintf(r->err, sizeof(r->err), "cannot create \"%s\": %s", tmp, cw_store_strerror(ret));
-		free(tmp);
-		tmp = NULL;
+	if ((ret = plan(o, info, r)))
+		goto out;
+	if ((fd = cw_out_tmp(&out, r->err, sizeof(r->err))) < 0) {
+		ret = fd;
 		goto out;
 	}
-	/* mkstemp makes it 0600; the merged file gets the usual mode. */
-	{
-		mode_t mask = umask(0);
-		umask(mask);
-		fchmod(fd, 0666 & ~mask);
-	}
 	close(fd);
+	if (!(tmp = out.tmp_path)) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	/* The schema comes from the store itself, so the output is exactly
 	 * what trace would have created. */
 	if ((ret = cw_store_open(&st, tmp, CW_STORE_CREATE, r->err, sizeof(r->err))))
@@ -579,34 +561,21 @@ int cw_merge_run(const struct cw_merge_opts *o, struct cw_merge_result *r)
 		goto out;
 	}
 	db = NULL;
-	/* A stale WAL of the file being replaced would be replayed onto the
-	 * new one; it goes before the rename. */
-	if (o->overwrite) {
-		char aux[PATH_MAX + 8];
-		snprintf(aux, sizeof(aux), "%s-wal", o->out_path);
-		unlink(aux);
-		snprintf(aux, sizeof(aux), "%s-shm", o->out_path);
-		unlink(aux);
-	}
-	if (rename(tmp, o->out_path)) {
-		ret = -errno;
-		snprintf(r->err, sizeof(r->err), "cannot rename \"%s\" to \"%s\": %s", tmp, o->out_path,
-			 cw_store_strerror(ret));
+	/* The replaced file's stale WAL goes first (CW_OUT_DB). */
+	if ((ret = cw_out_commit(&out, r->err, sizeof(r->err)))) {
+		if (ret == -EEXIST)
+			snprintf(r->err, sizeof(r->err), "output \"%s\" exists; remove it or pass --force", o->out_path);
 		goto out;
 	}
-	free(tmp);
-	tmp = NULL;
 	progress(o, "wrote \"%s\"", o->out_path);
 out:
 	if (db)
 		sqlite3_close_v2(db);
-	if (tmp) {
-		remove_db(tmp);
-		free(tmp);
-	}
+	cw_out_release(&out);
 	for (int i = 0; info && i < o->ninputs; i++)
 		input_info_free(&info[i]);
 	free(info);
+	free(paths);
 	return ret;
 }
 

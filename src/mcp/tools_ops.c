@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include "analysis/explain.h"
+#include "config/config.h"
 #include "demo/build.h"
 #include "demo/demo.h"
 #include "export/perfetto.h"
@@ -20,15 +23,45 @@
 #include "util/timeutil.h"
 #include "where/where.h"
 
+/* Where export_timeline writes: mcp.export_dir, else ~/.causeway/exports
+ * of the user the server runs as (the password entry's home before $HOME,
+ * which sudo may keep from the caller). */
+static int export_dir(char *dir, size_t len, char *err, size_t errlen)
+{
+	const struct cw_config *cfg = NULL;
+	const char *home = NULL;
+	struct passwd pwb, *pw = NULL;
+	char buf[4096];
+
+	if (!cw_config_get(&cfg, err, errlen) && cfg->mcp_export_dir) {
+		snprintf(dir, len, "%s", cfg->mcp_export_dir);
+		return 0;
+	}
+	if (!getpwuid_r(geteuid(), &pwb, buf, sizeof(buf), &pw) && pw)
+		home = pw->pw_dir;
+	if (!home || home[0] != '/')
+		home = getenv("HOME");
+	if (!home || home[0] != '/') {
+		snprintf(err, errlen, "no export directory: set mcp.export_dir in the config");
+		return -ENOENT;
+	}
+	snprintf(dir, len, "%s/.causeway/exports", home);
+	return 0;
+}
+
 TOOL_FN(cw_tool_export_timeline)
 {
 	struct cw_export_opts o = { 0 };
 	struct cw_export_stats s;
 	struct cw_atomic_file af = { 0 };
 	const char *path = tool_str(args, "path");
+	/* Over MCP the path comes from a model that reads trace content, so
+	 * it stays inside one directory and replaces nothing unasked. */
+	const char *inputs[] = { c->cfg->db_path };
+	struct cw_out_rule rule = { inputs, 1, tool_bool(args, "overwrite") ? CW_OUT_REPLACE : 0 };
+	char dir[PATH_MAX], *written = NULL;
 	FILE *f = NULL;
 	sqlite3 *db;
-	struct stat sb;
 	int rc;
 
 	if (path && !c->cfg->allow_export_path) {
@@ -36,19 +69,22 @@ TOOL_FN(cw_tool_export_timeline)
 				      "without \"path\" for a summary, or run `causeway export` on the host");
 		return -EPERM;
 	}
-	if (path && (path[0] != '/' || (!stat(path, &sb) && !S_ISREG(sb.st_mode)))) {
-		snprintf(err, errlen, "\"path\" must be an absolute path to a new or regular file, e.g. /tmp/trace.json");
-		return -EINVAL;
-	}
+	if (path && (rc = export_dir(dir, sizeof(dir), err, errlen)))
+		return rc;
 	o.max_events = (uint64_t)tool_int(args, "max_events", 0);
 	if ((rc = tool_open_db(c, &db, err, errlen)))
 		return rc;
 	if ((rc = tool_window(db, args, &o.from_wall_ns, &o.to_wall_ns, err, errlen)))
 		goto out;
-	if (path)
-		rc = cw_atomic_open(&af, path, err, errlen);
-	else if (!(f = fopen("/dev/null", "we")))
+	if (path) {
+		if (!(rc = cw_atomic_open_beneath(&af, dir, path, &rule, err, errlen)) &&
+		    !(written = strdup(af.out.path))) {
+			cw_atomic_close(&af, 0, NULL, 0);
+			rc = -ENOMEM;
+		}
+	} else if (!(f = fopen("/dev/null", "we"))) {
 		rc = -errno;
+	}
 	if (rc)
 		goto out;
 	cw_mcp_progress(c, 0, 1, "exporting");
@@ -66,6 +102,7 @@ TOOL_FN(cw_tool_export_timeline)
 			rc = tool_stop_reason(c, rc, "export_timeline", err, errlen);
 		goto out;
 	}
+	path = written;
 	*out = json_pack("{s:o, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}, s:b}", "path",
 			 path ? json_string(path) : json_null(), "from_wall_ns", (json_int_t)s.from_wall_ns,
 			 "to_wall_ns", (json_int_t)s.to_wall_ns, "stats", "slices", (json_int_t)s.slices,
@@ -81,6 +118,7 @@ TOOL_FN(cw_tool_export_timeline)
 		    s.offcpu, s.io, s.markers, s.flows,
 		    s.cut_from_wall_ns ? "; older slices cut at max_events" : "");
 out:
+	free(written);
 	tool_close_db(db);
 	return rc;
 }

@@ -183,12 +183,15 @@ static const struct cw_mcp_tool tools[] = {
 		"export_timeline",
 		"Perfetto timeline of the trace",
 		"Writes the window as Chrome trace JSON for ui.perfetto.dev (a track per thread, CUDA/NCCL calls "
-		"as slices, off-CPU and I/O intervals, chain markers with flow arrows) to an absolute \"path\" on "
-		"the server's host, as `causeway export -o` does. Without path it only reports what the file "
-		"would hold.",
+		"as slices, off-CPU and I/O intervals, chain markers with flow arrows) to \"path\" inside the "
+		"server's export directory (mcp.export_dir, default ~/.causeway/exports), as `causeway export -o` "
+		"does; an existing file is replaced only with \"overwrite\": true. Without path it only reports "
+		"what the file would hold.",
 		"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" WINDOW_PROPS ","
-		"\"path\": {\"type\": \"string\", \"maxLength\": 4000, \"description\": \"absolute output path, "
-		"e.g. /tmp/trace.json\"},"
+		"\"path\": {\"type\": \"string\", \"maxLength\": 4000, \"description\": \"file name inside the "
+		"export directory (or an absolute path within it), e.g. trace.json\"},"
+		"\"overwrite\": {\"type\": \"boolean\", \"description\": \"replace the file when it exists "
+		"(default false)\"},"
 		"\"max_events\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 100000000, \"description\": "
 		"\"slice cap (default 500000)\"}}}",
 		"{\"type\": \"object\", \"required\": [\"path\", \"stats\", \"truncated\"], \"properties\": {"

@@ -2,61 +2,66 @@
 #include "util/atomic_file.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-int cw_atomic_open(struct cw_atomic_file *a, const char *path, char *err, size_t errlen)
+static int finish_open(struct cw_atomic_file *a, int rc, char *err, size_t errlen)
 {
-	int fd, rc;
+	int fd;
 
-	memset(a, 0, sizeof(*a));
-	if (asprintf(&a->tmp, "%s.tmp-XXXXXX", path) < 0) {
-		a->tmp = NULL;
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+	if (rc)
+		goto fail;
+	if (a->out.fd >= 0) {
+		fd = a->out.fd;
+	} else if ((fd = cw_out_tmp(&a->out, err, errlen)) < 0) {
+		rc = fd;
+		goto fail;
 	}
-	a->path = strdup(path);
-	fd = a->path ? mkstemp(a->tmp) : -1;
-	if (fd < 0 || !(a->f = fdopen(fd, "w"))) {
-		rc = a->path ? -errno : -ENOMEM;
-		snprintf(err, errlen, "cannot write \"%s\": %s", path, strerror(-rc));
-		if (fd >= 0) {
+	if (!(a->f = fdopen(fd, "w"))) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot write \"%s\": %s", a->out.path ? a->out.path : "?", strerror(-rc));
+		if (fd != a->out.fd)
 			close(fd);
-			unlink(a->tmp);
-		}
-		free(a->tmp);
-		free(a->path);
-		memset(a, 0, sizeof(*a));
-		return rc;
+		goto fail;
 	}
+	if (fd == a->out.fd)
+		a->out.fd = -2; /* the FILE owns it; still "in place" for close */
 	return 0;
+fail:
+	cw_out_release(&a->out);
+	a->f = NULL;
+	return rc;
+}
+
+int cw_atomic_open(struct cw_atomic_file *a, const char *path, const struct cw_out_rule *r, char *err,
+		   size_t errlen)
+{
+	a->f = NULL;
+	return finish_open(a, cw_out_resolve(&a->out, path, r, err, errlen), err, errlen);
+}
+
+int cw_atomic_open_beneath(struct cw_atomic_file *a, const char *dir, const char *path, const struct cw_out_rule *r,
+			   char *err, size_t errlen)
+{
+	a->f = NULL;
+	return finish_open(a, cw_out_resolve_beneath(&a->out, dir, path, r, err, errlen), err, errlen);
 }
 
 int cw_atomic_close(struct cw_atomic_file *a, int ok, char *err, size_t errlen)
 {
-	int rc = 0;
-	mode_t mask;
+	int rc = 0, in_place = a->out.fd == -2;
 
 	if (!a->f)
 		return 0;
-	/* mkstemp made it 0600; the result is an ordinary file. */
-	mask = umask(0);
-	umask(mask);
-	fchmod(fileno(a->f), 0666 & ~mask);
 	if (fclose(a->f) && ok) {
 		rc = -EIO;
-		snprintf(err, errlen, "cannot write \"%s\": %s", a->path, strerror(errno));
+		snprintf(err, errlen, "cannot write \"%s\": %s", a->out.path ? a->out.path : "output", strerror(errno));
 	}
-	if (ok && !rc && rename(a->tmp, a->path)) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot rename to \"%s\": %s", a->path, strerror(errno));
-	}
-	if (!ok || rc)
-		unlink(a->tmp);
-	free(a->tmp);
-	free(a->path);
-	memset(a, 0, sizeof(*a));
+	a->f = NULL;
+	if (in_place)
+		a->out.fd = -1;
+	else if (ok && !rc)
+		rc = cw_out_commit(&a->out, err, errlen);
+	cw_out_release(&a->out);
 	return rc;
 }

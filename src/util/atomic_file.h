@@ -1,5 +1,7 @@
-/* Files that appear whole or not at all: written to PATH.tmp-XXXXXX beside
- * the target, then renamed over it. Used by export (the command and the MCP
+/* Files that appear whole or not at all, under the output-file rule
+ * (util/out_path.h): a new name or a regular file is written to
+ * NAME.tmp-XXXXXX beside it and renamed over it; a device or FIFO the rule
+ * allows is written in place. Used by export (the command and the MCP
  * export_timeline tool). */
 #ifndef CW_UTIL_ATOMIC_FILE_H
 #define CW_UTIL_ATOMIC_FILE_H
@@ -7,16 +9,22 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "util/out_path.h"
+
 struct cw_atomic_file {
 	FILE *f;
-	char *tmp;
-	char *path;
+	struct cw_out out;
 };
 
-/* Opens the temporary file. Returns 0 or -errno with err filled. */
-int cw_atomic_open(struct cw_atomic_file *a, const char *path, char *err, size_t errlen);
-/* ok: close with the usual 0666 & ~umask mode and rename over the target;
- * !ok: close and remove. Returns 0 or -errno with err filled. */
+/* Opens path under rule r. Returns 0 or -errno with err filled (see
+ * cw_out_resolve for what is refused). */
+int cw_atomic_open(struct cw_atomic_file *a, const char *path, const struct cw_out_rule *r, char *err,
+		   size_t errlen);
+/* The same for a path confined to dir (cw_out_resolve_beneath). */
+int cw_atomic_open_beneath(struct cw_atomic_file *a, const char *dir, const char *path, const struct cw_out_rule *r,
+			   char *err, size_t errlen);
+/* ok: close and rename over the target; !ok: close and remove. Returns 0
+ * or -errno with err filled. */
 int cw_atomic_close(struct cw_atomic_file *a, int ok, char *err, size_t errlen);
 
 #endif

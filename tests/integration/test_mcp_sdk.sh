@@ -31,10 +31,12 @@ echo "$out" | grep -q '"id":2,"result":{}' || fail "no answer after the over-lon
 [ "$(echo "$out" | wc -l)" = 3 ] || fail "stdout holds something besides protocol: $out"
 
 mkdir -p "$T/out"
+# export_timeline writes only inside the export directory.
+printf 'mcp:\n  export_dir: %s\n' "$T/out" >"$T/mcp.yaml"
 cd "$CW_ROOT/tests/mcp" || exit 1
 CW_BIN=$CW_BIN MCP_DB=$T/d.db MCP_NCCL_DB=$T/nccl.db MCP_URL=https://127.0.0.1:$PORT/mcp MCP_CA=$PKI/ca.crt \
 	MCP_CERT=$PKI/client.crt MCP_KEY=$PKI/client.key MCP_WRONG_CERT=$PKI/wrong.crt \
 	MCP_WRONG_KEY=$PKI/wrong.key MCP_TOKEN=$(cat "$T/token") MCP_FLEET=127.0.0.1:$PORT,127.0.0.1:1 \
-	MCP_OUT=$T/out timeout 120 node client_test.mjs || fail "SDK client checks failed"
+	MCP_OUT=$T/out MCP_CONFIG=$T/mcp.yaml timeout 120 node client_test.mjs || fail "SDK client checks failed"
 # The agent served every request above and is still up.
 kill -0 "$LAST_PID" || fail "serve died"

@@ -284,7 +284,8 @@ async function ncclRanks() {
 }
 
 async function stdio() {
-	const args = ['mcp', '--db', DB];
+	// MCP_CONFIG names the export directory (mcp.export_dir) that holds MCP_OUT.
+	const args = [...(env.MCP_CONFIG ? ['--config', env.MCP_CONFIG] : []), 'mcp', '--db', DB];
 	if (env.MCP_FLEET)
 		args.push('--nodes', env.MCP_FLEET, '--ca-cert', env.MCP_CA, '--client-cert', env.MCP_CERT,
 			'--client-key', env.MCP_KEY, '--node-timeout', '3s');
