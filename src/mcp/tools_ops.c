@@ -65,8 +65,9 @@ TOOL_FN(cw_tool_export_timeline)
 	int rc;
 
 	if (path && !c->cfg->allow_export_path) {
-		snprintf(err, errlen, "this server does not write files (HTTP transport); call export_timeline "
-				      "without \"path\" for a summary, or run `causeway export` on the host");
+		snprintf(err, errlen, "this server does not write files over HTTP unless server.mcp_live_tools is set "
+				      "in its config; call export_timeline without \"path\" for a summary, or run "
+				      "`causeway export` on the host");
 		return -EPERM;
 	}
 	if (path && (rc = export_dir(dir, sizeof(dir), err, errlen)))
