@@ -491,7 +491,8 @@ static void test_cpu_preemption_by_agent(void **state)
 {
 	struct store s;
 	struct cw_slowcall calls[1];
-	struct cw_culprit_acc hog = {.comm = "causeway", .pid = 555, .cpu = 3, .ns = 30 * MS};
+	/* a copy of the binary under another name: known by its pid */
+	struct cw_culprit_acc hog = {.comm = "gpu-agent", .pid = 555, .cpu = 3, .ns = 30 * MS};
 	struct cw_snap snap = {.mono_ns = T0, .wall_ns = T0, .cpu_pct = 99, .load1 = 9, .ncpu = 8};
 	struct cw_sysctx sys = {.snaps = &snap, .nsnaps = 1};
 	struct cw_opstat st = {.node = "n1", .count = 1000};
@@ -520,7 +521,13 @@ static void test_cpu_preemption_by_agent(void **state)
 	assert_false(has_fix(&c, "taskset -acp 3 555"));
 	assert_true(has_fix(&c, "taskset -acp 0-2,4-7 555  # keep causeway off the workload's CPU"));
 	near(evidence(&c, "agent_cpu_pct"), 25);
-	/* another process of that name on a node where trace recorded none */
+	/* a store without the counters (an older trace): known by its name */
+	hog.pid = 557;
+	snprintf(hog.comm, sizeof(hog.comm), "causeway");
+	base(&c, "cudaStreamSynchronize", MS, 50 * MS);
+	assert_int_equal(cw_rule_cpu_preemption(&ctx, &c), 1);
+	contains(c.summary, "by causeway's own tracing agent (pid 557, cpu 3): the observer");
+	/* any other process */
 	hog.pid = 556;
 	snprintf(hog.comm, sizeof(hog.comm), "stress-ng");
 	base(&c, "cudaStreamSynchronize", MS, 50 * MS);
