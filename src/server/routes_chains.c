@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "analysis/explain.h"
+#include "analysis/explain_match.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -81,9 +82,18 @@ static void compute(struct cw_server *s, sqlite3 *db, uint64_t deadline, const s
 	json_t *j;
 	int rc;
 
+	char why[256];
+
 	rc = cw_explain_run(db, o, &res);
 	if (rc) {
 		cw_api_fail(s, deadline, rc, "explain", &r);
+	} else if ((rc = cw_explain_unmatched(db, o, &res, why, sizeof(why))) != 0) {
+		/* Not an empty list of chains: there was nothing to look at. */
+		if (rc < 0)
+			cw_api_fail(s, deadline, rc, "explain", &r);
+		else
+			cw_reply_error(&r, 404, "nothing matches: %s", why);
+		cw_explain_result_free(&res);
 	} else {
 		j = cw_explain_to_json(&res);
 		if (j) {

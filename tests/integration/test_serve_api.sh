@@ -51,6 +51,10 @@ big=$(head -c 4000 /dev/zero | tr '\0' 'x')
 	fail "oversize body not 413"
 [ "$(code "$B/api/v1/ops" "${C[@]}" -X DELETE)" = 405 ] || fail "DELETE method"
 [ "$(code "$B/api/v1/chains?since=yesterday" "${C[@]}")" = 400 ] || fail "bad since"
+# A filter that matches nothing is 404 with the reason, not an empty list.
+[ "$(code "$B/api/v1/chains?pid=99999" "${C[@]}")" = 404 ] || fail "unknown pid not 404"
+j "$B/api/v1/chains?pid=99999" | grep -q '"error":"nothing matches: no process 99999 in the store"' ||
+	fail "unknown pid: $(j "$B/api/v1/chains?pid=99999")"
 # chains, ops, overview carry real data.
 j "$B/api/v1/chains" | python3 -c '
 import json, sys
