@@ -204,6 +204,13 @@ int cmd_export(int argc, char **argv)
 		}
 		o.pids = pids;
 		o.npids = ret > 0 ? ret : -1;
+		if (o.npids < 0) {
+			/* An empty timeline would read as a quiet tenant. */
+			cw_report_error(json, "export: nothing matches: no process of the store ran in the tenant named by "
+					      "the filter");
+			rc = CW_EXIT_NOMATCH;
+			goto out;
+		}
 	}
 	if (out_path && strcmp(out_path, "-")) {
 		/* Never the database it reads (or its WAL); a device or FIFO

@@ -74,6 +74,10 @@ import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 print(" ".join(sorted({e["name"] for e in ev if e["ph"] == "X" and e.get("cat") in ("cuda", "driver")})))
 print(len([e for e in ev if e["ph"] == "i"]))' "$1"; }
+# A pod no process ran in: exit 7, nothing written (not an empty timeline).
+"$CW_BIN" export --db "$db" --since 1h --pod nosuch -o "$tmp/none.json" 2>"$tmp/err"; rc=$?
+[ $rc -eq 7 ] && [ ! -e "$tmp/none.json" ] || fail "export --pod nosuch: exit $rc, $(ls "$tmp")"
+grep -q "nothing matches" "$tmp/err" || fail "export --pod nosuch: $(cat "$tmp/err")"
 "$CW_BIN" export --db "$db" --since 1h --pod video-transcode-7d9f -o "$tmp/v.json" 2>/dev/null || fail "export --pod"
 [ "$(slices "$tmp/v.json" | tr '\n' '|')" = "cudaFree cudaMalloc|0|" ] || fail "export --pod video: $(slices "$tmp/v.json")"
 "$CW_BIN" export --db "$db" --since 1h --container 9d2f4c1a -o "$tmp/t.json" 2>/dev/null || fail "export --container"
