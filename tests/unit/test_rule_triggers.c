@@ -522,11 +522,18 @@ static void test_cpu_preemption_by_agent(void **state)
 	assert_true(has_fix(&c, "taskset -acp 0-2,4-7 555  # keep causeway off the workload's CPU"));
 	near(evidence(&c, "agent_cpu_pct"), 25);
 	/* a store without the counters (an older trace): known by its name */
+	st.node[0] = 'x';
 	hog.pid = 557;
 	snprintf(hog.comm, sizeof(hog.comm), "causeway");
 	base(&c, "cudaStreamSynchronize", MS, 50 * MS);
 	assert_int_equal(cw_rule_cpu_preemption(&ctx, &c), 1);
 	contains(c.summary, "by causeway's own tracing agent (pid 557, cpu 3): the observer");
+	st.node[0] = 'n';
+	/* another causeway process where the agent's pid is recorded: not it */
+	hog.pid = 558;
+	base(&c, "cudaStreamSynchronize", MS, 50 * MS);
+	assert_int_equal(cw_rule_cpu_preemption(&ctx, &c), 1);
+	contains(c.summary, "by causeway (pid 558, cpu 3)");
 	/* any other process */
 	hog.pid = 556;
 	snprintf(hog.comm, sizeof(hog.comm), "stress-ng");

@@ -51,7 +51,8 @@ static void cgroup_path(const struct cw_rule_ctx *ctx, uint64_t id, char *buf, s
 }
 
 /* 1 when pid was causeway's own tracing agent on the node (trace stores
- * its pid and CPU time as counters; a store without them: the name). Its
+ * its pid and CPU time as counters; a store without them: a thread named
+ * causeway). Its
  * CPU time over the session's length, in % of one CPU, goes to *cpu_pct
  * (-1 unknown). */
 static int is_agent(const struct cw_rule_ctx *ctx, int64_t pid, const char *comm, double *cpu_pct)
@@ -62,7 +63,7 @@ static int is_agent(const struct cw_rule_ctx *ctx, int64_t pid, const char *comm
 		" FROM counters a LEFT JOIN sessions s ON s.id = a.session_id"
 		" WHERE a.node = ?1 AND a.name = 'trace.agent.pid' AND a.value = ?2 ORDER BY a.session_id DESC LIMIT 1";
 	sqlite3_stmt *st = NULL;
-	int found = 0;
+	int found = 0, recorded = 0;
 
 	*cpu_pct = -1;
 	if (pid > 0 && ctx->db && sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL) == SQLITE_OK) {
@@ -77,7 +78,17 @@ static int is_agent(const struct cw_rule_ctx *ctx, int64_t pid, const char *comm
 		}
 	}
 	sqlite3_finalize(st);
-	return found || !strncmp(comm, "causeway", 8);
+	st = NULL;
+	/* Another causeway process (a second trace, a serve) is not this
+	 * store's agent: the name counts only where no agent pid was stored. */
+	if (!found && ctx->db &&
+	    sqlite3_prepare_v2(ctx->db, "SELECT 1 FROM counters WHERE node = ?1 AND name = 'trace.agent.pid' LIMIT 1", -1,
+			       &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, ctx->st->node, -1, SQLITE_STATIC);
+		recorded = sqlite3_step(st) == SQLITE_ROW;
+	}
+	sqlite3_finalize(st);
+	return found || (!recorded && !strncmp(comm, "causeway", 8));
 }
 
 int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
