@@ -129,6 +129,9 @@ struct cw_chain {
 	double explained_share; /* 0..1 of slow-call time explained by kind */
 	uint64_t slow_time_ns;  /* total duration of the slow calls */
 	uint64_t explained_ns;  /* slow_time_ns * explained_share */
+	/* An incident in time (incident.h): the seconds the chain was found
+	 * in, wall ns; 0 when the chain is about the whole window. */
+	uint64_t incident_from_ns, incident_to_ns;
 	char summary[512];      /* the root cause in one sentence */
 	struct cw_timeline_entry timeline[CW_CHAIN_MAX_TIMELINE];
 	int ntimeline;

@@ -43,6 +43,11 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 		return CW_SEV_HIGH;
 	if (c->kind == CW_KIND_NCCL_WAIT)
 		return CW_SEV_LOW;
+	/* An incident is judged in its own neighbourhood (its seconds and
+	 * 10 s on each side), so a 3 s incident weighs the same in a minute,
+	 * an hour or a day of data. */
+	if (c->incident_to_ns > c->incident_from_ns && c->incident_to_ns - c->incident_from_ns + 20 * 1e9 < window_ns)
+		window_ns = (double)(c->incident_to_ns - c->incident_from_ns) + 20 * 1e9;
 	lost = (double)c->slow_time_ns - (double)c->slow_count * (double)c->p50_ns;
 	if (lost < 0)
 		lost = 0;

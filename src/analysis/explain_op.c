@@ -9,6 +9,7 @@
 
 #include "analysis/engine.h"
 #include "analysis/explain.h"
+#include "analysis/incident.h"
 #include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
@@ -186,6 +187,62 @@ static int analyse_pid(struct cw_rule_ctx *base, int64_t pid, struct cw_chain_li
 	return ret < 0 ? ret : 0;
 }
 
+static void annotate_incident(struct cw_chain *c, const struct cw_incident *inc, const struct cw_opstat *window)
+{
+	char mean[32], normal[32], p50[32];
+
+	c->incident_from_ns = (uint64_t)inc->from_sec * NSEC_PER_SEC;
+	c->incident_to_ns = (uint64_t)(inc->to_sec + 1) * NSEC_PER_SEC - 1;
+	cw_format_duration(inc->sum_ns / inc->count, mean, sizeof(mean));
+	cw_format_duration(inc->normal_mean_ns, normal, sizeof(normal));
+	cw_format_duration(window->p50_ns, p50, sizeof(p50));
+	cw_chain_add_timeline(c, cw_layer_of_source(c->source), c->incident_from_ns,
+			      "incident: %lld s of %s averaging %s per call against ~%s normally (p50 %s over the window)",
+			      (long long)(inc->to_sec - inc->from_sec + 1), c->op, mean, normal, p50);
+	cw_chain_add_evidence(c, "incident_from_ns", (double)c->incident_from_ns, 1);
+	cw_chain_add_evidence(c, "incident_to_ns", (double)c->incident_to_ns, 1);
+	cw_chain_add_evidence(c, "normal_mean_ns", (double)inc->normal_mean_ns, 1);
+}
+
+/* An op without a tail over the window may still have had an incident:
+ * seconds whose calls were several times slower than its normal. Those
+ * seconds are probed and explained on their own, each call judged against
+ * the op's normal p50 (the window's, which the incident barely moves),
+ * not against the slow seconds' own. */
+static int explain_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, struct cw_explain_result *r)
+{
+	struct cw_opstat *ops = NULL, ist;
+	struct cw_rule_ctx sub;
+	struct cw_incident inc;
+	int n, k, before = cs->n, ret;
+
+	if (!cw_incident_find(ctx->st, &inc))
+		return 0;
+	if ((n = cw_opstats_load(ctx->db, ctx->st->node, inc.from_sec, inc.to_sec, &ops)) < 0)
+		return n;
+	for (k = 0; k < n && (strcmp(ops[k].op, ctx->st->op) || strcmp(ops[k].source, ctx->st->source)); k++)
+		;
+	if (k == n) {
+		cw_opstats_free(ops, (size_t)n);
+		return 0;
+	}
+	ist = ops[k];
+	ist.p50_ns = ctx->st->p50_ns;
+	sub = *ctx;
+	sub.st = &ist;
+	sub.threshold_ns = slow_threshold(ctx->st);
+	sub.window_from_ns = (uint64_t)inc.from_sec * NSEC_PER_SEC;
+	sub.window_to_ns = (uint64_t)(inc.to_sec + 1) * NSEC_PER_SEC - 1;
+	ret = cw_probe_op(&sub, 0);
+	if (ret > 0)
+		ret = explain_op(&sub, cs, r);
+	if (ret >= 0 && cs->n > before)
+		annotate_incident(&cs->v[cs->n - 1], &inc, ctx->st);
+	cw_probe_free(&sub);
+	cw_opstats_free(ops, (size_t)n);
+	return ret < 0 ? ret : 0;
+}
+
 int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
 		  const struct cw_opstat *st, uint64_t from, uint64_t to, struct cw_chain_list *cs, struct cw_explain_result *r)
 {
@@ -195,8 +252,11 @@ int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx
 	int64_t *pids = NULL;
 	int ret, np;
 
-	if (!has_tail(st))
-		return 0;
+	if (!has_tail(st)) {
+		if (o->pid || o->npids || o->per_process || o->per_tenant || st->count < CW_TAIL_MIN_COUNT)
+			return 0;
+		return explain_incident(&ctx, cs, r);
+	}
 	if (o->pid)
 		return analyse_pid(&ctx, o->pid, cs, r);
 	/* A tenant filter: its processes, each against its own calls. */

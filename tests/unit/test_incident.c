@@ -1,0 +1,204 @@
+/* Incidents in time: a few seconds of slow calls against the op's normal,
+ * found wherever they sit in the window (analysis/incident.c), and
+ * explained at the same severity in a minute or an hour of data. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/explain.h"
+#include "analysis/incident.h"
+#include "store/store.h"
+#include "store/writer.h"
+#include "rule_assert.h"
+
+#define US 1000ULL
+#define OFF 1700000000000000000LL
+#define PID 100
+#define HOG 977
+
+/* n seconds of `per` calls of mean_ns, seconds [slow0, slow0 + nslow) at
+ * slow_ns instead. */
+static struct cw_opstat secs(size_t n, uint64_t per, uint64_t mean_ns, size_t slow0, size_t nslow, uint64_t slow_ns)
+{
+	struct cw_opstat st = { .node = "n1", .source = "cuda", .op = "cudaStreamSynchronize" };
+
+	st.secs = calloc(n, sizeof(*st.secs));
+	assert_non_null(st.secs);
+	st.nsecs = n;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t m = i >= slow0 && i < slow0 + nslow ? slow_ns : mean_ns;
+		st.secs[i] = (struct cw_opsec){ .second = 1000 + (int64_t)i, .count = per, .sum_ns = per * m,
+						.max_ns = m };
+	}
+	return st;
+}
+
+static void test_find(void **state)
+{
+	struct cw_incident inc;
+	struct cw_opstat st;
+
+	(void)state;
+	/* 3 s at 10x in an hour: found, at its own seconds */
+	st = secs(3600, 100, MS, 1800, 3, 10 * MS);
+	assert_int_equal(cw_incident_find(&st, &inc), 1);
+	assert_int_equal(inc.from_sec, 2800);
+	assert_int_equal(inc.to_sec, 2802);
+	assert_int_equal(inc.normal_mean_ns, MS);
+	assert_int_equal(inc.excess_ns, 3 * 100 * 9 * MS);
+	free(st.secs);
+	/* one slow second is a spike, not an incident */
+	st = secs(3600, 100, MS, 1800, 1, 10 * MS);
+	assert_int_equal(cw_incident_find(&st, &inc), 0);
+	free(st.secs);
+	/* 2.9x the normal is not slow */
+	st = secs(600, 100, MS, 300, 5, 2900 * US);
+	assert_int_equal(cw_incident_find(&st, &inc), 0);
+	free(st.secs);
+	/* slow seconds costing under 100 ms beyond the normal */
+	st = secs(600, 2, MS, 300, 5, 10 * MS);
+	assert_int_equal(cw_incident_find(&st, &inc), 0);
+	free(st.secs);
+	/* the costlier of two incidents */
+	st = secs(600, 100, MS, 100, 2, 5 * MS);
+	for (size_t i = 400; i < 404; i++)
+		st.secs[i].sum_ns = 100 * 8 * MS;
+	assert_int_equal(cw_incident_find(&st, &inc), 1);
+	assert_int_equal(inc.from_sec, 1400);
+	assert_int_equal(inc.to_sec, 1403);
+	free(st.secs);
+	/* too few seconds to know the normal */
+	st = secs(4, 100, MS, 1, 2, 10 * MS);
+	assert_int_equal(cw_incident_find(&st, &inc), 0);
+	free(st.secs);
+}
+
+struct fx {
+	char path[64];
+	struct cw_store *st;
+};
+
+/* `seconds` of a training loop (20 syncs/s of 1 ms, spinning); from
+ * second `at` for 3 s a hog on the thread's CPU makes each sync 20 ms,
+ * 19 of them preempted. */
+static void build(struct fx *f, int seconds, int at)
+{
+	struct cw_session_info si = { .node = "n1", .kind = "test", .started_wall_ns = T0 + OFF, .mono_to_wall_ns = OFF,
+				      .rank = -1, .local_rank = -1, .world_size = -1 };
+	struct cw_writer_opts wo = { .node = "n1" };
+	struct cw_process_row pr = { .pid = PID, .comm = "python", .rank = -1, .local_rank = -1, .world_size = -1,
+				     .start_wall_ns = T0 + OFF };
+	struct cw_writer *w;
+	char err[256];
+	int64_t sid;
+	int fd;
+
+	strcpy(f->path, "/tmp/cw-test-incident-XXXXXX");
+	fd = mkstemp(f->path);
+	close(fd);
+	unlink(f->path);
+	assert_int_equal(cw_store_open(&f->st, f->path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_session_begin(f->st, &si, &sid), 0);
+	wo.session_id = sid;
+	assert_int_equal(cw_writer_new(&w, f->st, &wo), 0);
+	assert_int_equal(cw_writer_process(w, &pr), 0);
+	for (int s = 0; s < seconds; s++)
+		for (int k = 0; k < 20; k++) {
+			uint64_t t = T0 + (uint64_t)s * SEC + (uint64_t)k * 50 * MS;
+			int slow = s >= at && s < at + 3;
+			uint64_t d = slow ? 20 * MS : MS + (uint64_t)(k % 5) * 20 * US;
+			struct cw_event_row r = { .mono_ns = t, .wall_ns = t + OFF, .duration_ns = d, .pid = PID,
+						  .tid = PID, .comm = "python", .source = "cuda",
+						  .op = "cudaStreamSynchronize", .device = 0, .has_ret = 1 };
+			assert_int_equal(cw_writer_event(w, &r), 0);
+			if (slow) {
+				struct cw_offcpu_row o = { .pid = PID, .tid = PID, .comm = "python",
+							   .start_mono_ns = t + 500 * US, .end_mono_ns = t + 19500 * US,
+							   .wall_ns = t + 500 * US + OFF, .reason = "preempted", .cpu = 3,
+							   .by_pid = HOG, .by_tid = HOG, .by_comm = "stress-ng" };
+				assert_int_equal(cw_writer_offcpu(w, &o), 0);
+			}
+		}
+	assert_int_equal(cw_writer_free(w), 0);
+}
+
+static void destroy(struct fx *f)
+{
+	char p[96];
+
+	cw_store_close(f->st);
+	unlink(f->path);
+	snprintf(p, sizeof(p), "%s-wal", f->path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", f->path);
+	unlink(p);
+}
+
+/* explain over [from_s, to_s) of the store: the one chain, HIGH, about the
+ * hog; found in time (in_time: at the incident's seconds) or, in a window
+ * short enough for the incident to be its tail, over the window. */
+static void expect_incident(struct fx *f, int from_s, int to_s, int at, int in_time)
+{
+	struct cw_explain_opts o = { .from_wall_ns = T0 + OFF + (uint64_t)from_s * SEC,
+				     .to_wall_ns = T0 + OFF + (uint64_t)to_s * SEC - 1 };
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+
+	assert_int_equal(cw_explain_run(f->st->db, &o, &r), 0);
+	c = find(&r, CW_KIND_CPU_PREEMPTION);
+	assert_non_null(c);
+	assert_int_equal(c->severity, CW_SEV_HIGH);
+	assert_int_equal(c->culprit.pid, HOG);
+	assert_int_equal(c->slow_count, 60);
+	assert_true(c->explained_share > 0.9);
+	if (in_time) {
+		near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + (uint64_t)at * SEC));
+		near(evidence(c, "incident_to_ns"), (double)(T0 + OFF + (uint64_t)(at + 3) * SEC - 1));
+	}
+	/* judged against the op's normal, not the slow seconds' own p50 */
+	assert_true(c->p50_ns < 2 * MS);
+	contains(c->summary, "by stress-ng (pid 977, cpu 3)");
+	cw_explain_result_free(&r);
+}
+
+static void test_hour(void **state)
+{
+	struct fx f;
+
+	(void)state;
+	build(&f, 3600, 2000);
+	expect_incident(&f, 0, 3600, 2000, 1);     /* the whole hour */
+	expect_incident(&f, 1970, 2030, 2000, 0);  /* the minute around it */
+	expect_incident(&f, 1990, 2010, 2000, 0);  /* 20 s around it */
+	destroy(&f);
+}
+
+static void test_healthy_hour(void **state)
+{
+	struct fx f;
+	struct cw_explain_opts o = { 0 };
+	struct cw_explain_result r;
+
+	(void)state;
+	build(&f, 3600, 1 << 30);
+	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+	assert_int_equal(r.count, 0);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_hour),
+		cmocka_unit_test(test_healthy_hour),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
