@@ -204,17 +204,21 @@ static void annotate_incident(struct cw_chain *c, const struct cw_incident *inc,
 	cw_chain_add_evidence(c, "normal_mean_ns", (double)inc->normal_mean_ns, 1);
 }
 
-/* An op without a tail over the window may still have had an incident:
- * seconds whose calls were several times slower than its normal. Those
+/* An op may have had an incident in time, tail over the window or not:
+ * seconds whose calls were several times slower than its normal (in an
+ * always-on store the window's tail is mostly everyday noise). Those
  * seconds are probed and explained on their own, each call judged against
  * the op's normal p50 (the window's, which the incident barely moves),
- * not against the slow seconds' own. */
-static int explain_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, struct cw_explain_result *r)
+ * not against the slow seconds' own. An incident whose cause the
+ * window's chain of the op (window_chain, NULL none) already names adds
+ * no chain. */
+static int explain_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, struct cw_explain_result *r,
+			    const struct cw_chain *window_chain)
 {
 	struct cw_opstat *ops = NULL, ist;
 	struct cw_rule_ctx sub;
 	struct cw_incident inc;
-	int n, k, before = cs->n, ret;
+	int n, k, before = cs->n, warned = r->nwarnings, ret;
 
 	if (!cw_incident_find(ctx->st, &inc))
 		return 0;
@@ -236,8 +240,19 @@ static int explain_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, s
 	ret = cw_probe_op(&sub, 0);
 	if (ret > 0)
 		ret = explain_op(&sub, cs, r);
-	if (ret >= 0 && cs->n > before)
-		annotate_incident(&cs->v[cs->n - 1], &inc, ctx->st);
+	/* An incident no rule explains is worth a warning only when the
+	 * window's own analysis of the op said nothing. */
+	while (window_chain && r->nwarnings > warned)
+		free(r->warnings[--r->nwarnings]);
+	if (ret >= 0 && cs->n > before) {
+		struct cw_chain *c = &cs->v[cs->n - 1];
+
+		/* The window's own chain already names this cause. */
+		if (window_chain && window_chain->kind == c->kind && window_chain->culprit.pid == c->culprit.pid)
+			cs->n--;
+		else
+			annotate_incident(c, &inc, ctx->st);
+	}
 	cw_probe_free(&sub);
 	cw_opstats_free(ops, (size_t)n);
 	return ret < 0 ? ret : 0;
@@ -255,7 +270,7 @@ int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx
 	if (!has_tail(st)) {
 		if (o->pid || o->npids || o->per_process || o->per_tenant || st->count < CW_TAIL_MIN_COUNT)
 			return 0;
-		return explain_incident(&ctx, cs, r);
+		return explain_incident(&ctx, cs, r, NULL);
 	}
 	if (o->pid)
 		return analyse_pid(&ctx, o->pid, cs, r);
@@ -270,9 +285,20 @@ int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx
 	ctx.threshold_ns = slow_threshold(st);
 	ret = cw_probe_op(&ctx, 0);
 	if (ret <= 0 || !(o->per_process || o->per_tenant)) {
+		int before = cs->n;
+
 		if (ret > 0)
 			ret = explain_op(&ctx, cs, r);
 		cw_probe_free(&ctx);
+		if (ret >= 0 && !(o->per_process || o->per_tenant)) {
+			/* The copy: the list may grow (and move) under the call. */
+			struct cw_chain own;
+			int have = cs->n > before;
+
+			if (have)
+				own = cs->v[before];
+			ret = explain_incident(&ctx, cs, r, have ? &own : NULL);
+		}
 		return ret;
 	}
 	/* --per-process: the processes with node-wide slow calls, each then
