@@ -77,6 +77,9 @@ static int chain_cmp(const void *a, const void *b)
 	const struct cw_chain *x = a, *y = b;
 	if (x->severity != y->severity)
 		return (int)x->severity - (int)y->severity;
+	/* A symptom after the causes of its severity. */
+	if (!x->caused_by.kind[0] != !y->caused_by.kind[0])
+		return x->caused_by.kind[0] ? 1 : -1;
 	if (x->explained_ns != y->explained_ns)
 		return x->explained_ns > y->explained_ns ? -1 : 1;
 	if (strcmp(x->node, y->node))
@@ -183,6 +186,37 @@ static void point_at_straggler(struct cw_chain_list *cs, struct cw_explain_resul
 			out->warnings[k++] = out->warnings[i];
 	}
 	out->nwarnings = k;
+}
+
+/* A chain another chain causes (a rank waiting on a hang or a straggler)
+ * is a symptom: never more severe than its cause, and its own advice
+ * (warm-up for the waits a hang made look like start-up cost, say) would
+ * misread it, so it points at the cause's fixes instead. */
+static void defer_to_causes(struct cw_chain_list *cs)
+{
+	for (int i = 0; i < cs->n; i++) {
+		struct cw_chain *c = &cs->v[i];
+
+		if (!c->caused_by.kind[0])
+			continue;
+		for (int k = 0; k < cs->n; k++) {
+			const struct cw_chain *by = &cs->v[k];
+
+			if (k == i || strcmp(cw_kind_name(by->kind), c->caused_by.kind) || by->pid != c->caused_by.pid ||
+			    strcmp(by->node, c->caused_by.node))
+				continue;
+			if (c->severity < by->severity)
+				c->severity = by->severity;
+			break;
+		}
+		c->nfix = 0;
+		if (c->caused_by.rank >= 0)
+			cw_chain_add_fix(c, "# a symptom of the %s of rank %d (pid %lld on %s): fix that chain first",
+					 c->caused_by.kind, c->caused_by.rank, (long long)c->caused_by.pid, c->caused_by.node);
+		else
+			cw_chain_add_fix(c, "# a symptom of the %s of pid %lld on %s: fix that chain first", c->caused_by.kind,
+					 (long long)c->caused_by.pid, c->caused_by.node);
+	}
 }
 
 static int rules_max_out(void)
@@ -346,6 +380,7 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 		c->severity = severity_of(c, (double)(out->to_wall_ns - out->from_wall_ns));
 		qsort(c->timeline, (size_t)c->ntimeline, sizeof(c->timeline[0]), timeline_cmp);
 	}
+	defer_to_causes(&cs);
 	if (cs.n > 1)
 		qsort(cs.v, (size_t)cs.n, sizeof(*cs.v), o->per_tenant ? tenant_chain_cmp : chain_cmp);
 	out->chains = cs.v;

@@ -5,7 +5,9 @@
 # Another thread of the same process may be one (a rank waiting for its
 # own DataLoader thread): same pid, another thread name. A chain without a
 # latency distribution (an event, a wait, a stall) shows counts and times,
-# never "p50 0ns" or "tail 0.0x".
+# never "p50 0ns" or "tail 0.0x". A chain another chain causes (a rank
+# waiting on a straggler or a hang) never outranks its cause and points at
+# the cause's fixes instead of advice of its own.
 set -eu
 BIN=${CW_BIN:?}
 tmp=$(mktemp -d)
@@ -18,7 +20,17 @@ for s in $("$BIN" demo --list | awk '{print $1}'); do
 	python3 - "$s" "$tmp/$s.json" <<'PY'
 import json, sys
 name, path = sys.argv[1:]
-for c in json.load(open(path)).get("chains") or []:
+chains = json.load(open(path)).get("chains") or []
+sev = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
+for i, c in enumerate(chains):
+    cb = c.get("caused_by")
+    if cb:
+        # A symptom never outranks its cause and carries no advice of its own.
+        causes = [k for k, x in enumerate(chains) if x["root_cause"]["kind"] == cb["kind"] and x["pid"] == cb["pid"]]
+        assert all(k < i and sev[chains[k]["severity"]] <= sev[c["severity"]] for k in causes), \
+            f"{name}: {c['root_cause']['kind']} (caused by {cb['kind']}) outranks its cause"
+        assert len(c["fix"]) == 1 and c["fix"][0].startswith("# a symptom of the " + cb["kind"]), c["fix"]
+for c in chains:
     kind = c["root_cause"]["kind"]
     cul = c.get("culprit") or {}
     assert cul.get("pid") is None or cul["pid"] != c["pid"] or cul.get("comm") != c["comm"], \

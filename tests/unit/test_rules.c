@@ -356,7 +356,7 @@ static void test_dataloader_starvation(void **state)
 					   " woken by pt_data_worker pid 200)"));
 	int pyspy = 0;
 	for (int i = 0; i < c->nfix; i++)
-		pyspy |= !strcmp(c->fix[i], "py-spy dump --pid 200  # see what the input worker is doing");
+		pyspy |= !strcmp(c->fix[i], "causeway where 200  # see what the input worker is doing");
 	assert_true(pyspy);
 	cw_explain_result_free(&r);
 	destroy(&f);

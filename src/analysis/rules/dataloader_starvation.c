@@ -114,7 +114,7 @@ int cw_rule_dataloader_starvation(const struct cw_rule_ctx *ctx, struct cw_chain
 	cw_chain_add_fix(c, "DataLoader(..., pin_memory=True)");
 	cw_chain_add_fix(c, "move decoding and augmentation to the GPU (e.g. NVIDIA DALI) or cache preprocessed samples");
 	if (w[top].pid > 0)
-		cw_chain_add_fix(c, "py-spy dump --pid %lld  # see what the input worker is doing", (long long)w[top].pid);
+		cw_chain_add_fix(c, "causeway where %lld  # see what the input worker is doing", (long long)w[top].pid);
 	cw_chain_add_evidence(c, "idle_ns", (double)idle, 1);
 	cw_chain_add_evidence(c, "idle_share", share, 0);
 	cw_chain_add_evidence(c, "gaps", (double)gaps, 1);

@@ -289,7 +289,7 @@ static int straggler_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const st
 		cw_chain_add_fix(c, "reduce rank %d's host memory use or give its node more memory", r->rank);
 	} else if (!strcmp(because, "blocked")) {
 		snprintf(why, sizeof(why), "blocked (sleep, lock or wait, woken by the kernel) for %s of its lag", part);
-		cw_chain_add_fix(c, "py-spy dump --pid %lld  # where rank %d sleeps before the collective",
+		cw_chain_add_fix(c, "causeway where %lld  # where rank %d sleeps before the collective",
 				 (long long)r->pid, r->rank);
 	} else {
 		if (c->has_python)
@@ -537,7 +537,7 @@ static int hang_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const struct 
 	cw_chain_add_timeline(c, CW_LAYER_NCCL, (uint64_t)a->hang_started, "collective #%lld entered by %d rank%s",
 			      (long long)a->hang_seq, l->nranks - a->nmissing, l->nranks - a->nmissing == 1 ? "" : "s");
 	for (int i = 0; i < c->nmissing && i < CW_CHAIN_MAX_FIX; i++)
-		cw_chain_add_fix(c, "py-spy dump --pid %lld  # on %s: why rank %d never reached collective #%lld",
+		cw_chain_add_fix(c, "causeway where %lld  # on %s: why rank %d never reached collective #%lld",
 				 (long long)l->ranks[a->missing[i]].pid, l->ranks[a->missing[i]].node,
 				 l->ranks[a->missing[i]].rank, (long long)a->hang_seq);
 	cw_chain_add_evidence(c, "seq", (double)a->hang_seq, 1);

@@ -277,7 +277,7 @@ static int fill(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uin
 		c->culprit = why->culprit;
 	} else {
 		cw_chain_add_fix(c, "causeway explain --db <%s's database>  # why rank %d is late", r->node, c->rank);
-		cw_chain_add_fix(c, "py-spy dump --pid %lld  # on %s", (long long)r->pid, r->node);
+		cw_chain_add_fix(c, "causeway where %lld  # on %s", (long long)r->pid, r->node);
 	}
 	cw_chain_add_evidence(c, "last_share", share, 0);
 	cw_chain_add_evidence(c, "mean_lag_ns", mean_lag, 1);
