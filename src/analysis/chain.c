@@ -80,14 +80,51 @@ enum cw_layer cw_layer_of_source(const char *source)
 	return CW_LAYER_CUDA;
 }
 
+const char *cw_fix_kind_name(enum cw_fix_kind k)
+{
+	return k == CW_FIX_ADVICE ? "advice" : k == CW_FIX_CODE ? "code" : "command";
+}
+
+static void add_fix(struct cw_chain *c, enum cw_fix_kind kind, const char *fmt, va_list ap)
+{
+	if (c->nfix >= CW_CHAIN_MAX_FIX)
+		return;
+	c->fix_kind[c->nfix] = (unsigned char)kind;
+	vsnprintf(c->fix[c->nfix++], sizeof(c->fix[0]), fmt, ap);
+}
+
 void cw_chain_add_fix(struct cw_chain *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (c->nfix >= CW_CHAIN_MAX_FIX)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(c->fix[c->nfix++], sizeof(c->fix[0]), fmt, ap);
+	add_fix(c, CW_FIX_COMMAND, fmt, ap);
+	va_end(ap);
+}
+
+void cw_chain_add_advice(struct cw_chain *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add_fix(c, CW_FIX_ADVICE, fmt, ap);
+	va_end(ap);
+}
+
+void cw_chain_copy_fix(struct cw_chain *c, const struct cw_chain *from, int i)
+{
+	if (c->nfix >= CW_CHAIN_MAX_FIX || i < 0 || i >= from->nfix)
+		return;
+	c->fix_kind[c->nfix] = from->fix_kind[i];
+	snprintf(c->fix[c->nfix++], sizeof(c->fix[0]), "%s", from->fix[i]);
+}
+
+void cw_chain_add_code(struct cw_chain *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add_fix(c, CW_FIX_CODE, fmt, ap);
 	va_end(ap);
 }
 

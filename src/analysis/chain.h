@@ -136,6 +136,7 @@ struct cw_chain {
 	struct cw_timeline_entry timeline[CW_CHAIN_MAX_TIMELINE];
 	int ntimeline;
 	char fix[CW_CHAIN_MAX_FIX][400]; /* room for a pod cgroup path (~200 chars) in a command */
+	unsigned char fix_kind[CW_CHAIN_MAX_FIX]; /* enum cw_fix_kind of each */
 	int nfix;
 	int64_t pid, tid; /* 0 unknown */
 	char comm[32];
@@ -180,7 +181,14 @@ const char *cw_layer_name(enum cw_layer l);
 /* Sets c->summary, cut to its size (a long device name or path must not
  * fail the build's truncation checks nor the chain). */
 void cw_chain_summary(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A shell command that runs as printed on the chain's host. */
 void cw_chain_add_fix(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Advice in words, for what no one command does. */
+void cw_chain_add_advice(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* from's fix i, of its kind. */
+void cw_chain_copy_fix(struct cw_chain *c, const struct cw_chain *from, int i);
+/* A change to the program's code (Python). */
+void cw_chain_add_code(struct cw_chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cw_chain_add_timeline(struct cw_chain *c, enum cw_layer layer, uint64_t t_ns, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void cw_chain_add_evidence(struct cw_chain *c, const char *key, double v, int is_int);
@@ -190,6 +198,14 @@ struct cw_opstat;
  * rank and culprit CPU unknown, everything else zero. */
 void cw_chain_from_opstat(struct cw_chain *c, const struct cw_opstat *st);
 /* "cudaStreamSynchronize p99 142.0ms (8.5x p50)" */
+/* What a fix is: a shell command that runs as printed on the chain's host
+ * (printed after "$ "), advice in words, or code for the program (Python). */
+enum cw_fix_kind {
+	CW_FIX_COMMAND = 0,
+	CW_FIX_ADVICE,
+	CW_FIX_CODE,
+};
+const char *cw_fix_kind_name(enum cw_fix_kind k);
 void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len);
 /* 1 when the chain's op has a latency distribution to show (p50, p99 and
  * their ratio); 0 for chains about events or waits (an Xid fault, an OOM

@@ -211,10 +211,10 @@ static void defer_to_causes(struct cw_chain_list *cs)
 		}
 		c->nfix = 0;
 		if (c->caused_by.rank >= 0)
-			cw_chain_add_fix(c, "# a symptom of the %s of rank %d (pid %lld on %s): fix that chain first",
+			cw_chain_add_advice(c, "a symptom of the %s of rank %d (pid %lld on %s): fix that chain first",
 					 c->caused_by.kind, c->caused_by.rank, (long long)c->caused_by.pid, c->caused_by.node);
 		else
-			cw_chain_add_fix(c, "# a symptom of the %s of pid %lld on %s: fix that chain first", c->caused_by.kind,
+			cw_chain_add_advice(c, "a symptom of the %s of pid %lld on %s: fix that chain first", c->caused_by.kind,
 					 (long long)c->caused_by.pid, c->caused_by.node);
 	}
 }

@@ -99,9 +99,14 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 						    (json_int_t)c->timeline[i].t_ns, "text",
 						    c->timeline[i].text));
 	json_object_set_new(o, "timeline", tl);
-	for (int i = 0; i < c->nfix; i++)
+	json_t *kinds = json_array();
+
+	for (int i = 0; i < c->nfix; i++) {
 		json_array_append_new(fix, json_string(c->fix[i]));
+		json_array_append_new(kinds, json_string(cw_fix_kind_name(c->fix_kind[i])));
+	}
 	json_object_set_new(o, "fix", fix);
+	json_object_set_new(o, "fix_kinds", kinds);
 	json_object_set_new(o, "pid", c->pid ? json_integer(c->pid) : json_null());
 	json_object_set_new(o, "tid", c->tid ? json_integer(c->tid) : json_null());
 	json_object_set_new(o, "comm", c->comm[0] ? json_string(c->comm) : json_null());
@@ -260,7 +265,8 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 		if (c->nfix) {
 			fprintf(f, "  fix\n");
 			for (int k = 0; k < c->nfix; k++)
-				fprintf(f, "    $ %s\n", c->fix[k]);
+				fprintf(f, "    %s %s\n", c->fix_kind[k] == CW_FIX_ADVICE ? "-" : c->fix_kind[k] == CW_FIX_CODE ? ">>>" : "$",
+					c->fix[k]);
 		}
 	}
 	for (int i = 0; i < r->nwarnings; i++)

@@ -86,12 +86,12 @@ int cw_gpu_throttle_chain(const struct cw_rule_ctx *ctx, struct cw_chain *c, int
 	if (thermal) {
 		cw_chain_add_fix(c, "nvidia-smi -q -d TEMPERATURE,PERFORMANCE -i %d  # slowdown temperature and active reasons",
 				 hit->device);
-		cw_chain_add_fix(c, "check the node's cooling: inlet temperature, fans, airflow and blanking panels");
-		cw_chain_add_fix(c, "move the job off GPU %d until it is cooled (dcgmi diag -r 2 checks it)", hit->device);
+		cw_chain_add_advice(c, "check the node's cooling: inlet temperature, fans, airflow and blanking panels");
+		cw_chain_add_advice(c, "move the job off GPU %d until it is cooled (dcgmi diag -r 2 checks it)", hit->device);
 	} else {
 		cw_chain_add_fix(c, "nvidia-smi -q -d POWER -i %d  # draw against the enforced power limit", hit->device);
-		cw_chain_add_fix(c, "restore the default power limit: nvidia-smi -i %d -pl <default W>", hit->device);
-		cw_chain_add_fix(c, "if hw_power_brake is set, check the node's power supplies and power delivery");
+		cw_chain_add_fix(c, "nvidia-smi -i %d -pl \"$(nvidia-smi -i %d --query-gpu=power.default_limit --format=csv,noheader,nounits)\"  # restore the default power limit", hit->device, hit->device);
+		cw_chain_add_advice(c, "if hw_power_brake is set, check the node's power supplies and power delivery");
 	}
 	cw_chain_add_evidence(c, "throttled_overlap_ns", (double)overlap, 1);
 	cw_chain_add_evidence(c, "throttled_calls", (double)calls_hit, 1);

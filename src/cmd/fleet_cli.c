@@ -581,8 +581,14 @@ static void chain_from_json(json_t *j, struct cw_chain *c)
 		STR(e->text, v, "text");
 	}
 	json_array_foreach(json_object_get(j, "fix"), i, v) {
+		const char *kind = json_string_value(json_array_get(json_object_get(j, "fix_kinds"), i));
+
 		if (c->nfix >= CW_CHAIN_MAX_FIX)
 			break;
+		/* An agent without fix_kinds (older) sent commands only. */
+		c->fix_kind[c->nfix] = !kind || !strcmp(kind, "command") ? CW_FIX_COMMAND
+				       : !strcmp(kind, "code")             ? CW_FIX_CODE
+									    : CW_FIX_ADVICE;
 		snprintf(c->fix[c->nfix++], sizeof(c->fix[0]), "%s", json_string_value(v) ?: "");
 	}
 	if (json_is_object(py)) {

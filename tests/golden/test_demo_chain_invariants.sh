@@ -5,7 +5,9 @@
 # Another thread of the same process may be one (a rank waiting for its
 # own DataLoader thread): same pid, another thread name. A chain without a
 # latency distribution (an event, a wait, a stall) shows counts and times,
-# never "p50 0ns" or "tail 0.0x". A chain another chain causes (a rank
+# never "p50 0ns" or "tail 0.0x". Every fix printed as a command ("$ ")
+# parses as bash and names only flags its causeway command has; advice and
+# code are marked as such; no fix repeats. A chain another chain causes (a rank
 # waiting on a straggler or a hang) never outranks its cause and points at
 # the cause's fixes instead of advice of its own.
 set -eu
@@ -18,7 +20,7 @@ for s in $("$BIN" demo --list | awk '{print $1}'); do
 	"$BIN" demo "$s" --db "$tmp/$s.db" >/dev/null 2>"$tmp/err" || { echo "demo $s failed: $(cat "$tmp/err")"; exit 1; }
 	"$BIN" explain --db "$tmp/$s.db" --json --no-store >"$tmp/$s.json" || { echo "explain $s failed"; exit 1; }
 	python3 - "$s" "$tmp/$s.json" <<'PY'
-import json, sys
+import json, os, shlex, subprocess, sys
 name, path = sys.argv[1:]
 chains = json.load(open(path)).get("chains") or []
 sev = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
@@ -29,9 +31,28 @@ for i, c in enumerate(chains):
         causes = [k for k, x in enumerate(chains) if x["root_cause"]["kind"] == cb["kind"] and x["pid"] == cb["pid"]]
         assert all(k < i and sev[chains[k]["severity"]] <= sev[c["severity"]] for k in causes), \
             f"{name}: {c['root_cause']['kind']} (caused by {cb['kind']}) outranks its cause"
-        assert len(c["fix"]) == 1 and c["fix"][0].startswith("# a symptom of the " + cb["kind"]), c["fix"]
+        assert len(c["fix"]) == 1 and c["fix"][0].startswith("a symptom of the " + cb["kind"]), c["fix"]
+        assert c["fix_kinds"] == ["advice"], c["fix_kinds"]
 for c in chains:
     kind = c["root_cause"]["kind"]
+    # Every fix printed after "$ " is a command that runs as printed: it
+    # parses as bash, and a causeway invocation uses flags that exist.
+    assert len(c["fix_kinds"]) == len(c["fix"]), c
+    assert len(set(c["fix"])) == len(c["fix"]), f"{name}: {kind} repeats a fix: {c['fix']}"
+    for fx, k in zip(c["fix"], c["fix_kinds"]):
+        assert k in ("command", "advice", "code"), k
+        if k != "command":
+            continue
+        r = subprocess.run(["bash", "-n", "-c", fx], capture_output=True, text=True)
+        assert r.returncode == 0, f"{name}: {kind} fix is not shell: {fx!r}: {r.stderr}"
+        assert "<" not in fx.split("#")[0].replace("<<", "") or "< " in fx, f"{name}: placeholder in {fx!r}"
+        words = shlex.split(fx.split("  #")[0])
+        if words and words[0] == "causeway":
+            helptext = subprocess.run([os.environ["CW_BIN"], words[1], "--help"], capture_output=True, text=True).stdout
+            for w in words[2:]:
+                if w.startswith("--"):
+                    assert w.split("=")[0] in helptext, f"{name}: {fx!r}: causeway {words[1]} has no {w}"
+
     cul = c.get("culprit") or {}
     assert cul.get("pid") is None or cul["pid"] != c["pid"] or cul.get("comm") != c["comm"], \
         f"{name}: {kind} chain names its own pid {c['pid']} ({c['comm']}) as its culprit"

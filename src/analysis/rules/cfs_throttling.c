@@ -77,7 +77,7 @@ int cw_rule_cfs_throttling(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	c->culprit.known = 0;
 	c->nfix = 0;
 	if (v->pod_uid[0])
-		cw_chain_add_fix(c, "raise or remove resources.limits.cpu of pod %s%s%s (CFS quota comes from the limit)",
+		cw_chain_add_advice(c, "raise or remove resources.limits.cpu of pod %s%s%s (CFS quota comes from the limit)",
 				 v->ns, v->ns[0] ? "/" : "", v->pod[0] ? v->pod : v->pod_uid);
 	else if (!strcmp(v->runtime, "docker") || !strcmp(v->runtime, "podman"))
 		cw_chain_add_fix(c, "%s update --cpus %lld %.12s", v->runtime,
@@ -85,7 +85,7 @@ int cw_rule_cfs_throttling(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 				 v->id);
 	cw_chain_add_fix(c, "echo 'max 100000' > /sys/fs/cgroup%s/cpu.max  # cgroup v2: no quota", v->cgroup);
 	cw_chain_add_fix(c, "echo -1 > /sys/fs/cgroup/cpu%s/cpu.cfs_quota_us  # cgroup v1 hosts", v->cgroup);
-	cw_chain_add_fix(c, "or keep the quota and make the work fit: fewer threads or DataLoader workers in %s", who);
+	cw_chain_add_advice(c, "or keep the quota and make the work fit: fewer threads or DataLoader workers in %s", who);
 	cw_chain_add_evidence(c, "throttled_ns", (double)t.throttled_us * 1000.0, 1);
 	cw_chain_add_evidence(c, "nr_throttled", (double)t.throttled, 1);
 	return 1;

@@ -42,10 +42,10 @@ int cw_rule_cold_start(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 			      "first slow %s: %s", c->op, first);
 	cw_chain_add_timeline(c, cw_layer_of_source(c->source), ctx->calls[ctx->ncalls - 1].wall_ns,
 			      "%llu slow calls after start-up", (unsigned long long)late_n);
-	cw_chain_add_fix(c, "run a few warm-up iterations before timing or serving traffic");
+	cw_chain_add_advice(c, "run a few warm-up iterations before timing or serving traffic");
 	cw_chain_add_fix(c, "export CUDA_MODULE_LOADING=EAGER");
 	cw_chain_add_fix(c, "nvidia-smi -pm 1");
-	cw_chain_add_fix(c, "torch.backends.cudnn.benchmark = False  # when autotuning dominates start-up");
+	cw_chain_add_code(c, "torch.backends.cudnn.benchmark = False  # when autotuning dominates start-up");
 	cw_chain_add_evidence(c, "early_calls", (double)early_n, 1);
 	cw_chain_add_evidence(c, "late_slow_calls", (double)late_n, 1);
 	cw_chain_add_evidence(c, "early_time_ns", (double)early_ns, 1);

@@ -110,9 +110,9 @@ int cw_rule_dataloader_starvation(const struct cw_rule_ctx *ctx, struct cw_chain
 			      (long long)c->tid, (unsigned long long)gaps, w[top].comm, (long long)w[top].pid);
 	cw_chain_add_timeline(c, cw_layer_of_source(c->source), (uint64_t)launch->secs[0].second * NSEC_PER_SEC,
 			      "%s p99/p50 %.1f: no GPU-side tail", launch->op, c->tail_ratio);
-	cw_chain_add_fix(c, "DataLoader(..., num_workers=8, persistent_workers=True, prefetch_factor=4)");
-	cw_chain_add_fix(c, "DataLoader(..., pin_memory=True)");
-	cw_chain_add_fix(c, "move decoding and augmentation to the GPU (e.g. NVIDIA DALI) or cache preprocessed samples");
+	cw_chain_add_code(c, "DataLoader(..., num_workers=8, persistent_workers=True, prefetch_factor=4)");
+	cw_chain_add_code(c, "DataLoader(..., pin_memory=True)");
+	cw_chain_add_advice(c, "move decoding and augmentation to the GPU (e.g. NVIDIA DALI) or cache preprocessed samples");
 	if (w[top].pid > 0)
 		cw_chain_add_fix(c, "causeway where %lld  # see what the input worker is doing", (long long)w[top].pid);
 	cw_chain_add_evidence(c, "idle_ns", (double)idle, 1);

@@ -113,7 +113,7 @@ int cw_rule_gpu_memory_pressure(const struct cw_rule_ctx *ctx, struct cw_chain *
 	cw_chain_add_fix(c, "nvidia-smi --query-compute-apps=pid,used_memory --format=csv -i %d  # who holds the memory",
 			 hit->device);
 	cw_chain_add_fix(c, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation in the caching allocator");
-	cw_chain_add_fix(c, "allocate once outside the step loop and reuse buffers; lower the batch size or checkpoint activations");
+	cw_chain_add_advice(c, "allocate once outside the step loop and reuse buffers; lower the batch size or checkpoint activations");
 	cw_chain_add_evidence(c, "near_full_overlap_ns", (double)overlap, 1);
 	cw_chain_add_evidence(c, "device", hit->device, 1);
 	cw_chain_add_evidence(c, "mem_used_bytes", (double)hit->mem_used, 1);

@@ -192,7 +192,7 @@ int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	cw_chain_add_fix(c, "nvidia-smi -i %d -c EXCLUSIVE_PROCESS", device < 0 ? 0 : device);
 	cw_chain_add_fix(c, "nvidia-cuda-mps-control -d  # share the GPU through MPS instead of time slicing");
 	if (best_pid > 0)
-		cw_chain_add_fix(c, "move pid %lld to another GPU (CUDA_VISIBLE_DEVICES) or a MIG slice", (long long)best_pid);
+		cw_chain_add_advice(c, "move pid %lld to another GPU (CUDA_VISIBLE_DEVICES) or a MIG slice", (long long)best_pid);
 	cw_chain_add_evidence(c, "offcpu_share", offshare, 0);
 	cw_chain_add_evidence(c, "sliced_ns", (double)sliced, 1);
 	cw_chain_add_evidence(c, "foreign_pids", (double)nwho, 1);

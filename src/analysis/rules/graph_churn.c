@@ -133,10 +133,10 @@ int cw_rule_graph_churn(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	if (c->has_python)
 		cw_chain_add_timeline(c, CW_LAYER_PYTHON, (uint64_t)steady * NSEC_PER_SEC, "rebuilt from %s() at %s:%d",
 				      c->py_function, c->py_file, c->py_line);
-	cw_chain_add_fix(c, "capture once outside the loop and replay: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): ...; then g.replay() each step");
-	cw_chain_add_fix(c, "keep captured shapes and pointers static: copy new inputs into the captured tensors (static_input.copy_(batch)) instead of re-capturing");
-	cw_chain_add_fix(c, "update an instantiated graph in place with cudaGraphExecUpdate when only parameters change");
-	cw_chain_add_fix(c, "torch.compile(mode=\"reduce-overhead\"): mark_dynamic or bucket dynamic shapes so each shape is captured once");
+	cw_chain_add_advice(c, "capture once outside the loop and replay: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): ...; then g.replay() each step");
+	cw_chain_add_advice(c, "keep captured shapes and pointers static: copy new inputs into the captured tensors (static_input.copy_(batch)) instead of re-capturing");
+	cw_chain_add_advice(c, "update an instantiated graph in place with cudaGraphExecUpdate when only parameters change");
+	cw_chain_add_advice(c, "torch.compile(mode=\"reduce-overhead\"): mark_dynamic or bucket dynamic shapes so each shape is captured once");
 	cw_chain_add_evidence(c, "steady_builds", (double)builds, 1);
 	cw_chain_add_evidence(c, "steady_launches", (double)launches, 1);
 	cw_chain_add_evidence(c, "builds_per_launch", ratio, 0);

@@ -35,10 +35,10 @@ int cw_rule_graph_launch_tail(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	cw_format_duration(ownt, own, sizeof(own));
 	cw_chain_add_timeline(c, cw_layer_of_source(c->source), ctx->calls[0].wall_ns,
 			      "first slow %s; %s inside %zu slow launches", c->op, own, ctx->ncalls);
-	cw_chain_add_fix(c, "cudaGraphUpload(graphExec, stream) right after instantiation, so the first launch does not upload");
-	cw_chain_add_fix(c, "torch.cuda.graphs: capture once and replay; update with cudaGraphExecUpdate instead of re-instantiating");
-	cw_chain_add_fix(c, "launch each graph exec from one stream; concurrent launches of one exec serialize");
-	cw_chain_add_fix(c, "split very large graphs or use device-side launch (cudaGraphInstantiateFlagDeviceLaunch)");
+	cw_chain_add_advice(c, "cudaGraphUpload(graphExec, stream) right after instantiation, so the first launch does not upload");
+	cw_chain_add_advice(c, "torch.cuda.graphs: capture once and replay; update with cudaGraphExecUpdate instead of re-instantiating");
+	cw_chain_add_advice(c, "launch each graph exec from one stream; concurrent launches of one exec serialize");
+	cw_chain_add_advice(c, "split very large graphs or use device-side launch (cudaGraphInstantiateFlagDeviceLaunch)");
 	cw_chain_add_evidence(c, "launch_own_ns", (double)ownt, 1);
 	cw_chain_add_evidence(c, "preempted_ns", (double)ctx->preempted_ns, 1);
 	cw_chain_add_evidence(c, "blocked_ns", (double)ctx->blocked_ns, 1);

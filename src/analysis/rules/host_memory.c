@@ -139,9 +139,9 @@ int cw_rule_host_memory(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		cw_chain_add_timeline(c, CW_LAYER_HOST, ctx->calls[ctx->ncalls - 1].wall_ns,
 				      "thread %lld blocked inside the calls (reclaim writeback, swap-in)",
 				      (long long)c->tid);
-	cw_chain_add_fix(c, "allocate pinned buffers once at start-up and reuse them (a pinned pool), not per step");
-	cw_chain_add_fix(c, "DataLoader(pin_memory=True) pins from the loader's pool; drop manual per-batch pin_memory()/cudaHostAlloc");
-	cw_chain_add_fix(c, "raise the container's memory limit (memory.max / memory.limit_in_bytes) above pinned + page cache");
+	cw_chain_add_advice(c, "allocate pinned buffers once at start-up and reuse them (a pinned pool), not per step");
+	cw_chain_add_advice(c, "DataLoader(pin_memory=True) pins from the loader's pool; drop manual per-batch pin_memory()/cudaHostAlloc");
+	cw_chain_add_advice(c, "raise the container's memory limit (memory.max / memory.limit_in_bytes) above pinned + page cache");
 	cw_chain_add_fix(c, "grep -E 'allocstall|pgscan_direct|pswpin' /proc/vmstat  # direct reclaim and swap-in counts");
 	cw_chain_add_evidence(c, "explained_ns", (double)explained, 1);
 	cw_chain_add_evidence(c, "calls_in_pressure", (double)in_pressure, 1);

@@ -86,11 +86,11 @@ int cw_rule_io_contention(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	if (io_pid > 0 && io_pid != c->pid)
 		cw_chain_add_fix(c, "ionice -c3 -p %lld", (long long)io_pid);
 	if (io_pid == c->pid && c->pid > 0)
-		cw_chain_add_fix(c, "write checkpoints asynchronously (torch.distributed.checkpoint.async_save) or from a background thread");
+		cw_chain_add_advice(c, "write checkpoints asynchronously (torch.distributed.checkpoint.async_save) or from a background thread");
 	cw_chain_add_fix(c, "sysctl -w vm.dirty_background_bytes=67108864 vm.dirty_bytes=268435456");
 	if (c->pid > 0)
 		cw_chain_add_fix(c, "ionice -c2 -n0 -p %lld", (long long)c->pid);
-	cw_chain_add_fix(c, "put checkpoints and datasets on separate local NVMe devices");
+	cw_chain_add_advice(c, "put checkpoints and datasets on separate local NVMe devices");
 	cw_chain_add_evidence(c, "blocked_io_ns", (double)ctx->blocked_io_ns, 1);
 	cw_chain_add_evidence(c, "blocked_ns", (double)ctx->blocked_ns, 1);
 	cw_chain_add_evidence(c, "same_pid_io_ns", (double)ctx->io_same_pid_ns, 1);

@@ -67,10 +67,10 @@ int cw_rule_memcpy_bound(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 			      "%s: %llu calls, p50 %.1f ms, %.0f %% of all copy time", top->op,
 			      (unsigned long long)top->count, (double)top->p50_ns / 1e6,
 			      copy_ns ? (double)top->sum_ns / (double)copy_ns * 100 : 0);
-	cw_chain_add_fix(c, "DataLoader(..., pin_memory=True)");
-	cw_chain_add_fix(c, "tensor.to(device, non_blocking=True)  # async copy from pinned memory");
-	cw_chain_add_fix(c, "overlap copies with compute on a separate torch.cuda.Stream()");
-	cw_chain_add_fix(c, "keep tensors on the GPU between steps instead of round-tripping through the host");
+	cw_chain_add_code(c, "DataLoader(..., pin_memory=True)");
+	cw_chain_add_code(c, "tensor.to(device, non_blocking=True)  # async copy from pinned memory");
+	cw_chain_add_advice(c, "overlap copies with compute on a separate torch.cuda.Stream()");
+	cw_chain_add_advice(c, "keep tensors on the GPU between steps instead of round-tripping through the host");
 	cw_chain_add_evidence(c, "copy_time_ns", (double)copy_ns, 1);
 	cw_chain_add_evidence(c, "copies", (double)copies, 1);
 	cw_chain_add_evidence(c, "active_seconds", span / 1e9, 1);

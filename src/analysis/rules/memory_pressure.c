@@ -52,7 +52,7 @@ int cw_rule_memory_pressure(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 			      "thread %lld blocked %s during pressure seconds (reclaim, swap-in)",
 			      (long long)c->tid, blk);
 	cw_chain_add_fix(c, "echo 1 > /proc/sys/vm/swappiness");
-	cw_chain_add_fix(c, "lower host memory use: DataLoader(prefetch_factor=2), fewer num_workers, or a memory.high limit on the noisy cgroup");
+	cw_chain_add_advice(c, "lower host memory use: DataLoader(prefetch_factor=2), fewer num_workers, or a memory.high limit on the noisy cgroup");
 	if (c->pid > 0)
 		cw_chain_add_fix(c, "echo -1000 > /proc/%lld/oom_score_adj", (long long)c->pid);
 	cw_chain_add_fix(c, "grep -E 'pswp|pgmajfault|allocstall' /proc/vmstat");

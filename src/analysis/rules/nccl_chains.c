@@ -268,7 +268,7 @@ static int straggler_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const st
 		c->culprit.overlap_ns = d.by[top].ns;
 		snprintf(why, sizeof(why), "preempted by %s (pid %lld) on CPU %d for %s of its lag", d.by[top].comm,
 			 (long long)d.by[top].pid, d.by[top].cpu, part);
-		cw_chain_add_fix(c, "move %s (pid %lld) off CPU %d, or pin rank %d's threads to CPUs of their own"
+		cw_chain_add_advice(c, "move %s (pid %lld) off CPU %d, or pin rank %d's threads to CPUs of their own"
 			       " (taskset / cgroup cpuset)", d.by[top].comm, (long long)d.by[top].pid, d.by[top].cpu,
 			       r->rank);
 	} else if (!strcmp(because, "dataloader_starvation")) {
@@ -278,15 +278,15 @@ static int straggler_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const st
 		c->culprit.overlap_ns = d.waker_ns;
 		snprintf(why, sizeof(why), "waiting for input from %s (pid %lld) for %s of its lag", d.waker,
 			 (long long)d.waker_pid, part);
-		cw_chain_add_fix(c, "prefetch batches on rank %d (DataLoader num_workers, prefetch_factor,"
+		cw_chain_add_advice(c, "prefetch batches on rank %d (DataLoader num_workers, prefetch_factor,"
 			       " pin_memory) so the next batch is ready when the step ends", r->rank);
 	} else if (!strcmp(because, "io_contention")) {
 		snprintf(why, sizeof(why), "blocked on its own block I/O for %s of its lag", part);
-		cw_chain_add_fix(c, "move rank %d's reads off the step's critical path (prefetch, page cache,"
+		cw_chain_add_advice(c, "move rank %d's reads off the step's critical path (prefetch, page cache,"
 			       " faster storage)", r->rank);
 	} else if (!strcmp(because, "memory_pressure")) {
 		snprintf(why, sizeof(why), "blocked under memory pressure (reclaim) for %s of its lag", part);
-		cw_chain_add_fix(c, "reduce rank %d's host memory use or give its node more memory", r->rank);
+		cw_chain_add_advice(c, "reduce rank %d's host memory use or give its node more memory", r->rank);
 	} else if (!strcmp(because, "blocked")) {
 		snprintf(why, sizeof(why), "blocked (sleep, lock or wait, woken by the kernel) for %s of its lag", part);
 		cw_chain_add_fix(c, "causeway where %lld  # where rank %d sleeps before the collective",
@@ -297,7 +297,7 @@ static int straggler_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const st
 				 c->py_function, c->py_file, c->py_line);
 		else
 			snprintf(why, sizeof(why), "on CPU computing for %s of its lag", part);
-		cw_chain_add_fix(c, "balance the work across ranks: rank %d computes longer before each collective",
+		cw_chain_add_advice(c, "balance the work across ranks: rank %d computes longer before each collective",
 				 r->rank);
 		cw_chain_add_fix(c, "py-spy record --pid %lld  # where rank %d's extra time goes", (long long)r->pid,
 				 r->rank);
@@ -365,7 +365,7 @@ static int wait_chain(const struct cw_nccl_loaded *l, const struct cw_nccl_arriv
 	snprintf(c->caused_by.node, sizeof(c->caused_by.node), "%s", s->node);
 	c->caused_by.pid = s->pid;
 	c->caused_by.rank = s->rank;
-	cw_chain_add_fix(c, "fix rank %d (the nccl_straggler chain); this rank only waits for it", s->rank);
+	cw_chain_add_advice(c, "fix rank %d (the nccl_straggler chain); this rank only waits for it", s->rank);
 	cw_chain_add_evidence(c, "waited_ns", (double)r->waited_ns, 1);
 	cw_chain_add_evidence(c, "collective_wait_ns", (double)r->wait_ns, 1);
 	return 1;
@@ -571,9 +571,9 @@ static int comm_bound_chain(const struct cw_nccl_loaded *l, const struct cw_nccl
 	for (int i = 0; i < l->nranks; i++)
 		c->slow_time_ns += l->ranks[i].wait_ns;
 	c->explained_ns = c->slow_time_ns;
-	cw_chain_add_fix(c, "overlap communication with compute (bucketed gradients: DDP bucket_cap_mb,"
+	cw_chain_add_advice(c, "overlap communication with compute (bucketed gradients: DDP bucket_cap_mb,"
 		       " FSDP prefetch), or communicate less (gradient accumulation, compression)");
-	cw_chain_add_fix(c, "check the interconnect: %.2f GB/s bus bandwidth; compare with nccl-tests on the"
+	cw_chain_add_advice(c, "check the interconnect: %.2f GB/s bus bandwidth; compare with nccl-tests on the"
 		       " same nodes (all_reduce_perf)", a->busbw_gbps);
 	cw_chain_add_evidence(c, "comm_share", a->comm_share, 0);
 	cw_chain_add_evidence(c, "bytes_p50", (double)a->bytes_p50, 1);

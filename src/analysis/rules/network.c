@@ -133,11 +133,11 @@ int cw_rule_network(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	cw_chain_add_timeline(c, CW_LAYER_NET, ctx->calls[ctx->ncalls - 1].wall_ns,
 			      "%llu retransmits to %zu peers overlapped %s of slow calls", (unsigned long long)retx,
 			      np, exp);
-	cw_chain_add_fix(c, "ip -s link; ethtool -S <interface> | grep -iE 'drop|err|crc'  # find the lossy hop");
+	cw_chain_add_fix(c, "ip -s link; for i in /sys/class/net/*; do ethtool -S \"${i##*/}\" 2>/dev/null; done | grep -iE 'drop|err|crc'  # find the lossy hop");
 	cw_chain_add_fix(c, "ss -tin dst %.64s  # retrans, rto and cwnd of the socket", peer_of(peers[top].tuple));
-	cw_chain_add_fix(c, "export NCCL_SOCKET_IFNAME=<fast interface> NCCL_IB_DISABLE=0  # keep NCCL off the lossy path");
-	cw_chain_add_fix(c, "export NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4  # spread NCCL over more sockets");
-	cw_chain_add_fix(c, "ip link set dev <interface> mtu 9000  # only when every hop carries jumbo frames; else match the path MTU");
+	cw_chain_add_advice(c, "set NCCL_SOCKET_IFNAME to the fast interface (with NCCL_IB_DISABLE=0) in the job's environment: keep NCCL off the lossy path");
+	cw_chain_add_advice(c, "set NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4 in the job's environment: spread NCCL over more sockets");
+	cw_chain_add_advice(c, "raise the interface MTU to 9000 (ip link set dev IFACE mtu 9000) only when every hop carries jumbo frames; else match the path MTU");
 	cw_chain_add_evidence(c, "retransmits", (double)retx, 1);
 	cw_chain_add_evidence(c, "retransmits_top_peer", (double)peers[top].n, 1);
 	cw_chain_add_evidence(c, "rto_retransmits", (double)rtos, 1);

@@ -21,20 +21,20 @@ static void fixes(struct cw_chain *c)
 	c->nfix = 0;
 	if (n->pod_uid[0]) {
 		if (n->pod[0])
-			cw_chain_add_fix(c, "set resources.limits.cpu on the containers of pod %s%s%s (its owner's pod"
+			cw_chain_add_advice(c, "set resources.limits.cpu on the containers of pod %s%s%s (its owner's pod"
 					 " template): CFS quota caps it at that many CPUs",
 					 n->ns, n->ns[0] ? "/" : "", n->pod);
 		else
-			cw_chain_add_fix(c, "set resources.limits.cpu on the containers of pod UID %s (its owner's pod"
+			cw_chain_add_advice(c, "set resources.limits.cpu on the containers of pod UID %s (its owner's pod"
 					 " template): CFS quota caps it at that many CPUs", n->pod_uid);
-		cw_chain_add_fix(c, "give the slowed pod Guaranteed QoS with integer CPU requests (requests ="
+		cw_chain_add_advice(c, "give the slowed pod Guaranteed QoS with integer CPU requests (requests ="
 				 " limits) and run the kubelet with --cpu-manager-policy=static: it gets exclusive CPUs");
 	} else if (!strcmp(n->runtime, "docker")) {
 		cw_chain_add_fix(c, "docker update --cpus 1 --cpu-shares 256 %s", id12);
 	} else if (!strcmp(n->runtime, "podman")) {
 		cw_chain_add_fix(c, "podman update --cpus 1 %s", id12);
 	} else if (!strcmp(n->runtime, "slurm")) {
-		cw_chain_add_fix(c, "confine Slurm jobs to their allocated cores: ConstrainCores=yes in cgroup.conf"
+		cw_chain_add_advice(c, "confine Slurm jobs to their allocated cores: ConstrainCores=yes in cgroup.conf"
 				 " (TaskPlugin=task/cgroup,task/affinity), and size %s with --cpus-per-task",
 				 n->id);
 	}

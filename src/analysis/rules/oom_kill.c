@@ -254,12 +254,12 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 			      (long long)victim, c->comm, (double)rss / (1 << 20),
 			      limit && limit < CW_OOM_NO_LIMIT ? " at its cgroup limit" : "");
 	if (limit && limit < CW_OOM_NO_LIMIT)
-		cw_chain_add_fix(c, "raise the container's memory limit above %.0f MiB (memory.max on cgroup v2, memory.limit_in_bytes on v1, resources.limits.memory in Kubernetes)",
+		cw_chain_add_advice(c, "raise the container's memory limit above %.0f MiB (memory.max on cgroup v2, memory.limit_in_bytes on v1, resources.limits.memory in Kubernetes)",
 				 (double)rss * 1.5 / (1 << 20));
 	else
-		cw_chain_add_fix(c, "give the job a memory limit it fits in, or move other tenants off the node; dmesg | grep -i 'killed process'");
-	cw_chain_add_fix(c, "lower host memory per step: DataLoader(num_workers=2, prefetch_factor=2, persistent_workers=False); each worker holds its own copy of the dataset object");
-	cw_chain_add_fix(c, "drop references every step: accumulate loss.item(), not loss; del outputs before the next batch");
+		cw_chain_add_advice(c, "give the job a memory limit it fits in, or move other tenants off the node; dmesg | grep -i 'killed process'");
+	cw_chain_add_advice(c, "lower host memory per step: DataLoader(num_workers=2, prefetch_factor=2, persistent_workers=False); each worker holds its own copy of the dataset object");
+	cw_chain_add_advice(c, "drop references every step: accumulate loss.item(), not loss; del outputs before the next batch");
 	cw_chain_add_fix(c, "python -X tracemalloc=25 train.py  # or tracemalloc.take_snapshot() every N steps to find what grows");
 	if (victim > 0)
 		cw_chain_add_fix(c, "cat /proc/%lld/status | grep -E 'VmRSS|VmHWM'  # watch the next run grow", (long long)victim);

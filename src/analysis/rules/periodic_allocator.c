@@ -79,8 +79,8 @@ int cw_rule_periodic_allocator(const struct cw_rule_ctx *ctx, struct cw_chain *c
 	cw_chain_add_timeline(c, cw_layer_of_source(c->source), cw_sys_wall(ctx->sys, start[n - 1]),
 			      "spike %zu, period %s", n, per);
 	cw_chain_add_fix(c, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
-	cw_chain_add_fix(c, "remove torch.cuda.empty_cache() from the training loop");
-	cw_chain_add_fix(c, "keep tensor shapes static (pad variable-length batches to fixed buckets)");
+	cw_chain_add_advice(c, "remove torch.cuda.empty_cache() from the training loop");
+	cw_chain_add_advice(c, "keep tensor shapes static (pad variable-length batches to fixed buckets)");
 	cw_chain_add_fix(c, "python -c 'import torch; print(torch.cuda.memory_summary())'  # inspect fragmentation");
 	cw_chain_add_evidence(c, "spikes", (double)n, 1);
 	cw_chain_add_evidence(c, "period_ns", med, 1);

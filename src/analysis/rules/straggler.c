@@ -273,10 +273,10 @@ static int fill(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from, uin
 		for (int i = 0; i < why->ntimeline && c->ntimeline < CW_CHAIN_MAX_TIMELINE; i++)
 			c->timeline[c->ntimeline++] = why->timeline[i];
 		for (int i = 0; i < why->nfix && c->nfix < CW_CHAIN_MAX_FIX; i++)
-			cw_chain_add_fix(c, "%s", why->fix[i]);
+			cw_chain_copy_fix(c, why, i);
 		c->culprit = why->culprit;
 	} else {
-		cw_chain_add_fix(c, "causeway explain --db <%s's database>  # why rank %d is late", r->node, c->rank);
+		cw_chain_add_advice(c, "run causeway explain on %s's database: why rank %d is late", r->node, c->rank);
 		cw_chain_add_fix(c, "causeway where %lld  # on %s", (long long)r->pid, r->node);
 	}
 	cw_chain_add_evidence(c, "last_share", share, 0);

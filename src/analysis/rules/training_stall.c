@@ -218,13 +218,13 @@ static void offcpu_after(sqlite3 *db, const char *node, int64_t tid, uint64_t mo
 static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 {
 	if (!strcmp(wait, "pipe"))
-		cw_chain_add_fix(c, "the process waits on a pipe: check its producer (a DataLoader worker or subprocess) is alive; DataLoader(timeout=...) makes a stuck worker raise");
+		cw_chain_add_advice(c, "the process waits on a pipe: check its producer (a DataLoader worker or subprocess) is alive; DataLoader(timeout=...) makes a stuck worker raise");
 	else if (!strcmp(wait, "lock"))
-		cw_chain_add_fix(c, "the process waits on a lock: causeway where %lld shows which thread holds it", (long long)pid);
+		cw_chain_add_advice(c, "the process waits on a lock: causeway where %lld shows which thread holds it", (long long)pid);
 	else if (!strcmp(wait, "socket"))
-		cw_chain_add_fix(c, "the process waits on the network: check the other ranks (a dead peer); init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 end a hung collective");
+		cw_chain_add_advice(c, "the process waits on the network: check the other ranks (a dead peer); init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 end a hung collective");
 	else if (!strcmp(wait, "runnable") || !strcmp(wait, "gpu driver") || !strcmp(wait, "cuda call"))
-		cw_chain_add_fix(c, "a thread spins or sits in the driver: a CUDA synchronization that never returns points at the GPU (check Xid faults: journalctl -k | grep -i xid)");
+		cw_chain_add_advice(c, "a thread spins or sits in the driver: a CUDA synchronization that never returns points at the GPU (check Xid faults: journalctl -k | grep -i xid)");
 }
 
 int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
@@ -413,7 +413,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		}
 		add_thread_fixes(c, wait, c->pid);
 		cw_chain_add_fix(c, "causeway where %lld  # every thread's Python and native stack now", (long long)c->pid);
-		cw_chain_add_fix(c, "alert on progress, not utilization: a last-step timestamp older than the threshold");
+		cw_chain_add_advice(c, "alert on progress, not utilization: a last-step timestamp older than the threshold");
 		cw_chain_add_evidence(c, "silent_ns", (double)best_silent, 1);
 		cw_chain_add_evidence(c, "step_ns", (double)best_step, 1);
 		cw_chain_add_evidence(c, "threshold_ns", (double)best_thr, 1);

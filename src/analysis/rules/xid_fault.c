@@ -204,12 +204,12 @@ int cw_rule_xid_fault(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	}
 	cw_chain_add_timeline(c, CW_LAYER_DRIVER, best.wall, "NVRM: Xid %u (%s) from %s: %s", best.code,
 			      best.pci[0] ? best.pci : "?", best.from[0] ? best.from : "?", best.text);
-	cw_chain_add_fix(c, "%s", info->action);
+	cw_chain_add_advice(c, "%s", info->action);
 	cw_chain_add_fix(c, "journalctl -k | grep -i xid  # the driver's own lines around the fault");
 	if (!strcmp(info->cause, "memory"))
 		cw_chain_add_fix(c, "nvidia-smi -q -d ECC,ROW_REMAPPER%s%s", best.pci[0] ? " -i " : "", best.pci);
 	else if (!strcmp(info->cause, "application"))
-		cw_chain_add_fix(c, "compute-sanitizer --tool memcheck <the job's command>");
+		cw_chain_add_advice(c, "run the job under compute-sanitizer --tool memcheck to find the faulting kernel");
 	else
 		cw_chain_add_fix(c, "dcgmi diag -r 3  # full diagnostic before the GPU takes jobs again");
 	cw_chain_add_evidence(c, "xid", best.code, 1);
