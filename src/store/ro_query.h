@@ -24,6 +24,9 @@
 #define CW_RO_DEFAULT_TIMEOUT_NS (10ULL * 1000000000ULL)
 #define CW_RO_DEFAULT_MAX_ROWS 100000
 #define CW_RO_MAX_VALUE_BYTES (16 << 20)
+/* A collected result (cw_ro_query_collect) as it is sent: the sum of
+ * cw_ro_value_out_bytes over its cells. */
+#define CW_RO_MAX_RESULT_BYTES ((size_t)256 << 20)
 
 struct cw_ro_query_limits {
 	uint64_t timeout_ns; /* 0: CW_RO_DEFAULT_TIMEOUT_NS */
@@ -109,6 +112,11 @@ int cw_ro_query_collect_cancel(const char *db_path, const char *sql, const struc
 			       struct cw_ro_result **out, char *err, size_t errlen);
 /* Runs on db stop when *flag becomes non-zero (NULL: never). */
 void cw_ro_set_cancel(struct cw_ro_db *db, const atomic_int *flag);
+
+/* An upper bound on the bytes one cell (named name) takes in any output:
+ * a JSON row object or array, the text table, CSV. The result cap
+ * (CW_RO_MAX_RESULT_BYTES) counts these. */
+size_t cw_ro_value_out_bytes(const char *name, const struct cw_ro_value *v);
 
 /* A JSON value for one cell: integer, real (null for NaN/inf), string, or
  * for a BLOB its lower-case hex. */

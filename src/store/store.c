@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "store/migrate.h"
+#include "store/ro_guard.h"
 
 const char *cw_store_strerror(int code)
 {
@@ -135,6 +136,8 @@ static int configure(sqlite3 *db, enum cw_store_mode mode)
 static void configure_sqlite_once(void)
 {
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	/* User statements' memory bound (ro_heap.c), set the same way. */
+	cw_ro_heap_install();
 }
 
 /* Process-wide SQLite settings; cw_store_open calls it before its first

@@ -1,0 +1,479 @@
+/* Per-call bounds on SQLite's costly built-in functions, the connection's
+ * limits and the statement watchdog (ro_guard.h). */
+#include "store/ro_guard.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/timeutil.h"
+
+/* Functions computed by the built-in on the private connection. */
+enum delegate { D_PRINTF, D_INSTR, D_REPLACE, D_TRIM, D_LTRIM, D_RTRIM, D_COUNT };
+
+static const char *const delegate_name[D_COUNT] = { "printf", "instr", "replace", "trim", "ltrim", "rtrim" };
+
+struct cw_ro_guard {
+	sqlite3 *user;
+	sqlite3 *priv; /* opened on the first delegated call */
+	sqlite3_stmt *st[D_COUNT][CW_RO_LIMIT_FUNCTION_ARG + 1];
+	int blobs_never_like; /* SQLITE_LIKE_DOESNT_MATCH_BLOBS */
+};
+
+struct fn_ctx {
+	struct cw_ro_guard *g;
+	enum delegate d;
+	const char *name;
+};
+
+static const struct {
+	int id, value;
+} limits[] = {
+	{ SQLITE_LIMIT_LENGTH, CW_RO_LIMIT_LENGTH },
+	{ SQLITE_LIMIT_SQL_LENGTH, CW_RO_LIMIT_SQL_LENGTH },
+	{ SQLITE_LIMIT_COLUMN, CW_RO_LIMIT_COLUMN },
+	{ SQLITE_LIMIT_EXPR_DEPTH, CW_RO_LIMIT_EXPR_DEPTH },
+	{ SQLITE_LIMIT_COMPOUND_SELECT, CW_RO_LIMIT_COMPOUND_SELECT },
+	{ SQLITE_LIMIT_VDBE_OP, CW_RO_LIMIT_VDBE_OP },
+	{ SQLITE_LIMIT_FUNCTION_ARG, CW_RO_LIMIT_FUNCTION_ARG },
+	{ SQLITE_LIMIT_ATTACHED, 0 },
+	{ SQLITE_LIMIT_LIKE_PATTERN_LENGTH, CW_RO_LIMIT_LIKE_PATTERN },
+	{ SQLITE_LIMIT_VARIABLE_NUMBER, CW_RO_LIMIT_VARIABLE_NUMBER },
+	{ SQLITE_LIMIT_TRIGGER_DEPTH, CW_RO_LIMIT_TRIGGER_DEPTH },
+	{ SQLITE_LIMIT_WORKER_THREADS, 0 },
+};
+
+static void set_limits(sqlite3 *db)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		sqlite3_limit(db, limits[i].id, limits[i].value);
+}
+
+static int open_private(struct cw_ro_guard *g)
+{
+	if (g->priv)
+		return 0;
+	if (sqlite3_open_v2(":memory:", &g->priv, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close_v2(g->priv);
+		g->priv = NULL;
+		return -ENOMEM;
+	}
+	set_limits(g->priv);
+	sqlite3_db_config(g->priv, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+	return 0;
+}
+
+/* "SELECT name(?1, ..., ?n)", prepared once per name and arity. */
+static sqlite3_stmt *delegate_stmt(struct cw_ro_guard *g, enum delegate d, int argc)
+{
+	char sql[64 + 6 * CW_RO_LIMIT_FUNCTION_ARG];
+	size_t o;
+	int i;
+
+	if (argc < 1 || argc > CW_RO_LIMIT_FUNCTION_ARG)
+		return NULL;
+	if (g->st[d][argc])
+		return g->st[d][argc];
+	if (open_private(g))
+		return NULL;
+	o = (size_t)snprintf(sql, sizeof(sql), "SELECT %s(", delegate_name[d]);
+	for (i = 1; i <= argc; i++)
+		o += (size_t)snprintf(sql + o, sizeof(sql) - o, "%s?%d", i > 1 ? "," : "", i);
+	snprintf(sql + o, sizeof(sql) - o, ")");
+	if (sqlite3_prepare_v3(g->priv, sql, -1, SQLITE_PREPARE_PERSISTENT, &g->st[d][argc], NULL) != SQLITE_OK)
+		return NULL;
+	return g->st[d][argc];
+}
+
+/* Runs the built-in with the same arguments; its result or error is the
+ * call's. */
+static void delegate(sqlite3_context *ctx, enum delegate d, int argc, sqlite3_value **argv)
+{
+	struct fn_ctx *f = sqlite3_user_data(ctx);
+	sqlite3_stmt *st = delegate_stmt(f->g, d, argc);
+	int i, rc;
+
+	if (!st) {
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+	for (i = 0; i < argc; i++)
+		sqlite3_bind_value(st, i + 1, argv[i]);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		sqlite3_result_value(ctx, sqlite3_column_value(st, 0));
+	else if ((rc = sqlite3_reset(st)) == SQLITE_TOOBIG)
+		sqlite3_result_error_toobig(ctx);
+	else if (rc == SQLITE_NOMEM)
+		sqlite3_result_error_nomem(ctx);
+	else
+		sqlite3_result_error(ctx, sqlite3_errmsg(f->g->priv), -1);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+static void too_costly(sqlite3_context *ctx, const char *name, int64_t a, int64_t b, int64_t max)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg),
+		 "%s() over %lld and %lld bytes is too costly for one call (their product may be at most %lld)",
+		 name, (long long)a, (long long)b, (long long)max);
+	sqlite3_result_error(ctx, msg, -1);
+}
+
+/* ---- printf / format ---- */
+
+/* Walks the format as SQLite's printf does (src/printf.c, 3.40-3.46):
+ * flags, width (digits or '*'), precision ('.' then digits or '*'),
+ * length modifiers, one conversion; '*' and every conversion but %%, %n
+ * and the internal %T/%S take the next argument. */
+static int printf_ok(int argc, sqlite3_value **argv)
+{
+	const unsigned char *p = sqlite3_value_text(argv[0]);
+	int next = 1;
+
+	for (; p && *p; p++) {
+		int part;
+
+		if (*p != '%')
+			continue;
+		p++;
+		while (*p && strchr("-+ #!0,", *p))
+			p++;
+		for (part = 0; part < 2; part++) {
+			if (part == 1) {
+				if (*p != '.')
+					break;
+				p++;
+			}
+			if (*p == '*') {
+				sqlite3_int64 v = next < argc ? sqlite3_value_int64(argv[next]) : 0;
+
+				next++;
+				p++;
+				if (v > CW_RO_MAX_PRINTF_WIDTH || v < -CW_RO_MAX_PRINTF_WIDTH)
+					return 0;
+			} else {
+				int64_t v = 0;
+
+				for (; *p >= '0' && *p <= '9'; p++)
+					if ((v = v * 10 + (*p - '0')) > CW_RO_MAX_PRINTF_WIDTH)
+						return 0;
+			}
+		}
+		while (*p == 'l')
+			p++;
+		if (!*p)
+			break;
+		if (!strchr("%nTS", *p))
+			next++;
+	}
+	return 1;
+}
+
+static void printf_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct fn_ctx *f = sqlite3_user_data(ctx);
+	char msg[128];
+
+	if (argc < 1)
+		return;
+	if (!printf_ok(argc, argv)) {
+		snprintf(msg, sizeof(msg), "%s(): a width or precision is larger than %d", f->name,
+			 CW_RO_MAX_PRINTF_WIDTH);
+		sqlite3_result_error(ctx, msg, -1);
+		return;
+	}
+	delegate(ctx, D_PRINTF, argc, argv);
+}
+
+/* ---- LIKE and GLOB ---- */
+
+/* 1 when pattern has a wildcard that can match many characters anywhere
+ * but at its very end: only then does matching try each position of the
+ * text against the rest of the pattern. */
+static int inner_wildcard(const unsigned char *p, int n, int glob)
+{
+	int i;
+
+	for (i = 0; i + 1 < n; i++)
+		if (p[i] == (glob ? '*' : '%'))
+			return 1;
+	return 0;
+}
+
+/* The first character of s as a code point; *chars is how many
+ * characters s holds (at most 2 counted). */
+static unsigned utf8_first(const unsigned char *s, int *chars)
+{
+	unsigned c = *s;
+	int n = 0, len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1, i;
+
+	if (len > 1)
+		c &= 0x3f >> (len - 1);
+	for (i = 1; i < len && (s[i] & 0xc0) == 0x80; i++)
+		c = (c << 6) | (s[i] & 0x3f);
+	for (; *s && n < 2; s++)
+		if ((*s & 0xc0) != 0x80)
+			n++;
+	*chars = n;
+	return c;
+}
+
+static void match_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv, int glob)
+{
+	struct fn_ctx *f = sqlite3_user_data(ctx);
+	const unsigned char *pat, *str;
+	unsigned esc = 0;
+	int npat, nstr, chars;
+
+	/* As SQLite's likeFunc (func.c): blobs, the pattern limit, the
+	 * ESCAPE character, NULLs, in that order. */
+	if (f->g->blobs_never_like &&
+	    (sqlite3_value_type(argv[0]) == SQLITE_BLOB || sqlite3_value_type(argv[1]) == SQLITE_BLOB)) {
+		sqlite3_result_int(ctx, 0);
+		return;
+	}
+	npat = sqlite3_value_bytes(argv[0]);
+	if (npat > sqlite3_limit(f->g->user, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, -1)) {
+		sqlite3_result_error(ctx, "LIKE or GLOB pattern too complex", -1);
+		return;
+	}
+	if (argc == 3) {
+		const unsigned char *e = sqlite3_value_text(argv[2]);
+
+		if (!e)
+			return;
+		esc = utf8_first(e, &chars);
+		if (chars != 1) {
+			sqlite3_result_error(ctx, "ESCAPE expression must be a single character", -1);
+			return;
+		}
+	}
+	pat = sqlite3_value_text(argv[0]);
+	str = sqlite3_value_text(argv[1]);
+	if (!pat || !str)
+		return;
+	npat = sqlite3_value_bytes(argv[0]);
+	nstr = sqlite3_value_bytes(argv[1]);
+	if (inner_wildcard(pat, npat, glob) && (int64_t)npat * nstr > CW_RO_MAX_SCAN_PAIRS) {
+		too_costly(ctx, glob ? "glob" : "like", nstr, npat, CW_RO_MAX_SCAN_PAIRS);
+		return;
+	}
+	if (glob)
+		sqlite3_result_int(ctx, sqlite3_strglob((const char *)pat, (const char *)str) == 0);
+	else
+		sqlite3_result_int(ctx, sqlite3_strlike((const char *)pat, (const char *)str, esc) == 0);
+}
+
+static void like_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	match_fn(ctx, argc, argv, 0);
+}
+
+static void glob_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	match_fn(ctx, argc, argv, 1);
+}
+
+/* ---- instr, replace, trim(X, Y) ---- */
+
+static void pair_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct fn_ctx *f = sqlite3_user_data(ctx);
+	int64_t a = sqlite3_value_bytes(argv[0]), b = sqlite3_value_bytes(argv[1]);
+	int64_t max = f->d == D_INSTR || f->d == D_REPLACE ? CW_RO_MAX_MEMCMP_PAIRS : CW_RO_MAX_SCAN_PAIRS;
+
+	if (a * b > max) {
+		too_costly(ctx, f->name, a, b, max);
+		return;
+	}
+	delegate(ctx, f->d, argc, argv);
+}
+
+/* ---- the connection ---- */
+
+static const struct {
+	const char *name;
+	int nargs;
+	void (*fn)(sqlite3_context *, int, sqlite3_value **);
+	enum delegate d;
+} wrapped[] = {
+	{ "printf", -1, printf_fn, D_PRINTF },
+	{ "format", -1, printf_fn, D_PRINTF },
+	{ "like", 2, like_fn, D_COUNT },
+	{ "like", 3, like_fn, D_COUNT },
+	{ "glob", 2, glob_fn, D_COUNT },
+	{ "instr", 2, pair_fn, D_INSTR },
+	{ "replace", 3, pair_fn, D_REPLACE },
+	{ "trim", 2, pair_fn, D_TRIM },
+	{ "ltrim", 2, pair_fn, D_LTRIM },
+	{ "rtrim", 2, pair_fn, D_RTRIM },
+};
+
+#define NWRAPPED (sizeof(wrapped) / sizeof(wrapped[0]))
+
+struct guard_alloc {
+	struct cw_ro_guard g;
+	struct fn_ctx f[NWRAPPED];
+};
+
+int cw_ro_guard_attach(sqlite3 *db, struct cw_ro_guard **out)
+{
+	/* format() is printf()'s name since SQLite 3.38; before, there is
+	 * nothing to replace. */
+	int has_format = sqlite3_libversion_number() >= 3038000;
+	struct guard_alloc *a;
+	size_t i;
+
+	*out = NULL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->g.user = db;
+	a->g.blobs_never_like = sqlite3_compileoption_used("LIKE_DOESNT_MATCH_BLOBS");
+	set_limits(db);
+	/* fts3_tokenizer('x') returns a tokenizer's address in libsqlite3 and
+	 * its two-argument form installs a pointer given as a blob. The
+	 * authorizer refuses the name as well (ro_query.c). */
+#ifdef SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER
+	sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0, NULL);
+#endif
+	for (i = 0; i < NWRAPPED; i++) {
+		a->f[i].g = &a->g;
+		a->f[i].d = wrapped[i].d;
+		a->f[i].name = wrapped[i].name;
+		if (!has_format && !strcmp(wrapped[i].name, "format"))
+			continue;
+		/* Innocuous like the built-ins, so views that call them keep
+		 * working with trusted_schema off. */
+		if (sqlite3_create_function_v2(db, wrapped[i].name, wrapped[i].nargs,
+					       SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, &a->f[i],
+					       wrapped[i].fn, NULL, NULL, NULL) != SQLITE_OK) {
+			free(a);
+			return -ENOMEM;
+		}
+	}
+	*out = &a->g;
+	return 0;
+}
+
+void cw_ro_guard_free(struct cw_ro_guard *g)
+{
+	int d, n;
+
+	if (!g)
+		return;
+	for (d = 0; d < D_COUNT; d++)
+		for (n = 0; n <= CW_RO_LIMIT_FUNCTION_ARG; n++)
+			sqlite3_finalize(g->st[d][n]);
+	sqlite3_close_v2(g->priv);
+	free(g); /* the first member of its guard_alloc */
+}
+
+/* ---- the watchdog ---- */
+
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond;
+static struct cw_ro_watch *watches;
+static int watch_started;
+
+static void *watchdog(void *arg)
+{
+	struct cw_ro_watch *w;
+	struct timespec ts;
+	uint64_t now, next;
+
+	(void)arg;
+	pthread_mutex_lock(&watch_lock);
+	for (;;) {
+		now = cw_monotonic_ns();
+		next = 0;
+		for (w = watches; w; w = w->next) {
+			if (w->fired)
+				continue;
+			if (w->deadline_ns <= now) {
+				/* Safe from another thread while the connection
+				 * is open; disarm (under this lock) comes first. */
+				sqlite3_interrupt(w->db);
+				w->fired = 1;
+			} else if (!next || w->deadline_ns < next) {
+				next = w->deadline_ns;
+			}
+		}
+		if (!next) {
+			pthread_cond_wait(&watch_cond, &watch_lock);
+			continue;
+		}
+		ts.tv_sec = (time_t)(next / 1000000000ULL);
+		ts.tv_nsec = (long)(next % 1000000000ULL);
+		pthread_cond_timedwait(&watch_cond, &watch_lock, &ts);
+	}
+	return NULL;
+}
+
+static int watch_start(void)
+{
+	pthread_condattr_t ca;
+	pthread_attr_t at;
+	pthread_t th;
+	int rc;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&watch_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 64 << 10);
+	rc = pthread_create(&th, &at, watchdog, NULL);
+	pthread_attr_destroy(&at);
+	return -rc;
+}
+
+int cw_ro_watch_arm(struct cw_ro_watch *w, sqlite3 *db, uint64_t deadline_ns)
+{
+	int rc = 0;
+
+	w->db = db;
+	w->deadline_ns = deadline_ns;
+	w->fired = 0;
+	w->prev = NULL;
+	pthread_mutex_lock(&watch_lock);
+	if (!watch_started && !(rc = watch_start()))
+		watch_started = 1;
+	if (!rc) {
+		w->next = watches;
+		if (watches)
+			watches->prev = w;
+		watches = w;
+		pthread_cond_signal(&watch_cond);
+	}
+	pthread_mutex_unlock(&watch_lock);
+	if (rc)
+		w->db = NULL;
+	return rc;
+}
+
+int cw_ro_watch_disarm(struct cw_ro_watch *w)
+{
+	if (!w->db)
+		return 0;
+	pthread_mutex_lock(&watch_lock);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		watches = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	pthread_mutex_unlock(&watch_lock);
+	w->db = NULL;
+	return w->fired;
+}
