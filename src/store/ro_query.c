@@ -166,6 +166,7 @@ int cw_ro_is_db_error(int rc)
 	case -ENOSPC:
 	case -EROFS:
 	case -EUCLEAN:
+	case -EXDEV:
 		return 1;
 	default:
 		return 0;
@@ -668,11 +669,13 @@ int cw_ro_query_collect_cancel(const char *db_path, const char *sql, const struc
 		return rc;
 	}
 	cw_ro_set_cancel(q, cancel);
+	if (errlen)
+		err[0] = '\0';
 	rc = cw_ro_exec(q, sql, params, nparams, lim, collect_row, &c, &c.r->info, err, errlen);
 	if (rc == -E2BIG)
 		snprintf(err, errlen, "result is larger than %zu MiB; select fewer columns or rows",
 			 COLLECT_MAX_BYTES >> 20);
-	else if (rc == -ENOMEM)
+	else if (rc == -ENOMEM && errlen && !err[0]) /* from collect_row */
 		snprintf(err, errlen, "out of memory");
 	if (!rc && !c.r->names)
 		rc = collect_names(q, sql, c.r);
