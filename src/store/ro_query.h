@@ -7,10 +7,15 @@
  *    recursive CTEs and a whitelist of read-only PRAGMAs, so ATTACH, every
  *    write, DDL, VACUUM, transactions and setting PRAGMAs are refused at
  *    prepare time;
- *  - has load_extension disabled and SQLITE_DBCONFIG_DEFENSIVE on;
- *  - caps a single value at 16 MiB (randomblob(1e9) cannot exhaust memory);
- *  - is interrupted by a progress handler at a wall-time limit;
- *  - returns at most a row cap, and says so when it truncated;
+ *  - has load_extension and fts3_tokenizer disabled and
+ *    SQLITE_DBCONFIG_DEFENSIVE on;
+ *  - has SQLite's limits set and its costly functions bounded per call
+ *    (ro_guard.h): a single value at most 16 MiB, printf widths, LIKE,
+ *    instr, replace and trim costs, a heap bound per statement;
+ *  - is interrupted by a progress handler and a watchdog at a wall-time
+ *    limit;
+ *  - returns at most a row cap, and says so when it truncated; collected
+ *    results at most CW_RO_MAX_RESULT_BYTES as sent;
  *  - accepts exactly one statement, with values only through bound
  *    parameters (?, ?NNN, :name), never spliced into the text. */
 #ifndef CW_STORE_RO_QUERY_H
