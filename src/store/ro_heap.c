@@ -11,6 +11,7 @@
  * only. Every other thread pays one thread-local load per call. Memory a
  * statement frees that was allocated before it started (page cache) only
  * loosens the count, by at most the connection's cache. */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store/ro_guard.h"
