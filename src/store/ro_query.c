@@ -515,9 +515,11 @@ out:
 		*info = inf;
 	free(names);
 	free(vals);
+	/* Disarmed first: an interrupt after the statement ended would
+	 * stay pending on the connection. */
+	cw_ro_watch_disarm(&watch);
 	sqlite3_finalize(st);
 	cw_ro_heap_end();
-	cw_ro_watch_disarm(&watch);
 	return ret;
 }
 
