@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* statx */
 #include "store/store.h"
 
 #include <errno.h>
