@@ -11,10 +11,11 @@
 
 #include "util/timeutil.h"
 
-/* Functions computed by the built-in on the private connection. */
-enum delegate { D_PRINTF, D_INSTR, D_REPLACE, D_TRIM, D_LTRIM, D_RTRIM, D_COUNT };
+/* Functions computed by the built-in on the private connection, once
+ * bounded: those rarely called over whole tables. */
+enum delegate { D_REPLACE, D_TRIM, D_LTRIM, D_RTRIM, D_COUNT };
 
-static const char *const delegate_name[D_COUNT] = { "printf", "instr", "replace", "trim", "ltrim", "rtrim" };
+static const char *const delegate_name[D_COUNT] = { "replace", "trim", "ltrim", "rtrim" };
 
 struct cw_ro_guard {
 	sqlite3 *user;
@@ -130,68 +131,150 @@ static void too_costly(sqlite3_context *ctx, const char *name, int64_t a, int64_
 
 /* ---- printf / format ---- */
 
-/* Walks the format as SQLite's printf does (src/printf.c, 3.40-3.46):
- * flags, width (digits or '*'), precision ('.' then digits or '*'),
- * length modifiers, one conversion; '*' and every conversion but %%, %n
- * and the internal %T/%S take the next argument. */
-static int printf_ok(int argc, sqlite3_value **argv)
+#define ABSENT INT64_MIN
+
+static sqlite3_int64 int_arg(int argc, sqlite3_value **argv, int *next)
 {
-	const unsigned char *p = sqlite3_value_text(argv[0]);
-	int next = 1;
-
-	for (; p && *p; p++) {
-		int part;
-
-		if (*p != '%')
-			continue;
-		p++;
-		while (*p && strchr("-+ #!0,", *p))
-			p++;
-		for (part = 0; part < 2; part++) {
-			if (part == 1) {
-				if (*p != '.')
-					break;
-				p++;
-			}
-			if (*p == '*') {
-				sqlite3_int64 v = next < argc ? sqlite3_value_int64(argv[next]) : 0;
-
-				next++;
-				p++;
-				if (v > CW_RO_MAX_PRINTF_WIDTH || v < -CW_RO_MAX_PRINTF_WIDTH)
-					return 0;
-			} else {
-				int64_t v = 0;
-
-				for (; *p >= '0' && *p <= '9'; p++)
-					if ((v = v * 10 + (*p - '0')) > CW_RO_MAX_PRINTF_WIDTH)
-						return 0;
-			}
-		}
-		while (*p == 'l')
-			p++;
-		if (!*p)
-			break;
-		if (!strchr("%nTS", *p))
-			next++;
-	}
-	return 1;
+	return *next < argc ? sqlite3_value_int64(argv[(*next)++]) : ((*next)++, 0);
 }
 
+static const char *text_arg(int argc, sqlite3_value **argv, int *next)
+{
+	return *next < argc ? (const char *)sqlite3_value_text(argv[(*next)++]) : ((*next)++, NULL);
+}
+
+static unsigned utf8_first(const unsigned char *s, int *chars);
+
+/* Digits or '*' (an argument) for a width or precision; ABSENT when
+ * neither. Returns 0, or -1 past CW_RO_MAX_PRINTF_WIDTH. */
+static int printf_number(const unsigned char **pp, int argc, sqlite3_value **argv, int *next, int64_t *out)
+{
+	const unsigned char *p = *pp;
+	int64_t v = ABSENT;
+
+	if (*p == '*') {
+		v = int_arg(argc, argv, next);
+		p++;
+	} else if (*p >= '0' && *p <= '9') {
+		for (v = 0; *p >= '0' && *p <= '9'; p++)
+			if ((v = v * 10 + (*p - '0')) > CW_RO_MAX_PRINTF_WIDTH)
+				return -1;
+	}
+	*pp = p;
+	*out = v;
+	return v != ABSENT && (v > CW_RO_MAX_PRINTF_WIDTH || v < -CW_RO_MAX_PRINTF_WIDTH) ? -1 : 0;
+}
+
+/* SQL printf() and format(), SQLite's own formatting with every width and
+ * precision at most CW_RO_MAX_PRINTF_WIDTH: each conversion goes to
+ * sqlite3_str_appendf() with its width and precision as digits and its
+ * argument typed as the C form reads it, taken from the SQL arguments as
+ * SQLite's printf.c takes them (3.40-3.46: an integer with
+ * sqlite3_value_int64, a real with sqlite3_value_double, text with
+ * sqlite3_value_text, missing ones as 0 or NULL; a negative '*' width
+ * justifies left, a negative precision counts as its absolute value;
+ * %n prints nothing and takes no argument; %T, %S or an unknown
+ * conversion ends the output, as does a conversion cut by the end of the
+ * format; a lone '%' at the end prints itself). The unit test compares
+ * the answers with the built-in's. */
 static void printf_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
 	struct fn_ctx *f = sqlite3_user_data(ctx);
-	char msg[128];
+	const unsigned char *p = argc ? sqlite3_value_text(argv[0]) : NULL;
+	sqlite3_str *out;
+	int next = 1, n, err;
+	char msg[128], *z;
 
-	if (argc < 1)
+	if (!p)
 		return;
-	if (!printf_ok(argc, argv)) {
-		snprintf(msg, sizeof(msg), "%s(): a width or precision is larger than %d", f->name,
-			 CW_RO_MAX_PRINTF_WIDTH);
-		sqlite3_result_error(ctx, msg, -1);
-		return;
+	out = sqlite3_str_new(sqlite3_context_db_handle(ctx));
+	while (*p) {
+		const unsigned char *lit = p;
+		char spec[64], flags[8] = "";
+		int64_t width, prec;
+		size_t o;
+		int c, chars;
+
+		while (*p && *p != '%')
+			p++;
+		sqlite3_str_append(out, (const char *)lit, (int)(p - lit));
+		if (!*p++)
+			break;
+		if (!*p) {
+			sqlite3_str_append(out, "%", 1);
+			break;
+		}
+		for (; *p && strchr("-+ #!0,", *p); p++)
+			if (!strchr(flags, *p))
+				flags[strlen(flags)] = (char)*p;
+		if (printf_number(&p, argc, argv, &next, &width))
+			goto too_wide;
+		prec = ABSENT;
+		if (*p == '.') {
+			p++;
+			if (printf_number(&p, argc, argv, &next, &prec))
+				goto too_wide;
+			prec = prec == ABSENT ? 0 : prec < 0 ? -prec : prec;
+		}
+		while (*p == 'l')
+			p++;
+		c = *p;
+		if (!c || strchr("TS", c) || !strchr("dsgzqQwcouxXfeEGinp%r", c))
+			break;
+		p++;
+		if (width != ABSENT && width < 0 && !strchr(flags, '-'))
+			flags[strlen(flags)] = '-';
+		o = (size_t)snprintf(spec, sizeof(spec), "%%%s", flags);
+		if (width != ABSENT)
+			o += (size_t)snprintf(spec + o, sizeof(spec) - o, "%lld", (long long)(width < 0 ? -width : width));
+		if (prec != ABSENT)
+			o += (size_t)snprintf(spec + o, sizeof(spec) - o, ".%lld", (long long)prec);
+		switch (c) {
+		case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'r':
+			snprintf(spec + o, sizeof(spec) - o, "ll%c", c);
+			sqlite3_str_appendf(out, spec, int_arg(argc, argv, &next));
+			break;
+		case 'p':
+			snprintf(spec + o, sizeof(spec) - o, "p");
+			sqlite3_str_appendf(out, spec, int_arg(argc, argv, &next));
+			break;
+		case 'f': case 'e': case 'E': case 'g': case 'G':
+			snprintf(spec + o, sizeof(spec) - o, "%c", c);
+			sqlite3_str_appendf(out, spec, next < argc ? sqlite3_value_double(argv[next]) : 0.0);
+			next++;
+			break;
+		case 'c': {
+			const char *t = text_arg(argc, argv, &next);
+
+			snprintf(spec + o, sizeof(spec) - o, "c");
+			sqlite3_str_appendf(out, spec, t ? utf8_first((const unsigned char *)t, &chars) : 0u);
+			break;
+		}
+		case 's': case 'z': case 'q': case 'Q': case 'w':
+			/* %z frees its argument in C; in SQL it is %s. */
+			snprintf(spec + o, sizeof(spec) - o, "%c", c == 'z' ? 's' : c);
+			sqlite3_str_appendf(out, spec, text_arg(argc, argv, &next));
+			break;
+		case '%':
+			snprintf(spec + o, sizeof(spec) - o, "%%");
+			sqlite3_str_appendf(out, spec);
+			break;
+		default: /* 'n' */
+			break;
+		}
 	}
-	delegate(ctx, D_PRINTF, argc, argv);
+	n = sqlite3_str_length(out);
+	err = sqlite3_str_errcode(out);
+	z = sqlite3_str_finish(out);
+	if (err == SQLITE_NOMEM)
+		sqlite3_result_error_nomem(ctx);
+	else if (z) /* SQLite's printf() is NULL when empty or too long */
+		sqlite3_result_text(ctx, z, n, sqlite3_free);
+	return;
+too_wide:
+	sqlite3_free(sqlite3_str_finish(out));
+	snprintf(msg, sizeof(msg), "%s(): a width or precision is larger than %d", f->name, CW_RO_MAX_PRINTF_WIDTH);
+	sqlite3_result_error(ctx, msg, -1);
 }
 
 /* ---- LIKE and GLOB ---- */
@@ -289,13 +372,69 @@ static void pair_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
 	struct fn_ctx *f = sqlite3_user_data(ctx);
 	int64_t a = sqlite3_value_bytes(argv[0]), b = sqlite3_value_bytes(argv[1]);
-	int64_t max = f->d == D_INSTR || f->d == D_REPLACE ? CW_RO_MAX_MEMCMP_PAIRS : CW_RO_MAX_SCAN_PAIRS;
+	int64_t max = f->d == D_REPLACE ? CW_RO_MAX_MEMCMP_PAIRS : CW_RO_MAX_SCAN_PAIRS;
 
 	if (a * b > max) {
 		too_costly(ctx, f->name, a, b, max);
 		return;
 	}
 	delegate(ctx, f->d, argc, argv);
+}
+
+/* instr() once bounded, run here rather than on the private connection:
+ * it is common over whole tables (WHERE instr(detail, ?) > 0), and its
+ * algorithm is SQLite's instrFunc (func.c, 3.40-3.46) as is: bytes of two
+ * blobs, else characters of the two as text. */
+static void instr_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	int th = sqlite3_value_type(argv[0]), tn = sqlite3_value_type(argv[1]), n = 1, text = 1;
+	sqlite3_value *c1 = NULL, *c2 = NULL;
+	const unsigned char *h, *nd;
+	int64_t nh, nn;
+
+	(void)argc;
+	if (th == SQLITE_NULL || tn == SQLITE_NULL)
+		return;
+	nh = sqlite3_value_bytes(argv[0]);
+	nn = sqlite3_value_bytes(argv[1]);
+	if (nh * nn > CW_RO_MAX_MEMCMP_PAIRS) {
+		too_costly(ctx, "instr", nh, nn, CW_RO_MAX_MEMCMP_PAIRS);
+		return;
+	}
+	if (nn > 0) {
+		if (th == SQLITE_BLOB && tn == SQLITE_BLOB) {
+			h = sqlite3_value_blob(argv[0]);
+			nd = sqlite3_value_blob(argv[1]);
+			text = 0;
+		} else if (th != SQLITE_BLOB && tn != SQLITE_BLOB) {
+			h = sqlite3_value_text(argv[0]);
+			nd = sqlite3_value_text(argv[1]);
+		} else {
+			c1 = sqlite3_value_dup(argv[0]);
+			c2 = sqlite3_value_dup(argv[1]);
+			h = sqlite3_value_text(c1);
+			nd = sqlite3_value_text(c2);
+			nh = sqlite3_value_bytes(c1);
+			nn = sqlite3_value_bytes(c2);
+		}
+		if (!nd || (nh && !h)) {
+			sqlite3_result_error_nomem(ctx);
+			goto out;
+		}
+		while (nn <= nh && (h[0] != nd[0] || memcmp(h, nd, (size_t)nn))) {
+			n++;
+			do {
+				nh--;
+				h++;
+			} while (text && (h[0] & 0xc0) == 0x80);
+		}
+		if (nn > nh)
+			n = 0;
+	}
+	sqlite3_result_int(ctx, n);
+out:
+	sqlite3_value_free(c1);
+	sqlite3_value_free(c2);
 }
 
 /* ---- the connection ---- */
@@ -306,12 +445,12 @@ static const struct {
 	void (*fn)(sqlite3_context *, int, sqlite3_value **);
 	enum delegate d;
 } wrapped[] = {
-	{ "printf", -1, printf_fn, D_PRINTF },
-	{ "format", -1, printf_fn, D_PRINTF },
+	{ "printf", -1, printf_fn, D_COUNT },
+	{ "format", -1, printf_fn, D_COUNT },
 	{ "like", 2, like_fn, D_COUNT },
 	{ "like", 3, like_fn, D_COUNT },
 	{ "glob", 2, glob_fn, D_COUNT },
-	{ "instr", 2, pair_fn, D_INSTR },
+	{ "instr", 2, instr_fn, D_COUNT },
 	{ "replace", 3, pair_fn, D_REPLACE },
 	{ "trim", 2, pair_fn, D_TRIM },
 	{ "ltrim", 2, pair_fn, D_LTRIM },

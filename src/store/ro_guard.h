@@ -9,8 +9,10 @@
  *  - SQLite's limits are set for the connection (CW_RO_LIMIT_* below);
  *  - those functions are replaced on the connection by wrappers that refuse
  *    a call whose cost passes a bound, then compute the result with
- *    SQLite's own code (sqlite3_strlike/sqlite3_strglob, or the built-in
- *    run on a private in-memory connection), so results are SQLite's;
+ *    SQLite's own code, so results are SQLite's: sqlite3_strlike and
+ *    sqlite3_strglob, sqlite3_str_appendf one conversion at a time,
+ *    instr's algorithm as func.c has it, and for replace() and the trims
+ *    the built-in run on a private in-memory connection;
  *  - fts3_tokenizer(), which hands out and accepts raw pointers, is off;
  *  - a watchdog thread interrupts a statement at its deadline, which stops
  *    the loops that check for interrupts but not for the progress handler
