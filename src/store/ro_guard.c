@@ -145,6 +145,21 @@ static const char *text_arg(int argc, sqlite3_value **argv, int *next)
 
 static unsigned utf8_first(const unsigned char *s, int *chars);
 
+/* Writes v (0 <= v <= CW_RO_MAX_PRINTF_WIDTH) at spec + o; returns the
+ * new end. */
+static size_t put_digits(char *spec, size_t o, int64_t v)
+{
+	char d[24];
+	int n = 0;
+
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		spec[o++] = d[--n];
+	return o;
+}
+
 /* Digits or '*' (an argument) for a width or precision; ABSENT when
  * neither. Returns 0, or -1 past CW_RO_MAX_PRINTF_WIDTH. */
 static int printf_number(const unsigned char **pp, int argc, sqlite3_value **argv, int *next, int64_t *out)
@@ -224,39 +239,54 @@ static void printf_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 		p++;
 		if (width != ABSENT && width < 0 && !strchr(flags, '-'))
 			flags[strlen(flags)] = '-';
-		o = (size_t)snprintf(spec, sizeof(spec), "%%%s", flags);
+		/* The spec as digits, built by hand: snprintf() here would
+		 * cost more than the conversion. */
+		spec[0] = '%';
+		o = 1 + strlen(flags);
+		memcpy(spec + 1, flags, o - 1);
 		if (width != ABSENT)
-			o += (size_t)snprintf(spec + o, sizeof(spec) - o, "%lld", (long long)(width < 0 ? -width : width));
-		if (prec != ABSENT)
-			o += (size_t)snprintf(spec + o, sizeof(spec) - o, ".%lld", (long long)prec);
+			o = put_digits(spec, o, width < 0 ? -width : width);
+		if (prec != ABSENT) {
+			spec[o++] = '.';
+			o = put_digits(spec, o, prec);
+		}
+		spec[o] = '\0';
 		switch (c) {
 		case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'r':
-			snprintf(spec + o, sizeof(spec) - o, "ll%c", c);
+			spec[o] = 'l';
+			spec[o + 1] = 'l';
+			spec[o + 2] = (char)c;
+			spec[o + 3] = '\0';
 			sqlite3_str_appendf(out, spec, int_arg(argc, argv, &next));
 			break;
 		case 'p':
-			snprintf(spec + o, sizeof(spec) - o, "p");
+			spec[o] = 'p';
+			spec[o + 1] = '\0';
 			sqlite3_str_appendf(out, spec, int_arg(argc, argv, &next));
 			break;
 		case 'f': case 'e': case 'E': case 'g': case 'G':
-			snprintf(spec + o, sizeof(spec) - o, "%c", c);
+			spec[o] = (char)c;
+			spec[o + 1] = '\0';
 			sqlite3_str_appendf(out, spec, next < argc ? sqlite3_value_double(argv[next]) : 0.0);
 			next++;
 			break;
 		case 'c': {
 			const char *t = text_arg(argc, argv, &next);
 
-			snprintf(spec + o, sizeof(spec) - o, "c");
+			spec[o] = 'c';
+			spec[o + 1] = '\0';
 			sqlite3_str_appendf(out, spec, t ? utf8_first((const unsigned char *)t, &chars) : 0u);
 			break;
 		}
 		case 's': case 'z': case 'q': case 'Q': case 'w':
 			/* %z frees its argument in C; in SQL it is %s. */
-			snprintf(spec + o, sizeof(spec) - o, "%c", c == 'z' ? 's' : c);
+			spec[o] = (char)(c == 'z' ? 's' : c);
+			spec[o + 1] = '\0';
 			sqlite3_str_appendf(out, spec, text_arg(argc, argv, &next));
 			break;
 		case '%':
-			snprintf(spec + o, sizeof(spec) - o, "%%");
+			spec[o] = '%';
+			spec[o + 1] = '\0';
 			sqlite3_str_appendf(out, spec);
 			break;
 		default: /* 'n' */
