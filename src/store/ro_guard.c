@@ -145,6 +145,24 @@ static const char *text_arg(int argc, sqlite3_value **argv, int *next)
 
 static unsigned utf8_first(const unsigned char *s, int *chars);
 
+static int is_flag(int c)
+{
+	return c == '-' || c == '+' || c == ' ' || c == '#' || c == '!' || c == '0' || c == ',';
+}
+
+/* The conversions of SQL printf; %T and %S are SQLite's internal ones. */
+static int is_conversion(int c)
+{
+	switch (c) {
+	case 'd': case 's': case 'g': case 'z': case 'q': case 'Q': case 'w': case 'c': case 'o': case 'u':
+	case 'x': case 'X': case 'f': case 'e': case 'E': case 'G': case 'i': case 'n': case 'p': case '%':
+	case 'r':
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* Writes v (0 <= v <= CW_RO_MAX_PRINTF_WIDTH) at spec + o; returns the
  * new end. */
 static size_t put_digits(char *spec, size_t o, int64_t v)
@@ -205,7 +223,8 @@ static void printf_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	out = sqlite3_str_new(sqlite3_context_db_handle(ctx));
 	while (*p) {
 		const unsigned char *lit = p;
-		char spec[64], flags[8] = "";
+		char spec[64], flags[8];
+		size_t nflags = 0;
 		int64_t width, prec;
 		size_t o;
 		int c, chars;
@@ -219,9 +238,9 @@ static void printf_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 			sqlite3_str_append(out, "%", 1);
 			break;
 		}
-		for (; *p && strchr("-+ #!0,", *p); p++)
-			if (!strchr(flags, *p))
-				flags[strlen(flags)] = (char)*p;
+		for (; is_flag(*p); p++)
+			if (!memchr(flags, *p, nflags))
+				flags[nflags++] = (char)*p;
 		if (printf_number(&p, argc, argv, &next, &width))
 			goto too_wide;
 		prec = ABSENT;
@@ -234,16 +253,16 @@ static void printf_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 		while (*p == 'l')
 			p++;
 		c = *p;
-		if (!c || strchr("TS", c) || !strchr("dsgzqQwcouxXfeEGinp%r", c))
+		if (!is_conversion(c))
 			break;
 		p++;
-		if (width != ABSENT && width < 0 && !strchr(flags, '-'))
-			flags[strlen(flags)] = '-';
+		if (width != ABSENT && width < 0 && !memchr(flags, '-', nflags))
+			flags[nflags++] = '-';
 		/* The spec as digits, built by hand: snprintf() here would
 		 * cost more than the conversion. */
 		spec[0] = '%';
-		o = 1 + strlen(flags);
-		memcpy(spec + 1, flags, o - 1);
+		memcpy(spec + 1, flags, nflags);
+		o = 1 + nflags;
 		if (width != ABSENT)
 			o = put_digits(spec, o, width < 0 ? -width : width);
 		if (prec != ABSENT) {
