@@ -266,43 +266,32 @@ static void printf_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 			spec[o++] = '.';
 			o = put_digits(spec, o, prec);
 		}
+		/* Integers as 64-bit in C; %z frees its argument in C, in SQL
+		 * it is %s. */
+		if (c == 'd' || c == 'i' || c == 'u' || c == 'x' || c == 'X' || c == 'o' || c == 'r') {
+			spec[o++] = 'l';
+			spec[o++] = 'l';
+		}
+		spec[o++] = (char)(c == 'z' ? 's' : c);
 		spec[o] = '\0';
 		switch (c) {
-		case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'r':
-			spec[o] = 'l';
-			spec[o + 1] = 'l';
-			spec[o + 2] = (char)c;
-			spec[o + 3] = '\0';
-			sqlite3_str_appendf(out, spec, int_arg(argc, argv, &next));
-			break;
-		case 'p':
-			spec[o] = 'p';
-			spec[o + 1] = '\0';
+		case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'r': case 'p':
 			sqlite3_str_appendf(out, spec, int_arg(argc, argv, &next));
 			break;
 		case 'f': case 'e': case 'E': case 'g': case 'G':
-			spec[o] = (char)c;
-			spec[o + 1] = '\0';
 			sqlite3_str_appendf(out, spec, next < argc ? sqlite3_value_double(argv[next]) : 0.0);
 			next++;
 			break;
 		case 'c': {
 			const char *t = text_arg(argc, argv, &next);
 
-			spec[o] = 'c';
-			spec[o + 1] = '\0';
 			sqlite3_str_appendf(out, spec, t ? utf8_first((const unsigned char *)t, &chars) : 0u);
 			break;
 		}
 		case 's': case 'z': case 'q': case 'Q': case 'w':
-			/* %z frees its argument in C; in SQL it is %s. */
-			spec[o] = (char)(c == 'z' ? 's' : c);
-			spec[o + 1] = '\0';
 			sqlite3_str_appendf(out, spec, text_arg(argc, argv, &next));
 			break;
 		case '%':
-			spec[o] = '%';
-			spec[o + 1] = '\0';
 			sqlite3_str_appendf(out, spec);
 			break;
 		default: /* 'n' */
