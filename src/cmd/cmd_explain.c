@@ -244,7 +244,7 @@ int cmd_explain(int argc, char **argv)
 	 * a read-only file can still be explained. */
 	ret = cw_store_open(&st, db_path, o.store_chains ? CW_STORE_READWRITE : CW_STORE_READONLY, err,
 			    sizeof(err));
-	if (o.store_chains && (ret == -EROFS || ret == -EACCES || ret == -ENOSPC)) {
+	if (o.store_chains && (ret == -EROFS || ret == -EACCES || ret == -ENOSPC || ret == -EXDEV)) {
 		/* A file this user cannot write (a read-only filesystem, another
 		 * user's store, a full disk) can still be explained. */
 		char why[512];

@@ -149,11 +149,34 @@ static char *cell_text(const struct cw_ro_value *v, int csv)
 	}
 }
 
+/* The aligned table pads every row to the widest cell of each column: one
+ * wide cell over many rows would print far more than the result holds.
+ * -E2BIG when the table could pass the result cap. */
+static int table_fits(const struct cw_ro_result *r)
+{
+	size_t line = 1, w, c, i;
+
+	for (c = 0; c < (size_t)r->ncols; c++) {
+		size_t widest = strlen(r->names[c]);
+
+		for (i = 0; i < (size_t)r->nrows; i++) {
+			w = cw_ro_value_out_bytes("", &r->vals[i * (size_t)r->ncols + c]);
+			if (w > widest)
+				widest = w;
+		}
+		line += widest + 2;
+	}
+	return line > CW_RO_MAX_RESULT_BYTES / ((size_t)r->nrows + 1) ? -E2BIG : 0;
+}
+
 static int print_sql_result(const struct cw_ro_result *r, enum fmt fmt)
 {
 	struct cw_table *t;
 	int64_t i;
 	int c, rc = 0;
+
+	if (fmt == FMT_TEXT && (rc = table_fits(r)))
+		return rc;
 
 	if (fmt == FMT_JSON) {
 		json_t *a = cw_ro_result_json(r);
@@ -231,6 +254,11 @@ static int run_sql(const char *db_path, const char *sql, const struct cw_ro_valu
 	if (!rc)
 		report_truncation(&r->info, fmt);
 	cw_ro_result_free(r);
+	if (rc == -E2BIG) {
+		cw_report_error(0, "query: the result as an aligned table would be larger than %zu MiB; "
+				"use --json or --csv, or select fewer rows", CW_RO_MAX_RESULT_BYTES >> 20);
+		return CW_EXIT_FAIL;
+	}
 	if (rc) {
 		cw_report_error(fmt == FMT_JSON, "query: cannot print the result: %s", cw_store_strerror(rc));
 		return CW_EXIT_FAIL;

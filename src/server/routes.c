@@ -145,7 +145,7 @@ static void route_query(struct cw_server *s, struct MHD_Connection *c, const cha
 	rc = cw_ro_query_collect(s->db_path, sql, np ? params : NULL, np, &lim, &res, err,
 				 sizeof(err));
 	if (rc) {
-		int st = rc == -EINVAL || rc == -EPERM ? 400
+		int st = rc == -EINVAL || rc == -EPERM || rc == -E2BIG ? 400
 			 : rc == -ETIMEDOUT	       ? 504
 			 : cw_ro_is_db_error(rc)      ? 503
 						       : 500;
@@ -169,6 +169,9 @@ static void route_query(struct cw_server *s, struct MHD_Connection *c, const cha
 			"rows", rows, "row_count", (json_int_t)res->nrows, "truncated",
 			res->info.truncated, "max_rows", (json_int_t)res->info.max_rows,
 			"elapsed_ns", (json_int_t)res->info.elapsed_ns);
+	/* The rows are in the JSON now: free them before it is serialized. */
+	cw_ro_result_free(res);
+	res = NULL;
 	if (out)
 		add_losses(s, out);
 	cw_reply_json(r, 200, out);

@@ -32,6 +32,37 @@ int cw_ro_value_from_json(json_t *v, struct cw_ro_value *p)
 	return 0;
 }
 
+/* Bytes s takes as a JSON string with its quotes, never fewer than any
+ * output writes for it: a control byte is \u00XX, a quote or backslash
+ * two bytes, and a byte >= 0x80 counted as three, the size of the U+FFFD
+ * that may replace it when it is not valid UTF-8. */
+static size_t text_out_bytes(const unsigned char *s, size_t len)
+{
+	size_t n = 2, i;
+
+	for (i = 0; i < len; i++)
+		n += s[i] < 0x20 ? 6 : s[i] == '"' || s[i] == '\\' ? 2 : s[i] >= 0x80 ? 3 : 1;
+	return n;
+}
+
+size_t cw_ro_value_out_bytes(const char *name, const struct cw_ro_value *v)
+{
+	/* The name as an object key, its colon, comma and indentation. */
+	size_t n = text_out_bytes((const unsigned char *)name, strlen(name)) + 8;
+
+	switch (v->type) {
+	case CW_RO_INT:
+	case CW_RO_REAL:
+		return n + 24;
+	case CW_RO_TEXT:
+		return n + text_out_bytes(v->p, v->len);
+	case CW_RO_BLOB:
+		return n + 2 * v->len + 2;
+	default:
+		return n + 4;
+	}
+}
+
 json_t *cw_ro_value_json(const struct cw_ro_value *v)
 {
 	static const char hex[] = "0123456789abcdef";

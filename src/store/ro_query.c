@@ -7,11 +7,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "store/ro_guard.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
 struct cw_ro_db {
 	struct cw_store *st;
+	struct cw_ro_guard *guard;
 	char denied[128];   /* what the authorizer refused first, for the message */
 	char denial[128];   /* scratch for the current refusal */
 	uint64_t deadline_ns;
@@ -104,6 +106,12 @@ static int authorize_action(struct cw_ro_db *q, int action, const char *a3, cons
 			snprintf(q->denial, sizeof(q->denial), "load_extension()");
 			return SQLITE_DENY;
 		}
+		/* Hands out a pointer into libsqlite3 and, with two
+		 * arguments, installs one (ro_guard.c turns that off too). */
+		if (a4 && !strcasecmp(a4, "fts3_tokenizer")) {
+			snprintf(q->denial, sizeof(q->denial), "fts3_tokenizer()");
+			return SQLITE_DENY;
+		}
 		return SQLITE_OK;
 	case SQLITE_INSERT:
 	case SQLITE_UPDATE:
@@ -158,6 +166,7 @@ int cw_ro_is_db_error(int rc)
 	case -ENOSPC:
 	case -EROFS:
 	case -EUCLEAN:
+	case -EXDEV:
 		return 1;
 	default:
 		return 0;
@@ -190,9 +199,12 @@ int cw_ro_open(struct cw_ro_db **out, const char *db_path, char *err, size_t err
 #ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA /* SQLite >= 3.31 */
 	sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
 #endif
-	sqlite3_limit(db, SQLITE_LIMIT_LENGTH, CW_RO_MAX_VALUE_BYTES);
-	sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, 1 << 20);
-	sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+	rc = cw_ro_guard_attach(db, &q->guard);
+	if (rc) {
+		cw_ro_close(q);
+		snprintf(err, errlen, "out of memory");
+		return rc;
+	}
 	sqlite3_set_authorizer(db, authorize, q);
 	sqlite3_progress_handler(db, 1000, progress, q);
 	*out = q;
@@ -203,7 +215,9 @@ void cw_ro_close(struct cw_ro_db *q)
 {
 	if (!q)
 		return;
+	/* The guard's functions are the connection's: it goes after. */
 	cw_store_close(q->st);
+	cw_ro_guard_free(q->guard);
 	free(q);
 }
 
@@ -284,7 +298,7 @@ static const char *refused_name(const char *denied, const char *word)
 		return word;
 	if (!strcmp(word, "WITH") || !strcmp(word, "SELECT") || !strcmp(word, "VALUES") ||
 	    !strcmp(word, "EXPLAIN") || !strncmp(denied, word, strlen(word)) ||
-	    !strncmp(denied, "load_extension", 14))
+	    !strncmp(denied, "load_extension", 14) || !strncmp(denied, "fts3_tokenizer", 14))
 		return denied;
 	return word;
 }
@@ -356,7 +370,11 @@ static int step_error(struct cw_ro_db *q, const struct cw_ro_query_limits *lim, 
 		snprintf(err, errlen, "database \"%s\" is corrupt: %s", q->st->path, sqlite3_errmsg(db));
 		return -ENOTSUP;
 	case SQLITE_NOMEM:
-		snprintf(err, errlen, "out of memory");
+		if (cw_ro_heap_refused())
+			snprintf(err, errlen, "query exceeded the %lld MiB memory limit",
+				 (long long)(CW_RO_MAX_HEAP_BYTES >> 20));
+		else
+			snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	case SQLITE_IOERR:
 		snprintf(err, errlen, "database \"%s\": %s", q->st->path, sqlite3_errmsg(db));
@@ -409,6 +427,7 @@ int cw_ro_exec(struct cw_ro_db *q, const char *sql, const struct cw_ro_value *pa
 	struct cw_ro_query_limits lim = { 0, 0 };
 	struct cw_ro_query_info inf = { 0, 0, 0, 0 };
 	struct cw_ro_value *vals = NULL;
+	struct cw_ro_watch watch;
 	const char **names = NULL;
 	sqlite3_stmt *st = NULL;
 	const char *tail = NULL;
@@ -425,6 +444,11 @@ int cw_ro_exec(struct cw_ro_db *q, const char *sql, const struct cw_ro_value *pa
 	q->denied[0] = '\0';
 	q->timed_out = 0;
 	q->deadline_ns = t0 + lim.timeout_ns;
+	/* The progress handler stops most statements; the watchdog those
+	 * busy inside one opcode (ro_guard.h), the heap bound those that
+	 * would grow the process. */
+	cw_ro_watch_arm(&watch, q->st->db, q->deadline_ns);
+	cw_ro_heap_begin(CW_RO_MAX_HEAP_BYTES);
 	if (!sql || !*skip_noise(sql)) {
 		snprintf(err, errlen, "empty query");
 		ret = -EINVAL;
@@ -491,7 +515,11 @@ out:
 		*info = inf;
 	free(names);
 	free(vals);
+	/* Disarmed first: an interrupt after the statement ended would
+	 * stay pending on the connection. */
+	cw_ro_watch_disarm(&watch);
 	sqlite3_finalize(st);
+	cw_ro_heap_end();
 	return ret;
 }
 
@@ -513,8 +541,9 @@ int cw_ro_query_run(const char *db_path, const char *sql, const struct cw_ro_val
 }
 
 /* Collected results: every TEXT/BLOB is copied; the whole result is capped
- * so that an API caller cannot make causeway hold more than this. */
-#define COLLECT_MAX_BYTES ((size_t)256 << 20)
+ * on the bytes it takes once sent (hex, escapes, names), so that neither
+ * what causeway holds nor what it sends passes the cap. */
+#define COLLECT_MAX_BYTES CW_RO_MAX_RESULT_BYTES
 
 struct collect_ctx {
 	struct cw_ro_result *r;
@@ -550,17 +579,23 @@ static int collect_row(void *arg, int ncols, const char *const *names, const str
 	row = &r->vals[(size_t)r->nrows * (size_t)ncols];
 	for (i = 0; i < ncols; i++) {
 		row[i] = vals[i];
+		c->bytes += cw_ro_value_out_bytes(names[i], &vals[i]);
+		if (c->bytes > COLLECT_MAX_BYTES) {
+			for (; i < ncols; i++)
+				row[i].type = CW_RO_NULL;
+			r->nrows++;
+			return -E2BIG;
+		}
 		if (vals[i].type == CW_RO_TEXT || vals[i].type == CW_RO_BLOB) {
 			char *p;
 
-			c->bytes += vals[i].len + 1;
-			if (c->bytes > COLLECT_MAX_BYTES || !(p = malloc(vals[i].len + 1))) {
+			if (!(p = malloc(vals[i].len + 1))) {
 				/* Keep the row consistent for free(): no pointer
 				 * into SQLite memory may remain. */
 				for (; i < ncols; i++)
 					row[i].type = CW_RO_NULL;
 				r->nrows++;
-				return c->bytes > COLLECT_MAX_BYTES ? -E2BIG : -ENOMEM;
+				return -ENOMEM;
 			}
 			memcpy(p, vals[i].p, vals[i].len);
 			p[vals[i].len] = '\0';
@@ -636,11 +671,13 @@ int cw_ro_query_collect_cancel(const char *db_path, const char *sql, const struc
 		return rc;
 	}
 	cw_ro_set_cancel(q, cancel);
+	if (errlen)
+		err[0] = '\0';
 	rc = cw_ro_exec(q, sql, params, nparams, lim, collect_row, &c, &c.r->info, err, errlen);
 	if (rc == -E2BIG)
 		snprintf(err, errlen, "result is larger than %zu MiB; select fewer columns or rows",
 			 COLLECT_MAX_BYTES >> 20);
-	else if (rc == -ENOMEM)
+	else if (rc == -ENOMEM && errlen && !err[0]) /* from collect_row */
 		snprintf(err, errlen, "out of memory");
 	if (!rc && !c.r->names)
 		rc = collect_names(q, sql, c.r);

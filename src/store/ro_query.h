@@ -7,10 +7,15 @@
  *    recursive CTEs and a whitelist of read-only PRAGMAs, so ATTACH, every
  *    write, DDL, VACUUM, transactions and setting PRAGMAs are refused at
  *    prepare time;
- *  - has load_extension disabled and SQLITE_DBCONFIG_DEFENSIVE on;
- *  - caps a single value at 16 MiB (randomblob(1e9) cannot exhaust memory);
- *  - is interrupted by a progress handler at a wall-time limit;
- *  - returns at most a row cap, and says so when it truncated;
+ *  - has load_extension and fts3_tokenizer disabled and
+ *    SQLITE_DBCONFIG_DEFENSIVE on;
+ *  - has SQLite's limits set and its costly functions bounded per call
+ *    (ro_guard.h): a single value at most 16 MiB, printf widths, LIKE,
+ *    instr, replace and trim costs, a heap bound per statement;
+ *  - is interrupted by a progress handler and a watchdog at a wall-time
+ *    limit;
+ *  - returns at most a row cap, and says so when it truncated; collected
+ *    results at most CW_RO_MAX_RESULT_BYTES as sent;
  *  - accepts exactly one statement, with values only through bound
  *    parameters (?, ?NNN, :name), never spliced into the text. */
 #ifndef CW_STORE_RO_QUERY_H
@@ -24,6 +29,9 @@
 #define CW_RO_DEFAULT_TIMEOUT_NS (10ULL * 1000000000ULL)
 #define CW_RO_DEFAULT_MAX_ROWS 100000
 #define CW_RO_MAX_VALUE_BYTES (16 << 20)
+/* A collected result (cw_ro_query_collect) as it is sent: the sum of
+ * cw_ro_value_out_bytes over its cells. */
+#define CW_RO_MAX_RESULT_BYTES ((size_t)256 << 20)
 
 struct cw_ro_query_limits {
 	uint64_t timeout_ns; /* 0: CW_RO_DEFAULT_TIMEOUT_NS */
@@ -109,6 +117,11 @@ int cw_ro_query_collect_cancel(const char *db_path, const char *sql, const struc
 			       struct cw_ro_result **out, char *err, size_t errlen);
 /* Runs on db stop when *flag becomes non-zero (NULL: never). */
 void cw_ro_set_cancel(struct cw_ro_db *db, const atomic_int *flag);
+
+/* An upper bound on the bytes one cell (named name) takes in any output:
+ * a JSON row object or array, the text table, CSV. The result cap
+ * (CW_RO_MAX_RESULT_BYTES) counts these. */
+size_t cw_ro_value_out_bytes(const char *name, const struct cw_ro_value *v);
 
 /* A JSON value for one cell: integer, real (null for NaN/inf), string, or
  * for a BLOB its lower-case hex. */

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* statx */
 #include "store/store.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "store/migrate.h"
+#include "store/ro_guard.h"
 
 const char *cw_store_strerror(int code)
 {
@@ -56,6 +58,13 @@ static void describe(char *err, size_t errlen, const char *path, int code, int f
 			 "database \"%s\" is on a read-only filesystem with an unmerged write-ahead log "
 			 "(\"%s-wal\"); copy both files to a writable place to read it",
 			 path, path);
+		break;
+	case -EXDEV:
+		snprintf(err, errlen,
+			 "database \"%s\": its write-ahead log \"%s-wal\" does not match it (another database's "
+			 "log, or one left without its \"-shm\" index), and replaying it could rewrite the file; "
+			 "move \"%s-wal\" away if it is not this database's",
+			 path, path, path);
 		break;
 	default:
 		snprintf(err, errlen, "database \"%s\": %s", path, strerror(-code));
@@ -135,6 +144,8 @@ static int configure(sqlite3 *db, enum cw_store_mode mode)
 static void configure_sqlite_once(void)
 {
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	/* User statements' memory bound (ro_heap.c), set the same way. */
+	cw_ro_heap_install();
 }
 
 /* Process-wide SQLite settings; cw_store_open calls it before its first
@@ -161,6 +172,94 @@ static int wal_has_frames(const char *path)
 
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	return stat(wal, &sb) == 0 && sb.st_size > 0;
+}
+
+static int read_at(const char *path, void *buf, size_t len, off_t off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, buf, len, off);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -EIO;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* 1 when the -shm index was made after the log's last write: a reader
+ * built it from a log no writer of this file wrote (a writer makes its
+ * index before its first frame). Unknown birth times count as 0. */
+static int index_after_log(const char *idx, const char *wal)
+{
+	struct statx si, sw;
+
+	if (statx(AT_FDCWD, idx, 0, STATX_BTIME, &si) || !(si.stx_mask & STATX_BTIME) ||
+	    statx(AT_FDCWD, wal, 0, STATX_MTIME, &sw) || !(sw.stx_mask & STATX_MTIME))
+		return 0;
+	if (si.stx_btime.tv_sec != sw.stx_mtime.tv_sec)
+		return si.stx_btime.tv_sec > sw.stx_mtime.tv_sec;
+	return si.stx_btime.tv_nsec > sw.stx_mtime.tv_nsec;
+}
+
+/* Whether path's -wal can be replayed into it. SQLite keeps nothing in a
+ * database that names its log: a -wal beside the file is taken as its
+ * own, and a writer's checkpoint copies its pages in, so a file copied
+ * next to another database's log is rewritten and corrupt (a reader,
+ * opened SQLITE_OPEN_READONLY, never checkpoints). What can be checked:
+ * a log with frames (its first frame carries the header's salts) must
+ * have the file's page size, and when the "-shm" index is there, settled
+ * (its two header copies equal) and initialized, the salts it recorded
+ * must be the log's. A writer (trace, explain storing chains) also
+ * refuses a log with frames and no index, or an index a reader built
+ * after the log was written: nothing ties that log to the file.
+ * Returns 0 or -EXDEV. A live writer may restart its log between two
+ * reads here, so a mismatch is looked at again before it counts. */
+static int wal_foreign(const char *path, enum cw_store_mode mode)
+{
+	unsigned char db[100], wh[32], fh[24], shm[96];
+	enum { MATCH, OTHER, NO_INDEX } seen = OTHER;
+	char wal[4200], idx[4200];
+	uint32_t dbpage, walpage, frames;
+	int tries;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	snprintf(idx, sizeof(idx), "%s-shm", path);
+	for (tries = 0; tries < 5 && seen != MATCH; tries++) {
+		if (tries)
+			usleep(20000);
+		if (read_at(wal, wh, sizeof(wh), 0) || read_at(wal, fh, sizeof(fh), 32))
+			return 0; /* no log, or no frame in it */
+		if ((be32(wh) & ~1u) != 0x377f0682 || memcmp(fh + 8, wh + 16, 8))
+			return 0; /* SQLite ignores it */
+		if (read_at(path, db, sizeof(db), 0))
+			return 0; /* an empty or short file: SQLite decides */
+		dbpage = (uint32_t)db[16] << 8 | db[17];
+		walpage = be32(wh + 8);
+		if (walpage != (dbpage == 1 ? 65536 : dbpage)) {
+			seen = OTHER;
+			continue;
+		}
+		/* struct WalIndexHdr, native byte order: isInit at 12,
+		 * mxFrame at 16, aSalt at 32; two copies of 48 bytes. */
+		seen = NO_INDEX;
+		if (read_at(idx, shm, sizeof(shm), 0) || !shm[12])
+			break;
+		if (memcmp(shm, shm + 48, 48))
+			continue; /* being written */
+		memcpy(&frames, shm + 16, sizeof(frames));
+		/* An index with no frame makes readers ignore the log. */
+		seen = !frames || !memcmp(shm + 32, wh + 16, 8) ? MATCH : OTHER;
+		if (seen == MATCH && mode != CW_STORE_READONLY && index_after_log(idx, wal))
+			seen = NO_INDEX;
+	}
+	if (seen == MATCH || (seen == NO_INDEX && mode == CW_STORE_READONLY))
+		return 0;
+	return -EXDEV;
 }
 
 /* The "file:" URI of path (SQLITE_OPEN_URI), with the characters a URI
@@ -267,7 +366,9 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 		code = -ENOENT;
 		goto fail;
 	}
-	code = try_open(&db, path, mode, 0);
+	code = wal_foreign(path, mode);
+	if (!code)
+		code = try_open(&db, path, mode, 0);
 	if (code && code != -ENOTSUP && exists && mode == CW_STORE_READONLY && on_readonly_fs(path)) {
 		/* A WAL reader needs the -shm file, which SQLite cannot create
 		 * on a read-only filesystem. Nothing can write there either, so

@@ -1,0 +1,1 @@
+SELECT op, count(*) AS n, sum(duration_ns) FROM events GROUP BY op ORDER BY n DESC

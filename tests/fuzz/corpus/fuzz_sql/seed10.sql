@@ -1,0 +1,1 @@
+SELECT a.id FROM events a, events b, events c WHERE a.op LIKE '%a%' ORDER BY a.detail || b.detail

@@ -1,0 +1,1 @@
+SELECT printf('%.*c',2147483647,'x') IS NULL, printf('%5.2f %d %s %q', 1.5, 2, 'a', 'b''c')

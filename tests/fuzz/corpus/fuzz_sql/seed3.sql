@@ -1,0 +1,1 @@
+SELECT hex(zeroblob(8000000)) LIKE '%'||hex(zeroblob(400))||'1%'

@@ -1,0 +1,1 @@
+SELECT instr(detail, 'k'), replace(detail, '"', ''), trim(op, 'cuda'), detail GLOB '*[0-9]*' FROM events

@@ -1,0 +1,1 @@
+SELECT hex(fts3_tokenizer('simple'))

@@ -1,0 +1,1 @@
+SELECT json_group_array(json_object('id', id, 'op', op)) FROM events
