@@ -19,7 +19,7 @@ post() {
 	local t0
 	python3 -c 'import json, sys; print(json.dumps({"sql": sys.argv[1]}))' "$1" >"$T/req"
 	t0=$(now_ms)
-	curl -s --max-time 120 --cacert "$CRT" -H 'Content-Type: application/json' --data-binary "@$T/req" \
+	curl -s --max-time 120 --cacert "$CRT" "${AUTH[@]}" -H 'Content-Type: application/json' --data-binary "@$T/req" \
 		-o "$T/body" -w '%{http_code}' "$B/api/v1/query" >"$T/code"
 	echo $(($(now_ms) - t0)) >"$T/ms"
 }
@@ -57,5 +57,5 @@ post "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i < 4) 
 [ "$(wc -c <"$T/body")" -le $((256 << 20)) ] || fail "sent $(wc -c <"$T/body") bytes"
 peak=$(hwm)
 [ $((peak - base)) -le $((640 << 10)) ] || fail "VmHWM grew from $base kB to $peak kB"
-curl -s --max-time 10 --cacert "$CRT" "$B/api/v1/health" | grep -q '"status":"ok"' || fail "health after"
+curl -s --max-time 10 --cacert "$CRT" "${AUTH[@]}" "$B/api/v1/health" | grep -q '"status":"ok"' || fail "health after"
 echo "serve sql guards: ok (VmHWM $base kB -> $peak kB)"
