@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/explain.h"
+#include "analysis/explain_match.h"
 #include "analysis/stack_render.h"
 #include "check/report.h"
 #include "mcp/tools_int.h"
@@ -142,6 +143,20 @@ TOOL_FN(cw_tool_causal_chains)
 	rc = cw_explain_run(db, &o, &r);
 	if (rc) {
 		rc = tool_stop_reason(c, rc, "causal_chains", err, errlen);
+		goto out;
+	}
+	/* A filter or window without data is not "no causal chains". */
+	if ((rc = cw_explain_unmatched(db, &o, &r, err, errlen)) != 0) {
+		cw_explain_result_free(&r);
+		if (rc < 0)
+			snprintf(err, errlen, "causal_chains: cannot read the store: %s", cw_store_strerror(rc));
+		else {
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "nothing matches: %s", why);
+		}
+		rc = -ENOENT;
 		goto out;
 	}
 	cw_mcp_progress(c, 1, 2, "rendering chains");

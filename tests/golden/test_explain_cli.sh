@@ -91,4 +91,14 @@ expect 7 'nothing matches: no GPU calls in the window 2030-01-01T00:00:00.000Z' 
 [ $rc -eq 7 ] || fail "--json --pid 99999 exited $rc"
 python3 -c 'import json,sys; assert "no process 99999" in json.load(open(sys.argv[1]))["error"]' "$tmp/out" || fail "--json no-match: $(cat "$tmp/out")"
 "$CW_BIN" explain --db "$tmp/inc.db" --no-store --pid 4821 | grep -q '^1 causal chain' || fail "--pid 4821 lost its chain"
+# The same over MCP: an error result, not "no causal chains".
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+	'{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+	'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"causal_chains","arguments":{"pod":"nope"}}}' |
+	"$CW_BIN" mcp --db "$tmp/inc.db" >"$tmp/mcp.out" 2>/dev/null
+python3 - "$tmp/mcp.out" <<'PY' || fail "mcp causal_chains pod=nope: $(cat "$tmp/mcp.out")"
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]["result"]
+assert r["isError"] is True and r["content"][0]["text"].startswith("nothing matches: "), r
+PY
 echo ok
