@@ -229,7 +229,7 @@ static void fill(sqlite3 *db, const struct cw_sysctx *sys, const struct cw_rare_
 		snprintf(host_calls, sizeof(host_calls), " and %.0f MiB through %llu pinned or managed host allocation calls%s",
 			 (double)t->cuda_bytes / (1 << 20), (unsigned long long)t->cuda_calls,
 			 t->cuda_calls >= CW_OOM_MAX_ALLOCS || t->truncated ? " (the latest ones)" : "");
-	snprintf(c->summary, sizeof(c->summary),
+	cw_chain_summary(c,
 		 "oom_kill: the kernel OOM killer killed pid %lld (%s)%s with RSS %.0f MiB, %s; allocation by"
 		 " pid %lld (%s) triggered it; in the 10 s before, the victim allocated %.0f MiB of host pages"
 		 " (%.0f MiB in the 20 s before)%s",
