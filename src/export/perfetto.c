@@ -12,6 +12,7 @@
 #include "export/perfetto_int.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 #define ERR(c, ...) snprintf((c)->err, (c)->errlen, __VA_ARGS__)
 
@@ -452,7 +453,7 @@ static json_t *other_data(const struct pf_ctx *c)
 	cw_format_time(c->st->to_wall_ns, to, sizeof(to));
 	for (int i = 0; i < c->nnodes; i++)
 		if (c->nodes[i].has_offset)
-			json_object_set_new(offs, c->nodes[i].name, json_integer(c->nodes[i].offset_ns));
+			cw_json_set(offs, c->nodes[i].name, json_integer(c->nodes[i].offset_ns));
 	o = json_pack("{s:s,s:{s:s,s:s,s:I,s:I},s:I,s:o,s:I,s:I}", "producer", "causeway", "window", "from", from,
 		      "to", to, "from_wall_ns", (json_int_t)c->st->from_wall_ns, "to_wall_ns",
 		      (json_int_t)c->st->to_wall_ns, "ts_origin_wall_ns", (json_int_t)c->base, "clock_offsets_ns",

@@ -17,6 +17,7 @@
 
 #include "store/store.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 struct input_info {
 	char **nodes;
@@ -311,16 +312,16 @@ static int write_meta(sqlite3 *db, const struct cw_merge_opts *o, const struct c
 	for (int i = 0; i < r->nnodes; i++) {
 		const struct cw_merge_node *n = &r->nodes[i];
 		const struct cw_merge_skew *k = &r->skew[i];
-		json_array_append_new(src, json_pack("{s:s,s:s,s:s}", "node", n->name, "input",
-						     o->inputs[n->input].path, "node_in_input", n->orig));
+		json_array_append_new(src, json_pack("{s:o,s:o,s:o}", "node", cw_json_str(n->name), "input",
+						     cw_json_str(o->inputs[n->input].path), "node_in_input", cw_json_str(n->orig)));
 		if (k->known)
-			json_object_set_new(nodes, n->name,
+			cw_json_set(nodes, n->name,
 					    json_pack("{s:I,s:I,s:i,s:s}", "offset_ns", (json_int_t)k->offset_ns,
 						      "spread_ns", (json_int_t)k->spread_ns, "samples", k->samples, "signal",
 						      cw_merge_skew_signal(k)));
 	}
 	json_object_set_new(skew, "method", json_string("nccl collective completion"));
-	json_object_set_new(skew, "reference", r->reference[0] ? json_string(r->reference) : json_null());
+	json_object_set_new(skew, "reference", r->reference[0] ? cw_json_str(r->reference) : json_null());
 	json_object_set(skew, "nodes", nodes);
 	s1 = json_dumps(src, JSON_COMPACT);
 	s2 = json_dumps(skew, JSON_COMPACT);

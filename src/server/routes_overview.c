@@ -10,6 +10,7 @@
 #include "store/losses.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 #define HOST_MAX_POINTS 300
 
@@ -77,7 +78,7 @@ static int drop_row(sqlite3_stmt *st, json_t *acc, void *ctx)
 {
 	const char *name = (const char *)sqlite3_column_text(st, 0);
 
-	return name ? json_object_set_new(acc, name, json_integer(sqlite3_column_int64(st, 1))) : 0;
+	return name ? cw_json_set(acc, name, json_integer(sqlite3_column_int64(st, 1))) : 0;
 }
 
 static int attach_row(sqlite3_stmt *st, json_t *acc, void *ctx)

@@ -11,6 +11,7 @@
 #include "analysis/explain.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 const char *cw_api_arg(struct MHD_Connection *c, const char *k)
 {
@@ -130,7 +131,7 @@ json_t *cw_api_text(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
 
-	return t ? json_string((const char *)t) : json_null();
+	return t ? cw_json_str((const char *)t) : json_null();
 }
 
 json_t *cw_api_int_or_null(sqlite3_stmt *st, int i)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/store.h"
+#include "util/utf8.h"
 
 /* One row per session with its loss counters summed by kind; sessions of
  * older files that lack store.events get their events counted. */
@@ -153,8 +154,8 @@ json_t *cw_losses_to_json(const struct cw_session_loss *l, int n)
 
 	for (int i = 0; a && i < n; i++)
 		json_array_append_new(
-			a, json_pack("{s:I,s:s,s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:f}", "session_id",
-				     (json_int_t)l[i].session_id, "node", l[i].node, "kind", l[i].kind, "stored",
+			a, json_pack("{s:I,s:o,s:o,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:f}", "session_id",
+				     (json_int_t)l[i].session_id, "node", cw_json_str(l[i].node), "kind", cw_json_str(l[i].kind), "stored",
 				     (json_int_t)l[i].stored, "lost", (json_int_t)l[i].lost, "lost_share",
 				     l[i].lost_share, "store_failed", (json_int_t)l[i].store_failed, "lock_dropped",
 				     (json_int_t)l[i].lock_dropped, "ring_drops", (json_int_t)l[i].ring_drops,

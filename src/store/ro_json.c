@@ -59,7 +59,7 @@ json_t *cw_ro_value_json(const struct cw_ro_value *v)
 			s[2 * i + 1] = hex[b[i] & 15];
 		}
 		s[2 * v->len] = '\0';
-		j = json_string(s);
+		j = cw_json_str(s);
 		free(s);
 		return j;
 	default:
