@@ -7,6 +7,7 @@
 
 #include "analysis/engine.h"
 #include "util/hist.h"
+#include "util/timeutil.h"
 #include "store/store.h"
 #include "util/u64map.h"
 #include "util/utf8.h"
@@ -127,7 +128,8 @@ static int find_window(sqlite3 *db, const char *sql, const struct cw_summary_opt
 		return cw_sqlite_errno(rc);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		int64_t lo = sqlite3_column_int64(st, 0), hi = sqlite3_column_int64(st, 1);
+		int64_t lo = cw_clamp_second(sqlite3_column_int64(st, 0));
+		int64_t hi = cw_clamp_second(sqlite3_column_int64(st, 1));
 
 		if (o->since_ns) {
 			int64_t span = (int64_t)((o->since_ns + NS_PER_S - 1) / NS_PER_S);

@@ -19,6 +19,7 @@
 #include "util/parse.h"
 #include "util/table.h"
 #include "util/timeutil.h"
+#include "store/read_error.h"
 
 static void usage(FILE *f)
 {
@@ -315,7 +316,8 @@ int cmd_explain(int argc, char **argv)
 	fflush(stdout);
 	return rc;
 db_fail:
-	cw_report_error(json, "explain: cannot read \"%s\": %s", db_path, cw_store_strerror(ret));
+	cw_report_error(json, "explain: cannot read \"%s\": %s", db_path,
+			cw_store_read_strerror(st ? st->db : NULL, ret, err, sizeof(err)));
 	cw_store_close(st);
 	return CW_EXIT_DB;
 }

@@ -136,7 +136,7 @@ static void counter_points(sqlite3 *db, uint64_t start, uint64_t now, json_t *lo
 	sqlite3_stmt *st;
 
 	if (sqlite3_prepare_v2(db,
-			       "SELECT node, name, sum(value) FROM counters GROUP BY node, name "
+			       "SELECT node, name, CAST(total(value) AS INTEGER) FROM counters GROUP BY node, name "
 			       "ORDER BY node, name",
 			       -1, &st, NULL) != SQLITE_OK)
 		return;

@@ -69,7 +69,7 @@ static int load_nodes(struct pf_ctx *c)
 		nv[n].pid = n + 1;
 		newest[n] = sqlite3_column_type(st, 1) == SQLITE_NULL
 				    ? -1
-				    : (sqlite3_column_int64(st, 1) + 1) * (int64_t)NSEC_PER_SEC;
+				    : (cw_clamp_second(sqlite3_column_int64(st, 1)) + 1) * (int64_t)NSEC_PER_SEC;
 		n++;
 	}
 	if (rc != SQLITE_DONE) {

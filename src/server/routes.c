@@ -14,6 +14,7 @@
 #include "server/web_assets.h"
 #include "store/losses.h"
 #include "store/ro_query.h"
+#include "store/read_error.h"
 #include "store/store.h"
 #include "analysis/summary.h"
 #include "util/timeutil.h"
@@ -216,7 +217,8 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 	cw_server_close_db(db);
 	if (rc) {
 		cw_reply_error(r, cw_monotonic_ns() > deadline ? 504 : 500, "ops summary failed: %s",
-			       cw_monotonic_ns() > deadline ? "request time limit" : strerror(-rc));
+			       cw_monotonic_ns() > deadline ? "request time limit"
+							    : cw_store_read_strerror(NULL, rc, err, sizeof(err)));
 		return;
 	}
 	ops = json_array();
@@ -382,14 +384,16 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 	 * rather than a scan of every event. */
 	j = json_pack("{s:s, s:o, s:o, s:o, s:{s:I, s:I}, s:I}", "node", s->node, "nodes", nodes,
 		      "sessions", sessions, "counts", counts, "time_range", "from_wall_ns",
-		      (json_int_t)(scalar_i64(db, "SELECT min(second) FROM aggregates", &rc) *
+		      (json_int_t)(cw_clamp_second(scalar_i64(db, "SELECT min(second) FROM aggregates", &rc)) *
 				   (int64_t)NSEC_PER_SEC),
 		      "to_wall_ns",
-		      (json_int_t)((scalar_i64(db, "SELECT max(second) FROM aggregates", &rc) + 1) *
+		      (json_int_t)((cw_clamp_second(scalar_i64(db, "SELECT max(second) FROM aggregates", &rc)) + 1) *
 				   (int64_t)NSEC_PER_SEC),
 		      "calls", (json_int_t)scalar_i64(db, "SELECT total(count) FROM aggregates", &rc));
 	json_object_set_new(j, "tenants", tenants);
-	if (!rc && j && (rc = cw_overview_extend(s, c, db, j, r)) == -EINVAL) {
+	/* -EINVAL with a reply set: a bad window, answered 400; without one it
+	 * is the file's content, answered below. */
+	if (!rc && j && (rc = cw_overview_extend(s, c, db, j, r)) == -EINVAL && r->status) {
 		json_decref(j);
 		cw_server_close_db(db);
 		return;
@@ -399,7 +403,8 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 		json_decref(j);
 		cw_reply_error(r, cw_monotonic_ns() > deadline ? 504 : 500,
 			       "cannot read the overview: %s",
-			       cw_monotonic_ns() > deadline ? "request time limit" : strerror(-rc));
+			       cw_monotonic_ns() > deadline ? "request time limit"
+							    : cw_store_read_strerror(NULL, rc, err, sizeof(err)));
 		return;
 	}
 	cw_reply_json(r, 200, j);

@@ -17,7 +17,7 @@
 /* Counters that count records lost, refused or left unresolved (the
  * others - records, calls, events stored - are totals). */
 static const char SQL_DROPS[] =
-	"SELECT k.name, sum(k.value) FROM counters k JOIN sessions s ON s.id = k.session_id AND s.node = k.node"
+	"SELECT k.name, CAST(total(k.value) AS INTEGER) FROM counters k JOIN sessions s ON s.id = k.session_id AND s.node = k.node"
 	" WHERE (?1 = 0 OR s.ended_wall_ns IS NULL OR s.ended_wall_ns >= ?1) AND (?2 = 0 OR s.started_wall_ns <= ?2)"
 	" AND (k.name LIKE '%drop%' OR k.name LIKE '%reject%' OR k.name LIKE '%fail%' OR k.name LIKE '%error%'"
 	" OR k.name LIKE '%unpaired%' OR k.name LIKE '%overflow%' OR k.name LIKE '%orphan%'"

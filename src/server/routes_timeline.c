@@ -22,6 +22,7 @@
 #include "analysis/engine.h"
 #include "analysis/explain.h"
 #include "store/store.h"
+#include "util/sat.h"
 #include "util/timeutil.h"
 #include "util/utf8.h"
 
@@ -350,8 +351,8 @@ static int mono_range(sqlite3 *db, struct tl_req *q)
 	/* An interval that overlaps the window starts at most its own length
 	 * before it; off-CPU intervals past the slack are rare and long ones
 	 * are found by the query of the window after them. */
-	q->mono_lo = (int64_t)q->from - hi_off - (int64_t)TL_SLACK_NS;
-	q->mono_hi = (int64_t)q->to - lo_off + (int64_t)TL_SLACK_NS;
+	q->mono_lo = cw_sub_sat(cw_sub_sat((int64_t)q->from, hi_off), (int64_t)TL_SLACK_NS);
+	q->mono_hi = cw_add_sat(cw_sub_sat((int64_t)q->to, lo_off), (int64_t)TL_SLACK_NS);
 	return 0;
 }
 
