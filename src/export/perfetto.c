@@ -252,7 +252,8 @@ static json_t *event_slice(struct pf_ctx *c, const struct pf_node *n, sqlite3_st
 		json_object_set_new(args, "device", json_integer(sqlite3_column_int(q, 7)));
 	if (pyf)
 		json_object_set_new(args, "python",
-				    cw_trace_strf("%s:%d %s", pyf, sqlite3_column_int(q, 9),
+				    /* Precisions: vsnprintf walks all of a %s, however long. */
+				    cw_trace_strf("%.240s:%d %.240s", pyf, sqlite3_column_int(q, 9),
 						 sqlite3_column_text(q, 10) ? (const char *)sqlite3_column_text(q, 10)
 									    : "?"));
 	if (sqlite3_column_int(q, 11))

@@ -63,9 +63,14 @@ int cw_tracew_end(struct cw_tracew *w, json_t *other)
 	return w->err;
 }
 
+/* Longer text from the database is cut: the longest demangled kernel names
+ * fit, and a hostile name repeated in every slice stays within a small
+ * multiple of the database's size. */
+#define TRACE_STR_MAX 2048
+
 json_t *cw_trace_str(const char *s)
 {
-	return cw_json_str(s ? s : "");
+	return cw_json_strcap(s ? s : "", TRACE_STR_MAX);
 }
 
 json_t *cw_trace_strf(const char *fmt, ...)

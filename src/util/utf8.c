@@ -134,6 +134,32 @@ json_t *cw_json_str(const char *s)
 	return s ? cw_json_strn(s, strlen(s)) : json_null();
 }
 
+json_t *cw_json_strcap(const char *s, size_t max)
+{
+	static const char ell[] = "\xe2\x80\xa6";
+	size_t n, m, cut;
+	json_t *j;
+	char *c;
+
+	if (!s)
+		return json_null();
+	n = strnlen(s, max + 1);
+	if (n <= max)
+		return cw_json_strn(s, n);
+	/* Repair first, so the cut counts what is shown; then back off to the
+	 * start of a character. */
+	if (!(c = cw_utf8_fix(s, n, &m)))
+		return NULL;
+	cut = max < m ? max : m;
+	cut = cut > sizeof(ell) - 1 ? cut - (sizeof(ell) - 1) : 0;
+	while (cut && ((unsigned char)c[cut] & 0xc0) == 0x80)
+		cut--;
+	memcpy(c + cut, ell, sizeof(ell));
+	j = json_string(c);
+	free(c);
+	return j;
+}
+
 int cw_json_set(json_t *o, const char *key, json_t *v)
 {
 	size_t n = strlen(key);

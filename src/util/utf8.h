@@ -23,6 +23,10 @@ char *cw_utf8_fix(const char *s, size_t n, size_t *out_len);
 json_t *cw_json_str(const char *s);
 /* The same for s[0..n), which may hold NUL bytes. */
 json_t *cw_json_strn(const char *s, size_t n);
+/* The same, cut to at most max bytes of the repaired text (at a character
+ * boundary, "\u2026" marking the cut): a hostile 1 MiB name repeated in every
+ * event must not make an export a thousand times its database. */
+json_t *cw_json_strcap(const char *s, size_t max);
 /* json_object_set_new with a repaired key (the value is stolen as there). */
 int cw_json_set(json_t *o, const char *key, json_t *v);
 
