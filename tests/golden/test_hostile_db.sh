@@ -123,22 +123,24 @@ I64MIN=-9223372036854775808 I64MAX=9223372036854775807
 start=$SECONDS
 while IFS=$'\t' read -r n flags; do
 	db=$D/v/$n.db
+	t0=$SECONDS
 	run_cli "$n" "$flags" "explain --json" explain --no-store --json --db "$db"
 	run_cli "$n" "$flags" "query --json" query --json --db "$db"
 	run_cli "$n" "$flags" "query --json --group-by-line" query --json --group-by-line --db "$db"
 	run_cli "$n" "$flags" "query --json sessions want_fffd" query --json --db "$db" "SELECT * FROM sessions"
 	run_cli "$n" "$flags" "query table" query --db "$db" "SELECT * FROM call_threads LIMIT 5"
-	run_cli "$n" "$flags" "export" export --db "$db" -o "$D/out.json" --from 0 --to 4102444800 &&
+	run_cli "$n" "$flags" "export" export --db "$db" -o "$D/out.json" --from 0 --to 4102444800 --max-events 2000 &&
 		json_ok "$D/out.json" "$n" export "$flags"
 	start_serve "$db" || continue
 	get "$n" "$flags" "/api/v1/overview" want_fffd
 	for p in /api/v1/health /api/v1/chains /api/v1/ops "/api/v1/ops?by=line" /api/v1/ops/series \
-		"/api/v1/ops/detail?op=cudaMalloc&source=cuda" "/api/v1/timeline?pid=4821&from=0&to=4102444800" \
-		"/api/v1/export/perfetto?from=0&to=4102444800" /api/v1/gpu /api/v1/tenants /api/v1/nccl/ranks \
+		"/api/v1/ops/detail?op=cudaMalloc&source=cuda" "/api/v1/timeline?pid=4821&from=0&to=4102444800&limit=200" \
+		"/api/v1/export/perfetto?from=0&to=4102444800&max_events=2000" /api/v1/gpu /api/v1/tenants /api/v1/nccl/ranks \
 		"/api/v1/query?sql=SELECT%20*%20FROM%20threads" /metrics; do
 		get "$n" "$flags" "$p"
 	done
 	stop_serve
+	echo "$n: $((SECONDS - t0))s"
 done <"$D/list"
 
 # Hostile numbers in the requests themselves, on an intact database.
