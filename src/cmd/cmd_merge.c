@@ -310,7 +310,7 @@ int cmd_merge(int argc, char **argv)
 	o.cancelled = pending_stop;
 	ret = cw_merge_run(&o, &r);
 	if (ret) {
-		cw_report_error(json, "merge: %s", ret == -EINTR ? "interrupted; nothing was written" : r.err);
+		cw_report_error(json, "merge: %s", ret == -EINTR ? "interrupted by a signal; nothing was written" : r.err);
 		rc = ret == -EINVAL ? CW_EXIT_USAGE : ret == -EINTR || ret == -EEXIST ? CW_EXIT_FAIL : CW_EXIT_DB;
 	} else {
 		ret = json ? print_json(&o, &r) : print_text(&o, &r);

@@ -608,6 +608,11 @@ out:
 	for (int i = 0; info && i < o->ninputs; i++)
 		input_info_free(&info[i]);
 	free(info);
+	/* A stop request can surface as any failure (a statement interrupted
+	 * between two others leaves SQLite's message at "not an error"): with
+	 * one pending, the merge was interrupted, whatever failed last. */
+	if (ret && ret != -EINTR && o->cancelled && o->cancelled(o->cancel_arg))
+		ret = -EINTR;
 	return ret;
 }
 
