@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "store/ro_query.h"
+#include "util/table.h"
 #include "util/utf8.h"
 
 #define R "\xef\xbf\xbd"
@@ -89,12 +90,36 @@ static void query_results_keep_bad_text(void **state)
 	json_decref(a);
 }
 
+/* Text output too: the query table and CSV show U+FFFD, not raw bytes. */
+static void tables_and_csv(void **state)
+{
+	struct cw_table *t = cw_table_new(1);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(cw_table_header(t, 0, "h\xff", CW_ALIGN_LEFT), 0);
+	assert_int_equal(cw_table_row(t), 0);
+	assert_int_equal(cw_table_set(t, 0, "x\xc3"), 0);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(cw_table_print(t, f), 0);
+	assert_int_equal(cw_table_print_csv(t, f), 0);
+	assert_int_equal(cw_csv_field(f, "y\x80,"), 0);
+	fclose(f);
+	assert_string_equal(buf, "h" R "\nx" R "\nh" R "\r\nx" R "\r\n\"y" R ",\"");
+	free(buf);
+	cw_table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(maximal_subparts),
 		cmocka_unit_test(json_never_null),
 		cmocka_unit_test(query_results_keep_bad_text),
+		cmocka_unit_test(tables_and_csv),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
