@@ -62,13 +62,22 @@ if "badutf8" in flags and "want_fffd" in what and "\ufffd" not in json.dumps(doc
 PY
 }
 
+text_ok() { # FILE NAME WHAT: text output is valid UTF-8 (U+FFFD where bytes were not)
+	python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$1" 2>/dev/null ||
+		fail "$2: $3: output is not valid UTF-8: $(head -c 300 "$1" | od -c | head -5)"
+}
+
 run_cli() { # NAME FLAGS WHAT ARGS...
 	local n=$1 flags=$2 what=$3 rc
 	shift 3
 	timeout 60 "$CW_BIN" "$@" >"$D/o" 2>"$D/e"
 	rc=$?
-	if check "$n" "$flags" "$what" $rc && [ "${what#*json}" != "$what" ]; then
-		json_ok "$D/o" "$n" "$what" "$flags"
+	if check "$n" "$flags" "$what" $rc; then
+		if [ "${what#*json}" != "$what" ]; then
+			json_ok "$D/o" "$n" "$what" "$flags"
+		else
+			text_ok "$D/o" "$n" "$what"
+		fi
 	fi
 }
 
@@ -129,6 +138,8 @@ while IFS=$'\t' read -r n flags; do
 	run_cli "$n" "$flags" "query --json --group-by-line" query --json --group-by-line --db "$db"
 	run_cli "$n" "$flags" "query --json sessions want_fffd" query --json --db "$db" "SELECT * FROM sessions"
 	run_cli "$n" "$flags" "query table" query --db "$db" "SELECT * FROM call_threads LIMIT 5"
+	run_cli "$n" "$flags" "query csv" query --csv --db "$db" "SELECT * FROM sessions"
+	run_cli "$n" "$flags" "explain text" explain --no-store --stacks --db "$db"
 	run_cli "$n" "$flags" "export" export --db "$db" -o "$D/out.json" --from 0 --to 4102444800 --max-events 2000 &&
 		json_ok "$D/out.json" "$n" export "$flags"
 	start_serve "$db" || continue

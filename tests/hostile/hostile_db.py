@@ -181,7 +181,9 @@ def write_variants(base, out, long_form):
     variant("utf8_names", lambda db: set_text(db, {("sessions", "command"), ("sessions", "node"),
                                                    ("call_threads", "comm"), ("threads", "comm"),
                                                    ("processes", "comm"), ("kernel_names", "name"),
-                                                   ("strings", "text"), ("call_ops", "op")}), "badutf8")
+                                                   ("strings", "text"), ("cgroups", "container"),
+                                                   ("py_stacks", "user_file"), ("py_stacks", "user_function")}),
+            "badutf8")
     for label, v in (("min", I64_MIN), ("max", I64_MAX), ("neg1", -1), ("zero", 0)):
         variant("int_" + label, lambda db, v=v: set_int(db, v))
     variant("int_negative", lambda db: set_int(db, "-abs(rowid) - 1"))
