@@ -9,7 +9,9 @@
 #include "util/utf8.h"
 
 /* One row per session with its loss counters summed by kind; sessions of
- * older files that lack store.events get their events counted. */
+ * older files that lack store.events get their events counted. total(), cast
+ * back: sum() fails the whole statement with "integer overflow" on a hostile
+ * INT64_MIN counter, total() saturates. */
 static const char losses_sql[] =
 	"SELECT s.id, s.node, s.kind,"
 	" (SELECT value FROM counters c WHERE c.session_id = s.id AND c.node = s.node AND c.name = 'store.events'),"
