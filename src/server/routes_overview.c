@@ -15,9 +15,8 @@
 #define HOST_MAX_POINTS 300
 
 /* Counters that count records lost, refused or left unresolved (the
- * others - records, calls, events stored - are totals). */
-/* total(), not sum(): a hostile INT64_MIN counter saturates instead of
- * failing the statement (store/losses.c). */
+ * others - records, calls, events stored - are totals). total(), not sum():
+ * a hostile INT64_MIN counter saturates instead of failing the statement. */
 static const char SQL_DROPS[] =
 	"SELECT k.name, CAST(total(k.value) AS INTEGER) FROM counters k JOIN sessions s ON s.id = k.session_id AND s.node = k.node"
 	" WHERE (?1 = 0 OR s.ended_wall_ns IS NULL OR s.ended_wall_ns >= ?1) AND (?2 = 0 OR s.started_wall_ns <= ?2)"
