@@ -11,6 +11,7 @@
 #include "analysis/explain.h"
 #include "export/perfetto_int.h"
 #include "store/store.h"
+#include "util/sat.h"
 #include "util/timeutil.h"
 #include "util/utf8.h"
 
@@ -92,7 +93,7 @@ static int load_nodes(struct pf_ctx *c)
 		}
 		sqlite3_bind_text(q, 1, c->nodes[i].name, -1, SQLITE_STATIC);
 		if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
-			newest[i] = sqlite3_column_int64(q, 0) + 1;
+			newest[i] = cw_add_sat(sqlite3_column_int64(q, 0), 1);
 		sqlite3_finalize(q);
 	}
 	/* The window is on the reference clock: each node's newest data is

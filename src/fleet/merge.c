@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/read_error.h"
 #include "store/store.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
@@ -263,6 +264,20 @@ static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struc
 	if (!ret)
 		ret = cw_exec(db, "COMMIT");
 out:
+	/* The cause is taken before ROLLBACK resets SQLite's message to
+	 * "not an error". */
+	if (ret == -ETIMEDOUT)
+		snprintf(r->err, sizeof(r->err), "interrupted");
+	else if (ret) {
+		char why[256];
+
+		int ec = sqlite3_errcode(db) & 0xff;
+
+		snprintf(r->err, sizeof(r->err), "%s",
+			 ec != SQLITE_OK && ec != SQLITE_ROW && ec != SQLITE_DONE
+				 ? sqlite3_errmsg(db)
+				 : cw_store_read_strerror(db, ret, why, sizeof(why)));
+	}
 	if (ret && !sqlite3_get_autocommit(db))
 		cw_exec(db, "ROLLBACK");
 	return ret;
@@ -355,12 +370,13 @@ static int plan(const struct cw_merge_opts *o, struct input_info *info, struct c
 			return ret;
 		}
 		ret = read_nodes(st->db, &info[i]);
-		cw_store_close(st);
-		if (ret) {
+		if (ret)
 			snprintf(r->err, sizeof(r->err), "reading \"%s\": %s", o->inputs[i].path,
-				 ret == -ENOTSUP ? "database is corrupt" : cw_store_strerror(ret));
+				 ret == -ENOTSUP ? "database is corrupt"
+						 : cw_store_read_strerror(st->db, ret, err, sizeof(err)));
+		cw_store_close(st);
+		if (ret)
 			return ret == -ENOTSUP ? ret : -EIO;
-		}
 		if (rl && (!*rl || strlen(rl) >= sizeof(r->nodes[0].name))) {
 			snprintf(r->err, sizeof(r->err), "invalid node name \"%s\" for \"%s\"", rl, o->inputs[i].path);
 			return -EINVAL;
@@ -482,9 +498,12 @@ static int fill(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_resu
 			break;
 		}
 		ret = copy_input(db, o, i, r);
-		if (ret)
-			snprintf(r->err, sizeof(r->err), "merging \"%s\": %s", o->inputs[i].path,
-				 ret == -ETIMEDOUT ? "interrupted" : sqlite3_errmsg(db));
+		if (ret) {
+			char why[256];
+
+			snprintf(why, sizeof(why), "%.200s", r->err);
+			snprintf(r->err, sizeof(r->err), "merging \"%s\": %s", o->inputs[i].path, why);
+		}
 		cw_exec(db, "DETACH src");
 		if (ret)
 			break;

@@ -2,8 +2,8 @@
 # Hostile databases (tests/hostile/hostile_db.py: invalid UTF-8 in every
 # text column, INT64 extremes and negative times, NULLs, wrong types, huge
 # strings, broken JSON, wrong user_version, missing tables, truncated and
-# foreign files) through every reader: explain --json, query (summary and
-# SQL), export, and the API of serve. Each run ends with exit 0 or one clean
+# foreign files) through every reader: explain (--json and text), query
+# (summary, SQL, table, CSV), export, merge, and the API of serve. Each run ends with exit 0 or one clean
 # error, never a crash, a hang or a sanitizer report (the suite runs this
 # again with the ASan/UBSan binary); JSON output parses, and where a value
 # held bad bytes it shows U+FFFD instead of null or a dropped key.
@@ -142,6 +142,8 @@ while IFS=$'\t' read -r n flags; do
 	run_cli "$n" "$flags" "explain text" explain --no-store --stacks --db "$db"
 	run_cli "$n" "$flags" "export" export --db "$db" -o "$D/out.json" --from 0 --to 4102444800 --max-events 2000 &&
 		json_ok "$D/out.json" "$n" export "$flags"
+	rm -f "$D/m.db"
+	run_cli "$n" "$flags" "merge" merge "$D/base.db" "$db" --force-node "$db=hostile" -o "$D/m.db"
 	start_serve "$db" || continue
 	get "$n" "$flags" "/api/v1/overview" want_fffd
 	for p in /api/v1/health /api/v1/chains /api/v1/ops "/api/v1/ops?by=line" /api/v1/ops/series \
