@@ -3,10 +3,11 @@
 # text column, INT64 extremes and negative times, NULLs, wrong types, huge
 # strings, broken JSON, wrong user_version, missing tables, truncated and
 # foreign files) through every reader: explain (--json and text), query
-# (summary, SQL, table, CSV), export, merge, and the API of serve. Each run ends with exit 0 or one clean
-# error, never a crash, a hang or a sanitizer report (the suite runs this
-# again with the ASan/UBSan binary); JSON output parses, and where a value
-# held bad bytes it shows U+FFFD instead of null or a dropped key.
+# (summary, SQL, table, CSV), export, merge, and the API of serve. Each run
+# ends with exit 0 or one clean error, never a crash, a hang or a sanitizer
+# report (the suite runs this again with the ASan/UBSan binary); JSON
+# output parses, and where a value held bad bytes it shows U+FFFD instead of
+# null or a dropped key.
 # HOSTILE_LONG=1: one variant per column and value kind (bench-sized).
 set -u
 command -v sqlite3 >/dev/null || { echo "sqlite3 CLI not installed"; exit 77; }
@@ -142,8 +143,12 @@ while IFS=$'\t' read -r n flags; do
 	run_cli "$n" "$flags" "explain text" explain --no-store --stacks --db "$db"
 	run_cli "$n" "$flags" "export" export --db "$db" -o "$D/out.json" --from 0 --to 4102444800 --max-events 2000 &&
 		json_ok "$D/out.json" "$n" export "$flags"
-	rm -f "$D/m.db"
-	run_cli "$n" "$flags" "merge" merge "$D/base.db" "$db" --force-node "$db=hostile" -o "$D/m.db"
+	# merge copies every row: a few kinds of damage keep the run short.
+	case $n in
+	utf8_names | int_min | times_extreme | nulls | missing_* | user_version_* | truncated_* | garbage)
+		rm -f "$D/m.db"
+		run_cli "$n" "$flags" "merge" merge "$D/base.db" "$db" --force-node "$db=hostile" -o "$D/m.db" ;;
+	esac
 	start_serve "$db" || continue
 	get "$n" "$flags" "/api/v1/overview" want_fffd
 	for p in /api/v1/health /api/v1/chains /api/v1/ops "/api/v1/ops?by=line" /api/v1/ops/series \
