@@ -110,8 +110,9 @@ static int window_bounds(sqlite3 *db, const char *node, int64_t *lo, int64_t *hi
 		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		*lo = sqlite3_column_int64(st, 0);
-		*hi = sqlite3_column_int64(st, 1);
+		/* Hostile seconds are clamped: the window in ns cannot overflow. */
+		*lo = cw_clamp_second(sqlite3_column_int64(st, 0));
+		*hi = cw_clamp_second(sqlite3_column_int64(st, 1));
 		rc = SQLITE_DONE;
 	} else if (rc == SQLITE_ROW) {
 		*lo = *hi = -1;
@@ -315,8 +316,11 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 	from_sec = (int64_t)(out->from_wall_ns / NSEC_PER_SEC);
 	to_sec = (int64_t)(out->to_wall_ns / NSEC_PER_SEC);
 	nops = cw_opstats_load(db, o->node_filter, from_sec, to_sec, &ops);
-	if (nops < 0)
-		return nops;
+	if (nops < 0) {
+		ret = nops;
+		nops = 0;
+		goto fail;
+	}
 	if (!(buf = malloc((size_t)rules_max_out() * sizeof(*buf)))) {
 		ret = -ENOMEM;
 		goto fail;

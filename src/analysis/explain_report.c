@@ -11,6 +11,7 @@
 #include "analysis/explain.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 /* Rounded so that outputs are stable across libm and platforms. */
 static json_t *jreal(double v, double scale)
@@ -33,10 +34,10 @@ static json_t *stack_to_json(const struct cw_chain *c)
 		const struct cw_stack_frame *f = &c->stack[i];
 
 		if (f->is_py)
-			json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:s}", "kind", "py", "file", f->file,
-							   "line", f->line, "function", f->function));
+			json_array_append_new(a, json_pack("{s:s, s:o, s:i, s:o}", "kind", "py", "file", cw_json_str(f->file),
+							   "line", f->line, "function", cw_json_str(f->function)));
 		else
-			json_array_append_new(a, json_pack("{s:s, s:s}", "kind", "native", "frame", f->function));
+			json_array_append_new(a, json_pack("{s:s, s:o}", "kind", "native", "frame", cw_json_str(f->function)));
 	}
 	return a;
 }
@@ -49,7 +50,7 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 	json_t *rc = json_object_get(o, "root_cause");
 
 	if (c->because[0])
-		json_object_set_new(rc, "because", json_string(c->because));
+		json_object_set_new(rc, "because", cw_json_str(c->because));
 	if (c->seq)
 		json_object_set_new(rc, "seq", json_integer(c->seq));
 	if (c->comm_id)
@@ -60,13 +61,13 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 		for (int i = 0; i < c->nmissing; i++) {
 			json_array_append_new(m, json_integer(c->missing_ranks[i]));
 			if (i < CW_CHAIN_MAX_MISSING)
-				json_array_append_new(st, json_string(c->missing_state[i]));
+				json_array_append_new(st, cw_json_str(c->missing_state[i]));
 		}
 		json_object_set_new(rc, "missing_ranks", m);
 		json_object_set_new(rc, "missing_state", st);
 	}
 	if (c->caused_by.kind[0]) {
-		json_t *cb = json_pack("{s:s, s:s, s:I}", "kind", c->caused_by.kind, "node", c->caused_by.node, "pid",
+		json_t *cb = json_pack("{s:o, s:o, s:I}", "kind", cw_json_str(c->caused_by.kind), "node", cw_json_str(c->caused_by.node), "pid",
 				       (json_int_t)c->caused_by.pid);
 		json_object_set_new(cb, "rank", c->caused_by.rank >= 0 ? json_integer(c->caused_by.rank) : json_null());
 		json_object_set_new(o, "caused_by", cb);
@@ -77,9 +78,9 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 {
 	json_t *o = json_object(), *tl = json_array(), *fix = json_array(), *ev = json_object();
 
-	json_object_set_new(o, "severity", json_string(cw_severity_name(c->severity)));
-	json_object_set_new(o, "op", json_string(c->op));
-	json_object_set_new(o, "source", json_string(c->source));
+	json_object_set_new(o, "severity", cw_json_str(cw_severity_name(c->severity)));
+	json_object_set_new(o, "op", cw_json_str(c->op));
+	json_object_set_new(o, "source", cw_json_str(c->source));
 	json_object_set_new(o, "count", jint(c->count));
 	json_object_set_new(o, "slow_count", jint(c->slow_count));
 	json_object_set_new(o, "p50_ns", jint(c->p50_ns));
@@ -90,37 +91,37 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 	json_object_set_new(o, "explained_share", jreal(c->explained_share, 1000));
 	json_object_set_new(o, "slow_time_ns", jint(c->slow_time_ns));
 	json_object_set_new(o, "explained_ns", jint(c->explained_ns));
-	json_object_set_new(o, "root_cause", json_pack("{s:s, s:s}", "kind", cw_kind_name(c->kind),
-						       "summary", c->summary));
+	json_object_set_new(o, "root_cause", json_pack("{s:s, s:o}", "kind", cw_kind_name(c->kind),
+						       "summary", cw_json_str(c->summary)));
 	nccl_fields(o, c);
 	for (int i = 0; i < c->ntimeline; i++)
-		json_array_append_new(tl, json_pack("{s:s, s:I, s:s}", "layer",
+		json_array_append_new(tl, json_pack("{s:s, s:I, s:o}", "layer",
 						    cw_layer_name(c->timeline[i].layer), "t_ns",
 						    (json_int_t)c->timeline[i].t_ns, "text",
-						    c->timeline[i].text));
+						    cw_json_str(c->timeline[i].text)));
 	json_object_set_new(o, "timeline", tl);
 	json_t *kinds = json_array();
 
 	for (int i = 0; i < c->nfix; i++) {
-		json_array_append_new(fix, json_string(c->fix[i]));
+		json_array_append_new(fix, cw_json_str(c->fix[i]));
 		json_array_append_new(kinds, json_string(cw_fix_kind_name(c->fix_kind[i])));
 	}
 	json_object_set_new(o, "fix", fix);
 	json_object_set_new(o, "fix_kinds", kinds);
 	json_object_set_new(o, "pid", c->pid ? json_integer(c->pid) : json_null());
 	json_object_set_new(o, "tid", c->tid ? json_integer(c->tid) : json_null());
-	json_object_set_new(o, "comm", c->comm[0] ? json_string(c->comm) : json_null());
-	json_object_set_new(o, "node", json_string(c->node));
+	json_object_set_new(o, "comm", c->comm[0] ? cw_json_str(c->comm) : json_null());
+	json_object_set_new(o, "node", cw_json_str(c->node));
 	json_object_set_new(o, "rank", c->rank >= 0 ? json_integer(c->rank) : json_null());
 	if (c->has_python)
-		json_object_set_new(o, "python", json_pack("{s:s, s:i, s:s}", "file", c->py_file, "line",
-							   c->py_line, "function", c->py_function));
+		json_object_set_new(o, "python", json_pack("{s:o, s:i, s:o}", "file", cw_json_str(c->py_file), "line",
+							   c->py_line, "function", cw_json_str(c->py_function)));
 	else
 		json_object_set_new(o, "python", json_null());
 	json_object_set_new(o, "stack", stack_to_json(c));
 	json_object_set_new(o, "container", cw_tenant_ref_json(&c->container));
 	if (c->culprit.known) {
-		json_t *cu = json_pack("{s:s, s:I, s:I}", "comm", c->culprit.comm, "pid",
+		json_t *cu = json_pack("{s:o, s:I, s:I}", "comm", cw_json_str(c->culprit.comm), "pid",
 				       (json_int_t)c->culprit.pid, "overlap_ns",
 				       (json_int_t)c->culprit.overlap_ns);
 		json_object_set_new(cu, "cgroup_id",
@@ -155,7 +156,7 @@ json_t *cw_explain_to_json(const struct cw_explain_result *r)
 		json_array_append_new(chains, cw_chain_to_json(&r->chains[i]));
 	json_object_set_new(o, "chains", chains);
 	for (int i = 0; i < r->nwarnings; i++)
-		json_array_append_new(warns, json_string(r->warnings[i]));
+		json_array_append_new(warns, cw_json_str(r->warnings[i]));
 	json_object_set_new(o, "warnings", warns);
 	json_object_set_new(o, "losses", cw_losses_to_json(r->losses, r->nlosses));
 	return o;

@@ -7,8 +7,10 @@
 
 #include "analysis/engine.h"
 #include "util/hist.h"
+#include "util/timeutil.h"
 #include "store/store.h"
 #include "util/u64map.h"
+#include "util/utf8.h"
 
 #define NS_PER_S 1000000000LL
 
@@ -126,7 +128,8 @@ static int find_window(sqlite3 *db, const char *sql, const struct cw_summary_opt
 		return cw_sqlite_errno(rc);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		int64_t lo = sqlite3_column_int64(st, 0), hi = sqlite3_column_int64(st, 1);
+		int64_t lo = cw_clamp_second(sqlite3_column_int64(st, 0));
+		int64_t hi = cw_clamp_second(sqlite3_column_int64(st, 1));
 
 		if (o->since_ns) {
 			int64_t span = (int64_t)((o->since_ns + NS_PER_S - 1) / NS_PER_S);
@@ -512,19 +515,19 @@ int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_
 /* One row as `query --json` prints it (and the MCP trace_summary tool). */
 json_t *cw_summary_row_json(const struct cw_summary_row *r, int by_line)
 {
-	json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "source", r->source, "op", r->op,
+	json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "source", cw_json_str(r->source), "op", cw_json_str(r->op),
 			      "count", (json_int_t)r->count, "p50_ns", (json_int_t)r->p50_ns, "p95_ns",
 			      (json_int_t)r->p95_ns, "p99_ns", (json_int_t)r->p99_ns, "max_ns",
 			      (json_int_t)r->max_ns, "total_ns", (json_int_t)r->total_ns, "wall_share",
 			      r->wall_share);
 
 	if (o && by_line) {
-		json_object_set_new(o, "file", r->file ? json_string(r->file) : json_null());
+		json_object_set_new(o, "file", r->file ? cw_json_str(r->file) : json_null());
 		json_object_set_new(o, "line", r->line ? json_integer(r->line) : json_null());
-		json_object_set_new(o, "function", r->function ? json_string(r->function) : json_null());
+		json_object_set_new(o, "function", r->function ? cw_json_str(r->function) : json_null());
 	}
 	if (o && r->tenant) {
-		json_object_set_new(o, "tenant", json_string(r->tenant));
+		json_object_set_new(o, "tenant", cw_json_str(r->tenant));
 		json_object_set_new(o, "container", r->container ? json_incref(r->container) : json_null());
 	}
 	return o;

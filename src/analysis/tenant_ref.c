@@ -6,6 +6,7 @@
 
 #include "analysis/engine.h"
 #include "store/store.h"
+#include "util/utf8.h"
 
 static void col(sqlite3_stmt *st, int i, char *dst, size_t len)
 {
@@ -97,7 +98,7 @@ json_t *cw_tenant_ref_json(const struct cw_tenant_ref *r)
 
 	if (!r->known)
 		return json_null();
-#define S(v) ((v)[0] ? json_string(v) : json_null())
+#define S(v) ((v)[0] ? cw_json_str(v) : json_null())
 	o = json_object();
 	json_object_set_new(o, "runtime", S(r->runtime));
 	json_object_set_new(o, "id", S(r->id));

@@ -19,6 +19,7 @@
 #include "loader/probe_features.h"
 #include "loader/uprobe_attach.h"
 #include "util/fileset.h"
+#include "util/utf8.h"
 
 enum status { ST_OK, ST_WARN, ST_FAIL };
 static const char *const status_name[] = { "ok", "warn", "fail" };
@@ -42,7 +43,7 @@ static void item(struct report *r, const char *name, enum status st, const char 
 	va_end(ap);
 	o = json_pack("{s:s, s:s, s:s}", "name", name, "status", status_name[st], "detail", detail);
 	if (o && st != ST_OK && fix)
-		json_object_set_new(o, "recommendation", json_string(fix));
+		json_object_set_new(o, "recommendation", cw_json_str(fix));
 	json_array_append_new(r->checks, o);
 	if ((int)st > r->worst)
 		r->worst = st;
@@ -163,7 +164,7 @@ static int on_lib(void *ctx, const struct cw_found_lib *lib)
 		      lib->path, "real_path", lib->real, "version", lib->version, "soname", lib->soname,
 		      "hooked_symbols", n, "hooks_for_kind", cw_hooks_count(lib->kind), "stub", lib->stub);
 	if (o && lib->detail[0])
-		json_object_set_new(o, "version_detail", json_string(lib->detail));
+		json_object_set_new(o, "version_detail", cw_json_str(lib->detail));
 	json_array_append_new(s->r->libs, o);
 	s->found[lib->kind]++;
 	if (n > 0)

@@ -15,11 +15,13 @@
 #include "cmd/cmd.h"
 #include "cmd/fleet_cli.h"
 #include "cmd/opt_error.h"
+#include "store/read_error.h"
 #include "store/store.h"
 #include "util/log.h"
 #include "util/parse.h"
 #include "util/table.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 static void usage(FILE *f)
 {
@@ -107,6 +109,27 @@ static void print_ranks(json_t *rows)
 	else
 		cw_table_print(t, stdout);
 	cw_table_free(t);
+}
+
+/* The report goes through a buffer so that the names in it (comm, kernel
+ * and file names: bytes from the traced workload) reach the terminal as
+ * valid UTF-8, U+FFFD where they were not. */
+static void print_text(const struct cw_explain_result *r, int stacks)
+{
+	char *buf = NULL, *fixed;
+	size_t len = 0, n;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m) {
+		cw_explain_print_text_stacks(stdout, r, isatty(STDOUT_FILENO), stacks);
+		return;
+	}
+	cw_explain_print_text_stacks(m, r, isatty(STDOUT_FILENO), stacks);
+	fclose(m);
+	fixed = cw_utf8_fix(buf, len, &n);
+	fwrite(fixed ? fixed : buf, 1, fixed ? n : len, stdout);
+	free(fixed);
+	free(buf);
 }
 
 int cmd_explain(int argc, char **argv)
@@ -311,7 +334,7 @@ int cmd_explain(int argc, char **argv)
 		puts(s);
 		free(s);
 	} else {
-		cw_explain_print_text_stacks(stdout, &r, isatty(STDOUT_FILENO), stacks);
+		print_text(&r, stacks);
 		if (rank_rows)
 			print_ranks(rank_rows);
 	}
@@ -328,7 +351,8 @@ int cmd_explain(int argc, char **argv)
 	fflush(stdout);
 	return rc;
 db_fail:
-	cw_report_error(json, "explain: cannot read \"%s\": %s", db_path, cw_store_strerror(ret));
+	cw_report_error(json, "explain: cannot read \"%s\": %s", db_path,
+			cw_store_read_strerror(st ? st->db : NULL, ret, err, sizeof(err)));
 	cw_store_close(st);
 	return CW_EXIT_DB;
 }

@@ -14,6 +14,7 @@
 #include "fleet/merge.h"
 #include "util/log.h"
 #include "util/table.h"
+#include "util/utf8.h"
 
 /* Progress goes to stderr when the inputs are this big together. */
 #define PROGRESS_BYTES (64LL << 20)
@@ -89,10 +90,10 @@ static int print_json(const struct cw_merge_opts *o, const struct cw_merge_resul
 	for (int i = 0; i < r->nnodes; i++) {
 		const struct cw_merge_node *n = &r->nodes[i];
 		const struct cw_merge_skew *k = &r->skew[i];
-		json_t *jn = json_pack("{s:s,s:s,s:o}", "node", n->name, "input", o->inputs[n->input].path, "rows",
+		json_t *jn = json_pack("{s:o,s:s,s:o}", "node", cw_json_str(n->name), "input", o->inputs[n->input].path, "rows",
 				       rows_json(n->rows, 1));
 		if (strcmp(n->name, n->orig))
-			json_object_set_new(jn, "relabelled_from", json_string(n->orig));
+			json_object_set_new(jn, "relabelled_from", cw_json_str(n->orig));
 		if (k->known) {
 			json_object_set_new(jn, "clock_offset_ns", json_integer(k->offset_ns));
 			json_object_set_new(jn, "clock_spread_ns", json_integer(k->spread_ns));
@@ -309,7 +310,7 @@ int cmd_merge(int argc, char **argv)
 	o.cancelled = pending_stop;
 	ret = cw_merge_run(&o, &r);
 	if (ret) {
-		cw_report_error(json, "merge: %s", ret == -EINTR ? "interrupted; nothing was written" : r.err);
+		cw_report_error(json, "merge: %s", ret == -EINTR ? "interrupted by a signal; nothing was written" : r.err);
 		rc = ret == -EINVAL || ret == -EPERM || ret == -EISDIR ? CW_EXIT_USAGE
 		     : ret == -EINTR || ret == -EEXIST ? CW_EXIT_FAIL : CW_EXIT_DB;
 	} else {

@@ -23,6 +23,7 @@
 #include "util/parse.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 static const char *const flags_with_value[] = { "--nodes",	  "--ca-cert",	  "--client-cert",
 						 "--client-key", "--token-file", "--node-timeout",
@@ -300,7 +301,7 @@ static json_t *merge_ops(struct cw_fleet_result *r, int by_line, int per_tenant)
 		json_array_foreach(ops, j, op) {
 			json_t *row = json_array();
 
-			json_array_append_new(row, json_string(r->nodes[i].name));
+			json_array_append_new(row, cw_json_str(r->nodes[i].name));
 			json_array_append(row, json_object_get(op, "source") ?: json_null());
 			json_array_append(row, json_object_get(op, "op") ?: json_null());
 			if (by_line) {
@@ -681,7 +682,7 @@ static void add_warning(void *arg, const char *msg)
 	json_array_foreach(w, i, x)
 		if (json_is_string(x) && !strcmp(json_string_value(x), msg))
 			return;
-	json_array_append_new(w, json_string(msg));
+	json_array_append_new(w, cw_json_str(msg));
 }
 
 int cw_fleet_cmd_explain(int argc, char **argv)

@@ -31,6 +31,8 @@
 #define CW_CONFIG_SYSTEM_PATH "/etc/causeway/causeway.yaml"
 #define CW_CONFIG_USER_PATH ".causeway/causeway.yaml" /* under $HOME */
 #define CW_CONFIG_MAX_BYTES (1 << 20)
+/* Nesting of sequences and mappings a config may have (it uses three). */
+#define CW_CONFIG_MAX_DEPTH 32
 #define CW_CONFIG_MAX_NODES 1024
 #define CW_NODE_NAME_MAX 64
 

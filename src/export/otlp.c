@@ -18,6 +18,7 @@
 #include "metrics/families.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 #define BACKOFF_MIN_NS (200ULL * 1000000ULL)
 #define BACKOFF_MAX_NS (10ULL * 1000000000ULL)
@@ -49,7 +50,7 @@ struct cw_otlp {
 
 static json_t *attr_str(const char *k, const char *v)
 {
-	return json_pack("{s:s,s:{s:s}}", "key", k, "value", "stringValue", v ? v : "");
+	return json_pack("{s:s,s:{s:o}}", "key", k, "value", "stringValue", cw_json_str(v ? v : ""));
 }
 
 static json_t *attr_int(const char *k, long long v)
@@ -70,7 +71,7 @@ static json_t *u64s(uint64_t v)
 	char buf[24];
 
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	return json_string(buf);
+	return cw_json_str(buf);
 }
 
 static json_t *resource(const char *node)
@@ -135,7 +136,7 @@ static void counter_points(sqlite3 *db, uint64_t start, uint64_t now, json_t *lo
 	sqlite3_stmt *st;
 
 	if (sqlite3_prepare_v2(db,
-			       "SELECT node, name, sum(value) FROM counters GROUP BY node, name "
+			       "SELECT node, name, CAST(total(value) AS INTEGER) FROM counters GROUP BY node, name "
 			       "ORDER BY node, name",
 			       -1, &st, NULL) != SQLITE_OK)
 		return;
@@ -286,12 +287,12 @@ char *cw_otlp_logs_payload(const char *db_path, const char *node, int64_t *after
 							  (const char *)sqlite3_column_text(q, 15)));
 		json_array_append_new(
 			records,
-			json_pack("{s:o,s:o,s:i,s:s,s:{s:s},s:o}", "timeUnixNano",
+			json_pack("{s:o,s:o,s:i,s:o,s:{s:o},s:o}", "timeUnixNano",
 				  u64s((uint64_t)sqlite3_column_int64(q, 2)), "observedTimeUnixNano",
 				  u64s(cw_realtime_ns()), "severityNumber", severity_number(sev),
-				  "severityText", sev ? sev : "", "body", "stringValue",
-				  (const char *)sqlite3_column_text(q, 6) ?
-					  (const char *)sqlite3_column_text(q, 6) : "",
+				  "severityText", cw_json_str(sev ? sev : ""), "body", "stringValue",
+				  cw_json_str((const char *)sqlite3_column_text(q, 6) ?
+					  (const char *)sqlite3_column_text(q, 6) : ""),
 				  "attributes", a));
 		(*n)++;
 	}

@@ -11,7 +11,9 @@
 #include "analysis/explain.h"
 #include "export/perfetto_int.h"
 #include "store/store.h"
+#include "util/sat.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 #define ERR(c, ...) snprintf((c)->err, (c)->errlen, __VA_ARGS__)
 
@@ -68,7 +70,7 @@ static int load_nodes(struct pf_ctx *c)
 		nv[n].pid = n + 1;
 		newest[n] = sqlite3_column_type(st, 1) == SQLITE_NULL
 				    ? -1
-				    : (sqlite3_column_int64(st, 1) + 1) * (int64_t)NSEC_PER_SEC;
+				    : (cw_clamp_second(sqlite3_column_int64(st, 1)) + 1) * (int64_t)NSEC_PER_SEC;
 		n++;
 	}
 	if (rc != SQLITE_DONE) {
@@ -91,7 +93,7 @@ static int load_nodes(struct pf_ctx *c)
 		}
 		sqlite3_bind_text(q, 1, c->nodes[i].name, -1, SQLITE_STATIC);
 		if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
-			newest[i] = sqlite3_column_int64(q, 0) + 1;
+			newest[i] = cw_add_sat(sqlite3_column_int64(q, 0), 1);
 		sqlite3_finalize(q);
 	}
 	/* The window is on the reference clock: each node's newest data is
@@ -251,7 +253,8 @@ static json_t *event_slice(struct pf_ctx *c, const struct pf_node *n, sqlite3_st
 		json_object_set_new(args, "device", json_integer(sqlite3_column_int(q, 7)));
 	if (pyf)
 		json_object_set_new(args, "python",
-				    cw_trace_strf("%s:%d %s", pyf, sqlite3_column_int(q, 9),
+				    /* Precisions: vsnprintf walks all of a %s, however long. */
+				    cw_trace_strf("%.240s:%d %.240s", pyf, sqlite3_column_int(q, 9),
 						 sqlite3_column_text(q, 10) ? (const char *)sqlite3_column_text(q, 10)
 									    : "?"));
 	if (sqlite3_column_int(q, 11))
@@ -452,7 +455,7 @@ static json_t *other_data(const struct pf_ctx *c)
 	cw_format_time(c->st->to_wall_ns, to, sizeof(to));
 	for (int i = 0; i < c->nnodes; i++)
 		if (c->nodes[i].has_offset)
-			json_object_set_new(offs, c->nodes[i].name, json_integer(c->nodes[i].offset_ns));
+			cw_json_set(offs, c->nodes[i].name, json_integer(c->nodes[i].offset_ns));
 	o = json_pack("{s:s,s:{s:s,s:s,s:I,s:I},s:I,s:o,s:I,s:I}", "producer", "causeway", "window", "from", from,
 		      "to", to, "from_wall_ns", (json_int_t)c->st->from_wall_ns, "to_wall_ns",
 		      (json_int_t)c->st->to_wall_ns, "ts_origin_wall_ns", (json_int_t)c->base, "clock_offsets_ns",

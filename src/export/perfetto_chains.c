@@ -15,6 +15,7 @@
 #include "analysis/explain.h"
 #include "export/perfetto_int.h"
 #include "store/store.h"
+#include "store/read_error.h"
 
 #define CALLS_PER_CHAIN 50
 #define SLOW_FACTOR 3
@@ -459,7 +460,10 @@ int pf_emit_chains(struct pf_ctx *c)
 	eo.pids = c->o->pids;
 	eo.npids = c->o->npids;
 	if ((ret = cw_explain_run(c->db, &eo, &r))) {
-		snprintf(c->err, c->errlen, "explaining the window: %s", strerror(-ret));
+		char why[256];
+
+		snprintf(c->err, c->errlen, "explaining the window: %s",
+			 cw_store_read_strerror(c->db, ret, why, sizeof(why)));
 		return ret;
 	}
 	if (cw_events_prepare_light(c->db, calls_sql, &s.calls) != SQLITE_OK ||

@@ -10,6 +10,7 @@
 #include "fleet/fetch.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 /* One table fetched from every agent. The SELECT's columns are, in order,
  * the columns of the local INSERT after node (the names are ours, never
@@ -98,7 +99,7 @@ static int plan(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_exp
 		if (!n->ok)
 			continue;
 		if (n->skew.valid)
-			json_object_set_new(nodes, n->name, json_pack("{s:I,s:i}", "offset_ns", (json_int_t)off,
+			cw_json_set(nodes, n->name, json_pack("{s:I,s:i}", "offset_ns", (json_int_t)off,
 								      "samples", n->skew.samples));
 		maxoff = llabs(off) > maxoff ? llabs(off) : maxoff;
 		json_array_foreach(rows, ri, row) {

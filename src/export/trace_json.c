@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
 /* 15 significant digits print a relative timestamp of up to ~11 days in
  * microseconds with all its nanosecond digits, and %g drops the trailing
  * zeros, so equal inputs give byte-identical files. */
@@ -61,58 +63,14 @@ int cw_tracew_end(struct cw_tracew *w, json_t *other)
 	return w->err;
 }
 
-/* Length of the valid UTF-8 sequence at s, 0 when invalid. */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
+/* Longer text from the database is cut: the longest demangled kernel names
+ * fit, and a hostile name repeated in every slice stays within a small
+ * multiple of the database's size. */
+#define TRACE_STR_MAX 2048
 
 json_t *cw_trace_str(const char *s)
 {
-	json_t *j;
-	char *c;
-	size_t i = 0, n;
-
-	if (!s)
-		return json_string("");
-	if ((j = json_string(s)))
-		return j;
-	/* Invalid UTF-8 (or an overlong/surrogate form jansson rejects):
-	 * keep the valid sequences, '?' for the rest. */
-	if (!(c = strdup(s)))
-		return NULL;
-	while (c[i]) {
-		n = utf8_len((const unsigned char *)c + i);
-		if (!n) {
-			c[i++] = '?';
-			continue;
-		}
-		i += n;
-	}
-	j = json_string(c);
-	if (!j) {
-		for (i = 0; c[i]; i++)
-			if ((unsigned char)c[i] >= 0x80)
-				c[i] = '?';
-		j = json_string(c);
-	}
-	free(c);
-	return j;
+	return cw_json_strcap(s ? s : "", TRACE_STR_MAX);
 }
 
 json_t *cw_trace_strf(const char *fmt, ...)

@@ -35,8 +35,9 @@ int cw_tracew_end(struct cw_tracew *w, json_t *other);
 
 /* A JSON string of user data (comm, kernel and file names, node names:
  * bytes from the kernel, ELF files or another process's memory). jansson
- * refuses invalid UTF-8; the bytes that are not valid UTF-8 become '?'
- * instead of losing the event. NULL s gives "". NULL only on ENOMEM. */
+ * refuses invalid UTF-8; the bytes that are not valid UTF-8 become U+FFFD
+ * instead of losing the event, and text past 2 KiB is cut ("\u2026").
+ * NULL s gives "". NULL only on ENOMEM. */
 json_t *cw_trace_str(const char *s);
 json_t *cw_trace_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

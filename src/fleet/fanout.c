@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 enum xkind { X_MAIN, X_TIME };
 
@@ -467,7 +468,7 @@ static json_t *warnings_json(const struct cw_fleet_result *r)
 	json_t *a = json_array();
 
 	for (int i = 0; i < r->nwarnings; i++)
-		json_array_append_new(a, json_string(r->warnings[i]));
+		json_array_append_new(a, cw_json_str(r->warnings[i]));
 	return a;
 }
 
@@ -552,7 +553,7 @@ int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merg
 		json_array_foreach(rr, ri, row) {
 			json_t *nr = json_array();
 
-			json_array_append_new(nr, json_string(out->nodes[i].name));
+			json_array_append_new(nr, cw_json_str(out->nodes[i].name));
 			json_array_extend(nr, row);
 			json_array_append_new(rows, nr);
 		}
@@ -643,11 +644,11 @@ int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **m
 			if (!na)
 				break;
 			all = na;
-			json_object_set_new(c, "agent", json_string(out->nodes[i].addr));
+			json_object_set_new(c, "agent", cw_json_str(out->nodes[i].addr));
 			if (out->nodes[i].skew.valid)
 				shift_timeline(c, out->nodes[i].skew.offset_ns);
 			if (!nn || !*nn)
-				json_object_set_new(c, "node", json_string(out->nodes[i].name));
+				json_object_set_new(c, "node", cw_json_str(out->nodes[i].name));
 			all[nall++] = json_incref(c);
 		}
 	}

@@ -19,6 +19,7 @@
 #include "analysis/explain.h"
 #include "fleet/fetch.h"
 #include "store/store.h"
+#include "util/utf8.h"
 
 #define PER_NODE_ROWS 1000000
 
@@ -66,7 +67,7 @@ static int skew_meta(sqlite3 *db, const struct cw_fleet_result *fr)
 
 	for (int i = 0; i < fr->n; i++)
 		if (fr->nodes[i].ok && fr->nodes[i].skew.valid)
-			json_object_set_new(nodes, fr->nodes[i].name,
+			cw_json_set(nodes, fr->nodes[i].name,
 					    json_pack("{s:I}", "offset_ns", (json_int_t)fr->nodes[i].skew.offset_ns));
 	json_object_set_new(skew, "method", json_string("fan-out NTP-style time samples"));
 	json_object_set_new(skew, "nodes", nodes);

@@ -15,9 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/read_error.h"
 #include "store/store.h"
 #include "util/out_path.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 struct input_info {
 	char **nodes;
@@ -263,6 +265,20 @@ static int copy_input(sqlite3 *db, const struct cw_merge_opts *o, int idx, struc
 	if (!ret)
 		ret = cw_exec(db, "COMMIT");
 out:
+	/* The cause is taken before ROLLBACK resets SQLite's message to
+	 * "not an error". */
+	if (ret == -ETIMEDOUT)
+		snprintf(r->err, sizeof(r->err), "interrupted");
+	else if (ret) {
+		char why[256];
+
+		int ec = sqlite3_errcode(db) & 0xff;
+
+		snprintf(r->err, sizeof(r->err), "%s",
+			 ec != SQLITE_OK && ec != SQLITE_ROW && ec != SQLITE_DONE
+				 ? sqlite3_errmsg(db)
+				 : cw_store_read_strerror(db, ret, why, sizeof(why)));
+	}
 	if (ret && !sqlite3_get_autocommit(db))
 		cw_exec(db, "ROLLBACK");
 	return ret;
@@ -312,16 +328,16 @@ static int write_meta(sqlite3 *db, const struct cw_merge_opts *o, const struct c
 	for (int i = 0; i < r->nnodes; i++) {
 		const struct cw_merge_node *n = &r->nodes[i];
 		const struct cw_merge_skew *k = &r->skew[i];
-		json_array_append_new(src, json_pack("{s:s,s:s,s:s}", "node", n->name, "input",
-						     o->inputs[n->input].path, "node_in_input", n->orig));
+		json_array_append_new(src, json_pack("{s:o,s:o,s:o}", "node", cw_json_str(n->name), "input",
+						     cw_json_str(o->inputs[n->input].path), "node_in_input", cw_json_str(n->orig)));
 		if (k->known)
-			json_object_set_new(nodes, n->name,
+			cw_json_set(nodes, n->name,
 					    json_pack("{s:I,s:I,s:i,s:s}", "offset_ns", (json_int_t)k->offset_ns,
 						      "spread_ns", (json_int_t)k->spread_ns, "samples", k->samples, "signal",
 						      cw_merge_skew_signal(k)));
 	}
 	json_object_set_new(skew, "method", json_string("nccl collective completion"));
-	json_object_set_new(skew, "reference", r->reference[0] ? json_string(r->reference) : json_null());
+	json_object_set_new(skew, "reference", r->reference[0] ? cw_json_str(r->reference) : json_null());
 	json_object_set(skew, "nodes", nodes);
 	s1 = json_dumps(src, JSON_COMPACT);
 	s2 = json_dumps(skew, JSON_COMPACT);
@@ -355,12 +371,13 @@ static int plan(const struct cw_merge_opts *o, struct input_info *info, struct c
 			return ret;
 		}
 		ret = read_nodes(st->db, &info[i]);
-		cw_store_close(st);
-		if (ret) {
+		if (ret)
 			snprintf(r->err, sizeof(r->err), "reading \"%s\": %s", o->inputs[i].path,
-				 ret == -ENOTSUP ? "database is corrupt" : cw_store_strerror(ret));
+				 ret == -ENOTSUP ? "database is corrupt"
+						 : cw_store_read_strerror(st->db, ret, err, sizeof(err)));
+		cw_store_close(st);
+		if (ret)
 			return ret == -ENOTSUP ? ret : -EIO;
-		}
 		if (rl && (!*rl || strlen(rl) >= sizeof(r->nodes[0].name))) {
 			snprintf(r->err, sizeof(r->err), "invalid node name \"%s\" for \"%s\"", rl, o->inputs[i].path);
 			return -EINVAL;
@@ -463,9 +480,12 @@ static int fill(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_resu
 			break;
 		}
 		ret = copy_input(db, o, i, r);
-		if (ret)
-			snprintf(r->err, sizeof(r->err), "merging \"%s\": %s", o->inputs[i].path,
-				 ret == -ETIMEDOUT ? "interrupted" : sqlite3_errmsg(db));
+		if (ret) {
+			char why[256];
+
+			snprintf(why, sizeof(why), "%.200s", r->err);
+			snprintf(r->err, sizeof(r->err), "merging \"%s\": %s", o->inputs[i].path, why);
+		}
 		cw_exec(db, "DETACH src");
 		if (ret)
 			break;
@@ -576,6 +596,11 @@ out:
 		input_info_free(&info[i]);
 	free(info);
 	free(paths);
+	/* A stop request can surface as any failure (a statement interrupted
+	 * between two others leaves SQLite's message at "not an error"): with
+	 * one pending, the merge was interrupted, whatever failed last. */
+	if (ret && ret != -EINTR && o->cancelled && o->cancelled(o->cancel_arg))
+		ret = -EINTR;
 	return ret;
 }
 

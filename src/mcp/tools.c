@@ -13,6 +13,7 @@
 #include "mcp/mcp.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 const struct cw_mcp_tool *cw_mcp_tool_find(const char *name)
 {
@@ -185,7 +186,7 @@ static json_t *text_block(struct strbuf *text)
 	json_t *j;
 
 	if (!text->overflow && n <= CW_MCP_MAX_TEXT)
-		return json_pack("{s:s, s:s}", "type", "text", "text", n ? s : "(empty)");
+		return json_pack("{s:s, s:o}", "type", "text", "text", cw_json_str(n ? s : "(empty)"));
 	if (n > CW_MCP_MAX_TEXT)
 		n = CW_MCP_MAX_TEXT;
 	if (memrchr(s, '\n', n))
@@ -193,7 +194,7 @@ static json_t *text_block(struct strbuf *text)
 	strbuf_init(&cut, CW_MCP_MAX_TEXT + 128);
 	strbuf_add(&cut, s, n);
 	strbuf_adds(&cut, "\n(text cut; the structured result has the rest)");
-	j = json_pack("{s:s, s:s}", "type", "text", "text", strbuf_str(&cut));
+	j = json_pack("{s:s, s:o}", "type", "text", "text", cw_json_str(strbuf_str(&cut)));
 	strbuf_release(&cut);
 	return j;
 }
@@ -224,7 +225,7 @@ json_t *cw_mcp_tool_call(struct cw_mcp_call *c, const struct cw_mcp_tool *t, jso
 fail:
 	if (!err[0])
 		snprintf(err, sizeof(err), "%s failed: %s", t->name, strerror(-rc));
-	return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", err, "isError", 1);
+	return json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text", cw_json_str(err), "isError", 1);
 }
 
 int cw_mcp_should_stop(struct cw_mcp_call *c)
@@ -242,7 +243,7 @@ int cw_mcp_progress(struct cw_mcp_call *c, double progress, double total, const 
 		if (total > 0)
 			json_object_set_new(p, "total", json_real(total));
 		if (message)
-			json_object_set_new(p, "message", json_string(message));
+			json_object_set_new(p, "message", cw_json_str(message));
 		c->notify(c->notify_arg, cw_jsonrpc_notification("notifications/progress", p));
 		c->progress_last = progress;
 	}

@@ -17,6 +17,7 @@
 #include "store/store.h"
 #include "analysis/summary.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 TOOL_FN(cw_tool_check)
 {
@@ -191,7 +192,7 @@ TOOL_FN(cw_tool_causal_chains)
 	else if ((int)json_array_size(kept) < total)
 		strbuf_addf(text, "(%zu of %d chains; raise top_n for more)\n", json_array_size(kept), total);
 	json_object_set_new(j, "chains", kept);
-	json_object_set_new(j, "node", json_string(c->cfg->node));
+	json_object_set_new(j, "node", cw_json_str(c->cfg->node));
 	json_object_set_new(j, "chain_count", json_integer((json_int_t)json_array_size(kept)));
 	json_object_set_new(j, "total_chains", json_integer(total));
 	json_object_set_new(j, "truncated", json_boolean((int)json_array_size(kept) < total));
@@ -208,7 +209,7 @@ static json_t *col_text(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
 
-	return t ? json_string((const char *)t) : json_null();
+	return t ? cw_json_str((const char *)t) : json_null();
 }
 
 static json_t *col_int(sqlite3_stmt *st, int i)
@@ -225,7 +226,7 @@ static json_t *stack_json(sqlite3 *db, int64_t py_id, int64_t nat_id)
 
 	for (int i = 0; i < n; i++) {
 		cw_stack_frame_text(&fr[i], line, sizeof(line));
-		json_array_append_new(a, json_string(line));
+		json_array_append_new(a, cw_json_str(line));
 	}
 	return a;
 }
@@ -454,7 +455,7 @@ TOOL_FN(cw_tool_run_sql)
 	}
 	cols = json_array();
 	for (i = 0; i < res->ncols; i++)
-		json_array_append_new(cols, json_string(res->names[i]));
+		json_array_append_new(cols, cw_json_str(res->names[i]));
 	rows = cw_ro_result_json(res);
 	for (i = 0; i < res->ncols; i++)
 		strbuf_addf(text, "%s%s", i ? "\t" : "", res->names[i]);

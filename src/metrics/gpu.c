@@ -341,7 +341,7 @@ static int xid_ranges(sqlite3 *db, struct id_range **out, int *n)
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		uint64_t sec = (uint64_t)sqlite3_column_int64(st, 1) * NSEC_PER_SEC;
+		uint64_t sec = (uint64_t)cw_clamp_second(sqlite3_column_int64(st, 1)) * NSEC_PER_SEC;
 		int64_t lo, hi;
 		const char *node = text(st, 0);
 

@@ -177,7 +177,7 @@ int cw_metrics_store_counters(sqlite3 *db, struct strbuf *sb)
 	int rc;
 
 	rc = sqlite3_prepare_v2(db,
-				"SELECT node, name, sum(value) FROM counters GROUP BY node, name "
+				"SELECT node, name, CAST(total(value) AS INTEGER) FROM counters GROUP BY node, name "
 				"ORDER BY node, name",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)

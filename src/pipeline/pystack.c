@@ -8,6 +8,7 @@
 
 #include "util/strbuf.h"
 #include "util/u64map.h"
+#include "util/utf8.h"
 
 /* Whether a Python source file is library code (stdlib, site-packages,
  * torch internals, frozen modules) rather than the user's. */
@@ -66,8 +67,8 @@ int64_t cw_pystack_intern(struct cw_writer *w, const struct cw_py_resolver *py, 
 	if (!arr)
 		return -ENOMEM;
 	for (i = 0; i < (uint32_t)nres; i++)
-		json_array_append_new(arr, json_pack("{s:s,s:i,s:s}", "file", loc[i].file, "line", loc[i].line,
-						     "function", loc[i].function));
+		json_array_append_new(arr, json_pack("{s:o,s:i,s:o}", "file", cw_json_str(loc[i].file), "line", loc[i].line,
+						     "function", cw_json_str(loc[i].function)));
 	if (s->truncated)
 		json_array_append_new(arr, json_pack("{s:b}", "truncated", 1));
 	frames = json_dumps(arr, JSON_COMPACT);

@@ -16,6 +16,7 @@
 #include "metrics/live_metrics.h"
 #include "metrics/writer_lag.h"
 #include "server/internal.h"
+#include "store/read_error.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -167,8 +168,10 @@ void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
 	cw_server_close_db(db);
 	if (rc || sb.overflow) {
 		strbuf_release(&sb);
+		char why[256];
+
 		cw_reply_error(r, 500, "cannot render metrics: %s",
-			       rc ? strerror(-rc) : "larger than 16 MiB");
+			       rc ? cw_store_read_strerror(NULL, rc, why, sizeof(why)) : "larger than 16 MiB");
 		return;
 	}
 	r->status = 200;

@@ -2,6 +2,7 @@
  * {"error": ...} form. A leaf of server/: routes, the gate, /metrics and
  * /mcp fill a struct cw_reply, server.c sends it. */
 #include "server/internal.h"
+#include "util/utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ void cw_reply_error(struct cw_reply *r, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	cw_reply_json(r, status, json_pack("{s:s}", "error", msg));
+	cw_reply_json(r, status, json_pack("{s:o}", "error", cw_json_str(msg)));
 	r->status = status;
 }
 

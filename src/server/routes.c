@@ -14,9 +14,11 @@
 #include "server/web_assets.h"
 #include "store/losses.h"
 #include "store/ro_query.h"
+#include "store/read_error.h"
 #include "store/store.h"
 #include "analysis/summary.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 #define CW_API_PREFIX "/api/v1"
 #define CW_QUERY_MAX_PARAMS 32
@@ -49,7 +51,7 @@ static void route_health(struct cw_server *s, struct MHD_Connection *c, struct c
 		      (json_int_t)((cw_realtime_ns() - s->started_wall_ns) / NSEC_PER_SEC), "tls",
 		      s->tls, "mtls", s->mtls, "token", s->has_token);
 	if (j && rc)
-		json_object_set_new(j, "error", json_string(err));
+		json_object_set_new(j, "error", cw_json_str(err));
 	cw_reply_json(r, rc ? 503 : 200, j);
 }
 
@@ -81,7 +83,7 @@ static void add_losses(struct cw_server *s, json_t *out)
 	n = cw_store_losses(db, NULL, 0, 0, &l);
 	for (int i = 0; i < n; i++) {
 		cw_session_loss_text(&l[i], line, sizeof(line));
-		json_array_append_new(warns, json_string(line));
+		json_array_append_new(warns, cw_json_str(line));
 	}
 	json_object_set_new(out, "losses", cw_losses_to_json(l, n > 0 ? n : 0));
 	json_object_set_new(out, "warnings", warns);
@@ -156,7 +158,7 @@ static void route_query(struct cw_server *s, struct MHD_Connection *c, const cha
 	cols = json_array();
 	rows = json_array();
 	for (i = 0; i < res->ncols; i++)
-		json_array_append_new(cols, json_string(res->names[i]));
+		json_array_append_new(cols, cw_json_str(res->names[i]));
 	for (i = 0; i < res->nrows; i++) {
 		json_t *row = json_array();
 
@@ -218,27 +220,28 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 	cw_server_close_db(db);
 	if (rc) {
 		cw_reply_error(r, cw_monotonic_ns() > deadline ? 504 : 500, "ops summary failed: %s",
-			       cw_monotonic_ns() > deadline ? "request time limit" : strerror(-rc));
+			       cw_monotonic_ns() > deadline ? "request time limit"
+							    : cw_store_read_strerror(NULL, rc, err, sizeof(err)));
 		return;
 	}
 	ops = json_array();
 	for (size_t i = 0; i < sum->n; i++) {
 		struct cw_summary_row *w = &sum->rows[i];
-		json_t *o1 = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "source",
-				       w->source, "op", w->op, "count", (json_int_t)w->count,
+		json_t *o1 = json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "source",
+				       cw_json_str(w->source), "op", cw_json_str(w->op), "count", (json_int_t)w->count,
 				       "p50_ns", (json_int_t)w->p50_ns, "p95_ns",
 				       (json_int_t)w->p95_ns, "p99_ns", (json_int_t)w->p99_ns,
 				       "max_ns", (json_int_t)w->max_ns, "total_ns",
 				       (json_int_t)w->total_ns, "wall_share", w->wall_share);
 
 		if (o1 && o.by_line) {
-			json_object_set_new(o1, "file", w->file ? json_string(w->file) : json_null());
+			json_object_set_new(o1, "file", w->file ? cw_json_str(w->file) : json_null());
 			json_object_set_new(o1, "line", json_integer(w->line));
 			json_object_set_new(o1, "function",
-					    w->function ? json_string(w->function) : json_null());
+					    w->function ? cw_json_str(w->function) : json_null());
 		}
 		if (o1 && w->tenant) {
-			json_object_set_new(o1, "tenant", json_string(w->tenant));
+			json_object_set_new(o1, "tenant", cw_json_str(w->tenant));
 			json_object_set_new(o1, "container", w->container ? json_incref(w->container) : json_null());
 		}
 		json_array_append_new(ops, o1);
@@ -274,7 +277,7 @@ static json_t *text_or_null(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
 
-	return t ? json_string((const char *)t) : json_null();
+	return t ? cw_json_str((const char *)t) : json_null();
 }
 
 static json_t *int_or_null(sqlite3_stmt *st, int i)
@@ -384,14 +387,16 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 	 * rather than a scan of every event. */
 	j = json_pack("{s:s, s:o, s:o, s:o, s:{s:I, s:I}, s:I}", "node", s->node, "nodes", nodes,
 		      "sessions", sessions, "counts", counts, "time_range", "from_wall_ns",
-		      (json_int_t)(scalar_i64(db, "SELECT min(second) FROM aggregates", &rc) *
+		      (json_int_t)(cw_clamp_second(scalar_i64(db, "SELECT min(second) FROM aggregates", &rc)) *
 				   (int64_t)NSEC_PER_SEC),
 		      "to_wall_ns",
-		      (json_int_t)((scalar_i64(db, "SELECT max(second) FROM aggregates", &rc) + 1) *
+		      (json_int_t)((cw_clamp_second(scalar_i64(db, "SELECT max(second) FROM aggregates", &rc)) + 1) *
 				   (int64_t)NSEC_PER_SEC),
 		      "calls", (json_int_t)scalar_i64(db, "SELECT total(count) FROM aggregates", &rc));
 	json_object_set_new(j, "tenants", tenants);
-	if (!rc && j && (rc = cw_overview_extend(s, c, db, j, r)) == -EINVAL) {
+	/* -EINVAL with a reply set: a bad window, answered 400; without one it
+	 * is the file's content, answered below. */
+	if (!rc && j && (rc = cw_overview_extend(s, c, db, j, r)) == -EINVAL && r->status) {
 		json_decref(j);
 		cw_server_close_db(db);
 		return;
@@ -401,7 +406,8 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 		json_decref(j);
 		cw_reply_error(r, cw_monotonic_ns() > deadline ? 504 : 500,
 			       "cannot read the overview: %s",
-			       cw_monotonic_ns() > deadline ? "request time limit" : strerror(-rc));
+			       cw_monotonic_ns() > deadline ? "request time limit"
+							    : cw_store_read_strerror(NULL, rc, err, sizeof(err)));
 		return;
 	}
 	cw_reply_json(r, 200, j);

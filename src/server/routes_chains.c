@@ -25,6 +25,7 @@
 #include "analysis/explain_match.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 #define CACHE_ENTRIES 8
 /* The key request() builds for no parameters at all. */
@@ -98,7 +99,7 @@ static void compute(struct cw_server *s, sqlite3 *db, uint64_t deadline, const s
 		j = cw_explain_to_json(&res);
 		if (j) {
 			cw_chains_add_windows(&res, j);
-			json_object_set_new(j, "node", json_string(s->node));
+			json_object_set_new(j, "node", cw_json_str(s->node));
 		}
 		cw_explain_result_free(&res);
 		cw_reply_json(&r, 200, j);

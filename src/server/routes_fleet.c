@@ -17,12 +17,13 @@
 #include "fleet/fanout.h"
 #include "fleet/fanout_nccl.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 #define FLEET_QUERY_MAX 256
 
 static void add_warning(void *arg, const char *msg)
 {
-	json_array_append_new(arg, json_string(msg));
+	json_array_append_new(arg, cw_json_str(msg));
 }
 
 /* The fan-out's sentence about addr ("node \"ADDR\": ..."), or NULL. */
@@ -62,7 +63,7 @@ static json_t *node_json(const struct cw_fleet_node *n, const struct cw_fleet_re
 	}
 	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "node", n->name, "address", n->addr, "status",
 			 n->ok ? "ok" : n->http_status ? "error" : "unreachable", "error",
-			 !n->ok && w ? json_string(w) : !n->ok ? json_string("no answer") : json_null(),
+			 !n->ok && w ? cw_json_str(w) : !n->ok ? json_string("no answer") : json_null(),
 			 "clock_offset_ns", n->skew.valid ? json_integer(n->skew.offset_ns) : json_null(), "rtt_ns",
 			 n->skew.valid ? json_integer((json_int_t)n->skew.rtt_ns) : json_null(), "chains",
 			 n->ok ? json_integer((json_int_t)count) : json_null(), "top_chain", top);

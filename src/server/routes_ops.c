@@ -19,6 +19,7 @@
 #include "util/hist.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 #define SERIES_DEFAULT_POINTS 60
 #define SERIES_MAX_POINTS 300
@@ -170,8 +171,8 @@ void cw_route_ops_series(struct cw_server *s, struct MHD_Connection *c, struct c
 	qsort(ops, nops, sizeof(*ops), cmp_series);
 	arr = json_array();
 	for (size_t i = 0; i < nops; i++) {
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:O, s:O, s:O}", "source", ops[i].source,
-						     "op", ops[i].op, "count", (json_int_t)ops[i].count, "total_ns",
+		json_array_append_new(arr, json_pack("{s:o, s:o, s:I, s:I, s:O, s:O, s:O}", "source", cw_json_str(ops[i].source),
+						     "op", cw_json_str(ops[i].op), "count", (json_int_t)ops[i].count, "total_ns",
 						     (json_int_t)ops[i].total_ns, "p50_ns", ops[i].p50, "p99_ns",
 						     ops[i].p99, "calls", ops[i].calls));
 	}
@@ -321,8 +322,8 @@ void cw_route_ops_detail(struct cw_server *s, struct MHD_Connection *c, struct c
 										   : UINT64_MAX >> 1),
 							      "count", (json_int_t)h->buckets[b]));
 	cw_reply_json(r, 200,
-		      json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O}", "node", s->node,
-				"op", op, "source", source, "from_ns",
+		      json_pack("{s:s, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O}", "node", s->node,
+				"op", cw_json_str(op), "source", cw_json_str(source), "from_ns",
 				(json_int_t)(to_s >= from_s ? from_s * (int64_t)NSEC_PER_SEC : 0), "to_ns",
 				(json_int_t)(to_s >= from_s ? (to_s + 1) * (int64_t)NSEC_PER_SEC : 0), "count",
 				(json_int_t)h->count, "p50_ns", (json_int_t)cw_hist_quantile(h, 0.5), "p95_ns",

@@ -10,13 +10,15 @@
 #include "store/losses.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 #define HOST_MAX_POINTS 300
 
 /* Counters that count records lost, refused or left unresolved (the
- * others - records, calls, events stored - are totals). */
+ * others - records, calls, events stored - are totals). total(), not sum():
+ * a hostile INT64_MIN counter saturates instead of failing the statement. */
 static const char SQL_DROPS[] =
-	"SELECT k.name, sum(k.value) FROM counters k JOIN sessions s ON s.id = k.session_id AND s.node = k.node"
+	"SELECT k.name, CAST(total(k.value) AS INTEGER) FROM counters k JOIN sessions s ON s.id = k.session_id AND s.node = k.node"
 	" WHERE (?1 = 0 OR s.ended_wall_ns IS NULL OR s.ended_wall_ns >= ?1) AND (?2 = 0 OR s.started_wall_ns <= ?2)"
 	" AND (k.name LIKE '%drop%' OR k.name LIKE '%reject%' OR k.name LIKE '%fail%' OR k.name LIKE '%error%'"
 	" OR k.name LIKE '%unpaired%' OR k.name LIKE '%overflow%' OR k.name LIKE '%orphan%'"
@@ -77,7 +79,7 @@ static int drop_row(sqlite3_stmt *st, json_t *acc, void *ctx)
 {
 	const char *name = (const char *)sqlite3_column_text(st, 0);
 
-	return name ? json_object_set_new(acc, name, json_integer(sqlite3_column_int64(st, 1))) : 0;
+	return name ? cw_json_set(acc, name, json_integer(sqlite3_column_int64(st, 1))) : 0;
 }
 
 static int attach_row(sqlite3_stmt *st, json_t *acc, void *ctx)

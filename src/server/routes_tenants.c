@@ -22,7 +22,7 @@ static const char SQL_TENANTS[] =
 	"WITH calls AS (SELECT node, cgroup_id, count(*) AS n FROM events WHERE id >= ?1 AND id < ?2"
 	"  AND source IN ('cuda', 'driver', 'graph', 'nccl') AND wall_ns >= ?3 AND wall_ns < ?4"
 	"  AND cgroup_id IS NOT NULL GROUP BY node, cgroup_id),"
-	" off AS (SELECT o.node, p.cgroup_id, sum(o.duration_ns) AS ns FROM offcpu o JOIN processes p"
+	" off AS (SELECT o.node, p.cgroup_id, CAST(total(o.duration_ns) AS INTEGER) AS ns FROM offcpu o JOIN processes p"
 	"  ON p.node = o.node AND p.pid = o.pid WHERE o.wall_ns >= ?3 AND o.wall_ns < ?4"
 	"  AND p.cgroup_id IS NOT NULL GROUP BY o.node, p.cgroup_id)"
 	" SELECT g.node, g.cgroup_id, g.runtime, g.container_id, g.pod, g.namespace, g.path, g.tenant,"

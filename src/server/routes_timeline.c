@@ -22,7 +22,9 @@
 #include "analysis/engine.h"
 #include "analysis/explain.h"
 #include "store/store.h"
+#include "util/sat.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 #define TL_DEFAULT_LIMIT 20000
 #define TL_MAX_LIMIT 200000
@@ -140,7 +142,7 @@ static json_t *dev_json(sqlite3_stmt *st, int i)
 		return json_null();
 	d = sqlite3_column_int64(st, i);
 	snprintf(b, sizeof(b), "%" PRId64 ":%" PRId64, d >> 20, d & 0xfffff);
-	return json_string(b);
+	return cw_json_str(b);
 }
 
 static json_t *interval(int lane, sqlite3_stmt *st)
@@ -160,7 +162,7 @@ static json_t *interval(int lane, sqlite3_stmt *st)
 		snprintf(label, sizeof(label), "%s", detail && cw_op_is_launch(op ? op : "") ? detail : op ? op : "");
 		json_object_set_new(iv, "op", cw_api_text(st, 6));
 		json_object_set_new(iv, "error", json_integer(sqlite3_column_int64(st, 7)));
-		json_object_set_new(iv, "kernel", detail && cw_op_is_launch(op ? op : "") ? json_string(detail)
+		json_object_set_new(iv, "kernel", detail && cw_op_is_launch(op ? op : "") ? cw_json_str(detail)
 										       : json_null());
 		json_object_set_new(iv, "python", cw_api_python(st, 9));
 		break;
@@ -213,7 +215,7 @@ static json_t *interval(int lane, sqlite3_stmt *st)
 		json_object_set_new(iv, "wait_ns", cw_api_int_or_null(st, 11));
 		break;
 	}
-	json_object_set_new(iv, "label", json_string(label));
+	json_object_set_new(iv, "label", cw_json_str(label));
 	return iv;
 }
 
@@ -349,8 +351,8 @@ static int mono_range(sqlite3 *db, struct tl_req *q)
 	/* An interval that overlaps the window starts at most its own length
 	 * before it; off-CPU intervals past the slack are rare and long ones
 	 * are found by the query of the window after them. */
-	q->mono_lo = (int64_t)q->from - hi_off - (int64_t)TL_SLACK_NS;
-	q->mono_hi = (int64_t)q->to - lo_off + (int64_t)TL_SLACK_NS;
+	q->mono_lo = cw_sub_sat(cw_sub_sat((int64_t)q->from, hi_off), (int64_t)TL_SLACK_NS);
+	q->mono_hi = cw_add_sat(cw_sub_sat((int64_t)q->to, lo_off), (int64_t)TL_SLACK_NS);
 	return 0;
 }
 
@@ -530,7 +532,7 @@ void cw_route_timeline(struct cw_server *s, struct MHD_Connection *c, struct cw_
 			char cur[48];
 
 			snprintf(cur, sizeof(cur), "%d.%lld", lane, (long long)last);
-			j = json_string(cur);
+			j = cw_json_str(cur);
 			goto answer_more;
 		}
 	}

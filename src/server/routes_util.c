@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "analysis/explain.h"
+#include "store/read_error.h"
 #include "store/store.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 const char *cw_api_arg(struct MHD_Connection *c, const char *k)
 {
@@ -38,11 +40,14 @@ int cw_api_open(struct cw_server *s, sqlite3 **db, uint64_t *deadline, struct cw
 
 void cw_api_fail(struct cw_server *s, uint64_t deadline, int rc, const char *what, struct cw_reply *r)
 {
+	char why[256];
+
 	if (cw_monotonic_ns() > deadline || rc == -ETIMEDOUT || rc == -EINTR)
 		cw_reply_error(r, 504, "%s exceeded the %llu ms request limit", what,
 			       (unsigned long long)(s->timeout_ns / NSEC_PER_MSEC));
 	else
-		cw_reply_error(r, 500, "%s failed: %s", what, strerror(rc < 0 ? -rc : rc));
+		cw_reply_error(r, 500, "%s failed: %s", what,
+			       cw_store_read_strerror(NULL, rc < 0 ? rc : -rc, why, sizeof(why)));
 }
 
 /* A bare integer above the epoch-seconds range is wall nanoseconds, the
@@ -130,7 +135,7 @@ json_t *cw_api_text(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
 
-	return t ? json_string((const char *)t) : json_null();
+	return t ? cw_json_str((const char *)t) : json_null();
 }
 
 json_t *cw_api_int_or_null(sqlite3_stmt *st, int i)
@@ -156,8 +161,8 @@ int cw_api_data_range(sqlite3 *db, uint64_t *from, uint64_t *to)
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		*from = (uint64_t)sqlite3_column_int64(st, 0) * NSEC_PER_SEC;
-		*to = ((uint64_t)sqlite3_column_int64(st, 1) + 1) * NSEC_PER_SEC;
+		*from = (uint64_t)cw_clamp_second(sqlite3_column_int64(st, 0)) * NSEC_PER_SEC;
+		*to = ((uint64_t)cw_clamp_second(sqlite3_column_int64(st, 1)) + 1) * NSEC_PER_SEC;
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);

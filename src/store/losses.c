@@ -6,19 +6,22 @@
 #include <string.h>
 
 #include "store/store.h"
+#include "util/utf8.h"
 
 /* One row per session with its loss counters summed by kind; sessions of
- * older files that lack store.events get their events counted. */
+ * older files that lack store.events get their events counted. total(), cast
+ * back: sum() fails the whole statement with "integer overflow" on a hostile
+ * INT64_MIN counter, total() saturates. */
 static const char losses_sql[] =
 	"SELECT s.id, s.node, s.kind,"
 	" (SELECT value FROM counters c WHERE c.session_id = s.id AND c.node = s.node AND c.name = 'store.events'),"
-	" coalesce(sum(CASE WHEN k.name = 'store.failed_rows' THEN k.value END), 0),"
-	" coalesce(sum(CASE WHEN k.name = 'trace.store_wait.dropped' THEN k.value END), 0),"
-	" coalesce(sum(CASE WHEN k.name LIKE 'trace.ring\\_drops.%' ESCAPE '\\'"
-	"  OR k.name = 'trace.cuda.state_map_full' THEN k.value END), 0),"
-	" coalesce(sum(CASE WHEN k.name IN ('pipeline.rejected_size', 'pipeline.rejected_version',"
-	"  'pipeline.rejected_type', 'pipeline.unpaired_returns', 'pipeline.overflow_entries') THEN k.value END), 0),"
-	" coalesce(sum(CASE WHEN k.name = 'trace.cuda.aggregated' THEN k.value END), 0)"
+	" CAST(total(CASE WHEN k.name = 'store.failed_rows' THEN k.value END) AS INTEGER),"
+	" CAST(total(CASE WHEN k.name = 'trace.store_wait.dropped' THEN k.value END) AS INTEGER),"
+	" CAST(total(CASE WHEN k.name LIKE 'trace.ring\\_drops.%' ESCAPE '\\'"
+	"  OR k.name = 'trace.cuda.state_map_full' THEN k.value END) AS INTEGER),"
+	" CAST(total(CASE WHEN k.name IN ('pipeline.rejected_size', 'pipeline.rejected_version',"
+	"  'pipeline.rejected_type', 'pipeline.unpaired_returns', 'pipeline.overflow_entries') THEN k.value END) AS INTEGER),"
+	" CAST(total(CASE WHEN k.name = 'trace.cuda.aggregated' THEN k.value END) AS INTEGER)"
 	" FROM sessions s JOIN counters k ON k.session_id = s.id AND k.node = s.node"
 	" WHERE (?1 IS NULL OR s.node = ?1)"
 	"  AND (?3 = 0 OR s.started_wall_ns <= ?3)"
@@ -153,8 +156,8 @@ json_t *cw_losses_to_json(const struct cw_session_loss *l, int n)
 
 	for (int i = 0; a && i < n; i++)
 		json_array_append_new(
-			a, json_pack("{s:I,s:s,s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:f}", "session_id",
-				     (json_int_t)l[i].session_id, "node", l[i].node, "kind", l[i].kind, "stored",
+			a, json_pack("{s:I,s:o,s:o,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:f}", "session_id",
+				     (json_int_t)l[i].session_id, "node", cw_json_str(l[i].node), "kind", cw_json_str(l[i].kind), "stored",
 				     (json_int_t)l[i].stored, "lost", (json_int_t)l[i].lost, "lost_share",
 				     l[i].lost_share, "store_failed", (json_int_t)l[i].store_failed, "lock_dropped",
 				     (json_int_t)l[i].lock_dropped, "ring_drops", (json_int_t)l[i].ring_drops,

@@ -296,7 +296,9 @@ int cw_migrate_to(sqlite3 *db, int target, int *found_version)
 	if (err)
 		return err;
 	*found_version = v;
-	if (v > CW_SCHEMA_VERSION)
+	/* A negative version is no causeway file's, and would index the
+	 * migrations from before their start. */
+	if (v > CW_SCHEMA_VERSION || v < 0)
 		return -EPROTO;
 	if (v >= target)
 		return 0;
@@ -308,6 +310,11 @@ int cw_migrate_to(sqlite3 *db, int target, int *found_version)
 	err = cw_schema_version(db, &v);
 	if (err)
 		goto fail;
+	if (v < 0 || v > CW_SCHEMA_VERSION) {
+		*found_version = v;
+		err = -EPROTO;
+		goto fail;
+	}
 	for (; v < target; v++) {
 		err = cw_exec(db, migrations[v]);
 		if (err)

@@ -34,10 +34,10 @@
  * and kevents, not the view, which also looks up every call's detail and
  * arguments. */
 #define STACKS_SQL(from)                                                                              \
-	"SELECT stack_id, py_stack_id, count(*), sum(duration_ns), max(duration_ns), min(id), op FROM " from \
+	"SELECT stack_id, py_stack_id, count(*), CAST(total(duration_ns) AS INTEGER), max(duration_ns), min(id), op FROM " from \
 	" WHERE (?1 IS NULL OR op = ?1) AND (?2 = 0 OR pid = ?2)"                                           \
 	" AND (stack_id IS NOT NULL OR py_stack_id IS NOT NULL)"                                            \
-	" GROUP BY op, stack_id, py_stack_id ORDER BY sum(duration_ns) DESC LIMIT ?3"
+	" GROUP BY op, stack_id, py_stack_id ORDER BY CAST(total(duration_ns) AS INTEGER) DESC LIMIT ?3"
 
 /* [read][0]: an older file's events table; [read][1]: schema v7. */
 static const char *const reads[CW_READ_COUNT][2] = {

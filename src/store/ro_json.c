@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "store/ro_query.h"
+#include "util/utf8.h"
 
 int cw_ro_value_from_json(json_t *v, struct cw_ro_value *p)
 {
@@ -77,10 +78,8 @@ json_t *cw_ro_value_json(const struct cw_ro_value *v)
 	case CW_RO_REAL:
 		return isfinite(v->d) ? json_real(v->d) : json_null();
 	case CW_RO_TEXT:
-		/* Invalid UTF-8 in a TEXT column would make jansson refuse the
-		 * string; fall back to null rather than dropping the row. */
-		j = json_stringn(v->p, v->len);
-		return j ? j : json_null();
+		/* Invalid UTF-8 becomes U+FFFD: jansson refuses it as is. */
+		return cw_json_strn(v->p, v->len);
 	case CW_RO_BLOB:
 		s = malloc(v->len * 2 + 1);
 		if (!s)
@@ -91,7 +90,7 @@ json_t *cw_ro_value_json(const struct cw_ro_value *v)
 			s[2 * i + 1] = hex[b[i] & 15];
 		}
 		s[2 * v->len] = '\0';
-		j = json_string(s);
+		j = cw_json_str(s);
 		free(s);
 		return j;
 	default:
@@ -112,10 +111,17 @@ static json_t *cw_ro_row_json(int ncols, const char *const *names, const struct 
 		char key[256];
 		int k = 2;
 
-		snprintf(key, sizeof(key), "%s", names[i]);
+		char *name = cw_utf8_fix(names[i], strlen(names[i]), NULL);
+
+		if (!name) {
+			json_decref(o);
+			return NULL;
+		}
+		snprintf(key, sizeof(key), "%s", name);
 		while (json_object_get(o, key))
-			snprintf(key, sizeof(key), "%s_%d", names[i], k++);
-		if (json_object_set_new(o, key, cw_ro_value_json(&vals[i]))) {
+			snprintf(key, sizeof(key), "%s_%d", name, k++);
+		free(name);
+		if (cw_json_set(o, key, cw_ro_value_json(&vals[i]))) {
 			json_decref(o);
 			return NULL;
 		}

@@ -37,15 +37,26 @@ static void describe(char *err, size_t errlen, const char *path, int code, int f
 		snprintf(err, errlen, "database \"%s\" is locked by another process; try again when it finishes", path);
 		break;
 	case -EPROTO:
-		snprintf(err, errlen,
-			 "database \"%s\" has schema version %d, newer than this causeway reads (%d); upgrade causeway",
-			 path, found, CW_SCHEMA_VERSION);
+		if (found < 0)
+			snprintf(err, errlen, "database \"%s\" has unknown schema version %d (not a causeway database)",
+				 path, found);
+		else if (found < CW_SCHEMA_MIN_READ_VERSION)
+			snprintf(err, errlen, "database \"%s\" has schema version %d, older than this causeway reads (%d)",
+				 path, found, CW_SCHEMA_MIN_READ_VERSION);
+		else
+			snprintf(err, errlen,
+				 "database \"%s\" has schema version %d, newer than this causeway reads (%d); upgrade "
+				 "causeway",
+				 path, found, CW_SCHEMA_VERSION);
 		break;
 	case -EACCES:
 		snprintf(err, errlen, "database \"%s\": permission denied", path);
 		break;
 	case -EISDIR:
 		snprintf(err, errlen, "database \"%s\" is a directory", path);
+		break;
+	case -ESPIPE:
+		snprintf(err, errlen, "database \"%s\" is not a regular file (a FIFO, socket or device)", path);
 		break;
 	case -ENOSPC:
 		snprintf(err, errlen, "database \"%s\": disk full (no space left on its filesystem)", path);
@@ -355,11 +366,21 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 
 	*out = NULL;
 	cw_sqlite_global_init();
-	if (!path || !*path)
+	if (!path)
 		path = CW_DEFAULT_DB;
+	if (!*path) {
+		snprintf(err, errlen, "the database path is empty");
+		return -EINVAL;
+	}
 	exists = stat(path, &sb) == 0;
 	if (exists && S_ISDIR(sb.st_mode)) {
 		code = -EISDIR;
+		goto fail;
+	}
+	/* SQLite's open() of a FIFO blocks until a writer comes, and a device
+	 * or socket is no database: refused before anything opens them. */
+	if (exists && !S_ISREG(sb.st_mode)) {
+		code = -ESPIPE;
 		goto fail;
 	}
 	if (!exists && mode != CW_STORE_CREATE) {
@@ -482,7 +503,7 @@ int cw_store_open_reader(sqlite3 **db, const char *path, char *err, size_t errle
 
 int cw_store_lock_for_replace(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), err; /* a FIFO must not block */
 
 	if (fd < 0)
 		return -errno;

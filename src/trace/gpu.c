@@ -16,6 +16,7 @@
 #include "store/gpu_store.h"
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 struct trace_gpu {
 	struct trace_gpu_opts o;
@@ -216,20 +217,20 @@ static void report_stall(struct trace_gpu *g, const struct cw_stall_hit *h, uint
 	}
 	arr = json_array();
 	for (int i = 0; i < n; i++) {
-		json_t *t = json_pack("{s:i, s:s, s:s#, s:s, s:I}", "tid", th[i].tid, "comm", th[i].comm, "state",
+		json_t *t = json_pack("{s:i, s:o, s:s#, s:s, s:I}", "tid", th[i].tid, "comm", cw_json_str(th[i].comm), "state",
 				      &th[i].state, 1, "wait", th[i].wait, "syscall", (json_int_t)th[i].syscall);
 		if (!t)
 			continue;
 		if (th[i].syscall_name[0])
-			json_object_set_new(t, "syscall_name", json_string(th[i].syscall_name));
+			json_object_set_new(t, "syscall_name", cw_json_str(th[i].syscall_name));
 		if (th[i].target[0])
-			json_object_set_new(t, "target", json_string(th[i].target));
+			json_object_set_new(t, "target", cw_json_str(th[i].target));
 		if (th[i].wchan[0])
-			json_object_set_new(t, "wchan", json_string(th[i].wchan));
+			json_object_set_new(t, "wchan", cw_json_str(th[i].wchan));
 		if (th[i].python[0])
-			json_object_set_new(t, "python", json_string(th[i].python));
+			json_object_set_new(t, "python", cw_json_str(th[i].python));
 		if (th[i].in_call[0]) {
-			json_object_set_new(t, "in_call", json_string(th[i].in_call));
+			json_object_set_new(t, "in_call", cw_json_str(th[i].in_call));
 			json_object_set_new(t, "in_call_ns", json_integer((json_int_t)th[i].in_call_ns));
 		}
 		json_array_append_new(arr, t);

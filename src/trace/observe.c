@@ -20,6 +20,7 @@
 #include "trace/tenant.h"
 #include "trace/view.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 
 /* An exec of python3 -> python3.X (pyenv and distributions install the
  * versioned binary and symlink the short names to it). */
@@ -121,9 +122,9 @@ void trace_observe_offcpu(void *ctx, const struct cw_offcpu_row *r)
 /* --json: the row as one NDJSON line. */
 static void write_json(struct trace *t, const struct cw_event_row *r)
 {
-	json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:i,s:s,s:s,s:s}", "wall_ns", (json_int_t)r->wall_ns,
+	json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:i,s:o,s:s,s:s}", "wall_ns", (json_int_t)r->wall_ns,
 			      "mono_ns", (json_int_t)r->mono_ns, "duration_ns", (json_int_t)r->duration_ns,
-			      "pid", (int)r->pid, "tid", (int)r->tid, "comm", r->comm ? r->comm : "",
+			      "pid", (int)r->pid, "tid", (int)r->tid, "comm", cw_json_str(r->comm ? r->comm : ""),
 			      "source", r->source ? r->source : "", "op", r->op ? r->op : "");
 	char *s;
 	int i;
@@ -144,7 +145,7 @@ static void write_json(struct trace *t, const struct cw_event_row *r)
 	if (r->device >= 0)
 		json_object_set_new(o, "device", json_integer(r->device));
 	if (r->detail)
-		json_object_set_new(o, "detail", json_string(r->detail));
+		json_object_set_new(o, "detail", cw_json_str(r->detail));
 	s = json_dumps(o, JSON_COMPACT);
 	if (s) {
 		/* One write() per line: a launched command shares the stream,

@@ -1,4 +1,5 @@
 #include "util/log.h"
+#include "util/utf8.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -52,7 +53,7 @@ void cw_report_error(int json, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (json) {
-		json_t *o = json_pack("{s:s}", "error", msg);
+		json_t *o = json_pack("{s:o}", "error", cw_json_str(msg));
 		char *s = json_dumps(o, JSON_COMPACT);
 
 		if (s)

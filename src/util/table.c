@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/utf8.h"
 #include "util/vec.h"
 
 struct cw_table {
@@ -57,7 +58,7 @@ int cw_table_header(struct cw_table *t, int col, const char *name, enum cw_align
 
 	if (col < 0 || col >= t->ncols)
 		return -EINVAL;
-	s = strdup(name ? name : "");
+	s = cw_utf8_fix(name ? name : "", name ? strlen(name) : 0, NULL);
 	if (!s)
 		return -ENOMEM;
 	free(t->headers[col]);
@@ -83,7 +84,8 @@ int cw_table_set(struct cw_table *t, int col, const char *text)
 
 	if (!t->nrows || col < 0 || col >= t->ncols)
 		return -EINVAL;
-	if (text && !(s = strdup(text)))
+	/* Invalid UTF-8 is shown as U+FFFD, as in every JSON answer. */
+	if (text && !(s = cw_utf8_fix(text, strlen(text), NULL)))
 		return -ENOMEM;
 	cell = &t->cells[(t->nrows - 1) * (size_t)t->ncols + (size_t)col];
 	free(*cell);
@@ -209,8 +211,18 @@ int cw_table_print(const struct cw_table *t, FILE *f)
 
 int cw_csv_field(FILE *f, const char *s)
 {
+	char *fixed;
+	int rc;
+
 	if (!s)
 		return 0;
+	if (!cw_utf8_valid(s, strlen(s))) {
+		if (!(fixed = cw_utf8_fix(s, strlen(s), NULL)))
+			return -ENOMEM;
+		rc = cw_csv_field(f, fixed);
+		free(fixed);
+		return rc;
+	}
 	if (!strpbrk(s, ",\"\r\n")) {
 		fputs(s, f);
 	} else {

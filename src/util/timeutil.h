@@ -7,6 +7,15 @@
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_MSEC 1000000ULL
 #define NSEC_PER_SEC 1000000000ULL
+/* The last whole second whose nanoseconds, and those of the second after
+ * it, fit in int64 (2262-04-11): stored seconds are clamped to
+ * [0, CW_SECOND_MAX] before they become a window in nanoseconds. */
+#define CW_SECOND_MAX ((int64_t)(INT64_MAX / (int64_t)NSEC_PER_SEC) - 2)
+
+static inline int64_t cw_clamp_second(int64_t s)
+{
+	return s < 0 ? 0 : s > CW_SECOND_MAX ? CW_SECOND_MAX : s;
+}
 
 uint64_t cw_monotonic_ns(void);
 uint64_t cw_realtime_ns(void);

@@ -19,6 +19,7 @@
 #include "symbol/fpstack.h"
 #include "symbol/symbolizer.h"
 #include "where/where.h"
+#include "util/utf8.h"
 
 #define NATIVE_MAX 64
 
@@ -35,8 +36,8 @@ static json_t *python_frames(struct cw_pyres *r, struct cw_py_proc *p, uint64_t 
 		if (cw_pyres_resolve(r, (uint32_t)p->pid, frames[i].code, frames[i].lasti, &loc))
 			json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "file", "?", "function", "?", "line", 0));
 		else
-			json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "file", loc.file, "function",
-							     loc.function, "line", loc.line));
+			json_array_append_new(arr, json_pack("{s:o,s:o,s:i}", "file", cw_json_str(loc.file), "function",
+							     cw_json_str(loc.function), "line", loc.line));
 	}
 	if (n < 0)
 		*truncated = 1;
@@ -88,17 +89,17 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 				 (p->off.version_hex >> 8) & 0xff);
 		else
 			snprintf(ver, sizeof(ver), "3.%d", p->off.minor);
-		json_object_set_new(root, "python", json_string(ver));
-		json_object_set_new(root, "runtime_binary", json_string(p->binary));
+		json_object_set_new(root, "python", cw_json_str(ver));
+		json_object_set_new(root, "runtime_binary", cw_json_str(p->binary));
 		npy = cw_py_threads(p, pyth, CW_PY_MAX_THREADS);
 		if (npy < 0) {
 			snprintf(why, sizeof(why), "cannot read the thread list (%s)", strerror(-npy));
-			json_object_set_new(root, "python_error", json_string(why));
+			json_object_set_new(root, "python_error", cw_json_str(why));
 			pyerr = 1;
 			npy = 0;
 		}
 	} else {
-		json_object_set_new(root, "python_error", json_string(why));
+		json_object_set_new(root, "python_error", cw_json_str(why));
 		/* a Python the walker cannot read is an error; no Python at all is not */
 		pyerr = !strstr(why, "no python runtime");
 	}
@@ -137,12 +138,12 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 				 * call instruction instead (ip - 1), as perf does */
 				if (cw_symz_symbolize(symz, (uint32_t)pid, k ? ips[k] - 1 : ips[k], sym, sizeof(sym)))
 					snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)ips[k]);
-				json_array_append_new(nat, json_string(sym));
+				json_array_append_new(nat, cw_json_str(sym));
 			}
 			json_object_set_new(t, "native", nat);
 		} else if (native) {
 			json_object_set_new(t, "native_error",
-					    json_string(nstopped < 0 ? strerror(-nstopped) : "thread could not be stopped"));
+					    cw_json_str(nstopped < 0 ? strerror(-nstopped) : "thread could not be stopped"));
 		}
 		json_array_append_new(threads, t);
 	}

@@ -188,7 +188,7 @@ sqlite3 "$tmp/half.db" 'DROP TABLE offcpu; CREATE TABLE offcpu (id INTEGER PRIMA
 grep -q 'merging "'"$tmp"'/half.db"' "$tmp/e" || fail "half-way message: $(cat "$tmp/e")"
 no_leftovers "half-way failure"
 # Interrupted (SIGTERM half-way through a merge of twelve demo inputs):
-# "interrupted; nothing was written", no output, no temporary file.
+# "interrupted by a signal; nothing was written", no output, no temporary file.
 args=()
 for i in $(seq 1 12); do
 	cp "$tmp/da.db" "$tmp/copy$i.db"
@@ -204,7 +204,7 @@ if [ -e "$tmp/out.db" ]; then
 	echo "note: the merge finished before the signal; interruption not exercised"
 else
 	[ $rc != 0 ] || fail "interrupted merge exited 0"
-	grep -q 'interrupted; nothing was written' "$tmp/e" || [ $rc = 143 ] || fail "interrupt message: $(cat "$tmp/e")"
+	grep -q 'interrupted by a signal; nothing was written' "$tmp/e" || [ $rc = 143 ] || fail "interrupt message: $(cat "$tmp/e")"
 	no_leftovers "interrupted merge"
 fi
 echo "ok"

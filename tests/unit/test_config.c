@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -365,6 +366,36 @@ static void test_example_file(void **state)
 	cw_config_free(&c);
 }
 
+/* Nesting past the cap is refused before libyaml builds the document
+ * (its loader is quadratic in the depth), with the line it happens on; a
+ * depth the cap allows still reaches the key check. */
+static void test_nesting_capped(void **state)
+{
+	enum { DEEP = 200000 };
+	struct cw_config c;
+	char err[512], *t = malloc(2 * DEEP + 8);
+	struct timespec a, b;
+	int i;
+
+	(void)state;
+	assert_non_null(t);
+	memcpy(t, "a: ", 3);
+	for (i = 0; i < DEEP; i++)
+		t[3 + i] = '[';
+	for (i = 0; i < DEEP; i++)
+		t[3 + DEEP + i] = ']';
+	t[3 + 2 * DEEP] = '\0';
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(parse(t, &c, err), -EINVAL);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_non_null(strstr(err, "nested deeper than 32 levels"));
+	assert_true(b.tv_sec - a.tv_sec < 2);
+	strcpy(t, "a: [[[[1]]]]\n");
+	assert_int_equal(parse(t, &c, err), -EINVAL);
+	assert_non_null(strstr(err, "unknown key"));
+	free(t);
+}
+
 static void test_otlp_keys(void **state)
 {
 	static const char ok[] = "otlp:\n  endpoint: https://c:4318\n  interval: 2s\n"
@@ -415,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_skew_median),
 		cmocka_unit_test(test_example_file),
 		cmocka_unit_test(test_otlp_keys),
+		cmocka_unit_test(test_nesting_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -184,13 +184,13 @@ static void strings_survive_invalid_utf8(void **state)
 	(void)state;
 	j = cw_trace_str("py\xffthon \xc3\xa9t\xc3");
 	assert_non_null(j);
-	assert_string_equal(json_string_value(j), "py?thon \xc3\xa9t?");
+	assert_string_equal(json_string_value(j), "py\xef\xbf\xbdthon \xc3\xa9t\xef\xbf\xbd");
 	json_decref(j);
 	j = cw_trace_str(NULL);
 	assert_string_equal(json_string_value(j), "");
 	json_decref(j);
 	j = cw_trace_strf("%s %d", "comm\x80", 42);
-	assert_string_equal(json_string_value(j), "comm? 42");
+	assert_string_equal(json_string_value(j), "comm\xef\xbf\xbd 42");
 	json_decref(j);
 }
 

@@ -158,7 +158,7 @@ static int node_end(sqlite3 *db, const char *node, uint64_t to_wall, uint64_t *e
 		return cw_sqlite_errno(rc);
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		uint64_t e = (uint64_t)(sqlite3_column_int64(st, 0) + 1) * NSEC_PER_SEC;
+		uint64_t e = (uint64_t)(cw_clamp_second(sqlite3_column_int64(st, 0)) + 1) * NSEC_PER_SEC;
 		if (e < *end)
 			*end = e;
 	}
