@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* statx */
 #include "store/store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -273,6 +274,49 @@ static int wal_foreign(const char *path, enum cw_store_mode mode)
 	return -EXDEV;
 }
 
+/* 1 when this process already has path, its -wal or its -shm open (an
+ * SQLite connection: trace's writer beside the API it serves, a server's
+ * other readers). wal_foreign's own open() and close() of those files
+ * would then drop every POSIX lock the process holds on them (fcntl locks
+ * belong to the process, and any close releases them), and a connection
+ * that believes itself alone reinitializes the -shm under the others'
+ * mappings (SIGBUS). Such a file is one this process already checked. */
+static int open_in_process(const char *path)
+{
+	char side[4200];
+	struct stat want[3], fs;
+	int nwant = 0, dfd, found = 0;
+	DIR *d;
+	struct dirent *e;
+
+	if (stat(path, &want[nwant]) == 0)
+		nwant++;
+	snprintf(side, sizeof(side), "%s-wal", path);
+	if (stat(side, &want[nwant]) == 0)
+		nwant++;
+	snprintf(side, sizeof(side), "%s-shm", path);
+	if (stat(side, &want[nwant]) == 0)
+		nwant++;
+	if (!nwant || !(d = opendir("/proc/self/fd")))
+		return 0;
+	dfd = dirfd(d);
+	while (!found && (e = readdir(d))) {
+		int fd = (int)strtol(e->d_name, NULL, 10);
+
+		if (e->d_name[0] == '.' || fd == dfd || fstat(fd, &fs))
+			continue;
+		for (int i = 0; i < nwant && !found; i++)
+			found = fs.st_dev == want[i].st_dev && fs.st_ino == want[i].st_ino;
+	}
+	closedir(d);
+	return found;
+}
+
+/* Serializes wal_foreign's reads with the opens of this process's other
+ * threads, so that a connection being opened is either visible to
+ * open_in_process or not yet holding a lock. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* The "file:" URI of path (SQLITE_OPEN_URI), with the characters a URI
  * gives a meaning to escaped, and query appended. */
 static int uri_of(char *out, size_t len, const char *path, const char *query)
@@ -387,9 +431,11 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 		code = -ENOENT;
 		goto fail;
 	}
-	code = wal_foreign(path, mode);
+	pthread_mutex_lock(&open_lock);
+	code = open_in_process(path) ? 0 : wal_foreign(path, mode);
 	if (!code)
 		code = try_open(&db, path, mode, 0);
+	pthread_mutex_unlock(&open_lock);
 	if (code && code != -ENOTSUP && exists && mode == CW_STORE_READONLY && on_readonly_fs(path)) {
 		/* A WAL reader needs the -shm file, which SQLite cannot create
 		 * on a read-only filesystem. Nothing can write there either, so
