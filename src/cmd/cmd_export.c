@@ -93,6 +93,9 @@ int cmd_export(int argc, char **argv)
 	struct cw_fleet_opts fo = { 0 };
 	struct cw_store *st = NULL;
 	struct cw_atomic_file af = { 0 };
+	/* The output rule reads its inputs again at the commit: they live as
+	 * long as af. */
+	const char *inputs[1] = { NULL };
 	char err[512];
 	FILE *out = stdout;
 	int json = 0, fleet = 0, db_given = 0, c, ret, rc = CW_EXIT_OK, li;
@@ -215,7 +218,7 @@ int cmd_export(int argc, char **argv)
 	if (out_path && strcmp(out_path, "-")) {
 		/* Never the database it reads (or its WAL); a device or FIFO
 		 * is written in place, as curl -o does. */
-		const char *inputs[] = { db_path };
+		inputs[0] = db_path;
 		struct cw_out_rule rule = { inputs, fleet ? 0 : 1, CW_OUT_REPLACE | CW_OUT_STREAM };
 
 		if ((ret = cw_atomic_open(&af, out_path, &rule, err, sizeof(err)))) {

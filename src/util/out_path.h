@@ -27,7 +27,8 @@
 #define CW_OUT_DB 0x4u      /* an SQLite database: its -wal, -shm and -journal belong to it */
 
 struct cw_out_rule {
-	const char *const *inputs; /* files the output must not be */
+	const char *const *inputs; /* files the output must not be; read again at the commit, so they
+				    * must live until the output is closed */
 	int ninputs;
 	unsigned flags;
 };

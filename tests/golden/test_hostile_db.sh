@@ -9,6 +9,10 @@
 # output parses, and where a value held bad bytes it shows U+FFFD instead of
 # null or a dropped key.
 # HOSTILE_LONG=1: one variant per column and value kind (bench-sized).
+# The suite runs every variant with the ASan/UBSan binary, where a sanitizer
+# report is the finding; with a binary built without sanitizers it runs
+# every third variant and every invalid-UTF-8 one (the outputs are the same
+# code), to keep the suite's time (HOSTILE_ALL=1 runs them all).
 set -u
 command -v sqlite3 >/dev/null || { echo "sqlite3 CLI not installed"; exit 77; }
 command -v curl >/dev/null || { echo "curl not installed"; exit 77; }
@@ -23,6 +27,9 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTION
 python3 "$CW_ROOT/tests/hostile/hostile_db.py" "$D/base.db" "$D/v" ${HOSTILE_LONG:+--long} >"$D/list" ||
 	fail "generator"
 [ "$(wc -l <"$D/list")" -ge 20 ] || fail "too few variants: $(cat "$D/list")"
+if [ -z "${HOSTILE_ALL:-}" ] && ! grep -qa AddressSanitizer "$CW_BIN"; then
+	awk -F'\t' 'NR % 3 == 1 || $1 ~ /utf8/' "$D/list" >"$D/list.some" && mv "$D/list.some" "$D/list"
+fi
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$D/token"
 tok=$(cat "$D/token")
 
