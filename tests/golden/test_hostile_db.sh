@@ -27,7 +27,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTION
 python3 "$CW_ROOT/tests/hostile/hostile_db.py" "$D/base.db" "$D/v" ${HOSTILE_LONG:+--long} >"$D/list" ||
 	fail "generator"
 [ "$(wc -l <"$D/list")" -ge 20 ] || fail "too few variants: $(cat "$D/list")"
-if [ -z "${HOSTILE_ALL:-}" ] && ! grep -qa AddressSanitizer "$CW_BIN"; then
+if [ -z "${HOSTILE_ALL:-}" ] && ! grep -qa __asan_init "$CW_BIN"; then
 	awk -F'\t' 'NR % 3 == 1 || $1 ~ /utf8/' "$D/list" >"$D/list.some" && mv "$D/list.some" "$D/list"
 fi
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$D/token"
