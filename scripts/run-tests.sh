@@ -60,7 +60,7 @@ if [ -n "$ASAN" ] && [ -x "$ROOT/$ASAN/causeway" ]; then
 	done
 fi
 if [ -x "$ROOT/scripts/build-fuzz.sh" ] && [ -z "${CW_NO_FUZZ:-}" ]; then
-	run_one "fuzz/smoke" "$ROOT/scripts/build-fuzz.sh" "$BUILD" --smoke
+	run_one "fuzz/smoke" "$ROOT/scripts/build-fuzz.sh" "$BUILD" --smoke 6
 fi
 
 echo
