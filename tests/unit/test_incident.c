@@ -87,7 +87,16 @@ struct fx {
 /* `seconds` of a training loop (20 syncs/s of 1 ms, spinning); from
  * second `at` for 3 s a hog on the thread's CPU makes each sync 20 ms,
  * 19 of them preempted. */
+static void build_noisy(struct fx *f, int seconds, int at, int noisy);
+
 static void build(struct fx *f, int seconds, int at)
+{
+	build_noisy(f, seconds, at, 0);
+}
+
+/* noisy: every 25th call of the loop is also 5 ms, preempted by another
+ * task (pid 555): a tail over the whole window, with its own culprit. */
+static void build_noisy(struct fx *f, int seconds, int at, int noisy)
 {
 	struct cw_session_info si = { .node = "n1", .kind = "test", .started_wall_ns = T0 + OFF, .mono_to_wall_ns = OFF,
 				      .rank = -1, .local_rank = -1, .world_size = -1 };
@@ -112,11 +121,19 @@ static void build(struct fx *f, int seconds, int at)
 		for (int k = 0; k < 20; k++) {
 			uint64_t t = T0 + (uint64_t)s * SEC + (uint64_t)k * 50 * MS;
 			int slow = s >= at && s < at + 3;
-			uint64_t d = slow ? 20 * MS : MS + (uint64_t)(k % 5) * 20 * US;
+			int noise = noisy && !slow && (s * 20 + k) % 25 == 0;
+			uint64_t d = slow ? 20 * MS : noise ? 5 * MS : MS + (uint64_t)(k % 5) * 20 * US;
 			struct cw_event_row r = { .mono_ns = t, .wall_ns = t + OFF, .duration_ns = d, .pid = PID,
 						  .tid = PID, .comm = "python", .source = "cuda",
 						  .op = "cudaStreamSynchronize", .device = 0, .has_ret = 1 };
 			assert_int_equal(cw_writer_event(w, &r), 0);
+			if (noise) {
+				struct cw_offcpu_row o = { .pid = PID, .tid = PID, .comm = "python",
+							   .start_mono_ns = t + 500 * US, .end_mono_ns = t + 4500 * US,
+							   .wall_ns = t + 500 * US + OFF, .reason = "preempted", .cpu = 3,
+							   .by_pid = 555, .by_tid = 555, .by_comm = "kworker/3" };
+				assert_int_equal(cw_writer_offcpu(w, &o), 0);
+			}
 			if (slow) {
 				struct cw_offcpu_row o = { .pid = PID, .tid = PID, .comm = "python",
 							   .start_mono_ns = t + 500 * US, .end_mono_ns = t + 19500 * US,
@@ -179,6 +196,36 @@ static void test_hour(void **state)
 	destroy(&f);
 }
 
+/* The window's own tail (everyday noise, another culprit) does not hide
+ * the incident: both are chains, the incident's at its seconds. */
+static void test_incident_beside_noise(void **state)
+{
+	struct fx f;
+	struct cw_explain_opts o = { 0 };
+	struct cw_explain_result r;
+	int noise = 0, incident = 0;
+
+	(void)state;
+	build_noisy(&f, 600, 300, 1);
+	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+	for (int i = 0; i < r.count; i++) {
+		const struct cw_chain *c = &r.chains[i];
+
+		if (c->kind != CW_KIND_CPU_PREEMPTION)
+			continue;
+		if (c->culprit.pid == 555)
+			noise = 1;
+		if (c->culprit.pid == HOG) {
+			incident = 1;
+			near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + 300 * SEC));
+		}
+	}
+	assert_true(noise);
+	assert_true(incident);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
 static void test_healthy_hour(void **state)
 {
 	struct fx f;
@@ -198,6 +245,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_hour),
+		cmocka_unit_test(test_incident_beside_noise),
 		cmocka_unit_test(test_healthy_hour),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
