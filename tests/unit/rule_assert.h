@@ -6,13 +6,27 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/explain.h"
 
 #define MS 1000000ULL
 #define SEC 1000000000ULL
 #define T0 (1000 * SEC)
+
+/* Removes a test store and the -wal and -shm SQLite left beside it. */
+static inline void remove_store_files(const char *path)
+{
+	char p[4200];
+
+	unlink(path);
+	snprintf(p, sizeof(p), "%s-wal", path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", path);
+	unlink(p);
+}
 
 /* The first chain of kind in r, NULL when none. */
 static inline const struct cw_chain *find(const struct cw_explain_result *r, enum cw_kind kind)

@@ -206,14 +206,8 @@ static void build(struct fx *f, const struct spec *sp)
 
 static void destroy(struct fx *f)
 {
-	char p[96];
-
 	cw_store_close(f->st);
-	unlink(f->path);
-	snprintf(p, sizeof(p), "%s-wal", f->path);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", f->path);
-	unlink(p);
+	remove_store_files(f->path);
 }
 
 static void explain(struct fx *f, const struct spec *s, struct cw_explain_result *r)

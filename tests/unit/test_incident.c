@@ -147,14 +147,8 @@ static void build_noisy(struct fx *f, int seconds, int at, int noisy)
 
 static void destroy(struct fx *f)
 {
-	char p[96];
-
 	cw_store_close(f->st);
-	unlink(f->path);
-	snprintf(p, sizeof(p), "%s-wal", f->path);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", f->path);
-	unlink(p);
+	remove_store_files(f->path);
 }
 
 /* explain over [from_s, to_s) of the store: the one chain, HIGH, about the

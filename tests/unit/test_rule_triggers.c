@@ -369,14 +369,8 @@ static void store_open(struct store *s)
 
 static void store_close(struct store *s)
 {
-	char p[96];
-
 	cw_store_close(s->st);
-	unlink(s->path);
-	snprintf(p, sizeof(p), "%s-wal", s->path);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", s->path);
-	unlink(p);
+	remove_store_files(s->path);
 }
 
 /* Ten seconds of GPU activity: a sync op, and a copy op taking `share`

@@ -100,14 +100,8 @@ static void close_fx(struct fx *f)
 
 static void destroy(struct fx *f)
 {
-	char p[96];
-
 	cw_store_close(f->st);
-	unlink(f->path);
-	snprintf(p, sizeof(p), "%s-wal", f->path);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", f->path);
-	unlink(p);
+	remove_store_files(f->path);
 }
 
 static void run(struct fx *f, struct cw_explain_result *r)
