@@ -6,7 +6,8 @@ PKGS="build-essential pkg-config clang llvm libbpf-dev bpftool libelf-dev zlib1g
 libsqlite3-dev sqlite3 libjansson-dev libyaml-dev libmicrohttpd-dev libgnutls28-dev
 gnutls-bin libcurl4-openssl-dev libcmocka-dev python3 curl openssl jq"
 if [ "${CW_TEST_DEPS:-0}" = 1 ]; then
-	PKGS="$PKGS stress-ng fio util-linux iproute2 nftables faketime libfaketime bpftrace prometheus nodejs chromium runc"
+	PKGS="$PKGS stress-ng fio util-linux iproute2 nftables faketime libfaketime bpftrace prometheus nodejs chromium runc mmdebstrap"
+	# mmdebstrap: real root filesystems of other Debian releases (tests/lib/debian_root.sh).
 	# runc: the container runtime test (tests/integration/test_tenants_runc.sh)
 	# runs an OCI bundle assembled locally; no registry, no daemon.
 	# npm: the MCP client tests (tests/mcp). NodeSource's nodejs bundles it;
