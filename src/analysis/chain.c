@@ -37,6 +37,9 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_NCCL_HANG] = "nccl_hang",
 		[CW_KIND_COMM_BOUND] = "comm_bound",
 		[CW_KIND_NCCL_WAIT] = "nccl_wait",
+		[CW_KIND_CUDA_ERROR] = "cuda_error",
+		[CW_KIND_DEVICE_OOM] = "device_oom",
+		[CW_KIND_NCCL_ERROR] = "nccl_error",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }

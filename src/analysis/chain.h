@@ -61,6 +61,9 @@ enum cw_kind {
 	CW_KIND_NCCL_HANG,
 	CW_KIND_COMM_BOUND,
 	CW_KIND_NCCL_WAIT,      /* a rank waiting for an nccl_straggler */
+	CW_KIND_CUDA_ERROR,     /* rules/call_errors.c */
+	CW_KIND_DEVICE_OOM,
+	CW_KIND_NCCL_ERROR,
 	CW_KIND_MAX
 };
 
@@ -171,6 +174,11 @@ struct cw_chain {
 		int64_t pid;
 		int rank;
 	} caused_by;
+	/* Error chains (rules/call_errors.c): the dominant code, its name
+	 * and family (gpu/call_errors.h); name "" for other chains. */
+	int64_t error_code;
+	char error_name[64];
+	char error_family[24];
 };
 
 const char *cw_kind_name(enum cw_kind k);

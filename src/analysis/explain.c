@@ -26,10 +26,12 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 	    c->kind == CW_KIND_GRAPH_CHURN || c->kind == CW_KIND_COMM_BOUND)
 		return c->explained_share >= 0.5 ? CW_SEV_HIGH : CW_SEV_MEDIUM;
 	/* A job that stopped is the worst finding; an Xid is as severe as
-	 * the catalogue says (evidence severity_rank: 3 critical, 2 error). */
+	 * the catalogue says, a failing call as its rule graded it (evidence
+	 * severity_rank: 3 high, 2 medium). */
 	if (c->kind == CW_KIND_TRAINING_STALL)
 		return CW_SEV_HIGH;
-	if (c->kind == CW_KIND_XID_FAULT) {
+	if (c->kind == CW_KIND_XID_FAULT || c->kind == CW_KIND_CUDA_ERROR || c->kind == CW_KIND_DEVICE_OOM ||
+	    c->kind == CW_KIND_NCCL_ERROR) {
 		for (int i = 0; i < c->nevidence; i++)
 			if (!strcmp(c->evidence[i].key, "severity_rank"))
 				return c->evidence[i].value >= 3 ? CW_SEV_HIGH
@@ -220,6 +222,42 @@ static void defer_to_causes(struct cw_chain_list *cs)
 	}
 }
 
+static int is_error_kind(enum cw_kind k)
+{
+	return k == CW_KIND_CUDA_ERROR || k == CW_KIND_DEVICE_OOM || k == CW_KIND_NCCL_ERROR;
+}
+
+static double evidence_of(const struct cw_chain *c, const char *key)
+{
+	for (int i = 0; i < c->nevidence; i++)
+		if (!strcmp(c->evidence[i].key, key))
+			return c->evidence[i].value;
+	return 0;
+}
+
+/* The latency of calls that mostly fail is the latency of the failure
+ * path (a few microseconds, a slow first failure): a latency chain about
+ * the same process and op as an error chain where at least half the
+ * calls failed would read the failure as a slow op (cold start, periodic
+ * allocator) and give advice for the wrong problem. It is dropped. */
+static void drop_failure_latency(struct cw_chain_list *cs)
+{
+	for (int i = 0; i < cs->n;) {
+		const struct cw_chain *c = &cs->v[i];
+		int drop = 0;
+
+		for (int k = 0; k < cs->n && !drop && !is_error_kind(c->kind); k++) {
+			const struct cw_chain *e = &cs->v[k];
+			drop = is_error_kind(e->kind) && e->pid == c->pid && !strcmp(e->op, c->op) &&
+			       !strcmp(e->node, c->node) && evidence_of(e, "failing_share") >= 0.5;
+		}
+		if (drop)
+			cs->v[i] = cs->v[--cs->n];
+		else
+			i++;
+	}
+}
+
 static int rules_max_out(void)
 {
 	int m = 1;
@@ -384,6 +422,7 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 		c->severity = severity_of(c, (double)(out->to_wall_ns - out->from_wall_ns));
 		qsort(c->timeline, (size_t)c->ntimeline, sizeof(c->timeline[0]), timeline_cmp);
 	}
+	drop_failure_latency(&cs);
 	defer_to_causes(&cs);
 	if (cs.n > 1)
 		qsort(cs.v, (size_t)cs.n, sizeof(*cs.v), o->per_tenant ? tenant_chain_cmp : chain_cmp);

@@ -66,6 +66,10 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 		json_object_set_new(rc, "missing_ranks", m);
 		json_object_set_new(rc, "missing_state", st);
 	}
+	if (c->error_family[0])
+		json_object_set_new(o, "error", json_pack("{s:I, s:o, s:s}", "code", (json_int_t)c->error_code, "name",
+							  c->error_name[0] ? cw_json_str(c->error_name) : json_null(),
+							  "family", c->error_family));
 	if (c->caused_by.kind[0]) {
 		json_t *cb = json_pack("{s:o, s:o, s:I}", "kind", cw_json_str(c->caused_by.kind), "node", cw_json_str(c->caused_by.node), "pid",
 				       (json_int_t)c->caused_by.pid);
@@ -204,6 +208,11 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 		fprintf(f, "  %s\n", c->summary);
 		if (c->kind == CW_KIND_OOM_KILL) /* an event, not a latency distribution */
 			fprintf(f, "  OOM kills in the window: %llu\n", (unsigned long long)c->count);
+		else if (c->error_family[0]) /* failing calls: counts, not latency */
+			fprintf(f, "  calls %llu, failing %llu (%.0f %%), error %s (%lld), %s\n",
+				(unsigned long long)c->count, (unsigned long long)c->slow_count,
+				c->count ? 100.0 * (double)c->slow_count / (double)c->count : 0,
+				c->error_name[0] ? c->error_name : "unknown", (long long)c->error_code, c->error_family);
 		else if (!cw_chain_has_latency(c)) {
 			char t[32];
 
