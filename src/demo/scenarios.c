@@ -41,6 +41,10 @@ extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_input;
 extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_compute;
 extern const struct cw_demo_scenario cw_demo_scenario_nccl_hang;
 extern const struct cw_demo_scenario cw_demo_scenario_comm_bound;
+/* Failing calls (docs/rules.md "Failing calls"). */
+extern const struct cw_demo_scenario cw_demo_scenario_cuda_no_device;
+extern const struct cw_demo_scenario cw_demo_scenario_cuda_oom;
+extern const struct cw_demo_scenario cw_demo_scenario_nccl_error;
 
 static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_incident,
@@ -71,6 +75,9 @@ static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_nccl_straggler_compute,
 	&cw_demo_scenario_nccl_hang,
 	&cw_demo_scenario_comm_bound,
+	&cw_demo_scenario_cuda_no_device,
+	&cw_demo_scenario_cuda_oom,
+	&cw_demo_scenario_nccl_error,
 };
 
 const struct cw_demo_scenario *const *cw_demo_scenarios(size_t *n)
