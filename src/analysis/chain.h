@@ -83,6 +83,7 @@ enum cw_layer {
 #define CW_CHAIN_MAX_FIX 6
 #define CW_CHAIN_MAX_EVIDENCE 16
 #define CW_CHAIN_MAX_MISSING 4
+#define CW_CHAIN_MAX_FAILED_OPS 8
 
 struct cw_timeline_entry {
 	enum cw_layer layer;
@@ -179,6 +180,11 @@ struct cw_chain {
 	int64_t error_code;
 	char error_name[64];
 	char error_family[24];
+	struct {
+		char op[48];
+		double share; /* of its calls that failed */
+	} failed_ops[CW_CHAIN_MAX_FAILED_OPS];
+	int nfailed_ops;
 };
 
 const char *cw_kind_name(enum cw_kind k);

@@ -227,30 +227,29 @@ static int is_error_kind(enum cw_kind k)
 	return k == CW_KIND_CUDA_ERROR || k == CW_KIND_DEVICE_OOM || k == CW_KIND_NCCL_ERROR;
 }
 
-static double evidence_of(const struct cw_chain *c, const char *key)
+/* The latency of calls that mostly fail is the latency of the failure
+ * path (a few microseconds, a slow first failure): a latency chain about
+ * an op of the same process of which an error chain says at least half
+ * the calls failed would read the failure as a slow op (cold start,
+ * periodic allocator) and give advice for the wrong problem. It is
+ * dropped. */
+static int mostly_failing(const struct cw_chain *e, const struct cw_chain *c)
 {
-	for (int i = 0; i < c->nevidence; i++)
-		if (!strcmp(c->evidence[i].key, key))
-			return c->evidence[i].value;
+	if (!is_error_kind(e->kind) || e->pid != c->pid || strcmp(e->node, c->node))
+		return 0;
+	for (int o = 0; o < e->nfailed_ops; o++)
+		if (!strcmp(e->failed_ops[o].op, c->op) && e->failed_ops[o].share >= 0.5)
+			return 1;
 	return 0;
 }
 
-/* The latency of calls that mostly fail is the latency of the failure
- * path (a few microseconds, a slow first failure): a latency chain about
- * the same process and op as an error chain where at least half the
- * calls failed would read the failure as a slow op (cold start, periodic
- * allocator) and give advice for the wrong problem. It is dropped. */
 static void drop_failure_latency(struct cw_chain_list *cs)
 {
 	for (int i = 0; i < cs->n;) {
-		const struct cw_chain *c = &cs->v[i];
 		int drop = 0;
 
-		for (int k = 0; k < cs->n && !drop && !is_error_kind(c->kind); k++) {
-			const struct cw_chain *e = &cs->v[k];
-			drop = is_error_kind(e->kind) && e->pid == c->pid && !strcmp(e->op, c->op) &&
-			       !strcmp(e->node, c->node) && evidence_of(e, "failing_share") >= 0.5;
-		}
+		for (int k = 0; k < cs->n && !drop && !is_error_kind(cs->v[i].kind); k++)
+			drop = mostly_failing(&cs->v[k], &cs->v[i]);
 		if (drop)
 			cs->v[i] = cs->v[--cs->n];
 		else

@@ -66,10 +66,17 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 		json_object_set_new(rc, "missing_ranks", m);
 		json_object_set_new(rc, "missing_state", st);
 	}
-	if (c->error_family[0])
-		json_object_set_new(o, "error", json_pack("{s:I, s:o, s:s}", "code", (json_int_t)c->error_code, "name",
+	if (c->error_family[0]) {
+		json_t *ops = json_array();
+
+		for (int i = 0; i < c->nfailed_ops; i++)
+			json_array_append_new(ops, json_pack("{s:o, s:o}", "op", cw_json_str(c->failed_ops[i].op),
+							     "failing_share", jreal(c->failed_ops[i].share, 1000)));
+		json_object_set_new(o, "error", json_pack("{s:I, s:o, s:s, s:o}", "code", (json_int_t)c->error_code,
+							  "name",
 							  c->error_name[0] ? cw_json_str(c->error_name) : json_null(),
-							  "family", c->error_family));
+							  "family", c->error_family, "ops", ops));
+	}
 	if (c->caused_by.kind[0]) {
 		json_t *cb = json_pack("{s:o, s:o, s:I}", "kind", cw_json_str(c->caused_by.kind), "node", cw_json_str(c->caused_by.node), "pid",
 				       (json_int_t)c->caused_by.pid);

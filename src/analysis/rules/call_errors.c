@@ -28,6 +28,7 @@
 #define CW_ERR_FEW 10
 #define MAX_GROUPS 64
 #define MAX_CODES 4
+#define MAX_OPS CW_CHAIN_MAX_FAILED_OPS
 
 /* One (process, chain kind) group of failing calls. */
 struct err_group {
@@ -40,6 +41,11 @@ struct err_group {
 	uint64_t first_wall, last_wall;
 	char op[48];                  /* the op with most failures */
 	uint64_t op_failing;
+	struct {
+		char op[48];
+		uint64_t failing, calls;
+	} ops[MAX_OPS];                /* the ops that failed */
+	int nops;
 	int device;
 	struct {
 		int64_t code;
@@ -191,40 +197,35 @@ static int build_groups(const struct op_row *v, size_t n, struct err_group *g)
 	for (int k = 0; k < ng; k++) {
 		struct err_group *e = &g[k];
 
-		/* The op with the most failures, and all calls of the failing ops. */
+		/* Per op of the group: its failing calls, then all its calls. */
 		for (size_t i = 0; i < n; i++) {
-			enum cw_error_api api = cw_error_api_of_op(v[i].op);
-			enum cw_error_family f = cw_call_error_family(api, v[i].code);
-			uint64_t opf = 0;
+			enum cw_error_family f = cw_call_error_family(cw_error_api_of_op(v[i].op), v[i].code);
+			int o;
 
 			if (v[i].pid != e->pid || f == CW_ERRF_NONE || kind_of(f) != e->kind)
 				continue;
-			for (size_t j = 0; j < n; j++)
-				if (v[j].pid == e->pid && !strcmp(v[j].op, v[i].op)) {
-					enum cw_error_family fj = cw_call_error_family(api, v[j].code);
-					if (fj != CW_ERRF_NONE && kind_of(fj) == e->kind)
-						opf += (uint64_t)v[j].n;
-				}
-			if (opf > e->op_failing) {
-				e->op_failing = opf;
-				snprintf(e->op, sizeof(e->op), "%s", v[i].op);
+			for (o = 0; o < e->nops && strcmp(e->ops[o].op, v[i].op); o++)
+				;
+			if (o == e->nops) {
+				if (o == MAX_OPS)
+					continue;
+				snprintf(e->ops[e->nops++].op, sizeof(e->ops[0].op), "%s", v[i].op);
 			}
+			e->ops[o].failing += (uint64_t)v[i].n;
 		}
-		for (size_t j = 0; j < n; j++) {
-			int failed_op = 0;
-
-			if (v[j].pid != e->pid)
-				continue;
-			for (size_t i = 0; i < n && !failed_op; i++) {
-				enum cw_error_family f = cw_call_error_family(cw_error_api_of_op(v[i].op), v[i].code);
-				failed_op = v[i].pid == e->pid && f != CW_ERRF_NONE && kind_of(f) == e->kind &&
-					    !strcmp(v[i].op, v[j].op);
+		for (size_t j = 0; j < n; j++)
+			for (int o = 0; o < e->nops; o++)
+				if (v[j].pid == e->pid && !strcmp(e->ops[o].op, v[j].op)) {
+					e->ops[o].calls += (uint64_t)v[j].n;
+					if (!v[j].code && v[j].max_id > e->last_ok_id)
+						e->last_ok_id = v[j].max_id;
+				}
+		for (int o = 0; o < e->nops; o++) {
+			e->calls += e->ops[o].calls;
+			if (e->ops[o].failing > e->op_failing) {
+				e->op_failing = e->ops[o].failing;
+				snprintf(e->op, sizeof(e->op), "%s", e->ops[o].op);
 			}
-			if (!failed_op)
-				continue;
-			e->calls += (uint64_t)v[j].n;
-			if (!v[j].code && v[j].max_id > e->last_ok_id)
-				e->last_ok_id = v[j].max_id;
 		}
 	}
 	return ng;
@@ -444,6 +445,11 @@ static void fill_chain(const struct cw_rule_ctx *ctx, const struct err_group *e,
 	cw_chain_add_evidence(c, "severity_rank", 3 - (int)group_severity(e), 1);
 	if (e->device >= 0)
 		cw_chain_add_evidence(c, "device", e->device, 1);
+	for (int o = 0; o < e->nops; o++) {
+		snprintf(c->failed_ops[o].op, sizeof(c->failed_ops[o].op), "%s", e->ops[o].op);
+		c->failed_ops[o].share = (double)e->ops[o].failing / (double)(e->ops[o].calls ? e->ops[o].calls : 1);
+	}
+	c->nfailed_ops = e->nops;
 	c->error_code = e->codes[0].code;
 	snprintf(c->error_name, sizeof(c->error_name), "%s", name ? name : "");
 	snprintf(c->error_family, sizeof(c->error_family), "%s", cw_error_family_name(e->family));
