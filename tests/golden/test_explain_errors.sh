@@ -68,6 +68,19 @@ h = json.load(open(f"{tmp}/healthy.json"))
 assert not any("error" in c for c in h["chains"]), h["chains"]
 PY
 
+# MCP: causal_chains carries the same error object.
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+	'{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+	'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"causal_chains","arguments":{}}}' |
+	"$CW_BIN" mcp --db "$tmp/cuda-oom.db" >"$tmp/mcp.out" 2>/dev/null
+python3 - "$tmp/mcp.out" <<'PY' || fail "mcp causal_chains: $(tail -c 600 "$tmp/mcp.out")"
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]["result"]
+c = r["structuredContent"]["chains"][0]
+assert c["root_cause"]["kind"] == "device_oom", c["root_cause"]
+assert c["error"]["name"] == "cudaErrorMemoryAllocation" and c["error"]["family"] == "out_of_memory", c["error"]
+PY
+
 # Text output: counts and the code, never latency percentiles.
 for s in cuda-no-device cuda-oom nccl-error; do
 	grep -q "failing .* error " "$tmp/$s.txt" || fail "$s: no failing-calls line in text: $(head -5 "$tmp/$s.txt")"

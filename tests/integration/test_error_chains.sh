@@ -7,7 +7,7 @@
 # same loop without failures gives no error chain. (docs/rules.md "Failing
 # calls")
 set -u
-. "$CW_ROOT/tests/lib/auth.sh" 2>/dev/null || true
+. "$CW_ROOT/tests/lib/auth.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -54,9 +54,26 @@ fam=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["chains"]; pri
 check nccl nccl_error ncclAllReduce "$fam" "$(line_of NCCL_LINE)"
 case $fam in nccl_usage | nccl_internal | nccl_system | nccl_cuda) ;; *) fail "nccl: family $fam";; esac
 
-# A full device (the test double told to fail allocations): device_oom.
+# A full device (the test double told to fail allocations): device_oom,
+# and live on /metrics by code and family while the trace runs.
 echo CW_FAKE_MALLOC_FAIL=1 >"$tmp/ctl"
-run oom alloc "$FIX/fakecuda/libcudart.so.13" CW_FAKE_CTL="$tmp/ctl"
+auth_shared
+CW_FAKE_CTL="$tmp/ctl" "$CW_BIN" trace --db "$tmp/oom.db" --no-view --serve 127.0.0.1:0 -- \
+	"$PY" "$PYFIX" alloc 4 "$FIX/fakecuda/libcudart.so.13" >"$tmp/oom.out" 2>"$tmp/oom.err" &
+tp=$!
+port=
+for _ in $(seq 1 100); do
+	port=$(sed -n 's/.*serving https\?:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/oom.err")
+	[ -n "$port" ] && break
+	sleep 0.1
+done
+[ -n "$port" ] || { kill $tp; fail "trace --serve did not start: $(cat "$tmp/oom.err")"; }
+sleep 2
+curl -sk --max-time 5 "${AUTH[@]}" "https://127.0.0.1:$port/metrics" >"$tmp/metrics.txt" || fail "scrape /metrics"
+wait $tp || fail "oom: trace exited $?: $(tail -3 "$tmp/oom.err")"
+grep -E '^causeway_op_failures_total\{.*op="cudaMalloc",error="cudaErrorMemoryAllocation",family="out_of_memory"\} [1-9]' \
+	"$tmp/metrics.txt" || fail "/metrics has no failure count by code: $(grep failures "$tmp/metrics.txt")"
+"$CW_BIN" explain --db "$tmp/oom.db" --json --no-store >"$tmp/oom.json" || fail "oom: explain exited $?"
 check oom device_oom cudaMalloc out_of_memory "$(line_of ALLOC_LINE)"
 
 # The same loop succeeding: no error chain.

@@ -316,7 +316,7 @@ static void oom_join(const struct cw_rule_ctx *ctx, const struct err_group *e, s
 		int64_t pid = sqlite3_column_int64(st, 0);
 
 		len += (size_t)snprintf(held + len, sizeof(held) - len, "%spid %lld (%s%s) %.1f GiB", n++ ? ", " : "",
-					(long long)pid, cm ? cm : "?", pid == e->pid ? ", itself" : "",
+					(long long)pid, cm ? cm : "not traced", pid == e->pid ? ", itself" : "",
 					(double)sqlite3_column_int64(st, 1) / (1 << 30));
 		if (pid != e->pid)
 			cw_chain_add_evidence(c, "other_holder_pid", (double)pid, 1);
