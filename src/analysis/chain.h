@@ -130,6 +130,11 @@ struct cw_chain {
 	uint64_t count, slow_count;
 	uint64_t p50_ns, p95_ns, p99_ns, max_ns;
 	double tail_ratio;      /* p99 / p50 */
+	/* The op's normal latency the chain is judged against: its p50
+	 * outside the window when there is data there (expected_outside 1,
+	 * baseline.h), else the window's p50; 0 for chains without latency. */
+	uint64_t expected_ns;
+	int expected_outside;
 	double explained_share; /* 0..1 of slow-call time explained by kind */
 	uint64_t slow_time_ns;  /* total duration of the slow calls */
 	uint64_t explained_ns;  /* slow_time_ns * explained_share */
@@ -221,6 +226,11 @@ enum cw_fix_kind {
 };
 const char *cw_fix_kind_name(enum cw_fix_kind k);
 void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len);
+/* The chain in one line, where, what and why (the seed's form), for the
+ * text report and JSON's "headline". */
+void cw_chain_oneline(const struct cw_chain *c, char *buf, size_t len);
+/* The value of evidence key, or dflt when the chain has none. */
+double cw_chain_evidence_value(const struct cw_chain *c, const char *key, double dflt);
 /* 1 when the chain's op has a latency distribution to show (p50, p99 and
  * their ratio); 0 for chains about events or waits (an Xid fault, an OOM
  * kill, a rank's wait, a stall, communication share), whose numbers are

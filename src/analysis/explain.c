@@ -18,7 +18,7 @@
  * explained share, as a share of the window. */
 static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 {
-	double lost, lost_share;
+	double lost, lost_share, expected, tail;
 
 	if (c->kind == CW_KIND_OOM_KILL)
 		return CW_SEV_HIGH;
@@ -50,13 +50,20 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 	 * an hour or a day of data. */
 	if (c->incident_to_ns > c->incident_from_ns && c->incident_to_ns - c->incident_from_ns + 20 * 1e9 < window_ns)
 		window_ns = (double)(c->incident_to_ns - c->incident_from_ns) + 20 * 1e9;
-	lost = (double)c->slow_time_ns - (double)c->slow_count * (double)c->p50_ns;
+	/* Judged against the op's expected latency (from outside the window
+	 * when there is data there): a window narrowed around an incident
+	 * keeps its severity. */
+	expected = c->expected_ns ? (double)c->expected_ns : (double)c->p50_ns;
+	tail = expected > 0 && c->p99_ns ? (double)c->p99_ns / expected : c->tail_ratio;
+	if (tail < c->tail_ratio)
+		tail = c->tail_ratio;
+	lost = (double)c->slow_time_ns - (double)c->slow_count * expected;
 	if (lost < 0)
 		lost = 0;
 	lost_share = window_ns > 0 ? lost * c->explained_share / window_ns : 0;
-	if (c->tail_ratio >= 5 && c->explained_share >= 0.5 && lost_share >= 0.01)
+	if (tail >= 5 && c->explained_share >= 0.5 && lost_share >= 0.01)
 		return CW_SEV_HIGH;
-	if (c->explained_share >= 0.35 && (c->tail_ratio >= 3 || lost_share >= 0.01))
+	if (c->explained_share >= 0.35 && (tail >= 3 || lost_share >= 0.01))
 		return CW_SEV_MEDIUM;
 	return CW_SEV_LOW;
 }

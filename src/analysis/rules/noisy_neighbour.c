@@ -63,10 +63,11 @@ int cw_rule_noisy_neighbour(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	cw_chain_headline(c, head, sizeof(head));
 	c->kind = CW_KIND_NOISY_NEIGHBOUR;
 	snprintf(c->summary, sizeof(c->summary),
-		 "%.100s: thread %lld (%.16s) in %.90s was preempted for %.0f %% of its slow calls' time by %.16s"
-		 " (pid %lld) in %.90s, another tenant",
-		 head, (long long)c->tid, c->comm, victim, c->explained_share * 100, c->culprit.comm,
-		 (long long)c->culprit.pid, culprit);
+		 "%.100s: thread %lld (%.16s) in %.90s was preempted for %.0f %% of its slow calls' time, %.0f %% of"
+		 " that by %.16s (pid %lld) in %.90s, another tenant",
+		 head, (long long)c->tid, c->comm, victim, c->explained_share * 100,
+		 cw_chain_evidence_value(c, "culprit_share", 1) * 100, c->culprit.comm, (long long)c->culprit.pid,
+		 culprit);
 	cw_chain_add_timeline(c, CW_LAYER_HOST, c->timeline[c->ntimeline ? c->ntimeline - 1 : 0].t_ns,
 			      "%s (pid %lld) runs in %.80s; the slowed thread in %.80s", c->culprit.comm,
 			      (long long)c->culprit.pid, culprit, victim);
