@@ -16,6 +16,15 @@ fail() { echo "FAIL: $*"; exit 1; }
 	>"$tmp/in.json" || fail "explain --from/--to exited $?"
 "$CW_BIN" explain --db "$tmp/inc.db" --no-store --from 2026-01-01T00:00:32Z --to 2026-01-01T00:00:43Z \
 	>"$tmp/in.txt" || fail "explain --from/--to (text) exited $?"
+# A window from the store's second second: too little before it, so the
+# normal comes from the hour after.
+"$CW_BIN" explain --db "$tmp/inc.db" --json --no-store --from 2026-01-01T00:00:02Z --to 2026-01-01T00:00:43Z \
+	>"$tmp/early.json" || fail "explain early window exited $?"
+python3 - "$tmp/early.json" <<'PY' || fail "baseline from after the window"
+import json, sys
+c = [c for c in json.load(open(sys.argv[1]))["chains"] if c["op"] == "cudaStreamSynchronize"][0]
+assert c["expected_from"] == "outside_window", c["expected_from"]
+PY
 python3 - "$tmp/all.json" "$tmp/in.json" <<'PY' || fail "narrowed window"
 import json, sys
 whole = json.load(open(sys.argv[1]))["chains"][0]
