@@ -264,6 +264,32 @@ static void drop_failure_latency(struct cw_chain_list *cs)
 	}
 }
 
+static int same_fixes(const struct cw_chain *a, const struct cw_chain *b)
+{
+	/* A symptom's one pointer at its cause stays as it is. */
+	if (a->nfix != b->nfix || a->nfix < 2 || b->caused_by.kind[0])
+		return 0;
+	for (int i = 0; i < a->nfix; i++)
+		if (a->fix_kind[i] != b->fix_kind[i] || strcmp(a->fix[i], b->fix[i]))
+			return 0;
+	return 1;
+}
+
+/* Two chains of one cause (a neighbour slowing both the launches and the
+ * syncs) carry the same fixes: the later one points at the earlier one
+ * instead of repeating every line. Runs on the sorted list. */
+static void share_repeated_fixes(struct cw_chain_list *cs)
+{
+	for (int i = 1; i < cs->n; i++)
+		for (int k = 0; k < i; k++)
+			if (same_fixes(&cs->v[k], &cs->v[i])) {
+				cs->v[i].nfix = 0;
+				cw_chain_add_advice(&cs->v[i], "the same fixes as the %s chain of %s above",
+						    cw_kind_name(cs->v[k].kind), cs->v[k].op);
+				break;
+			}
+}
+
 static int rules_max_out(void)
 {
 	int m = 1;
@@ -432,6 +458,7 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 	defer_to_causes(&cs);
 	if (cs.n > 1)
 		qsort(cs.v, (size_t)cs.n, sizeof(*cs.v), o->per_tenant ? tenant_chain_cmp : chain_cmp);
+	share_repeated_fixes(&cs);
 	out->chains = cs.v;
 	out->count = cs.n;
 	free(buf);
