@@ -40,6 +40,12 @@ assert c["error"]["name"] and c["error"]["name"] in c["root_cause"]["summary"], 
 assert c["python"]["file"] == path and c["python"]["line"] == line, c["python"]
 assert c["pid"] and c["tid"] == c["pid"] and c["comm"].startswith("python"), (c["pid"], c["tid"], c["comm"])
 assert c["slow_count"] > 100 and c["evidence"]["failing_share"] == 1, c["evidence"]
+# Failing calls carry their Python stack whatever their time (--py-stacks
+# slow walks failures too): nearly every one, not a sample.
+import sqlite3
+db = sqlite3.connect(sys.argv[1].replace(".json", ".db"))
+n, withpy = db.execute("SELECT count(*), count(py_stack_id) FROM events WHERE op = ? AND ret = ?", (op, ret)).fetchone()
+assert withpy >= 0.9 * n, (n, withpy)
 print(f"{sys.argv[1].split('/')[-1]}: {c['root_cause']['summary']}")
 PY
 }
@@ -47,6 +53,14 @@ PY
 # The real runtime on a host without a GPU: no_device, whatever its code.
 run real alloc "$CUDA/lib64/libcudart.so.13"
 check real cuda_error cudaMalloc no_device "$(line_of ALLOC_LINE)"
+
+# The session records the host's cgroup layout, which decides the cgroup
+# files a fix may name (stat is the oracle).
+if [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ]; then want=2
+elif [ "$(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then want=1
+else want=0; fi
+got=$(sqlite3 "$tmp/real.db" "SELECT value FROM counters WHERE name = 'host.cgroup_layout'")
+[ "$got" = "$want" ] || fail "host.cgroup_layout $got, want $want"
 
 # The real NCCL refusing a call: the code NCCL returned, its family.
 run nccl nccl "$CUDA/lib/libnccl.so.2"
