@@ -37,6 +37,9 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_NCCL_HANG] = "nccl_hang",
 		[CW_KIND_COMM_BOUND] = "comm_bound",
 		[CW_KIND_NCCL_WAIT] = "nccl_wait",
+		[CW_KIND_CUDA_ERROR] = "cuda_error",
+		[CW_KIND_DEVICE_OOM] = "device_oom",
+		[CW_KIND_NCCL_ERROR] = "nccl_error",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }
@@ -155,12 +158,59 @@ void cw_chain_add_evidence(struct cw_chain *c, const char *key, double v, int is
 	e->is_int = is_int;
 }
 
+/* "train_step() at train.py:95 — cudaStreamSynchronize 159.4ms (expected
+ * ~17.8ms): <cause>": where, what and how slow against normal, why. The
+ * cause is the summary after its own "<op> p99 ... (...)" head. */
+void cw_chain_oneline(const struct cw_chain *c, char *buf, size_t len)
+{
+	char head[160], where[512], what[160] = "", p99[32], exp[32];
+	const char *cause = c->summary, *file = strrchr(c->py_file, '/');
+	size_t hl;
+
+	cw_chain_headline(c, head, sizeof(head));
+	hl = strlen(head);
+	if (!strncmp(c->summary, head, hl) && c->summary[hl] == ':' && c->summary[hl + 1] == ' ')
+		cause = c->summary + hl + 2;
+	if (c->has_python)
+		snprintf(where, sizeof(where), "%s() at %s:%d", c->py_function, file ? file + 1 : c->py_file,
+			 c->py_line);
+	else if (c->pid)
+		snprintf(where, sizeof(where), "pid %lld (%s)", (long long)c->pid, c->comm[0] ? c->comm : "?");
+	else
+		snprintf(where, sizeof(where), "%s", c->node);
+	if (cw_chain_has_latency(c) && c->expected_ns && cause != c->summary) {
+		cw_format_duration(c->p99_ns, p99, sizeof(p99));
+		cw_format_duration(c->expected_ns, exp, sizeof(exp));
+		snprintf(what, sizeof(what), "%s %s (expected ~%s): ", c->op, p99, exp);
+	}
+	snprintf(buf, len, "%s \xe2\x80\x94 %s%s", where, what, cause); /* an em dash */
+}
+
+double cw_chain_evidence_value(const struct cw_chain *c, const char *key, double dflt)
+{
+	for (int i = 0; i < c->nevidence; i++)
+		if (!strcmp(c->evidence[i].key, key))
+			return c->evidence[i].value;
+	return dflt;
+}
+
 void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len)
 {
 	char p99[32];
 
 	cw_format_duration(c->p99_ns, p99, sizeof(p99));
-	snprintf(buf, len, "%s p99 %s (%.1fx p50)", c->op, p99, c->tail_ratio);
+	if (c->expected_outside) {
+		/* Rules write their summary while p50 still holds the expected
+		 * latency; explain_op.c then restores the window's p50 and
+		 * sets expected_ns: both give the same head. */
+		uint64_t e = c->expected_ns ? c->expected_ns : c->p50_ns;
+		char exp[32];
+
+		cw_format_duration(e, exp, sizeof(exp));
+		snprintf(buf, len, "%s p99 %s (%.1fx the expected ~%s)", c->op, p99,
+			 e ? (double)c->p99_ns / (double)e : 0, exp);
+	} else
+		snprintf(buf, len, "%s p99 %s (%.1fx p50)", c->op, p99, c->tail_ratio);
 }
 
 int cw_chain_has_latency(const struct cw_chain *c)
@@ -202,6 +252,7 @@ void cw_chain_from_opstat(struct cw_chain *c, const struct cw_opstat *st)
 	c->p99_ns = st->p99_ns;
 	c->max_ns = st->max_ns;
 	c->tail_ratio = st->p50_ns ? (double)st->p99_ns / (double)st->p50_ns : 0;
+	c->expected_outside = st->expected_outside;
 	c->rank = -1;
 	c->culprit.cpu = -1;
 }

@@ -61,6 +61,9 @@ enum cw_kind {
 	CW_KIND_NCCL_HANG,
 	CW_KIND_COMM_BOUND,
 	CW_KIND_NCCL_WAIT,      /* a rank waiting for an nccl_straggler */
+	CW_KIND_CUDA_ERROR,     /* rules/call_errors.c */
+	CW_KIND_DEVICE_OOM,
+	CW_KIND_NCCL_ERROR,
 	CW_KIND_MAX
 };
 
@@ -80,6 +83,7 @@ enum cw_layer {
 #define CW_CHAIN_MAX_FIX 6
 #define CW_CHAIN_MAX_EVIDENCE 16
 #define CW_CHAIN_MAX_MISSING 4
+#define CW_CHAIN_MAX_FAILED_OPS 8
 
 struct cw_timeline_entry {
 	enum cw_layer layer;
@@ -126,6 +130,11 @@ struct cw_chain {
 	uint64_t count, slow_count;
 	uint64_t p50_ns, p95_ns, p99_ns, max_ns;
 	double tail_ratio;      /* p99 / p50 */
+	/* The op's normal latency the chain is judged against: its p50
+	 * outside the window when there is data there (expected_outside 1,
+	 * baseline.h), else the window's p50; 0 for chains without latency. */
+	uint64_t expected_ns;
+	int expected_outside;
 	double explained_share; /* 0..1 of slow-call time explained by kind */
 	uint64_t slow_time_ns;  /* total duration of the slow calls */
 	uint64_t explained_ns;  /* slow_time_ns * explained_share */
@@ -171,6 +180,16 @@ struct cw_chain {
 		int64_t pid;
 		int rank;
 	} caused_by;
+	/* Error chains (rules/call_errors.c): the dominant code, its name
+	 * and family (gpu/call_errors.h); name "" for other chains. */
+	int64_t error_code;
+	char error_name[64];
+	char error_family[24];
+	struct {
+		char op[48];
+		double share; /* of its calls that failed */
+	} failed_ops[CW_CHAIN_MAX_FAILED_OPS];
+	int nfailed_ops;
 };
 
 const char *cw_kind_name(enum cw_kind k);
@@ -207,6 +226,11 @@ enum cw_fix_kind {
 };
 const char *cw_fix_kind_name(enum cw_fix_kind k);
 void cw_chain_headline(const struct cw_chain *c, char *buf, size_t len);
+/* The chain in one line, where, what and why (the seed's form), for the
+ * text report and JSON's "headline". */
+void cw_chain_oneline(const struct cw_chain *c, char *buf, size_t len);
+/* The value of evidence key, or dflt when the chain has none. */
+double cw_chain_evidence_value(const struct cw_chain *c, const char *key, double dflt);
 /* 1 when the chain's op has a latency distribution to show (p50, p99 and
  * their ratio); 0 for chains about events or waits (an Xid fault, an OOM
  * kill, a rank's wait, a stall, communication share), whose numbers are

@@ -18,7 +18,7 @@
  * explained share, as a share of the window. */
 static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 {
-	double lost, lost_share;
+	double lost, lost_share, expected, tail;
 
 	if (c->kind == CW_KIND_OOM_KILL)
 		return CW_SEV_HIGH;
@@ -26,10 +26,12 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 	    c->kind == CW_KIND_GRAPH_CHURN || c->kind == CW_KIND_COMM_BOUND)
 		return c->explained_share >= 0.5 ? CW_SEV_HIGH : CW_SEV_MEDIUM;
 	/* A job that stopped is the worst finding; an Xid is as severe as
-	 * the catalogue says (evidence severity_rank: 3 critical, 2 error). */
+	 * the catalogue says, a failing call as its rule graded it (evidence
+	 * severity_rank: 3 high, 2 medium). */
 	if (c->kind == CW_KIND_TRAINING_STALL)
 		return CW_SEV_HIGH;
-	if (c->kind == CW_KIND_XID_FAULT) {
+	if (c->kind == CW_KIND_XID_FAULT || c->kind == CW_KIND_CUDA_ERROR || c->kind == CW_KIND_DEVICE_OOM ||
+	    c->kind == CW_KIND_NCCL_ERROR) {
 		for (int i = 0; i < c->nevidence; i++)
 			if (!strcmp(c->evidence[i].key, "severity_rank"))
 				return c->evidence[i].value >= 3 ? CW_SEV_HIGH
@@ -48,13 +50,20 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 	 * an hour or a day of data. */
 	if (c->incident_to_ns > c->incident_from_ns && c->incident_to_ns - c->incident_from_ns + 20 * 1e9 < window_ns)
 		window_ns = (double)(c->incident_to_ns - c->incident_from_ns) + 20 * 1e9;
-	lost = (double)c->slow_time_ns - (double)c->slow_count * (double)c->p50_ns;
+	/* Judged against the op's expected latency (from outside the window
+	 * when there is data there): a window narrowed around an incident
+	 * keeps its severity. */
+	expected = c->expected_ns ? (double)c->expected_ns : (double)c->p50_ns;
+	tail = expected > 0 && c->p99_ns ? (double)c->p99_ns / expected : c->tail_ratio;
+	if (tail < c->tail_ratio)
+		tail = c->tail_ratio;
+	lost = (double)c->slow_time_ns - (double)c->slow_count * expected;
 	if (lost < 0)
 		lost = 0;
 	lost_share = window_ns > 0 ? lost * c->explained_share / window_ns : 0;
-	if (c->tail_ratio >= 5 && c->explained_share >= 0.5 && lost_share >= 0.01)
+	if (tail >= 5 && c->explained_share >= 0.5 && lost_share >= 0.01)
 		return CW_SEV_HIGH;
-	if (c->explained_share >= 0.35 && (c->tail_ratio >= 3 || lost_share >= 0.01))
+	if (c->explained_share >= 0.35 && (tail >= 3 || lost_share >= 0.01))
 		return CW_SEV_MEDIUM;
 	return CW_SEV_LOW;
 }
@@ -218,6 +227,67 @@ static void defer_to_causes(struct cw_chain_list *cs)
 			cw_chain_add_advice(c, "a symptom of the %s of pid %lld on %s: fix that chain first", c->caused_by.kind,
 					 (long long)c->caused_by.pid, c->caused_by.node);
 	}
+}
+
+static int is_error_kind(enum cw_kind k)
+{
+	return k == CW_KIND_CUDA_ERROR || k == CW_KIND_DEVICE_OOM || k == CW_KIND_NCCL_ERROR;
+}
+
+/* The latency of calls that mostly fail is the latency of the failure
+ * path (a few microseconds, a slow first failure): a latency chain about
+ * an op of the same process of which an error chain says at least half
+ * the calls failed would read the failure as a slow op (cold start,
+ * periodic allocator) and give advice for the wrong problem. It is
+ * dropped. */
+static int mostly_failing(const struct cw_chain *e, const struct cw_chain *c)
+{
+	if (!is_error_kind(e->kind) || e->pid != c->pid || strcmp(e->node, c->node))
+		return 0;
+	for (int o = 0; o < e->nfailed_ops; o++)
+		if (!strcmp(e->failed_ops[o].op, c->op) && e->failed_ops[o].share >= 0.5)
+			return 1;
+	return 0;
+}
+
+static void drop_failure_latency(struct cw_chain_list *cs)
+{
+	for (int i = 0; i < cs->n;) {
+		int drop = 0;
+
+		for (int k = 0; k < cs->n && !drop && !is_error_kind(cs->v[i].kind); k++)
+			drop = mostly_failing(&cs->v[k], &cs->v[i]);
+		if (drop)
+			cs->v[i] = cs->v[--cs->n];
+		else
+			i++;
+	}
+}
+
+static int same_fixes(const struct cw_chain *a, const struct cw_chain *b)
+{
+	/* A symptom's one pointer at its cause stays as it is. */
+	if (a->nfix != b->nfix || a->nfix < 2 || b->caused_by.kind[0])
+		return 0;
+	for (int i = 0; i < a->nfix; i++)
+		if (a->fix_kind[i] != b->fix_kind[i] || strcmp(a->fix[i], b->fix[i]))
+			return 0;
+	return 1;
+}
+
+/* Two chains of one cause (a neighbour slowing both the launches and the
+ * syncs) carry the same fixes: the later one points at the earlier one
+ * instead of repeating every line. Runs on the sorted list. */
+static void share_repeated_fixes(struct cw_chain_list *cs)
+{
+	for (int i = 1; i < cs->n; i++)
+		for (int k = 0; k < i; k++)
+			if (same_fixes(&cs->v[k], &cs->v[i])) {
+				cs->v[i].nfix = 0;
+				cw_chain_add_advice(&cs->v[i], "the same fixes as the %s chain of %s above",
+						    cw_kind_name(cs->v[k].kind), cs->v[k].op);
+				break;
+			}
 }
 
 static int rules_max_out(void)
@@ -384,9 +454,11 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 		c->severity = severity_of(c, (double)(out->to_wall_ns - out->from_wall_ns));
 		qsort(c->timeline, (size_t)c->ntimeline, sizeof(c->timeline[0]), timeline_cmp);
 	}
+	drop_failure_latency(&cs);
 	defer_to_causes(&cs);
 	if (cs.n > 1)
 		qsort(cs.v, (size_t)cs.n, sizeof(*cs.v), o->per_tenant ? tenant_chain_cmp : chain_cmp);
+	share_repeated_fixes(&cs);
 	out->chains = cs.v;
 	out->count = cs.n;
 	free(buf);

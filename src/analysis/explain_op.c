@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/baseline.h"
 #include "analysis/engine.h"
 #include "analysis/explain.h"
 #include "analysis/incident.h"
@@ -31,8 +32,8 @@ static void base_chain(struct cw_chain *c, const struct cw_rule_ctx *ctx)
 			slowest = &ctx->calls[i];
 	cw_format_duration(slowest->dur_ns, d, sizeof(d));
 	cw_format_duration(st->p50_ns, p50, sizeof(p50));
-	cw_chain_add_timeline(c, cw_layer_of_source(st->source), slowest->wall_ns, "slowest %s: %s (p50 %s)",
-			      st->op, d, p50);
+	cw_chain_add_timeline(c, cw_layer_of_source(st->source), slowest->wall_ns, "slowest %s: %s (%s %s)",
+			      st->op, d, st->expected_outside ? "expected ~" : "p50", p50);
 }
 
 static void add_python_timeline(struct cw_chain *c, uint64_t t)
@@ -232,6 +233,7 @@ static int explain_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, s
 	}
 	ist = ops[k];
 	ist.p50_ns = ctx->st->p50_ns;
+	ist.expected_outside = ctx->st->expected_outside;
 	sub = *ctx;
 	sub.st = &ist;
 	sub.threshold_ns = slow_threshold(ctx->st);
@@ -258,8 +260,9 @@ static int explain_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, s
 	return ret < 0 ? ret : 0;
 }
 
-int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
-		  const struct cw_opstat *st, uint64_t from, uint64_t to, struct cw_chain_list *cs, struct cw_explain_result *r)
+static int explain_judged(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
+			  const struct cw_opstat *st, uint64_t from, uint64_t to, struct cw_chain_list *cs,
+			  struct cw_explain_result *r)
 {
 	struct cw_rule_ctx ctx = {
 		.db = db, .opts = o, .st = st, .sys = sys, .window_from_ns = from, .window_to_ns = to,
@@ -312,4 +315,47 @@ int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx
 		ret = analyse_pid(&ctx, pids[i], cs, r);
 	free(pids);
 	return ret < 0 ? ret : 0;
+}
+
+/* The op's expected latency comes from outside the window when there is
+ * data there (baseline.h): a window narrowed around an incident is slow
+ * throughout, and judged against its own p50 it would have no tail. When
+ * the window's p50 is CW_BASELINE_SLOWER x the baseline's, the op is
+ * probed against the baseline instead. Chains keep the window's own
+ * percentiles and carry the expectation as expected_ns. Per-process
+ * analyses read events, not aggregates, and keep the window's. */
+int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
+		  const struct cw_opstat *st, uint64_t from, uint64_t to, struct cw_chain_list *cs, struct cw_explain_result *r)
+{
+	struct cw_baseline bl;
+	struct cw_opstat judged;
+	int before = cs->n, outside = 0, ret;
+
+	if (!o->pid && !o->npids && !o->per_process && !o->per_tenant) {
+		ret = cw_baseline_load(db, st, (int64_t)(from / NSEC_PER_SEC), (int64_t)(to / NSEC_PER_SEC), &bl);
+		if (ret < 0)
+			return ret;
+		outside = ret;
+	}
+	if (outside && CW_BASELINE_SLOWER * (double)bl.p50_ns <= (double)st->p50_ns) {
+		judged = *st;
+		judged.p50_ns = bl.p50_ns;
+		judged.expected_outside = 1;
+		ret = explain_judged(db, o, sys, &judged, from, to, cs, r);
+	} else {
+		ret = explain_judged(db, o, sys, st, from, to, cs, r);
+	}
+	for (int i = before; ret >= 0 && i < cs->n; i++) {
+		struct cw_chain *c = &cs->v[i];
+
+		if (strcmp(c->op, st->op) || strcmp(c->node, st->node))
+			continue;
+		if (!o->pid && !o->npids && !o->per_process && !o->per_tenant) {
+			c->p50_ns = st->p50_ns;
+			c->tail_ratio = st->p50_ns ? (double)c->p99_ns / (double)st->p50_ns : 0;
+		}
+		c->expected_ns = outside ? bl.p50_ns : c->p50_ns;
+		c->expected_outside = outside;
+	}
+	return ret;
 }

@@ -66,6 +66,17 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 		json_object_set_new(rc, "missing_ranks", m);
 		json_object_set_new(rc, "missing_state", st);
 	}
+	if (c->error_family[0]) {
+		json_t *ops = json_array();
+
+		for (int i = 0; i < c->nfailed_ops; i++)
+			json_array_append_new(ops, json_pack("{s:o, s:o}", "op", cw_json_str(c->failed_ops[i].op),
+							     "failing_share", jreal(c->failed_ops[i].share, 1000)));
+		json_object_set_new(o, "error", json_pack("{s:I, s:o, s:s, s:o}", "code", (json_int_t)c->error_code,
+							  "name",
+							  c->error_name[0] ? cw_json_str(c->error_name) : json_null(),
+							  "family", c->error_family, "ops", ops));
+	}
 	if (c->caused_by.kind[0]) {
 		json_t *cb = json_pack("{s:o, s:o, s:I}", "kind", cw_json_str(c->caused_by.kind), "node", cw_json_str(c->caused_by.node), "pid",
 				       (json_int_t)c->caused_by.pid);
@@ -93,6 +104,15 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 	json_object_set_new(o, "explained_ns", jint(c->explained_ns));
 	json_object_set_new(o, "root_cause", json_pack("{s:s, s:o}", "kind", cw_kind_name(c->kind),
 						       "summary", cw_json_str(c->summary)));
+	{
+		char line[800];
+
+		cw_chain_oneline(c, line, sizeof(line));
+		json_object_set_new(o, "headline", cw_json_str(line));
+	}
+	json_object_set_new(o, "expected_ns", c->expected_ns ? jint(c->expected_ns) : json_null());
+	json_object_set_new(o, "expected_from", c->expected_ns ? json_string(c->expected_outside ? "outside_window" : "window")
+								: json_null());
 	nccl_fields(o, c);
 	for (int i = 0; i < c->ntimeline; i++)
 		json_array_append_new(tl, json_pack("{s:s, s:I, s:o}", "layer",
@@ -194,16 +214,22 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 	}
 	for (int i = 0; i < r->count; i++) {
 		const struct cw_chain *c = &r->chains[i];
-		char p50[32], p99[32];
+		char p50[32], p99[32], oneline[800];
 
 		cw_format_duration(c->p50_ns, p50, sizeof(p50));
 		cw_format_duration(c->p99_ns, p99, sizeof(p99));
 		fprintf(f, "\n%s[%s]%s %s  %s (%s) on %s\n", color ? sev_color[c->severity] : "",
 			cw_severity_name(c->severity), color ? "\033[0m" : "", cw_kind_name(c->kind), c->op,
 			c->source, c->node);
-		fprintf(f, "  %s\n", c->summary);
+		cw_chain_oneline(c, oneline, sizeof(oneline));
+		fprintf(f, "  %s\n", oneline);
 		if (c->kind == CW_KIND_OOM_KILL) /* an event, not a latency distribution */
 			fprintf(f, "  OOM kills in the window: %llu\n", (unsigned long long)c->count);
+		else if (c->error_family[0]) /* failing calls: counts, not latency */
+			fprintf(f, "  calls %llu, failing %llu (%.0f %%), error %s (%lld), %s\n",
+				(unsigned long long)c->count, (unsigned long long)c->slow_count,
+				c->count ? 100.0 * (double)c->slow_count / (double)c->count : 0,
+				c->error_name[0] ? c->error_name : "unknown", (long long)c->error_code, c->error_family);
 		else if (!cw_chain_has_latency(c)) {
 			char t[32];
 
@@ -216,9 +242,18 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 					(unsigned long long)c->count, (unsigned long long)c->slow_count, t,
 					c->explained_share * 100);
 		} else
-			fprintf(f, "  calls %llu, slow %llu, p50 %s, p99 %s, tail %.1fx, explained %.0f %%\n",
+		{
+			char exp[32] = "";
+
+			if (c->expected_outside) {
+				cw_format_duration(c->expected_ns, exp + 2, sizeof(exp) - 2);
+				memcpy(exp, ", ", 2);
+			}
+			fprintf(f, "  calls %llu, slow %llu, p50 %s, p99 %s, tail %.1fx%s%s%s, explained %.0f %%\n",
 				(unsigned long long)c->count, (unsigned long long)c->slow_count, p50, p99,
-				c->tail_ratio, c->explained_share * 100);
+				c->tail_ratio, exp[0] ? ", expected ~" : "", exp[0] ? exp + 2 : "",
+				exp[0] ? " (outside the window)" : "", c->explained_share * 100);
+		}
 		if (c->pid) {
 			fprintf(f, "  process pid %lld, tid %lld (%s)", (long long)c->pid, (long long)c->tid,
 				c->comm);

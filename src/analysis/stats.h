@@ -42,6 +42,9 @@ struct cw_opstat {
 	char op[48];
 	uint64_t count, sum_ns, max_ns;
 	uint64_t p50_ns, p95_ns, p99_ns;
+	/* 1: p50_ns is the op's expected latency from outside the window
+	 * (analysis/baseline.h), not the window's own median. */
+	int expected_outside;
 	struct cw_hist hist;
 	struct cw_opsec *secs; /* ascending by second */
 	size_t nsecs;

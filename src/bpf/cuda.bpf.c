@@ -53,7 +53,11 @@ const volatile __u8 cfg_filter_tracked = 1;
  * at every entry. A call is slow when it took at least cfg_py_floor_ns and
  * 3x its op's running mean (per CPU, over every traced process's calls:
  * asking whether the caller is a Python process is a hash lookup, so it is
- * asked of slow calls only). */
+ * asked of slow calls only). A failing call is walked too, whatever its
+ * time: failures are causes explain names with their line (a failing
+ * call returns fast); codes that report a state are not failures
+ * (cudaErrorNotReady and CUDA_ERROR_NOT_READY, 600, from a query;
+ * ncclInProgress, 7, from a non-blocking communicator). */
 const volatile __u8 cfg_py_mode = CW_PY_SLOW;
 const volatile __u64 cfg_py_floor_ns = 10000;
 /* 1: the calling thread's native user stack (frame-pointer walk) after each
@@ -536,7 +540,12 @@ struct {
  * record precedes it in the ring): a slow call of a registered Python
  * process gets its stack, stamped with the entry's header. Returns 1 when
  * emitted. */
-static __always_inline int py_stack_at_return(const struct cw_call_state *s, __u32 op, __u64 now)
+static __always_inline int call_failed(__u32 src, int ret)
+{
+	return ret != 0 && ret != 600 && !(src == CW_SRC_NCCL && ret == 7);
+}
+
+static __always_inline int py_stack_at_return(const struct cw_call_state *s, __u32 op, __u64 now, int failed)
 {
 	__u64 ts = s->e.hdr.ts_ns, d, m, *mean;
 	struct cw_hdr h;
@@ -547,7 +556,7 @@ static __always_inline int py_stack_at_return(const struct cw_call_state *s, __u
 		return 0;
 	m = *mean;
 	*mean = d >= m ? m + ((d - m) >> 4) : m - ((m - d) >> 4);
-	if (d < cfg_py_floor_ns || d < 3 * m)
+	if (!failed && (d < cfg_py_floor_ns || d < 3 * m))
 		return 0;
 	if (!bpf_map_lookup_elem(&cw_py_procs, &s->e.hdr.pid))
 		return 0;
@@ -826,7 +835,7 @@ static __always_inline int return_body(struct pt_regs *ctx)
 		cs_count(CW_CS_AGGREGATED);
 		goto done;
 	}
-	if (cfg_py_mode == CW_PY_SLOW && py_stack_at_return(sp, op, now))
+	if (cfg_py_mode == CW_PY_SLOW && py_stack_at_return(sp, op, now, call_failed(src, ret)))
 		pyflag = CW_CALL_F_PYSTACK;
 	c = bpf_ringbuf_reserve(&rb_cuda, sizeof(*c), 0);
 	if (!c) {

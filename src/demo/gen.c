@@ -161,7 +161,7 @@ static void copy_comm(char *dst, const char *src)
 }
 
 static void queue_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
-		       const uint64_t *args, int nargs, int device, int site, int open)
+		       int64_t ret, const uint64_t *args, int nargs, int device, int site, int open)
 {
 	/* cuda.bpf.c emits a whole call at its return; a Python stack taken
 	 * for it precedes it on the ring, stamped with the entry's time. A
@@ -197,26 +197,32 @@ static void queue_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint
 	e->flags = with_stack ? CW_CALL_F_PYSTACK : 0;
 	if (c) {
 		c->end_ns = ts + dur;
-		c->retval = 0; /* cudaSuccess */
+		c->retval = ret; /* 0: cudaSuccess */
 	}
 }
 
 void cw_demo_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
 		  const uint64_t args[4], int device, int site)
 {
-	queue_call(g, t, ts, dur, op, args, 4, device, site, 0);
+	queue_call(g, t, ts, dur, op, 0, args, 4, device, site, 0);
 }
 
 void cw_demo_call6(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
 		   const uint64_t args[6], int device, int site)
 {
-	queue_call(g, t, ts, dur, op, args, 6, device, site, 0);
+	queue_call(g, t, ts, dur, op, 0, args, 6, device, site, 0);
 }
 
 void cw_demo_call_open(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, unsigned op,
 		       const uint64_t args[6], int device, int site)
 {
-	queue_call(g, t, ts, 0, op, args, 6, device, site, 1);
+	queue_call(g, t, ts, 0, op, 0, args, 6, device, site, 1);
+}
+
+void cw_demo_call_ret(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
+		      const uint64_t args[6], int device, int site, int64_t ret)
+{
+	queue_call(g, t, ts, dur, op, ret, args, 6, device, site, 0);
 }
 
 void cw_demo_offcpu(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t start, uint64_t end, int reason,

@@ -70,6 +70,9 @@ void cw_demo_call(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t 
 /* The same with all six argument slots (NCCL: stream, created comm). */
 void cw_demo_call6(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
 		   const uint64_t args[6], int device, int site);
+/* A call that returns ret (a cudaError_t, CUresult or ncclResult_t). */
+void cw_demo_call_ret(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t dur, unsigned op,
+		      const uint64_t args[6], int device, int site, int64_t ret);
 /* A call that never returns (a hang): only its entry, stored unfinished. */
 void cw_demo_call_open(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, unsigned op,
 		       const uint64_t args[6], int device, int site);

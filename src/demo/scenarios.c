@@ -10,6 +10,7 @@
 #include "demo/train.h"
 #include "pipeline/pipeline.h"
 #include "store/writer.h"
+#include "tenant/resolve.h"
 #include "util/timeutil.h"
 
 extern const struct cw_demo_scenario cw_demo_scenario_incident;
@@ -41,6 +42,10 @@ extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_input;
 extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_compute;
 extern const struct cw_demo_scenario cw_demo_scenario_nccl_hang;
 extern const struct cw_demo_scenario cw_demo_scenario_comm_bound;
+/* Failing calls (docs/rules.md "Failing calls"). */
+extern const struct cw_demo_scenario cw_demo_scenario_cuda_no_device;
+extern const struct cw_demo_scenario cw_demo_scenario_cuda_oom;
+extern const struct cw_demo_scenario cw_demo_scenario_nccl_error;
 
 static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_incident,
@@ -71,6 +76,9 @@ static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_nccl_straggler_compute,
 	&cw_demo_scenario_nccl_hang,
 	&cw_demo_scenario_comm_bound,
+	&cw_demo_scenario_cuda_no_device,
+	&cw_demo_scenario_cuda_oom,
+	&cw_demo_scenario_nccl_error,
 };
 
 const struct cw_demo_scenario *const *cw_demo_scenarios(size_t *n)
@@ -143,6 +151,9 @@ int cw_demo_generate(struct cw_store *st, const struct cw_demo_opts *o, struct c
 	res->end_wall_ns = (uint64_t)((int64_t)g.last_ns + off);
 	if (!err)
 		err = cw_demo_train_meta(&tr, w, wall_start);
+	/* The synthetic host is a pure cgroup v2 one, as its pod paths are. */
+	if (!err)
+		cw_writer_counter_set(w, "host.cgroup_layout", CW_CGROUP_UNIFIED);
 	if (!err)
 		err = cw_pipeline_flush(p, g.last_ns, 1); /* calls still open (a hang) end unfinished */
 	cw_pipeline_get_counters(p, &pc);

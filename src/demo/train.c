@@ -138,7 +138,9 @@ static void emit(struct cw_demo_train *tr, struct cw_demo_plan *p)
 		cur += p->off[i].len + seg;
 	}
 	if (p->op) {
-		cw_demo_call(tr->g, me, p->start, p->dur, p->op, p->args, 0, p->site);
+		uint64_t a6[6] = {p->args[0], p->args[1], p->args[2], p->args[3], 0, 0};
+
+		cw_demo_call_ret(tr->g, me, p->start, p->dur, p->op, a6, 0, p->site, p->ret);
 		tr->nth[p->op]++;
 	}
 }

@@ -46,6 +46,7 @@ struct cw_demo_plan {
 	uint64_t nth; /* how many calls of op came before this one */
 	uint64_t start, dur;
 	uint64_t args[4];
+	int64_t ret;  /* the call's return code: 0 success */
 	int noff;
 	struct cw_demo_off off[CW_DEMO_MAX_OFF];
 };

@@ -9,11 +9,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu/call_errors.h"
 #include "metrics/prom_text.h"
 
 #define MAX_PROCS 1024
 #define HASH_SLOTS (2 * CW_LIVE_MAX_SERIES)
 #define OTHER "other"
+
+/* Failing calls of a series by code (gpu/call_errors.h): the first
+ * CODES_PER_SERIES distinct codes, the rest as one "other". */
+#define CODES_PER_SERIES 4
 
 struct series {
 	uint32_t pid; /* 0: the fold of everything past the cap */
@@ -21,6 +26,11 @@ struct series {
 	char op[64];
 	uint64_t buckets[CW_PROM_BUCKETS + 1];
 	uint64_t count, sum_ns, errors;
+	struct {
+		int64_t code;
+		uint64_t n;
+	} fails[CODES_PER_SERIES];
+	uint64_t fails_other;
 };
 
 struct proc {
@@ -199,6 +209,20 @@ static int is_cuda_source(const char *s)
 	       !strcmp(s, "graph");
 }
 
+static void count_failure(struct series *s, int64_t code, uint64_t n)
+{
+	for (int i = 0; i < CODES_PER_SERIES; i++)
+		if (s->fails[i].n && s->fails[i].code == code) {
+			s->fails[i].n += n;
+			return;
+		} else if (!s->fails[i].n) {
+			s->fails[i].code = code;
+			s->fails[i].n = n;
+			return;
+		}
+	s->fails_other += n;
+}
+
 void cw_live_metrics_event(struct cw_live_metrics *m, const struct cw_event_row *r)
 {
 	const char *source = r->source ? r->source : "";
@@ -211,8 +235,12 @@ void cw_live_metrics_event(struct cw_live_metrics *m, const struct cw_event_row 
 	s->buckets[cw_prom_bucket(r->duration_ns)]++;
 	s->count++;
 	s->sum_ns += r->duration_ns;
-	if (r->has_ret && r->ret != 0)
+	if (r->has_ret && r->ret != 0) {
 		s->errors++;
+		if (is_cuda_source(source) &&
+		    cw_call_error_family(cw_error_api_of_op(op), r->ret) != CW_ERRF_NONE)
+			count_failure(s, r->ret, 1);
+	}
 	p = proc_of(m, r->pid, r->comm, is_cuda_source(source));
 	p->calls++;
 	if (r->cgroup_id)
@@ -309,6 +337,38 @@ static int named(const struct proc *top, unsigned n, uint32_t pid)
 	return -1;
 }
 
+static void failure_line(struct strbuf *sb, const char *node, const struct out_series *o, const char *error,
+			 const char *family, uint64_t n)
+{
+	strbuf_adds(sb, "causeway_op_failures_total");
+	labels(sb, node, o->process, o->tenant, o->s.source, o->s.op);
+	strbuf_adds(sb, ",error=\"");
+	cw_prom_escape_label(sb, error);
+	strbuf_addf(sb, "\",family=\"%s\"} %llu\n", family, (unsigned long long)n);
+}
+
+/* Failing CUDA, driver and NCCL calls by error code (not the codes that
+ * report a state, such as cudaErrorNotReady): only series that failed. */
+static void render_failures(struct strbuf *sb, const char *node, const struct out_series *o, unsigned n)
+{
+	strbuf_adds(sb, "# HELP causeway_op_failures_total Traced CUDA, driver and NCCL calls that failed, "
+			"by error code and family, per process.\n# TYPE causeway_op_failures_total counter\n");
+	for (unsigned j = 0; j < n; j++) {
+		enum cw_error_api api = cw_error_api_of_op(o[j].s.op);
+
+		for (int k = 0; k < CODES_PER_SERIES && o[j].s.fails[k].n; k++) {
+			char name[64];
+
+			cw_call_error_format(api, o[j].s.fails[k].code, name, sizeof(name));
+			failure_line(sb, node, &o[j], name,
+				     cw_error_family_name(cw_call_error_family(api, o[j].s.fails[k].code)),
+				     o[j].s.fails[k].n);
+		}
+		if (o[j].s.fails_other)
+			failure_line(sb, node, &o[j], "other", "other", o[j].s.fails_other);
+	}
+}
+
 static void render_histograms(struct strbuf *sb, const char *node, struct out_series *o,
 			      unsigned n)
 {
@@ -344,6 +404,7 @@ static void render_histograms(struct strbuf *sb, const char *node, struct out_se
 		labels(sb, node, o[j].process, o[j].tenant, o[j].s.source, o[j].s.op);
 		strbuf_addf(sb, "} %llu\n", (unsigned long long)o[j].s.errors);
 	}
+	render_failures(sb, node, o, n);
 }
 
 /* Merges adjacent entries with equal labels (o sorted by_labels). */
@@ -360,6 +421,9 @@ static unsigned merge_equal(struct out_series *o, unsigned n)
 			d->count += o[i].s.count;
 			d->sum_ns += o[i].s.sum_ns;
 			d->errors += o[i].s.errors;
+			for (b = 0; b < CODES_PER_SERIES && o[i].s.fails[b].n; b++)
+				count_failure(d, o[i].s.fails[b].code, o[i].s.fails[b].n);
+			d->fails_other += o[i].s.fails_other;
 			continue;
 		}
 		o[w++] = o[i];

@@ -44,6 +44,13 @@ const char *cw_cgroup2_root(void)
 	return root;
 }
 
+int cw_cgroup_layout(void)
+{
+	if (is_cgroup2("/sys/fs/cgroup"))
+		return CW_CGROUP_UNIFIED;
+	return is_cgroup2("/sys/fs/cgroup/unified") ? CW_CGROUP_HYBRID : CW_CGROUP_LEGACY;
+}
+
 /* Reads at most cap bytes of path into a malloc'd NUL-terminated buffer. */
 static int read_capped(const char *path, size_t cap, char **out, size_t *outlen)
 {

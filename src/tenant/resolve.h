@@ -30,6 +30,18 @@ struct cw_cgroup_info {
  * Detected once. */
 const char *cw_cgroup2_root(void);
 
+/* The host's cgroup layout, which decides where a tenant's CPU limits are
+ * written: pure v2 (cpu.max, cpu.weight under /sys/fs/cgroup), hybrid
+ * (v1 controllers such as /sys/fs/cgroup/cpu, a controller-less v2 tree
+ * at /sys/fs/cgroup/unified) or v1 only. Stored per trace session as the
+ * counter host.cgroup_layout. */
+enum cw_cgroup_layout {
+	CW_CGROUP_LEGACY = 0,
+	CW_CGROUP_HYBRID = 1,
+	CW_CGROUP_UNIFIED = 2,
+};
+int cw_cgroup_layout(void);
+
 /* pid's cgroup v2 path ("0::" line of /proc/PID/cgroup). Returns 0,
  * -ENOENT (no such process or no v2 line), -EINVAL (malformed). */
 int cw_pid_cgroup_path(uint32_t pid, char *buf, size_t len);

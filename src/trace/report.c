@@ -16,6 +16,7 @@
 #include "trace/session.h"
 #include "trace/tenant.h"
 #include "trace/view.h"
+#include "tenant/resolve.h"
 #include "util/timeutil.h"
 
 /* The discovery figures stored as trace.discovery.NAME. */
@@ -121,6 +122,8 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 		struct rusage ru;
 
 		cw_writer_counter_set(t->w, "trace.agent.pid", (uint64_t)getpid());
+		/* Which cgroup files a fix may name on this host. */
+		cw_writer_counter_set(t->w, "host.cgroup_layout", (uint64_t)cw_cgroup_layout());
 		if (!getrusage(RUSAGE_SELF, &ru))
 			cw_writer_counter_set(t->w, "trace.agent.cpu_ns",
 					      ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * NSEC_PER_SEC +

@@ -20,8 +20,18 @@ for s in $("$BIN" demo --list | awk '{print $1}'); do
 	"$BIN" demo "$s" --db "$tmp/$s.db" >/dev/null 2>"$tmp/err" || { echo "demo $s failed: $(cat "$tmp/err")"; exit 1; }
 	"$BIN" explain --db "$tmp/$s.db" --json --no-store >"$tmp/$s.json" || { echo "explain $s failed"; exit 1; }
 	python3 - "$s" "$tmp/$s.json" <<'PY'
-import json, os, shlex, subprocess, sys
+import json, os, re, shlex, subprocess, sys
 name, path = sys.argv[1:]
+
+def fmt(ns):
+    # cw_format_duration (src/util/timeutil.c)
+    if ns < 1000:
+        return f"{ns}ns"
+    if ns < 1000000:
+        return f"{ns / 1e3:.1f}us"
+    if ns < 1000000000:
+        return f"{ns / 1e6:.1f}ms"
+    return f"{ns / 1e9:.2f}s"
 chains = json.load(open(path)).get("chains") or []
 sev = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
 for i, c in enumerate(chains):
@@ -52,6 +62,20 @@ for c in chains:
             for w in words[2:]:
                 if w.startswith("--"):
                     assert w.split("=")[0] in helptext, f"{name}: {fx!r}: causeway {words[1]} has no {w}"
+
+    # One source for every number: the headline's figures are the JSON's.
+    h = c["headline"]
+    assert h.startswith(f"{c['python']['function']}() at {os.path.basename(c['python']['file'])}:{c['python']['line']} \u2014 ") \
+        if c["python"] else " \u2014 " in h, f"{name}: {kind} headline does not lead with where: {h!r}"
+    if c["expected_ns"] is not None and f"(expected ~" in h:
+        assert f" {fmt(c['p99_ns'])} (expected ~{fmt(c['expected_ns'])})" in h, f"{name}: {kind}: {h!r} vs p99 {c['p99_ns']}, expected {c['expected_ns']}"
+    m = re.search(r"for (\d+) % of its slow calls' time, (\d+) % of that by", h)
+    if m:
+        # JSON rounds shares to 3 decimals, the text to whole percents.
+        assert abs(int(m.group(1)) - c["explained_share"] * 100) <= 0.51, f"{name}: {h!r} vs explained_share {c['explained_share']}"
+        assert abs(int(m.group(2)) - c["evidence"]["culprit_share"] * 100) <= 0.51, f"{name}: {h!r} vs culprit_share {c['evidence']['culprit_share']}"
+    if kind in ("cpu_preemption", "noisy_neighbour") and c["culprit"]:
+        assert m, f"{name}: {kind} headline names no share for its culprit: {h!r}"
 
     cul = c.get("culprit") or {}
     assert cul.get("pid") is None or cul["pid"] != c["pid"] or cul.get("comm") != c["comm"], \

@@ -38,6 +38,9 @@ declare -A want=(
 	[comm-bound]=comm_bound
 	[healthy]=none
 	[noisy-neighbour]=noisy_neighbour
+	[cuda-no-device]=cuda_error
+	[cuda-oom]=device_oom
+	[nccl-error]=nccl_error
 )
 
 "$BIN" demo --list --json > "$tmp/list.json"
@@ -46,7 +49,7 @@ table=$(for s in "${!want[@]}"; do echo "$s ${want[$s]}"; done | sort)
 [ "$listed" = "$table" ] || { echo "demo --list disagrees with the test's table:"; diff <(echo "$table") <(echo "$listed"); exit 1; }
 # The NCCL job scenarios (several ranks, no training-loop tables) are
 # checked by test_demo_nccl.sh.
-scenarios=$(for s in "${!want[@]}"; do case $s in nccl-* | comm-*) ;; *) echo "$s" ;; esac; done | sort)
+scenarios=$(for s in "${!want[@]}"; do case $s in nccl-straggler* | nccl-hang | comm-*) ;; *) echo "$s" ;; esac; done | sort)
 
 q() { "$BIN" query --db "$1" --json "$2"; }
 

@@ -114,6 +114,12 @@ assert n["id"].startswith("51c0ffee") and n["pod_uid"] == "e1d2c3b4-a5f6-4789-8a
 s = c["root_cause"]["summary"]
 assert "pod ml/vit-train-0" in s and "pod batch/video-transcode-7d9f" in s, s
 assert any("cpu-manager-policy=static" in f for f in c["fix"]) and any(f.endswith("cpu.max  # cgroup v2: at most one CPU") for f in c["fix"]), c["fix"]
+# The demo host is pure cgroup v2: no v1 file; the neighbour is BestEffort
+# (already the lowest weight): no weight write that would raise it.
+assert not any("cfs_quota_us" in f or "cpu.shares" in f or "cpu.weight" in f for f in c["fix"]), c["fix"]
+d = json.load(open(sys.argv[1]))
+second = [x for x in d["chains"][1:] if x["root_cause"]["kind"] == "noisy_neighbour"]
+assert second and second[0]["fix"] == ["the same fixes as the noisy_neighbour chain of " + c["op"] + " above"], second[0]["fix"] if second else d["chains"]
 print("noisy-neighbour:", s)
 PY
 

@@ -41,6 +41,45 @@ static char *render(struct cw_live_metrics *m, uint64_t now)
 	return strbuf_detach(&sb);
 }
 
+/* Failing calls by code and family; states (cudaErrorNotReady) are not
+ * failures; a fifth distinct code folds into "other"; equal label sets of
+ * two pids folded into "other" merge their codes. */
+static void test_failures_by_code(void **state)
+{
+	struct cw_live_metrics *m;
+	char *t;
+
+	(void)state;
+	assert_int_equal(cw_live_metrics_new(&m, 1), 0);
+	for (int i = 0; i < 3; i++)
+		call(m, 100, "train", "cudaMalloc", 10 + i, 2000, 2);
+	call(m, 100, "train", "cudaMalloc", 20, 2000, 100);
+	call(m, 100, "train", "cudaStreamQuery", 21, 2000, 600);
+	static const int codes[] = {700, 2, 701, 702, 719};
+
+	for (int c = 0; c < 5; c++)
+		call(m, 100, "train", "cudaMemcpy", 30 + c, 2000, codes[c]);
+	call(m, 200, "serve", "cudaMalloc", 40, 2000, 2); /* folded: max_processes 1 */
+	call(m, 300, "other", "cudaMalloc", 41, 2000, 2);
+	call(m, 200, "serve", "cudaMalloc", 42, 2000, 0);
+	call(m, 200, "serve", "cudaMalloc", 43, 2000, 0);
+	call(m, 300, "other", "cudaMalloc", 44, 2000, 0);
+	t = render(m, 1000);
+	assert_non_null(strstr(t, "# TYPE causeway_op_failures_total counter\n"));
+	assert_non_null(strstr(t, "causeway_op_failures_total{node=\"n1\",process=\"train\",source=\"cuda\","
+				  "op=\"cudaMalloc\",error=\"cudaErrorMemoryAllocation\",family=\"out_of_memory\"} 3\n"));
+	assert_non_null(strstr(t, "op=\"cudaMalloc\",error=\"cudaErrorNoDevice\",family=\"no_device\"} 1\n"));
+	assert_null(strstr(t, "op=\"cudaStreamQuery\",error="));
+	assert_non_null(strstr(t, "causeway_op_errors_total{node=\"n1\",process=\"train\",source=\"cuda\","
+				  "op=\"cudaStreamQuery\"} 1\n"));
+	assert_non_null(strstr(t, "op=\"cudaMemcpy\",error=\"other\",family=\"other\"} 1\n"));
+	assert_non_null(strstr(t, "op=\"cudaMemcpy\",error=\"cudaErrorIllegalAddress\",family=\"kernel_fault\"} 1\n"));
+	assert_non_null(strstr(t, "process=\"other\",source=\"cuda\",op=\"cudaMalloc\","
+				  "error=\"cudaErrorMemoryAllocation\",family=\"out_of_memory\"} 2\n"));
+	free(t);
+	cw_live_metrics_free(m);
+}
+
 static void test_buckets(void **state)
 {
 	(void)state;
@@ -298,6 +337,7 @@ int main(void)
 		cmocka_unit_test(test_series_cap),
 		cmocka_unit_test(test_name_follows_exec),
 		cmocka_unit_test(test_tenant_labels),
+		cmocka_unit_test(test_failures_by_code),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

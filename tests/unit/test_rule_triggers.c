@@ -106,7 +106,7 @@ static void test_cpu_preemption(void **state)
 	assert_int_equal(cw_rule_cpu_preemption(&ctx, &c), 1);
 	assert_int_equal(c.kind, CW_KIND_CPU_PREEMPTION);
 	near(c.explained_share, 0.4);
-	contains(c.summary, "thread 101 (python) was preempted for 40 % of its slow calls' time by stress-ng"
+	contains(c.summary, "thread 101 (python) was preempted for 40 % of its slow calls' time, 75 % of that by stress-ng"
 			    " (pid 977, cpu 3)");
 	assert_true(c.culprit.known);
 	assert_int_equal(c.culprit.pid, 977);

@@ -96,12 +96,15 @@ int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	char head[128], pre[32];
 	const struct cw_culprit_acc *hog = ctx->nculprits ? &ctx->culprits[0] : NULL;
 	const struct cw_slowcall *worst = NULL;
-	double share, agent_cpu = -1;
+	double share, hog_share, agent_cpu = -1;
 	int agent = 0;
 
 	if (!ctx->slow_time_ns || !ctx->preempted_ns)
 		return 0;
 	share = (double)ctx->preempted_ns / (double)ctx->slow_time_ns;
+	/* The culprit's part of the preempted time: the same figure as
+	 * evidence.culprit_share, so text and JSON agree. */
+	hog_share = hog ? (double)hog->ns / (double)ctx->preempted_ns : 0;
 	c->kind = CW_KIND_CPU_PREEMPTION;
 	c->explained_share = share;
 	cw_chain_headline(c, head, sizeof(head));
@@ -124,12 +127,15 @@ int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 			 head, (long long)c->tid, c->comm, share * 100, (long long)hog->pid, hog->cpu, use);
 	} else if (hog && hog->cpu >= 0)
 		snprintf(c->summary, sizeof(c->summary),
-			 "%s: thread %lld (%s) was preempted for %.0f %% of its slow calls' time by %s (pid %lld, cpu %d)",
-			 head, (long long)c->tid, c->comm, share * 100, hog->comm, (long long)hog->pid, hog->cpu);
+			 "%s: thread %lld (%s) was preempted for %.0f %% of its slow calls' time, %.0f %% of that by %s"
+			 " (pid %lld, cpu %d)",
+			 head, (long long)c->tid, c->comm, share * 100, hog_share * 100, hog->comm, (long long)hog->pid,
+			 hog->cpu);
 	else if (hog)
 		snprintf(c->summary, sizeof(c->summary),
-			 "%s: thread %lld (%s) was preempted for %.0f %% of its slow calls' time by %s (pid %lld)",
-			 head, (long long)c->tid, c->comm, share * 100, hog->comm, (long long)hog->pid);
+			 "%s: thread %lld (%s) was preempted for %.0f %% of its slow calls' time, %.0f %% of that by %s"
+			 " (pid %lld)",
+			 head, (long long)c->tid, c->comm, share * 100, hog_share * 100, hog->comm, (long long)hog->pid);
 	else
 		snprintf(c->summary, sizeof(c->summary),
 			 "%s: thread %lld (%s) was preempted for %.0f %% of its slow calls' time",
@@ -186,6 +192,6 @@ int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	cw_chain_add_evidence(c, "blocked_ns", (double)ctx->blocked_ns, 1);
 	cw_chain_add_evidence(c, "slow_time_ns", (double)ctx->slow_time_ns, 1);
 	if (hog)
-		cw_chain_add_evidence(c, "culprit_share", (double)hog->ns / (double)ctx->preempted_ns, 0);
+		cw_chain_add_evidence(c, "culprit_share", hog_share, 0);
 	return 1;
 }

@@ -27,6 +27,7 @@ const struct cw_rule cw_rules[] = {
 	{"oom_kill", cw_rule_oom_kill, CW_RULE_NODE, 4},
 	{"xid_fault", cw_rule_xid_fault, CW_RULE_NODE, 0},
 	{"training_stall", cw_rule_training_stall, CW_RULE_NODE, 0},
+	{"call_errors", cw_rule_call_errors, CW_RULE_NODE, 8},
 	{"straggler", cw_rule_straggler, CW_RULE_CROSS, 0},
 	{"nccl_arrival", cw_rule_nccl_arrival, CW_RULE_CROSS | CW_RULE_PEERS, 2 + CW_NCCL_MAX_PEERS},
 };

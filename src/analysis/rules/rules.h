@@ -78,6 +78,9 @@ int cw_rule_graph_churn(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_oom_kill(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_xid_fault(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+/* Failing CUDA/driver/NCCL calls: cuda_error, device_oom, nccl_error
+ * (one chain per process and kind). */
+int cw_rule_call_errors(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 /* Cross-rank rules, after every node's chains are known (they supply the
  * straggler's reason): straggler; the NCCL arrival rules (cw_rule_nccl). */
 int cw_rule_straggler(const struct cw_rule_ctx *ctx, struct cw_chain *c);
