@@ -145,7 +145,7 @@ int cmd_demo(int argc, char **argv)
 		{ "speed", required_argument, NULL, 's' }, { "seed", required_argument, NULL, 'S' },
 		{ "now", no_argument, NULL, 'n' },        { "list", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },       { "force", no_argument, NULL, 'f' },
-		{ NULL, 0, NULL, 0 },
+		{ "no-gpu", no_argument, NULL, 'G' },     { NULL, 0, NULL, 0 },
 	};
 	const char *db = DEMO_DEFAULT_DB, *name = CW_DEMO_DEFAULT_SCENARIO;
 	int json = 0, do_list = 0, now = 0, force = 0, c, rc = CW_EXIT_FAIL;
@@ -161,7 +161,7 @@ int cmd_demo(int argc, char **argv)
 			json = 1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = cw_getopt(argc, argv, ":d:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			db = optarg;
@@ -192,11 +192,14 @@ int cmd_demo(int argc, char **argv)
 		case 'f':
 			force = 1;
 			break;
+		case 'G':
+			/* The demo never touches a GPU; accepted as trace takes it. */
+			break;
 		case 'h':
 			usage(stdout);
 			return CW_EXIT_OK;
 		default:
-			return cw_opt_error_see(json, "demo", optopt, argv[optind - 1]);
+			return cw_opt_error(json, "demo", c, argv);
 		}
 	}
 	if (do_list)

@@ -169,7 +169,7 @@ int cmd_explain(int argc, char **argv)
 			json = 1;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", longopts, &li)) != -1) {
+	while ((c = cw_getopt(argc, argv, "+:d:", longopts, &li)) != -1) {
 		switch (c) {
 		case 'd':
 			db_path = optarg;

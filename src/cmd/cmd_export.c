@@ -112,7 +112,7 @@ int cmd_export(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:o:", longopts, &li)) != -1) {
+	while ((c = cw_getopt(argc, argv, "+:o:d:", longopts, &li)) != -1) {
 		switch (c) {
 		case OPT_FORMAT: format = optarg; break;
 		case 'o': out_path = optarg; break;

@@ -222,7 +222,7 @@ int cmd_mcp(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
+	while ((c = cw_getopt(argc, argv, "+:d:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			s.cfg.db_path = optarg;

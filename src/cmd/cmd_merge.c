@@ -247,7 +247,7 @@ int cmd_merge(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	/* Permuting: inputs and options may come in any order. */
-	while ((c = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+	while ((c = cw_getopt(argc, argv, ":o:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o.out_path = optarg;

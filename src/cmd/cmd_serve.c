@@ -95,7 +95,7 @@ int cmd_serve(int argc, char **argv)
 	memset(&ss, 0, sizeof(ss));
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
+	while ((c = cw_getopt(argc, argv, "+:d:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			o->listen = optarg;

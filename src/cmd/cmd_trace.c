@@ -11,6 +11,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/cmd_trace.h"
+#include "cmd/opt_error.h"
 #include "cmd/otlp_setup.h"
 #include "cmd/serve_setup.h"
 #include "config/config.h"
@@ -279,8 +280,18 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 			continue;
 		}
 		if (!takes) {
-			cw_report_error(*json_out, "trace: unknown option \"%s\"; see 'causeway trace --help'",
-					cw_shown(a, shown));
+			static const char *const names[] = {
+				"--pid", "--cgroup", "--container", "--pod", "--slurm-job", "--namespace", "--cuda-lib",
+				"--db", "--duration", "--node", "--size-cap", "--lock-wait", "--lock-buffer",
+				"--ring-kb", "--agg-pct", "--py-stacks", "--native-stacks", "--hang-after",
+				"--no-hold", "--no-uprobe-multi", "--serve", "--bpf-stats", "--otlp",
+				"--gpu-interval", "--no-gpu", "--stall-after", "--json", "--no-view",
+				"--kill-on-exit", "--help", NULL,
+			};
+			char hint[96];
+
+			cw_report_error(*json_out, "trace: unknown option \"%s\"%s; see 'causeway trace --help'",
+					cw_shown(a, shown), cw_opt_hint(a, names, hint, sizeof(hint)));
 			return CW_EXIT_USAGE;
 		}
 		if (!v) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "util/log.h"
 #include "util/parse.h"
 #include "where/where.h"
@@ -75,15 +76,18 @@ int cmd_where(int argc, char **argv)
 	uint64_t pid_v;
 	long pid;
 
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = cw_getopt(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'n': native = 0; break;
 		case 'h': usage(stdout); return CW_EXIT_OK;
 		default:
-			cw_report_error(json, "where: unknown option (see causeway where --help)");
-			return CW_EXIT_USAGE;
+			return cw_opt_error(json, "where", c, argv);
 		}
 	}
 	if (optind != argc - 1) {
