@@ -28,7 +28,11 @@ static void usage(FILE *f)
 	      "             4 when an item failed.\n"
 	      "\n"
 	      "  --json   one JSON object (see docs/check.md)\n"
-	      "  --help   this text\n",
+	      "  --help   this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway check\n"
+	      "  causeway check --json\n",
 	      f);
 }
 

@@ -36,7 +36,7 @@
 static void usage(FILE *f)
 {
 	fputs("usage: causeway demo [SCENARIO] [--db PATH] [--json] [--speed X] [--seed N]\n"
-	      "                     [--now] [--list] [--force]\n"
+	      "                     [--now] [--list] [--force] [--no-gpu]\n"
 	      "\n"
 	      "Simulates a PyTorch training process (pid 4821) on GPU 0 and one cause of\n"
 	      "slowness, writes it through the same decode -> pairing -> store path live\n"
@@ -44,7 +44,7 @@ static void usage(FILE *f)
 	      "An existing demo database at PATH is replaced; any other file is left\n"
 	      "alone. Scenarios: causeway demo --list (default: incident).\n"
 	      "\n"
-	      "  --db PATH    database to (re)create (default causeway-demo.db)\n"
+	      "  -d, --db PATH  database to (re)create (default causeway-demo.db)\n"
 	      "  --force      replace PATH even when it holds traces, has a newer schema\n"
 	      "               or another causeway process is writing it\n"
 	      "  --json       one object: {scenario, db, events, diagnosis}\n"
@@ -54,6 +54,7 @@ static void usage(FILE *f)
 	      "  --now        stamp wall-clock times from now instead of the fixed\n"
 	      "               2026-01-01T00:00:00Z start (output is then not reproducible)\n"
 	      "  --list       list the scenarios and what each simulates\n"
+	      "  --no-gpu     accepted and ignored: the demo never needs a GPU\n"
 	      "  --help       this text\n"
 	      "\n"
 	      "The global --node NAME sets the node the rows carry (default demo-node).\n"
@@ -61,7 +62,8 @@ static void usage(FILE *f)
 	      "examples:\n"
 	      "  causeway demo && causeway explain --db causeway-demo.db\n"
 	      "  causeway demo gpu-steal --db /tmp/steal.db --json\n"
-	      "  causeway demo io-contention --speed 10\n",
+	      "  causeway demo io-contention --speed 10\n"
+	      "  causeway demo --no-gpu incident\n",
 	      f);
 }
 

@@ -36,7 +36,7 @@ static void usage(FILE *f)
 	      "and prints one causal chain per cause, most severe first. Chains are\n"
 	      "appended to the store's history unless --no-store is given.\n"
 	      "\n"
-	      "  --db PATH         database (default causeway.db)\n"
+	      "  -d, --db PATH     database (default causeway.db)\n"
 	      "  --since DURATION  the last DURATION before the newest data (5m, 1h, 30s)\n"
 	      "  --from TIME       window start: RFC 3339 or Unix seconds\n"
 	      "  --to TIME         window end: RFC 3339 or Unix seconds\n"
@@ -55,7 +55,15 @@ static void usage(FILE *f)
 	      "  --no-store        do not append the chains to the chains table\n"
 	      "  --now TIME        the creation time recorded with stored chains (default:\n"
 	      "                    the clock): RFC 3339 or Unix seconds\n"
-	      "  --help            this text\n",
+	      "  --nodes HOST:PORT,...  ask these agents (`causeway serve`) instead of the\n"
+	      "                    database; --fleet: the config's fleet.nodes (docs/fleet.md)\n"
+	      "  --help            this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway explain --db causeway-demo.db\n"
+	      "  causeway explain -d cluster.db --since 5m\n"
+	      "  causeway explain --per-process --stacks --json\n"
+	      "  causeway explain --nodes gpu-node-01:8443,gpu-node-02:8443\n",
 	      f);
 }
 

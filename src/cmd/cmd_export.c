@@ -41,7 +41,7 @@ static void usage(FILE *f)
 	      "  --format perfetto  the output format (the only one; also \"chrome\")\n"
 	      "  -o, --output FILE  write to FILE (atomically; a device or FIFO in place;\n"
 	      "                     never the database itself); default standard output\n"
-	      "  --db PATH          database (default causeway.db)\n"
+	      "  -d, --db PATH      database (default causeway.db)\n"
 	      "  --since DURATION   the last DURATION of data (default 60s)\n"
 	      "  --from TIME        window start: RFC 3339 or Unix seconds\n"
 	      "  --to TIME          window end: RFC 3339 or Unix seconds\n"
@@ -53,13 +53,20 @@ static void usage(FILE *f)
 	      "tenant filters (only the threads and chains of the tenant's processes;\n"
 	      "the node's counters stay):\n"
 	      CW_TENANT_USAGE
+	      "  --nodes HOST:PORT,...  ask these agents (`causeway serve`) instead of the\n"
+	      "                     database; --fleet: the config's fleet.nodes (docs/fleet.md)\n"
 	      "  --help             this text\n"
 	      "\n"
 	      "Fleet: --nodes HOST:PORT,... (or --fleet for the config's nodes) exports\n"
 	      "the window from every agent at once, one process per node, with the\n"
 	      "clock offsets the fan-out measures applied; --ca-cert, --client-cert,\n"
 	      "--client-key, --token-file, --node-timeout and --skew-warn as for query.\n"
-	      "Each agent sends at most its row cap (serve's max rows) per table.\n",
+	      "Each agent sends at most its row cap (serve's max rows) per table.\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway export --db causeway-demo.db -o trace.json\n"
+	      "  causeway export --since 5m --max-events 100000 -o last5m.json\n"
+	      "  causeway export --nodes gpu-node-01:8443,gpu-node-02:8443 -o fleet.json\n",
 	      f);
 }
 

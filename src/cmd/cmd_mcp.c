@@ -34,10 +34,14 @@ static void usage(FILE *f)
 	      "export_timeline, where, run_demo, check. Setup: docs/mcp.md. The same\n"
 	      "server is at /mcp on `causeway serve`.\n"
 	      "\n"
-	      "  --db PATH        database (default causeway.db)\n"
+	      "  -d, --db PATH    database (default causeway.db)\n"
 	      "  --nodes, --fleet agents the fleet tool asks (with --ca-cert, --client-cert,\n"
 	      "                   --client-key, --token-file, --node-timeout as for query)\n"
-	      "  --help           this text\n",
+	      "  --help           this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway mcp --db causeway-demo.db\n"
+	      "  claude mcp add causeway -- causeway mcp --db /var/lib/causeway/causeway.db\n",
 	      f);
 }
 

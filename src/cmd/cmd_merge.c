@@ -40,7 +40,11 @@ static void usage(FILE *f)
 	      "  --help                   this text\n"
 	      "\n"
 	      "Two inputs that hold the same node name are refused unless one is\n"
-	      "relabelled with --force-node.\n",
+	      "relabelled with --force-node.\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway merge node-01.db node-02.db -o cluster.db\n"
+	      "  causeway merge old.db --force-node gpu-node-03 new.db -o cluster.db --json\n",
 	      f);
 }
 

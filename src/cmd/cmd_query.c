@@ -43,7 +43,7 @@ static void usage(FILE *f)
 	      "read-only and prints its rows. Writes, ATTACH, DDL and setting PRAGMAs\n"
 	      "are refused. Tables and columns: docs/schema.md.\n"
 	      "\n"
-	      "  --db PATH           database (default causeway.db)\n"
+	      "  -d, --db PATH       database (default causeway.db)\n"
 	      "  --since DURATION    summary: the last DURATION before the newest data\n"
 	      "  --group-by-line     summary: one row per op and Python source line\n"
 	      "  --per-tenant        summary: one row per op and container, pod or job\n"
@@ -55,12 +55,16 @@ static void usage(FILE *f)
 	      "  --timeout DURATION  SQL: stop after DURATION (default 10s)\n"
 	      "  --param VALUE       SQL: bind VALUE to the next ?N parameter (integers,\n"
 	      "                      reals and NULL as such, anything else as text)\n"
+	      "  --nodes HOST:PORT,...  ask these agents (`causeway serve`) instead of the\n"
+	      "                      database; --fleet: the config's fleet.nodes (docs/fleet.md)\n"
 	      "  --help              this text\n"
 	      "\n"
 	      "examples:\n"
 	      "  causeway query --since 5m\n"
 	      "  causeway query --json \"SELECT op, count(*) AS n FROM events GROUP BY op\"\n"
-	      "  causeway query \"SELECT * FROM events WHERE pid = ?1 LIMIT 10\" --param 4242\n",
+	      "  causeway query \"SELECT * FROM events WHERE pid = ?1 LIMIT 10\" --param 4242\n"
+	      "  causeway query -d cluster.db \"SELECT node, count(*) FROM events GROUP BY node\"\n"
+	      "  causeway query --nodes gpu-node-01:8443,gpu-node-02:8443 --since 5m\n",
 	      f);
 }
 

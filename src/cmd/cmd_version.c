@@ -33,7 +33,11 @@ static void usage(FILE *f)
 	      "libmicrohttpd, GnuTLS, libcurl, libyaml) and the running kernel.\n"
 	      "\n"
 	      "  --json   one JSON object\n"
-	      "  --help   this text\n",
+	      "  --help   this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway version\n"
+	      "  causeway version --json\n",
 	      f);
 }
 

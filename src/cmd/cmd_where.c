@@ -28,7 +28,11 @@ static void usage(FILE *f)
 	      "\n"
 	      "  --json        one JSON object\n"
 	      "  --no-native   Python stacks only; the process is not paused\n"
-	      "  --help        this text\n",
+	      "  --help        this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway where 4821\n"
+	      "  causeway where --json --no-native 4821\n",
 	      f);
 }
 

@@ -105,18 +105,6 @@ int cw_opt_error(int json, const char *cmd, int c, char **argv)
 	return CW_EXIT_USAGE;
 }
 
-int cw_opt_error_see(int json, const char *cmd, int missing, const char *opt)
-{
-	char hint[96];
-
-	if (missing)
-		cw_report_error(json, "option \"%s\" needs a value; see 'causeway %s --help'", opt, cmd);
-	else
-		cw_report_error(json, "unknown option \"%s\"%s; see 'causeway %s --help'", opt,
-				cw_opt_hint(opt, NULL, hint, sizeof(hint)), cmd);
-	return CW_EXIT_USAGE;
-}
-
 int cw_opt_unexpected(int json, const char *cmd, const char *arg)
 {
 	cw_report_error(json, "%s: unexpected argument \"%s\"", cmd, arg);

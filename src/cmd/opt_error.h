@@ -29,11 +29,6 @@ const char *cw_opt_hint(const char *opt, const char *const *extra, char *buf, si
  * is the option. Returns CW_EXIT_USAGE. */
 int cw_opt_error(int json, const char *cmd, int c, char **argv);
 
-/* Like cw_opt_error for commands without the ':' optstring: missing says
- * which of the two it was; the message names no command and ends with a
- * pointer to `causeway CMD --help`. */
-int cw_opt_error_see(int json, const char *cmd, int missing, const char *opt);
-
 /* An operand the command does not take. Returns CW_EXIT_USAGE. */
 int cw_opt_unexpected(int json, const char *cmd, const char *arg);
 
