@@ -42,7 +42,8 @@ static void usage(FILE *f)
 	      "  -o, --output FILE  write to FILE (atomically; a device or FIFO in place;\n"
 	      "                     never the database itself); default standard output\n"
 	      "  -d, --db PATH      database (default causeway.db)\n"
-	      "  --since DURATION   the last DURATION of data (default 60s)\n"
+	      "  --since DURATION   the last DURATION of data (default: the whole store;\n"
+	      "                     60s with --nodes or --fleet)\n"
 	      "  --from TIME        window start: RFC 3339 or Unix seconds\n"
 	      "  --to TIME          window end: RFC 3339 or Unix seconds\n"
 	      "  --max-events N     at most N slices, the newest (default 500000);\n"
@@ -235,6 +236,10 @@ int cmd_export(int argc, char **argv)
 		}
 		out = af.f;
 	}
+	/* One store reads whole by default, as explain and query do; the
+	 * --max-events cap still bounds the file. */
+	if (!fleet && !since && !from && !to)
+		o.since_ns = UINT64_MAX;
 	if (fleet)
 		ret = cw_export_perfetto_fleet(&fo, &o, out, &stats, fleet_warn, NULL, err, sizeof(err));
 	else
