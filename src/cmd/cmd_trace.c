@@ -3,6 +3,7 @@
  * result as an exit status (docs/trace.md). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,8 @@ static const char usage_text[] =
 	"  --stall-after DUR  name a training stall once a process that called CUDA\n"
 	"                     steadily has made no call for max(10 steps, DUR)\n"
 	"                     (default 30s)\n"
-	"  --json             stream the recorded events as NDJSON on stdout\n"
+	"  --json             stream the recorded events as NDJSON on stdout; a launched\n"
+	"                     COMMAND's own stdout goes to stderr\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
 	"  --kill-on-exit     SIGKILL the launched COMMAND if trace itself dies (even by\n"
 	"                     SIGKILL); without it COMMAND runs on, untraced\n"
@@ -458,6 +460,18 @@ int cmd_trace(int argc, char **argv)
 	if (!isatty(STDOUT_FILENO))
 		o.no_view = 1;
 	o.json_fd = STDOUT_FILENO;
+	/* stdout is for the NDJSON alone: the launched command (and anything
+	 * else writing to descriptor 1) gets stderr, the events a private copy
+	 * of stdout that the command does not inherit. */
+	if (o.json && o.command) {
+		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+
+		if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+			cw_report_error(1, "trace: cannot set up stdout for --json: %s", strerror(errno));
+			return CW_EXIT_FAIL;
+		}
+		o.json_fd = fd;
+	}
 	o.view_out = stdout;
 	o.say = (struct cw_trace_sink){ say_line, say_error, &o };
 	cw_trace_run(&o, &h, &res);
