@@ -10,6 +10,7 @@
 
 const char *cw_global_config_path;
 const char *cw_global_node;
+int cw_global_check_args;
 
 static const struct cw_command commands[] = {
 	{ "demo", cmd_demo, "diagnose a synthetic GPU incident (no GPU, no root)" },
@@ -153,6 +154,8 @@ int main(int argc, char **argv)
 			return CW_EXIT_OK;
 		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
 			cw_verbose = 1;
+		} else if (!strcmp(argv[i], "--check-args")) {
+			cw_global_check_args = 1;
 		} else if (!strcmp(argv[i], "--version")) {
 			return cmd_version(1, (char *[]){ "version", NULL });
 		} else if ((!strcmp(argv[i], "--config") || !strcmp(argv[i], "--node")) && i + 1 < argc) {
@@ -163,7 +166,7 @@ int main(int argc, char **argv)
 			i++;
 		} else {
 			static const char *const globals[] = { "--config", "--node", "--verbose", "--version",
-								"--help", NULL };
+								"--help", "--check-args", NULL };
 			char hint[96];
 
 			cw_err("unknown option \"%s\"%s; see 'causeway --help'", argv[i],

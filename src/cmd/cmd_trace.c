@@ -446,6 +446,8 @@ int cmd_trace(int argc, char **argv)
 	rc = parse_args(&o, argc, argv, &json);
 	if (rc)
 		return rc < 0 ? CW_EXIT_OK : rc;
+	if (cw_global_check_args)
+		return CW_EXIT_OK;
 	if (!o.db)
 		o.db = cw_default_db();
 	if (!o.size_cap)

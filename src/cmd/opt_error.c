@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "util/log.h"
@@ -17,6 +18,10 @@ int cw_getopt(int argc, char **argv, const char *optstring, const struct option 
 
 	cur_longopts = lo;
 	c = getopt_long(argc, argv, optstring, lo, li);
+	/* --check-args: the options parsed; nothing was opened or printed
+	 * yet, so there is nothing to flush or free. */
+	if (c == -1 && cw_global_check_args)
+		_exit(CW_EXIT_OK);
 	if ((c == '?' || c == ':') && optopt == 'h' && optind > 0 && optind <= argc &&
 	    !strcmp(argv[optind - 1], "-h"))
 		return 'h';
@@ -60,7 +65,8 @@ const char *cw_suggest(const char *word, const char *const *names, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		size_t d = distance(word, names[i]);
 
-		if (d < best) {
+		/* Ties go to a name the word begins ("--nod": --node, not --pod). */
+		if (d < best || (d == best && pick && strncmp(pick, word, len) && !strncmp(names[i], word, len))) {
 			best = d;
 			pick = names[i];
 		}
