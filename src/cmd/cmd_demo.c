@@ -61,8 +61,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "examples:\n"
 	      "  causeway demo && causeway explain --db causeway-demo.db\n"
-	      "  causeway demo gpu-steal --db /tmp/steal.db --json\n"
-	      "  causeway demo io-contention --speed 10\n"
+	      "  causeway demo gpu-steal --db steal.db --json\n"
+	      "  causeway demo io-contention --speed 100\n"
 	      "  causeway demo --no-gpu incident\n",
 	      f);
 }
