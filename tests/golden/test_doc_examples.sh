@@ -40,4 +40,67 @@ sed 's/causeway query --group-by-line --since 1h/causeway query --group-by-lines
 cmp -s docs/query.md "$tmp/query.md" && fail "docs/query.md no longer has the line this check edits"
 python3 "$ex" "$CW_BIN" "$tmp" "$tmp/query.md" >"$tmp/out" && fail "a wrong flag in a doc went unnoticed"
 grep -q "query.md:.*--group-by-lines.*unknown option" "$tmp/out" || fail "wrong flag not named: $(cat "$tmp/out")"
+# Documented tables against the binary's own lists.
+"$CW_BIN" demo --list --json >"$tmp/scen.json" || fail "demo --list --json"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"docs","version":"1"}}}' \
+	'{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' |
+	"$CW_BIN" mcp --db "$b/causeway.db" >"$tmp/tools.jsonl" 2>/dev/null || fail "mcp tools/list"
+"$CW_BIN" mcp --help >"$tmp/mcp.help" || fail "mcp --help"
+"$CW_BIN" check --json >"$tmp/check.json"
+python3 - "$tmp" <<'PY' || fail "documented tables differ from the binary's (above)"
+import json, re, sys
+t = sys.argv[1]
+bad = []
+def same(what, doc, binary):
+    if set(doc) != set(binary):
+        bad.append(f"{what}: missing {sorted(set(binary) - set(doc))}, not in the binary {sorted(set(doc) - set(binary))}")
+scen = json.load(open(f"{t}/scen.json"))
+demo = open("docs/demo.md").read()
+rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([a-z-]+)`(?: \(default\))? \|(.*)\|\s*$", demo, re.M)}
+same("docs/demo.md scenario table", rows, [s["name"] for s in scen])
+for s in scen:
+    row = rows.get(s["name"], "")
+    # explain's top chain is the kind the scenario expects ...
+    if s["expect"] and f"`{s['expect']}`" not in row.split("|")[-1]:
+        bad.append(f"docs/demo.md {s['name']}: top chain is `{s['expect']}`, the row says {row.split('|')[-1].strip()[:60]!r}")
+    # ... and the figures of its one-line summary are the row's too
+    for num in set(re.findall(r"\d+(?:\.\d+)?", s["simulates"])) - set(re.findall(r"\d+(?:\.\d+)?", row)):
+        bad.append(f"docs/demo.md {s['name']}: {num} ({s['simulates']!r}) is not in the row")
+mcp = open("docs/mcp.md").read()
+run_demo = mcp.split("### run_demo", 1)[1].split("###", 1)[0]
+same("docs/mcp.md run_demo scenarios", re.findall(r"`([a-z][a-z-]+)`", run_demo.split("Arguments:")[0]),
+     [s["name"] for s in scen])
+tools = [x for x in map(json.loads, open(f"{t}/tools.jsonl")) if x.get("id") == 2][0]["result"]["tools"]
+names = [x["name"] for x in tools]
+same("docs/mcp.md tool sections", re.findall(r"^### ([a-z_]+)$", mcp.split("\n## Tools", 1)[1], re.M), names)
+helptools = open(f"{t}/mcp.help").read().split("Tools:", 1)[1].split("\n\n", 1)[0]
+same("causeway mcp --help tools", re.findall(r"[a-z_]+", re.sub(r"\(\d+\)", "", helptools)), names)
+items = [c["name"] for c in json.load(open(f"{t}/check.json"))["checks"]]
+check = open("docs/check.md").read()
+same("docs/check.md items", re.findall(r"^\| ([a-z][a-z_ ]*[a-z]) \|", check, re.M)[1:], items)
+for b in bad:
+    print("FAIL:", b)
+sys.exit(1 if bad else 0)
+PY
+
+# tenants.md's "p99 per pod" statement gives the nearest-rank p99 of the
+# events it reads (it once computed the max).
+"$CW_BIN" demo noisy-neighbour --db "$tmp/nn.db" >/dev/null 2>&1 || fail "demo noisy-neighbour"
+sql=$(awk '/^-- p99 of cudaStreamSynchronize per pod/{p=1} p && !/^--/{print} p && /;$/{exit}' docs/tenants.md)
+[ -n "$sql" ] || fail "docs/tenants.md has no p99-per-pod statement"
+"$CW_BIN" query --db "$tmp/nn.db" --json "$sql" >"$tmp/p99.json" || fail "the p99-per-pod statement: $sql"
+"$CW_BIN" query --db "$tmp/nn.db" --json "SELECT c.pod, e.duration_ns AS d FROM cuda_events e JOIN containers c
+	ON c.cgroup_id = e.cgroup_id WHERE e.op = 'cudaStreamSynchronize'" --limit 10000000 >"$tmp/raw.json" || fail "raw durations"
+python3 - "$tmp/p99.json" "$tmp/raw.json" <<'PY' || fail "docs/tenants.md p99 per pod is not the p99"
+import json, math, sys
+doc = {r["pod"]: r["p99_ms"] for r in json.load(open(sys.argv[1]))}
+raw = {}
+for r in json.load(open(sys.argv[2])):
+    raw.setdefault(r["pod"], []).append(r["d"])
+assert doc and set(doc) == set(raw), (doc, list(raw))
+for pod, ds in raw.items():
+    ds.sort()
+    want = ds[math.ceil(0.99 * len(ds)) - 1] / 1e6
+    assert abs(doc[pod] - want) < 1e-9, (pod, doc[pod], want, max(ds) / 1e6)
+PY
 echo "ok"
