@@ -19,6 +19,7 @@
 #include "store/store.h"
 #include "util/log.h"
 #include "util/parse.h"
+#include "util/progress.h"
 #include "util/table.h"
 #include "util/timeutil.h"
 #include "util/utf8.h"
@@ -166,6 +167,7 @@ int cmd_explain(int argc, char **argv)
 	int json = 0, stacks = 0, ranks = 0, c, ret, rc = CW_EXIT_OK, li;
 	struct cw_tenant_opts tenants = { .n = 0 };
 	int64_t *tenant_pids = NULL;
+	struct cw_progress pg = { .fd = -1 };
 
 	/* Fleet fan-out (src/cmd/fleet_cli.c): chains from every agent. */
 	if (cw_fleet_cli_wanted(argc, argv))
@@ -291,6 +293,7 @@ int cmd_explain(int argc, char **argv)
 		cw_report_error(json, "%s", err);
 		return CW_EXIT_DB;
 	}
+	cw_progress_start(&pg, "explain", "analysing the store", json);
 	if (since) {
 		uint64_t newest;
 		if ((ret = cw_explain_newest_wall(st->db, &newest)) < 0)
@@ -308,6 +311,7 @@ int cmd_explain(int argc, char **argv)
 		o.npids = ret > 0 ? ret : -1;
 	}
 	ret = cw_explain_run(st->db, &o, &r);
+	cw_progress_end(&pg);
 	free(tenant_pids);
 	if (ret < 0)
 		goto db_fail;
@@ -359,6 +363,7 @@ int cmd_explain(int argc, char **argv)
 	fflush(stdout);
 	return rc;
 db_fail:
+	cw_progress_end(&pg);
 	cw_report_error(json, "explain: cannot read \"%s\": %s", db_path,
 			cw_store_read_strerror(st ? st->db : NULL, ret, err, sizeof(err)));
 	cw_store_close(st);

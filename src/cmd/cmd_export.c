@@ -21,6 +21,7 @@
 #include "util/atomic_file.h"
 #include "util/log.h"
 #include "util/parse.h"
+#include "util/progress.h"
 #include "util/timeutil.h"
 
 static void usage(FILE *f)
@@ -109,6 +110,7 @@ int cmd_export(int argc, char **argv)
 	int json = 0, fleet = 0, db_given = 0, c, ret, rc = CW_EXIT_OK, li;
 	struct cw_tenant_opts tf = { .n = 0 };
 	int64_t *pids = NULL;
+	struct cw_progress pg = { .fd = -1 };
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
@@ -240,10 +242,14 @@ int cmd_export(int argc, char **argv)
 	 * --max-events cap still bounds the file. */
 	if (!fleet && !since && !from && !to)
 		o.since_ns = UINT64_MAX;
-	if (fleet)
+	if (fleet) {
 		ret = cw_export_perfetto_fleet(&fo, &o, out, &stats, fleet_warn, NULL, err, sizeof(err));
-	else
+	} else {
+		cw_progress_start(&pg, "export", "writing the trace", json);
+		cw_progress_watch_fd(&pg, fileno(out));
 		ret = cw_export_perfetto(st->db, &o, out, &stats, err, sizeof(err));
+		cw_progress_end(&pg);
+	}
 	if (af.f) {
 		int cr = cw_atomic_close(&af, !ret, ret ? NULL : err, ret ? 0 : sizeof(err));
 

@@ -20,6 +20,7 @@
 #include "analysis/summary.h"
 #include "util/log.h"
 #include "util/parse.h"
+#include "util/progress.h"
 #include "util/strbuf.h"
 #include "util/table.h"
 #include "util/timeutil.h"
@@ -245,10 +246,13 @@ static int run_sql(const char *db_path, const char *sql, const struct cw_ro_valu
 		   const struct cw_ro_query_limits *lim, enum fmt fmt)
 {
 	struct cw_ro_result *r = NULL;
+	struct cw_progress pg;
 	char err[1024];
 	int rc;
 
+	cw_progress_start(&pg, "query", "running the statement", fmt == FMT_JSON);
 	rc = cw_ro_query_collect(db_path, sql, params, nparams, lim, &r, err, sizeof(err));
+	cw_progress_end(&pg);
 	if (rc) {
 		cw_report_error(fmt == FMT_JSON, "%s", err);
 		return cw_ro_is_db_error(rc) ? CW_EXIT_DB : CW_EXIT_FAIL;
@@ -368,8 +372,13 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int 
 		o.npids = rc > 0 ? rc : -1;
 		rc = rc < 0 ? rc : 0;
 	}
-	if (!rc)
+	if (!rc) {
+		struct cw_progress pg;
+
+		cw_progress_start(&pg, "query", "summarising the store", fmt == FMT_JSON);
 		rc = cw_summary_build(st->db, &o, &s);
+		cw_progress_end(&pg);
+	}
 	free(pids);
 	cw_store_close(st);
 	if (rc) {
