@@ -10,7 +10,6 @@
 
 const char *cw_global_config_path;
 const char *cw_global_node;
-int cw_global_check_args;
 
 static const struct cw_command commands[] = {
 	{ "demo", cmd_demo, "diagnose a synthetic GPU incident (no GPU, no root)" },

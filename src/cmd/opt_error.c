@@ -8,6 +8,8 @@
 #include "cmd/cmd.h"
 #include "util/log.h"
 
+int cw_global_check_args;
+
 /* The table of the option loop running now: commands parse their flags
  * once, on the main thread, before any other work. */
 static const struct option *cur_longopts;
