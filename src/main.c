@@ -59,6 +59,11 @@ static int unknown_command(const char *name)
 	const char *pick;
 	size_t n = 0;
 
+	/* Other tools' words for what a command here does. */
+	if (!strcmp(name, "dashboard")) {
+		cw_err("unknown command \"dashboard\": the dashboard is served by 'causeway serve' (docs/dashboard.md)");
+		return CW_EXIT_USAGE;
+	}
 	for (const struct cw_command *c = commands; c->name; c++)
 		names[n++] = c->name;
 	names[n++] = "help";

@@ -57,6 +57,8 @@ for word in explian serv "help explian"; do
 	[ $rc -eq 2 ] || fail "causeway $word exited $rc, want 2"
 	grep -q 'unknown command ".*" (did you mean "\(explain\|serve\)"?)' "$tmp/err" || fail "$word: $(cat "$tmp/err")"
 done
+"$CW_BIN" dashboard 2>"$tmp/err"
+grep -q "served by 'causeway serve'" "$tmp/err" || fail "dashboard: $(cat "$tmp/err")"
 "$CW_BIN" zzzzzz 2>"$tmp/err"
 grep -q "did you mean" "$tmp/err" && fail "a word near nothing got a suggestion: $(cat "$tmp/err")"
 "$CW_BIN" --confg x version 2>"$tmp/err"
