@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "config/config.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -35,7 +36,43 @@ static void usage(FILE *f)
 		   "commands:\n");
 	for (c = commands; c->name; c++)
 		fprintf(f, "  %-9s %s\n", c->name, c->summary);
-	fprintf(f, "\nRun 'causeway COMMAND --help' for a command's options.\n");
+	fprintf(f, "  %-9s %s\n", "help", "this text, or a command's options: causeway help COMMAND");
+	fprintf(f, "\nRun 'causeway COMMAND --help' (or 'causeway help COMMAND') for a command's\n"
+		   "options and examples.\n"
+		   "\nexamples:\n"
+		   "  causeway demo\n"
+		   "  causeway explain --db causeway-demo.db\n"
+		   "  causeway help explain\n");
+}
+
+static const struct cw_command *find_command(const char *name)
+{
+	for (const struct cw_command *c = commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+static int unknown_command(const char *name)
+{
+	const char *names[sizeof(commands) / sizeof(commands[0])];
+	const char *pick;
+	size_t n = 0;
+
+	/* Other tools' words for what a command here does. */
+	if (!strcmp(name, "dashboard")) {
+		cw_err("unknown command \"dashboard\": the dashboard is served by 'causeway serve' (docs/dashboard.md)");
+		return CW_EXIT_USAGE;
+	}
+	for (const struct cw_command *c = commands; c->name; c++)
+		names[n++] = c->name;
+	names[n++] = "help";
+	pick = cw_suggest(name, names, n);
+	if (pick)
+		cw_err("unknown command \"%s\" (did you mean \"%s\"?); see 'causeway --help'", name, pick);
+	else
+		cw_err("unknown command \"%s\"; see 'causeway --help'", name);
+	return CW_EXIT_USAGE;
 }
 
 /* "--config FILE" (or "--config=FILE") may also follow the command: it is
@@ -121,6 +158,8 @@ int main(int argc, char **argv)
 			return CW_EXIT_OK;
 		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
 			cw_verbose = 1;
+		} else if (!strcmp(argv[i], "--check-args")) {
+			cw_global_check_args = 1;
 		} else if (!strcmp(argv[i], "--version")) {
 			return cmd_version(1, (char *[]){ "version", NULL });
 		} else if ((!strcmp(argv[i], "--config") || !strcmp(argv[i], "--node")) && i + 1 < argc) {
@@ -130,7 +169,12 @@ int main(int argc, char **argv)
 				cw_global_node = argv[i + 1];
 			i++;
 		} else {
-			cw_err("unknown option \"%s\"; see 'causeway --help'", argv[i]);
+			static const char *const globals[] = { "--config", "--node", "--verbose", "--version",
+								"--help", "--check-args", NULL };
+			char hint[96];
+
+			cw_err("unknown option \"%s\"%s; see 'causeway --help'", argv[i],
+			       cw_opt_hint(argv[i], globals, hint, sizeof(hint)));
 			return CW_EXIT_USAGE;
 		}
 		i++;
@@ -139,9 +183,23 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return CW_EXIT_USAGE;
 	}
-	for (c = commands; c->name; c++)
-		if (!strcmp(c->name, argv[i]))
-			return run_command(c, argc - i, argv + i);
-	cw_err("unknown command \"%s\"; see 'causeway --help'", argv[i]);
-	return CW_EXIT_USAGE;
+	/* causeway help [COMMAND]: the same text as --help. */
+	if (!strcmp(argv[i], "help")) {
+		if (i + 1 >= argc) {
+			usage(stdout);
+			return CW_EXIT_OK;
+		}
+		if (i + 2 < argc) {
+			cw_err("help: one command at a time; see 'causeway help'");
+			return CW_EXIT_USAGE;
+		}
+		c = find_command(argv[i + 1]);
+		if (!c)
+			return unknown_command(argv[i + 1]);
+		return run_command(c, 2, (char *[]){ (char *)c->name, "--help", NULL });
+	}
+	c = find_command(argv[i]);
+	if (c)
+		return run_command(c, argc - i, argv + i);
+	return unknown_command(argv[i]);
 }

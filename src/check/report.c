@@ -111,9 +111,15 @@ static void check_tracefs(struct report *r, const struct cw_features *f)
 
 static void check_bpf(struct report *r, const struct cw_features *f)
 {
-	const char *priv_fix = "run check as root to probe BPF features";
+	const char *priv_fix = "run check as root (or with CAP_BPF and CAP_PERFMON) to probe BPF features";
+	/* Without the capabilities the kernel refuses every load, and
+	 * libbpf's probes read that refusal as "not supported": the answer
+	 * says nothing about the kernel, so the advice is privileges. */
+	int privileged = f->euid == 0 || f->cap_sys_admin || (f->cap_bpf && f->cap_perfmon);
 
-	if (f->prog_kprobe == CW_UNKNOWN || f->map_ringbuf == CW_UNKNOWN) {
+	if (!privileged && (f->prog_kprobe != CW_YES || f->map_ringbuf != CW_YES)) {
+		item(r, "bpf", ST_WARN, priv_fix, "not probed: euid %d lacks CAP_BPF and CAP_PERFMON", f->euid);
+	} else if (f->prog_kprobe == CW_UNKNOWN || f->map_ringbuf == CW_UNKNOWN) {
 		item(r, "bpf", ST_WARN, priv_fix, "cannot probe BPF program types: %s", strerror(f->probe_errno));
 	} else {
 		int ok = f->prog_kprobe == CW_YES && f->map_ringbuf == CW_YES;
@@ -125,7 +131,7 @@ static void check_bpf(struct report *r, const struct cw_features *f)
 	}
 	if (f->tp_btf_sched_switch == CW_YES)
 		item(r, "tp_btf", ST_OK, NULL, "tp_btf/sched_switch loads");
-	else if (f->tp_btf_sched_switch == CW_UNKNOWN)
+	else if (f->tp_btf_sched_switch == CW_UNKNOWN || !privileged)
 		item(r, "tp_btf", ST_WARN, priv_fix, "not probed: %s", strerror(f->probe_errno));
 	else
 		item(r, "tp_btf", f->prog_raw_tp == CW_YES ? ST_WARN : ST_FAIL,

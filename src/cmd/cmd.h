@@ -71,5 +71,9 @@ void cw_warn_losses(const char *db_path, sqlite3 *db);
 /* Global state set by main.c from flags before the subcommand. */
 extern const char *cw_global_config_path; /* --config */
 extern const char *cw_global_node;        /* --node */
+/* --check-args: the command reads its options and exits 0 when they
+ * parse (2 when not) without doing its work: how documented command lines
+ * that need root, a network or a GPU are checked (tests/golden). */
+extern int cw_global_check_args;
 
 #endif

@@ -28,7 +28,11 @@ static void usage(FILE *f)
 	      "             4 when an item failed.\n"
 	      "\n"
 	      "  --json   one JSON object (see docs/check.md)\n"
-	      "  --help   this text\n",
+	      "  --help   this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway check\n"
+	      "  causeway check --json\n",
 	      f);
 }
 
@@ -77,19 +81,26 @@ int cmd_check(int argc, char **argv)
 {
 	struct cw_check_env env;
 	json_t *o;
-	int json = 0, i, rc;
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	int json = 0, i, rc, c;
 
 	for (i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+	optind = 1;
+	opterr = 0;
+	while ((c = cw_getopt(argc, argv, ":", longopts, NULL)) != -1) {
+		if (c == 'h') {
 			usage(stdout);
 			return CW_EXIT_OK;
 		}
-		if (strcmp(argv[i], "--json") != 0)
-			return cw_opt_unexpected(json, "check", argv[i]);
+		if (c != 'j')
+			return cw_opt_error(json, "check", c, argv);
 	}
+	if (optind < argc)
+		return cw_opt_unexpected(json, "check", argv[optind]);
 	cw_check_env_default(&env);
 	if (cw_check_report(&env, &o)) {
 		cw_report_error(json, "check: out of memory");

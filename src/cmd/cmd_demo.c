@@ -36,7 +36,7 @@
 static void usage(FILE *f)
 {
 	fputs("usage: causeway demo [SCENARIO] [--db PATH] [--json] [--speed X] [--seed N]\n"
-	      "                     [--now] [--list] [--force]\n"
+	      "                     [--now] [--list] [--force] [--no-gpu]\n"
 	      "\n"
 	      "Simulates a PyTorch training process (pid 4821) on GPU 0 and one cause of\n"
 	      "slowness, writes it through the same decode -> pairing -> store path live\n"
@@ -44,7 +44,7 @@ static void usage(FILE *f)
 	      "An existing demo database at PATH is replaced; any other file is left\n"
 	      "alone. Scenarios: causeway demo --list (default: incident).\n"
 	      "\n"
-	      "  --db PATH    database to (re)create (default causeway-demo.db)\n"
+	      "  -d, --db PATH  database to (re)create (default causeway-demo.db)\n"
 	      "  --force      replace PATH even when it holds traces, has a newer schema\n"
 	      "               or another causeway process is writing it\n"
 	      "  --json       one object: {scenario, db, events, diagnosis}\n"
@@ -54,14 +54,16 @@ static void usage(FILE *f)
 	      "  --now        stamp wall-clock times from now instead of the fixed\n"
 	      "               2026-01-01T00:00:00Z start (output is then not reproducible)\n"
 	      "  --list       list the scenarios and what each simulates\n"
+	      "  --no-gpu     accepted and ignored: the demo never needs a GPU\n"
 	      "  --help       this text\n"
 	      "\n"
 	      "The global --node NAME sets the node the rows carry (default demo-node).\n"
 	      "\n"
 	      "examples:\n"
 	      "  causeway demo && causeway explain --db causeway-demo.db\n"
-	      "  causeway demo gpu-steal --db /tmp/steal.db --json\n"
-	      "  causeway demo io-contention --speed 10\n",
+	      "  causeway demo gpu-steal --db steal.db --json\n"
+	      "  causeway demo io-contention --speed 100\n"
+	      "  causeway demo --no-gpu incident\n",
 	      f);
 }
 
@@ -145,7 +147,7 @@ int cmd_demo(int argc, char **argv)
 		{ "speed", required_argument, NULL, 's' }, { "seed", required_argument, NULL, 'S' },
 		{ "now", no_argument, NULL, 'n' },        { "list", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },       { "force", no_argument, NULL, 'f' },
-		{ NULL, 0, NULL, 0 },
+		{ "no-gpu", no_argument, NULL, 'G' },     { NULL, 0, NULL, 0 },
 	};
 	const char *db = DEMO_DEFAULT_DB, *name = CW_DEMO_DEFAULT_SCENARIO;
 	int json = 0, do_list = 0, now = 0, force = 0, c, rc = CW_EXIT_FAIL;
@@ -161,7 +163,7 @@ int cmd_demo(int argc, char **argv)
 			json = 1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = cw_getopt(argc, argv, ":d:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			db = optarg;
@@ -192,11 +194,14 @@ int cmd_demo(int argc, char **argv)
 		case 'f':
 			force = 1;
 			break;
+		case 'G':
+			/* The demo never touches a GPU; accepted as trace takes it. */
+			break;
 		case 'h':
 			usage(stdout);
 			return CW_EXIT_OK;
 		default:
-			return cw_opt_error_see(json, "demo", optopt, argv[optind - 1]);
+			return cw_opt_error(json, "demo", c, argv);
 		}
 	}
 	if (do_list)

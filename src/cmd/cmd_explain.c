@@ -19,6 +19,7 @@
 #include "store/store.h"
 #include "util/log.h"
 #include "util/parse.h"
+#include "util/progress.h"
 #include "util/table.h"
 #include "util/timeutil.h"
 #include "util/utf8.h"
@@ -36,7 +37,7 @@ static void usage(FILE *f)
 	      "and prints one causal chain per cause, most severe first. Chains are\n"
 	      "appended to the store's history unless --no-store is given.\n"
 	      "\n"
-	      "  --db PATH         database (default causeway.db)\n"
+	      "  -d, --db PATH     database (default causeway.db)\n"
 	      "  --since DURATION  the last DURATION before the newest data (5m, 1h, 30s)\n"
 	      "  --from TIME       window start: RFC 3339 or Unix seconds\n"
 	      "  --to TIME         window end: RFC 3339 or Unix seconds\n"
@@ -55,7 +56,15 @@ static void usage(FILE *f)
 	      "  --no-store        do not append the chains to the chains table\n"
 	      "  --now TIME        the creation time recorded with stored chains (default:\n"
 	      "                    the clock): RFC 3339 or Unix seconds\n"
-	      "  --help            this text\n",
+	      "  --nodes HOST:PORT,...  ask these agents (`causeway serve`) instead of the\n"
+	      "                    database; --fleet: the config's fleet.nodes (docs/fleet.md)\n"
+	      "  --help            this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway explain --db causeway-demo.db\n"
+	      "  causeway explain -d cluster.db --since 5m\n"
+	      "  causeway explain --per-process --stacks --json\n"
+	      "  causeway explain --nodes gpu-node-01:8443,gpu-node-02:8443\n",
 	      f);
 }
 
@@ -158,6 +167,7 @@ int cmd_explain(int argc, char **argv)
 	int json = 0, stacks = 0, ranks = 0, c, ret, rc = CW_EXIT_OK, li;
 	struct cw_tenant_opts tenants = { .n = 0 };
 	int64_t *tenant_pids = NULL;
+	struct cw_progress pg = { .fd = -1 };
 
 	/* Fleet fan-out (src/cmd/fleet_cli.c): chains from every agent. */
 	if (cw_fleet_cli_wanted(argc, argv))
@@ -169,7 +179,7 @@ int cmd_explain(int argc, char **argv)
 			json = 1;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", longopts, &li)) != -1) {
+	while ((c = cw_getopt(argc, argv, "+:d:", longopts, &li)) != -1) {
 		switch (c) {
 		case 'd':
 			db_path = optarg;
@@ -283,6 +293,7 @@ int cmd_explain(int argc, char **argv)
 		cw_report_error(json, "%s", err);
 		return CW_EXIT_DB;
 	}
+	cw_progress_start(&pg, "explain", "analysing the store", json);
 	if (since) {
 		uint64_t newest;
 		if ((ret = cw_explain_newest_wall(st->db, &newest)) < 0)
@@ -300,6 +311,7 @@ int cmd_explain(int argc, char **argv)
 		o.npids = ret > 0 ? ret : -1;
 	}
 	ret = cw_explain_run(st->db, &o, &r);
+	cw_progress_end(&pg);
 	free(tenant_pids);
 	if (ret < 0)
 		goto db_fail;
@@ -351,6 +363,7 @@ int cmd_explain(int argc, char **argv)
 	fflush(stdout);
 	return rc;
 db_fail:
+	cw_progress_end(&pg);
 	cw_report_error(json, "explain: cannot read \"%s\": %s", db_path,
 			cw_store_read_strerror(st ? st->db : NULL, ret, err, sizeof(err)));
 	cw_store_close(st);

@@ -21,6 +21,7 @@
 #include "util/atomic_file.h"
 #include "util/log.h"
 #include "util/parse.h"
+#include "util/progress.h"
 #include "util/timeutil.h"
 
 static void usage(FILE *f)
@@ -41,8 +42,9 @@ static void usage(FILE *f)
 	      "  --format perfetto  the output format (the only one; also \"chrome\")\n"
 	      "  -o, --output FILE  write to FILE (atomically; a device or FIFO in place;\n"
 	      "                     never the database itself); default standard output\n"
-	      "  --db PATH          database (default causeway.db)\n"
-	      "  --since DURATION   the last DURATION of data (default 60s)\n"
+	      "  -d, --db PATH      database (default causeway.db)\n"
+	      "  --since DURATION   the last DURATION of data (default: the whole store;\n"
+	      "                     60s with --nodes or --fleet)\n"
 	      "  --from TIME        window start: RFC 3339 or Unix seconds\n"
 	      "  --to TIME          window end: RFC 3339 or Unix seconds\n"
 	      "  --max-events N     at most N slices, the newest (default 500000);\n"
@@ -53,13 +55,20 @@ static void usage(FILE *f)
 	      "tenant filters (only the threads and chains of the tenant's processes;\n"
 	      "the node's counters stay):\n"
 	      CW_TENANT_USAGE
+	      "  --nodes HOST:PORT,...  ask these agents (`causeway serve`) instead of the\n"
+	      "                     database; --fleet: the config's fleet.nodes (docs/fleet.md)\n"
 	      "  --help             this text\n"
 	      "\n"
 	      "Fleet: --nodes HOST:PORT,... (or --fleet for the config's nodes) exports\n"
 	      "the window from every agent at once, one process per node, with the\n"
 	      "clock offsets the fan-out measures applied; --ca-cert, --client-cert,\n"
 	      "--client-key, --token-file, --node-timeout and --skew-warn as for query.\n"
-	      "Each agent sends at most its row cap (serve's max rows) per table.\n",
+	      "Each agent sends at most its row cap (serve's max rows) per table.\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway export --db causeway-demo.db -o trace.json\n"
+	      "  causeway export --since 5m --max-events 100000 -o last5m.json\n"
+	      "  causeway export --nodes gpu-node-01:8443,gpu-node-02:8443 -o fleet.json\n",
 	      f);
 }
 
@@ -101,6 +110,7 @@ int cmd_export(int argc, char **argv)
 	int json = 0, fleet = 0, db_given = 0, c, ret, rc = CW_EXIT_OK, li;
 	struct cw_tenant_opts tf = { .n = 0 };
 	int64_t *pids = NULL;
+	struct cw_progress pg = { .fd = -1 };
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
@@ -112,7 +122,7 @@ int cmd_export(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:o:", longopts, &li)) != -1) {
+	while ((c = cw_getopt(argc, argv, "+:o:d:", longopts, &li)) != -1) {
 		switch (c) {
 		case OPT_FORMAT: format = optarg; break;
 		case 'o': out_path = optarg; break;
@@ -228,10 +238,18 @@ int cmd_export(int argc, char **argv)
 		}
 		out = af.f;
 	}
-	if (fleet)
+	/* One store reads whole by default, as explain and query do; the
+	 * --max-events cap still bounds the file. */
+	if (!fleet && !since && !from && !to)
+		o.since_ns = UINT64_MAX;
+	if (fleet) {
 		ret = cw_export_perfetto_fleet(&fo, &o, out, &stats, fleet_warn, NULL, err, sizeof(err));
-	else
+	} else {
+		cw_progress_start(&pg, "export", "writing the trace", json);
+		cw_progress_watch_fd(&pg, fileno(out));
 		ret = cw_export_perfetto(st->db, &o, out, &stats, err, sizeof(err));
+		cw_progress_end(&pg);
+	}
 	if (af.f) {
 		int cr = cw_atomic_close(&af, !ret, ret ? NULL : err, ret ? 0 : sizeof(err));
 

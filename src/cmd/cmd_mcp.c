@@ -23,6 +23,27 @@
 #include "util/log.h"
 #include "util/strbuf.h"
 
+/* The tools as the server lists them, wrapped at 76 columns: the help
+ * cannot name fewer than there are. */
+static void print_tools(FILE *f)
+{
+	size_t n, col = 6;
+	const struct cw_mcp_tool *t = cw_mcp_tools(&n);
+
+	fputs("Tools:", f);
+	for (size_t i = 0; i < n; i++) {
+		size_t w = strlen(t[i].name) + 1; /* and its comma or full stop */
+
+		if (col + 1 + w > 76) {
+			fputs("\n ", f);
+			col = 1;
+		}
+		fprintf(f, " %s%s", t[i].name, i + 1 < n ? "," : ".");
+		col += 1 + w;
+	}
+	fprintf(f, " (%zu)\n", n);
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: causeway mcp [--db PATH] [--nodes HOST:PORT,... | --fleet] [fleet TLS flags]\n"
@@ -30,14 +51,19 @@ static void usage(FILE *f)
 	      "Serves causeway to AI assistants over the Model Context Protocol on\n"
 	      "stdin/stdout (newline-delimited JSON-RPC 2.0), for clients such as\n"
 	      "Claude Code, Claude Desktop and Cursor that start it as a subprocess.\n"
-	      "Tools: causal_chains, trace_summary, explain_call, stacks, run_sql, fleet,\n"
-	      "export_timeline, where, run_demo, check. Setup: docs/mcp.md. The same\n"
-	      "server is at /mcp on `causeway serve`.\n"
-	      "\n"
-	      "  --db PATH        database (default causeway.db)\n"
+	      "Setup: docs/mcp.md. The same server is at /mcp on `causeway serve`.\n"
+	      "\n",
+	      f);
+	print_tools(f);
+	fputs("\n"
+	      "  -d, --db PATH    database (default causeway.db)\n"
 	      "  --nodes, --fleet agents the fleet tool asks (with --ca-cert, --client-cert,\n"
 	      "                   --client-key, --token-file, --node-timeout as for query)\n"
-	      "  --help           this text\n",
+	      "  --help           this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway mcp --db causeway-demo.db\n"
+	      "  claude mcp add causeway -- causeway mcp --db /var/lib/causeway/causeway.db\n",
 	      f);
 }
 
@@ -222,7 +248,7 @@ int cmd_mcp(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
+	while ((c = cw_getopt(argc, argv, "+:d:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			s.cfg.db_path = optarg;

@@ -40,7 +40,11 @@ static void usage(FILE *f)
 	      "  --help                   this text\n"
 	      "\n"
 	      "Two inputs that hold the same node name are refused unless one is\n"
-	      "relabelled with --force-node.\n",
+	      "relabelled with --force-node.\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway merge node-01.db node-02.db -o cluster.db\n"
+	      "  causeway merge old.db --force-node gpu-node-03 new.db -o cluster.db --json\n",
 	      f);
 }
 
@@ -247,7 +251,7 @@ int cmd_merge(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	/* Permuting: inputs and options may come in any order. */
-	while ((c = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+	while ((c = cw_getopt(argc, argv, ":o:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o.out_path = optarg;

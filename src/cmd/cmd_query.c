@@ -20,6 +20,7 @@
 #include "analysis/summary.h"
 #include "util/log.h"
 #include "util/parse.h"
+#include "util/progress.h"
 #include "util/strbuf.h"
 #include "util/table.h"
 #include "util/timeutil.h"
@@ -43,7 +44,7 @@ static void usage(FILE *f)
 	      "read-only and prints its rows. Writes, ATTACH, DDL and setting PRAGMAs\n"
 	      "are refused. Tables and columns: docs/schema.md.\n"
 	      "\n"
-	      "  --db PATH           database (default causeway.db)\n"
+	      "  -d, --db PATH       database (default causeway.db)\n"
 	      "  --since DURATION    summary: the last DURATION before the newest data\n"
 	      "  --group-by-line     summary: one row per op and Python source line\n"
 	      "  --per-tenant        summary: one row per op and container, pod or job\n"
@@ -55,12 +56,16 @@ static void usage(FILE *f)
 	      "  --timeout DURATION  SQL: stop after DURATION (default 10s)\n"
 	      "  --param VALUE       SQL: bind VALUE to the next ?N parameter (integers,\n"
 	      "                      reals and NULL as such, anything else as text)\n"
+	      "  --nodes HOST:PORT,...  ask these agents (`causeway serve`) instead of the\n"
+	      "                      database; --fleet: the config's fleet.nodes (docs/fleet.md)\n"
 	      "  --help              this text\n"
 	      "\n"
 	      "examples:\n"
 	      "  causeway query --since 5m\n"
 	      "  causeway query --json \"SELECT op, count(*) AS n FROM events GROUP BY op\"\n"
-	      "  causeway query \"SELECT * FROM events WHERE pid = ?1 LIMIT 10\" --param 4242\n",
+	      "  causeway query \"SELECT * FROM events WHERE pid = ?1 LIMIT 10\" --param 4242\n"
+	      "  causeway query -d cluster.db \"SELECT node, count(*) FROM events GROUP BY node\"\n"
+	      "  causeway query --nodes gpu-node-01:8443,gpu-node-02:8443 --since 5m\n",
 	      f);
 }
 
@@ -241,10 +246,13 @@ static int run_sql(const char *db_path, const char *sql, const struct cw_ro_valu
 		   const struct cw_ro_query_limits *lim, enum fmt fmt)
 {
 	struct cw_ro_result *r = NULL;
+	struct cw_progress pg;
 	char err[1024];
 	int rc;
 
+	cw_progress_start(&pg, "query", "running the statement", fmt == FMT_JSON);
 	rc = cw_ro_query_collect(db_path, sql, params, nparams, lim, &r, err, sizeof(err));
+	cw_progress_end(&pg);
 	if (rc) {
 		cw_report_error(fmt == FMT_JSON, "%s", err);
 		return cw_ro_is_db_error(rc) ? CW_EXIT_DB : CW_EXIT_FAIL;
@@ -364,8 +372,13 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int 
 		o.npids = rc > 0 ? rc : -1;
 		rc = rc < 0 ? rc : 0;
 	}
-	if (!rc)
+	if (!rc) {
+		struct cw_progress pg;
+
+		cw_progress_start(&pg, "query", "summarising the store", fmt == FMT_JSON);
 		rc = cw_summary_build(st->db, &o, &s);
+		cw_progress_end(&pg);
+	}
 	free(pids);
 	cw_store_close(st);
 	if (rc) {
@@ -450,7 +463,7 @@ int cmd_query(int argc, char **argv)
 			json = 1;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", longopts, &li)) != -1) {
+	while ((c = cw_getopt(argc, argv, ":d:", longopts, &li)) != -1) {
 		switch (c) {
 		case 'd':
 			db_path = optarg;

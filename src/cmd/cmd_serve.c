@@ -33,7 +33,7 @@ static void usage(FILE *f)
 	      "  --listen ADDR:PORT  address to bind (default " CW_SERVER_DEFAULT_LISTEN
 	      ", or the config's\n"
 	      "                      server.listen); port 0 picks a free port\n"
-	      "  --db PATH           database to serve (default ./causeway.db or store.path)\n"
+	      "  -d, --db PATH       database to serve (default ./causeway.db or store.path)\n"
 	      "  --cert, --key FILE  server certificate and key (PEM); without them an ECDSA\n"
 	      "                      P-256 self-signed pair is generated once in --tls-dir\n"
 	      "  --tls-dir DIR       where the generated pair lives (default ~/.causeway/tls)\n"
@@ -54,7 +54,11 @@ static void usage(FILE *f)
 	      "                      connection is closed (default 10s)\n"
 	      "  --per-ip N          concurrent connections per client address (default 16)\n"
 	      "  --otlp URL          also export metrics and new chains to an OTLP/HTTP\n"
-	      "                      receiver (config otlp.*; docs/otlp.md)\n",
+	      "                      receiver (config otlp.*; docs/otlp.md)\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway serve --db causeway.db\n"
+	      "  causeway serve --listen 0.0.0.0:8443 --cert server.crt --key server.key\n",
 	      f);
 }
 
@@ -95,7 +99,7 @@ int cmd_serve(int argc, char **argv)
 	memset(&ss, 0, sizeof(ss));
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
+	while ((c = cw_getopt(argc, argv, "+:d:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			o->listen = optarg;

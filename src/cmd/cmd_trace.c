@@ -3,6 +3,7 @@
  * result as an exit status (docs/trace.md). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/cmd_trace.h"
+#include "cmd/opt_error.h"
 #include "cmd/otlp_setup.h"
 #include "cmd/serve_setup.h"
 #include "config/config.h"
@@ -76,11 +78,17 @@ static const char usage_text[] =
 	"  --stall-after DUR  name a training stall once a process that called CUDA\n"
 	"                     steadily has made no call for max(10 steps, DUR)\n"
 	"                     (default 30s)\n"
-	"  --json             stream the recorded events as NDJSON on stdout\n"
+	"  --json             stream the recorded events as NDJSON on stdout; a launched\n"
+	"                     COMMAND's own stdout goes to stderr\n"
 	"  --no-view          no live view (default when stdout is not a terminal)\n"
 	"  --kill-on-exit     SIGKILL the launched COMMAND if trace itself dies (even by\n"
 	"                     SIGKILL); without it COMMAND runs on, untraced\n"
 	"  -h, --help         this help\n"
+	"\n"
+	"examples:\n"
+	"  sudo causeway trace -- python train.py\n"
+	"  sudo causeway trace --pid 4821 --duration 5m --db /var/lib/causeway/causeway.db\n"
+	"  sudo causeway trace --node gpu-node-01 --serve 0.0.0.0:8443\n"
 	"\n"
 	"exit status: the command's when one was launched; 1 another start-up failure\n"
 	"(said in one line), 3 no privilege, 4 no BTF, 5 unknown pid or a library\n"
@@ -279,8 +287,18 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 			continue;
 		}
 		if (!takes) {
-			cw_report_error(*json_out, "trace: unknown option \"%s\"; see 'causeway trace --help'",
-					cw_shown(a, shown));
+			static const char *const names[] = {
+				"--pid", "--cgroup", "--container", "--pod", "--slurm-job", "--namespace", "--cuda-lib",
+				"--db", "--duration", "--node", "--size-cap", "--lock-wait", "--lock-buffer",
+				"--ring-kb", "--agg-pct", "--py-stacks", "--native-stacks", "--hang-after",
+				"--no-hold", "--no-uprobe-multi", "--serve", "--bpf-stats", "--otlp",
+				"--gpu-interval", "--no-gpu", "--stall-after", "--json", "--no-view",
+				"--kill-on-exit", "--help", NULL,
+			};
+			char hint[96];
+
+			cw_report_error(*json_out, "trace: unknown option \"%s\"%s; see 'causeway trace --help'",
+					cw_shown(a, shown), cw_opt_hint(a, names, hint, sizeof(hint)));
 			return CW_EXIT_USAGE;
 		}
 		if (!v) {
@@ -428,6 +446,8 @@ int cmd_trace(int argc, char **argv)
 	rc = parse_args(&o, argc, argv, &json);
 	if (rc)
 		return rc < 0 ? CW_EXIT_OK : rc;
+	if (cw_global_check_args)
+		return CW_EXIT_OK;
 	if (!o.db)
 		o.db = cw_default_db();
 	if (!o.size_cap)
@@ -442,6 +462,18 @@ int cmd_trace(int argc, char **argv)
 	if (!isatty(STDOUT_FILENO))
 		o.no_view = 1;
 	o.json_fd = STDOUT_FILENO;
+	/* stdout is for the NDJSON alone: the launched command (and anything
+	 * else writing to descriptor 1) gets stderr, the events a private copy
+	 * of stdout that the command does not inherit. */
+	if (o.json && o.command) {
+		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+
+		if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+			cw_report_error(1, "trace: cannot set up stdout for --json: %s", strerror(errno));
+			return CW_EXIT_FAIL;
+		}
+		o.json_fd = fd;
+	}
 	o.view_out = stdout;
 	o.say = (struct cw_trace_sink){ say_line, say_error, &o };
 	cw_trace_run(&o, &h, &res);

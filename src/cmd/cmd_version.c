@@ -33,7 +33,11 @@ static void usage(FILE *f)
 	      "libmicrohttpd, GnuTLS, libcurl, libyaml) and the running kernel.\n"
 	      "\n"
 	      "  --json   one JSON object\n"
-	      "  --help   this text\n",
+	      "  --help   this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway version\n"
+	      "  causeway version --json\n",
 	      f);
 }
 
@@ -84,21 +88,26 @@ int cmd_version(int argc, char **argv)
 	json_t *v, *libs;
 	const char *k;
 	json_t *val;
-	int json = 0, i;
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	int json = 0, i, c;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
 			json = 1;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+	optind = 1;
+	opterr = 0;
+	while ((c = cw_getopt(argc, argv, ":", longopts, NULL)) != -1) {
+		if (c == 'h') {
 			usage(stdout);
 			return CW_EXIT_OK;
-		} else {
-			for (int j = i + 1; j < argc; j++)
-				if (!strcmp(argv[j], "--json"))
-					json = 1;
-			return cw_opt_unexpected(json, "version", argv[i]);
 		}
+		if (c != 'j')
+			return cw_opt_error(json, "version", c, argv);
 	}
+	if (optind < argc)
+		return cw_opt_unexpected(json, "version", argv[optind]);
 	v = versions();
 	if (!v) {
 		cw_report_error(json, "version: out of memory");

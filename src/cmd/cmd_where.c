@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/opt_error.h"
 #include "util/log.h"
 #include "util/parse.h"
 #include "where/where.h"
@@ -27,7 +28,11 @@ static void usage(FILE *f)
 	      "\n"
 	      "  --json        one JSON object\n"
 	      "  --no-native   Python stacks only; the process is not paused\n"
-	      "  --help        this text\n",
+	      "  --help        this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  causeway where 4821\n"
+	      "  causeway where --json --no-native 4821\n",
 	      f);
 }
 
@@ -75,15 +80,18 @@ int cmd_where(int argc, char **argv)
 	uint64_t pid_v;
 	long pid;
 
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = cw_getopt(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'n': native = 0; break;
 		case 'h': usage(stdout); return CW_EXIT_OK;
 		default:
-			cw_report_error(json, "where: unknown option (see causeway where --help)");
-			return CW_EXIT_USAGE;
+			return cw_opt_error(json, "where", c, argv);
 		}
 	}
 	if (optind != argc - 1) {

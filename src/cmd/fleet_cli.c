@@ -357,7 +357,7 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 		goto out;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", lo, &li)) != -1) {
+	while ((c = cw_getopt(argc, argv, "+:", lo, &li)) != -1) {
 		switch (c) {
 		case O_PT:
 			per_tenant = 1;
@@ -711,7 +711,7 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 	strbuf_init(&q, 16384);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:", lo, &li)) != -1) {
+	while ((c = cw_getopt(argc, argv, "+:", lo, &li)) != -1) {
 		switch (c) {
 		case O_PT:
 			rc = add_param(&q, "per_tenant", "1");

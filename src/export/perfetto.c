@@ -41,6 +41,36 @@ static void load_skew(struct pf_ctx *c)
 	free(s);
 }
 
+/* Moves the window start up to the oldest slice or snapshot of any node
+ * (on the reference clock) when it lies before it. */
+static int clamp_to_oldest(struct pf_ctx *c)
+{
+	static const char sql[] = "SELECT min(w) FROM (SELECT min(wall_ns) AS w FROM events WHERE node = ?1"
+				  " UNION ALL SELECT min(wall_ns) FROM offcpu WHERE node = ?1"
+				  " UNION ALL SELECT min(wall_ns) FROM snapshots WHERE node = ?1)";
+	sqlite3_stmt *q = NULL;
+	int64_t oldest = INT64_MAX;
+	int rc;
+
+	if ((rc = cw_events_prepare_light(c->db, sql, &q)) != SQLITE_OK)
+		return db_fail(c, rc, "events");
+	for (int i = 0; i < c->nnodes; i++) {
+		sqlite3_reset(q);
+		sqlite3_bind_text(q, 1, c->nodes[i].name, -1, SQLITE_STATIC);
+		if ((rc = sqlite3_step(q)) != SQLITE_ROW) {
+			sqlite3_finalize(q);
+			return db_fail(c, rc, "events");
+		}
+		if (sqlite3_column_type(q, 0) != SQLITE_NULL && sqlite3_column_int64(q, 0) - c->nodes[i].offset_ns < oldest)
+			oldest = sqlite3_column_int64(q, 0) - c->nodes[i].offset_ns;
+	}
+	sqlite3_finalize(q);
+	if (oldest != INT64_MAX && oldest > 0 && (uint64_t)oldest > c->st->from_wall_ns &&
+	    (uint64_t)oldest <= c->st->to_wall_ns)
+		c->st->from_wall_ns = (uint64_t)oldest;
+	return 0;
+}
+
 static int load_nodes(struct pf_ctx *c)
 {
 	static const char sql[] =
@@ -108,6 +138,11 @@ static int load_nodes(struct pf_ctx *c)
 		uint64_t since = c->o->since_ns ? c->o->since_ns : CW_EXPORT_DEFAULT_SINCE_NS;
 		c->st->to_wall_ns = (uint64_t)to_ref;
 		c->st->from_wall_ns = (uint64_t)to_ref > since ? (uint64_t)to_ref - since : 0;
+		/* A window reaching past the oldest data starts at it: the
+		 * timestamps are relative to the start, and doubles keep their
+		 * nanoseconds only while they stay small. */
+		if ((ret = clamp_to_oldest(c)))
+			goto out;
 	}
 out:
 	sqlite3_finalize(st);
@@ -168,7 +203,9 @@ static int apply_cap(struct pf_ctx *c)
 	st = NULL;
 	if (c->st->in_window <= max)
 		return 0;
-	if (!(keep = malloc(2 * max * sizeof(*keep))))
+	/* max + 1 starts per node: the one past the cut tells whether the cut
+	 * falls between two slices (exactly max kept) or inside a tie. */
+	if (!(keep = malloc(2 * (max + 1) * sizeof(*keep))))
 		return -ENOMEM;
 	if ((rc = cw_events_prepare_light(c->db, newest_sql, &st)) != SQLITE_OK) {
 		ret = db_fail(c, rc, "events");
@@ -179,7 +216,7 @@ static int apply_cap(struct pf_ctx *c)
 		sqlite3_bind_text(st, 1, c->nodes[i].name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, c->nodes[i].from);
 		sqlite3_bind_int64(st, 3, c->nodes[i].to);
-		sqlite3_bind_int64(st, 4, (int64_t)max);
+		sqlite3_bind_int64(st, 4, (int64_t)max + 1);
 		sqlite3_bind_int64(st, 5, c->o->pid);
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 			keep[nkeep++] = sqlite3_column_int64(st, 0) - c->nodes[i].offset_ns;
@@ -187,13 +224,18 @@ static int apply_cap(struct pf_ctx *c)
 			ret = db_fail(c, rc, "events");
 			goto out;
 		}
-		/* Bounded: never more than 2 x max starts held. */
+		/* Bounded: never more than 2 x (max + 1) starts held. */
 		qsort(keep, nkeep, sizeof(*keep), cmp_desc);
-		if (nkeep > max)
-			nkeep = max;
+		if (nkeep > max + 1)
+			nkeep = max + 1;
 	}
-	/* Strictly after the max-th newest start, so ties cannot exceed max. */
-	c->st->cut_from_wall_ns = (uint64_t)keep[max - 1] + 1;
+	/* From the max-th newest start: exactly max slices. Where the next
+	 * older one starts at the same nanosecond, strictly after it instead,
+	 * so that a tie never takes the count past max. */
+	if (nkeep > max && keep[max] == keep[max - 1])
+		c->st->cut_from_wall_ns = (uint64_t)keep[max - 1] + 1;
+	else
+		c->st->cut_from_wall_ns = (uint64_t)keep[max - 1];
 	c->st->from_wall_ns = c->st->cut_from_wall_ns;
 	set_node_windows(c);
 out:

@@ -87,5 +87,30 @@ fi
 
 "$CW_BIN" check --help | grep -q '^usage: causeway check' || fail "--help"
 "$CW_BIN" check --frob 2> "$tmp/e"; rc=$?
-[ $rc = 2 ] && grep -q 'unexpected argument "--frob"' "$tmp/e" || fail "bad argument: $rc $(cat "$tmp/e")"
+[ $rc = 2 ] && grep -q 'unknown option "--frob"' "$tmp/e" || fail "bad option: $rc $(cat "$tmp/e")"
+"$CW_BIN" check frob 2> "$tmp/e"; rc=$?
+[ $rc = 2 ] && grep -q 'unexpected argument "frob"' "$tmp/e" || fail "bad argument: $rc $(cat "$tmp/e")"
+
+# A normal user: the kernel refuses its BPF loads, which says nothing of
+# the kernel, so the advice is privileges (root, CAP_BPF+CAP_PERFMON) and
+# never a kernel rebuild. The binary is copied where uid 65534 can run it.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	nb=$(mktemp -d) && chmod 755 "$nb" && cp "$CW_BIN" "$nb/causeway" || fail "copying the binary"
+	(cd "$nb" && HOME="$nb" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+		./causeway check --json) > "$tmp/nobody.json"
+	rm -rf "$nb"
+	python3 - "$tmp/nobody.json" <<'PY' || fail "check as uid 65534: $(cat "$tmp/nobody.json")"
+import json, sys
+items = {i["name"]: i for i in json.load(open(sys.argv[1]))["checks"]}
+assert items["privileges"]["status"] == "fail", items["privileges"]
+for name in ("bpf", "tp_btf"):
+    i = items[name]
+    assert i["status"] != "fail", i
+    assert "CAP_BPF" in (i.get("recommendation") or ""), i
+text = json.dumps(list(items.values()))
+assert "CONFIG_BPF_SYSCALL" not in text and "use a kernel" not in text, text
+PY
+else
+	echo "skip: the uid 65534 check needs root and setpriv (util-linux)"
+fi
 echo "check ok"
