@@ -42,7 +42,7 @@ static void usage(FILE *f)
 	      "  -o, --output FILE  write to FILE (atomically; a device or FIFO in place;\n"
 	      "                     never the database itself); default standard output\n"
 	      "  --db PATH          database (default causeway.db)\n"
-	      "  --since DURATION   the last DURATION of data (default 60s)\n"
+	      "  --since DURATION   the last DURATION of data (default: the whole store)\n"
 	      "  --from TIME        window start: RFC 3339 or Unix seconds\n"
 	      "  --to TIME          window end: RFC 3339 or Unix seconds\n"
 	      "  --max-events N     at most N slices, the newest (default 500000);\n"

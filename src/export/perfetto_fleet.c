@@ -79,9 +79,9 @@ static int plan(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_exp
 {
 	struct cw_fleet_opts f = *fo;
 	struct cw_fleet_result res;
-	json_t *merged = NULL, *req = json_pack("{s:s}", "sql", "SELECT (SELECT max(second) FROM aggregates)");
+	json_t *merged = NULL, *req = json_pack("{s:s}", "sql", "SELECT (SELECT max(second) FROM aggregates), (SELECT min(second) FROM aggregates)");
 	json_t *skew = json_object(), *nodes = json_object();
-	int64_t to_ref = 0, maxoff = 0;
+	int64_t to_ref = 0, from_ref = INT64_MAX, maxoff = 0;
 	char *s = NULL;
 	int ret;
 
@@ -103,21 +103,28 @@ static int plan(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_exp
 								      "samples", n->skew.samples));
 		maxoff = llabs(off) > maxoff ? llabs(off) : maxoff;
 		json_array_foreach(rows, ri, row) {
-			json_t *sec = json_array_get(row, 1);
+			json_t *sec = json_array_get(row, 1), *first = json_array_get(row, 2);
 			if (strcmp(json_string_value(json_array_get(row, 0)) ?: "", n->name) || !json_is_integer(sec))
 				continue;
 			int64_t newest = (json_integer_value(sec) + 1) * (int64_t)NSEC_PER_SEC - off;
 			if (newest > to_ref)
 				to_ref = newest;
+			/* A second early, as a local export (perfetto.c). */
+			if (json_is_integer(first) &&
+			    (json_integer_value(first) - 1) * (int64_t)NSEC_PER_SEC - off < from_ref)
+				from_ref = (json_integer_value(first) - 1) * (int64_t)NSEC_PER_SEC - off;
 		}
 	}
 	if (o->from_wall_ns || o->to_wall_ns) {
 		w->from = o->from_wall_ns;
 		w->to = o->to_wall_ns ? o->to_wall_ns : (uint64_t)to_ref;
 	} else {
-		uint64_t since = o->since_ns ? o->since_ns : CW_EXPORT_DEFAULT_SINCE_NS;
+		uint64_t since = o->since_ns;
 		w->to = (uint64_t)to_ref;
-		w->from = w->to > since ? w->to - since : 0;
+		if (since)
+			w->from = w->to > since ? w->to - since : 0;
+		else
+			w->from = from_ref != INT64_MAX && from_ref > 0 && from_ref < to_ref ? (uint64_t)from_ref : 0;
 	}
 	w->fetch_from = (int64_t)w->from - maxoff - (int64_t)NSEC_PER_SEC;
 	w->fetch_to = (int64_t)w->to + maxoff + (int64_t)NSEC_PER_SEC;
