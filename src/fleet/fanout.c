@@ -303,7 +303,7 @@ int cw_fleet_fetch(const struct cw_fleet_opts *o, const char *path, const char *
 	if (!out->nodes || !xs)
 		goto nomem;
 	hdrs = curl_slist_append(NULL, "Accept: application/json");
-	if (post_json)
+	if (post_json || o->posts)
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	if (o->token) {
 		if (asprintf(&auth, "Authorization: Bearer %s", o->token) < 0)
@@ -335,7 +335,7 @@ int cw_fleet_fetch(const struct cw_fleet_opts *o, const char *path, const char *
 				goto nomem;
 		}
 		rc = setup(o, x, o->nodes[x->node], x->kind == X_MAIN ? path : "/api/v1/time",
-			   x->kind == X_MAIN ? post_json : NULL, hdrs,
+			   x->kind == X_MAIN ? (o->posts ? o->posts[x->node] : post_json) : NULL, hdrs,
 			   x->kind == X_MAIN ? cap : 4096, remaining_ms(deadline));
 		if (rc) {
 			snprintf(err, errlen, "request path too long");
@@ -502,8 +502,8 @@ int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merg
 	int rc, i;
 
 	*merged = NULL;
-	body = json_dumps(req, JSON_COMPACT);
-	if (!body) {
+	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	if (!body && (req || !o->posts)) {
 		memset(out, 0, sizeof(*out));
 		return -ENOMEM;
 	}

@@ -32,6 +32,9 @@ struct cw_fleet_opts {
 	int skew;                 /* also estimate clock skew */
 	int skew_samples;         /* 0: CW_SKEW_DEFAULT_SAMPLES */
 	uint64_t skew_warn_ns;    /* 0: CW_SKEW_DEFAULT_WARN_NS */
+	/* One POST body per node (same order as nodes), for questions that
+	 * differ by node (a page of rows); NULL: the same body for all. */
+	const char *const *posts;
 };
 
 struct cw_fleet_node {
@@ -71,6 +74,7 @@ int cw_fleet_fetch(const struct cw_fleet_opts *o, const char *path, const char *
  *    "warnings": [...], "nodes": [...per-node status...]}
  * with rows in node order. Nodes whose columns differ from the first
  * answer are left out with a warning. */
+/* req may be NULL when o->posts gives each node its own body. */
 int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merged,
 		       struct cw_fleet_result *out, char *err, size_t errlen);
 
