@@ -18,6 +18,7 @@
 #include "cmd/tenant_opts.h"
 #include "config/config.h"
 #include "fleet/fanout_nccl.h"
+#include "fleet/fetch.h"
 #include "server/server.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -476,12 +477,15 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 		rc = CW_EXIT_USAGE;
 		goto out;
 	}
-	cw_fleet_print_warnings(&fr);
 	if (!fr.nok) {
-		cw_report_error(json, "query: none of the %d nodes answered", fr.n);
+		/* The error carries every node's reason (the agents' own
+		 * messages), so they are not printed twice. */
+		cw_fleet_none_answered(&fr, fr.n, err, sizeof(err));
+		cw_report_error(json, "query: %s", err);
 		rc = CW_EXIT_FAIL;
 		goto out;
 	}
+	cw_fleet_print_warnings(&fr);
 	if (cw_fleet_rows_to_result(merged, &rr)) {
 		cw_report_error(json, "query: out of memory");
 		rc = CW_EXIT_FAIL;
@@ -674,15 +678,7 @@ static int print_chains_text(json_t *merged, const struct cw_fleet_result *fr)
 
 static void add_warning(void *arg, const char *msg)
 {
-	json_t *w = arg, *x;
-	size_t i;
-
-	if (!json_is_array(w))
-		return;
-	json_array_foreach(w, i, x)
-		if (json_is_string(x) && !strcmp(json_string_value(x), msg))
-			return;
-	json_array_append_new(w, cw_json_str(msg));
+	cw_fleet_warning_add(arg, msg);
 }
 
 int cw_fleet_cmd_explain(int argc, char **argv)
@@ -773,8 +769,8 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 		goto out;
 	}
 	if (!fr.nok) {
-		cw_fleet_print_warnings(&fr);
-		cw_report_error(json, "explain: none of the %d nodes answered", fr.n);
+		cw_fleet_none_answered(&fr, fr.n, err, sizeof(err));
+		cw_report_error(json, "explain: %s", err);
 		rc = CW_EXIT_FAIL;
 		goto out;
 	}

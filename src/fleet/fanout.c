@@ -36,6 +36,51 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+/* Length of the "node \"ADDR\": " part of a warning, 0 when none. */
+static size_t node_part(const char *s)
+{
+	const char *e;
+
+	if (strncmp(s, "node \"", 6) || !(e = strstr(s + 6, "\": ")))
+		return 0;
+	return (size_t)(e + 3 - s);
+}
+
+int cw_fleet_warning_same(const char *a, const char *b)
+{
+	size_t na = node_part(a), nb = node_part(b);
+
+	if (na != nb || strncmp(a, b, na))
+		return 0;
+	a += na;
+	b += nb;
+	while (*a && *b) {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			while (isdigit((unsigned char)*a))
+				a++;
+			while (isdigit((unsigned char)*b))
+				b++;
+			continue;
+		}
+		if (*a++ != *b++)
+			return 0;
+	}
+	return !*a && !*b;
+}
+
+void cw_fleet_warning_add(json_t *arr, const char *msg)
+{
+	json_t *x;
+	size_t i;
+
+	if (!json_is_array(arr) || !msg)
+		return;
+	json_array_foreach(arr, i, x)
+		if (json_is_string(x) && cw_fleet_warning_same(json_string_value(x), msg))
+			return;
+	json_array_append_new(arr, cw_json_str(msg));
+}
+
 __attribute__((format(printf, 2, 3))) static void warn(struct cw_fleet_result *r,
 							const char *fmt, ...)
 {
@@ -48,6 +93,11 @@ __attribute__((format(printf, 2, 3))) static void warn(struct cw_fleet_result *r
 	va_end(ap);
 	if (n < 0)
 		return;
+	for (int i = 0; i < r->nwarnings; i++)
+		if (cw_fleet_warning_same(r->warnings[i], s)) {
+			free(s);
+			return;
+		}
 	w = realloc(r->warnings, sizeof(*w) * (size_t)(r->nwarnings + 1));
 	if (!w) {
 		free(s);

@@ -87,6 +87,13 @@ int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **m
 
 void cw_fleet_result_free(struct cw_fleet_result *r);
 
+/* Whether two warnings say the same about the same node: the node part
+ * ("node \"ADDR\": ") exactly, the rest with its numbers ignored (a
+ * node that fails every request fails after 1 ms, then 2 ms, ...). */
+int cw_fleet_warning_same(const char *a, const char *b);
+/* Appends msg to the JSON array arr unless the same warning is there. */
+void cw_fleet_warning_add(json_t *arr, const char *msg);
+
 /* The bearer token for the agents (token.c): flag_file (--token-file), else
  * $CW_TOKEN, else the config's fleet.token_file, else ~/.causeway/token as a
  * local serve generates it. 0 with *out malloc'd or NULL (none), or -errno

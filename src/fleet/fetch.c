@@ -18,7 +18,7 @@ void cw_fleet_warns_add(struct cw_fleet_warns *w, const struct cw_fleet_result *
 		int seen = 0;
 		char **nv;
 		for (int k = 0; k < w->n && !seen; k++)
-			seen = !strcmp(w->v[k], r->warnings[i]);
+			seen = cw_fleet_warning_same(w->v[k], r->warnings[i]);
 		if (seen || !(nv = realloc(w->v, (size_t)(w->n + 1) * sizeof(*nv))))
 			continue;
 		w->v = nv;
