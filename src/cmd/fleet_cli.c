@@ -346,7 +346,7 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 	struct cw_ro_result *rr = NULL;
 	json_t *merged = NULL, *params = json_array();
 	const char *since = NULL;
-	char err[512], *sql = NULL, *stdin_sql = NULL;
+	char err[1000], *sql = NULL, *stdin_sql = NULL;
 	int json = 0, fmt = 0, by_line = 0, per_tenant = 0, c, rc, li;
 	struct cw_tenant_opts tf = { .n = 0 };
 	long long limit = 0;
@@ -696,7 +696,7 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 	struct cw_fleet_result fr = { 0 };
 	struct strbuf q = STRBUF_INIT;
 	json_t *merged = NULL;
-	char err[512];
+	char err[1000];
 	struct cw_tenant_opts tf = { .n = 0 };
 	int json = 0, c, rc, li;
 

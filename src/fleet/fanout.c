@@ -253,6 +253,36 @@ static void adopt_name(struct cw_fleet_node *n, json_t *body)
 	}
 }
 
+static size_t discard(char *p, size_t sz, size_t nm, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return sz * nm;
+}
+
+/* Whether addr (TLS refused) speaks plain HTTP: one short GET of the
+ * unauthenticated time endpoint, on the failure path only. */
+static int answers_plain_http(const char *addr)
+{
+	const char *hp = !strncmp(addr, "https://", 8) ? addr + 8 : addr;
+	char url[600];
+	long st = 0;
+	CURL *h;
+
+	if ((size_t)snprintf(url, sizeof(url), "http://%s/api/v1/time", hp) >= sizeof(url) || !(h = curl_easy_init()))
+		return 0;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)4096);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+	curl_easy_cleanup(h);
+	return st >= 100;
+}
+
 static void finish_main(struct cw_fleet_result *r, struct xfer *x, CURLcode cc, uint64_t cap)
 {
 	struct cw_fleet_node *n = &r->nodes[x->node];
@@ -270,6 +300,14 @@ static void finish_main(struct cw_fleet_result *r, struct xfer *x, CURLcode cc, 
 		else if (cc == CURLE_WRITE_ERROR || cc == CURLE_FILESIZE_EXCEEDED)
 			warn(r, "node \"%s\": answer larger than %llu bytes, ignored", n->addr,
 			     (unsigned long long)cap);
+		else if (cc == CURLE_SSL_CONNECT_ERROR && strncmp(n->addr, "http://", 7) && answers_plain_http(n->addr))
+			/* OpenSSL's words for a TLS hello meeting a plain-HTTP
+			 * server (serve --no-tls) vary ("wrong version number",
+			 * SSL_ERROR_SYSCALL): name the cause and the fix. */
+			warn(r,
+			     "node \"%s\": answers plain HTTP, not TLS (%s); if it runs serve --no-tls, give it as"
+			     " http://%s",
+			     n->addr, x->errbuf, !strncmp(n->addr, "https://", 8) ? n->addr + 8 : n->addr);
 		else
 			warn(r, "node \"%s\": %s", n->addr,
 			     x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));

@@ -179,8 +179,14 @@ void cw_fleet_none_answered(const struct cw_fleet_result *r, int n, char *err, s
 	size_t at;
 
 	at = (size_t)snprintf(err, errlen, "none of the %d node%s answered", n, n == 1 ? "" : "s");
-	for (int i = 0; i < r->nwarnings && at < errlen; i++)
+	for (int i = 0; i < r->nwarnings && at < errlen; i++) {
+		/* Whole reasons only: what does not fit is counted. */
+		if (at + strlen(r->warnings[i]) + 24 >= errlen) {
+			snprintf(err + at, errlen - at, "; and %d more", r->nwarnings - i);
+			break;
+		}
 		at += (size_t)snprintf(err + at, errlen - at, "%s %s", i ? ";" : ":", r->warnings[i]);
+	}
 }
 
 /* Each agent's id range (bounds, or bounds_old where bounds fails). */
