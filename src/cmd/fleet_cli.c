@@ -164,6 +164,12 @@ void cw_fleet_cli_release(struct cw_fleet_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
+static void warn_line(void *arg, const char *msg)
+{
+	(void)arg;
+	cw_warn("%s", msg);
+}
+
 /* Prints the fan-out warnings on stderr ("causeway: warning: ..."). */
 static void cw_fleet_print_warnings(const struct cw_fleet_result *r)
 {
@@ -267,57 +273,6 @@ static int add_tenant_params(struct strbuf *q, const struct cw_tenant_opts *t)
 	for (int i = 0; i < t->n && !rc; i++)
 		rc = add_param(q, cw_tenant_filter_flag(&t->f[i]) + 2, t->f[i].value);
 	return rc;
-}
-
-/* The ops summary of every node as one row set with a leading node column. */
-static json_t *merge_ops(struct cw_fleet_result *r, int by_line, int per_tenant)
-{
-	static const char *const base[] = { "count", "p50_ns", "p95_ns", "p99_ns",
-					    "max_ns", "total_ns", "wall_share" };
-	json_t *cols = json_array(), *rows = json_array(), *ops, *op;
-	size_t k;
-
-	json_array_append_new(cols, json_string("node"));
-	json_array_append_new(cols, json_string("source"));
-	json_array_append_new(cols, json_string("op"));
-	if (by_line) {
-		json_array_append_new(cols, json_string("file"));
-		json_array_append_new(cols, json_string("line"));
-		json_array_append_new(cols, json_string("function"));
-	}
-	if (per_tenant)
-		json_array_append_new(cols, json_string("tenant"));
-	for (k = 0; k < sizeof(base) / sizeof(base[0]); k++)
-		json_array_append_new(cols, json_string(base[k]));
-	for (int i = 0; i < r->n; i++) {
-		size_t j;
-
-		if (!r->nodes[i].ok)
-			continue;
-		ops = json_object_get(r->nodes[i].body, "ops");
-		if (!json_is_array(ops)) {
-			cw_warn("node \"%s\": malformed ops answer, ignored", r->nodes[i].addr);
-			continue;
-		}
-		json_array_foreach(ops, j, op) {
-			json_t *row = json_array();
-
-			json_array_append_new(row, cw_json_str(r->nodes[i].name));
-			json_array_append(row, json_object_get(op, "source") ?: json_null());
-			json_array_append(row, json_object_get(op, "op") ?: json_null());
-			if (by_line) {
-				json_array_append(row, json_object_get(op, "file") ?: json_null());
-				json_array_append(row, json_object_get(op, "line") ?: json_null());
-				json_array_append(row, json_object_get(op, "function") ?: json_null());
-			}
-			if (per_tenant)
-				json_array_append(row, json_object_get(op, "tenant") ?: json_null());
-			for (k = 0; k < sizeof(base) / sizeof(base[0]); k++)
-				json_array_append(row, json_object_get(op, base[k]) ?: json_null());
-			json_array_append_new(rows, row);
-		}
-	}
-	return json_pack("{s:o, s:o}", "columns", cols, "rows", rows);
 }
 
 static void fleet_usage(const char *cmd)
@@ -470,7 +425,7 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 		}
 		strbuf_release(&path);
 		if (rc == 0 || rc == -EHOSTUNREACH)
-			merged = merge_ops(&fr, by_line, per_tenant);
+			merged = cw_fleet_merge_ops(&fr, by_line, per_tenant, warn_line, NULL);
 	}
 	if (rc == -EINVAL || rc == -ENOMEM) {
 		cw_report_error(json, "query: %s", err);

@@ -87,6 +87,12 @@ int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **m
 
 void cw_fleet_result_free(struct cw_fleet_result *r);
 
+/* The /api/v1/ops answers of r as {"columns": ["node", "source", "op",
+ * [file, line, function,] [tenant,] count, p50_ns, ...], "rows": [...]};
+ * a malformed answer is left out with a warning through warn. */
+json_t *cw_fleet_merge_ops(const struct cw_fleet_result *r, int by_line, int per_tenant,
+			   void (*warn)(void *arg, const char *msg), void *warn_arg);
+
 /* Whether two warnings say the same about the same node: the node part
  * ("node \"ADDR\": ") exactly, the rest with its numbers ignored (a
  * node that fails every request fails after 1 ms, then 2 ms, ...). */
