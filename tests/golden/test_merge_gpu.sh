@@ -62,6 +62,25 @@ for s, kind in (("thermal-throttling", "thermal_throttling"), ("power-capping", 
         fail(f"{s}: single file {sorted(own)}, merged file lost {sorted(own - merged)} (has {sorted(merged)})")
 EOF
 
+# Wall shares are per node: the merged file's share of an op is the mean
+# of its nodes' shares (the three files cover the same seconds), never
+# their sum (three nodes' time over one window read 200 %+).
+for s in thermal-throttling power-capping gpu-memory-pressure m; do
+	"$CW_BIN" query --db "$s.db" --json > "ops-$s.json" || fail "query summary $s"
+done
+python3 - <<'EOF' || exit 1
+import json, sys
+def shares(s): return {(r["source"], r["op"]): r["wall_share"] for r in json.load(open(f"ops-{s}.json"))}
+singles = [shares(s) for s in ("thermal-throttling", "power-capping", "gpu-memory-pressure")]
+merged = shares("m")
+key = ("cuda", "cudaStreamSynchronize")
+want = sum(x.get(key, 0) for x in singles) / 3
+if not merged.get(key) or abs(merged[key] - want) > 0.02:
+    print(f"FAIL: merged wall share of {key} {merged.get(key)}, the nodes' mean {want:.3f}"); sys.exit(1)
+if sum(merged.values()) > max(sum(x.values()) for x in singles) + 0.05:
+    print(f"FAIL: merged wall shares sum to {sum(merged.values()):.2f}"); sys.exit(1)
+EOF
+
 # The merged file is no demo database.
 cp m.db keep.db
 "$CW_BIN" demo --db m.db > /dev/null 2> err && fail "demo replaced a merged database without --force"
