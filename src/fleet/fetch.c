@@ -161,6 +161,22 @@ void cw_fleet_warns_free(struct cw_fleet_warns *w)
 	w->n = 0;
 }
 
+/* One answer's rows into db in one transaction. */
+static int store_rows(sqlite3 *db, const struct cw_fleet_fetch *f, json_t *merged, int events, char *err,
+		      size_t errlen)
+{
+	int ret = cw_exec(db, "BEGIN");
+
+	if (ret)
+		return ret;
+	ret = put_rows(db, f, merged, events);
+	cw_exec(db, ret ? "ROLLBACK" : "COMMIT");
+	if (ret)
+		snprintf(err, errlen, "storing the agents' rows: %s",
+			 ret == -EPROTO ? "unexpected columns or values" : strerror(-ret));
+	return ret;
+}
+
 /* Rows per page unless an agent's own row cap is lower. */
 #define PAGE_ROWS 10000
 
@@ -335,13 +351,8 @@ static int fetch_paged(sqlite3 *db, const struct cw_fleet_opts *fo, const struct
 			p->lo = p->hi - p->lo > p->span ? p->lo + p->span : p->hi;
 			p->live = p->lo < p->hi;
 		}
-		if (!ret && (ret = cw_exec(db, "BEGIN")) == 0) {
-			ret = put_rows(db, f, merged, events);
-			cw_exec(db, ret ? "ROLLBACK" : "COMMIT");
-			if (ret)
-				snprintf(err, errlen, "storing the agents' rows: %s",
-					 ret == -EPROTO ? "unexpected columns or values" : strerror(-ret));
-		}
+		if (!ret)
+			ret = store_rows(db, f, merged, events, err, errlen);
 		json_decref(merged);
 		cw_fleet_result_free(&res);
 		for (int j = 0; j < n; j++) {
@@ -379,13 +390,8 @@ int cw_fleet_fetch_rows(sqlite3 *db, const struct cw_fleet_opts *fo, const struc
 	cw_fleet_warns_add(w, &res);
 	if (ret == -EHOSTUNREACH)
 		cw_fleet_none_answered(&res, fo->nnodes, err, errlen);
-	if (!ret && (ret = cw_exec(db, "BEGIN")) == 0) {
-		ret = put_rows(db, f, merged, events);
-		cw_exec(db, ret ? "ROLLBACK" : "COMMIT");
-		if (ret)
-			snprintf(err, errlen, "storing the agents' rows: %s",
-				 ret == -EPROTO ? "unexpected columns or values" : strerror(-ret));
-	}
+	if (!ret)
+		ret = store_rows(db, f, merged, events, err, errlen);
 	json_decref(merged);
 	cw_fleet_result_free(&res);
 	return ret;

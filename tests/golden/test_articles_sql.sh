@@ -3,18 +3,7 @@
 # runs as printed: on a demo database, on a merged file of two, and through
 # query --nodes on two agents (plain HTTP on loopback). The events views
 # answer to the articles' column names (duration beside duration_ns).
-set -u
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-. "$CW_ROOT/tests/lib/auth.sh"
-auth_shared
+. "$CW_ROOT/tests/lib/plain_agents.sh"
 
 python3 "$CW_ROOT/tests/golden/articles_sql.py" "$CW_ROOT/tests/fixtures/articles" > "$tmp/sql" || fail "extracting"
 n=$(tr -cd '\0' < "$tmp/sql" | wc -c)
@@ -26,16 +15,8 @@ grep -q 'avg(duration)/1000' "$tmp/sql" || fail "the fleet article's query was n
 "$CW_BIN" merge "$tmp/a.db" "$tmp/b.db" -o "$tmp/m.db" > /dev/null || fail "merge"
 addrs=()
 for n in a b; do
-	"$CW_BIN" --node "node-$n" serve --db "$tmp/$n.db" --listen 127.0.0.1:0 --no-tls 2> "$tmp/$n.log" &
-	pids+=($!)
-	port=
-	for _ in $(seq 1 100); do
-		port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/$n.log")
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	[ -n "$port" ] || { cat "$tmp/$n.log"; fail "agent $n did not start"; }
-	addrs+=("http://127.0.0.1:$port")
+	plain_agent "$tmp/$n.db" --node "node-$n"
+	addrs+=("$ADDR")
 done
 nodes=$(IFS=,; echo "${addrs[*]}")
 

@@ -4,32 +4,13 @@
 # than an agent's 10,000-row answer cap) give a trace with every call of
 # both, as the export of each file alone does; with no agent answering the
 # error carries each agent's own message.
-set -u
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-. "$CW_ROOT/tests/lib/auth.sh"
-auth_shared
+. "$CW_ROOT/tests/lib/plain_agents.sh"
 
 addrs=()
 for n in a b; do
 	"$CW_BIN" --node "node-$n" demo incident --db "$tmp/$n.db" > /dev/null || fail "demo $n"
-	"$CW_BIN" --node "node-$n" serve --db "$tmp/$n.db" --listen 127.0.0.1:0 --no-tls 2> "$tmp/$n.log" &
-	pids+=($!)
-	port=
-	for _ in $(seq 1 100); do
-		port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/$n.log")
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	[ -n "$port" ] || { cat "$tmp/$n.log"; fail "agent $n did not start"; }
-	addrs+=("http://127.0.0.1:$port")
+	plain_agent "$tmp/$n.db" --node "node-$n"
+	addrs+=("$ADDR")
 done
 nodes=$(IFS=,; echo "${addrs[*]}")
 want=$(( $(sqlite3 "$tmp/a.db" "SELECT count(*) FROM events WHERE op = 'cudaLaunchKernel'") +

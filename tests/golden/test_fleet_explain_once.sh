@@ -7,32 +7,15 @@
 set -u
 fix=$CW_BUILD/fixtures/cluster_db
 [ -x "$fix" ] || { echo "fixture $fix not built (make BUILD=... fixtures)"; exit 1; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-. "$CW_ROOT/tests/lib/auth.sh"
-auth_shared
+. "$CW_ROOT/tests/lib/plain_agents.sh"
 
 for i in 1 2 3 4; do
 	"$fix" "$tmp/n$i.db" "node$i" $((i - 1)) --world 4 --straggler-rank 2 --async 1 --nccl 1 || fail "fixture n$i"
 done
 "$CW_BIN" merge "$tmp"/n[1-4].db -o "$tmp/c.db" > /dev/null || fail "merge"
 "$CW_BIN" explain --db "$tmp/c.db" --json --no-store > "$tmp/file.json" || fail "explain the file"
-"$CW_BIN" --node agent1 serve --db "$tmp/c.db" --listen 127.0.0.1:0 --no-tls 2> "$tmp/a.log" &
-pids+=($!)
-port=
-for _ in $(seq 1 100); do
-	port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/a.log")
-	[ -n "$port" ] && break
-	sleep 0.05
-done
-[ -n "$port" ] || { cat "$tmp/a.log"; fail "agent did not start"; }
+plain_agent "$tmp/c.db" --node agent1
+port=$PORT
 # A second agent that is not there: one warning, however many requests.
 dead=127.0.0.1:1
 "$CW_BIN" explain --nodes "http://127.0.0.1:$port,http://$dead" --node-timeout 5s --json > "$tmp/fleet.json" ||

@@ -5,28 +5,11 @@
 # answers plain HTTP and how to name it, not OpenSSL's "wrong version
 # number" alone.
 set -u
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-. "$CW_ROOT/tests/lib/auth.sh"
-auth_shared
+. "$CW_ROOT/tests/lib/plain_agents.sh"
 
 "$CW_BIN" --node plain1 demo gpu-steal --db "$tmp/a.db" > /dev/null || fail "demo"
-"$CW_BIN" --node plain1 serve --db "$tmp/a.db" --listen 127.0.0.1:0 --no-tls 2> "$tmp/a.log" &
-pids+=($!)
-port=
-for _ in $(seq 1 100); do
-	port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/a.log")
-	[ -n "$port" ] && break
-	sleep 0.05
-done
-[ -n "$port" ] || { cat "$tmp/a.log"; fail "agent did not start"; }
+plain_agent "$tmp/a.db" --node plain1
+port=$PORT
 
 "$CW_BIN" query --nodes "http://127.0.0.1:$port" "SELECT count(*) AS n FROM events" > "$tmp/o" 2> "$tmp/e" ||
 	fail "--nodes http://: $(cat "$tmp/e")"

@@ -3,17 +3,7 @@
 # database of node gpu7 (copied off it) answers as gpu7, a merged file as
 # "2 nodes: gpu7, gpu8"; --node still decides when given.
 set -u
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-. "$CW_ROOT/tests/lib/auth.sh"
-auth_shared
+. "$CW_ROOT/tests/lib/plain_agents.sh"
 [ "$(hostname)" != gpu7 ] || { echo "this host is named gpu7"; exit 77; }
 
 "$CW_BIN" --node gpu7 demo memcpy-bottleneck --db "$tmp/a.db" > /dev/null || fail "demo a"
@@ -22,17 +12,8 @@ auth_shared
 
 # serve_node DB [global flags...]: sets NODE to what /api/v1/health says.
 serve_node() {
-	local db=$1 port= log=$tmp/s$RANDOM.log
-	shift
-	"$CW_BIN" "$@" serve --db "$db" --listen 127.0.0.1:0 --no-tls > /dev/null 2> "$log" &
-	pids+=($!)
-	for _ in $(seq 1 100); do
-		port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" 2> /dev/null)
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	[ -n "$port" ] || { cat "$log"; fail "serve $db did not start"; }
-	NODE=$(curl -s --max-time 5 -H "Authorization: Bearer $CW_TOKEN" "http://127.0.0.1:$port/api/v1/health" |
+	plain_agent "$@"
+	NODE=$(curl -s --max-time 5 -H "Authorization: Bearer $CW_TOKEN" "$ADDR/api/v1/health" |
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["node"])')
 }
 serve_node "$tmp/a.db"
