@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "store/store.h"
 
 const char *cw_store_nodes_label(const char *path, const char *fallback, char *buf, size_t len)
@@ -29,7 +30,9 @@ const char *cw_store_nodes_label(const char *path, const char *fallback, char *b
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		const char *node = (const char *)sqlite3_column_text(q, 0);
 
-		if (!node)
+		/* Names come from the file (hostile like all trace content):
+		 * only what a node may be named is shown (config.c). */
+		if (!node || !cw_node_name_valid(node))
 			continue;
 		own |= fallback && !strcmp(node, fallback);
 		if (!n++)
