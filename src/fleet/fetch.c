@@ -147,7 +147,7 @@ static json_t *request(const struct cw_fleet_fetch *f, int64_t a, int64_t b, int
 	json_t *p = json_array();
 	int64_t v[3] = { a, b, limit };
 
-	for (int i = 0; i < f->nparams; i++)
+	for (int i = 0; i < f->nparams && i < 3; i++)
 		json_array_append_new(p, json_integer(v[i]));
 	return json_pack("{s:s,s:o,s:I}", "sql", f->select, "params", p, "max_rows", (json_int_t)limit);
 }
@@ -378,13 +378,12 @@ int cw_fleet_fetch_rows(sqlite3 *db, const struct cw_fleet_opts *fo, const struc
 			int64_t b, int64_t limit, int events, struct cw_fleet_warns *w, char *err, size_t errlen)
 {
 	struct cw_fleet_result res;
-	json_t *req = request(f, a, b, limit), *merged = NULL;
+	json_t *req, *merged = NULL;
 	int ret;
 
-	if (f->bounds) {
-		json_decref(req);
+	if (f->bounds)
 		return fetch_paged(db, fo, f, a, b, events, w, err, errlen);
-	}
+	req = request(f, a, b, limit);
 	ret = cw_fleet_query_req(fo, req, &merged, &res, err, errlen);
 	json_decref(req);
 	cw_fleet_warns_add(w, &res);
