@@ -192,8 +192,11 @@ async function viewOverview(root) {
 			b.replaceChildren(h('p', { class: 'ok', 'data-kind': 'healthy' }, `No causal chain in this window: ${fmtCount(ch.window.calls_analysed)} calls over ${ch.window.ops_analysed} ops have no tail that a rule explains.`));
 			return;
 		}
+		// A file of several nodes (merged): which node each chain is on.
+		const many = (ov.nodes || []).length > 1;
 		b.replaceChildren(h('ol', { class: 'chain-list' }, ch.chains.slice(0, 5).map((c, i) =>
-			h('li', {}, sevBadge(c.severity), ' ', h('strong', {}, c.root_cause.kind.replace(/_/g, ' ')), ' ',
+			h('li', {}, sevBadge(c.severity), ' ', many && c.node ? h('span', { class: 'node' }, c.node, ' ') : null,
+				h('strong', {}, c.root_cause.kind.replace(/_/g, ' ')), ' ',
 				h('a', { href: link('chains', { ...win(), chain: i }) }, c.root_cause.summary),
 				c.python ? h('span', { class: 'muted' }, ' · ', h('code', {}, pyText(c.python))) : null))),
 			...(ch.chains.length > 5 ? [h('a', { href: link('chains', win()) }, `all ${ch.chains.length} chains`)] : []));

@@ -94,7 +94,9 @@ static void finish_row(const struct cw_summary *s, struct cw_summary_row *r, con
 	r->p50_ns = cw_hist_quantile(h, 0.50);
 	r->p95_ns = cw_hist_quantile(h, 0.95);
 	r->p99_ns = cw_hist_quantile(h, 0.99);
-	r->wall_share = s->window_ns ? (double)r->total_ns / (double)s->window_ns : 0.0;
+	/* Per node: a merged file's 22 nodes each spend their own wall time,
+	 * so their calls' total is shared out over 22 windows, not one. */
+	r->wall_share = s->window_ns ? (double)r->total_ns / ((double)s->window_ns * (s->nodes > 1 ? s->nodes : 1)) : 0.0;
 }
 
 static int cmp_rows(const void *a, const void *b)
@@ -142,6 +144,15 @@ static int find_window(sqlite3 *db, const char *sql, const struct cw_summary_opt
 		s->window_ns = (uint64_t)(hi - lo + 1) * (uint64_t)NS_PER_S;
 	}
 	sqlite3_finalize(st);
+	if ((rc == SQLITE_ROW || rc == SQLITE_DONE) && s->window_ns &&
+	    sqlite3_prepare_v2(db, "SELECT count(DISTINCT node) FROM aggregates WHERE second BETWEEN ?1 AND ?2", -1, &st,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, s->from_second);
+		sqlite3_bind_int64(st, 2, s->to_second);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			s->nodes = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }
 

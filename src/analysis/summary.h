@@ -30,7 +30,7 @@ struct cw_summary_row {
 	char *file, *function; /* by_line only; NULL when the call had no Python stack */
 	int64_t line;          /* by_line only; 0 unknown */
 	uint64_t count, p50_ns, p95_ns, p99_ns, max_ns, total_ns;
-	double wall_share;     /* total_ns / window_ns; above 1 when threads overlap */
+	double wall_share;     /* total_ns / (window_ns x nodes): per node; above 1 when threads overlap */
 	/* per_tenant only: "pod ml/trainer-0", "docker container 3f2b9c0d1e4a",
 	 * "-" for calls of a cgroup without an identity row; and the tenant's
 	 * "container" object as chains carry it (JSON null when unknown). */
@@ -41,6 +41,7 @@ struct cw_summary_row {
 struct cw_summary {
 	int64_t from_second, to_second; /* inclusive wall-clock seconds; 0 when empty */
 	uint64_t window_ns;             /* (to - from + 1) s; 0 when empty */
+	int nodes;                      /* nodes with data in the window (a merged file: several) */
 	size_t n;
 	struct cw_summary_row *rows;    /* by total_ns, largest first */
 };

@@ -60,6 +60,9 @@ const char *cw_default_nvml_lib(void);
 uint64_t cw_default_gpu_interval(void);
 uint64_t cw_default_stall_after(void);
 const char *cw_default_node(void);
+/* The node a reader of db_path reports: --node or the config's node when
+ * given, else the file's own node(s) (store/file_nodes.h), else the host's. */
+const char *cw_reader_node(const char *db_path, char *buf, size_t len);
 /* tenants.kubelet_url from the config; NULL: the pod list is not read. */
 const char *cw_default_kubelet_url(void);
 

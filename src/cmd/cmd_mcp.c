@@ -232,6 +232,7 @@ int cmd_mcp(int argc, char **argv)
 	};
 	struct cw_fleet_opts fo = { 0 };
 	struct stdio_srv s;
+	char node_label[256];
 	int fleet = 0, c, rc;
 
 	memset(&s, 0, sizeof(s));
@@ -267,7 +268,7 @@ int cmd_mcp(int argc, char **argv)
 	if (access(s.cfg.db_path, R_OK))
 		cw_warn("mcp: cannot read \"%s\" (%s); the trace tools will report it", s.cfg.db_path,
 			strerror(errno));
-	s.cfg.node = cw_default_node();
+	s.cfg.node = cw_reader_node(s.cfg.db_path, node_label, sizeof(node_label));
 	cw_check_env_default(&s.cfg.check);
 	s.cfg.transport = "stdio";
 	s.cfg.allow_where = geteuid() == 0;

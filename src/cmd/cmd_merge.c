@@ -34,7 +34,7 @@ static void usage(FILE *f)
 	      "  -o, --output PATH        the merged database (required)\n"
 	      "  --force-node INPUT=NAME  store the rows of INPUT (a single-node database)\n"
 	      "                           under node NAME; repeatable\n"
-	      "  --force-node NAME        the same for the last input given\n"
+	      "  --force-node NAME        the same for the input given just before it\n"
 	      "  --force                  replace OUT.db when it exists\n"
 	      "  --json                   a JSON summary (rows per table and node, skew)\n"
 	      "  --help                   this text\n"
@@ -182,8 +182,11 @@ static int print_text(const struct cw_merge_opts *o, const struct cw_merge_resul
 	return ret;
 }
 
-/* "INPUT=NAME" names an input; a bare "NAME" is for the last input. */
-static int apply_force(struct cw_merge_input *in, int n, const char *spec, int json)
+/* "INPUT=NAME" names an input; a bare "NAME" is for the input given just
+ * before it on the command line (at: its index, -1 when none came yet).
+ * An input relabelled twice, or a bare NAME before any input, is refused:
+ * either way one of the names would be dropped. */
+static int apply_force(struct cw_merge_input *in, int n, const char *spec, int at, int json)
 {
 	const char *eq = strrchr(spec, '=');
 	int hit = -1;
@@ -193,15 +196,19 @@ static int apply_force(struct cw_merge_input *in, int n, const char *spec, int j
 			cw_report_error(json, "merge: --force-node needs a node name");
 			return -EINVAL;
 		}
-		hit = n - 1;
-		in[hit].relabel = spec;
-		return 0;
-	}
-	if (!eq[1]) {
+		if (at < 0) {
+			cw_report_error(json,
+					"merge: --force-node \"%s\" comes before any input; give it after the input"
+					" it renames, or as --force-node INPUT=%s",
+					spec, spec);
+			return -EINVAL;
+		}
+		hit = at;
+	} else if (!eq[1]) {
 		cw_report_error(json, "merge: --force-node \"%s\" has no node name after '='", spec);
 		return -EINVAL;
 	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; eq && i < n; i++) {
 		struct stat a, b;
 		char *p = strndup(spec, (size_t)(eq - spec));
 		int same = p && (!strcmp(p, in[i].path) ||
@@ -217,7 +224,14 @@ static int apply_force(struct cw_merge_input *in, int n, const char *spec, int j
 		cw_report_error(json, "merge: --force-node \"%s\" names no input of this merge", spec);
 		return -EINVAL;
 	}
-	in[hit].relabel = eq + 1;
+	if (in[hit].relabel) {
+		cw_report_error(json,
+				"merge: \"%s\" is renamed twice (--force-node \"%s\" and \"%s\"); give each"
+				" --force-node after its own input, or as --force-node INPUT=NAME",
+				in[hit].path, in[hit].relabel, spec);
+		return -EINVAL;
+	}
+	in[hit].relabel = eq ? eq + 1 : spec;
 	return 0;
 }
 
@@ -236,6 +250,7 @@ int cmd_merge(int argc, char **argv)
 	struct cw_merge_result r;
 	struct cw_merge_input *in = NULL;
 	const char **forces = NULL;
+	int *force_at = NULL;
 	int nforces = 0, json = 0, c, ret, rc = CW_EXIT_OK;
 	long long total = 0;
 	sigset_t block, old;
@@ -243,20 +258,32 @@ int cmd_merge(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
-	if (!(forces = calloc((size_t)argc, sizeof(*forces))) || !(in = calloc((size_t)argc, sizeof(*in)))) {
+	if (!(forces = calloc((size_t)argc, sizeof(*forces))) || !(force_at = calloc((size_t)argc, sizeof(*force_at))) ||
+	    !(in = calloc((size_t)argc, sizeof(*in)))) {
 		cw_report_error(json, "merge: out of memory");
 		free(forces);
+		free(force_at);
 		return CW_EXIT_FAIL;
 	}
 	optind = 1;
 	opterr = 0;
-	/* Permuting: inputs and options may come in any order. */
-	while ((c = cw_getopt(argc, argv, ":o:", longopts, NULL)) != -1) {
+	/* In order ('-'): inputs and options may come in any order, and a bare
+	 * --force-node NAME belongs to the input before it. */
+	while ((c = cw_getopt(argc, argv, "-:o:", longopts, NULL)) != -1) {
 		switch (c) {
+		case 1: {
+			struct stat sb;
+
+			in[o.ninputs++].path = optarg;
+			if (stat(optarg, &sb) == 0)
+				total += sb.st_size;
+			break;
+		}
 		case 'o':
 			o.out_path = optarg;
 			break;
 		case OPT_FORCE_NODE:
+			force_at[nforces] = o.ninputs - 1;
 			forces[nforces++] = optarg;
 			break;
 		case OPT_FORCE:
@@ -274,6 +301,7 @@ int cmd_merge(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* After "--", the rest are inputs. */
 	for (int i = optind; i < argc; i++) {
 		struct stat sb;
 		in[o.ninputs++].path = argv[i];
@@ -296,7 +324,7 @@ int cmd_merge(int argc, char **argv)
 		goto out;
 	}
 	for (int i = 0; i < nforces; i++)
-		if (apply_force(in, o.ninputs, forces[i], json)) {
+		if (apply_force(in, o.ninputs, forces[i], force_at[i], json)) {
 			rc = CW_EXIT_USAGE;
 			goto out;
 		}
@@ -326,6 +354,7 @@ int cmd_merge(int argc, char **argv)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out:
 	free(forces);
+	free(force_at);
 	free(in);
 	return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "config/config.h"
+#include "store/file_nodes.h"
 #include "store/losses.h"
 #include "store/store.h"
 #include "util/log.h"
@@ -37,6 +38,19 @@ const char *cw_default_node(void)
 	if (cw_config_get(&c, err, sizeof(err)))
 		c = NULL;
 	return cw_node_name(c);
+}
+
+const char *cw_reader_node(const char *db_path, char *buf, size_t len)
+{
+	const struct cw_config *c = NULL;
+	char err[8];
+
+	if (cw_config_get(&c, err, sizeof(err)))
+		c = NULL;
+	/* --node or the config's node: said, so kept. */
+	if ((cw_global_node && *cw_global_node) || (c && c->node))
+		return cw_node_name(c);
+	return cw_store_nodes_label(db_path, cw_node_name(c), buf, len);
 }
 
 void cw_warn_losses(const char *db_path, sqlite3 *db)

@@ -18,6 +18,7 @@
 #include "cmd/tenant_opts.h"
 #include "config/config.h"
 #include "fleet/fanout_nccl.h"
+#include "fleet/fetch.h"
 #include "server/server.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -163,6 +164,12 @@ void cw_fleet_cli_release(struct cw_fleet_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
+static void warn_line(void *arg, const char *msg)
+{
+	(void)arg;
+	cw_warn("%s", msg);
+}
+
 /* Prints the fan-out warnings on stderr ("causeway: warning: ..."). */
 static void cw_fleet_print_warnings(const struct cw_fleet_result *r)
 {
@@ -268,57 +275,6 @@ static int add_tenant_params(struct strbuf *q, const struct cw_tenant_opts *t)
 	return rc;
 }
 
-/* The ops summary of every node as one row set with a leading node column. */
-static json_t *merge_ops(struct cw_fleet_result *r, int by_line, int per_tenant)
-{
-	static const char *const base[] = { "count", "p50_ns", "p95_ns", "p99_ns",
-					    "max_ns", "total_ns", "wall_share" };
-	json_t *cols = json_array(), *rows = json_array(), *ops, *op;
-	size_t k;
-
-	json_array_append_new(cols, json_string("node"));
-	json_array_append_new(cols, json_string("source"));
-	json_array_append_new(cols, json_string("op"));
-	if (by_line) {
-		json_array_append_new(cols, json_string("file"));
-		json_array_append_new(cols, json_string("line"));
-		json_array_append_new(cols, json_string("function"));
-	}
-	if (per_tenant)
-		json_array_append_new(cols, json_string("tenant"));
-	for (k = 0; k < sizeof(base) / sizeof(base[0]); k++)
-		json_array_append_new(cols, json_string(base[k]));
-	for (int i = 0; i < r->n; i++) {
-		size_t j;
-
-		if (!r->nodes[i].ok)
-			continue;
-		ops = json_object_get(r->nodes[i].body, "ops");
-		if (!json_is_array(ops)) {
-			cw_warn("node \"%s\": malformed ops answer, ignored", r->nodes[i].addr);
-			continue;
-		}
-		json_array_foreach(ops, j, op) {
-			json_t *row = json_array();
-
-			json_array_append_new(row, cw_json_str(r->nodes[i].name));
-			json_array_append(row, json_object_get(op, "source") ?: json_null());
-			json_array_append(row, json_object_get(op, "op") ?: json_null());
-			if (by_line) {
-				json_array_append(row, json_object_get(op, "file") ?: json_null());
-				json_array_append(row, json_object_get(op, "line") ?: json_null());
-				json_array_append(row, json_object_get(op, "function") ?: json_null());
-			}
-			if (per_tenant)
-				json_array_append(row, json_object_get(op, "tenant") ?: json_null());
-			for (k = 0; k < sizeof(base) / sizeof(base[0]); k++)
-				json_array_append(row, json_object_get(op, base[k]) ?: json_null());
-			json_array_append_new(rows, row);
-		}
-	}
-	return json_pack("{s:o, s:o}", "columns", cols, "rows", rows);
-}
-
 static void fleet_usage(const char *cmd)
 {
 	printf("usage: causeway %s ... --nodes HOST:PORT,... | --fleet\n"
@@ -345,7 +301,7 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 	struct cw_ro_result *rr = NULL;
 	json_t *merged = NULL, *params = json_array();
 	const char *since = NULL;
-	char err[512], *sql = NULL, *stdin_sql = NULL;
+	char err[1000], *sql = NULL, *stdin_sql = NULL;
 	int json = 0, fmt = 0, by_line = 0, per_tenant = 0, c, rc, li;
 	struct cw_tenant_opts tf = { .n = 0 };
 	long long limit = 0;
@@ -469,19 +425,22 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 		}
 		strbuf_release(&path);
 		if (rc == 0 || rc == -EHOSTUNREACH)
-			merged = merge_ops(&fr, by_line, per_tenant);
+			merged = cw_fleet_merge_ops(&fr, by_line, per_tenant, warn_line, NULL);
 	}
 	if (rc == -EINVAL || rc == -ENOMEM) {
 		cw_report_error(json, "query: %s", err);
 		rc = CW_EXIT_USAGE;
 		goto out;
 	}
-	cw_fleet_print_warnings(&fr);
 	if (!fr.nok) {
-		cw_report_error(json, "query: none of the %d nodes answered", fr.n);
+		/* The error carries every node's reason (the agents' own
+		 * messages), so they are not printed twice. */
+		cw_fleet_none_answered(&fr, fr.n, err, sizeof(err));
+		cw_report_error(json, "query: %s", err);
 		rc = CW_EXIT_FAIL;
 		goto out;
 	}
+	cw_fleet_print_warnings(&fr);
 	if (cw_fleet_rows_to_result(merged, &rr)) {
 		cw_report_error(json, "query: out of memory");
 		rc = CW_EXIT_FAIL;
@@ -674,15 +633,7 @@ static int print_chains_text(json_t *merged, const struct cw_fleet_result *fr)
 
 static void add_warning(void *arg, const char *msg)
 {
-	json_t *w = arg, *x;
-	size_t i;
-
-	if (!json_is_array(w))
-		return;
-	json_array_foreach(w, i, x)
-		if (json_is_string(x) && !strcmp(json_string_value(x), msg))
-			return;
-	json_array_append_new(w, cw_json_str(msg));
+	cw_fleet_warning_add(arg, msg);
 }
 
 int cw_fleet_cmd_explain(int argc, char **argv)
@@ -700,7 +651,7 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 	struct cw_fleet_result fr = { 0 };
 	struct strbuf q = STRBUF_INIT;
 	json_t *merged = NULL;
-	char err[512];
+	char err[1000];
 	struct cw_tenant_opts tf = { .n = 0 };
 	int json = 0, c, rc, li;
 
@@ -773,8 +724,8 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 		goto out;
 	}
 	if (!fr.nok) {
-		cw_fleet_print_warnings(&fr);
-		cw_report_error(json, "explain: none of the %d nodes answered", fr.n);
+		cw_fleet_none_answered(&fr, fr.n, err, sizeof(err));
+		cw_report_error(json, "explain: %s", err);
 		rc = CW_EXIT_FAIL;
 		goto out;
 	}

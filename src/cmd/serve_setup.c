@@ -67,7 +67,10 @@ int serve_setup_resolve(struct serve_setup *s, const char *who)
 		o->timeout_ns = cfg->server_timeout_ns;
 	if (!o->read_timeout_ns)
 		o->read_timeout_ns = cfg->server_read_timeout_ns;
-	o->node = cw_default_node();
+	/* A file of other nodes (copied, merged) is labelled with its
+	 * nodes, not this host's name, unless --node or the config says. */
+	o->node = cw_reader_node(o->db_path, s->node_label, sizeof(s->node_label));
+	o->cert_name = cw_default_node(); /* the host's certificate names the host */
 	cw_check_env_default(&o->check);
 	if (o->no_tls && s->tls_flags) {
 		cw_err("%s: --no-tls cannot be combined with --cert, --key or --client-ca", who);

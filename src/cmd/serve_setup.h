@@ -20,6 +20,7 @@ struct serve_setup {
 	int token_state;         /* 1: the default token file was read, 2: it was made now */
 	char token_path[PATH_MAX]; /* the default token file, when token_state */
 	char dirbuf[PATH_MAX];
+	char node_label[256];    /* o.node when the file's nodes name it */
 };
 
 /* Completes s->o. Returns 0, or an exit code (CW_EXIT_USAGE) after printing

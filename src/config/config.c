@@ -180,8 +180,12 @@ static int add_node(struct pctx *p, yaml_node_t *n, const char *v, size_t len)
 		return fail(p, n, "fleet node address too long");
 	memcpy(buf, v, len);
 	buf[len] = 0;
-	if (cw_parse_hostport(buf, host, sizeof(host), &port))
-		return fail(p, n, "fleet.nodes: bad address \"%s\" (want HOST:PORT)", buf);
+	/* "http://" is plain HTTP, chosen explicitly (docs/fleet.md), as
+	 * --nodes takes it; "https://" the default spelled out. */
+	if (cw_parse_hostport(buf + (!strncmp(buf, "http://", 7) ? 7 : !strncmp(buf, "https://", 8) ? 8 : 0), host,
+			      sizeof(host), &port))
+		return fail(p, n, "fleet.nodes: bad address \"%s\" (want HOST:PORT, http://HOST:PORT for plain HTTP)",
+			    buf);
 	if (p->c->nfleet_nodes >= CW_CONFIG_MAX_NODES)
 		return fail(p, n, "fleet.nodes: more than %d nodes", CW_CONFIG_MAX_NODES);
 	nn = realloc(p->c->fleet_nodes, sizeof(*nn) * (size_t)(p->c->nfleet_nodes + 1));

@@ -41,57 +41,32 @@ static void load_skew(struct pf_ctx *c)
 	free(s);
 }
 
-/* Moves the window start up to the oldest slice or snapshot of any node
- * (on the reference clock) when it lies before it. */
-static int clamp_to_oldest(struct pf_ctx *c)
-{
-	static const char sql[] = "SELECT min(w) FROM (SELECT min(wall_ns) AS w FROM events WHERE node = ?1"
-				  " UNION ALL SELECT min(wall_ns) FROM offcpu WHERE node = ?1"
-				  " UNION ALL SELECT min(wall_ns) FROM snapshots WHERE node = ?1)";
-	sqlite3_stmt *q = NULL;
-	int64_t oldest = INT64_MAX;
-	int rc;
-
-	if ((rc = cw_events_prepare_light(c->db, sql, &q)) != SQLITE_OK)
-		return db_fail(c, rc, "events");
-	for (int i = 0; i < c->nnodes; i++) {
-		sqlite3_reset(q);
-		sqlite3_bind_text(q, 1, c->nodes[i].name, -1, SQLITE_STATIC);
-		if ((rc = sqlite3_step(q)) != SQLITE_ROW) {
-			sqlite3_finalize(q);
-			return db_fail(c, rc, "events");
-		}
-		if (sqlite3_column_type(q, 0) != SQLITE_NULL && sqlite3_column_int64(q, 0) - c->nodes[i].offset_ns < oldest)
-			oldest = sqlite3_column_int64(q, 0) - c->nodes[i].offset_ns;
-	}
-	sqlite3_finalize(q);
-	if (oldest != INT64_MAX && oldest > 0 && (uint64_t)oldest > c->st->from_wall_ns &&
-	    (uint64_t)oldest <= c->st->to_wall_ns)
-		c->st->from_wall_ns = (uint64_t)oldest;
-	return 0;
-}
-
 static int load_nodes(struct pf_ctx *c)
 {
 	static const char sql[] =
-		"SELECT node, (SELECT max(second) FROM aggregates a WHERE a.node = n.node) FROM"
+		"SELECT node, (SELECT max(second) FROM aggregates a WHERE a.node = n.node),"
+		" (SELECT min(second) FROM aggregates a WHERE a.node = n.node) FROM"
 		" (SELECT node FROM aggregates UNION SELECT node FROM sessions UNION SELECT node FROM snapshots"
 		" UNION SELECT node FROM processes) n ORDER BY node";
 	sqlite3_stmt *st = NULL;
-	int64_t *newest = NULL;
+	int64_t *newest = NULL, *oldest = NULL;
 	int rc, n = 0, ret = 0;
-	int64_t to_ref = 0;
+	int64_t to_ref = 0, from_ref = INT64_MAX;
 
 	if ((rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL)) != SQLITE_OK)
 		return db_fail(c, rc, "nodes");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct pf_node *nv = realloc(c->nodes, (size_t)(n + 1) * sizeof(*nv));
+		int64_t *no = realloc(oldest, (size_t)(n + 1) * sizeof(*no));
+
+		if (no)
+			oldest = no;
 		int64_t *nw = realloc(newest, (size_t)(n + 1) * sizeof(*nw));
 		if (nv)
 			c->nodes = nv;
 		if (nw)
 			newest = nw;
-		if (!nv || !nw) {
+		if (!nv || !nw || !no) {
 			ret = -ENOMEM;
 			goto out;
 		}
@@ -101,6 +76,11 @@ static int load_nodes(struct pf_ctx *c)
 		newest[n] = sqlite3_column_type(st, 1) == SQLITE_NULL
 				    ? -1
 				    : (cw_clamp_second(sqlite3_column_int64(st, 1)) + 1) * (int64_t)NSEC_PER_SEC;
+		/* A second early: off-CPU intervals and samples may start before
+		 * the first call of the first second. */
+		oldest[n] = sqlite3_column_type(st, 2) == SQLITE_NULL
+				    ? -1
+				    : (cw_clamp_second(sqlite3_column_int64(st, 2)) - 1) * (int64_t)NSEC_PER_SEC;
 		n++;
 	}
 	if (rc != SQLITE_DONE) {
@@ -116,37 +96,52 @@ static int load_nodes(struct pf_ctx *c)
 		sqlite3_stmt *q = NULL;
 		if (newest[i] >= 0)
 			continue;
-		if (cw_events_prepare_light(c->db, "SELECT max(wall_ns + duration_ns) FROM events WHERE node = ?1",
+		if (cw_events_prepare_light(c->db,
+					    "SELECT max(wall_ns + duration_ns), min(wall_ns) FROM events WHERE node = ?1",
 					    &q) != SQLITE_OK) {
 			ret = db_fail(c, SQLITE_ERROR, "events");
 			goto out;
 		}
 		sqlite3_bind_text(q, 1, c->nodes[i].name, -1, SQLITE_STATIC);
-		if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+		if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
 			newest[i] = cw_add_sat(sqlite3_column_int64(q, 0), 1);
+			oldest[i] = sqlite3_column_int64(q, 1);
+		}
 		sqlite3_finalize(q);
 	}
 	/* The window is on the reference clock: each node's newest data is
 	 * moved by its offset before taking the latest. */
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (newest[i] >= 0 && newest[i] - c->nodes[i].offset_ns > to_ref)
 			to_ref = newest[i] - c->nodes[i].offset_ns;
+		if (oldest[i] >= 0 && oldest[i] - c->nodes[i].offset_ns < from_ref)
+			from_ref = oldest[i] - c->nodes[i].offset_ns;
+	}
 	if (c->o->from_wall_ns || c->o->to_wall_ns) {
 		c->st->from_wall_ns = c->o->from_wall_ns;
 		c->st->to_wall_ns = c->o->to_wall_ns ? c->o->to_wall_ns : (uint64_t)to_ref;
 	} else {
-		uint64_t since = c->o->since_ns ? c->o->since_ns : CW_EXPORT_DEFAULT_SINCE_NS;
+		/* No --since: the whole store (from its oldest second), the
+		 * window explain and query read. */
+		uint64_t since = c->o->since_ns;
 		c->st->to_wall_ns = (uint64_t)to_ref;
-		c->st->from_wall_ns = (uint64_t)to_ref > since ? (uint64_t)to_ref - since : 0;
-		/* A window reaching past the oldest data starts at it: the
-		 * timestamps are relative to the start, and doubles keep their
-		 * nanoseconds only while they stay small. */
-		if ((ret = clamp_to_oldest(c)))
-			goto out;
+		/* since UINT64_MAX (a local export without a window) or 0 (a
+		 * fleet reader's default): the whole store, from its oldest
+		 * second; a window reaching past the oldest data starts at it
+		 * (timestamps are relative to the start, and doubles keep their
+		 * nanoseconds only while they stay small). */
+		if (since && since != UINT64_MAX)
+			c->st->from_wall_ns = (uint64_t)to_ref > since ? (uint64_t)to_ref - since : 0;
+		else
+			c->st->from_wall_ns = 0;
+		if (from_ref != INT64_MAX && from_ref > 0 && from_ref < to_ref &&
+		    (uint64_t)from_ref > c->st->from_wall_ns)
+			c->st->from_wall_ns = (uint64_t)from_ref;
 	}
 out:
 	sqlite3_finalize(st);
 	free(newest);
+	free(oldest);
 	return ret;
 }
 

@@ -18,12 +18,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define CW_EXPORT_DEFAULT_SINCE_NS (60ULL * 1000000000ULL)
 #define CW_EXPORT_DEFAULT_MAX_EVENTS 500000ULL
 
 struct cw_export_opts {
 	uint64_t from_wall_ns, to_wall_ns; /* both 0: the last since_ns of data */
-	uint64_t since_ns;                 /* 0 = CW_EXPORT_DEFAULT_SINCE_NS */
+	uint64_t since_ns;                 /* 0: the whole store, as explain and query read it */
 	uint64_t max_events;               /* slices; 0 = CW_EXPORT_DEFAULT_MAX_EVENTS */
 	int no_skew;                       /* ignore meta 'merge.skew' */
 	int no_chains;                     /* skip the explain engine */

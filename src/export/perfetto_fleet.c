@@ -15,55 +15,64 @@
 /* One table fetched from every agent. The SELECT's columns are, in order,
  * the columns of the local INSERT after node (the names are ours, never
  * the agents'). ?1/?2 are the window (wall ns, or seconds for the
- * aggregates), ?3 the per-node row budget. */
+ * aggregates), ?3 < rowid <= ?4 one page (fleet/fetch.h). */
+#define ROWIDS(t) "SELECT min(rowid), max(rowid) FROM " t
+/* Schema v7 keeps events in two tables under the view: their id bounds
+ * are four seeks, the view's a scan (older agents: the view's). */
+#define EVENT_IDS                                                                                          \
+	"SELECT min(coalesce((SELECT min(id) FROM calls), 9223372036854775807),"                           \
+	" coalesce((SELECT min(id) FROM kevents), 9223372036854775807)),"                                  \
+	" max(coalesce((SELECT max(id) FROM calls), 0), coalesce((SELECT max(id) FROM kevents), 0))"
 static const struct cw_fleet_fetch fetches[] = {
 	{ "SELECT kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns, host, rank, local_rank, world_size, command"
-	  " FROM sessions ORDER BY id",
+	  " FROM sessions WHERE ?1 IS NOT NULL AND ?2 IS NOT NULL AND rowid > ?3 AND rowid <= ?4 ORDER BY id",
 	  "INSERT INTO sessions (node, kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns, host, rank,"
 	  " local_rank, world_size, command) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
-	  9, -1, 0 },
+	  9, -1, 4, ROWIDS("sessions"), NULL },
 	{ "SELECT pid, ppid, comm, cmdline, cgroup_id, rank, local_rank, world_size, start_wall_ns, exit_code"
-	  " FROM processes",
+	  " FROM processes WHERE ?1 IS NOT NULL AND ?2 IS NOT NULL AND rowid > ?3 AND rowid <= ?4",
 	  "INSERT OR IGNORE INTO processes (node, pid, ppid, comm, cmdline, cgroup_id, rank, local_rank, world_size,"
 	  " start_wall_ns, exit_code) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
-	  10, -1, 0 },
-	{ "SELECT tid, pid, comm FROM threads", "INSERT OR IGNORE INTO threads (node, tid, pid, comm) VALUES (?1,?2,?3,?4)",
-	  3, -1, 0 },
-	{ "SELECT source, op, second, count, sum_ns, max_ns, hist FROM aggregates WHERE second BETWEEN ?1 AND ?2",
+	  10, -1, 4, ROWIDS("processes"), NULL },
+	{ "SELECT tid, pid, comm FROM threads WHERE ?1 IS NOT NULL AND ?2 IS NOT NULL AND rowid > ?3 AND rowid <= ?4",
+	  "INSERT OR IGNORE INTO threads (node, tid, pid, comm) VALUES (?1,?2,?3,?4)", 3, -1, 4, ROWIDS("threads"),
+	  NULL },
+	{ "SELECT source, op, second, count, sum_ns, max_ns, hist FROM aggregates WHERE second BETWEEN ?1 AND ?2"
+	  " AND rowid > ?3 AND rowid <= ?4",
 	  "INSERT OR IGNORE INTO aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-	  7, 6, 2 },
+	  7, 6, 4, ROWIDS("aggregates"), NULL },
 	{ "SELECT pid, tid, comm, start_mono_ns, end_mono_ns, wall_ns, duration_ns, reason, cpu, by_pid, by_tid,"
 	  " by_comm, by_cgroup_id, waker_pid, waker_comm FROM offcpu WHERE wall_ns BETWEEN ?1 AND ?2"
-	  " ORDER BY wall_ns DESC LIMIT ?3",
+	  " AND id > ?3 AND id <= ?4",
 	  "INSERT INTO offcpu (node, pid, tid, comm, start_mono_ns, end_mono_ns, wall_ns, duration_ns, reason, cpu,"
 	  " by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm)"
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
-	  15, -1, 3 },
+	  15, -1, 4, ROWIDS("offcpu"), NULL },
 	{ "SELECT mono_ns, wall_ns, cpu_pct, mem_pct, swap_used_bytes, load1, ncpu, page_alloc_per_s, io_bytes_per_s,"
-	  " io_busy_pct FROM snapshots WHERE wall_ns BETWEEN ?1 AND ?2 ORDER BY wall_ns DESC LIMIT ?3",
+	  " io_busy_pct FROM snapshots WHERE wall_ns BETWEEN ?1 AND ?2 AND id > ?3 AND id <= ?4",
 	  "INSERT INTO snapshots (node, mono_ns, wall_ns, cpu_pct, mem_pct, swap_used_bytes, load1, ncpu,"
 	  " page_alloc_per_s, io_bytes_per_s, io_busy_pct) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
-	  10, -1, 3 },
+	  10, -1, 4, ROWIDS("snapshots"), NULL },
 	/* NCCL calls (schema v3): the arrival analysis of the chains, and
 	 * the arrows of an nccl_straggler, across the agents. */
 	{ "SELECT session_id, pid, tid, comm, comm_id, rank, nranks, seq, op, count, datatype, bytes, redop, peer,"
 	  " stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns FROM nccl_calls"
-	  " WHERE wall_ns BETWEEN ?1 AND ?2 ORDER BY wall_ns DESC LIMIT ?3",
+	  " WHERE wall_ns BETWEEN ?1 AND ?2 AND id > ?3 AND id <= ?4",
 	  "INSERT INTO nccl_calls (node, session_id, pid, tid, comm, comm_id, rank, nranks, seq, op, count, datatype,"
 	  " bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns)"
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)",
-	  21, -1, 3 },
+	  21, -1, 4, ROWIDS("nccl_calls"), NULL },
 	/* Events carry their Python stack inline (the last six columns),
 	 * interned locally by hash; see put_events(). */
 	{ "SELECT e.seq, e.wall_ns, e.mono_ns, e.pid, e.tid, e.cgroup_id, e.comm, e.source, e.op, e.duration_ns,"
 	  " e.arg0, e.arg1, e.arg2, e.arg3, e.bytes, e.detail, e.ret, e.device, e.anomalous, p.hash, p.depth,"
 	  " p.frames, p.user_file, p.user_line, p.user_function FROM events e LEFT JOIN py_stacks p"
-	  " ON p.id = e.py_stack_id WHERE e.wall_ns BETWEEN ?1 AND ?2 ORDER BY e.wall_ns DESC LIMIT ?3",
+	  " ON p.id = e.py_stack_id WHERE e.wall_ns BETWEEN ?1 AND ?2 AND e.id > ?3 AND e.id <= ?4",
 	  "INSERT INTO events (node, seq, wall_ns, mono_ns, pid, tid, cgroup_id, comm, source, op, duration_ns, arg0,"
 	  " arg1, arg2, arg3, bytes, detail, ret, device, anomalous, py_stack_id)"
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)",
-	  19, -1, 3 },
+	  19, -1, 4, EVENT_IDS, "SELECT min(id), max(id) FROM events" },
 };
 #define EVENTS_FETCH (sizeof(fetches) / sizeof(fetches[0]) - 1)
 
@@ -79,9 +88,9 @@ static int plan(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_exp
 {
 	struct cw_fleet_opts f = *fo;
 	struct cw_fleet_result res;
-	json_t *merged = NULL, *req = json_pack("{s:s}", "sql", "SELECT (SELECT max(second) FROM aggregates)");
+	json_t *merged = NULL, *req = json_pack("{s:s}", "sql", "SELECT (SELECT max(second) FROM aggregates), (SELECT min(second) FROM aggregates)");
 	json_t *skew = json_object(), *nodes = json_object();
-	int64_t to_ref = 0, maxoff = 0;
+	int64_t to_ref = 0, from_ref = INT64_MAX, maxoff = 0;
 	char *s = NULL;
 	int ret;
 
@@ -89,6 +98,8 @@ static int plan(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_exp
 	ret = cw_fleet_query_req(&f, req, &merged, &res, err, errlen);
 	json_decref(req);
 	cw_fleet_warns_add(wr, &res);
+	if (ret == -EHOSTUNREACH)
+		cw_fleet_none_answered(&res, fo->nnodes, err, errlen);
 	if (ret)
 		goto out;
 	for (int i = 0; i < res.n; i++) {
@@ -103,21 +114,28 @@ static int plan(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_exp
 								      "samples", n->skew.samples));
 		maxoff = llabs(off) > maxoff ? llabs(off) : maxoff;
 		json_array_foreach(rows, ri, row) {
-			json_t *sec = json_array_get(row, 1);
+			json_t *sec = json_array_get(row, 1), *first = json_array_get(row, 2);
 			if (strcmp(json_string_value(json_array_get(row, 0)) ?: "", n->name) || !json_is_integer(sec))
 				continue;
 			int64_t newest = (json_integer_value(sec) + 1) * (int64_t)NSEC_PER_SEC - off;
 			if (newest > to_ref)
 				to_ref = newest;
+			/* A second early, as a local export (perfetto.c). */
+			if (json_is_integer(first) &&
+			    (json_integer_value(first) - 1) * (int64_t)NSEC_PER_SEC - off < from_ref)
+				from_ref = (json_integer_value(first) - 1) * (int64_t)NSEC_PER_SEC - off;
 		}
 	}
 	if (o->from_wall_ns || o->to_wall_ns) {
 		w->from = o->from_wall_ns;
 		w->to = o->to_wall_ns ? o->to_wall_ns : (uint64_t)to_ref;
 	} else {
-		uint64_t since = o->since_ns ? o->since_ns : CW_EXPORT_DEFAULT_SINCE_NS;
+		uint64_t since = o->since_ns;
 		w->to = (uint64_t)to_ref;
-		w->from = w->to > since ? w->to - since : 0;
+		if (since)
+			w->from = w->to > since ? w->to - since : 0;
+		else
+			w->from = from_ref != INT64_MAX && from_ref > 0 && from_ref < to_ref ? (uint64_t)from_ref : 0;
 	}
 	w->fetch_from = (int64_t)w->from - maxoff - (int64_t)NSEC_PER_SEC;
 	w->fetch_to = (int64_t)w->to + maxoff + (int64_t)NSEC_PER_SEC;

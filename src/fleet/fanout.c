@@ -36,6 +36,51 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+/* Length of the "node \"ADDR\": " part of a warning, 0 when none. */
+static size_t node_part(const char *s)
+{
+	const char *e;
+
+	if (strncmp(s, "node \"", 6) || !(e = strstr(s + 6, "\": ")))
+		return 0;
+	return (size_t)(e + 3 - s);
+}
+
+int cw_fleet_warning_same(const char *a, const char *b)
+{
+	size_t na = node_part(a), nb = node_part(b);
+
+	if (na != nb || strncmp(a, b, na))
+		return 0;
+	a += na;
+	b += nb;
+	while (*a && *b) {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			while (isdigit((unsigned char)*a))
+				a++;
+			while (isdigit((unsigned char)*b))
+				b++;
+			continue;
+		}
+		if (*a++ != *b++)
+			return 0;
+	}
+	return !*a && !*b;
+}
+
+void cw_fleet_warning_add(json_t *arr, const char *msg)
+{
+	json_t *x;
+	size_t i;
+
+	if (!json_is_array(arr) || !msg)
+		return;
+	json_array_foreach(arr, i, x)
+		if (json_is_string(x) && cw_fleet_warning_same(json_string_value(x), msg))
+			return;
+	json_array_append_new(arr, cw_json_str(msg));
+}
+
 __attribute__((format(printf, 2, 3))) static void warn(struct cw_fleet_result *r,
 							const char *fmt, ...)
 {
@@ -48,6 +93,11 @@ __attribute__((format(printf, 2, 3))) static void warn(struct cw_fleet_result *r
 	va_end(ap);
 	if (n < 0)
 		return;
+	for (int i = 0; i < r->nwarnings; i++)
+		if (cw_fleet_warning_same(r->warnings[i], s)) {
+			free(s);
+			return;
+		}
 	w = realloc(r->warnings, sizeof(*w) * (size_t)(r->nwarnings + 1));
 	if (!w) {
 		free(s);
@@ -203,6 +253,36 @@ static void adopt_name(struct cw_fleet_node *n, json_t *body)
 	}
 }
 
+static size_t discard(char *p, size_t sz, size_t nm, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return sz * nm;
+}
+
+/* Whether addr (TLS refused) speaks plain HTTP: one short GET of the
+ * unauthenticated time endpoint, on the failure path only. */
+static int answers_plain_http(const char *addr)
+{
+	const char *hp = !strncmp(addr, "https://", 8) ? addr + 8 : addr;
+	char url[600];
+	long st = 0;
+	CURL *h;
+
+	if ((size_t)snprintf(url, sizeof(url), "http://%s/api/v1/time", hp) >= sizeof(url) || !(h = curl_easy_init()))
+		return 0;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)4096);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+	curl_easy_cleanup(h);
+	return st >= 100;
+}
+
 static void finish_main(struct cw_fleet_result *r, struct xfer *x, CURLcode cc, uint64_t cap)
 {
 	struct cw_fleet_node *n = &r->nodes[x->node];
@@ -220,6 +300,14 @@ static void finish_main(struct cw_fleet_result *r, struct xfer *x, CURLcode cc, 
 		else if (cc == CURLE_WRITE_ERROR || cc == CURLE_FILESIZE_EXCEEDED)
 			warn(r, "node \"%s\": answer larger than %llu bytes, ignored", n->addr,
 			     (unsigned long long)cap);
+		else if (cc == CURLE_SSL_CONNECT_ERROR && strncmp(n->addr, "http://", 7) && answers_plain_http(n->addr))
+			/* OpenSSL's words for a TLS hello meeting a plain-HTTP
+			 * server (serve --no-tls) vary ("wrong version number",
+			 * SSL_ERROR_SYSCALL): name the cause and the fix. */
+			warn(r,
+			     "node \"%s\": answers plain HTTP, not TLS (%s); if it runs serve --no-tls, give it as"
+			     " http://%s",
+			     n->addr, x->errbuf, !strncmp(n->addr, "https://", 8) ? n->addr + 8 : n->addr);
 		else
 			warn(r, "node \"%s\": %s", n->addr,
 			     x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
@@ -303,7 +391,7 @@ int cw_fleet_fetch(const struct cw_fleet_opts *o, const char *path, const char *
 	if (!out->nodes || !xs)
 		goto nomem;
 	hdrs = curl_slist_append(NULL, "Accept: application/json");
-	if (post_json)
+	if (post_json || o->posts)
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	if (o->token) {
 		if (asprintf(&auth, "Authorization: Bearer %s", o->token) < 0)
@@ -335,7 +423,7 @@ int cw_fleet_fetch(const struct cw_fleet_opts *o, const char *path, const char *
 				goto nomem;
 		}
 		rc = setup(o, x, o->nodes[x->node], x->kind == X_MAIN ? path : "/api/v1/time",
-			   x->kind == X_MAIN ? post_json : NULL, hdrs,
+			   x->kind == X_MAIN ? (o->posts ? o->posts[x->node] : post_json) : NULL, hdrs,
 			   x->kind == X_MAIN ? cap : 4096, remaining_ms(deadline));
 		if (rc) {
 			snprintf(err, errlen, "request path too long");
@@ -502,8 +590,8 @@ int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merg
 	int rc, i;
 
 	*merged = NULL;
-	body = json_dumps(req, JSON_COMPACT);
-	if (!body) {
+	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	if (!body && (req || !o->posts)) {
 		memset(out, 0, sizeof(*out));
 		return -ENOMEM;
 	}

@@ -32,6 +32,9 @@ struct cw_fleet_opts {
 	int skew;                 /* also estimate clock skew */
 	int skew_samples;         /* 0: CW_SKEW_DEFAULT_SAMPLES */
 	uint64_t skew_warn_ns;    /* 0: CW_SKEW_DEFAULT_WARN_NS */
+	/* One POST body per node (same order as nodes), for questions that
+	 * differ by node (a page of rows); NULL: the same body for all. */
+	const char *const *posts;
 };
 
 struct cw_fleet_node {
@@ -71,6 +74,7 @@ int cw_fleet_fetch(const struct cw_fleet_opts *o, const char *path, const char *
  *    "warnings": [...], "nodes": [...per-node status...]}
  * with rows in node order. Nodes whose columns differ from the first
  * answer are left out with a warning. */
+/* req may be NULL when o->posts gives each node its own body. */
 int cw_fleet_query_req(const struct cw_fleet_opts *o, json_t *req, json_t **merged,
 		       struct cw_fleet_result *out, char *err, size_t errlen);
 
@@ -82,6 +86,19 @@ int cw_fleet_chains(const struct cw_fleet_opts *o, const char *query, json_t **m
 		    struct cw_fleet_result *out, char *err, size_t errlen);
 
 void cw_fleet_result_free(struct cw_fleet_result *r);
+
+/* The /api/v1/ops answers of r as {"columns": ["node", "source", "op",
+ * [file, line, function,] [tenant,] count, p50_ns, ...], "rows": [...]};
+ * a malformed answer is left out with a warning through warn. */
+json_t *cw_fleet_merge_ops(const struct cw_fleet_result *r, int by_line, int per_tenant,
+			   void (*warn)(void *arg, const char *msg), void *warn_arg);
+
+/* Whether two warnings say the same about the same node: the node part
+ * ("node \"ADDR\": ") exactly, the rest with its numbers ignored (a
+ * node that fails every request fails after 1 ms, then 2 ms, ...). */
+int cw_fleet_warning_same(const char *a, const char *b);
+/* Appends msg to the JSON array arr unless the same warning is there. */
+void cw_fleet_warning_add(json_t *arr, const char *msg);
 
 /* The bearer token for the agents (token.c): flag_file (--token-file), else
  * $CW_TOKEN, else the config's fleet.token_file, else ~/.causeway/token as a

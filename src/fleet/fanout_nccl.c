@@ -78,6 +78,32 @@ static int skew_meta(sqlite3 *db, const struct cw_fleet_result *fr)
 	return ret;
 }
 
+/* An agent holding several ranks finds their arrival chains itself; the
+ * fan-out finds them again from every agent's collectives. The fan-out's
+ * is kept (every rank, one clock) and the agent's copy of the same kind
+ * and rank dropped, so a chain is printed once. */
+static json_t *drop_agent_copies(json_t *chains, const struct cw_chain *c)
+{
+	const char *kind = cw_kind_name(c->kind);
+	json_t *node = NULL;
+
+	for (size_t k = json_array_size(chains); k-- > 0;) {
+		json_t *x = json_array_get(chains, k), *r = json_object_get(x, "rank");
+		const char *xk = json_string_value(json_object_get(json_object_get(x, "root_cause"), "kind"));
+
+		if (!xk || strcmp(xk, kind) || !strcmp(json_string_value(json_object_get(x, "agent")) ?: "", "fan-out"))
+			continue;
+		if (json_is_integer(r) ? json_integer_value(r) == c->rank : c->rank < 0) {
+			/* The agent names the rank's own node (a file of several
+			 * nodes served by one agent); the fan-out, the agent. */
+			if (!node && json_is_string(json_object_get(x, "node")))
+				node = json_incref(json_object_get(x, "node"));
+			json_array_remove(chains, k);
+		}
+	}
+	return node;
+}
+
 int cw_fleet_nccl_chains(const struct cw_fleet_opts *fo, const struct cw_fleet_result *fr, json_t *chains,
 			 void (*warn)(void *arg, const char *msg), void *warn_arg, char *err, size_t errlen)
 {
@@ -119,7 +145,12 @@ int cw_fleet_nccl_chains(const struct cw_fleet_opts *fo, const struct cw_fleet_r
 		v[i].severity = v[i].kind == CW_KIND_NCCL_WAIT	  ? CW_SEV_LOW
 				: v[i].kind == CW_KIND_COMM_BOUND ? (v[i].explained_share >= 0.5 ? CW_SEV_HIGH : CW_SEV_MEDIUM)
 								  : CW_SEV_HIGH;
+		json_t *node = drop_agent_copies(chains, &v[i]);
+
 		j = cw_chain_to_json(&v[i]);
+		if (j && node)
+			json_object_set(j, "node", node);
+		json_decref(node);
 		/* Computed here, on this host's clock, from every agent. */
 		json_object_set_new(j, "agent", json_string("fan-out"));
 		json_object_set_new(j, "clock_offset_ns", json_integer(0));

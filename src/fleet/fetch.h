@@ -31,6 +31,14 @@ struct cw_fleet_fetch {
 	int ncols;
 	int hex_col; /* a BLOB that the query API returns as hex, -1 none */
 	int nparams; /* the agents' query API wants exactly the parameters used */
+	/* Paged by row id: bounds answers one row (min id, max id) per
+	 * agent (bounds_old for agents of an older schema when it fails),
+	 * and select takes ?3 < id <= ?4 besides the window ?1, ?2, so each
+	 * page is one id range no larger than the agent's row cap: every row
+	 * comes, in as many pages as needed, and the client holds one page
+	 * per agent at a time. NULL: one answer, up to the limit. */
+	const char *bounds;
+	const char *bounds_old;
 };
 
 /* The fan-out warnings seen so far; fn (may be NULL) hears each once. */
@@ -41,11 +49,14 @@ struct cw_fleet_warns {
 	void *arg;
 };
 
+/* err = "none of the N nodes answered: <each node's warning>; ...". */
+void cw_fleet_none_answered(const struct cw_fleet_result *r, int n, char *err, size_t errlen);
+
 void cw_fleet_warns_add(struct cw_fleet_warns *w, const struct cw_fleet_result *r);
 void cw_fleet_warns_free(struct cw_fleet_warns *w);
 
-/* Fetches f (parameters a, b, limit) from every agent of fo into db in one
- * transaction; events: the rows carry the six py_stacks columns after
+/* Fetches f (parameters a, b, limit; a paged f: every row of the window a,
+ * b, limit unused) from every agent of fo into db, a transaction a page; events: the rows carry the six py_stacks columns after
  * f's, interned locally. Returns 0 or -errno with err set. */
 int cw_fleet_fetch_rows(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_fleet_fetch *f, int64_t a,
 			int64_t b, int64_t limit, int events, struct cw_fleet_warns *w, char *err, size_t errlen);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/read_error.h"
@@ -355,6 +356,42 @@ out:
 	return ret;
 }
 
+/* Whether every table of the input is one merge copies: a table it does
+ * not know (a newer or a foreign schema) would be lost without a word, so
+ * it stops the merge before anything is written. */
+static int known_tables(sqlite3 *db, const char *path, struct cw_merge_result *r)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+
+	rc = sqlite3_prepare_v2(db,
+				"SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+				" ORDER BY name",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	while (!ret && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(st, 0);
+		int known = 0;
+
+		for (int t = 0; n && !known && t < CW_MT_MAX; t++)
+			known = !strcmp(cw_merge_tables[t].name, n);
+		for (int k = 0; n && !known && cw_merge_via_other[k]; k++)
+			known = !strcmp(cw_merge_via_other[k], n);
+		if (n && !known) {
+			snprintf(r->err, sizeof(r->err),
+				 "\"%s\" has a table merge does not know (\"%.64s\"); its rows would be lost, so nothing"
+				 " was merged (a newer causeway may know it)",
+				 path, n);
+			ret = -EPROTONOSUPPORT;
+		}
+	}
+	sqlite3_finalize(st);
+	if (!ret && rc != SQLITE_DONE)
+		ret = cw_sqlite_errno(rc);
+	return ret;
+}
+
 /* Validates every input and decides each node's name in the output. */
 static int plan(const struct cw_merge_opts *o, struct input_info *info, struct cw_merge_result *r)
 {
@@ -371,6 +408,10 @@ static int plan(const struct cw_merge_opts *o, struct input_info *info, struct c
 			return ret;
 		}
 		ret = read_nodes(st->db, &info[i]);
+		if (!ret && (ret = known_tables(st->db, o->inputs[i].path, r)) == -EPROTONOSUPPORT) {
+			cw_store_close(st);
+			return ret;
+		}
 		if (ret)
 			snprintf(r->err, sizeof(r->err), "reading \"%s\": %s", o->inputs[i].path,
 				 ret == -ENOTSUP ? "database is corrupt"
@@ -444,6 +485,52 @@ static int order_events(sqlite3 *db, const struct cw_merge_opts *o, struct cw_me
 	return ret;
 }
 
+static int64_t wall_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The merge itself is a session of the output (kind 'merge', the merging
+ * host, the inputs in command), written first so that every node's own
+ * sessions come after it (readers take a node's clock offset from its
+ * latest session). Its node is the first merged node: a session needs
+ * one, and the merging host is not a node of the data. It also tells
+ * demo that the file is not a demo database. */
+static int record_session(sqlite3 *db, const struct cw_merge_opts *o, const struct cw_merge_result *r)
+{
+	struct strbuf cmd = STRBUF_INIT;
+	sqlite3_stmt *st = NULL;
+	char host[256] = "";
+	int ret = strbuf_adds(&cmd, "causeway merge");
+
+	for (int i = 0; !ret && i < o->ninputs; i++)
+		ret = strbuf_addf(&cmd, " %s", o->inputs[i].path);
+	if (!ret)
+		ret = strbuf_addf(&cmd, " -o %s", o->out_path);
+	if (ret)
+		goto out;
+	gethostname(host, sizeof(host) - 1);
+	if (sqlite3_prepare_v2(db,
+			       "INSERT INTO main.sessions (node, kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns,"
+			       " host, command) VALUES (?1, 'merge', ?2, NULL, 0, ?3, ?4)",
+			       -1, &st, NULL) != SQLITE_OK) {
+		ret = -EIO;
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, r->nnodes ? r->nodes[0].name : host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, wall_now_ns());
+	sqlite3_bind_text(st, 3, host, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, strbuf_str(&cmd), -1, SQLITE_STATIC);
+	ret = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+out:
+	sqlite3_finalize(st);
+	strbuf_release(&cmd);
+	return ret;
+}
+
 static int fill(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_result *r)
 {
 	struct strbuf uri = STRBUF_INIT;
@@ -458,6 +545,11 @@ static int fill(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_resu
 			  "CREATE TEMP TABLE pystack_map (old INTEGER PRIMARY KEY, new INTEGER)");
 	if (ret) {
 		snprintf(r->err, sizeof(r->err), "preparing \"%s\": %s", o->out_path, sqlite3_errmsg(db));
+		return ret;
+	}
+	if ((ret = record_session(db, o, r))) {
+		snprintf(r->err, sizeof(r->err), "recording the merge in \"%s\": %s", o->out_path,
+			 sqlite3_errmsg(db));
 		return ret;
 	}
 	if (sqlite3_prepare_v2(db, "ATTACH ?1 AS src", -1, &att, NULL) != SQLITE_OK) {
@@ -506,7 +598,14 @@ static int fill(sqlite3 *db, const struct cw_merge_opts *o, struct cw_merge_resu
 			 ret == -ETIMEDOUT ? "interrupted" : sqlite3_errmsg(db));
 		return ret == -ETIMEDOUT ? -EINTR : ret;
 	}
-	if ((ret = cw_exec(db, "PRAGMA journal_mode = WAL"))) {
+	{
+		char sql[128];
+
+		snprintf(sql, sizeof(sql), "UPDATE main.sessions SET ended_wall_ns = %lld WHERE kind = 'merge' AND id = 1",
+			 (long long)wall_now_ns());
+		ret = cw_exec(db, sql);
+	}
+	if (ret || (ret = cw_exec(db, "PRAGMA journal_mode = WAL"))) {
 		snprintf(r->err, sizeof(r->err), "finishing \"%s\": %s", o->out_path, sqlite3_errmsg(db));
 		return ret;
 	}

@@ -17,5 +17,7 @@ struct cw_merge_table_sql {
 extern const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX];
 /* Stacks before the events that point at them, sessions first. */
 extern const enum cw_merge_table cw_merge_copy_order[CW_MT_MAX];
+/* Tables copied through another (the events view's storage, meta). */
+extern const char *const cw_merge_via_other[];
 
 #endif

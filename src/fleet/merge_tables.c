@@ -112,6 +112,38 @@ const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX] = {
 		" memory_some_us, memory_full_us, io_some_us, io_full_us, cpu_some_avg10, memory_some_avg10,"
 		" io_some_avg10, nr_periods, nr_throttled, throttled_usec, quota_us, period_us"
 		" FROM src.cgroup_pressure ORDER BY rowid" },
+	/* NVML telemetry (schema v6): the devices, their samples and the
+	 * per-process memory, which the GPU rules (thermal, power, memory
+	 * pressure) read per node. A uuid is the same device on any node, so
+	 * the key is (node, uuid) as in the input. */
+	[CW_MT_GPU_DEVICES] = { "gpu_devices", 1,
+		"INSERT INTO main.gpu_devices (node, uuid, device, pci_bus_id, name, memory_total, power_limit_mw,"
+		" max_sm_mhz, max_mem_mhz, mig, parent, driver, first_wall_ns)"
+		" SELECT " N_ ", uuid, device, pci_bus_id, name, memory_total, power_limit_mw, max_sm_mhz,"
+		" max_mem_mhz, mig, parent, driver, first_wall_ns FROM src.gpu_devices" },
+	[CW_MT_GPU_SAMPLES] = { "gpu_samples", 1,
+		"INSERT INTO main.gpu_samples (node, session_id, device, uuid, mono_ns, wall_ns, gpu_util, mem_util,"
+		" mem_used, mem_free, mem_reserved, mem_total, temp_gpu, temp_mem, power_mw, energy_mj, sm_mhz,"
+		" mem_mhz, clock_reasons, ecc_sbe, ecc_dbe, pcie_replay, retired_sbe, retired_dbe, remap_corr,"
+		" remap_unc, remap_pending, remap_failure, nvlink_errors)"
+		" SELECT " N_ ", session_id + :soff, device, uuid, mono_ns, wall_ns, gpu_util, mem_util, mem_used,"
+		" mem_free, mem_reserved, mem_total, temp_gpu, temp_mem, power_mw, energy_mj, sm_mhz, mem_mhz,"
+		" clock_reasons, ecc_sbe, ecc_dbe, pcie_replay, retired_sbe, retired_dbe, remap_corr, remap_unc,"
+		" remap_pending, remap_failure, nvlink_errors FROM src.gpu_samples ORDER BY id" },
+	[CW_MT_GPU_PROCESSES] = { "gpu_processes", 1,
+		"INSERT INTO main.gpu_processes (node, session_id, device, mono_ns, wall_ns, pid, used_bytes, sm_util,"
+		" mem_util)"
+		" SELECT " N_ ", session_id + :soff, device, mono_ns, wall_ns, pid, used_bytes, sm_util, mem_util"
+		" FROM src.gpu_processes ORDER BY id" },
+};
+
+/* Tables of the schema that merge fills through another one: the events
+ * view's storage (calls and kevents with their interned threads, ops,
+ * strings and argument rows) is written by inserting into the view, and
+ * meta is merged key by key. Any other table of an input that is neither
+ * here nor in cw_merge_tables stops the merge: its rows would be lost. */
+const char *const cw_merge_via_other[] = {
+	"calls", "kevents", "call_threads", "call_ops", "call_args", "strings", "meta", NULL,
 };
 
 /* The order rows are copied in: stacks before the events that point at
@@ -120,7 +152,8 @@ const enum cw_merge_table cw_merge_copy_order[CW_MT_MAX] = {
 	CW_MT_SESSIONS,  CW_MT_STACKS,    CW_MT_PY_STACKS, CW_MT_PY_CODE,      CW_MT_EVENTS,
 	CW_MT_OFFCPU,    CW_MT_SNAPSHOTS, CW_MT_PROCESSES, CW_MT_THREADS,      CW_MT_CGROUPS,
 	CW_MT_KERNEL_NAMES, CW_MT_CHAINS, CW_MT_AGGREGATES, CW_MT_COUNTERS,
-	CW_MT_NCCL_COMMS, CW_MT_NCCL_CALLS, CW_MT_CGROUP_PRESSURE,
+	CW_MT_NCCL_COMMS, CW_MT_NCCL_CALLS, CW_MT_CGROUP_PRESSURE, CW_MT_GPU_DEVICES, CW_MT_GPU_SAMPLES,
+	CW_MT_GPU_PROCESSES,
 };
 
 const char *cw_merge_table_name(enum cw_merge_table t)

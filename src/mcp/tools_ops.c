@@ -17,6 +17,8 @@
 #include "demo/demo.h"
 #include "export/perfetto.h"
 #include "fleet/fanout.h"
+#include "fleet/fanout_nccl.h"
+#include "fleet/fetch.h"
 #include "mcp/tools_int.h"
 #include "store/store.h"
 #include "util/atomic_file.h"
@@ -167,11 +169,39 @@ TOOL_FN(cw_tool_where)
 	return 0;
 }
 
+/* One chain as the fleet article prints it: "[HIGH] node | op p99=843us
+ * (63.9x p50) | summary". */
+static void chain_line(struct strbuf *text, json_t *ch)
+{
+	json_t *rc = json_object_get(ch, "root_cause");
+
+	strbuf_addf(text, "[%s] %s | %s p99=%.0fus (%.1fx p50) | %s\n",
+		    json_string_value(json_object_get(ch, "severity")) ?: "?",
+		    json_string_value(json_object_get(ch, "node")) ?: "?",
+		    json_string_value(json_object_get(ch, "op")) ?: "?",
+		    (double)json_integer_value(json_object_get(ch, "p99_ns")) / 1e3,
+		    json_number_value(json_object_get(ch, "tail_ratio")),
+		    json_string_value(json_object_get(rc, "summary")) ?: json_string_value(json_object_get(rc, "kind")) ?: "");
+}
+
+static void add_warning(void *arg, const char *msg)
+{
+	cw_fleet_warning_add(arg, msg);
+}
+
+/* The fleet tool and its query_fleet alias. Actions: chains (alias
+ * explain) the causal chains of every node, the NCCL arrival analysis
+ * across them included; sql (alias query) one read-only SELECT on every
+ * node; ops every node's operation breakdown; overview every node's event
+ * counts by source. since narrows chains, ops and overview. Warnings (a
+ * node down, clock skew) come first in the text. */
 TOOL_FN(cw_tool_fleet)
 {
-	const char *action = tool_str(args, "action");
+	const char *action = tool_str(args, "action") ?: "chains", *since = tool_str(args, "since");
 	struct cw_fleet_result fr = { 0 };
+	struct strbuf body = STRBUF_INIT;
 	json_t *merged = NULL, *w;
+	uint64_t since_ns = 0;
 	char q[128];
 	size_t i;
 	int rc;
@@ -181,36 +211,72 @@ TOOL_FN(cw_tool_fleet)
 				      "--fleet (fleet.nodes in the config)");
 		return -ENXIO;
 	}
-	if (!strcmp(action, "query")) {
+	if (!strcmp(action, "explain"))
+		action = "chains";
+	else if (!strcmp(action, "query"))
+		action = "sql";
+	if (since && (strspn(since, "0123456789smhdun") != strlen(since) || cw_parse_duration(since, &since_ns) ||
+		      !since_ns)) {
+		snprintf(err, errlen, "invalid \"since\" \"%s\": a duration such as 30s, 5m or 2h", since);
+		return -EINVAL;
+	}
+	snprintf(q, sizeof(q), "%s%s", since ? "since=" : "", since ? since : "");
+	if (!strcmp(action, "sql")) {
 		json_t *req;
 
 		if (!tool_str(args, "sql")) {
-			snprintf(err, errlen, "action \"query\" needs \"sql\" (one read-only SELECT)");
+			snprintf(err, errlen, "action \"sql\" needs \"sql\" (one read-only SELECT)");
 			return -EINVAL;
 		}
 		req = json_pack("{s:s, s:I}", "sql", tool_str(args, "sql"), "max_rows",
 				(json_int_t)tool_int(args, "max_rows", CW_MCP_DEFAULT_ROWS));
 		rc = cw_fleet_query_req(c->cfg->fleet, req, &merged, &fr, err, errlen);
 		json_decref(req);
-	} else {
-		const char *since = tool_str(args, "since");
+	} else if (!strcmp(action, "overview")) {
+		/* From the per-second aggregates: a count, not a scan. */
+		json_t *req = json_pack("{s:s, s:[I]}", "sql",
+					"SELECT source, sum(count) AS events, min(second) AS first_second,"
+					" max(second) AS last_second FROM aggregates"
+					" WHERE second > (SELECT max(second) FROM aggregates) - ?1 GROUP BY source ORDER BY source",
+					"params", (json_int_t)(since_ns ? since_ns / 1000000000ULL : INT64_MAX / 2));
 
-		snprintf(q, sizeof(q), "%s%s", since ? "since=" : "", since ? since : "");
-		if (since && strspn(since, "0123456789smhdun") != strlen(since)) {
-			snprintf(err, errlen, "invalid \"since\" \"%s\": a duration such as 30s, 5m or 2h", since);
-			return -EINVAL;
+		rc = cw_fleet_query_req(c->cfg->fleet, req, &merged, &fr, err, errlen);
+		json_decref(req);
+	} else if (!strcmp(action, "ops")) {
+		char path[192];
+
+		snprintf(path, sizeof(path), "/api/v1/ops?by=op%s%s", since ? "&" : "", since ? q : "");
+		rc = cw_fleet_fetch(c->cfg->fleet, path, NULL, &fr, err, errlen);
+		if (rc == 0) {
+			json_t *wa = json_array();
+
+			for (int k = 0; k < fr.nwarnings; k++)
+				cw_fleet_warning_add(wa, fr.warnings[k]);
+			merged = cw_fleet_merge_ops(&fr, 0, 0, add_warning, wa);
+			if (merged)
+				json_object_set_new(merged, "warnings", wa);
+			else
+				json_decref(wa);
 		}
+	} else if (!strcmp(action, "chains")) {
 		rc = cw_fleet_chains(c->cfg->fleet, since ? q : NULL, &merged, &fr, err, errlen);
+		/* The NCCL rules need every agent's ranks at once. */
+		if (rc == 0 && cw_fleet_nccl_chains(c->cfg->fleet, &fr, json_object_get(merged, "chains"), add_warning,
+						    json_object_get(merged, "warnings"), err, errlen) < 0)
+			cw_fleet_warning_add(json_object_get(merged, "warnings"), err);
+		err[0] = '\0';
+	} else {
+		snprintf(err, errlen, "unknown action \"%s\" (chains, sql, ops or overview)", action);
+		return -EINVAL;
 	}
 	if (rc) {
 		if (!err[0] || rc == -EHOSTUNREACH)
-			snprintf(err, errlen, "no node answered (%d asked)%s%s", fr.n,
-				 fr.nwarnings ? ": " : "", fr.nwarnings ? fr.warnings[0] : "");
+			cw_fleet_none_answered(&fr, fr.n, err, errlen);
 		cw_fleet_result_free(&fr);
 		json_decref(merged);
 		return rc;
 	}
-	if (!strcmp(action, "explain")) {
+	if (!strcmp(action, "chains")) {
 		json_t *chains = json_object_get(merged, "chains"), *ch;
 		int64_t top = tool_int(args, "top_n", CW_MCP_DEFAULT_CHAINS);
 		size_t total = json_array_size(chains);
@@ -219,25 +285,29 @@ TOOL_FN(cw_tool_fleet)
 			json_array_remove(chains, json_array_size(chains) - 1);
 		json_object_set_new(merged, "total_chains", json_integer((json_int_t)total));
 		json_object_set_new(merged, "truncated", json_boolean(total > json_array_size(chains)));
+		strbuf_addf(&body, "Fleet Chains: %zu chain(s)\n", total);
 		json_array_foreach(chains, i, ch)
-			strbuf_addf(text, "[%s] %s on %s: %s\n",
-				    json_string_value(json_object_get(ch, "severity")) ?: "?",
-				    json_string_value(json_object_get(json_object_get(ch, "root_cause"), "kind")) ?: "?",
-				    json_string_value(json_object_get(ch, "node")) ?: "?",
-				    json_string_value(json_object_get(json_object_get(ch, "root_cause"), "summary")) ?: "");
+			chain_line(&body, ch);
 	} else {
-		json_t *rows = json_object_get(merged, "rows");
+		json_t *rows = json_object_get(merged, "rows"), *cols = json_object_get(merged, "columns");
+		char *hs = json_dumps(cols, JSON_COMPACT);
 
-		strbuf_addf(text, "%zu rows from %d of %d nodes\n", json_array_size(rows), fr.nok, fr.n);
+		strbuf_addf(&body, "Fleet %s: %zu row(s) from %d of %d node(s)\n%s\n",
+			    !strcmp(action, "ops") ? "Ops" : !strcmp(action, "overview") ? "Overview" : "SQL",
+			    json_array_size(rows), fr.nok, fr.n, hs ? hs : "");
+		free(hs);
 		json_array_foreach(rows, i, w) {
 			char *s = json_dumps(w, JSON_COMPACT);
 
-			strbuf_addf(text, "%s\n", s ? s : "?");
+			strbuf_addf(&body, "%s\n", s ? s : "?");
 			free(s);
 		}
 	}
 	json_array_foreach(json_object_get(merged, "warnings"), i, w)
 		strbuf_addf(text, "warning: %s\n", json_string_value(w));
+	strbuf_adds(text, strbuf_str(&body));
+	strbuf_release(&body);
+	json_object_set_new(merged, "action", json_string(action));
 	json_object_set_new(merged, "nodes_asked", json_integer(fr.n));
 	json_object_set_new(merged, "nodes_answered", json_integer(fr.nok));
 	cw_fleet_result_free(&fr);

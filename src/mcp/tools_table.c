@@ -36,6 +36,24 @@
 	"\"pid\": {\"type\": [\"integer\", \"null\"]}, \"rank\": {\"type\": [\"integer\", \"null\"]},"        \
 	"\"python\": {\"type\": [\"object\", \"null\"]}, \"slowest_call_id\": {\"type\": \"integer\"}}}"
 
+/* The fleet tool and its query_fleet alias: one input shape, the action
+ * names differing. */
+#define FLEET_INPUT(actions)                                                                                   \
+	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"action\"], \"properties\": "     \
+	"{\"action\": {\"type\": \"string\", \"enum\": [" actions "]},"                                            \
+	"\"sql\": {\"type\": \"string\", \"maxLength\": 65536, \"description\": \"sql: one SELECT\"},"              \
+	"\"max_rows\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000, \"description\": \"sql: "        \
+	"rows per node (default 50)\"},"                                                                            \
+	"\"since\": {\"type\": \"string\", \"maxLength\": 32, \"description\": \"chains, ops, overview: the last " \
+	"DURATION of each node's data (5m, 2h)\"},"                                                                 \
+	"\"top_n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 100, \"description\": \"chains: "         \
+	"chains (default 10)\"}}}"
+#define FLEET_OUTPUT                                                                                           \
+	"{\"type\": \"object\", \"properties\": {\"action\": {\"type\": \"string\"}, \"chains\": {\"type\": "      \
+	"\"array\"}, \"columns\": {\"type\": \"array\"}, \"rows\": {\"type\": \"array\"}, \"warnings\": "           \
+	"{\"type\": \"array\"}, \"nodes\": {\"type\": \"array\"}, \"nodes_asked\": {\"type\": \"integer\"}, "       \
+	"\"nodes_answered\": {\"type\": \"integer\"}, \"truncated\": {\"type\": \"boolean\"}}}"
+
 static const struct cw_mcp_tool tools[] = {
 	{
 		"causal_chains",
@@ -158,24 +176,26 @@ static const struct cw_mcp_tool tools[] = {
 	{
 		"fleet",
 		"Ask every node of the fleet",
-		"Fans one question out to every configured causeway agent at once: action \"explain\" returns the "
-		"causal chains of all nodes (each labelled with its node), most severe first; action \"query\" "
-		"runs one read-only SELECT on every node with a leading node column. Nodes that are down or slow "
-		"become warnings in the result, the others still answer. Use it for \"which rank/node is "
-		"slow\".",
-		"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"action\"], \"properties\": "
-		"{\"action\": {\"type\": \"string\", \"enum\": [\"explain\", \"query\"]},"
-		"\"sql\": {\"type\": \"string\", \"maxLength\": 65536, \"description\": \"query: one SELECT\"},"
-		"\"max_rows\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000, \"description\": \"query: "
-		"rows per node (default 50)\"},"
-		"\"since\": {\"type\": \"string\", \"maxLength\": 32, \"description\": \"explain: the last DURATION "
-		"of each node's data\"},"
-		"\"top_n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 100, \"description\": \"explain: "
-		"chains (default 10)\"}}}",
-		"{\"type\": \"object\", \"properties\": {\"chains\": {\"type\": \"array\"}, \"columns\": {\"type\": "
-		"\"array\"}, \"rows\": {\"type\": \"array\"}, \"warnings\": {\"type\": \"array\"}, \"nodes\": "
-		"{\"type\": \"array\"}, \"nodes_asked\": {\"type\": \"integer\"}, \"nodes_answered\": {\"type\": "
-		"\"integer\"}, \"truncated\": {\"type\": \"boolean\"}}}",
+		"Fans one question out to every configured causeway agent at once: action \"chains\" (or "
+		"\"explain\") returns the causal chains of all nodes (each labelled with its node, the NCCL "
+		"straggler across them included), most severe first; \"sql\" (or \"query\") runs one read-only "
+		"SELECT on every node with a leading node column; \"ops\" each node's operation breakdown; "
+		"\"overview\" each node's event counts by source. \"since\" (5m, 2h) narrows chains, ops and "
+		"overview. Nodes that are down or slow, and clock skew, are warnings at the top of the result; "
+		"the others still answer. Use it for \"which rank/node is slow\".",
+		FLEET_INPUT("\"explain\", \"query\", \"chains\", \"sql\", \"ops\", \"overview\""),
+		FLEET_OUTPUT,
+		cw_tool_fleet,
+		1,
+	},
+	{
+		"query_fleet",
+		"Ask every node of the fleet (query_fleet)",
+		"The fleet tool under the name other agents' articles use, with its four actions: chains (causal "
+		"analysis across nodes), sql (one read-only SELECT on every node), ops (operation breakdown per "
+		"node) and overview (event counts per node); \"since\" as \"5m\". Clock skew warnings come first.",
+		FLEET_INPUT("\"chains\", \"sql\", \"ops\", \"overview\""),
+		FLEET_OUTPUT,
 		cw_tool_fleet,
 		1,
 	},

@@ -23,7 +23,7 @@
 
 static void add_warning(void *arg, const char *msg)
 {
-	json_array_append_new(arg, cw_json_str(msg));
+	cw_fleet_warning_add(arg, msg);
 }
 
 /* The fan-out's sentence about addr ("node \"ADDR\": ..."), or NULL. */

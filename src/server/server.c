@@ -304,7 +304,7 @@ int cw_server_start(struct cw_server **out, const struct cw_server_opts *o, char
 			goto fail;
 		}
 		if (!cert) {
-			if ((rc = cw_tls_selfsigned(o->tls_dir, o->node, &gc, &gk, err, errlen)))
+			if ((rc = cw_tls_selfsigned(o->tls_dir, o->cert_name ? o->cert_name : o->node, &gc, &gk, err, errlen)))
 				goto fail;
 			cert = gc;
 			key = gk;

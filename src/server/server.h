@@ -24,6 +24,7 @@ struct cw_server_opts {
 	const char *listen;          /* "ADDR:PORT"; port 0 picks a free one */
 	const char *db_path;
 	const char *node;            /* reported in every answer */
+	const char *cert_name;   /* the generated certificate's name; NULL: node */
 	int no_tls;                  /* plain HTTP */
 	const char *cert_file, *key_file; /* both NULL: a generated certificate */
 	const char *tls_dir;         /* where the generated certificate lives */

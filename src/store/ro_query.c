@@ -173,6 +173,50 @@ int cw_ro_is_db_error(int rc)
 	}
 }
 
+/* The names other tools' articles and queries use for the event views'
+ * columns, beside causeway's own: `duration` is `duration_ns` (ns). Temp
+ * views of the same names come first in name resolution on this
+ * connection only, so the file (read-only) is not touched and a store of
+ * any schema version answers to them. */
+static int column_aliases(sqlite3 *db)
+{
+	static const char *const views[] = { "events", "cuda_events", "nccl_events" };
+	int err = cw_exec(db, "PRAGMA query_only = 0");
+
+	for (size_t i = 0; !err && i < sizeof(views) / sizeof(views[0]); i++) {
+		char sql[256];
+		sqlite3_stmt *st = NULL;
+		int have = 0;
+
+		if (sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_master WHERE name = ?1 AND type IN ('table', 'view')",
+				       -1, &st, NULL) != SQLITE_OK)
+			break;
+		sqlite3_bind_text(st, 1, views[i], -1, SQLITE_STATIC);
+		have = sqlite3_step(st) == SQLITE_ROW;
+		sqlite3_finalize(st);
+		if (!have)
+			continue;
+		snprintf(sql, sizeof(sql), "CREATE TEMP VIEW IF NOT EXISTS %s AS SELECT *, duration_ns AS duration FROM main.%s",
+			 views[i], views[i]);
+		err = cw_exec(db, sql);
+		/* A write to a view without triggers fails at prepare with
+		 * "cannot modify"; with these it reaches the authorizer, which
+		 * refuses it as every write is refused ("query is read-only"). */
+		for (int k = 0; !err && k < 3; k++) {
+			static const char *const what[] = { "INSERT", "UPDATE", "DELETE" };
+
+			snprintf(sql, sizeof(sql),
+				 "CREATE TEMP TRIGGER IF NOT EXISTS %s_ro_%d INSTEAD OF %s ON %s"
+				 " BEGIN SELECT RAISE(ABORT, 'read-only'); END",
+				 views[i], k, what[k], views[i]);
+			err = cw_exec(db, sql);
+		}
+	}
+	if (!err)
+		err = cw_exec(db, "PRAGMA query_only = 1");
+	return err;
+}
+
 int cw_ro_open(struct cw_ro_db **out, const char *db_path, char *err, size_t errlen)
 {
 	struct cw_ro_db *q;
@@ -191,6 +235,11 @@ int cw_ro_open(struct cw_ro_db **out, const char *db_path, char *err, size_t err
 		return rc;
 	}
 	db = q->st->db;
+	if ((rc = column_aliases(db))) {
+		snprintf(err, errlen, "preparing the event views: %s", sqlite3_errmsg(db));
+		cw_ro_close(q);
+		return rc;
+	}
 	/* Belt and braces: the file is opened read-only and query_only is on,
 	 * but the authorizer is what turns a write into a clear refusal at
 	 * prepare time instead of a late "readonly database" error. */

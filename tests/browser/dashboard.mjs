@@ -386,6 +386,17 @@ try {
 		await shot(pf, 'fleet-1280x800');
 	}
 
+	// ---- a merged file of two nodes: each top chain names its node -------
+	if (existsSync(`${D}/merged.db`)) {
+		const mx = cli('explain', '--db', `${D}/merged.db`, '--json', '--no-store');
+		const ms = await start('merged', `${D}/merged.db`);
+		const pm = await page(b, ms.url);
+		await go(pm, ms.url + '/');
+		const mtop = await text(pm, '.top-chains li');
+		check(mtop.length === Math.min(5, mx.chains.length) && mx.chains.slice(0, 5).every((c, i) => mtop[i].includes(c.node + ' ')) &&
+			new Set(mx.chains.map((c) => c.node)).size === 2, 'merged file: every top chain names its node', { page: mtop, explain: mx.chains.map((c) => c.node) });
+	}
+
 	// ---- every page: no console error, nothing outside the origin --------
 	for (const x of pages) {
 		check(!x.rec.errors.length, `no console errors on ${x.url()}`, x.rec.errors);

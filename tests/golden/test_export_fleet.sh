@@ -8,31 +8,13 @@ set -u
 fix=$CW_BUILD/fixtures/cluster_db
 check=$CW_ROOT/tests/golden/export/check.py
 [ -x "$fix" ] || { echo "fixture $fix not built (make BUILD=... fixtures)"; exit 1; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-. "$CW_ROOT/tests/lib/auth.sh"
-auth_shared # every server and client here shares $CW_TOKEN
+. "$CW_ROOT/tests/lib/plain_agents.sh" # $tmp, fail, plain_agent; one shared $CW_TOKEN
 
 addrs=()
 for i in 1 2 3; do
 	"$fix" "$tmp/n$i.db" "node$i" $((i - 1)) --straggler-rank 2 || fail "fixture n$i"
-	"$CW_BIN" --node "node$i" serve --db "$tmp/n$i.db" --listen 127.0.0.1:0 --no-tls 2> "$tmp/a$i.log" &
-	pids+=($!)
-	port=
-	for _ in $(seq 1 100); do
-		port=$(sed -n 's/.*serving http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/a$i.log")
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	[ -n "$port" ] || { cat "$tmp/a$i.log"; fail "agent $i did not start"; }
-	addrs+=("http://127.0.0.1:$port")
+	plain_agent "$tmp/n$i.db" --node "node$i"
+	addrs+=("$ADDR")
 done
 nodes=$(IFS=,; echo "${addrs[*]}")
 

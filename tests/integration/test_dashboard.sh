@@ -15,6 +15,9 @@ mkcerts
 for s in incident healthy io-contention nccl-straggler thermal-throttling noisy-neighbour; do
 	"$CW_BIN" demo "$s" --db "$T/$s.db" >/dev/null 2>&1 || fail "demo $s"
 done
+# Two nodes in one file: the incident on n-b, thermal throttling on n-a.
+"$CW_BIN" merge "$T/thermal-throttling.db" --force-node n-a "$T/incident.db" --force-node n-b -o "$T/merged.db" \
+	>/dev/null || fail "merge"
 # An empty database: the schema of a real one, every row deleted.
 cp "$T/healthy.db" "$T/empty.db"
 sqlite3 "$T/empty.db" "$(sqlite3 "$T/empty.db" "SELECT group_concat('DELETE FROM \"' || name || '\"', ';') FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")" ||

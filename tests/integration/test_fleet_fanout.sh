@@ -70,7 +70,7 @@ grep -q "HTTP 403" "$T/e" || fail "403 not reported: $(cat "$T/e")"
 "$CW_BIN" query --nodes "$NODES" --ca-cert "$PKI/ca.crt" --client-cert "$PKI/server.crt" \
 	--client-key "$PKI/server.key" --token-file "$T/token" "SELECT 1" >"$T/o" 2>"$T/e" &&
 	fail "serverAuth-only client got an answer"
-[ "$(grep -c 'HTTP 403: client certificate rejected: its extended key usage' "$T/e")" = 4 ] ||
+[ "$(grep -o 'HTTP 403: client certificate rejected: its extended key usage' "$T/e" | wc -l)" = 4 ] ||
 	fail "EKU refusal not reported by all four: $(cat "$T/e")"
 
 # 4. One agent killed: the other three answer, plus a warning, in time.

@@ -27,7 +27,7 @@ const env = process.env;
 const BIN = env.CW_BIN;
 const DB = env.MCP_DB;
 const TOOLS = ['causal_chains', 'trace_summary', 'explain_call', 'stacks', 'run_sql', 'fleet',
-	'export_timeline', 'where', 'run_demo', 'check', 'nccl_ranks'];
+	'query_fleet', 'export_timeline', 'where', 'run_demo', 'check', 'nccl_ranks'];
 let checks = 0;
 
 function ok(cond, msg) {
@@ -210,6 +210,24 @@ async function exerciseTools(client, kind) {
 		ok(fl.structuredContent.warnings.length >= 1, 'stdio: the dead node is a warning');
 		const fq = await call(client, 'fleet', { action: 'query', sql: 'SELECT count(*) AS n FROM events' });
 		ok(!fq.isError && fq.structuredContent.rows.length >= 1, 'stdio: fleet query');
+		// The fleet article's call as printed, and its other three actions.
+		const qc = await call(client, 'query_fleet', { action: 'chains', since: '5m' });
+		ok(!qc.isError && /^Fleet Chains: \d+ chain\(s\)$/m.test(text(qc)) &&
+			text(qc).indexOf('warning:') < text(qc).indexOf('Fleet Chains'),
+			`stdio: query_fleet chains, warnings first: ${text(qc).slice(0, 300)}`);
+		ok(qc.structuredContent.chains.every((c) => typeof c.node === 'string'), 'stdio: chains carry their node');
+		const qs = await call(client, 'query_fleet', { action: 'sql',
+			sql: 'SELECT node, source, count(*) as cnt, avg(duration)/1000 as avg_us FROM events GROUP BY node, source' });
+		ok(!qs.isError && qs.structuredContent.rows.length >= 1 && qs.structuredContent.columns.includes('avg_us'),
+			`stdio: query_fleet sql (the article's query): ${text(qs).slice(0, 300)}`);
+		const qo = await call(client, 'query_fleet', { action: 'ops' });
+		ok(!qo.isError && qo.structuredContent.rows.length >= 1 && qo.structuredContent.columns[0] === 'node' &&
+			qo.structuredContent.columns.includes('p99_ns'), `stdio: query_fleet ops: ${text(qo).slice(0, 300)}`);
+		const qv = await call(client, 'query_fleet', { action: 'overview', since: '1h' });
+		ok(!qv.isError && qv.structuredContent.rows.some((r) => r.events > 0 || r[2] > 0),
+			`stdio: query_fleet overview: ${text(qv).slice(0, 300)}`);
+		const qb = await call(client, 'query_fleet', { action: 'explain' });
+		ok(qb.isError, 'stdio: query_fleet takes the article\'s four actions only');
 	} else {
 		ok(fl.isError && /no fleet/.test(text(fl)), `${kind}: fleet without nodes says how to set it up`);
 	}
