@@ -140,6 +140,9 @@ bench: all
 clean:
 	rm -rf $(BUILD) build-asan
 
+# Release files, one per architecture (make release).
+include scripts/release.mk
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # Benchmarks (bench/README.md): small programs linked against the product.

@@ -1,0 +1,39 @@
+# Release files (docs/install.md): one executable per architecture with the
+# distribution's static archives linked in, needing only glibc (<= 2.34
+# symbols) and its loader. Included from the Makefile.
+#
+#   make release          build/release/causeway-linux-x86_64 and -aarch64
+#   make release-x86_64   one of them
+#
+# Each architecture is an ordinary build in its own directory
+# (build/release/<arch>), made by a nested make with CW_RELEASE=<arch>; the
+# settings below apply only there.
+RELEASE_DIR := build/release
+RELEASE_ARCHES := x86_64 aarch64
+
+.PHONY: release $(addprefix release-,$(RELEASE_ARCHES))
+release: $(addprefix release-,$(RELEASE_ARCHES))
+
+release-x86_64: CW_REL_ENV :=
+release-aarch64: CW_REL_ENV := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+$(addprefix release-,$(RELEASE_ARCHES)): release-%:
+	@$(CW_REL_ENV) $(MAKE) --no-print-directory BUILD=$(RELEASE_DIR)/$* CW_RELEASE=$* $(RELEASE_DIR)/$*/causeway
+	@cp $(RELEASE_DIR)/$*/causeway $(RELEASE_DIR)/causeway-linux-$*.tmp
+	@mv $(RELEASE_DIR)/causeway-linux-$*.tmp $(RELEASE_DIR)/causeway-linux-$*
+	@echo '  REL   $(RELEASE_DIR)/causeway-linux-$*'
+
+ifneq ($(CW_RELEASE),)
+CW_REL_TRIPLE := $(CW_RELEASE)-linux-gnu
+CW_REL_LIBDIR := /usr/lib/$(CW_REL_TRIPLE)
+ifneq ($(CW_RELEASE),$(shell uname -m))
+CC := $(CW_REL_TRIPLE)-gcc
+endif
+# Static archives, in link order (a library before what it uses). Debian 12
+# has none for p11-kit, GSS-API and SASL: src/release/static_stubs.c.
+CW_STATIC_LIBS := bpf elf sqlite3 jansson yaml curl nghttp2 rtmp ssh2 psl ssl crypto ldap lber zstd \
+	brotlidec brotlicommon microhttpd gnutls hogweed nettle tasn1 idn2 unistring gmp z supc++
+override CFLAGS += -DCW_RELEASE_STATIC
+# libsupc++ (static) for __cxa_demangle: no libstdc++ at run time.
+LDLIBS := -Wl,-Bstatic $(addprefix -l,$(CW_STATIC_LIBS)) -Wl,-Bdynamic -lpthread -lm -ldl \
+	$(BUILD)/obj/release/static_stubs.o
+endif
