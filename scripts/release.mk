@@ -33,6 +33,14 @@ endif
 CW_STATIC_LIBS := bpf elf sqlite3 jansson yaml curl nghttp2 rtmp ssh2 psl ssl crypto ldap lber zstd \
 	brotlidec brotlicommon microhttpd gnutls hogweed nettle tasn1 idn2 unistring gmp z supc++
 override CFLAGS += -DCW_RELEASE_STATIC
+# BPF objects per architecture (src/bpf/args.bpf.h). The kernel types come
+# from this host's BTF either way: every access to them is a CO-RE
+# relocation, resolved against the running kernel's BTF at load time.
+ifeq ($(CW_RELEASE),aarch64)
+BPF_CFLAGS := $(filter-out -D__TARGET_ARCH_x86,$(BPF_CFLAGS)) -D__TARGET_ARCH_arm64
+endif
+# Kept for tests/golden/test_bpf_arch.sh, which reads each object's ELF.
+.SECONDARY: $(BPF_OBJS)
 # libsupc++ (static) for __cxa_demangle: no libstdc++ at run time.
 LDLIBS := -Wl,-Bstatic $(addprefix -l,$(CW_STATIC_LIBS)) -Wl,-Bdynamic -lpthread -lm -ldl \
 	$(BUILD)/obj/release/static_stubs.o
