@@ -17,10 +17,23 @@ release: $(addprefix release-,$(RELEASE_ARCHES))
 release-x86_64: CW_REL_ENV :=
 release-aarch64: CW_REL_ENV := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
 $(addprefix release-,$(RELEASE_ARCHES)): release-%:
-	@$(CW_REL_ENV) $(MAKE) --no-print-directory BUILD=$(RELEASE_DIR)/$* CW_RELEASE=$* $(RELEASE_DIR)/$*/causeway
+	@$(CW_REL_ENV) $(MAKE) --no-print-directory BUILD=$(RELEASE_DIR)/$* CW_RELEASE=$* $(RELEASE_DIR)/$*/causeway \
+		$(patsubst src/bpf/%.bpf.c,$(RELEASE_DIR)/$*/bpf/%.bpf.o,$(BPF_SRCS))
 	@cp $(RELEASE_DIR)/$*/causeway $(RELEASE_DIR)/causeway-linux-$*.tmp
 	@mv $(RELEASE_DIR)/causeway-linux-$*.tmp $(RELEASE_DIR)/causeway-linux-$*
 	@echo '  REL   $(RELEASE_DIR)/causeway-linux-$*'
+
+# The unit suite built as the release file is (static archives, the
+# architecture's compiler) into build/release/<arch>/tests, with the fake
+# NVML fixture its GPU tests load; the aarch64 one runs under qemu-user
+# (tests/integration/test_release_aarch64.sh).
+.PHONY: $(addprefix release-unit-,$(RELEASE_ARCHES))
+release-unit-x86_64: CW_REL_ENV :=
+release-unit-aarch64: CW_REL_ENV := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+$(addprefix release-unit-,$(RELEASE_ARCHES)): release-unit-%:
+	@$(CW_REL_ENV) $(MAKE) --no-print-directory BUILD=$(RELEASE_DIR)/$* CW_RELEASE=$* unit
+	@$(MAKE) --no-print-directory -C tests/fixtures CC=$(if $(filter $*,$(shell uname -m)),$(CC),$*-linux-gnu-gcc) \
+		BUILD=$(abspath $(RELEASE_DIR)/$*)/fixtures $(abspath $(RELEASE_DIR)/$*)/fixtures/fakenvml/libnvidia-ml.so.1
 
 ifneq ($(CW_RELEASE),)
 CW_REL_TRIPLE := $(CW_RELEASE)-linux-gnu
