@@ -47,11 +47,12 @@ if [ $want_serve = 1 ]; then
 		sleep 0.1
 	done
 	[ -n "$port" ] || { kill $pid 2>/dev/null; fail "serve did not start: $(cat "$D/serve.log")"; }
-	# The client sends ~/.causeway/token, the token serve generated.
-	out=$("$B" query --nodes "127.0.0.1:$port" --ca-cert "$HOME/.causeway/tls/server.crt" --csv \
+	# The client sends ~/.causeway/token, the token serve generated. The
+	# deadline is generous: under qemu-user the TLS handshake is emulated.
+	out=$("$B" query --node-timeout 30s --nodes "127.0.0.1:$port" --ca-cert "$HOME/.causeway/tls/server.crt" --csv \
 		"SELECT count(*) AS n FROM events" 2>&1)
 	echo "$out" | tr -d '\r' | grep -qx "rel,$n" || { kill $pid; fail "query through serve: $out"; }
-	out=$(CW_TOKEN=wrong "$B" query --nodes "127.0.0.1:$port" --ca-cert "$HOME/.causeway/tls/server.crt" \
+	out=$(CW_TOKEN=wrong "$B" query --node-timeout 30s --nodes "127.0.0.1:$port" --ca-cert "$HOME/.causeway/tls/server.crt" \
 		--csv "SELECT count(*) AS n FROM events" 2>&1)
 	echo "$out" | grep -q "401" || { kill $pid; fail "a wrong token was not refused: $out"; }
 	kill $pid
