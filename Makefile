@@ -66,6 +66,7 @@ test:
 	@scripts/install-mcp-tests.sh || [ $$? = 77 ]
 	@scripts/install-browser-tests.sh || [ $$? = 77 ]
 	@$(MAKE) --no-print-directory all unit fixtures
+	@$(MAKE) --no-print-directory release release-unit-aarch64
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit
 	@scripts/run-tests.sh $(BUILD) build-asan
 

@@ -15,9 +15,10 @@ if [ "${CW_TEST_DEPS:-0}" = 1 ]; then
 	command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 	# make release (scripts/release.mk): the static archives the release
 	# files link, the arm64 cross toolchain and :arm64 archives, and
-	# qemu-user to run the aarch64 file and unit tests.
+	# qemu-user to run the aarch64 file and unit tests; umoci unpacks the
+	# OCI image (scripts/build-image.sh) for runc.
 	PKGS="$PKGS libnghttp2-dev librtmp-dev libssh2-1-dev libpsl-dev libldap-dev libzstd-dev libbrotli-dev
-libunistring-dev libidn2-dev gcc-aarch64-linux-gnu libstdc++-12-dev-arm64-cross qemu-user-static binfmt-support arch-test"
+libunistring-dev libidn2-dev gcc-aarch64-linux-gnu libstdc++-12-dev-arm64-cross qemu-user-static binfmt-support arch-test umoci"
 	for p in libbpf-dev libelf-dev zlib1g-dev libsqlite3-dev libjansson-dev libyaml-dev libmicrohttpd-dev \
 		libgnutls28-dev libcurl4-openssl-dev libnghttp2-dev librtmp-dev libssh2-1-dev libpsl-dev libldap-dev \
 		libzstd-dev libbrotli-dev libunistring-dev libidn2-dev libcmocka-dev; do
