@@ -13,6 +13,9 @@ if [ "${CW_TEST_DEPS:-0}" = 1 ]; then
 	# npm: the MCP client tests (tests/mcp). NodeSource's nodejs bundles it;
 	# Debian's does not.
 	command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
+fi
+# CW_RELEASE_DEPS=1 (the tests need them too): what `make release` needs.
+if [ "${CW_TEST_DEPS:-0}" = 1 ] || [ "${CW_RELEASE_DEPS:-0}" = 1 ]; then
 	# make release (scripts/release.mk): the static archives the release
 	# files link, the arm64 cross toolchain and :arm64 archives, and
 	# qemu-user to run the aarch64 file and unit tests; umoci unpacks the
