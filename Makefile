@@ -3,6 +3,7 @@
 #   make demo       install missing packages, build, run the incident demo
 #   make test       install missing packages, build, run the whole suite
 #   make asan       build with ASan/UBSan into build-asan/
+#   make release    build/release/causeway-linux-{x86_64,aarch64}: one file each (docs/install.md)
 BUILD ?= build
 CC ?= cc
 CLANG ?= clang
