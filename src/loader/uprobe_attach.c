@@ -539,6 +539,11 @@ int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw
 		snprintf(err, errlen, "\"%s\" is not a readable ELF library", path);
 		goto out;
 	}
+	if (!cw_elf_native(e)) {
+		snprintf(err, errlen, "\"%s\" is a library for another architecture", path);
+		rc = -ENOEXEC;
+		goto out;
+	}
 	rc = scan_file(e, &sc);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot read the symbols of \"%s\": %s", path, strerror(-rc));

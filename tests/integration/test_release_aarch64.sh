@@ -16,14 +16,8 @@ scripts/release-check.sh "$F" AArch64 || fail "release-check"
 scripts/release-check.sh "$CW_ROOT/build/release/causeway-linux-x86_64" AArch64 >/dev/null 2>&1 &&
 	fail "release-check took the x86-64 file for AArch64"
 
-# Foreign binaries run through binfmt_misc and qemu-user-static; register it
-# when this boot has not (it is kernel state, lost at reboot).
-if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
-	[ -e /proc/sys/fs/binfmt_misc/register ] ||
-		mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc || fail "cannot mount binfmt_misc"
-	update-binfmts --enable qemu-aarch64 || fail "cannot register qemu-aarch64 (qemu-user-static, binfmt-support)"
-fi
-grep -q '^flags:.*F' /proc/sys/fs/binfmt_misc/qemu-aarch64 || fail "qemu-aarch64 is registered without fix-binary"
+. tests/lib/release_root.sh
+binfmt_aarch64 || fail "cannot run aarch64 programs through qemu-user"
 
 # The unit suite, one at a time (two slow each other down on 2 cores).
 units=$(ls build/release/aarch64/tests/test_* | grep -v '\.d$')
@@ -31,14 +25,19 @@ L=$(mktemp -d /tmp/cw-aarch64.XXXXXX)
 trap 'rm -rf "$L"' EXIT
 export L
 [ "$(echo "$units" | wc -l)" -ge 30 ] || fail "only $(echo "$units" | wc -l) aarch64 unit tests"
+# Linked as the release file is: no libstdc++ (test_demangle demangles
+# with the static libsupc++) and nothing of causeway's libraries but cmocka.
+for u in $units; do
+	readelf -dW "$u" | grep -q 'NEEDED.*\(libstdc++\|libbpf\|libsqlite3\|libcurl\|libgnutls\)' &&
+		fail "$u needs $(readelf -dW "$u" | grep NEEDED | tr -s ' ' | cut -d' ' -f6 | tr '\n' ' ')"
+done
 echo "$units" | xargs -I{} sh -c '
-	f=$(file -b "$1"); case $f in *aarch64*) ;; *) echo "FAIL: $1 is $f"; exit 255 ;; esac
+	m=$(readelf -h "$1" | sed -n "s/^ *Machine: *//p"); [ "$m" = AArch64 ] || { echo "FAIL: $1 is for $m"; exit 255; }
 	CW_QEMU_USER=1 CW_BUILD=build/release/aarch64 timeout 240 "$1" >"$L/log" 2>&1 ||
 		{ echo "FAIL: $1"; tail -n 30 "$L/log"; exit 255; }' sh {} || fail "aarch64 unit suite"
 echo "aarch64 unit suite: $(echo "$units" | wc -l) programs passed under qemu-user"
 
 . tests/lib/debian_root.sh
-. tests/lib/release_root.sh
 root=$(debian_root bookworm arm64) || fail "no bookworm arm64 root (mmdebstrap, qemu-user-static)"
 lib=$(release_root_lacks "$root" aarch64-linux-gnu) || fail "the root has $lib"
 [ "$(readelf -h "$root/bin/bash" | sed -n 's/^ *Machine: *//p')" = AArch64 ] || fail "$root is not an arm64 root"

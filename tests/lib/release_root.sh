@@ -37,3 +37,22 @@ release_root_lacks() {
 	done
 	return 0
 }
+
+# binfmt_aarch64: aarch64 programs run here through binfmt_misc and
+# qemu-user-static; registers it when this boot has not (kernel state, lost
+# at reboot). Fails (message on stderr) when it cannot.
+binfmt_aarch64() {
+	if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+		[ -e /proc/sys/fs/binfmt_misc/register ] ||
+			mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc || return 1
+		update-binfmts --enable qemu-aarch64 >&2 || {
+			echo "cannot register qemu-aarch64 (qemu-user-static, binfmt-support)" >&2
+			return 1
+		}
+	fi
+	# fix-binary: the emulator need not exist inside a chroot.
+	grep -q '^flags:.*F' /proc/sys/fs/binfmt_misc/qemu-aarch64 || {
+		echo "qemu-aarch64 is registered without fix-binary" >&2
+		return 1
+	}
+}
