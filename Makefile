@@ -3,6 +3,7 @@
 #   make demo       install missing packages, build, run the incident demo
 #   make test       install missing packages, build, run the whole suite
 #   make asan       build with ASan/UBSan into build-asan/
+#   make release    build/release/causeway-linux-{x86_64,aarch64}: one file each (docs/install.md)
 BUILD ?= build
 CC ?= cc
 CLANG ?= clang
@@ -66,6 +67,7 @@ test:
 	@scripts/install-mcp-tests.sh || [ $$? = 77 ]
 	@scripts/install-browser-tests.sh || [ $$? = 77 ]
 	@$(MAKE) --no-print-directory all unit fixtures
+	@$(MAKE) --no-print-directory release release-unit-aarch64
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit
 	@scripts/run-tests.sh $(BUILD) build-asan
 
@@ -139,6 +141,9 @@ bench: all
 
 clean:
 	rm -rf $(BUILD) build-asan
+
+# Release files, one per architecture (make release).
+include scripts/release.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

@@ -14,6 +14,20 @@ if [ "${CW_TEST_DEPS:-0}" = 1 ]; then
 	# Debian's does not.
 	command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 fi
+# CW_RELEASE_DEPS=1 (the tests need them too): what `make release` needs.
+if [ "${CW_TEST_DEPS:-0}" = 1 ] || [ "${CW_RELEASE_DEPS:-0}" = 1 ]; then
+	# make release (scripts/release.mk): the static archives the release
+	# files link, the arm64 cross toolchain and :arm64 archives, and
+	# qemu-user to run the aarch64 file and unit tests; umoci unpacks the
+	# OCI image (scripts/build-image.sh) for runc.
+	PKGS="$PKGS libnghttp2-dev librtmp-dev libssh2-1-dev libpsl-dev libldap-dev libzstd-dev libbrotli-dev
+libunistring-dev libidn2-dev gcc-aarch64-linux-gnu libstdc++-12-dev-arm64-cross qemu-user-static binfmt-support arch-test umoci"
+	for p in libbpf-dev libelf-dev zlib1g-dev libsqlite3-dev libjansson-dev libyaml-dev libmicrohttpd-dev \
+		libgnutls28-dev libcurl4-openssl-dev libnghttp2-dev librtmp-dev libssh2-1-dev libpsl-dev libldap-dev \
+		libzstd-dev libbrotli-dev libunistring-dev libidn2-dev libcmocka-dev; do
+		PKGS="$PKGS $p:arm64"
+	done
+fi
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -26,6 +40,7 @@ if [ "$(id -u)" != 0 ]; then
 	SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
+case $missing in *:arm64*) dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64 ;; esac
 $SUDO apt-get update -qq >/dev/null
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -94,6 +94,7 @@ struct cw_sock_agg {
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "args.bpf.h"
 #include "events.h"
 
 /* The tracked-process bitmap (CW_TRACKED_WORDS above): processes whose

@@ -30,11 +30,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* libbpf < 1.2 stops at PARM5; x86-64 SysV passes the sixth in r9. */
-#ifndef PT_REGS_PARM6
-#define PT_REGS_PARM6(x) ((x)->r9)
-#endif
-
 /* Aggregate instead of emitting when the ring holds more than this many
  * bytes; 0 never aggregates. */
 const volatile __u64 cfg_agg_bytes = 0;
@@ -279,18 +274,13 @@ static __always_inline int close_open(const struct cw_call_key *k, struct cw_cal
  * program: the verifier refuses ctx loads at computed offsets, which is
  * what clang makes of PT_REGS_PARMn() spread over switch arms. */
 struct uregs {
-	__u64 p[6];
+	__u64 p[CW_REG_ARGS];
 	__u64 sp;
 };
 
 static __always_inline void load_regs(struct pt_regs *ctx, struct uregs *r)
 {
-	r->p[0] = PT_REGS_PARM1(ctx);
-	r->p[1] = PT_REGS_PARM2(ctx);
-	r->p[2] = PT_REGS_PARM3(ctx);
-	r->p[3] = PT_REGS_PARM4(ctx);
-	r->p[4] = PT_REGS_PARM5(ctx);
-	r->p[5] = PT_REGS_PARM6(ctx);
+	CW_LOAD_REG_ARGS(ctx, r->p);
 	r->sp = PT_REGS_SP(ctx);
 }
 
@@ -323,13 +313,15 @@ static __always_inline int traced(struct task_struct *t)
 }
 
 /* The n-th integer argument (n >= 7) of a function at its first
- * instruction: x86-64 SysV passes the first six in registers and the rest
- * on the stack above the return address. */
+ * instruction: a register up to CW_REG_ARGS (6 on x86-64, 8 on AArch64),
+ * then the stack (args.bpf.h). n is a constant at every call. */
 static __always_inline __u64 stack_arg(const struct uregs *r, int n)
 {
 	__u64 v = 0;
 
-	bpf_probe_read_user(&v, sizeof(v), (void *)(r->sp + 8 * (n - 6)));
+	if (n <= CW_REG_ARGS)
+		return r->p[n - 1];
+	bpf_probe_read_user(&v, sizeof(v), (void *)(r->sp + CW_STACK_ARG_OFF(n)));
 	return v;
 }
 
@@ -437,13 +429,15 @@ static __always_inline void fill_args(const struct uregs *r, __u32 op, __u64 *a)
 		a[0] = p2; a[1] = p3; a[2] = p4; a[3] = p5; a[4] = p6; a[5] = na;
 		break;
 	case CW_OP_ncclCommInitRank: /* (comm *, nranks, ncclUniqueId, rank): the
-				      * 128-byte id is passed in memory (x86-64
-				      * SysV, class MEMORY) at the caller's stack,
-				      * sp + 8 at the first instruction, so rank is
-				      * the third register */
+				      * 128-byte id is passed in memory: on x86-64
+				      * at the caller's stack, sp + 8 at the first
+				      * instruction, so rank is the third register;
+				      * on AArch64 by reference in the third, so
+				      * rank is the fourth (args.bpf.h) */
 	case CW_OP_ncclCommInitRankConfig: /* ... rank, config *) */
-		a[0] = p2; a[1] = unique_id_hash(r->sp + 8); a[2] = p3; a[3] = p1;
-		a[4] = op == CW_OP_ncclCommInitRankConfig ? p4 : 0; a[5] = 0;
+		a[0] = p2; a[2] = r->p[2 + CW_BIG_BYVAL_REGS]; a[3] = p1;
+		a[1] = unique_id_hash(CW_BIG_BYVAL_REGS ? p3 : r->sp + 8);
+		a[4] = op == CW_OP_ncclCommInitRankConfig ? r->p[3 + CW_BIG_BYVAL_REGS] : 0; a[5] = 0;
 		break;
 	case CW_OP_ncclCommInitRankScalable: /* (comm *, nranks, rank, nId, ncclUniqueId *ids, config *) */
 		a[0] = p2; a[1] = unique_id_hash(p5); a[2] = p3; a[3] = p1; a[4] = p4; a[5] = 0;

@@ -16,7 +16,7 @@
 #include "common.bpf.h"
 
 const volatile __u64 cfg_flush_ns = 100000000;
-/* PAGE_SIZE; 4 KiB on x86-64, which is the only target built (-D__TARGET_ARCH_x86). */
+/* PAGE_SIZE, which the loader sets (sysconf): 4 KiB on x86-64, 4, 16 or 64 KiB on arm64. */
 const volatile __u64 cfg_page_size = 4096;
 
 CW_DECLARE_RING(rb_bulk, 4 << 20);

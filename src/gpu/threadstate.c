@@ -1,6 +1,7 @@
 /* Thread states from /proc (threadstate.h). The syscall numbers are
- * x86_64's (arch/x86/entry/syscalls/syscall_64.tbl); on another
- * architecture the number is still reported, unnamed. */
+ * x86_64's (arch/x86/entry/syscalls/syscall_64.tbl) or arm64's (the
+ * generic table); on another architecture the number is still reported,
+ * unnamed. */
 #define _GNU_SOURCE
 #include "gpu/threadstate.h"
 
@@ -31,6 +32,17 @@ static const struct sc syscalls[] = {
 	{230, "clock_nanosleep", 0}, {232, "epoll_wait", 1}, {247, "waitid", 0}, {270, "pselect6", 0},
 	{271, "ppoll", 0},    {281, "epoll_pwait", 1}, {288, "accept4", 1}, {441, "epoll_pwait2", 1},
 	{34, "pause", 0},     {74, "fsync", 1},    {75, "fdatasync", 1},
+};
+#elif defined(__aarch64__)
+/* include/uapi/asm-generic/unistd.h: arm64 has no poll, select, pause or
+ * epoll_wait; glibc calls ppoll, pselect6 and epoll_pwait instead. */
+static const struct sc syscalls[] = {
+	{63, "read", 1},      {64, "write", 1},    {29, "ioctl", 1},     {67, "pread64", 1},
+	{65, "readv", 1},     {101, "nanosleep", 0}, {203, "connect", 1}, {202, "accept", 1},
+	{206, "sendto", 1},   {207, "recvfrom", 1}, {211, "sendmsg", 1}, {212, "recvmsg", 1},
+	{260, "wait4", 0},    {98, "futex", 0},    {115, "clock_nanosleep", 0}, {95, "waitid", 0},
+	{72, "pselect6", 0},  {73, "ppoll", 0},    {22, "epoll_pwait", 1}, {242, "accept4", 1},
+	{441, "epoll_pwait2", 1}, {82, "fsync", 1}, {83, "fdatasync", 1},
 };
 #else
 static const struct sc syscalls[] = {{-100, "", 0}};

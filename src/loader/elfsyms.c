@@ -75,6 +75,21 @@ int cw_elf_open(struct cw_elf **out, const char *path)
 	return 0;
 }
 
+int cw_elf_native(const struct cw_elf *e)
+{
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(e->elf, &eh))
+		return 0;
+#if defined(__x86_64__)
+	return eh.e_machine == EM_X86_64;
+#elif defined(__aarch64__)
+	return eh.e_machine == EM_AARCH64;
+#else
+	return 0;
+#endif
+}
+
 void cw_elf_close(struct cw_elf *e)
 {
 	if (!e)

@@ -25,6 +25,13 @@ struct cw_elf_sym {
 int cw_elf_open(struct cw_elf **out, const char *path);
 void cw_elf_close(struct cw_elf *e);
 
+/* 1 when the object is for the CPU this causeway runs on (ELF machine
+ * EM_X86_64 or EM_AARCH64), else 0. A uprobe writes this CPU's breakpoint
+ * instruction into the file's pages in every process that maps them: in a
+ * foreign-architecture file (an arm64 ld.so or libcudart under qemu-user
+ * or binfmt_misc) that is a corrupt instruction, not a probe. */
+int cw_elf_native(const struct cw_elf *e);
+
 /* DT_SONAME, or "" when the object has none. */
 const char *cw_elf_soname(const struct cw_elf *e);
 

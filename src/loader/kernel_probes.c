@@ -29,6 +29,7 @@
 
 #include "bpf/events.h"
 #include "loader/kernel_probes.h"
+#include "loader/bpf_arch.h"
 
 #include "io.skel.h"
 #include "mem.skel.h"
@@ -368,6 +369,8 @@ int cw_kernel_probes_open(struct cw_kernel_probes **out, const struct cw_kernel_
 	int rc = 0;
 
 	*out = NULL;
+	if ((rc = cw_bpf_objects_check(err, errlen)))
+		return rc;
 	if (!have_privilege()) {
 		snprintf(err, errlen, "kernel tracing needs root (or CAP_BPF and CAP_PERFMON)");
 		return -EPERM;

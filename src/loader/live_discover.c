@@ -144,6 +144,11 @@ static int cw_live_hook_loader(struct cw_live_discover *ld, const char *path)
 	rc = cw_elf_open(&e, path);
 	if (rc)
 		goto out;
+	/* /lib/ld-linux-aarch64.so.1 on an x86-64 host with qemu-user. */
+	if (!cw_elf_native(e)) {
+		rc = -ENOEXEC;
+		goto out;
+	}
 	if ((rc = cw_elf_find_sym(e, "_dl_debug_state", &sym)) || (rc = cw_elf_vaddr_to_offset(e, sym.value, &off)))
 		goto out;
 	l = bpf_program__attach_uprobe_opts(ld->skel->progs.cw_loader_state, -1, path, off, &uo);

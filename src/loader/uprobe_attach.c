@@ -1,5 +1,6 @@
 /* uprobe_attach: cuda.bpf.c loaded once, attached per library copy. */
 #include "loader/uprobe_attach.h"
+#include "loader/bpf_arch.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -196,6 +197,8 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	int rc;
 
 	*out = NULL;
+	if ((rc = cw_bpf_objects_check(err, errlen)))
+		return rc;
 	cp = calloc(1, sizeof(*cp));
 	if (!cp)
 		return -ENOMEM;
@@ -534,6 +537,11 @@ int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw
 	rc = cw_elf_open(&e, path);
 	if (rc) {
 		snprintf(err, errlen, "\"%s\" is not a readable ELF library", path);
+		goto out;
+	}
+	if (!cw_elf_native(e)) {
+		snprintf(err, errlen, "\"%s\" is a library for another architecture", path);
+		rc = -ENOEXEC;
 		goto out;
 	}
 	rc = scan_file(e, &sc);

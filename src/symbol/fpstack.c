@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <elf.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 
@@ -76,7 +78,7 @@ static int cw_fp_walk(struct cw_rmem *m, uint64_t ip, uint64_t sp, uint64_t fp, 
 		return 0;
 	ips[n++] = ip;
 	while (n < max) {
-		uint64_t pair[2]; /* saved fp, return address (x86-64 SysV frame) */
+		uint64_t pair[2]; /* saved fp, return address (x86-64 SysV and AArch64 frames) */
 
 		if ((fp & 7) || fp < sp || fp + 16 > stack_end)
 			break;
@@ -92,24 +94,43 @@ static int cw_fp_walk(struct cw_rmem *m, uint64_t ip, uint64_t sp, uint64_t fp, 
 	return n;
 }
 
-int cw_thread_native_stack(pid_t pid, pid_t tid, struct cw_rmem *m, uint64_t *ips, int max)
+#if defined(__x86_64__) || defined(__aarch64__)
+/* The walk from a stopped thread's (ip, sp, fp), bounded by the mapping
+ * that holds sp. */
+static int walk_from(pid_t pid, struct cw_rmem *m, uint64_t ip, uint64_t sp, uint64_t fp, uint64_t *ips, int max)
 {
-#if defined(__x86_64__)
-	struct user_regs_struct regs;
 	const struct cw_map *sm;
 	struct cw_map *maps;
 	uint64_t end;
 	int n;
 
-	if (ptrace(PTRACE_GETREGS, tid, 0, &regs))
-		return -errno;
 	n = cw_procmaps_read(pid, &maps);
 	if (n < 0)
 		return n;
-	sm = cw_procmaps_find(maps, n, regs.rsp);
+	sm = cw_procmaps_find(maps, n, sp);
 	end = sm ? sm->end : 0;
 	free(maps);
-	return cw_fp_walk(m, regs.rip, regs.rsp, regs.rbp, end, ips, max);
+	return cw_fp_walk(m, ip, sp, fp, end, ips, max);
+}
+#endif
+
+int cw_thread_native_stack(pid_t pid, pid_t tid, struct cw_rmem *m, uint64_t *ips, int max)
+{
+#if defined(__x86_64__)
+	struct user_regs_struct regs;
+
+	if (ptrace(PTRACE_GETREGS, tid, 0, &regs))
+		return -errno;
+	return walk_from(pid, m, regs.rip, regs.rsp, regs.rbp, ips, max);
+#elif defined(__aarch64__)
+	/* AAPCS64 frame records are the same pair: x29 points at the saved x29
+	 * and the return address (x30 as saved). No PTRACE_GETREGS on arm64. */
+	struct user_regs_struct regs;
+	struct iovec iov = { .iov_base = &regs, .iov_len = sizeof(regs) };
+
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov))
+		return -errno;
+	return walk_from(pid, m, regs.pc, regs.sp, regs.regs[29], ips, max);
 #else
 	(void)pid; (void)tid; (void)m; (void)ips; (void)max;
 	return -ENOTSUP;
