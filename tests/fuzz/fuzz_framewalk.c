@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((data[0] & 3) == 3) {
 		uint32_t hex;
 
-		if (cw_py_offsets_debug(&p.mem, BASE, &p.off, &hex))
+		if (cw_py_offsets_debug(&p.mem, BASE, 0, &p.off, &hex, NULL, 0))
 			return 0;
 	} else if (cw_py_offsets_builtin(10 + (data[0] & 3), &p.off)) {
 		return 0;
