@@ -2,9 +2,8 @@
  * interpreter ships it (its .PyRuntime / .data bytes: the structure is
  * initialized at build time and never written): pyenv 3.13.0's
  * libpython3.13.so.1.0, Debian sid's static /usr/bin/python3.14 (3.14.10) and
- * /usr/bin/python3.15 (3.15.2). The fuzz seeds
- * tests/fuzz/corpus/fuzz_debug_offsets/py31[345] are these bytes after a selector byte.
- * The _PyRuntime symbol sizes go with them. */
+ * /usr/bin/python3.15 (3.15.2). The _PyRuntime symbol sizes go with them.
+ * tests/fuzz/fuzz_debug_offsets.c mutates them. */
 #ifndef CW_TEST_PY_DEBUG_OFFSETS_RECORDED_H
 #define CW_TEST_PY_DEBUG_OFFSETS_RECORDED_H
 

@@ -1,0 +1,75 @@
+/* Fuzzes _Py_DebugOffsets and what is read through it: the input's first
+ * byte picks a recorded structure (none, 3.13.0, 3.14.10 or 3.15.2: the
+ * bytes real interpreters ship) and whether the _PyRuntime symbol size is
+ * known; the rest is the target's memory at 0x100000, with _PyRuntime at
+ * its start. Over a recorded structure the input is XORed, so a zero input
+ * is the real layout and mutations are wild sizes and offsets near it;
+ * the memory behind is free-form (thread lists and frame chains with
+ * cycles, huge counts, wild pointers). Offsets are parsed, and when
+ * accepted every thread is listed, every frame walked, every code object
+ * read and its line decoded, as `causeway where` does. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pyframe/framewalk.h"
+#include "pyframe/linetable.h"
+#include "pyframe/pycode.h"
+#include "../unit/py_debug_offsets_recorded.h"
+
+#define BASE 0x100000ull
+
+static uint8_t img[65536];
+static size_t img_len;
+
+static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx;
+	if (addr < BASE || addr - BASE > img_len || len > img_len - (addr - BASE))
+		return -14; /* EFAULT */
+	memcpy(buf, img + (addr - BASE), len);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const uint8_t *rec[4] = { NULL, py313_debug_offsets, py314_debug_offsets, py315_debug_offsets };
+	static const uint64_t rsize[4] = { 0, PY313_RUNTIME_SIZE, PY314_RUNTIME_SIZE, PY315_RUNTIME_SIZE };
+	static struct cw_py_thread th[16];
+	static struct cw_py_frame fr[CW_PY_WALK_MAX];
+	struct cw_py_proc p;
+	char why[256];
+	uint32_t hex;
+	int nt, i, k, sel;
+
+	if (size < 2 || size > sizeof(img) + 1)
+		return 0;
+	sel = data[0] & 3;
+	img_len = size - 1;
+	memcpy(img, data + 1, img_len);
+	if (rec[sel])
+		for (i = 0; i < 1024 && (size_t)i < img_len; i++)
+			img[i] ^= rec[sel][i];
+	memset(&p, 0, sizeof(p));
+	p.mem.read = fake_read;
+	p.runtime = BASE;
+	p.pthread_tid_off = -1;
+	if (cw_py_offsets_debug(&p.mem, BASE, (data[0] & 4) ? rsize[sel] : 0, &p.off, &hex, why, sizeof(why)))
+		return 0;
+	(void)cw_py_proc_validate(&p);
+	nt = cw_py_threads(&p, th, 16);
+	for (i = 0; i < nt; i++) {
+		int trunc, n = cw_py_walk(&p, th[i].frame, fr, CW_PY_WALK_MAX, &trunc);
+
+		for (k = 0; k < n; k++) {
+			struct cw_py_code c;
+
+			if (cw_py_code_read(&p, fr[k].code, &c))
+				continue;
+			(void)cw_linetable_line(p.off.minor, c.linetable, c.linetable_len, c.fp.firstlineno,
+						fr[k].lasti == UINT32_MAX ? -1 : fr[k].lasti);
+			cw_py_code_release(&c);
+		}
+	}
+	return 0;
+}
