@@ -19,25 +19,25 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/n
 trap cleanup EXIT
 fail=0
 line_of() { grep -n "# at:$1\$" "$W" | cut -d: -f1; }
-mkdir -p "$tmp/src" "$root/mnt"
+mkdir -p "$tmp/src"
 cp "$W" "$tmp/src/"
 
 for v in 3.14 3.15; do
 	rm -f "$tmp/src/want"
-	# /mnt/cw exists only in the namespace: the host can reach the script
-	# only through /proc/PID/root
+	# /mnt holds the script only in the namespace (the cached root is never
+	# written): the host can reach it only through /proc/PID/root
 	unshare --mount --pid --fork --kill-child --propagation private bash -c \
-		'mkdir -p "$1/mnt/cw" && mount --bind "$2" "$1/mnt/cw" && exec chroot "$1" "$3" /mnt/cw/where_sleep.py > "$2/want"' \
+		'mount --bind "$2" "$1/mnt" && exec chroot "$1" "$3" /mnt/where_sleep.py > "$2/want"' \
 		ctr "$root" "$tmp/src" "python$v" 2>"$tmp/err" &
 	pids+=("$!")
 	pid=
 	for _ in $(seq 1 300); do
-		[ -s "$tmp/src/want" ] && pid=$(pgrep -f "^python$v /mnt/cw/where_sleep.py" | head -1) && [ -n "$pid" ] && break
+		[ -s "$tmp/src/want" ] && pid=$(pgrep -f "^python$v /mnt/where_sleep.py" | head -1) && [ -n "$pid" ] && break
 		sleep 0.05
 	done
 	[ -n "$pid" ] || { echo "FAIL $v: workload did not start: $(cat "$tmp/err")"; fail=1; continue; }
 	sleep 0.2
-	[ -e "$root/mnt/cw/where_sleep.py" ] && { echo "FAIL $v: the bind mount leaked to the host"; fail=1; }
+	[ -e "$root/mnt/where_sleep.py" ] && { echo "FAIL $v: the bind mount leaked to the host"; fail=1; }
 	if ! "$CW_BIN" where --json --no-native "$pid" > "$tmp/got"; then
 		echo "FAIL $v: where exited $?: $(cat "$tmp/got")"; fail=1; continue
 	fi
@@ -46,7 +46,7 @@ import json, os, sys
 want = json.load(open(sys.argv[1])); got = json.load(open(sys.argv[2]))
 pid, v = int(sys.argv[3]), sys.argv[4]
 lf, lm, lmod = map(int, sys.argv[5:8])
-w = "/mnt/cw/where_sleep.py"
+w = "/mnt/where_sleep.py"
 # namespace TID -> host TID
 host = {}
 for t in os.listdir(f"/proc/{pid}/task"):
@@ -77,7 +77,7 @@ PY
 		echo "FAIL $v: where"; fail=1
 	fi
 	"$CW_BIN" where "$pid" > "$tmp/text" || { echo "FAIL $v: text output"; fail=1; }
-	grep -q "/mnt/cw/where_sleep.py:$(line_of forward) in .*forward" "$tmp/text" \
+	grep -q "/mnt/where_sleep.py:$(line_of forward) in .*forward" "$tmp/text" \
 		|| { echo "FAIL $v: text lacks the forward line: $(head -20 "$tmp/text")"; fail=1; }
 	# the interpreter is its namespace's init: only SIGKILL reaches it
 	kill -KILL "$pid" 2>/dev/null

@@ -23,7 +23,7 @@ trap cleanup EXIT
 fail=0
 CPU=$(($(nproc) - 1))
 line=$(grep -n '# SYNC$' "$SCRIPT" | cut -d: -f1)
-mkdir -p "$D/src" "$root/mnt"
+mkdir -p "$D/src"
 cp "$SCRIPT" "$FAKE" "$D/src/"
 
 for v in 3.14 3.15; do
@@ -32,12 +32,12 @@ for v in 3.14 3.15; do
 	bg+=($!)
 	CW_FAKE_SYNC_US=1000 "$CW_BIN" trace --db "$D/t.db" --no-view -- \
 		unshare --mount --pid --fork --kill-child --propagation private bash -c \
-		'mkdir -p "$1/mnt/cw" && mount -t tmpfs cw "$1/mnt/cw" && cp "$2"/* "$1/mnt/cw/" &&
-		 exec chroot "$1" "$3" /mnt/cw/sync_loop.py /mnt/cw/libcudart.so.13 1.2 3 "$4"' \
+		'mount -t tmpfs cw "$1/mnt" && cp "$2"/* "$1/mnt/" &&
+		 exec chroot "$1" "$3" /mnt/sync_loop.py /mnt/libcudart.so.13 1.2 3 "$4"' \
 		ctr "$root" "$D/src" "python$v" "$CPU" >"$D/out" 2>"$D/err" || { echo "FAIL $v: trace: $(cat "$D/err")"; fail=1; continue; }
 	wait "${bg[-1]}" 2>/dev/null
 	grep -qx done "$D/out" || { echo "FAIL $v: workload did not finish: $(cat "$D/out" "$D/err")"; fail=1; continue; }
-	[ -e "$root/mnt/cw/sync_loop.py" ] && { echo "FAIL $v: the tmpfs leaked to the host"; fail=1; }
+	[ -e "$root/mnt/sync_loop.py" ] && { echo "FAIL $v: the tmpfs leaked to the host"; fail=1; }
 	"$CW_BIN" explain --db "$D/t.db" --json --no-store >"$D/e.json" || { echo "FAIL $v: explain"; fail=1; continue; }
 	python3 - "$D/e.json" "$line" "$v" <<'PY' || fail=1
 import json, sys
@@ -52,13 +52,13 @@ print(v, "top chain:", kind, "|", c["root_cause"].get("summary", ""))
 if kind != "cpu_preemption":
     sys.exit("FAIL %s: top chain is %s, not cpu_preemption" % (v, kind))
 py = c.get("python") or {}
-want = ("/mnt/cw/sync_loop.py", int(sys.argv[2]), "train_step")
+want = ("/mnt/sync_loop.py", int(sys.argv[2]), "train_step")
 got = (py.get("file"), py.get("line"), py.get("function"))
 print(v, "python:", got)
 if got != want:
     sys.exit("FAIL %s: python location %r, want %r" % (v, got, want))
 PY
 	"$CW_BIN" explain --db "$D/t.db" --no-store >"$D/e.txt" || { echo "FAIL $v: explain text"; fail=1; }
-	grep -qF "train_step() at /mnt/cw/sync_loop.py:$line" "$D/e.txt" || { echo "FAIL $v: text lacks the line"; fail=1; }
+	grep -qF "train_step() at /mnt/sync_loop.py:$line" "$D/e.txt" || { echo "FAIL $v: text lacks the line"; fail=1; }
 done
 exit $fail
