@@ -4,9 +4,11 @@
 # process (same pid: unshare without --fork, then exec), chroot'ed into an
 # overlay of that root (the cache stays untouched) with this checkout
 # bind-mounted at its own absolute path, in a private mount namespace, so
-# benchmarks written for a host interpreter run it unchanged:
-#   PY="bench/sid_python.sh 3.14" bash bench/py_capture_overhead.sh build
-#   build/bench/pyresolve_bench bench/sid_python.sh 3.15
+# benchmarks written for a host interpreter run it unchanged, through a
+# one-line wrapper (they take the interpreter as one path):
+#   printf '#!/bin/sh\nexec %s/bench/sid_python.sh 3.14 "$@"\n' "$PWD" >/tmp/py314
+#   chmod +x /tmp/py314; PY=/tmp/py314 bash bench/py_capture_overhead.sh build
+#   build/bench/pyresolve_bench /tmp/py314
 set -eu
 v=$1
 shift

@@ -12,9 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "pyframe/framewalk.h"
-#include "pyframe/linetable.h"
-#include "pyframe/pycode.h"
+#include "fuzz_pywalk.h"
 #include "../unit/py_debug_offsets_recorded.h"
 
 #define BASE 0x100000ull
@@ -35,12 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint8_t *rec[4] = { NULL, py313_debug_offsets, py314_debug_offsets, py315_debug_offsets };
 	static const uint64_t rsize[4] = { 0, PY313_RUNTIME_SIZE, PY314_RUNTIME_SIZE, PY315_RUNTIME_SIZE };
-	static struct cw_py_thread th[16];
-	static struct cw_py_frame fr[CW_PY_WALK_MAX];
 	struct cw_py_proc p;
 	char why[256];
 	uint32_t hex;
-	int nt, i, k, sel;
+	int i, sel;
 
 	if (size < 2 || size > sizeof(img) + 1)
 		return 0;
@@ -56,20 +52,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p.pthread_tid_off = -1;
 	if (cw_py_offsets_debug(&p.mem, BASE, (data[0] & 4) ? rsize[sel] : 0, &p.off, &hex, why, sizeof(why)))
 		return 0;
-	(void)cw_py_proc_validate(&p);
-	nt = cw_py_threads(&p, th, 16);
-	for (i = 0; i < nt; i++) {
-		int trunc, n = cw_py_walk(&p, th[i].frame, fr, CW_PY_WALK_MAX, &trunc);
-
-		for (k = 0; k < n; k++) {
-			struct cw_py_code c;
-
-			if (cw_py_code_read(&p, fr[k].code, &c))
-				continue;
-			(void)cw_linetable_line(p.off.minor, c.linetable, c.linetable_len, c.fp.firstlineno,
-						fr[k].lasti == UINT32_MAX ? -1 : fr[k].lasti);
-			cw_py_code_release(&c);
-		}
-	}
+	fuzz_walk_all(&p);
 	return 0;
 }

@@ -8,9 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "pyframe/framewalk.h"
-#include "pyframe/linetable.h"
-#include "pyframe/pycode.h"
+#include "fuzz_pywalk.h"
 
 #define BASE 0x100000ull
 
@@ -28,10 +26,7 @@ static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct cw_py_thread th[16];
-	static struct cw_py_frame fr[CW_PY_WALK_MAX];
 	struct cw_py_proc p;
-	int nt, i, k;
 
 	if (size < 2 || size > 65536)
 		return 0;
@@ -49,20 +44,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (cw_py_offsets_builtin(10 + (data[0] & 3), &p.off)) {
 		return 0;
 	}
-	(void)cw_py_proc_validate(&p);
-	nt = cw_py_threads(&p, th, 16);
-	for (i = 0; i < nt; i++) {
-		int trunc, n = cw_py_walk(&p, th[i].frame, fr, CW_PY_WALK_MAX, &trunc);
-
-		for (k = 0; k < n; k++) {
-			struct cw_py_code c;
-
-			if (cw_py_code_read(&p, fr[k].code, &c))
-				continue;
-			(void)cw_linetable_line(p.off.minor, c.linetable, c.linetable_len, c.fp.firstlineno,
-						fr[k].lasti == UINT32_MAX ? -1 : fr[k].lasti);
-			cw_py_code_release(&c);
-		}
-	}
+	fuzz_walk_all(&p);
 	return 0;
 }
