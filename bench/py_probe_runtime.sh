@@ -25,14 +25,7 @@ prev=$(sysctl -n kernel.bpf_stats_enabled)
 trap 'sysctl -qw kernel.bpf_stats_enabled=$prev; rm -rf "$D"' EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
 WCPU=$(($(nproc) - 1))
-per_run() {
-	bpftool prog show -j | python3 -c '
-import json, sys
-n = int(sys.argv[1])
-for p in json.load(sys.stdin):
-    if p.get("run_cnt", 0) >= n:
-        print(p.get("name", "?"), round(p["run_time_ns"] / p["run_cnt"]))' "$N"
-}
+. bench/bpf_stats_lib.sh
 for py in "$@"; do
 	ver=$("$py" -c 'import platform; print(platform.python_version())')
 	for depth in 5 30; do

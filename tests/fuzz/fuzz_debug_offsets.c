@@ -15,19 +15,9 @@
 #include "fuzz_pywalk.h"
 #include "../unit/py_debug_offsets_recorded.h"
 
-#define BASE 0x100000ull
+#define BASE FUZZ_BASE
 
-static uint8_t img[65536];
-static size_t img_len;
-
-static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	(void)ctx;
-	if (addr < BASE || addr - BASE > img_len || len > img_len - (addr - BASE))
-		return -14; /* EFAULT */
-	memcpy(buf, img + (addr - BASE), len);
-	return 0;
-}
+static uint8_t image[65536];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,14 +28,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t hex;
 	int i, sel;
 
-	if (size < 2 || size > sizeof(img) + 1)
+	if (size < 2 || size > sizeof(image) + 1)
 		return 0;
 	sel = data[0] & 3;
 	img_len = size - 1;
-	memcpy(img, data + 1, img_len);
+	memcpy(image, data + 1, img_len);
+	img = image;
 	if (rec[sel])
 		for (i = 0; i < 1024 && (size_t)i < img_len; i++)
-			img[i] ^= rec[sel][i];
+			image[i] ^= rec[sel][i];
 	memset(&p, 0, sizeof(p));
 	p.mem.read = fake_read;
 	p.runtime = BASE;

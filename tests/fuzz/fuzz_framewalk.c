@@ -10,19 +10,7 @@
 
 #include "fuzz_pywalk.h"
 
-#define BASE 0x100000ull
-
-static const uint8_t *img;
-static size_t img_len;
-
-static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	(void)ctx;
-	if (addr < BASE || addr - BASE > img_len || len > img_len - (addr - BASE))
-		return -14; /* EFAULT */
-	memcpy(buf, img + (addr - BASE), len);
-	return 0;
-}
+#define BASE FUZZ_BASE
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
