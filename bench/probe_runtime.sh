@@ -28,15 +28,7 @@ sysctl -qw kernel.bpf_stats_enabled=1
 export LD_LIBRARY_PATH=$FIX/fakecuda
 WCPU=$(($(nproc) - 1))
 
-# ns/run of the programs that ran at least N times: "name ns" lines.
-per_run() {
-	bpftool prog show -j | python3 -c '
-import json, sys
-n = int(sys.argv[1])
-for p in json.load(sys.stdin):
-    if p.get("run_cnt", 0) >= n:
-        print(p.get("name", "?"), round(p["run_time_ns"] / p["run_cnt"]))' "$N"
-}
+. bench/bpf_stats_lib.sh
 HIST="uprobe:$LIB:cudaStreamSynchronize { @s[tid] = nsecs; } uretprobe:$LIB:cudaStreamSynchronize /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }"
 for r in $(seq "$REPS"); do
 	# causeway: the stats are read from inside the traced command, while the

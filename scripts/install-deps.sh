@@ -2,7 +2,7 @@
 # Installs the Debian/Ubuntu packages causeway needs to build, run and test,
 # when any is missing. Idempotent; does nothing when all are present.
 set -eu
-PKGS="build-essential pkg-config clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
+PKGS="build-essential pkg-config clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev
 libsqlite3-dev sqlite3 libjansson-dev libyaml-dev libmicrohttpd-dev libgnutls28-dev
 gnutls-bin libcurl4-openssl-dev libcmocka-dev python3 curl openssl jq"
 if [ "${CW_TEST_DEPS:-0}" = 1 ]; then

@@ -155,6 +155,7 @@ struct cw_chain {
 	char py_file[256];
 	int py_line;
 	char py_function[128];
+	int64_t py_via; /* > 0: the stack is attributed, taken from this waiting thread */
 	/* The representative slow call's stack, native and Python spliced
 	 * (stack_render.h), innermost first; 0 frames when none was recorded. */
 	struct cw_stack_frame stack[CW_STACK_MAX_FRAMES];

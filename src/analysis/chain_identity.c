@@ -32,7 +32,11 @@ static int load_rank(sqlite3 *db, const char *node, int64_t pid, int *rank)
 int cw_chain_load_python(sqlite3 *db, struct cw_chain *c, int64_t stack_id)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1",
+	/* an attributed stack's frames end with {"python_via": TID} */
+	int rc = sqlite3_prepare_v2(db,
+				    "SELECT user_file, user_line, user_function, (SELECT json_extract(j.value, '$.python_via')"
+				    " FROM json_each(frames) j WHERE json_type(j.value, '$.python_via') = 'integer')"
+				    " FROM py_stacks WHERE id = ?1",
 				    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
@@ -44,6 +48,7 @@ int cw_chain_load_python(sqlite3 *db, struct cw_chain *c, int64_t stack_id)
 		snprintf(c->py_file, sizeof(c->py_file), "%s", sqlite3_column_text(st, 0));
 		c->py_line = sqlite3_column_int(st, 1);
 		snprintf(c->py_function, sizeof(c->py_function), "%s", fn ? fn : "");
+		c->py_via = sqlite3_column_int64(st, 3);
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);

@@ -133,10 +133,14 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 	json_object_set_new(o, "comm", c->comm[0] ? cw_json_str(c->comm) : json_null());
 	json_object_set_new(o, "node", cw_json_str(c->node));
 	json_object_set_new(o, "rank", c->rank >= 0 ? json_integer(c->rank) : json_null());
-	if (c->has_python)
-		json_object_set_new(o, "python", json_pack("{s:o, s:i, s:o}", "file", cw_json_str(c->py_file), "line",
-							   c->py_line, "function", cw_json_str(c->py_function)));
-	else
+	if (c->has_python) {
+		json_t *py = json_pack("{s:o, s:i, s:o}", "file", cw_json_str(c->py_file), "line", c->py_line,
+				       "function", cw_json_str(c->py_function));
+
+		if (py && c->py_via > 0)
+			json_object_set_new(py, "python_via", json_integer(c->py_via));
+		json_object_set_new(o, "python", py);
+	} else
 		json_object_set_new(o, "python", json_null());
 	json_object_set_new(o, "stack", stack_to_json(c));
 	json_object_set_new(o, "container", cw_tenant_ref_json(&c->container));
@@ -267,7 +271,10 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 			cw_tenant_ref_name(&c->container, who, sizeof(who));
 			fprintf(f, "  tenant  %s (cgroup %s)\n", who, c->container.cgroup);
 		}
-		if (c->has_python)
+		if (c->has_python && c->py_via > 0)
+			fprintf(f, "  python  %s() at %s:%d  (attributed: thread %lld waits on this call's thread)\n",
+				c->py_function, c->py_file, c->py_line, (long long)c->py_via);
+		else if (c->has_python)
 			fprintf(f, "  python  %s() at %s:%d\n", c->py_function, c->py_file, c->py_line);
 		if (c->because[0] && c->kind != CW_KIND_NCCL_WAIT)
 			fprintf(f, "  because %s\n", c->because);

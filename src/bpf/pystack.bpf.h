@@ -6,7 +6,8 @@
  *
  * Two maps, filled by userspace (src/pyframe/pystack_loader.c):
  *  - cw_py_procs: tgid -> struct cw_py_bpf_proc, the offsets of that
- *    process's CPython version (per-minor tables or _Py_DebugOffsets);
+ *    process's CPython version (per-minor tables for 3.10-3.12,
+ *    _Py_DebugOffsets read from the target for 3.13+);
  *  - cw_py_tstate: tid -> PyThreadState address, kept current by walking
  *    the interpreter's thread list when a process is added and periodically.
  * Reading the thread state from the interpreter's TLS instead would need
@@ -38,6 +39,7 @@ struct cw_py_bpf_proc {
 	__u32 co_code_adaptive; /* 3.11+: inline bytecode offset in the code object */
 	__u32 ob_type;
 	__u64 code_type;        /* &PyCode_Type in the target, 0 unknown (no check) */
+	__u64 code_mask;        /* f_executable & code_mask is the object (3.14+ tag bits) */
 };
 
 #if defined(__bpf__)
@@ -59,7 +61,9 @@ struct {
 	__type(value, __u64);
 } cw_py_tstate SEC(".maps");
 
-/* 3.12+ frames owned by the C stack are interpreter shims, not user code. */
+/* 3.12+ frames with owner >= 3 are interpreter shims, not user code (3 is
+ * the C stack on 3.12/3.13 and the interpreter's entry frame on 3.14+, 4
+ * the C stack on 3.14). */
 #define CW_PY_BPF_OWNED_BY_CSTACK 3
 
 static __always_inline __u64 cw_py_read_u64(__u64 addr)
@@ -111,12 +115,14 @@ static long cw_py_step(__u64 i, void *arg)
 		return 1;
 	if (o->fr_owner >= 0 && bpf_probe_read_user(&owner, 1, (const void *)(frame + (__u32)o->fr_owner)))
 		return 1;
-	code = cw_py_read_u64(frame + o->fr_code);
+	code = cw_py_read_u64(frame + o->fr_code) & o->code_mask;
 	w->frame = cw_py_read_u64(frame + o->fr_back);
+	if (owner >= CW_PY_BPF_OWNED_BY_CSTACK)
+		return 0; /* shim or entry frame: its executable may be None */
 	if (!code)
 		return 1;
-	if (owner == CW_PY_BPF_OWNED_BY_CSTACK || (o->code_type && cw_py_read_u64(code + o->ob_type) != o->code_type))
-		return 0; /* shim frame, or an executable that is not code (3.13) */
+	if (o->code_type && cw_py_read_u64(code + o->ob_type) != o->code_type)
+		return 0; /* an executable that is not code (3.13+) */
 	if (o->frame_kind == 1) {
 		/* 3.10: f_lasti is an int in code units, -1 not started */
 		if (bpf_probe_read_user(&lasti32, 4, (const void *)(frame + o->fr_lasti)))

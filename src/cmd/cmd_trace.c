@@ -54,7 +54,7 @@ static const char usage_text[] =
 	"  --ring-kb N        size of each ring buffer in KiB (default 8192 calls, 4096 kernel)\n"
 	"  --agg-pct N        above N % ring fill, count calls in the kernel instead of\n"
 	"                     emitting them (default 75; 0 disables)\n"
-	"  --py-stacks MODE   Python stacks of CPython 3.10-3.13 processes: slow (the\n"
+	"  --py-stacks MODE   Python stacks of CPython 3.10-3.15 processes: slow (the\n"
 	"                     default: calls slower than 3x their op's mean and 10 us,\n"
 	"                     captured at return), all (every call), off\n"
 	"  --native-stacks    also capture each call's native stack (frame pointers)\n"

@@ -21,7 +21,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "Prints the Python stack (file, function and executing line of every\n"
 	      "frame, innermost first) and the native stack of every thread of process\n"
-	      "PID. Supports CPython 3.10 to 3.13, shared (libpython) and static builds.\n"
+	      "PID. Supports CPython 3.10 to 3.15, shared (libpython) and static builds.\n"
 	      "The process is paused with ptrace for the duration of the dump.\n"
 	      "Native stacks follow frame pointers: code built without them shows\n"
 	      "only its innermost frames.\n"

@@ -106,7 +106,7 @@ static int resolve(void *ctx, uint32_t pid, uint64_t code, uint32_t lasti, struc
 	return -ERANGE;
 }
 
-const struct cw_py_resolver cw_demo_py_resolver = { resolve, NULL };
+const struct cw_py_resolver cw_demo_py_resolver = { .resolve = resolve, .ctx = NULL };
 
 struct frame_ref {
 	int code, line;

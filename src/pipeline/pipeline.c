@@ -56,6 +56,7 @@ struct cw_pipeline {
 	char **kernel_names;
 	size_t nkernel_names, kernel_names_alloc;
 	struct cw_nccl_track *nccl; /* communicators, sequence numbers */
+	struct cw_pystack attr_scratch; /* attributed_pystack's frames */
 };
 
 int cw_pipeline_new(struct cw_pipeline **out, const struct cw_pipeline_opts *o)
@@ -279,6 +280,28 @@ static int is_sync(unsigned op)
 
 /* Emits a paired call. end_ns is the return time, or the flush time for an
  * unfinished call. */
+/* A call without a Python stack from a Python process's thread that runs
+ * no Python: the stack of the Python thread waiting on it, marked with
+ * that thread's TID (pyframe/attribute.h). 0 when none. */
+static int64_t attributed_pystack(struct cw_pipeline *p, const struct cw_call_entry *e)
+{
+	struct cw_pystack *s = &p->attr_scratch;
+	uint32_t via = 0;
+	int64_t id;
+
+	if (!p->o.py || !p->o.py->attribute)
+		return 0;
+	memset(&s->hdr, 0, sizeof(s->hdr));
+	s->hdr.pid = e->hdr.pid;
+	s->hdr.tid = e->hdr.tid;
+	if (p->o.py->attribute(p->o.py->ctx, e->hdr.pid, e->hdr.tid, s, &via) <= 0 || !via)
+		return 0;
+	id = cw_pystack_intern_via(p->o.writer, p->o.py, s, via, &p->c.py_unresolved);
+	if (id < 0)
+		p->c.write_errors++;
+	return id > 0 ? id : 0;
+}
+
 static int emit_call(struct cw_pipeline *p, const struct open_call *oc, uint64_t end_ns, int has_ret, int64_t ret)
 {
 	const struct cw_call_entry *e = &oc->e;
@@ -313,7 +336,7 @@ static int emit_call(struct cw_pipeline *p, const struct open_call *oc, uint64_t
 	row.ret = ret;
 	row.device = e->device;
 	row.stack_id = oc->stack_id;
-	row.py_stack_id = oc->py_stack_id;
+	row.py_stack_id = oc->py_stack_id ? oc->py_stack_id : attributed_pystack(p, e);
 	detail[0] = '\0';
 	dir = memcpy_direction(e->hdr.op, e->args[3]);
 	if (dir)

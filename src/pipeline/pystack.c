@@ -27,8 +27,8 @@ static int cw_py_is_library_file(const char *file)
 	return 0;
 }
 
-int64_t cw_pystack_intern(struct cw_writer *w, const struct cw_py_resolver *py, const struct cw_pystack *s,
-			  uint64_t *unresolved)
+int64_t cw_pystack_intern_via(struct cw_writer *w, const struct cw_py_resolver *py, const struct cw_pystack *s,
+			      uint32_t via, uint64_t *unresolved)
 {
 	struct cw_py_location loc[CW_PY_MAX_FRAMES];
 	uint32_t n = s->nframes < CW_PY_MAX_FRAMES ? s->nframes : CW_PY_MAX_FRAMES;
@@ -59,6 +59,8 @@ int64_t cw_pystack_intern(struct cw_writer *w, const struct cw_py_resolver *py, 
 	}
 	if (!nres)
 		return 0;
+	if (via)
+		hash = cw_fnv1a(hash, &via, sizeof(via));
 	if (cw_writer_pystack_cached(w, hash, &id))
 		return id;
 	if (user < 0)
@@ -71,6 +73,8 @@ int64_t cw_pystack_intern(struct cw_writer *w, const struct cw_py_resolver *py, 
 						     "function", cw_json_str(loc[i].function)));
 	if (s->truncated)
 		json_array_append_new(arr, json_pack("{s:b}", "truncated", 1));
+	if (via)
+		json_array_append_new(arr, json_pack("{s:I}", "python_via", (json_int_t)via));
 	frames = json_dumps(arr, JSON_COMPACT);
 	json_decref(arr);
 	if (!frames)
@@ -78,6 +82,12 @@ int64_t cw_pystack_intern(struct cw_writer *w, const struct cw_py_resolver *py, 
 	id = cw_writer_intern_pystack(w, hash, nres, frames, loc[user].file, loc[user].line, loc[user].function);
 	free(frames);
 	return id;
+}
+
+int64_t cw_pystack_intern(struct cw_writer *w, const struct cw_py_resolver *py, const struct cw_pystack *s,
+			  uint64_t *unresolved)
+{
+	return cw_pystack_intern_via(w, py, s, 0, unresolved);
 }
 
 int64_t cw_ustack_intern(struct cw_writer *w, const struct cw_symbolizer *sym, const struct cw_ustack *s)

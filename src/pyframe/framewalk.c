@@ -77,7 +77,7 @@ int cw_py_threads(struct cw_py_proc *p, struct cw_py_thread *out, int max)
 				return n ? n : -EPROTO;
 			out[n].tstate = ts;
 			out[n].interp = interp;
-			out[n].tid = thread_tid(p, ts);
+			out[n].tid = cw_py_proc_host_tid(p, thread_tid(p, ts));
 			if (cw_py_current_frame(p, ts, &out[n].frame))
 				out[n].frame = 0;
 			n++;
@@ -146,18 +146,19 @@ int cw_py_walk(struct cw_py_proc *p, uint64_t frame, struct cw_py_frame *frames,
 			err = cw_rmem_read(&p->mem, frame + (uint64_t)p->off.fr_owner, &owner, 1);
 			if (err)
 				return n ? n : err;
-			skip = owner == CW_PY_OWNED_BY_CSTACK;
+			skip = owner >= CW_PY_OWNED_BY_CSTACK;
 		}
 		err = cw_rmem_read_u64(&p->mem, frame + p->off.fr_code, &code);
 		err = err ?: cw_rmem_read_u64(&p->mem, frame + p->off.fr_back, &next);
 		if (err)
 			return n ? n : err;
+		code &= p->off.code_mask; /* 3.14+: a tagged _PyStackRef */
 		if (!skip) {
 			int is = cw_py_is_code(p, code);
 
 			if (is < 0)
 				return n ? n : is;
-			skip = !is; /* 3.13: f_executable may be None or a non-code object */
+			skip = !is; /* 3.13+: f_executable may be None or a non-code object */
 		}
 		if (!skip) {
 			if (n == max) {

@@ -3,9 +3,11 @@
  * 3.10-3.12 have no self-description: the offsets come from per-minor
  * tables (checked against pyenv's 3.10.13, 3.11.7 and 3.12.1 with gdb and
  * their DWARF) and are validated against the live runtime at attach.
- * 3.13 publishes _Py_DebugOffsets at the start of _PyRuntime (cookie
+ * 3.13+ publish _Py_DebugOffsets at the start of _PyRuntime (cookie
  * "xdebugpy", version = PY_VERSION_HEX); causeway reads it from the target
- * and never trusts a table for it. */
+ * and never trusts a table for it. What differs between 3.13, 3.14 and 3.15
+ * is only where each offset sits in that structure (fields were added in
+ * the middle of its blocks), which offsets_debug.c describes per minor. */
 #ifndef CW_PYFRAME_OFFSETS_H
 #define CW_PYFRAME_OFFSETS_H
 
@@ -44,18 +46,35 @@ struct cw_py_offsets {
 	uint32_t ob_type, tp_name, var_size, bytes_sval;
 	uint32_t unicode_state, unicode_length, ascii_size; /* ascii_size = sizeof(PyASCIIObject) */
 	uint32_t autotss_key; /* _PyRuntime.(gilstate.)autoTSSkey: Py_tss_t, 0 unknown */
+	/* f_executable is a tagged _PyStackRef from 3.14: the object is
+	 * (word & code_mask). All ones before 3.14. */
+	uint64_t code_mask;
 };
 
-/* Frame owner values (Include/internal/pycore_frame.h, 3.12+): frames
- * owned by the C stack are shims with no user code. */
+/* Frame owner values (pycore_frame.h 3.12/3.13, pycore_interpframe_structs.h
+ * 3.14+): 0 thread, 1 generator, 2 frame object hold user code; 3 is the
+ * C stack's shim on 3.12/3.13 and the interpreter's entry frame on 3.14+,
+ * 4 the C stack's shim on 3.14. Every owner >= 3 is skipped. */
 #define CW_PY_OWNED_BY_CSTACK 3
 
 /* The built-in table for minor 10, 11 or 12. Returns 0 or -ENOTSUP. */
 int cw_py_offsets_builtin(int minor, struct cw_py_offsets *out);
 
-/* Reads and checks _Py_DebugOffsets at runtime_addr (3.13+). Returns 0,
- * -EPROTO for a missing cookie, -ENOTSUP for a layout causeway does not know
- * (the version is still stored in *version_hex), or a read error. */
-int cw_py_offsets_debug(struct cw_rmem *m, uint64_t runtime_addr, struct cw_py_offsets *out, uint32_t *version_hex);
+/* Reads and checks _Py_DebugOffsets at runtime_addr (3.13+). runtime_size
+ * is the size of the _PyRuntime symbol (0 unknown): the structure's own
+ * runtime size must equal it. Returns 0, -EPROTO for a missing cookie or
+ * offsets that fail validation, -ENOTSUP for a version or build causeway
+ * does not know (the version is still stored in *version_hex), or a read
+ * error. why (may be NULL) gets a lower-case reason naming the version and
+ * what was wrong. */
+int cw_py_offsets_debug(struct cw_rmem *m, uint64_t runtime_addr, uint64_t runtime_size, struct cw_py_offsets *out,
+			uint32_t *version_hex, char *why, size_t whylen);
+
+/* The same over a copy of the structure's bytes (tests, fuzzing). */
+int cw_py_offsets_debug_parse(const uint8_t *buf, size_t len, uint64_t runtime_size, struct cw_py_offsets *out,
+			      uint32_t *version_hex, char *why, size_t whylen);
+
+/* Bytes of _Py_DebugOffsets causeway reads (the largest known layout). */
+#define CW_PY_DEBUG_OFFSETS_READ 1024
 
 #endif

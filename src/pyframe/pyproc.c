@@ -65,6 +65,7 @@ static int find_runtime(pid_t pid, const struct cw_map *maps, int n, struct foun
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
 	len = readlink(link, exe, sizeof(exe) - 1);
 	exe[len > 0 ? len : 0] = '\0';
+	cw_procmaps_target_view(pid, exe, sizeof(exe));
 	/* libpython first: a shared build's executable has no runtime */
 	for (int pass = 0; pass < 2; pass++) {
 		for (i = 0; i < n; i++) {
@@ -79,7 +80,7 @@ static int find_runtime(pid_t pid, const struct cw_map *maps, int n, struct foun
 			for (j = 0; j < i; j++)
 				if (!strcmp(maps[j].path, maps[i].path))
 					dup = 1;
-			if (dup || cw_procmaps_host_path(pid, maps[i].path, host, sizeof(host)))
+			if (dup || cw_procmaps_open_path(pid, &maps[i], host, sizeof(host)))
 				continue;
 			if (cw_symfile_open(&sf, host))
 				continue;
@@ -181,6 +182,87 @@ out:
 	free(buf);
 }
 
+/* NSpid of /proc/PID/task/TID/status: the TID in each PID namespace from
+ * the one of our /proc down to the target's. Returns how many (0 unknown)
+ * and the innermost in *inner. */
+static int nspid(pid_t pid, uint32_t tid, uint32_t *inner)
+{
+	char path[96], line[256];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/status", (int)pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *s = line + 6, *end;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (;;) {
+			unsigned long v = strtoul(s, &end, 10);
+
+			if (end == s || v > UINT32_MAX)
+				break;
+			*inner = (uint32_t)v;
+			n++;
+			s = end;
+		}
+		break;
+	}
+	fclose(f);
+	return n;
+}
+
+static void tidmap_refresh(struct cw_py_proc *p)
+{
+	uint32_t tids[MAX_TIDS], inner;
+	int n = read_tids(p->pid, tids, MAX_TIDS);
+
+	p->ntidmap = 0;
+	for (int i = 0; i < n && p->ntidmap < CW_PY_TIDMAP_MAX; i++) {
+		if (nspid(p->pid, tids[i], &inner) < 2)
+			continue;
+		p->tidmap[p->ntidmap].ns = inner;
+		p->tidmap[p->ntidmap].host = tids[i];
+		p->ntidmap++;
+	}
+}
+
+uint32_t cw_py_proc_host_tid(struct cw_py_proc *p, uint32_t ns_tid)
+{
+	if (!p->pidns_nested || !ns_tid)
+		return ns_tid;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < p->ntidmap; i++)
+			if (p->tidmap[i].ns == ns_tid)
+				return p->tidmap[i].host;
+		if (!pass)
+			tidmap_refresh(p); /* a thread started since */
+	}
+	return 0;
+}
+
+/* Whether at least one thread state's native_thread_id is a live TID of
+ * the process (1), or the process cannot be listed (1: nothing to judge). */
+static int native_tids_live(struct cw_py_proc *p)
+{
+	struct cw_py_thread th[64];
+	uint32_t tids[MAX_TIDS];
+	int ntid = read_tids(p->pid, tids, MAX_TIDS), nt, i;
+
+	if (ntid <= 0)
+		return 1;
+	nt = cw_py_threads(p, th, 64);
+	if (nt <= 0)
+		return 0;
+	for (i = 0; i < nt; i++)
+		if (th[i].tid && has_tid(tids, ntid, th[i].tid))
+			return 1;
+	return 0;
+}
+
 int cw_py_proc_validate(struct cw_py_proc *p)
 {
 	uint64_t interp, ts, back;
@@ -213,6 +295,13 @@ int cw_py_proc_attach(struct cw_py_proc *p, pid_t pid, char *why, size_t whylen)
 	p->pid = pid;
 	p->pthread_tid_off = -1;
 	cw_rmem_init_pid(&p->mem, pid);
+	{
+		uint32_t inner;
+
+		p->pidns_nested = nspid(pid, (uint32_t)pid, &inner) > 1;
+		if (p->pidns_nested)
+			tidmap_refresh(p);
+	}
 	n = cw_procmaps_read(pid, &maps);
 	if (n < 0) {
 		snprintf(why, whylen, n == -ESRCH ? "no process %d" : "cannot read the memory map of process %d",
@@ -236,13 +325,9 @@ int cw_py_proc_attach(struct cw_py_proc *p, pid_t pid, char *why, size_t whylen)
 		/* 3.13+: the runtime describes itself */
 		uint32_t hex;
 
-		err = cw_py_offsets_debug(&p->mem, f.runtime, &p->off, &hex);
-		if (err) {
-			version_str(hex, 0, ver, sizeof(ver));
-			snprintf(why, whylen, err == -ENOTSUP ? "python %s is not supported (_Py_DebugOffsets layout of 3.13 only; 3.10 to 3.13 are)"
-							     : "python %s: _Py_DebugOffsets failed validation", ver);
-			return err == -ENOTSUP ? -ENOTSUP : -EPROTO;
-		}
+		err = cw_py_offsets_debug(&p->mem, f.runtime, f.runtime_size, &p->off, &hex, why, whylen);
+		if (err)
+			return err == -ENOTSUP ? -ENOTSUP : err == -ESRCH || err == -EPERM ? err : -EPROTO;
 	} else {
 		uint64_t hex = 0;
 
@@ -259,7 +344,7 @@ int cw_py_proc_attach(struct cw_py_proc *p, pid_t pid, char *why, size_t whylen)
 			return -ENOTSUP;
 		}
 		if (major != 3 || cw_py_offsets_builtin(minor, &p->off)) {
-			snprintf(why, whylen, "python %s is not supported (3.10 to 3.13 are)", ver);
+			snprintf(why, whylen, "python %s is not supported (3.10 to 3.15 are)", ver);
 			return -ENOTSUP;
 		}
 		p->off.version_hex = (uint32_t)hex;
@@ -274,5 +359,15 @@ int cw_py_proc_attach(struct cw_py_proc *p, pid_t pid, char *why, size_t whylen)
 	}
 	if (p->off.ts_native_thread_id < 0)
 		infer_pthread_tid(p);
+	else if (!native_tids_live(p)) {
+		/* offsets that pass every structural check can still be a
+		 * layout shifted by a field (a prerelease): thread states that
+		 * name none of the process's threads prove it */
+		version_str(p->off.version_hex, p->off.minor, ver, sizeof(ver));
+		snprintf(why, whylen,
+			 "python %s in process %d: no thread state carries a thread id of the process (layout mismatch)",
+			 ver, (int)pid);
+		return -EPROTO;
+	}
 	return 0;
 }

@@ -78,6 +78,7 @@ static void cw_pystack_bpf_proc_from(const struct cw_py_proc *p, struct cw_py_bp
 	out->co_code_adaptive = o->co_code_adaptive;
 	out->ob_type = o->ob_type;
 	out->code_type = p->code_type;
+	out->code_mask = o->code_mask;
 }
 
 /* Learns &PyCode_Type from the first verified code object on any thread's

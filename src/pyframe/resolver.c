@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "pyframe/attribute.h"
+#include "pyframe/framewalk.h"
 #include "pyframe/linetable.h"
 #include "pyframe/pycode.h"
 
@@ -32,7 +34,20 @@ struct code_entry {
 	int last_line;
 };
 
+/* The last attribution per process: calls from a native thread come in
+ * bursts, and the waiting thread's stack does not change within one. */
+#define ATTR_SLOTS 16
+#define ATTR_TTL_NS 5000000ull
+struct attr_slot {
+	uint32_t pid, via;
+	uint64_t at;
+	uint32_t pytids[64]; /* threads with Python frames at that time */
+	int npytids;
+	struct cw_pystack s;
+};
+
 struct cw_pyres {
+	struct attr_slot attr[ATTR_SLOTS];
 	struct proc_slot procs[MAX_PROCS];
 	/* direct-mapped cache: a collision evicts, which bounds memory at
 	 * CACHE_SIZE code objects (each with its line table, <= 64 KiB) */
@@ -89,9 +104,59 @@ static int resolve_cb(void *ctx, uint32_t pid, uint64_t code, uint32_t lasti, st
 	return cw_pyres_resolve(ctx, pid, code, lasti, out);
 }
 
+int cw_pyres_attribute(struct cw_pyres *r, uint32_t pid, uint32_t tid, struct cw_pystack *out, uint32_t *via)
+{
+	struct attr_slot *a = &r->attr[pid % ATTR_SLOTS];
+	struct cw_py_thread th[64];
+	struct cw_py_frame fr[CW_PY_MAX_FRAMES];
+	struct cw_py_proc *p;
+	uint64_t now = now_ns();
+	int nt, i, w, n, trunc;
+
+	*via = 0;
+	if (a->pid != pid || now - a->at >= ATTR_TTL_NS) {
+		p = cw_pyres_proc(r, pid, NULL, 0);
+		if (!p)
+			return 0;
+		memset(a, 0, sizeof(*a));
+		a->pid = pid;
+		a->at = now;
+		nt = cw_py_threads(p, th, 64);
+		for (i = 0; i < nt; i++)
+			if (th[i].frame && th[i].tid)
+				a->pytids[a->npytids++] = th[i].tid;
+		w = nt > 0 ? cw_py_waiting_thread(pid, 0, th, nt, cw_py_blocked_in_futex) : -1;
+		if (w >= 0) {
+			n = cw_py_walk(p, th[w].frame, fr, CW_PY_MAX_FRAMES, &trunc);
+			if (n > 0) {
+				memcpy(a->s.frames, fr, (size_t)n * sizeof(fr[0]));
+				a->s.nframes = (uint32_t)n;
+				a->s.truncated = (uint32_t)trunc;
+				a->via = th[w].tid;
+			}
+		}
+	}
+	for (i = 0; i < a->npytids; i++)
+		if (a->pytids[i] == tid)
+			return 0; /* the caller runs Python itself */
+	if (!a->via || a->via == tid)
+		return 0;
+	memcpy(out->frames, a->s.frames, a->s.nframes * sizeof(a->s.frames[0]));
+	out->nframes = a->s.nframes;
+	out->truncated = a->s.truncated;
+	*via = a->via;
+	return (int)a->s.nframes;
+}
+
+static int attribute_cb(void *ctx, uint32_t pid, uint32_t tid, struct cw_pystack *out, uint32_t *via)
+{
+	return cw_pyres_attribute(ctx, pid, tid, out, via);
+}
+
 void cw_pyres_as_resolver(struct cw_pyres *r, struct cw_py_resolver *out)
 {
 	out->resolve = resolve_cb;
+	out->attribute = attribute_cb;
 	out->ctx = r;
 }
 

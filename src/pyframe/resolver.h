@@ -37,6 +37,11 @@ int cw_pyres_resolve(struct cw_pyres *r, uint32_t pid, uint64_t code, uint32_t l
  * reason in why. Valid until cw_pyres_forget(pid) or cw_pyres_free. */
 struct cw_py_proc *cw_pyres_proc(struct cw_pyres *r, uint32_t pid, char *why, size_t whylen);
 
+/* A call of pid on thread tid, which runs no Python: the stack of the
+ * Python thread waiting on it (pyframe/attribute.h) into out's frames,
+ * its TID into *via. Returns the frame count or 0 (nothing attributed). */
+int cw_pyres_attribute(struct cw_pyres *r, uint32_t pid, uint32_t tid, struct cw_pystack *out, uint32_t *via);
+
 /* Drops everything cached for pid (the process exited). */
 void cw_pyres_forget(struct cw_pyres *r, uint32_t pid);
 

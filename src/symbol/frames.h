@@ -19,8 +19,14 @@ struct cw_py_location {
  * code units) of process pid to its source location. Live tracing reads the
  * target's memory (src/pyframe); the demo registers synthetic code objects.
  * Returns 0, or -errno when the frame cannot be resolved. */
+struct cw_pystack;
 struct cw_py_resolver {
 	int (*resolve)(void *ctx, uint32_t pid, uint64_t code, uint32_t lasti, struct cw_py_location *out);
+	/* For a call made on thread tid, which has no Python frames: the
+	 * stack of the Python thread waiting on it (src/pyframe/attribute.h)
+	 * into out->frames/nframes/truncated, its TID into *via. Returns the
+	 * frame count, 0 when nothing is attributed, or -errno. May be NULL. */
+	int (*attribute)(void *ctx, uint32_t pid, uint32_t tid, struct cw_pystack *out, uint32_t *via);
 	void *ctx;
 };
 

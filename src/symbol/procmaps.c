@@ -5,17 +5,50 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_MAPS 65536
 
+/* The target's root directory as this process sees it ("" for "/", for
+ * an unreadable link, or for a root outside ours: then the kernel already
+ * prints paths from the target's own mount namespace). */
+static void root_of(pid_t pid, char *buf, size_t len)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
+	n = readlink(link, buf, len - 1);
+	if (n <= 1 || buf[0] != '/' || (size_t)n >= len - 1) {
+		buf[0] = '\0';
+		return;
+	}
+	buf[n] = '\0';
+}
+
+void cw_procmaps_target_view(pid_t pid, char *path, size_t len)
+{
+	char root[4096];
+	size_t rl;
+
+	root_of(pid, root, sizeof(root));
+	rl = strlen(root);
+	if (rl && !strncmp(path, root, rl) && path[rl] == '/' && len > 0)
+		memmove(path, path + rl, strlen(path + rl) + 1);
+}
+
 int cw_procmaps_read(pid_t pid, struct cw_map **out)
 {
-	char path[64], line[4096 + 256];
+	char path[64], line[4096 + 256], root[4096];
 	struct cw_map *maps = NULL, *nm;
 	int n = 0, cap = 0;
+	size_t rootlen;
 	FILE *fp;
 
 	*out = NULL;
+	root_of(pid, root, sizeof(root));
+	rootlen = strlen(root);
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	fp = fopen(path, "re");
 	if (!fp)
@@ -25,12 +58,14 @@ int cw_procmaps_read(pid_t pid, struct cw_map **out)
 		char perms[8] = "", *p;
 		int pos = 0;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &m.start, &m.end, perms, &m.off,
-			   &pos) < 4)
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %" SCNu64 " %n", &m.start, &m.end, perms,
+			   &m.off, &m.inode, &pos) < 5)
 			continue;
 		m.exec = perms[0] == 'r' && perms[2] == 'x';
 		p = line + pos;
 		p[strcspn(p, "\n")] = '\0';
+		if (rootlen && !strncmp(p, root, rootlen) && p[rootlen] == '/')
+			p += rootlen;
 		if (*p == '/')
 			snprintf(m.path, sizeof(m.path), "%s", p);
 		if (n == cap) {
@@ -66,11 +101,22 @@ const struct cw_map *cw_procmaps_find(const struct cw_map *maps, int n, uint64_t
 	return lo < n && maps[lo].start <= addr && addr < maps[lo].end ? &maps[lo] : NULL;
 }
 
-int cw_procmaps_host_path(pid_t pid, const char *path, char *buf, size_t len)
+int cw_procmaps_open_path(pid_t pid, const struct cw_map *m, char *buf, size_t len)
 {
-	int r = snprintf(buf, len, "/proc/%d/root%s", (int)pid, path);
+	struct stat st;
+	int r;
 
-	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
+	if (m->path[0]) {
+		r = snprintf(buf, len, "/proc/%d/root%s", (int)pid, m->path);
+		if (r < 0 || (size_t)r >= len)
+			return -ENAMETOOLONG;
+		if (!stat(buf, &st) && (!m->inode || (uint64_t)st.st_ino == m->inode))
+			return 0;
+	}
+	r = snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start, m->end);
+	if (r < 0 || (size_t)r >= len)
+		return -ENAMETOOLONG;
+	return stat(buf, &st) ? -ENOENT : 0;
 }
 
 int cw_procmaps_bias(const struct cw_map *maps, int n, const char *path, uint64_t min_vaddr, uint64_t *bias)

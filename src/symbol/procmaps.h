@@ -8,21 +8,31 @@
 
 struct cw_map {
 	uint64_t start, end, off;
+	uint64_t inode;  /* of the backing file, 0 anonymous */
 	int exec;        /* r-x mapping */
 	char path[256];  /* "" for anonymous mappings; as the target sees it */
 };
 
-/* Reads the mappings of pid (capped at 65536 entries). Returns the count
- * (>= 0) with *out malloc'd, or -errno (-ESRCH for a gone process). */
+/* Reads the mappings of pid (capped at 65536 entries). Paths are as the
+ * target sees them: the kernel prints them relative to the reader's root,
+ * so a chroot'ed target's root prefix is removed. Returns the count (>= 0)
+ * with *out malloc'd, or -errno (-ESRCH for a gone process). */
 int cw_procmaps_read(pid_t pid, struct cw_map **out);
+
+/* Rewrites path (as this process sees it, e.g. a readlink of
+ * /proc/PID/exe) into the target's view by removing the target's root
+ * prefix. */
+void cw_procmaps_target_view(pid_t pid, char *path, size_t len);
 
 /* The mapping holding addr, or NULL. */
 const struct cw_map *cw_procmaps_find(const struct cw_map *maps, int n, uint64_t addr);
 
-/* Path to open the target's file from here: /proc/PID/root + path, so a
- * process in another mount namespace (a container) resolves its own file.
- * Returns 0 or -ENAMETOOLONG. */
-int cw_procmaps_host_path(pid_t pid, const char *path, char *buf, size_t len);
+/* Path to open the file behind mapping m from here, never the host path:
+ * /proc/PID/root + path (a container or chroot resolves its own file) when
+ * that is the mapped inode, else /proc/PID/map_files/START-END (the mapped
+ * file itself: deleted, replaced or overmounted since). Returns 0, -ENOENT
+ * when neither can be opened, or -ENAMETOOLONG. */
+int cw_procmaps_open_path(pid_t pid, const struct cw_map *m, char *buf, size_t len);
 
 /* Load bias of the object whose mappings carry this path: the start of
  * its offset-0 mapping minus the first PT_LOAD's page-aligned vaddr

@@ -108,7 +108,7 @@ static struct cw_symfile *file_for(struct cw_symz *z, uint32_t pid, const struct
 	struct stat st;
 	int i;
 
-	if (cw_procmaps_host_path((pid_t)pid, m->path, host, sizeof(host)) || stat(host, &st))
+	if (cw_procmaps_open_path((pid_t)pid, m, host, sizeof(host)) || stat(host, &st))
 		return NULL;
 	snprintf(key, sizeof(key), "p:%s@%" PRIu64 ":%" PRIu64, m->path, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
 	for (i = 0; i < z->nfiles; i++)

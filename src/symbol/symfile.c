@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -130,6 +131,58 @@ static void read_build_id(struct cw_symfile *f, Elf_Scn *scn)
 	}
 }
 
+/* MiniDebugInfo (.gnu_debugdata): an xz-compressed ELF holding the
+ * .symtab entries a stripped binary dropped (Fedora, and any distribution
+ * that keeps function symbols this way). Its addresses are the binary's
+ * own. The decompressed size is capped: the section is hostile input. */
+#define MINIDEBUG_MAX (64u << 20)
+
+static int read_minidebuginfo(struct cw_symfile *f, Elf_Scn *scn, size_t *cap, size_t *ocap)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	uint64_t memlimit = MINIDEBUG_MAX * 2ull;
+	size_t in_pos = 0, out_pos = 0, out_len = 1u << 20, shstrndx;
+	uint8_t *out = NULL, *grown;
+	Elf_Scn *s = NULL;
+	Elf *mini;
+	lzma_ret r;
+	int err = 0;
+
+	if (!data || !data->d_buf || !data->d_size)
+		return 0;
+	for (;;) {
+		grown = realloc(out, out_len);
+		if (!grown) {
+			free(out);
+			return -ENOMEM;
+		}
+		out = grown;
+		in_pos = out_pos = 0;
+		r = lzma_stream_buffer_decode(&memlimit, 0, NULL, data->d_buf, &in_pos, data->d_size, out, &out_pos,
+					      out_len);
+		if (r != LZMA_BUF_ERROR || out_len >= MINIDEBUG_MAX)
+			break;
+		out_len *= 4; /* the output did not fit: retry larger */
+	}
+	if (r != LZMA_OK) {
+		free(out);
+		return 0; /* corrupt or over the cap: no extra symbols */
+	}
+	mini = elf_memory((char *)out, out_pos);
+	if (mini && elf_kind(mini) == ELF_K_ELF && !elf_getshdrstrndx(mini, &shstrndx)) {
+		while (!err && (s = elf_nextscn(mini, s))) {
+			GElf_Shdr sh;
+
+			if (gelf_getshdr(s, &sh) && sh.sh_type == SHT_SYMTAB)
+				err = read_table(f, mini, s, &sh, cap, ocap);
+		}
+	}
+	if (mini)
+		elf_end(mini);
+	free(out);
+	return err;
+}
+
 static int cmp_sym(const void *a, const void *b)
 {
 	const struct sym *x = a, *y = b;
@@ -141,10 +194,10 @@ int cw_symfile_open(struct cw_symfile **out, const char *path)
 {
 	struct cw_symfile *f;
 	Elf *elf = NULL;
-	Elf_Scn *scn = NULL;
+	Elf_Scn *scn = NULL, *debugdata = NULL;
 	GElf_Ehdr eh;
-	size_t i, nph, cap = 0, ocap = 0;
-	int fd, err = 0;
+	size_t i, nph, cap = 0, ocap = 0, shstrndx;
+	int fd, err = 0, have_symtab = 0;
 
 	*out = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
@@ -175,13 +228,26 @@ int cw_symfile_open(struct cw_symfile **out, const char *path)
 	}
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
+		const char *name;
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			have_symtab = 1;
 		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
 			err = read_table(f, elf, scn, &sh, &cap, &ocap);
 		else if (sh.sh_type == SHT_NOTE && !f->build_id[0])
 			read_build_id(f, scn);
+		else if (sh.sh_type == SHT_PROGBITS && !elf_getshdrstrndx(elf, &shstrndx) &&
+			 (name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(name, ".gnu_debugdata"))
+			debugdata = scn;
+		if (err)
+			goto out;
+	}
+	/* a stripped binary: its function and object symbols may survive only
+	 * in MiniDebugInfo */
+	if (!have_symtab && debugdata) {
+		err = read_minidebuginfo(f, debugdata, &cap, &ocap);
 		if (err)
 			goto out;
 	}

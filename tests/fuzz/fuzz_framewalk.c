@@ -8,30 +8,13 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "pyframe/framewalk.h"
-#include "pyframe/linetable.h"
-#include "pyframe/pycode.h"
+#include "fuzz_pywalk.h"
 
-#define BASE 0x100000ull
-
-static const uint8_t *img;
-static size_t img_len;
-
-static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	(void)ctx;
-	if (addr < BASE || addr - BASE > img_len || len > img_len - (addr - BASE))
-		return -14; /* EFAULT */
-	memcpy(buf, img + (addr - BASE), len);
-	return 0;
-}
+#define BASE FUZZ_BASE
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct cw_py_thread th[16];
-	static struct cw_py_frame fr[CW_PY_WALK_MAX];
 	struct cw_py_proc p;
-	int nt, i, k;
 
 	if (size < 2 || size > 65536)
 		return 0;
@@ -44,25 +27,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((data[0] & 3) == 3) {
 		uint32_t hex;
 
-		if (cw_py_offsets_debug(&p.mem, BASE, &p.off, &hex))
+		if (cw_py_offsets_debug(&p.mem, BASE, 0, &p.off, &hex, NULL, 0))
 			return 0;
 	} else if (cw_py_offsets_builtin(10 + (data[0] & 3), &p.off)) {
 		return 0;
 	}
-	(void)cw_py_proc_validate(&p);
-	nt = cw_py_threads(&p, th, 16);
-	for (i = 0; i < nt; i++) {
-		int trunc, n = cw_py_walk(&p, th[i].frame, fr, CW_PY_WALK_MAX, &trunc);
-
-		for (k = 0; k < n; k++) {
-			struct cw_py_code c;
-
-			if (cw_py_code_read(&p, fr[k].code, &c))
-				continue;
-			(void)cw_linetable_line(p.off.minor, c.linetable, c.linetable_len, c.fp.firstlineno,
-						fr[k].lasti == UINT32_MAX ? -1 : fr[k].lasti);
-			cw_py_code_release(&c);
-		}
-	}
+	fuzz_walk_all(&p);
 	return 0;
 }
