@@ -12,6 +12,7 @@
 #include "loader/prog_stats.h"
 #include "metrics/live_metrics.h"
 #include "metrics/writer_lag.h"
+#include "trace/cap.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
 #include "trace/session.h"
@@ -179,12 +180,36 @@ static int step_attach(struct trace *t, char *err, size_t errlen)
 	return 0;
 }
 
+/* No cap configured: the smaller of a fixed size and a share of the free
+ * space, measured now (docs/trace.md, "Size cap"), said once. */
+static void trace_default_cap(struct trace *t)
+{
+	char cap[32], avail[32];
+	uint64_t free_bytes;
+	int rc;
+
+	rc = cw_trace_default_cap_for(t->o.db, &t->o.size_cap, &free_bytes);
+	cw_trace_format_bytes(t->o.size_cap, cap, sizeof(cap));
+	cw_trace_format_bytes(free_bytes, avail, sizeof(avail));
+	if (t->o.json)
+		return;
+	if (rc)
+		cw_trace_say(&t->o.say, "causeway: no size cap configured; the store is capped at %s (its free space "
+					"is unknown: %s)\n", cap, strerror(-rc));
+	else
+		cw_trace_say(&t->o.say, "causeway: no size cap configured; the store is capped at %s (a quarter of the "
+					"%s free on its filesystem, at most 1 GiB; --size-cap or store.max_size sets it)\n",
+			     cap, avail);
+}
+
 static int step_writer(struct trace *t, char *err, size_t errlen)
 {
 	struct cw_writer_opts wo;
 	int rc;
 
 	trace_session_prepare(t);
+	if (!t->o.size_cap)
+		trace_default_cap(t);
 	memset(&wo, 0, sizeof(wo));
 	wo.node = t->o.node;
 	wo.size_cap_bytes = (int64_t)t->o.size_cap;
