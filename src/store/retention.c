@@ -153,13 +153,26 @@ static int refresh_keep_tables(sqlite3 *db)
 	return err;
 }
 
-/* Rows to delete so that used bytes fall to target: rows are roughly
- * uniform in size, so the share of bytes is the share of rows. */
-static int64_t rows_for(int64_t used, int64_t target, int64_t rows)
+/* Rows to delete so that used bytes fall to target, at bpr bytes a row. */
+static int64_t rows_for(int64_t used, int64_t target, double bpr)
 {
-	if (used <= target || rows <= 0)
+	if (used <= target)
 		return 0;
-	return (int64_t)((double)rows * (double)(used - target) / (double)used) + 1;
+	return (int64_t)((double)(used - target) / bpr) + 1;
+}
+
+/* After n rows went: the bytes in use now, and the bytes a row freed
+ * (kept when too few rows went to free a page). */
+static int learn(struct cw_store *st, int64_t *used, int64_t n, double *bpr)
+{
+	int64_t now = cw_store_used_bytes(st);
+
+	if (now < 0)
+		return (int)now;
+	if (n > 0 && now < *used)
+		*bpr = (double)(*used - now) / (double)n;
+	*used = now;
+	return 0;
 }
 
 /* Off-CPU intervals and I/O, memory and network events that ended before
@@ -274,7 +287,8 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 	struct cw_retention_counts cc = { 0 }, *c = &cc;
 	int64_t used, target = cap / 10 * 9, ncalls, nk, newest, id, n, kev = 0, win_id = 0, win_mono = 0;
 	sqlite3 *db = st->db;
-	int err, r;
+	int err, r, evidence_done = 0;
+	double bpr;
 
 	used = cw_store_used_bytes(st);
 	if (used < 0)
@@ -307,42 +321,57 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 		if (err)
 			goto fail;
 	}
-	for (int pass = 0; pass < 8 && used > cap; pass++) {
-		int64_t before = c->events + c->evidence;
+	/* Each tier runs only once the ones before it have nothing left to
+	 * give. Rows to delete come from the bytes per row, first guessed as
+	 * the whole file's (too high: the schema's pages and the aggregates
+	 * do not shrink), then learnt from what each delete freed, so a
+	 * second pass (rarely a third) meets the target. */
+	bpr = ncalls + nk > 0 ? (double)used / (double)(ncalls + nk) : 1.0;
+	for (int pass = 0; pass < 16 && used > target; pass++) {
+		int64_t before = c->events + c->evidence, want;
+		int dry;
 
 		/* 1. ordinary calls older than the window, oldest first */
+		want = rows_for(used, target, bpr);
 		n = run3(db,
 			 "DELETE FROM calls WHERE id IN (SELECT c.id FROM calls c WHERE c.id < ?1 AND " ORDINARY
 			 " ORDER BY c.id LIMIT ?2)",
-			 win_id, rows_for(used, target, ncalls + nk), 0);
+			 win_id, want, 0);
 		if (n < 0)
 			goto fail_n;
 		c->ordinary += n, c->events += n, ncalls -= n;
-		used = cw_store_used_bytes(st);
+		dry = n < want;
+		if ((err = learn(st, &used, n, &bpr)))
+			goto fail;
 		/* 2. evidence older than the window that no kept call needs */
-		if (used > target && win_id > 0) {
+		if (dry && win_id > 0 && !evidence_done && used > target) {
 			n = prune_evidence(db, win_id, win_mono, &kev);
 			if (n < 0)
 				goto fail_n;
+			evidence_done = 1;
 			c->evidence += n, c->events += kev, nk -= kev;
-			used = cw_store_used_bytes(st);
+			if ((err = learn(st, &used, n, &bpr)))
+				goto fail;
 		}
 		/* 3. ordinary calls of the window: it shrinks, oldest first */
-		if (used > target) {
+		want = rows_for(used, target, bpr);
+		if (dry && want > 0) {
 			n = run3(db,
 				 "DELETE FROM calls WHERE id IN (SELECT c.id FROM calls c WHERE " ORDINARY
 				 " ORDER BY c.id LIMIT ?1)",
-				 rows_for(used, target, ncalls + nk), 0, 0);
+				 want, 0, 0);
 			if (n < 0)
 				goto fail_n;
 			c->recent += n, c->events += n, ncalls -= n;
-			used = cw_store_used_bytes(st);
+			dry = n < want;
+			if ((err = learn(st, &used, n, &bpr)))
+				goto fail;
 		}
 		/* 4. what is left, oldest first: kernel events and kept calls */
-		if (used > target) {
-			int64_t want = rows_for(used, target, ncalls + nk), got;
+		want = rows_for(used, target, bpr);
+		if (dry && want > 0) {
+			int64_t got = delete_both(db, want, 0, ncalls, nk);
 
-			got = delete_both(db, want, 0, ncalls, nk);
 			if (got < 0) {
 				n = got;
 				goto fail_n;
@@ -356,11 +385,8 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 			c->kept += got, c->events += got;
 			ncalls = pragma_int(db, "SELECT count(*) FROM calls");
 			nk = pragma_int(db, "SELECT count(*) FROM kevents");
-		}
-		used = cw_store_used_bytes(st);
-		if (used < 0) {
-			err = (int)used;
-			goto fail;
+			if ((err = learn(st, &used, got, &bpr)))
+				goto fail;
 		}
 		if (c->events + c->evidence == before)
 			break;

@@ -1,0 +1,269 @@
+/* Retention by tiers (store/retention.h): ordinary calls older than the
+ * recent window go first; then the off-CPU and kernel-event evidence older
+ * than it that overlaps no kept call; then ordinary calls of the window;
+ * kept calls (anomalous, failing, NCCL, a process's first call of an op)
+ * and the evidence beside them last. Every pruned row is counted. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/retention.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+#define NCALLS 200000
+#define STEP_NS 1000000ULL /* a call every 1 ms: 200 s */
+#define T0 1000000000ULL
+#define WINDOW_NS (60ULL * 1000000000ULL)
+#define WIN_I (NCALLS - (int)(WINDOW_NS / STEP_NS)) /* the first call inside the window */
+
+static char path[64];
+
+static int setup(void **state)
+{
+	int fd;
+
+	(void)state;
+	strcpy(path, "/tmp/cw-test-tiers-XXXXXX");
+	fd = mkstemp(path);
+	close(fd);
+	unlink(path);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	static const char *const sides[] = { "", "-wal", "-shm" };
+	char p[80];
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s%s", path, sides[i]);
+		unlink(p);
+	}
+	return 0;
+}
+
+static int64_t q1(struct cw_store *st, const char *sql)
+{
+	sqlite3_stmt *s;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_prepare_v2(st->db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static int is_slow(int i)
+{
+	return i % 10000 == 5000;
+}
+
+/* Not kept by any rule: not slow, failing, NCCL, nor another process's. */
+static int ordinary(int64_t i)
+{
+	return !is_slow((int)i) && i != 30000 && i % 20000 != 100 && i != 50000;
+}
+
+/* One worker (pid 10) syncing every 1 ms for 200 s: 1 us calls, a slow
+ * one (50 us) every 10 s with a preemption inside it and a block write
+ * from another process beside it; one failing call, NCCL calls, a second
+ * process making one call; plus ordinary evidence: a blocked interval
+ * between calls every second and a block write every 5 s that overlap nothing kept. */
+static void fill(struct cw_store *st)
+{
+	struct cw_writer_opts wo = { .node = "n", .batch_rows = 50000 };
+	struct cw_event_row r, io;
+	struct cw_offcpu_row o;
+	struct cw_writer *w;
+	int i;
+
+	assert_int_equal(cw_writer_new(&w, st, &wo), 0);
+	memset(&io, 0, sizeof(io));
+	io.source = "io";
+	io.op = "block_write";
+	io.pid = io.tid = 99;
+	io.comm = "dd";
+	io.device = -1;
+	io.duration_ns = 20000;
+	for (i = 0; i < NCALLS; i++) {
+		uint64_t t = T0 + (uint64_t)i * STEP_NS;
+
+		memset(&r, 0, sizeof(r));
+		r.mono_ns = r.wall_ns = t;
+		r.pid = r.tid = 10;
+		r.comm = "train";
+		r.source = "cuda";
+		r.op = "cudaStreamSynchronize";
+		r.has_ret = 1;
+		r.device = -1;
+		r.nargs = 1;
+		r.args[0] = i;
+		r.duration_ns = is_slow(i) ? 50000 : 1000;
+		if (i == 30000)
+			r.ret = 700; /* failing */
+		if (i % 20000 == 100) {
+			r.source = "nccl";
+			r.op = "ncclAllReduce";
+		}
+		if (i == 50000)
+			r.pid = r.tid = 11; /* another process's first (and only) call */
+		assert_int_equal(cw_writer_event(w, &r), 0);
+		memset(&o, 0, sizeof(o));
+		o.pid = o.tid = 10;
+		o.comm = "train";
+		if (is_slow(i)) {
+			o.reason = "preempted";
+			o.start_mono_ns = t + 10000;
+			o.end_mono_ns = t + 40000;
+			o.by_comm = "hog";
+			io.mono_ns = io.wall_ns = t + 5000;
+			assert_int_equal(cw_writer_event(w, &io), 0);
+		} else if (i % 1000 == 500) {
+			o.reason = "blocked";
+			o.start_mono_ns = t + 200000;
+			o.end_mono_ns = t + 300000;
+		}
+		if (o.reason) {
+			o.wall_ns = o.start_mono_ns;
+			assert_int_equal(cw_writer_offcpu(w, &o), 0);
+		}
+		if (i % 5000 == 2500) {
+			io.mono_ns = io.wall_ns = t + 400000;
+			assert_int_equal(cw_writer_event(w, &io), 0);
+		}
+	}
+	assert_int_equal(cw_writer_free(w), 0);
+}
+
+/* The rows every tier but the last keeps. */
+static void assert_kept(struct cw_store *st)
+{
+	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE anomalous = 1 AND source = 'cuda'"), 20);
+	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE ret = 700"), 1);
+	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE source = 'nccl'"), 10);
+	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE pid = 11"), 1);
+	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE pid = 10 AND mono_ns = 1000000000"), 1);
+	/* the evidence beside the slow calls */
+	assert_int_equal(q1(st, "SELECT count(*) FROM offcpu WHERE reason = 'preempted'"), 20);
+	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE source = 'io' AND (mono_ns - 1000000000) % 1000000 = 5000"),
+			 20);
+	/* the per-second aggregates of every call */
+	assert_int_equal(q1(st, "SELECT sum(count) FROM aggregates WHERE source IN ('cuda', 'nccl')"), NCALLS);
+}
+
+static int64_t rows(struct cw_store *st)
+{
+	return q1(st, "SELECT (SELECT count(*) FROM calls) + (SELECT count(*) FROM kevents)");
+}
+
+static void test_tiers(void **state)
+{
+	struct cw_retention_counts c = { 0 }, prev;
+	int64_t used, before, off, win_mono = (int64_t)(T0 + (uint64_t)(NCALLS - 1) * STEP_NS - WINDOW_NS);
+	struct cw_store *st;
+	char err[256], sql[256];
+
+	(void)state;
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	fill(st);
+	used = cw_store_used_bytes(st);
+	before = rows(st);
+	off = q1(st, "SELECT count(*) FROM offcpu");
+	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE anomalous = 1 AND source = 'cuda'"), 20);
+
+	/* 1. a fifth less: ordinary calls older than the window are enough */
+	assert_int_equal(cw_retention_enforce_tiers(st, used - used / 5, (int64_t)WINDOW_NS, &c), 0);
+	assert_true(cw_store_used_bytes(st) <= used - used / 5);
+	assert_true(c.ordinary > 0);
+	assert_int_equal(c.evidence, 0);
+	assert_int_equal(c.recent, 0);
+	assert_int_equal(c.kept, 0);
+	assert_int_equal(c.events, c.ordinary);
+	assert_int_equal(rows(st), before - c.events);
+	/* oldest first: the oldest ordinary call left is the one after the
+	 * c.ordinary oldest (call 0, the first, is kept) */
+	{
+		int64_t k = 1, n = 0;
+
+		for (; n < c.ordinary; k++)
+			n += ordinary(k);
+		while (!ordinary(k))
+			k++;
+		assert_int_equal(q1(st, "SELECT min(mono_ns) FROM events WHERE source = 'cuda' AND anomalous = 0"
+					" AND ret = 0 AND pid = 10 AND mono_ns > 1000000000"),
+				 (int64_t)(T0 + (uint64_t)k * STEP_NS));
+	}
+	/* the window (from the newest call back 60 s) keeps every call */
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM events WHERE source IN ('cuda', 'nccl') AND mono_ns >= %lld",
+		 (long long)win_mono);
+	assert_int_equal(q1(st, sql), NCALLS - WIN_I + 1);
+	assert_kept(st);
+	assert_int_equal(q1(st, "SELECT count(*) FROM offcpu"), off);
+
+	/* 2. half of what is left: every old ordinary call goes, then the
+	 * evidence no kept call needs, then the window shrinks */
+	prev = c;
+	used = cw_store_used_bytes(st);
+	before = rows(st);
+	assert_int_equal(cw_retention_enforce_tiers(st, used / 2, (int64_t)WINDOW_NS, &c), 0);
+	assert_true(cw_store_used_bytes(st) <= used / 2);
+	assert_true(c.ordinary > prev.ordinary);
+	assert_true(c.evidence > 0);
+	assert_true(c.recent > 0);
+	assert_int_equal(c.kept, 0);
+	assert_int_equal(rows(st), before - (c.events - prev.events));
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM offcpu WHERE reason = 'blocked' AND end_mono_ns < %lld",
+		 (long long)win_mono);
+	assert_int_equal(q1(st, sql), 0);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM events WHERE source = 'io' AND mono_ns < %lld"
+				   " AND (mono_ns - 1000000000) %% 1000000 = 400000",
+		 (long long)win_mono);
+	assert_int_equal(q1(st, sql), 0);
+	/* the evidence tier counts intervals and kernel events alike */
+	assert_int_equal(c.evidence, off - q1(st, "SELECT count(*) FROM offcpu") +
+					     (c.events - prev.events) - (c.ordinary - prev.ordinary) - c.recent);
+	/* the newest calls of the window are still all there */
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM events WHERE source = 'cuda' AND mono_ns > %lld",
+		 (long long)(T0 + (uint64_t)(NCALLS - 2000) * STEP_NS));
+	assert_int_equal(q1(st, sql), 1999);
+	assert_kept(st);
+
+	/* 3. a cap nothing can meet: kept rows go too; chains and the
+	 * aggregates never do */
+	prev = c;
+	before = rows(st);
+	assert_int_equal(sqlite3_exec(st->db, "INSERT INTO chains (node, created_wall_ns, severity, kind, op, summary, json)"
+					      " VALUES ('n', 1, 'HIGH', 'cpu_preemption', 'cudaStreamSynchronize', 's', '{}')",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(cw_retention_enforce_tiers(st, 1, (int64_t)WINDOW_NS, &c), 0);
+	assert_true(c.kept > prev.kept);
+	assert_int_equal(c.events - prev.events, before - rows(st));
+	/* oldest first: the first call is gone before the newest slow one */
+	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE mono_ns = 1000000000"), 0);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM events WHERE anomalous = 1 AND mono_ns = %lld",
+		 (long long)(T0 + 195000ULL * STEP_NS));
+	assert_int_equal(q1(st, sql), rows(st) > 0);
+	assert_int_equal(q1(st, "SELECT count(*) FROM chains"), 1);
+	assert_int_equal(q1(st, "SELECT sum(count) FROM aggregates WHERE source IN ('cuda', 'nccl')"), NCALLS);
+	cw_store_close(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_tiers, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
