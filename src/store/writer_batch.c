@@ -70,6 +70,9 @@ int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct c
 	}
 	if (w->size_cap > 0 && (err = bound_wal(w->db, w->size_cap)))
 		goto fail;
+	/* The cap a session ran under, beside what it pruned. */
+	if (w->size_cap > 0)
+		cw_writer_counter_set(w, "store.size_cap", (uint64_t)w->size_cap);
 	for (i = 0; i < ST_MAX; i++) {
 		err = writer_prepare(w, (enum stmt_id)i);
 		if (err)
@@ -108,8 +111,15 @@ int cw_writer_free(struct cw_writer *w)
 
 	if (!w)
 		return 0;
-	if (w->st[ST_EVENT])
+	if (w->st[ST_EVENT]) {
+		uint64_t pruned = w->stats.pruned_events + w->stats.pruned_evidence + w->stats.pruned_context;
+
 		err = cw_writer_flush(w);
+		/* Counters are written with a batch; what this last one pruned
+		 * is counted in one more, so every pruned row is stored. */
+		if (!err && w->stats.pruned_events + w->stats.pruned_evidence + w->stats.pruned_context != pruned)
+			err = cw_writer_flush(w);
+	}
 	if (w->thr_started) {
 		cw_callq_close(&w->q);
 		pthread_join(w->thr, NULL);
