@@ -163,6 +163,12 @@ args = c["args"]
 if args[args.index("--serve") + 1] != "0.0.0.0:7070" or "--no-view" not in args or "trace" not in args:
     die("the agent does not trace and serve on 7070: %r" % args)
 cfg = yaml.safe_load(kinds["ConfigMap"]["data"]["causeway.yaml"])
+# Always on: the store's cap is the deployment's choice, never trace's
+# default share of whatever the node's disk has free (docs/trace.md).
+for where, c in (("the DaemonSet's ConfigMap", cfg),
+                 ("deploy/systemd/causeway.yaml", yaml.safe_load(open(R + "/deploy/systemd/causeway.yaml")))):
+    if not re.match(r"^[0-9]+(\.[0-9]+)?[KMGT]iB$", str(c.get("store", {}).get("max_size", ""))):
+        die("%s sets no explicit store.max_size" % where)
 if not cfg["server"]["tls"].get("client_ca"):
     die("the agent's config does not require client certificates")
 sm = kinds["ServiceMonitor"]["spec"]["endpoints"][0]
