@@ -395,11 +395,22 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 	if (n < 0)
 		goto fail_n;
 	c->context += n;
+	if (c->ordinary + c->recent > 0) {
+		c->through_wall_ns = pragma_int(db, "SELECT t.mono_base + c.t + t.wall_off FROM calls c JOIN call_threads t"
+						    " ON t.id = c.th WHERE " ORDINARY " ORDER BY c.id LIMIT 1");
+		if (c->through_wall_ns < 0)
+			c->through_wall_ns = pragma_int(db, "SELECT t.mono_base + c.t + t.wall_off FROM calls c"
+							    " JOIN call_threads t ON t.id = c.th ORDER BY c.id DESC LIMIT 1");
+		if (c->through_wall_ns < 0)
+			c->through_wall_ns = 0;
+	}
 	err = cw_exec(db, "COMMIT");
 	if (err)
 		goto fail;
 	out->ordinary += c->ordinary, out->evidence += c->evidence, out->recent += c->recent;
 	out->kept += c->kept, out->context += c->context, out->events += c->events;
+	if (c->through_wall_ns > out->through_wall_ns)
+		out->through_wall_ns = c->through_wall_ns;
 	return 0;
 fail_n:
 	err = (int)n;

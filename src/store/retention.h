@@ -25,6 +25,10 @@ struct cw_retention_counts {
 	int64_t kept;     /* kept calls and remaining kernel events, oldest first */
 	int64_t context;  /* intervals, snapshots, GPU samples older than the oldest kept row */
 	int64_t events;
+	/* Ordinary calls before this wall time (ns) are pruned: the wall start
+	 * of the oldest ordinary call left (of the newest call when none is);
+	 * 0 when no ordinary call was pruned. */
+	int64_t through_wall_ns;
 };
 
 /* Bytes of the database in use (pages not on the freelist). */

@@ -227,6 +227,12 @@ int cw_writer_flush(struct cw_writer *w)
 			cw_writer_counter_set(w, "store.pruned.recent", w->stats.pruned_recent);
 			cw_writer_counter_set(w, "store.pruned.kept", w->stats.pruned_kept);
 			cw_writer_counter_set(w, "store.pruned.context", w->stats.pruned_context);
+			/* Where explain starts to read kept rows only (docs/schema.md). */
+			if (rc.through_wall_ns > w->stats.pruned_through_wall_ns)
+				w->stats.pruned_through_wall_ns = rc.through_wall_ns;
+			if (w->stats.pruned_through_wall_ns)
+				cw_writer_counter_set(w, "store.pruned_through_wall_ns",
+						      (uint64_t)w->stats.pruned_through_wall_ns);
 		}
 	}
 	return err;

@@ -11,6 +11,7 @@
 
 #include "loader/discover.h"
 #include "metrics/writer_lag.h"
+#include "trace/chains.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
 #include "trace/session.h"
@@ -109,6 +110,7 @@ void trace_loop(struct trace *t)
 			tick(t);
 			if (t->lock_failed)
 				break;
+			trace_chains_pass(t, cw_realtime_ns(), 0);
 			if (t->o.npids && !t->o.command && !any_alive(t))
 				break;
 		}
