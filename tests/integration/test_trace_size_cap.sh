@@ -10,7 +10,10 @@
 #    rows left = rows stored - rows pruned;
 #  - retention kept what explains the incident: explain over the hog's
 #    own seconds and over the whole file finds cpu_preemption naming the
-#    hog and the Python line that made the calls.
+#    hog and the Python line that made the calls;
+#  - trace stored that chain itself, with the ids of the kept calls it
+#    rests on, and explain over the old window says it read kept rows and
+#    lists the stored chains.
 # The minute-long form is bench/always_on.sh.
 set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF and mount"; exit 77; }
@@ -116,6 +119,28 @@ PY
 "$CW_BIN" explain --db "$db" --json --no-store --from $((hog_from - 1)) --to $((hog_from + 6)) >"$D/w.json" \
 	|| fail "explain over the hog's window: $(cat "$D/w.json")"
 check "$D/w.json" "the hog's window" || exit 1
+
+# trace stored the chains of what it pruned while it ran, with the ids
+# of the kept calls they rest on; explain over the old window says it
+# read kept rows and lists them.
+[ "$(c trace.chains.stored)" -ge 1 ] || fail "trace stored no chain (trace.chains.stored $(c trace.chains.stored))"
+ids=$(q "SELECT group_concat(j.value) FROM chains, json_each(json_extract(chains.json, '$.evidence_ids.calls')) j
+	WHERE json_extract(chains.json, '$.stored_by') = 'trace' AND chains.kind = 'cpu_preemption'
+	AND chains.summary LIKE '%stress-ng%' AND chains.op = 'cudaDeviceSynchronize'")
+[ -n "$ids" ] || fail "no stored cpu_preemption chain with evidence ids: $(q "SELECT kind, summary, json_extract(json, '$.evidence_ids') FROM chains")"
+kept=$(q "SELECT count(*) FROM events WHERE anomalous = 1 AND op = 'cudaDeviceSynchronize' AND id IN ($ids)")
+echo "stored chain rests on calls $ids ($kept kept)"
+[ "$kept" = "$(echo "$ids" | tr ',' '\n' | wc -l)" ] || fail "evidence ids $ids: only $kept are kept slow calls"
+python3 - "$D/w.json" <<'PY' || fail "explain over the hog's window does not say it read kept rows and stored chains"
+import json, sys
+h = json.load(open(sys.argv[1])).get("history") or {}
+assert h.get("source") == "kept rows" and h.get("pruned_through_ns", 0) > 0, h
+assert any(c["root_cause"]["kind"] == "cpu_preemption" and c.get("stored_by") == "trace"
+           for c in h.get("stored_chains", [])), h
+PY
+"$CW_BIN" explain --db "$db" --no-store --from $((hog_from - 1)) --to $((hog_from + 6)) >"$D/w.txt" || fail "explain text"
+grep -q '^history: ordinary calls before .* were pruned by the size cap; this window is explained from the kept rows' "$D/w.txt" &&
+	grep -q '^stored by trace while it ran' "$D/w.txt" || fail "explain's text does not say which rows: $(cat "$D/w.txt")"
 "$CW_BIN" explain --db "$db" --json --no-store >"$D/a.json" || fail "explain over the file: $(cat "$D/a.json")"
 check "$D/a.json" "the whole file" || exit 1
 echo ok
