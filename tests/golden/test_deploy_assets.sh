@@ -138,9 +138,14 @@ sc = c["securityContext"]
 if sc.get("privileged") is not False or sc.get("allowPrivilegeEscalation") is not False:
     die("the container must not be privileged")
 add = set(sc["capabilities"]["add"])
-for cap in ("BPF", "PERFMON", "SYS_PTRACE"):
+for cap in ("BPF", "PERFMON", "SYS_PTRACE", "SYSLOG"):
     if cap not in add:
         die("capability %s missing" % cap)
+# NVML through the NVIDIA container toolkit, the kernel log for Xids.
+env = {e["name"]: e.get("value") for e in c["env"]}
+if spec.get("runtimeClassName") != "nvidia" or env.get("NVIDIA_VISIBLE_DEVICES") != "all" or \
+        "utility" not in (env.get("NVIDIA_DRIVER_CAPABILITIES") or "").split(","):
+    die("the DaemonSet does not get NVML from the NVIDIA runtime: %r %r" % (spec.get("runtimeClassName"), env))
 if sc["capabilities"].get("drop") != ["ALL"]:
     die("capabilities are not dropped first")
 lim = c["resources"]["limits"]
@@ -155,6 +160,8 @@ vols = {v["name"]: v for v in spec["volumes"]}
 for path in ("/sys/kernel/tracing", "/sys/fs/bpf", "/sys/fs/cgroup", "/var/lib/causeway", "/etc/causeway/tls"):
     if path not in mounts:
         die("DaemonSet does not mount " + path)
+if vols.get(mounts.get("/dev/kmsg"), {}).get("hostPath") != {"path": "/dev/kmsg", "type": "CharDevice"}:
+    die("the DaemonSet does not mount the host's /dev/kmsg")
 if vols[mounts["/var/lib/causeway"]].get("hostPath", {}).get("path") != "/var/lib/causeway":
     die("the store is not on the host")
 if vols[mounts["/etc/causeway/tls"]].get("secret", {}).get("secretName") != "causeway-tls":
@@ -174,6 +181,13 @@ if not cfg["server"]["tls"].get("client_ca"):
 sm = kinds["ServiceMonitor"]["spec"]["endpoints"][0]
 if sm["scheme"] != "https" or "cert" not in sm["tlsConfig"] or sm["path"] != "/metrics":
     die("the ServiceMonitor does not scrape /metrics over mutual TLS")
+# kube-prometheus-stack selects by the release label: the most common
+# reason a ServiceMonitor or rule is silently ignored.
+for k in ("ServiceMonitor", "PrometheusRule"):
+    if kinds[k]["metadata"]["labels"].get("release") != "kube-prometheus-stack":
+        die("%s has no release: kube-prometheus-stack label" % k)
+if kinds["ServiceMonitor"]["spec"].get("namespaceSelector") != {"matchNames": ["causeway"]}:
+    die("the ServiceMonitor has no namespaceSelector")
 if kinds["PrometheusRule"]["spec"] != yaml.safe_load(rules_text):
     die("the PrometheusRule differs from deploy/prometheus/causeway-rules.yaml")
 
@@ -217,6 +231,31 @@ if sorted(rendered, key=key) != sorted(docs, key=key):
             die("the chart renders %s differently from deploy/kubernetes/causeway.yaml:\n%s\nvs\n%s" % (
                 d["kind"], yaml.safe_dump(a.get(d["kind"])), yaml.safe_dump(d)))
     die("the chart renders other documents than deploy/kubernetes/causeway.yaml")
+
+# The same templates with other values (no helm binary in Debian: the
+# renderer above substitutes them): labels, selectors and the GPU access
+# come from the values, not from the templates.
+ctx["Values"] = copy.deepcopy(values)
+ctx["Values"]["serviceMonitor"]["labels"] = {"release": "prom-main", "team": "gpu"}
+ctx["Values"]["serviceMonitor"]["namespaceSelector"] = {"any": True}
+ctx["Values"]["prometheusRule"]["labels"] = {"release": "prom-main"}
+ctx["Values"]["gpu"]["runtimeClassName"] = "nvidia-cdi"
+ctx["Values"]["kmsg"]["privileged"] = True
+ctx["Values"]["store"]["maxSize"] = "3GiB"
+other = {}
+for f in sorted(glob.glob(chart + "/templates/*.yaml")):
+    other.update({d["kind"]: d for d in yaml.safe_load_all(render(open(f).read())) if d})
+sm_, pr_ = other["ServiceMonitor"], other["PrometheusRule"]
+if sm_["metadata"]["labels"] != {"app.kubernetes.io/name": "causeway", "release": "prom-main", "team": "gpu"} or \
+        sm_["spec"]["namespaceSelector"] != {"any": True}:
+    die("the chart does not render the ServiceMonitor's labels and selector from its values: %r" % sm_)
+if pr_["metadata"]["labels"].get("release") != "prom-main":
+    die("the chart does not render the PrometheusRule's labels from its values")
+ds_ = other["DaemonSet"]["spec"]["template"]["spec"]
+if ds_["runtimeClassName"] != "nvidia-cdi" or ds_["containers"][0]["securityContext"]["privileged"] is not True:
+    die("the chart does not render the GPU runtime class or kmsg.privileged from its values")
+if yaml.safe_load(other["ConfigMap"]["data"]["causeway.yaml"])["store"]["max_size"] != "3GiB":
+    die("the chart does not render store.maxSize")
 
 # ---- systemd ----
 unit = open(R + "/deploy/systemd/causeway.service").read()
