@@ -32,9 +32,20 @@ promtool check rules "$R/deploy/prometheus/causeway-rules.yaml" >"$D/out" 2>&1 |
 cmp -s "$R/deploy/prometheus/causeway-rules.yaml" "$R/deploy/helm/causeway/files/causeway-rules.yaml" ||
 	fail "the chart's files/causeway-rules.yaml differs from deploy/prometheus/causeway-rules.yaml"
 for alert in TrainingJobStalled StragglerRank CUDATailLatencyHigh NoisyNeighbour AgentLosingEvents AgentDown \
-	GPUXidCritical GPUXidError GPUThermalThrottling GPUPowerBrake; do
+	GPUXidCritical GPUXidError GPUThermalThrottling GPUPowerBrake GPUTemperatureHigh GPUFramebufferFull \
+	GPUDoubleBitECC GPUUnderutilizedTraining GPUClockDropWithHeat; do
 	grep -q "alertname: $alert\$" "$R/tests/prometheus/causeway-rules.test.yaml" || fail "no test case for $alert"
 done
+# Runbooks name commands that exist, and their SQL runs on a store with
+# GPU samples (the thermal-throttling demo).
+"$CW_BIN" demo thermal-throttling --db "$D/gpu.db" >/dev/null 2>&1 || fail "demo thermal-throttling"
+grep -o '`causeway [a-z]*' "$R/deploy/prometheus/causeway-rules.yaml" | sort -u | while read -r _ sub; do
+	"$CW_BIN" "$sub" --help >/dev/null 2>&1 || { echo "FAIL: a runbook names causeway $sub, which is no command"; exit 1; }
+done || exit 1
+grep -o 'causeway query --db [^ ]* "[^"]*"' "$R/deploy/prometheus/causeway-rules.yaml" | sed 's/.*--db [^ ]* "\(.*\)"$/\1/' |
+	while read -r sql; do
+		"$CW_BIN" query --db "$D/gpu.db" "$sql" >/dev/null 2>"$D/qerr" || { echo "FAIL: runbook SQL \"$sql\": $(cat "$D/qerr")"; exit 1; }
+	done || exit 1
 
 # The /metrics of three demo databases (a training loop, an NCCL job, a GPU
 # fault), for the documentation check below.
