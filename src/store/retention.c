@@ -129,6 +129,15 @@ static int first_at(sqlite3 *db, const char *sql, const char *max_sql, int64_t m
 	"c.anomalous = 0 AND (c.ret IS NULL OR c.ret = 0) AND c.op NOT IN (SELECT id FROM temp.retention_nccl)"     \
 	" AND c.id NOT IN (SELECT id FROM temp.retention_first)"
 
+/* Up to want ordinary calls with ids below bound, oldest first. */
+static int64_t delete_ordinary(sqlite3 *db, int64_t bound, int64_t want)
+{
+	return run3(db,
+		    "DELETE FROM calls WHERE id IN (SELECT c.id FROM calls c WHERE c.id < ?1 AND " ORDINARY
+		    " ORDER BY c.id LIMIT ?2)",
+		    bound, want, 0);
+}
+
 /* The per-connection tables retention reads: the NCCL ops, and each
  * process's first call of each op, scanned from where the last run of this
  * connection stopped (the ids only grow). */
@@ -333,11 +342,7 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 
 		/* 1. ordinary calls older than the window, oldest first */
 		want = rows_for(used, target, bpr);
-		n = run3(db,
-			 "DELETE FROM calls WHERE id IN (SELECT c.id FROM calls c WHERE c.id < ?1 AND " ORDINARY
-			 " ORDER BY c.id LIMIT ?2)",
-			 win_id, want, 0);
-		if (n < 0)
+		if ((n = delete_ordinary(db, win_id, want)) < 0)
 			goto fail_n;
 		c->ordinary += n, c->events += n, ncalls -= n;
 		dry = n < want;
@@ -356,11 +361,7 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 		/* 3. ordinary calls of the window: it shrinks, oldest first */
 		want = rows_for(used, target, bpr);
 		if (dry && want > 0) {
-			n = run3(db,
-				 "DELETE FROM calls WHERE id IN (SELECT c.id FROM calls c WHERE " ORDINARY
-				 " ORDER BY c.id LIMIT ?1)",
-				 want, 0, 0);
-			if (n < 0)
+			if ((n = delete_ordinary(db, INT64_MAX, want)) < 0)
 				goto fail_n;
 			c->recent += n, c->events += n, ncalls -= n;
 			dry = n < want;

@@ -17,10 +17,11 @@
 #include "store/retention.h"
 #include "store/store.h"
 #include "store/writer.h"
+#include "rule_assert.h"
 
 #define NCALLS 200000
 #define STEP_NS 1000000ULL /* a call every 1 ms: 200 s */
-#define T0 1000000000ULL
+#define T0_NS 1000000000ULL
 #define WINDOW_NS (60ULL * 1000000000ULL)
 #define WIN_I (NCALLS - (int)(WINDOW_NS / STEP_NS)) /* the first call inside the window */
 
@@ -40,14 +41,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	static const char *const sides[] = { "", "-wal", "-shm" };
-	char p[80];
-
 	(void)state;
-	for (size_t i = 0; i < 3; i++) {
-		snprintf(p, sizeof(p), "%s%s", path, sides[i]);
-		unlink(p);
-	}
+	remove_store_files(path);
 	return 0;
 }
 
@@ -96,7 +91,7 @@ static void fill(struct cw_store *st)
 	io.device = -1;
 	io.duration_ns = 20000;
 	for (i = 0; i < NCALLS; i++) {
-		uint64_t t = T0 + (uint64_t)i * STEP_NS;
+		uint64_t t = T0_NS + (uint64_t)i * STEP_NS;
 
 		memset(&r, 0, sizeof(r));
 		r.mono_ns = r.wall_ns = t;
@@ -145,20 +140,27 @@ static void fill(struct cw_store *st)
 	assert_int_equal(cw_writer_free(w), 0);
 }
 
-/* The rows every tier but the last keeps. */
+/* The rows every tier but the last keeps, and how many of each. */
+static const struct {
+	const char *sql;
+	int64_t n;
+} kept_rows[] = {
+	{ "SELECT count(*) FROM events WHERE anomalous = 1 AND source = 'cuda'", 20 },
+	{ "SELECT count(*) FROM events WHERE ret = 700", 1 },
+	{ "SELECT count(*) FROM events WHERE source = 'nccl'", 10 },
+	{ "SELECT count(*) FROM events WHERE pid = 11", 1 },
+	{ "SELECT count(*) FROM events WHERE pid = 10 AND mono_ns = 1000000000", 1 },
+	/* the evidence beside the slow calls */
+	{ "SELECT count(*) FROM offcpu WHERE reason = 'preempted'", 20 },
+	{ "SELECT count(*) FROM events WHERE source = 'io' AND (mono_ns - 1000000000) % 1000000 = 5000", 20 },
+	/* the per-second aggregates of every call */
+	{ "SELECT sum(count) FROM aggregates WHERE source IN ('cuda', 'nccl')", NCALLS },
+};
+
 static void assert_kept(struct cw_store *st)
 {
-	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE anomalous = 1 AND source = 'cuda'"), 20);
-	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE ret = 700"), 1);
-	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE source = 'nccl'"), 10);
-	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE pid = 11"), 1);
-	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE pid = 10 AND mono_ns = 1000000000"), 1);
-	/* the evidence beside the slow calls */
-	assert_int_equal(q1(st, "SELECT count(*) FROM offcpu WHERE reason = 'preempted'"), 20);
-	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE source = 'io' AND (mono_ns - 1000000000) % 1000000 = 5000"),
-			 20);
-	/* the per-second aggregates of every call */
-	assert_int_equal(q1(st, "SELECT sum(count) FROM aggregates WHERE source IN ('cuda', 'nccl')"), NCALLS);
+	for (size_t i = 0; i < sizeof(kept_rows) / sizeof(kept_rows[0]); i++)
+		assert_int_equal(q1(st, kept_rows[i].sql), kept_rows[i].n);
 }
 
 static int64_t rows(struct cw_store *st)
@@ -169,7 +171,7 @@ static int64_t rows(struct cw_store *st)
 static void test_tiers(void **state)
 {
 	struct cw_retention_counts c = { 0 }, prev;
-	int64_t used, before, off, win_mono = (int64_t)(T0 + (uint64_t)(NCALLS - 1) * STEP_NS - WINDOW_NS);
+	int64_t used, before, off, win_mono = (int64_t)(T0_NS + (uint64_t)(NCALLS - 1) * STEP_NS - WINDOW_NS);
 	struct cw_store *st;
 	char err[256], sql[256];
 
@@ -201,7 +203,7 @@ static void test_tiers(void **state)
 			k++;
 		assert_int_equal(q1(st, "SELECT min(mono_ns) FROM events WHERE source = 'cuda' AND anomalous = 0"
 					" AND ret = 0 AND pid = 10 AND mono_ns > 1000000000"),
-				 (int64_t)(T0 + (uint64_t)k * STEP_NS));
+				 (int64_t)(T0_NS + (uint64_t)k * STEP_NS));
 	}
 	/* the window (from the newest call back 60 s) keeps every call */
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM events WHERE source IN ('cuda', 'nccl') AND mono_ns >= %lld",
@@ -234,7 +236,7 @@ static void test_tiers(void **state)
 					     (c.events - prev.events) - (c.ordinary - prev.ordinary) - c.recent);
 	/* the newest calls of the window are still all there */
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM events WHERE source = 'cuda' AND mono_ns > %lld",
-		 (long long)(T0 + (uint64_t)(NCALLS - 2000) * STEP_NS));
+		 (long long)(T0_NS + (uint64_t)(NCALLS - 2000) * STEP_NS));
 	assert_int_equal(q1(st, sql), 1999);
 	assert_kept(st);
 
@@ -252,7 +254,7 @@ static void test_tiers(void **state)
 	/* oldest first: the first call is gone before the newest slow one */
 	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE mono_ns = 1000000000"), 0);
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM events WHERE anomalous = 1 AND mono_ns = %lld",
-		 (long long)(T0 + 195000ULL * STEP_NS));
+		 (long long)(T0_NS + 195000ULL * STEP_NS));
 	assert_int_equal(q1(st, sql), rows(st) > 0);
 	assert_int_equal(q1(st, "SELECT count(*) FROM chains"), 1);
 	assert_int_equal(q1(st, "SELECT sum(count) FROM aggregates WHERE source IN ('cuda', 'nccl')"), NCALLS);
