@@ -11,15 +11,18 @@
 #include "analysis/explain.h"
 #include "store/store.h"
 
-/* Stored chains beyond this are not listed (the newest first). */
+/* Stored chains beyond this are not listed (the newest first), nor one
+ * whose JSON is longer than a chain's ever is (a hostile file). */
 #define CW_HISTORY_MAX_STORED 50
+#define CW_HISTORY_MAX_JSON (256 * 1024)
 
 int cw_explain_history(sqlite3 *db, const struct cw_explain_opts *o, struct cw_explain_result *r)
 {
 	static const char through_sql[] = "SELECT max(value) FROM counters WHERE name = 'store.pruned_through_wall_ns'"
 					  " AND (?1 IS NULL OR node = ?1)";
 	static const char stored_sql[] =
-		"SELECT json FROM chains WHERE json_valid(json) AND json_extract(json, '$.stored_by') = 'trace'"
+		"SELECT json FROM chains WHERE length(json) <= ?5 AND json_valid(json)"
+		" AND json_extract(json, '$.stored_by') = 'trace'"
 		" AND (?1 IS NULL OR node = ?1) AND from_wall_ns <= ?3 AND to_wall_ns >= ?2"
 		" ORDER BY id DESC LIMIT ?4";
 	sqlite3_stmt *s = NULL;
@@ -47,6 +50,7 @@ int cw_explain_history(sqlite3 *db, const struct cw_explain_opts *o, struct cw_e
 	sqlite3_bind_int64(s, 2, (int64_t)r->from_wall_ns);
 	sqlite3_bind_int64(s, 3, (int64_t)r->to_wall_ns);
 	sqlite3_bind_int(s, 4, CW_HISTORY_MAX_STORED);
+	sqlite3_bind_int(s, 5, CW_HISTORY_MAX_JSON);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *txt = (const char *)sqlite3_column_text(s, 0);
 		json_t *j = txt ? json_loads(txt, 0, NULL) : NULL;
