@@ -36,7 +36,7 @@ db=$FS/soak.db
 t0=$(date +%s)
 : >"$D/hogs"
 for ((at = 5; at + 3 < SECS; at += PERIOD)); do
-	(sleep $((at + 2)); echo $(($(date +%s))) >>"$D/hogs"; exec nice -n -19 stress-ng --cpu 1 --taskset $CPU --timeout 3s >/dev/null 2>&1) &
+	(sleep $((at + 2)); echo $(($(date +%s))) >>"$D/hogs"; exec chrt -f 10 stress-ng --cpu 1 --taskset $CPU --timeout 3s >/dev/null 2>&1) &
 	bg+=($!)
 done
 "$B/causeway" trace --db "$db" --no-view --size-cap "$CAP" --cuda-lib "$FAKE" -- sh -c '

@@ -43,12 +43,13 @@ line=$(grep -n '# SYNC$' "$SCRIPT" | cut -d: -f1)
 db=$FS/t.db
 SECS=${CW_SIZECAP_SECONDS:-20}
 
-# The loop starts ~2.2 s after trace (attach, then 1.2 s of setup); the
-# hog arrives a second into it and stays 3 s at the highest weight (the
-# machine's other tasks preempt the loop too: the hog must stand out).
-(sleep 3.4; exec nice -n -19 stress-ng --cpu 1 --taskset $CPU --timeout 3s >/dev/null 2>&1) &
+# The hog arrives a second into the loop (it says "loop" as it starts)
+# and stays 3 s as a SCHED_FIFO task (the machine's other tasks preempt
+# the loop too: the hog must stand out; RT throttling leaves the CPU 5 %).
+(for _ in $(seq 1 300); do grep -qx loop "$D/out" 2>/dev/null && break; sleep 0.1; done
+ sleep 1; date +%s >"$D/hog_from"
+ exec chrt -f 10 stress-ng --cpu 1 --taskset $CPU --timeout 3s >/dev/null 2>&1) &
 bg+=($!)
-hog_from=$(($(date +%s) + 3))
 # Free space sampled while it runs: the lowest seen.
 (min=999999999; while :; do a=$(df -k --output=avail "$FS" | tail -1); [ "$a" -lt "$min" ] && min=$a && echo "$min" >"$D/minfree"; sleep 0.2; done) &
 bg+=($!)
@@ -60,6 +61,7 @@ rc=$?
 kill "${bg[1]}" 2>/dev/null
 wait "${bg[0]}" 2>/dev/null
 [ $rc = 0 ] || fail "trace exited $rc: $(cat "$D/err")"
+hog_from=$(cat "$D/hog_from" 2>/dev/null) || fail "the loop never started: $(cat "$D/out" "$D/err")"
 grep -qx done "$D/out" || fail "workload did not finish: $(cat "$D/out" "$D/err")"
 grep -q '^causeway: no size cap configured; the store is capped at [0-9.]* MiB (a quarter of the [0-9.]* MiB free' "$D/err" \
 	|| fail "trace did not say its default cap: $(cat "$D/err")"
