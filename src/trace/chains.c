@@ -1,7 +1,7 @@
 /* Chains while tracing (chains.h). The pass runs on the main loop's
  * thread with a connection of its own (a WAL reader beside the writer's
- * connection; its one write, the chains rows, waits at most a second for
- * the writer's lock and is otherwise counted as failed). */
+ * connection; its one write, the chains rows, waits at most 5 s for the
+ * writer's lock and is otherwise counted as failed). */
 #include "trace/chains.h"
 
 #include <errno.h>
@@ -89,7 +89,9 @@ static int run_pass(struct trace *t, uint64_t from, uint64_t to)
 		err = cw_store_open(&t->chains_st, t->o.db, CW_STORE_READWRITE, e, sizeof(e));
 		if (err)
 			return err;
-		sqlite3_busy_timeout(t->chains_st->db, 1000);
+		/* The writer takes its lock again right after each commit: a
+		 * busy handler that sleeps may miss a few windows. */
+		sqlite3_busy_timeout(t->chains_st->db, 5000);
 	}
 	db = t->chains_st->db;
 	memset(&r, 0, sizeof(r));
@@ -112,7 +114,7 @@ out:
 	return err;
 }
 
-void trace_chains_pass(struct trace *t, uint64_t now_wall_ns, int final)
+void trace_chains_pass(struct trace *t, uint64_t now_wall_ns, int when)
 {
 	uint64_t now = cw_monotonic_ns();
 
@@ -120,11 +122,11 @@ void trace_chains_pass(struct trace *t, uint64_t now_wall_ns, int final)
 		t->chains_from_wall = t->start_wall_ns;
 		t->chains_last_mono = now;
 	}
-	if (!final && now - t->chains_last_mono < CW_TRACE_CHAIN_PERIOD_NS)
+	if (when == CW_TRACE_CHAINS_DUE && now - t->chains_last_mono < CW_TRACE_CHAIN_PERIOD_NS)
 		return;
 	/* The last stretch of a session that never reached a period and
 	 * pruned nothing is all there in raw rows: explain has it. */
-	if (final && !t->chains_passes) {
+	if (when == CW_TRACE_CHAINS_END && !t->chains_passes) {
 		struct cw_writer_stats ws;
 
 		cw_consumer_lock(&t->cons);

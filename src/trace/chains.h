@@ -14,10 +14,17 @@
 
 struct trace;
 
-/* Analyses [the previous pass's end, now_wall_ns] when the period is due
- * (or always with final set) on a connection of its own; stores what it
- * finds. Never fails the trace: a pass that cannot run is counted. */
-void trace_chains_pass(struct trace *t, uint64_t now_wall_ns, int final);
+/* When: the period's (a pass only once it is due), the session's end (a
+ * pass when the session ran one before or pruned rows), on demand
+ * (SIGUSR1: a pass now). */
+#define CW_TRACE_CHAINS_DUE 0
+#define CW_TRACE_CHAINS_END 1
+#define CW_TRACE_CHAINS_NOW 2
+
+/* Analyses [the previous pass's end, now_wall_ns] on a connection of its
+ * own, as when says; stores what it finds. Never fails the trace: a pass
+ * that cannot run is counted. */
+void trace_chains_pass(struct trace *t, uint64_t now_wall_ns, int when);
 void trace_chains_close(struct trace *t);
 
 #endif

@@ -59,6 +59,6 @@ void trace_drain(struct trace *t, struct cw_trace_result *res)
 	cw_consumer_unlock(&t->cons);
 	/* The last stretch's chains, with the rows they rest on still there. */
 	if (!failed && !t->lock_failed)
-		trace_chains_pass(t, cw_realtime_ns(), 1);
+		trace_chains_pass(t, cw_realtime_ns(), CW_TRACE_CHAINS_END);
 	trace_report_end(t, failed, res);
 }
