@@ -274,7 +274,8 @@ static int64_t prune_context(sqlite3 *db)
 
 	err = cw_exec(db, "CREATE TEMP TABLE IF NOT EXISTS retention_floor (mono INTEGER);"
 			  "DELETE FROM temp.retention_floor;"
-			  "INSERT INTO temp.retention_floor SELECT min(m) FROM ("
+			  /* no row left: nothing older is needed either */
+			  "INSERT INTO temp.retention_floor SELECT coalesce(min(m), 9223372036854775807) FROM ("
 			  " SELECT (SELECT t.mono_base + c.t FROM calls c JOIN call_threads t ON t.id = c.th"
 			  " ORDER BY c.id LIMIT 1) AS m"
 			  " UNION ALL SELECT (SELECT mono_ns FROM kevents ORDER BY id LIMIT 1)) WHERE m IS NOT NULL;");

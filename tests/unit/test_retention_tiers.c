@@ -66,7 +66,7 @@ static int is_slow(int i)
 /* Not kept by any rule: not slow, failing, NCCL, nor another process's. */
 static int ordinary(int64_t i)
 {
-	return !is_slow((int)i) && i != 30000 && i % 20000 != 100 && i != 50000;
+	return !is_slow((int)i) && i % 10 != 3 && i % 20000 != 100 && i != 50000;
 }
 
 /* One worker (pid 10) syncing every 1 ms for 200 s: 1 us calls, a slow
@@ -104,8 +104,8 @@ static void fill(struct cw_store *st)
 		r.nargs = 1;
 		r.args[0] = i;
 		r.duration_ns = is_slow(i) ? 50000 : 1000;
-		if (i == 30000)
-			r.ret = 700; /* failing */
+		if (i % 10 == 3)
+			r.ret = 700; /* failing: every tenth call */
 		if (i % 20000 == 100) {
 			r.source = "nccl";
 			r.op = "ncclAllReduce";
@@ -132,6 +132,11 @@ static void fill(struct cw_store *st)
 			o.wall_ns = o.start_mono_ns;
 			assert_int_equal(cw_writer_offcpu(w, &o), 0);
 		}
+		if (i % 1000 == 999) {
+			struct cw_snapshot_row sn = { .mono_ns = t, .wall_ns = t };
+
+			assert_int_equal(cw_writer_snapshot(w, &sn), 0);
+		}
 		if (i % 5000 == 2500) {
 			io.mono_ns = io.wall_ns = t + 400000;
 			assert_int_equal(cw_writer_event(w, &io), 0);
@@ -146,7 +151,7 @@ static const struct {
 	int64_t n;
 } kept_rows[] = {
 	{ "SELECT count(*) FROM events WHERE anomalous = 1 AND source = 'cuda'", 20 },
-	{ "SELECT count(*) FROM events WHERE ret = 700", 1 },
+	{ "SELECT count(*) FROM events WHERE ret = 700", NCALLS / 10 },
 	{ "SELECT count(*) FROM events WHERE source = 'nccl'", 10 },
 	{ "SELECT count(*) FROM events WHERE pid = 11", 1 },
 	{ "SELECT count(*) FROM events WHERE pid = 10 AND mono_ns = 1000000000", 1 },
@@ -240,8 +245,27 @@ static void test_tiers(void **state)
 	assert_int_equal(q1(st, sql), 1999);
 	assert_kept(st);
 
-	/* 3. a cap nothing can meet: kept rows go too; chains and the
-	 * aggregates never do */
+	/* 3. caps that only kept rows can meet, lowered until the kept tier
+	 * runs: the oldest failing calls go first (what is left of them is
+	 * the newest, every one) */
+	{
+		int64_t cap = cw_store_used_bytes(st), left, oldest, k;
+
+		prev = c;
+		while (c.kept == prev.kept && cap > 65536) {
+			cap -= 32768;
+			assert_int_equal(cw_retention_enforce_tiers(st, cap, (int64_t)WINDOW_NS, &c), 0);
+		}
+		assert_true(c.kept > prev.kept);
+		left = q1(st, "SELECT count(*) FROM events WHERE ret = 700");
+		assert_true(left > 0 && left < NCALLS / 10);
+		oldest = q1(st, "SELECT min(mono_ns) FROM events WHERE ret = 700");
+		k = (oldest - (int64_t)T0_NS) / (int64_t)STEP_NS;
+		assert_int_equal(k % 10, 3);
+		assert_int_equal(left, (NCALLS - k + 6) / 10);
+	}
+	/* 4. a cap nothing can meet: kept rows go too, and the context older
+	 * than what is left; chains and the aggregates never go */
 	prev = c;
 	before = rows(st);
 	assert_int_equal(sqlite3_exec(st->db, "INSERT INTO chains (node, created_wall_ns, severity, kind, op, summary, json)"
@@ -250,12 +274,9 @@ static void test_tiers(void **state)
 			 SQLITE_OK);
 	assert_int_equal(cw_retention_enforce_tiers(st, 1, (int64_t)WINDOW_NS, &c), 0);
 	assert_true(c.kept > prev.kept);
+	assert_true(c.context > prev.context);
 	assert_int_equal(c.events - prev.events, before - rows(st));
-	/* oldest first: the first call is gone before the newest slow one */
-	assert_int_equal(q1(st, "SELECT count(*) FROM events WHERE mono_ns = 1000000000"), 0);
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM events WHERE anomalous = 1 AND mono_ns = %lld",
-		 (long long)(T0_NS + 195000ULL * STEP_NS));
-	assert_int_equal(q1(st, sql), rows(st) > 0);
+	assert_int_equal(q1(st, "SELECT count(*) FROM snapshots WHERE mono_ns < (SELECT min(mono_ns) FROM events)"), 0);
 	assert_int_equal(q1(st, "SELECT count(*) FROM chains"), 1);
 	assert_int_equal(q1(st, "SELECT sum(count) FROM aggregates WHERE source IN ('cuda', 'nccl')"), NCALLS);
 	cw_store_close(st);
