@@ -27,35 +27,9 @@
 
 static char path[64];
 
-static int setup(void **state)
-{
-	int fd;
-
-	(void)state;
-	strcpy(path, "/tmp/cw-test-tiers-XXXXXX");
-	fd = mkstemp(path);
-	close(fd);
-	unlink(path);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	remove_store_files(path);
-	return 0;
-}
-
 static int64_t q1(struct cw_store *st, const char *sql)
 {
-	sqlite3_stmt *s;
-	int64_t v = -1;
-
-	assert_int_equal(sqlite3_prepare_v2(st->db, sql, -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return v;
+	return store_q1(st->db, sql);
 }
 
 static int is_slow(int i)
@@ -181,6 +155,8 @@ static void test_tiers(void **state)
 	char err[256], sql[256];
 
 	(void)state;
+	snprintf(path, sizeof(path), "/tmp/cw-test-tiers-%d.db", (int)getpid());
+	remove_store_files(path);
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
 	fill(st);
 	used = cw_store_used_bytes(st);
@@ -284,12 +260,13 @@ static void test_tiers(void **state)
 	assert_int_equal(q1(st, "SELECT count(*) FROM chains"), 1);
 	assert_int_equal(q1(st, "SELECT sum(count) FROM aggregates WHERE source IN ('cuda', 'nccl')"), NCALLS);
 	cw_store_close(st);
+	remove_store_files(path);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_tiers, setup, teardown),
+		cmocka_unit_test(test_tiers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

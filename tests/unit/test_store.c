@@ -15,6 +15,7 @@
 #include "store/retention.h"
 #include "store/store.h"
 #include "store/writer.h"
+#include "rule_assert.h"
 
 static char path[64];
 
@@ -378,14 +379,7 @@ static void test_failed_rows_counted(void **state)
 
 static int64_t q1(struct cw_store *st, const char *sql)
 {
-	sqlite3_stmt *s;
-	int64_t v = -1;
-
-	assert_int_equal(sqlite3_prepare_v2(st->db, sql, -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return v;
+	return store_q1(st->db, sql);
 }
 
 /* Retention's edges: a store exactly at its cap is left alone; over it,
