@@ -184,6 +184,8 @@ struct cw_explain_result;
 int cw_explain_op(sqlite3 *db, const struct cw_explain_opts *o, struct cw_sysctx *sys,
 		  const struct cw_opstat *st, uint64_t from, uint64_t to, struct cw_chain_list *cs, struct cw_explain_result *r);
 /* Appends a warning to r. 0 or -ENOMEM. */
+/* Fills r's pruned_through_ns and stored (analysis/history.c). */
+int cw_explain_history(sqlite3 *db, const struct cw_explain_opts *o, struct cw_explain_result *r);
 int cw_explain_warn(struct cw_explain_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Shared by thermal_throttling and power_capping (gpu_throttle.c). */

@@ -381,6 +381,8 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 		if ((ret = cw_explain_warn(out, "%s", line)) < 0)
 			goto fail;
 	}
+	if ((ret = cw_explain_history(db, o, out)) < 0)
+		goto fail;
 	if (lo < 0 || out->to_wall_ns < out->from_wall_ns)
 		return 0;
 	from_sec = (int64_t)(out->from_wall_ns / NSEC_PER_SEC);

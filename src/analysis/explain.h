@@ -31,6 +31,13 @@ struct cw_explain_result {
 	 * is also a warning. */
 	struct cw_session_loss *losses;
 	int nlosses;
+	/* Old windows (docs/explain.md): ordinary calls before
+	 * pruned_through_ns were pruned by a size cap, so the window is
+	 * explained from the kept rows (0: nothing of it pruned); stored: the
+	 * chains trace computed over the window while it ran, their JSON,
+	 * newest first (NULL: none). */
+	uint64_t pruned_through_ns;
+	json_t *stored;
 };
 
 /* Analyses db (opened by cw_store_open) over the window in o. Returns 0

@@ -183,6 +183,15 @@ json_t *cw_explain_to_json(const struct cw_explain_result *r)
 		json_array_append_new(warns, cw_json_str(r->warnings[i]));
 	json_object_set_new(o, "warnings", warns);
 	json_object_set_new(o, "losses", cw_losses_to_json(r->losses, r->nlosses));
+	/* Only where retention touched the window: older files read as before. */
+	if (r->pruned_through_ns || r->stored) {
+		json_t *h = json_object();
+
+		json_object_set_new(h, "pruned_through_ns", json_integer((json_int_t)r->pruned_through_ns));
+		json_object_set_new(h, "source", json_string(r->pruned_through_ns ? "kept rows" : "raw rows"));
+		json_object_set_new(h, "stored_chains", r->stored ? json_incref(r->stored) : json_array());
+		json_object_set_new(o, "history", h);
+	}
 	return o;
 }
 
@@ -199,6 +208,50 @@ static void clock_of(uint64_t wall, char *buf, int len)
 int cw_explain_print_text(FILE *f, const struct cw_explain_result *r, int color)
 {
 	return cw_explain_print_text_stacks(f, r, color, 0);
+}
+
+/* A stored chain's text comes from the file (hostile like any trace
+ * content): control characters are printed as '?'. */
+static void put_plain(FILE *f, const char *s)
+{
+	for (; s && *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
+/* Which rows the window was explained from, and the chains trace stored
+ * over it while it ran (docs/explain.md, "Old windows"). */
+static void print_history(FILE *f, const struct cw_explain_result *r)
+{
+	char t[40];
+	size_t i;
+	json_t *c;
+
+	if (r->pruned_through_ns) {
+		cw_format_time(r->pruned_through_ns, t, sizeof(t));
+		fprintf(f, "\nhistory: ordinary calls before %s were pruned by the size cap; this window is explained"
+			   " from the kept rows (slow, failing, NCCL and first calls, the evidence beside them, the"
+			   " per-second aggregates)\n", t);
+	}
+	if (!r->stored)
+		return;
+	fprintf(f, "%sstored by trace while it ran (%zu chain%s over this window):\n", r->pruned_through_ns ? "" : "\n",
+		json_array_size(r->stored), json_array_size(r->stored) == 1 ? "" : "s");
+	json_array_foreach(r->stored, i, c) {
+		const char *sev = json_string_value(json_object_get(c, "severity"));
+		const char *kind = json_string_value(json_object_get(json_object_get(c, "root_cause"), "kind"));
+		const char *sum = json_string_value(json_object_get(json_object_get(c, "root_cause"), "summary"));
+		const char *op = json_string_value(json_object_get(c, "op"));
+
+		fputs("  [", f);
+		put_plain(f, sev ? sev : "?");
+		fputs("] ", f);
+		put_plain(f, kind ? kind : "?");
+		fputs("  ", f);
+		put_plain(f, op ? op : "?");
+		fputs(": ", f);
+		put_plain(f, sum);
+		fputc('\n', f);
+	}
 }
 
 int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int color, int stacks)
@@ -312,6 +365,7 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 					c->fix[k]);
 		}
 	}
+	print_history(f, r);
 	for (int i = 0; i < r->nwarnings; i++)
 		fprintf(f, "%swarning: %s\n", i == 0 ? "\n" : "", r->warnings[i]);
 	return ferror(f) ? -EIO : 0;
@@ -423,5 +477,6 @@ void cw_explain_result_free(struct cw_explain_result *r)
 		free(r->warnings[i]);
 	free(r->warnings);
 	free(r->losses);
+	json_decref(r->stored);
 	memset(r, 0, sizeof(*r));
 }

@@ -141,6 +141,9 @@ struct cw_nccl_comm_row {
 
 struct cw_writer_stats {
 	uint64_t events, offcpu, snapshots, batches, pruned_events;
+	/* Rows the size cap pruned, per tier (store/retention.h). */
+	uint64_t pruned_ordinary, pruned_evidence, pruned_recent, pruned_kept, pruned_context;
+	int64_t pruned_through_wall_ns; /* ordinary calls before it are pruned; 0 none */
 	/* Rows the store refused or lost with a rolled-back batch. */
 	uint64_t failed_rows;
 	int last_error; /* -errno of the latest failed write (-ENOSPC: disk full), 0 none */

@@ -13,6 +13,36 @@
  * 136 bytes, 2.2 MB; a quarter second of SQLite's rate here. */
 #define DEFAULT_QUEUE_ROWS 16384
 
+/* Under a cap the WAL is bounded too: checkpointed once it holds a
+ * sixteenth of the cap (SQLite's default, 1000 pages of 16 KiB, is 16 MiB:
+ * more than a small cap) and cut back to that size after the checkpoint,
+ * so database and WAL together stay within about 1.07 times the cap plus
+ * one batch (docs/schema.md, "Retention"). */
+static int bound_wal(sqlite3 *db, int64_t cap)
+{
+	int64_t page = 16384, bytes = cap / 16, pages;
+	sqlite3_stmt *s;
+	char sql[96];
+	int err;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &s, NULL) == SQLITE_OK) {
+		if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) > 0)
+			page = sqlite3_column_int64(s, 0);
+		sqlite3_finalize(s);
+	}
+	pages = bytes / page;
+	if (pages < 16)
+		pages = 16;
+	if (pages > 1000)
+		pages = 1000;
+	snprintf(sql, sizeof(sql), "PRAGMA wal_autocheckpoint = %lld", (long long)pages);
+	err = cw_exec(db, sql);
+	if (err)
+		return err;
+	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %lld", (long long)(pages * page));
+	return cw_exec(db, sql);
+}
+
 int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct cw_writer_opts *o)
 {
 	struct cw_writer *w;
@@ -38,6 +68,11 @@ int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct c
 		err = -ENOMEM;
 		goto fail;
 	}
+	if (w->size_cap > 0 && (err = bound_wal(w->db, w->size_cap)))
+		goto fail;
+	/* The cap a session ran under, beside what it pruned. */
+	if (w->size_cap > 0)
+		cw_writer_counter_set(w, "store.size_cap", (uint64_t)w->size_cap);
 	for (i = 0; i < ST_MAX; i++) {
 		err = writer_prepare(w, (enum stmt_id)i);
 		if (err)
@@ -76,8 +111,15 @@ int cw_writer_free(struct cw_writer *w)
 
 	if (!w)
 		return 0;
-	if (w->st[ST_EVENT])
+	if (w->st[ST_EVENT]) {
+		uint64_t pruned = w->stats.pruned_events + w->stats.pruned_evidence + w->stats.pruned_context;
+
 		err = cw_writer_flush(w);
+		/* Counters are written with a batch; what this last one pruned
+		 * is counted in one more, so every pruned row is stored. */
+		if (!err && w->stats.pruned_events + w->stats.pruned_evidence + w->stats.pruned_context != pruned)
+			err = cw_writer_flush(w);
+	}
 	if (w->thr_started) {
 		cw_callq_close(&w->q);
 		pthread_join(w->thr, NULL);
@@ -167,14 +209,30 @@ int cw_writer_flush(struct cw_writer *w)
 	if (!err)
 		err = e;
 	if (!err && w->size_cap > 0 && cw_store_used_bytes(w->store) > w->size_cap) {
-		int64_t pruned = 0;
+		struct cw_retention_counts rc = { 0 };
 
-		err = cw_retention_enforce(w->store, w->size_cap, &pruned);
+		err = cw_retention_enforce_tiers(w->store, w->size_cap, (int64_t)CW_RETENTION_WINDOW_NS, &rc);
 		/* Retention drops thread rows of old stretches. */
 		cw_keycache_clear(&w->threads);
-		if (pruned > 0) {
-			w->stats.pruned_events += (uint64_t)pruned;
+		if (rc.events > 0 || rc.evidence > 0 || rc.context > 0) {
+			w->stats.pruned_events += (uint64_t)rc.events;
+			w->stats.pruned_ordinary += (uint64_t)rc.ordinary;
+			w->stats.pruned_evidence += (uint64_t)rc.evidence;
+			w->stats.pruned_recent += (uint64_t)rc.recent;
+			w->stats.pruned_kept += (uint64_t)rc.kept;
+			w->stats.pruned_context += (uint64_t)rc.context;
 			cw_writer_counter_set(w, "store.pruned_events", w->stats.pruned_events);
+			cw_writer_counter_set(w, "store.pruned.ordinary", w->stats.pruned_ordinary);
+			cw_writer_counter_set(w, "store.pruned.evidence", w->stats.pruned_evidence);
+			cw_writer_counter_set(w, "store.pruned.recent", w->stats.pruned_recent);
+			cw_writer_counter_set(w, "store.pruned.kept", w->stats.pruned_kept);
+			cw_writer_counter_set(w, "store.pruned.context", w->stats.pruned_context);
+			/* Where explain starts to read kept rows only (docs/schema.md). */
+			if (rc.through_wall_ns > w->stats.pruned_through_wall_ns)
+				w->stats.pruned_through_wall_ns = rc.through_wall_ns;
+			if (w->stats.pruned_through_wall_ns)
+				cw_writer_counter_set(w, "store.pruned_through_wall_ns",
+						      (uint64_t)w->stats.pruned_through_wall_ns);
 		}
 	}
 	return err;

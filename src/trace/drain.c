@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "trace/chains.h"
 #include "trace/gpu.h"
 #include "trace/session.h"
 #include "trace/tenant.h"
@@ -56,5 +57,8 @@ void trace_drain(struct trace *t, struct cw_trace_result *res)
 	if (!t->lock_failed && cw_pipeline_flush(t->pipe, cw_monotonic_ns(), 1))
 		failed = 1;
 	cw_consumer_unlock(&t->cons);
+	/* The last stretch's chains, with the rows they rest on still there. */
+	if (!failed && !t->lock_failed)
+		trace_chains_pass(t, cw_realtime_ns(), CW_TRACE_CHAINS_END);
 	trace_report_end(t, failed, res);
 }

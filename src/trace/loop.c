@@ -11,17 +11,25 @@
 
 #include "loader/discover.h"
 #include "metrics/writer_lag.h"
+#include "trace/chains.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
 #include "trace/session.h"
 #include "trace/view.h"
 #include "util/timeutil.h"
 
-static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_signal, chains_asked;
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+/* SIGUSR1: a chains pass now (docs/trace.md, "Chains while tracing"). */
+static void on_chains_signal(int sig)
+{
+	(void)sig;
+	chains_asked = 1;
 }
 
 static void tick(struct trace *t)
@@ -89,6 +97,8 @@ void trace_loop(struct trace *t)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_chains_signal;
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	last_tick = cw_monotonic_ns();
 	while (!stop_signal) {
@@ -109,8 +119,13 @@ void trace_loop(struct trace *t)
 			tick(t);
 			if (t->lock_failed)
 				break;
+			trace_chains_pass(t, cw_realtime_ns(), CW_TRACE_CHAINS_DUE);
 			if (t->o.npids && !t->o.command && !any_alive(t))
 				break;
+		}
+		if (chains_asked) {
+			chains_asked = 0;
+			trace_chains_pass(t, cw_realtime_ns(), CW_TRACE_CHAINS_NOW);
 		}
 	}
 }

@@ -11,6 +11,7 @@
 
 #include "export/otlp.h"
 #include "pipeline/ops.h"
+#include "trace/cap.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
 #include "trace/session.h"
@@ -226,12 +227,14 @@ void trace_watch_store(struct trace *t, const struct loss_totals *lt)
  * failed (failed: the drain's last writes did). */
 void trace_report_end(struct trace *t, int failed, struct cw_trace_result *res)
 {
+	struct cw_writer_stats ws;
 	struct loss_totals lt;
 	const char *why;
-	char lim[32];
+	char lim[32], cap[32];
 
 	cw_consumer_lock(&t->cons);
 	trace_store_counters(t, &lt);
+	cw_writer_get_stats(t->w, &ws);
 	cw_consumer_unlock(&t->cons);
 	why = trace_store_problem(lt.store_error_ever);
 	if (!t->o.json)
@@ -243,6 +246,16 @@ void trace_report_end(struct trace *t, int failed, struct cw_trace_result *res)
 			     why && lt.store_failed ? " (" : "", why && lt.store_failed ? why : "",
 			     why && lt.store_failed ? ")" : "", (unsigned long long)lt.held,
 			     (unsigned long long)lt.late, lt.late ? " (calls before those attaches may be missing)" : "");
+	if (!t->o.json && (ws.pruned_events || ws.pruned_evidence || ws.pruned_context)) {
+		cw_trace_format_bytes(t->o.size_cap, cap, sizeof(cap));
+		cw_trace_say(&t->o.say,
+			     "causeway: size cap %s: pruned %llu ordinary calls older than the recent window, %llu "
+			     "evidence rows no kept call needed, %llu ordinary calls of the window, %llu kept rows, "
+			     "%llu context rows (store.pruned.* in the database)\n",
+			     cap, (unsigned long long)ws.pruned_ordinary, (unsigned long long)ws.pruned_evidence,
+			     (unsigned long long)ws.pruned_recent, (unsigned long long)ws.pruned_kept,
+			     (unsigned long long)ws.pruned_context);
+	}
 	cw_format_duration(t->o.lock_wait_ns, lim, sizeof(lim));
 	if (t->lock_failed) {
 		cw_trace_fail(&t->o.say,

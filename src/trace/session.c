@@ -14,6 +14,7 @@
 #include "metrics/writer_lag.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
+#include "trace/chains.h"
 #include "trace/session.h"
 #include "trace/tenant.h"
 #include "trace/view.h"
@@ -122,6 +123,7 @@ void trace_session_end(struct trace *t, struct cw_trace_result *res)
 	trace_gpu_stop(t->gpu); /* before the writer: it writes with it */
 	if (t->w)
 		t->session_id = cw_writer_session(t->w);
+	trace_chains_close(t);
 	store_losses_on_full_disk(t);
 	if (t->w && cw_writer_free(t->w))
 		res->writer_failed = 1;

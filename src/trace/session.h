@@ -49,6 +49,15 @@ struct trace {
 	struct trace_python *py;
 	struct trace_tenant *tenant;
 	struct trace_gpu *gpu;
+	/* Chains while tracing (chains.h): their own connection, the end of
+	 * the last pass (wall ns; 0 none yet), what the passes did. */
+	struct cw_store *chains_st;
+	/* The size cap was trace's default (cap.h): its statvfs result and
+	 * the free bytes it measured, said once started. */
+	int cap_defaulted, cap_err;
+	uint64_t cap_free;
+	uint64_t chains_from_wall, chains_last_mono;
+	uint64_t chains_passes, chains_stored, chains_failed;
 	int serving;                     /* hooks.serve_start succeeded */
 	struct cw_live_metrics *metrics; /* /metrics and OTLP figures of this session */
 	struct cw_writer_lag *wlag;      /* --serve: /metrics' writer lag */

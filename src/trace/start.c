@@ -12,6 +12,7 @@
 #include "loader/prog_stats.h"
 #include "metrics/live_metrics.h"
 #include "metrics/writer_lag.h"
+#include "trace/cap.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
 #include "trace/session.h"
@@ -179,12 +180,40 @@ static int step_attach(struct trace *t, char *err, size_t errlen)
 	return 0;
 }
 
+/* No cap configured: the smaller of a fixed size and a share of the free
+ * space, measured now (docs/trace.md, "Size cap"); said once the session
+ * has started (a failed start says only why). */
+static void trace_default_cap(struct trace *t)
+{
+	t->cap_err = cw_trace_default_cap_for(t->o.db, &t->o.size_cap, &t->cap_free);
+	t->cap_defaulted = 1;
+}
+
+static void say_default_cap(struct trace *t)
+{
+	char cap[32], avail[32];
+
+	if (!t->cap_defaulted || t->o.json)
+		return;
+	cw_trace_format_bytes(t->o.size_cap, cap, sizeof(cap));
+	cw_trace_format_bytes(t->cap_free, avail, sizeof(avail));
+	if (t->cap_err)
+		cw_trace_say(&t->o.say, "causeway: no size cap configured; the store is capped at %s (its free space "
+					"is unknown: %s)\n", cap, strerror(-t->cap_err));
+	else
+		cw_trace_say(&t->o.say, "causeway: no size cap configured; the store is capped at %s (a quarter of the "
+					"%s free on its filesystem, at most 1 GiB; --size-cap or store.max_size sets it)\n",
+			     cap, avail);
+}
+
 static int step_writer(struct trace *t, char *err, size_t errlen)
 {
 	struct cw_writer_opts wo;
 	int rc;
 
 	trace_session_prepare(t);
+	if (!t->o.size_cap)
+		trace_default_cap(t);
 	memset(&wo, 0, sizeof(wo));
 	wo.node = t->o.node;
 	wo.size_cap_bytes = (int64_t)t->o.size_cap;
@@ -389,6 +418,7 @@ void trace_started(struct trace *t)
 					"recording to \"%s\"\n",
 			     t->o.command ? t->o.command[0] : t->o.npids ? "the named processes" : "every CUDA process",
 			     cw_cuda_probes_nlibs(t->cp), cw_cuda_probes_npairs(t->cp), attach_ns / 1e6, t->o.db);
+	say_default_cap(t);
 	if (t->gate_fd >= 0) {
 		if (write(t->gate_fd, "g", 1) != 1)
 			cw_debug("gate write failed");

@@ -32,9 +32,20 @@ promtool check rules "$R/deploy/prometheus/causeway-rules.yaml" >"$D/out" 2>&1 |
 cmp -s "$R/deploy/prometheus/causeway-rules.yaml" "$R/deploy/helm/causeway/files/causeway-rules.yaml" ||
 	fail "the chart's files/causeway-rules.yaml differs from deploy/prometheus/causeway-rules.yaml"
 for alert in TrainingJobStalled StragglerRank CUDATailLatencyHigh NoisyNeighbour AgentLosingEvents AgentDown \
-	GPUXidCritical GPUXidError GPUThermalThrottling GPUPowerBrake; do
+	GPUXidCritical GPUXidError GPUThermalThrottling GPUPowerBrake GPUTemperatureHigh GPUFramebufferFull \
+	GPUDoubleBitECC GPUUnderutilizedTraining GPUClockDropWithHeat; do
 	grep -q "alertname: $alert\$" "$R/tests/prometheus/causeway-rules.test.yaml" || fail "no test case for $alert"
 done
+# Runbooks name commands that exist, and their SQL runs on a store with
+# GPU samples (the thermal-throttling demo).
+"$CW_BIN" demo thermal-throttling --db "$D/gpu.db" >/dev/null 2>&1 || fail "demo thermal-throttling"
+grep -o '`causeway [a-z]*' "$R/deploy/prometheus/causeway-rules.yaml" | sort -u | while read -r _ sub; do
+	"$CW_BIN" "$sub" --help >/dev/null 2>&1 || { echo "FAIL: a runbook names causeway $sub, which is no command"; exit 1; }
+done || exit 1
+grep -o 'causeway query --db [^ ]* "[^"]*"' "$R/deploy/prometheus/causeway-rules.yaml" | sed 's/.*--db [^ ]* "\(.*\)"$/\1/' |
+	while read -r sql; do
+		"$CW_BIN" query --db "$D/gpu.db" "$sql" >/dev/null 2>"$D/qerr" || { echo "FAIL: runbook SQL \"$sql\": $(cat "$D/qerr")"; exit 1; }
+	done || exit 1
 
 # The /metrics of three demo databases (a training loop, an NCCL job, a GPU
 # fault), for the documentation check below.
@@ -138,9 +149,14 @@ sc = c["securityContext"]
 if sc.get("privileged") is not False or sc.get("allowPrivilegeEscalation") is not False:
     die("the container must not be privileged")
 add = set(sc["capabilities"]["add"])
-for cap in ("BPF", "PERFMON", "SYS_PTRACE"):
+for cap in ("BPF", "PERFMON", "SYS_PTRACE", "SYSLOG"):
     if cap not in add:
         die("capability %s missing" % cap)
+# NVML through the NVIDIA container toolkit, the kernel log for Xids.
+env = {e["name"]: e.get("value") for e in c["env"]}
+if spec.get("runtimeClassName") != "nvidia" or env.get("NVIDIA_VISIBLE_DEVICES") != "all" or \
+        "utility" not in (env.get("NVIDIA_DRIVER_CAPABILITIES") or "").split(","):
+    die("the DaemonSet does not get NVML from the NVIDIA runtime: %r %r" % (spec.get("runtimeClassName"), env))
 if sc["capabilities"].get("drop") != ["ALL"]:
     die("capabilities are not dropped first")
 lim = c["resources"]["limits"]
@@ -155,6 +171,8 @@ vols = {v["name"]: v for v in spec["volumes"]}
 for path in ("/sys/kernel/tracing", "/sys/fs/bpf", "/sys/fs/cgroup", "/var/lib/causeway", "/etc/causeway/tls"):
     if path not in mounts:
         die("DaemonSet does not mount " + path)
+if vols.get(mounts.get("/dev/kmsg"), {}).get("hostPath") != {"path": "/dev/kmsg", "type": "CharDevice"}:
+    die("the DaemonSet does not mount the host's /dev/kmsg")
 if vols[mounts["/var/lib/causeway"]].get("hostPath", {}).get("path") != "/var/lib/causeway":
     die("the store is not on the host")
 if vols[mounts["/etc/causeway/tls"]].get("secret", {}).get("secretName") != "causeway-tls":
@@ -163,11 +181,24 @@ args = c["args"]
 if args[args.index("--serve") + 1] != "0.0.0.0:7070" or "--no-view" not in args or "trace" not in args:
     die("the agent does not trace and serve on 7070: %r" % args)
 cfg = yaml.safe_load(kinds["ConfigMap"]["data"]["causeway.yaml"])
+# Always on: the store's cap is the deployment's choice, never trace's
+# default share of whatever the node's disk has free (docs/trace.md).
+for where, c in (("the DaemonSet's ConfigMap", cfg),
+                 ("deploy/systemd/causeway.yaml", yaml.safe_load(open(R + "/deploy/systemd/causeway.yaml")))):
+    if not re.match(r"^[0-9]+(\.[0-9]+)?[KMGT]iB$", str(c.get("store", {}).get("max_size", ""))):
+        die("%s sets no explicit store.max_size" % where)
 if not cfg["server"]["tls"].get("client_ca"):
     die("the agent's config does not require client certificates")
 sm = kinds["ServiceMonitor"]["spec"]["endpoints"][0]
 if sm["scheme"] != "https" or "cert" not in sm["tlsConfig"] or sm["path"] != "/metrics":
     die("the ServiceMonitor does not scrape /metrics over mutual TLS")
+# kube-prometheus-stack selects by the release label: the most common
+# reason a ServiceMonitor or rule is silently ignored.
+for k in ("ServiceMonitor", "PrometheusRule"):
+    if kinds[k]["metadata"]["labels"].get("release") != "kube-prometheus-stack":
+        die("%s has no release: kube-prometheus-stack label" % k)
+if kinds["ServiceMonitor"]["spec"].get("namespaceSelector") != {"matchNames": ["causeway"]}:
+    die("the ServiceMonitor has no namespaceSelector")
 if kinds["PrometheusRule"]["spec"] != yaml.safe_load(rules_text):
     die("the PrometheusRule differs from deploy/prometheus/causeway-rules.yaml")
 
@@ -211,6 +242,31 @@ if sorted(rendered, key=key) != sorted(docs, key=key):
             die("the chart renders %s differently from deploy/kubernetes/causeway.yaml:\n%s\nvs\n%s" % (
                 d["kind"], yaml.safe_dump(a.get(d["kind"])), yaml.safe_dump(d)))
     die("the chart renders other documents than deploy/kubernetes/causeway.yaml")
+
+# The same templates with other values (no helm binary in Debian: the
+# renderer above substitutes them): labels, selectors and the GPU access
+# come from the values, not from the templates.
+ctx["Values"] = copy.deepcopy(values)
+ctx["Values"]["serviceMonitor"]["labels"] = {"release": "prom-main", "team": "gpu"}
+ctx["Values"]["serviceMonitor"]["namespaceSelector"] = {"any": True}
+ctx["Values"]["prometheusRule"]["labels"] = {"release": "prom-main"}
+ctx["Values"]["gpu"]["runtimeClassName"] = "nvidia-cdi"
+ctx["Values"]["kmsg"]["privileged"] = True
+ctx["Values"]["store"]["maxSize"] = "3GiB"
+other = {}
+for f in sorted(glob.glob(chart + "/templates/*.yaml")):
+    other.update({d["kind"]: d for d in yaml.safe_load_all(render(open(f).read())) if d})
+sm_, pr_ = other["ServiceMonitor"], other["PrometheusRule"]
+if sm_["metadata"]["labels"] != {"app.kubernetes.io/name": "causeway", "release": "prom-main", "team": "gpu"} or \
+        sm_["spec"]["namespaceSelector"] != {"any": True}:
+    die("the chart does not render the ServiceMonitor's labels and selector from its values: %r" % sm_)
+if pr_["metadata"]["labels"].get("release") != "prom-main":
+    die("the chart does not render the PrometheusRule's labels from its values")
+ds_ = other["DaemonSet"]["spec"]["template"]["spec"]
+if ds_["runtimeClassName"] != "nvidia-cdi" or ds_["containers"][0]["securityContext"]["privileged"] is not True:
+    die("the chart does not render the GPU runtime class or kmsg.privileged from its values")
+if yaml.safe_load(other["ConfigMap"]["data"]["causeway.yaml"])["store"]["max_size"] != "3GiB":
+    die("the chart does not render store.maxSize")
 
 # ---- systemd ----
 unit = open(R + "/deploy/systemd/causeway.service").read()

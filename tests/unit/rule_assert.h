@@ -1,6 +1,8 @@
-/* Assertions the rule tests share (test_rules.c, test_rule_triggers.c,
- * test_rules_layers.c, test_gpu_rules.c): time units, finding a chain by
- * kind, its fixes and evidence. Include after <cmocka.h>. */
+/* Assertions the rule and store tests share (test_rules.c,
+ * test_rule_triggers.c, test_rules_layers.c, test_gpu_rules.c,
+ * test_store.c, test_retention_tiers.c): time units, one value from the
+ * store, finding a chain by kind, its fixes and evidence. Include after
+ * <cmocka.h>. */
 #ifndef CW_TEST_RULE_ASSERT_H
 #define CW_TEST_RULE_ASSERT_H
 
@@ -15,6 +17,20 @@
 #define MS 1000000ULL
 #define SEC 1000000000ULL
 #define T0 (1000 * SEC)
+
+/* The first column of the first row of sql on db (-1: no row); the
+ * statement must prepare. */
+static inline int64_t store_q1(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
 
 /* Removes a test store and the -wal and -shm SQLite left beside it. */
 static inline void remove_store_files(const char *path)
