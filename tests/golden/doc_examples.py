@@ -38,6 +38,8 @@ SUBST = [
     (re.compile(r"\{\{\s*\$labels\.pid\s*\}\}"), "4821"),
     (re.compile(r"\{\{[^}]*\}\}"), "x"),
     (re.compile(r"(--db) \.\.\.(?=\s|$)"), r"\1 causeway.db"),
+    # The DaemonSet's store (deploy/): the sandbox's demo database stands in.
+    (re.compile(r"/var/lib/causeway/causeway\.db"), "causeway.db"),
     (re.compile(r"/etc/causeway/causeway\.yaml"), os.path.join(SANDBOX, "base", "causeway.yaml")),
 ]
 PLACEHOLDER = re.compile(r"(?<![\w/.-])[A-Z][A-Z0-9_]*(?::[A-Z]+)?(?![\w.])")
