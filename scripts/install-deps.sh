@@ -24,7 +24,7 @@ if [ "${CW_TEST_DEPS:-0}" = 1 ] || [ "${CW_RELEASE_DEPS:-0}" = 1 ]; then
 libunistring-dev libidn2-dev gcc-aarch64-linux-gnu libstdc++-12-dev-arm64-cross qemu-user-static binfmt-support arch-test umoci"
 	for p in libbpf-dev libelf-dev zlib1g-dev libsqlite3-dev libjansson-dev libyaml-dev libmicrohttpd-dev \
 		libgnutls28-dev libcurl4-openssl-dev libnghttp2-dev librtmp-dev libssh2-1-dev libpsl-dev libldap-dev \
-		libzstd-dev libbrotli-dev libunistring-dev libidn2-dev libcmocka-dev; do
+		libzstd-dev libbrotli-dev libunistring-dev libidn2-dev libcmocka-dev liblzma-dev; do
 		PKGS="$PKGS $p:arm64"
 	done
 fi
