@@ -13,6 +13,9 @@ trap cleanup EXIT
 if command -v stress-ng >/dev/null; then
 	taskset -c 0 stress-ng --cpu 1 --timeout 6 --quiet & hog=$!
 	hog_re='^stress-ng'
+	# stress-ng forks its worker after its own set-up, which can take longer
+	# than the pause below on a busy machine: wait for the worker itself.
+	for _ in $(seq 1 100); do pgrep -P "$hog" >/dev/null && break; sleep 0.05; done
 else
 	taskset -c 0 "$W" hog 6000 & hog=$!
 	hog_re='^kp_hog$'
