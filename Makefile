@@ -62,13 +62,16 @@ demo: deps
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
+# The builds run one job per CPU; the aarch64 unit suite under qemu-user
+# belongs to the long form (bench/long-suite.sh), not to this one.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
 test:
 	@CW_TEST_DEPS=1 scripts/install-deps.sh
 	@scripts/install-mcp-tests.sh || [ $$? = 77 ]
 	@scripts/install-browser-tests.sh || [ $$? = 77 ]
-	@$(MAKE) --no-print-directory all unit fixtures
-	@$(MAKE) --no-print-directory release release-unit-aarch64
-	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit
+	@$(MAKE) --no-print-directory -j$(NPROC) all unit fixtures
+	@$(MAKE) --no-print-directory -j$(NPROC) release
+	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit
 	@scripts/run-tests.sh $(BUILD) build-asan
 
 $(BUILD)/causeway: $(BUILD)/obj/main.o $(BUILD)/libcauseway.a

@@ -10,6 +10,10 @@
 # Scripts exit 0 (pass), 77 (skip, after printing why) or anything else (fail).
 # Each test's output goes to BUILD/test-logs/NAME.log and is shown on failure.
 # CW_TEST_FILTER=regex runs only matching tests.
+# Unit, golden and sanitizer tests run CW_TEST_JOBS at a time (default: one
+# per CPU); they share nothing but the machine. Integration tests run one at
+# a time: several of them time a CPU hog, a disk burst or a preemption, and
+# a neighbouring test would be part of what they measure.
 set -u
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,18 +23,15 @@ mkdir -p "$LOGS"
 export CW_BIN="$BUILD/causeway" CW_BUILD="$BUILD" CW_ROOT="$ROOT"
 pass=0 fail=0 skip=0 failed=()
 
-run_one() {
-	local name=$1; shift
-	if [ -n "${CW_TEST_FILTER:-}" ] && ! [[ $name =~ $CW_TEST_FILTER ]]; then
-		return
-	fi
-	local log="$LOGS/${name//\//_}.log" start=$SECONDS rc
-	(cd "$ROOT" && timeout "${CW_TEST_TIMEOUT:-300}" "$@") >"$log" 2>&1
-	rc=$?
-	local secs=$((SECONDS - start))
-	if [ $rc -eq 0 ]; then
+selected() {
+	[ -z "${CW_TEST_FILTER:-}" ] || [[ $1 =~ $CW_TEST_FILTER ]]
+}
+
+report() { # NAME RC SECONDS LOG
+	local name=$1 rc=$2 secs=$3 log=$4
+	if [ "$rc" -eq 0 ]; then
 		pass=$((pass + 1)); printf 'ok    %-50s %3ss\n' "$name" "$secs"
-	elif [ $rc -eq 77 ]; then
+	elif [ "$rc" -eq 77 ]; then
 		skip=$((skip + 1)); printf 'skip  %-50s (%s)\n' "$name" "$(tail -n 1 "$log")"
 	else
 		fail=$((fail + 1)); failed+=("$name")
@@ -39,25 +40,75 @@ run_one() {
 	fi
 }
 
+run_one() { # NAME COMMAND...: runs now, alone
+	local name=$1; shift
+	selected "$name" || return
+	local log="$LOGS/${name//\//_}.log" start=$SECONDS rc
+	(cd "$ROOT" && timeout "${CW_TEST_TIMEOUT:-300}" "$@") >"$log" 2>&1
+	rc=$?
+	report "$name" $rc $((SECONDS - start)) "$log"
+}
+
+# queue NAME COMMAND... then run_queue: the queued tests, CW_TEST_JOBS at a
+# time; results print in queue order as soon as each is known.
+q_names=() q_cmds=()
+queue() {
+	local name=$1; shift
+	selected "$name" || return
+	q_names+=("$name")
+	q_cmds+=("$(printf '%q ' "$@")")
+}
+run_queue() {
+	local jobs=${CW_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)} n=${#q_names[@]} next=0 shown=0
+	local rcdir="$LOGS/.rc"
+	rm -rf "$rcdir" && mkdir -p "$rcdir"
+	while [ $shown -lt $n ]; do
+		while [ $next -lt $n ] && [ "$(jobs -rp | wc -l)" -lt "$jobs" ]; do
+			local name=${q_names[$next]}
+			(
+				start=$SECONDS
+				cd "$ROOT" && eval "timeout \"\${CW_TEST_TIMEOUT:-300}\" ${q_cmds[$next]}" \
+					>"$LOGS/${name//\//_}.log" 2>&1
+				rc=$?
+				echo "$rc $((SECONDS - start))" >"$rcdir/$next.tmp" && mv "$rcdir/$next.tmp" "$rcdir/$next"
+			) &
+			next=$((next + 1))
+		done
+		if [ -f "$rcdir/$shown" ]; then
+			local name=${q_names[$shown]} rc secs
+			read -r rc secs <"$rcdir/$shown"
+			report "$name" "$rc" "$secs" "$LOGS/${name//\//_}.log"
+			shown=$((shown + 1))
+			continue
+		fi
+		wait -n 2>/dev/null || sleep 0.2
+	done
+	wait
+	q_names=() q_cmds=()
+}
+
 for t in "$BUILD"/tests/test_*; do
 	case $t in *.d) continue ;; esac
-	[ -x "$t" ] && run_one "unit/$(basename "$t")" "$t"
+	[ -x "$t" ] && queue "unit/$(basename "$t")" "$t"
 done
-for kind in golden integration; do
-	for t in "$ROOT"/tests/$kind/test_*.sh; do
-		[ -f "$t" ] && run_one "$kind/$(basename "$t" .sh)" bash "$t"
-	done
+for t in "$ROOT"/tests/golden/test_*.sh; do
+	[ -f "$t" ] && queue "golden/$(basename "$t" .sh)" bash "$t"
+done
+run_queue
+for t in "$ROOT"/tests/integration/test_*.sh; do
+	[ -f "$t" ] && run_one "integration/$(basename "$t" .sh)" bash "$t"
 done
 ASAN=${2:-}
 if [ -n "$ASAN" ] && [ -x "$ROOT/$ASAN/causeway" ]; then
 	ASAN=$(cd "$ROOT/$ASAN" && pwd)
 	for t in "$ASAN"/tests/test_*; do
 		case $t in *.d) continue ;; esac
-		[ -x "$t" ] && run_one "asan/unit/$(basename "$t")" "$t"
+		[ -x "$t" ] && queue "asan/unit/$(basename "$t")" "$t"
 	done
 	for t in "$ROOT"/tests/golden/test_*.sh; do
-		[ -f "$t" ] && CW_BIN="$ASAN/causeway" run_one "asan/golden/$(basename "$t" .sh)" bash "$t"
+		[ -f "$t" ] && queue "asan/golden/$(basename "$t" .sh)" env CW_BIN="$ASAN/causeway" bash "$t"
 	done
+	run_queue
 fi
 if [ -x "$ROOT/scripts/build-fuzz.sh" ] && [ -z "${CW_NO_FUZZ:-}" ]; then
 	run_one "fuzz/smoke" "$ROOT/scripts/build-fuzz.sh" "$BUILD" --smoke 6

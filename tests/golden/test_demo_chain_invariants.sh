@@ -13,11 +13,12 @@
 set -eu
 BIN=${CW_BIN:?}
 tmp=$(mktemp -d)
+. "$CW_ROOT/tests/lib/demo_db.sh"
 trap 'rm -rf "$tmp"' EXIT
 
 n=0
 for s in $("$BIN" demo --list | awk '{print $1}'); do
-	"$BIN" demo "$s" --db "$tmp/$s.db" >/dev/null 2>"$tmp/err" || { echo "demo $s failed: $(cat "$tmp/err")"; exit 1; }
+	demo_db "$s" "$tmp/$s.db" 2>"$tmp/err" || { echo "demo $s failed: $(cat "$tmp/err")"; exit 1; }
 	"$BIN" explain --db "$tmp/$s.db" --json --no-store >"$tmp/$s.json" || { echo "explain $s failed"; exit 1; }
 	python3 - "$s" "$tmp/$s.json" <<'PY'
 import json, os, re, shlex, subprocess, sys

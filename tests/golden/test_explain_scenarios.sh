@@ -5,6 +5,7 @@
 # deterministic). CW_UPDATE_GOLDEN=1 rewrites that file.
 set -u
 tmp=$(mktemp -d)
+. "$CW_ROOT/tests/lib/demo_db.sh"
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -43,7 +44,7 @@ for s in incident cold-start memcpy-bottleneck periodic-spike cpu-contention gpu
 	memory-pressure dataloader-starvation throttle oom-kill network graph-churn graph-launch-tail host-memory healthy noisy-neighbour \
 	xid-fault thermal-throttling power-capping gpu-memory-pressure training-stall; do
 	db=$tmp/$s.db
-	"$CW_BIN" demo "$s" --db "$db" >"$tmp/$s.demo" 2>&1 || fail "demo $s: $(tail -n 3 "$tmp/$s.demo")"
+	demo_db "$s" "$db" 2>"$tmp/$s.demo" || fail "demo $s: $(tail -n 3 "$tmp/$s.demo")"
 	"$CW_BIN" explain --db "$db" --json --now 2026-01-01T00:00:00Z >"$tmp/$s.json" ||
 		fail "explain $s exited $?"
 	got=$(python3 -c '

@@ -11,13 +11,14 @@ cleanup() { [ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$D
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 . "$CW_ROOT/tests/lib/auth.sh"
+. "$CW_ROOT/tests/lib/demo_db.sh"
 auth_shared # every server and client here shares $CW_TOKEN
 
 scenarios=$("$CW_BIN" demo --list | awk '{print $1}')
 [ "$(echo "$scenarios" | wc -l)" -ge 10 ] || fail "demo --list: $scenarios"
 for s in $scenarios; do
 	db=$D/$s.db
-	"$CW_BIN" demo "$s" --db "$db" >/dev/null 2>&1 || fail "demo $s"
+	demo_db "$s" "$db" 2>/dev/null || fail "demo $s"
 	"$CW_BIN" explain --db "$db" >/dev/null 2>&1 # stores the chains /metrics counts
 	"$CW_BIN" query --db "$db" --json >"$D/q.json" || fail "query $s"
 	"$CW_BIN" serve --db "$db" --no-tls --listen 127.0.0.1:0 2>"$D/serve-$s.log" &

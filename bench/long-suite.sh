@@ -1,0 +1,28 @@
+#!/bin/bash
+# bench/long-suite.sh [BUILD]: the suite's long forms, the checks that
+# `make test` runs in a shorter form to stay near 20 minutes on 2 cores.
+# Run as root on a quiet machine; ends with the suite's summary line.
+#
+#   - the aarch64 release's whole unit suite, cross-built as the release
+#     file is and run under qemu-user (test_release_aarch64 with CW_LONG=1;
+#     the suite's form checks the file and runs it in an arm64 root)
+#   - every hostile-database variant with the ordinary binary as well
+#     (HOSTILE_ALL=1; the suite runs them all with the sanitizer binary)
+#   - every fuzz target for 60 s instead of the suite's 6 s
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-build}
+cd "$ROOT" || exit 1
+NPROC=$(nproc 2>/dev/null || echo 1)
+make --no-print-directory -j"$NPROC" BUILD="$BUILD" all unit fixtures release >/dev/null || {
+	echo "long-suite: build failed" >&2
+	exit 1
+}
+start=$SECONDS
+CW_LONG=1 HOSTILE_ALL=1 CW_NO_FUZZ=1 \
+	CW_TEST_FILTER='^(integration/test_release_aarch64|golden/test_hostile_db)$' \
+	scripts/run-tests.sh "$BUILD"
+rc=$?
+scripts/build-fuzz.sh "$BUILD" --smoke 60 || rc=1
+echo "long-suite: $((SECONDS - start)) s"
+exit $rc
