@@ -275,14 +275,31 @@ static int add_tenant_params(struct strbuf *q, const struct cw_tenant_opts *t)
 	return rc;
 }
 
+/* The fan-out's own help: the flags that pick and reach the agents, the
+ * reader's flags an agent answers to, and examples of both readers. */
 static void fleet_usage(const char *cmd)
 {
+	int explain = !strcmp(cmd, "explain");
+
 	printf("usage: causeway %s ... --nodes HOST:PORT,... | --fleet\n"
 	       "         [--ca-cert FILE] [--client-cert FILE --client-key FILE]\n"
-	       "         [--token-file FILE] [--node-timeout DURATION] [--skew-warn DURATION]\n\n"
-	       "Asks every agent in parallel over TLS 1.3 and merges the answers; nodes\n"
-	       "that do not answer in time become warnings. See docs/fleet.md.\n",
-	       cmd);
+	       "         [--token-file FILE] [--node-timeout DURATION] [--skew-warn DURATION]\n"
+	       "         %s\n\n"
+	       "Asks every agent in parallel over TLS 1.3 (or plain HTTP for a node given\n"
+	       "as http://HOST:PORT) and merges the answers; nodes that do not answer in\n"
+	       "time become one warning each. See docs/fleet.md.\n\n"
+	       "examples:\n",
+	       cmd,
+	       explain ? "[--since DURATION | --from TIME --to TIME] [--pid PID] [--json]"
+		       : "[SQL] [--since DURATION] [--limit N] [--json | --csv]");
+	if (explain)
+		printf("  causeway explain --nodes gpu-node-01:8443,gpu-node-02:8443 --since 5m\n"
+		       "  causeway explain --fleet --json\n"
+		       "  causeway explain --nodes http://127.0.0.1:7070 --token-file token\n");
+	else
+		printf("  causeway query --nodes gpu-node-01:8443,gpu-node-02:8443\n"
+		       "  causeway query --fleet \"SELECT node, source, count(*) FROM events GROUP BY node, source\"\n"
+		       "  causeway query --nodes http://127.0.0.1:7070 --token-file token --csv\n");
 }
 
 int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
