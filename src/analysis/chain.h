@@ -25,6 +25,7 @@ struct cw_explain_opts {
 	int per_tenant;                     /* split chains per tenant */
 	int store_chains;                   /* informational for callers; run never writes */
 	uint64_t hang_min_ns;               /* nccl_hang floor; 0 = CW_NCCL_HANG_MIN_NS */
+	uint64_t stall_min_ns;              /* training_stall floor; 0 = CW_STALL_FLOOR_NS */
 };
 
 enum cw_severity {
@@ -84,6 +85,8 @@ enum cw_layer {
 #define CW_CHAIN_MAX_EVIDENCE 16
 #define CW_CHAIN_MAX_MISSING 4
 #define CW_CHAIN_MAX_FAILED_OPS 8
+#define CW_CHAIN_MAX_THREADS 8
+#define CW_CHAIN_MAX_WAVEFRONT 8
 
 struct cw_timeline_entry {
 	enum cw_layer layer;
@@ -120,6 +123,40 @@ struct cw_culprit {
 	int cpu; /* -1 unknown */
 	uint64_t overlap_ns; /* preempted time attributed to it */
 	struct cw_tenant_ref container;
+};
+
+/* One thread's state as trace stored it (analysis/thread_states.h): what
+ * it was blocked in at the live stall or at the end of the trace. */
+struct cw_chain_thread {
+	int64_t tid;
+	char comm[16];
+	char state;          /* R S D T Z from /proc; 0 unknown */
+	char blocked_in[24]; /* cw_blocked_kind(): pipe, socket, futex, disk, runnable_starved, ... */
+	char syscall[24];    /* "" none */
+	char target[96];     /* the fd's target: "pipe:[123]", "socket:[456]", a path */
+	char wchan[48];
+	char in_call[48];    /* a GPU call it was inside, not returned; "" none */
+	uint64_t in_call_ns;
+	char python[200];    /* "train.py:42 in step"; "" unknown */
+};
+
+/* One rank at an NCCL hang (rules/nccl_chains.c "wavefront"): the last
+ * collective it entered, its last GPU call and its calling thread's state
+ * at the end of the trace. */
+struct cw_wavefront_rank {
+	int rank;            /* -1 unknown */
+	int64_t pid, tid;
+	char node[64];
+	int missing;         /* never entered the hang's collective */
+	int64_t last_seq;    /* last collective it entered on the communicator */
+	char last_call[48];  /* its newest GPU call; "" none */
+	int last_call_open;  /* that call never returned */
+	uint64_t last_call_ago_ns; /* from its end (or start, when open) to the end of the trace */
+	char state_from[16]; /* "end_of_trace", "stall", "offcpu", "" unknown */
+	char thread_state[16]; /* "blocked", "running", "preempted", "in_call", "" unknown */
+	uint64_t off_cpu_ns; /* the last off-CPU interval reaching the end, when that is the source */
+	char python[200];    /* "train.py:42 in step": the thread's line at the end, else its last call's */
+	struct cw_chain_thread th; /* the calling thread as stored (tid 0: no stored state) */
 };
 
 struct cw_chain {
@@ -173,6 +210,16 @@ struct cw_chain {
 	int missing_ranks[16];
 	int nmissing;
 	char missing_state[CW_CHAIN_MAX_MISSING][400]; /* what the first missing ranks are doing */
+	/* nccl_hang: every rank at the collective where they diverge (the
+	 * missing ones first), nwavefront of nwavefront_total shown. */
+	struct cw_wavefront_rank wavefront[CW_CHAIN_MAX_WAVEFRONT];
+	int nwavefront, nwavefront_total;
+	/* training_stall: each thread of the stalled process (the silent one
+	 * first) and where its states come from ("stall", "end_of_trace",
+	 * "" none). */
+	struct cw_chain_thread threads[CW_CHAIN_MAX_THREADS];
+	int nthreads, nthreads_total;
+	char threads_from[16];
 	/* The chain this one is explained by (a waiting rank's sync points at
 	 * the straggler): its kind, node, pid and rank; kind "" when none. */
 	struct {

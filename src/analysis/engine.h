@@ -40,6 +40,7 @@ struct cw_slowcall {
 	uint64_t io_same_pid_ns; /* call time with this pid's own I/O in flight */
 	uint64_t foreign_gpu_ns; /* on-CPU time with another pid active on the device */
 	int early;               /* among the op's first calls (cold start) */
+	int unfinished;          /* never returned (stored open at the end of the trace) */
 };
 
 struct cw_culprit_acc {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/thread_states.h"
 #include "analysis/engine.h"
 #include "analysis/explain.h"
 #include "store/store.h"
@@ -42,6 +43,70 @@ static json_t *stack_to_json(const struct cw_chain *c)
 	return a;
 }
 
+/* nccl_hang's "wavefront": the collective where the ranks diverge and
+ * each rank's place and state there (docs/rules.md). */
+static json_t *wavefront_json(const struct cw_chain *c)
+{
+	json_t *ranks = json_array(), *missing = json_array();
+
+	for (int i = 0; i < c->nmissing; i++)
+		json_array_append_new(missing, json_integer(c->missing_ranks[i]));
+	for (int i = 0; i < c->nwavefront; i++) {
+		const struct cw_wavefront_rank *w = &c->wavefront[i];
+		json_t *r = json_object();
+
+		json_object_set_new(r, "rank", w->rank >= 0 ? json_integer(w->rank) : json_null());
+		json_object_set_new(r, "pid", json_integer((json_int_t)w->pid));
+		json_object_set_new(r, "tid", json_integer((json_int_t)w->tid));
+		json_object_set_new(r, "node", cw_json_str(w->node));
+		json_object_set_new(r, "entered", json_boolean(!w->missing));
+		json_object_set_new(r, "last_seq", json_integer((json_int_t)w->last_seq));
+		json_object_set_new(r, "last_call", w->last_call[0] ? cw_json_str(w->last_call) : json_null());
+		json_object_set_new(r, "last_call_open", json_boolean(w->last_call_open));
+		json_object_set_new(r, "last_call_ago_ns", w->last_call[0] ? json_integer((json_int_t)w->last_call_ago_ns)
+									 : json_null());
+		json_object_set_new(r, "thread_state", w->thread_state[0] ? cw_json_str(w->thread_state) : json_null());
+		json_object_set_new(r, "state_from", w->state_from[0] ? cw_json_str(w->state_from) : json_null());
+		json_object_set_new(r, "off_cpu_ns", w->off_cpu_ns ? json_integer((json_int_t)w->off_cpu_ns) : json_null());
+		json_object_set_new(r, "python", w->python[0] ? cw_json_str(w->python) : json_null());
+		json_object_set_new(r, "thread", w->th.tid ? cw_chain_thread_json(&w->th) : json_null());
+		json_array_append_new(ranks, r);
+	}
+	return json_pack("{s:I, s:I, s:o, s:i, s:o}", "seq", (json_int_t)c->seq, "comm_id", (json_int_t)c->comm_id,
+			 "missing_ranks", missing, "ranks_total", c->nwavefront_total, "ranks", ranks);
+}
+
+/* One wavefront rank in words, for the text report. */
+static void wavefront_text(const struct cw_wavefront_rank *w, char *buf, size_t len)
+{
+	char ago[32], st[420] = "";
+	size_t n;
+
+	n = (size_t)snprintf(buf, len, "%s%d (pid %lld): %s #%lld", w->rank >= 0 ? "rank " : "pid ",
+			     w->rank >= 0 ? w->rank : (int)w->pid, (long long)w->pid,
+			     w->missing ? "missing, last entered" : "waiting in", (long long)w->last_seq);
+	if (w->last_call[0] && n < len) {
+		cw_format_duration(w->last_call_ago_ns, ago, sizeof(ago));
+		n += (size_t)snprintf(buf + n, len - n, "; last call %s%s, %s before the end", w->last_call,
+				      w->last_call_open ? " (never returned)" : "", ago);
+	}
+	if (w->th.tid) {
+		cw_chain_thread_text(&w->th, st, sizeof(st));
+	} else if (w->off_cpu_ns) {
+		cw_format_duration(w->off_cpu_ns, ago, sizeof(ago));
+		snprintf(st, sizeof(st), "thread %lld %s, off CPU for %s", (long long)w->tid, w->thread_state, ago);
+	} else if (!strcmp(w->thread_state, "in_call")) {
+		snprintf(st, sizeof(st), "thread %lld inside %s, not returned", (long long)w->tid, w->last_call);
+	} else if (w->thread_state[0]) {
+		snprintf(st, sizeof(st), "thread %lld %s", (long long)w->tid, w->thread_state);
+	}
+	if (st[0] && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "; %s (%s)", st, w->state_from);
+	/* The stored thread's text carries its own line already. */
+	if (w->python[0] && !w->th.python[0] && n < len)
+		snprintf(buf + n, len - n, "; python %s", w->python);
+}
+
 /* Fields of the NCCL kinds, added only where set so other chains keep
  * their shape: root_cause.because, .seq, .missing_ranks, .missing_state,
  * and caused_by (the chain that explains this one). */
@@ -65,6 +130,16 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 		}
 		json_object_set_new(rc, "missing_ranks", m);
 		json_object_set_new(rc, "missing_state", st);
+	}
+	if (c->kind == CW_KIND_NCCL_HANG && c->nwavefront)
+		json_object_set_new(o, "wavefront", wavefront_json(c));
+	if (c->nthreads) {
+		json_t *th = json_array();
+
+		for (int i = 0; i < c->nthreads; i++)
+			json_array_append_new(th, cw_chain_thread_json(&c->threads[i]));
+		json_object_set_new(o, "thread_states", json_pack("{s:o, s:i, s:o}", "from", cw_json_str(c->threads_from),
+								  "total", c->nthreads_total, "threads", th));
 	}
 	if (c->error_family[0]) {
 		json_t *ops = json_array();
@@ -333,6 +408,26 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 			fprintf(f, "  because %s\n", c->because);
 		for (int k = 0; c->kind == CW_KIND_NCCL_HANG && k < c->nmissing && k < CW_CHAIN_MAX_MISSING; k++)
 			fprintf(f, "  missing %s\n", c->missing_state[k]);
+		if (c->kind == CW_KIND_NCCL_HANG && c->nwavefront) {
+			fprintf(f, "  wavefront at collective #%lld (%d of %d ranks shown)\n", (long long)c->seq,
+				c->nwavefront, c->nwavefront_total);
+			for (int k = 0; k < c->nwavefront; k++) {
+				char line[1200];
+
+				wavefront_text(&c->wavefront[k], line, sizeof(line));
+				fprintf(f, "    %s\n", line);
+			}
+		}
+		if (c->nthreads) {
+			fprintf(f, "  threads (%s, %d of %d)\n", !strcmp(c->threads_from, "stall") ? "when trace named the stall"
+				: "at the end of the trace", c->nthreads, c->nthreads_total);
+			for (int k = 0; k < c->nthreads; k++) {
+				char line[600];
+
+				cw_chain_thread_text(&c->threads[k], line, sizeof(line));
+				fprintf(f, "    %s\n", line);
+			}
+		}
 		if (c->caused_by.kind[0]) {
 			fprintf(f, "  caused by %s: ", c->caused_by.kind);
 			if (c->caused_by.rank >= 0)

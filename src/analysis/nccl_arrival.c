@@ -255,6 +255,12 @@ int cw_nccl_arrival_analyse(struct cw_nccl_call *c, size_t n, struct cw_nccl_ran
 			if (c[j].seq > maxseq)
 				maxseq = c[j].seq;
 		}
+		/* Members that joined by ncclCommInitRank and never entered. */
+		for (int r = 0; r < nranks; r++)
+			if (!seen[r] && ranks[r].init_comm && ranks[r].init_comm == comm) {
+				seen[r] = 1;
+				members++;
+			}
 		for (k = i; k < j;) {
 			size_t e = k;
 

@@ -50,6 +50,10 @@ struct cw_nccl_rank {
 	char comm[32];
 	int64_t pid, tid; /* tid: the thread that calls NCCL */
 	int rank, nranks; /* -1 unknown */
+	/* The communicator its ncclCommInitRank joined (0 none loaded): a
+	 * member that never entered a collective still counts (a hang at
+	 * the first collective). */
+	int64_t init_comm;
 	/* Filled by the analysis. */
 	uint64_t calls, late, lag_ns, wait_ns, step_ns;
 	uint64_t waited_ns; /* waiting for the straggler where it was late */

@@ -573,6 +573,7 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 		c->py_stack_id = sqlite3_column_int64(q, 7);
 		c->id = sqlite3_column_int64(q, 8);
 		c->stack_id = sqlite3_column_int64(q, 9);
+		c->unfinished = sqlite3_column_int(q, 10);
 	}
 	if (rc != SQLITE_DONE) {
 		ret = cw_sqlite_errno(rc);
@@ -593,8 +594,10 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 		if ((ret = measure_offcpu(ctx, off, c, &ccap)) < 0)
 			goto out;
 		c->io_same_pid_ns = io_same_pid(ctx->sys, c->pid, c->mono_ns, c->mono_ns + c->dur_ns);
-		c->early = (op->nsecs && sec <= op->secs[0].second) ||
-			   cw_opstat_calls_through(op, sec) <= first_calls;
+		/* A call that never returned is no start-up cost: it is what a
+		 * hang or a stall leaves open, however early it began. */
+		c->early = !c->unfinished && ((op->nsecs && sec <= op->secs[0].second) ||
+					      cw_opstat_calls_through(op, sec) <= first_calls);
 		ctx->slow_time_ns += c->dur_ns;
 		ctx->preempted_ns += c->preempted_ns;
 		ctx->blocked_ns += c->blocked_ns;

@@ -30,7 +30,8 @@ static void usage(FILE *f)
 	      "                        [--pid PID] [--per-process] [--stacks] [--json] [--no-store]\n"
 	      "                        [--cgroup PATH|ID] [--container ID] [--pod NAME|UID]\n"
 	      "                        [--slurm-job ID] [--namespace NS] [--per-tenant]\n"
-	      "                        [--ranks] [--hang-after DURATION] [--now TIME]\n"
+	      "                        [--ranks] [--hang-after DURATION] [--stall-after DURATION]\n"
+	      "                        [--now TIME]\n"
 	      "\n"
 	      "Finds the ops with a latency tail, measures for each slow call what its\n"
 	      "thread was doing (preempted, blocked on I/O, under memory pressure, ...)\n"
@@ -50,6 +51,8 @@ static void usage(FILE *f)
 	      "                    last sequence number, share of time waiting (\"ranks\" in --json)\n"
 	      "  --hang-after DURATION  floor of the nccl_hang threshold (default 10s; the\n"
 	      "                    threshold is max(20 x the median step, this))\n"
+	      "  --stall-after DURATION  floor of the training_stall threshold (default 30s;\n"
+	      "                    the threshold is max(10 x the process's step, this))\n"
 	      "  --stacks          print each chain's stack: native frames with the Python\n"
 	      "                    frames spliced in (always in --json)\n"
 	      "  --json            one JSON object (see docs/explain.md)\n"
@@ -144,7 +147,7 @@ static void print_text(const struct cw_explain_result *r, int stacks)
 int cmd_explain(int argc, char **argv)
 {
 	enum { OPT_NO_STORE = 256, OPT_PER_PROCESS, OPT_FROM, OPT_TO, OPT_STACKS, OPT_PER_TENANT, OPT_TENANT,
-	       OPT_RANKS, OPT_HANG_AFTER, OPT_NOW };
+	       OPT_RANKS, OPT_HANG_AFTER, OPT_STALL_AFTER, OPT_NOW };
 	static const struct option longopts[] = {
 		{"db", required_argument, NULL, 'd'},    {"since", required_argument, NULL, 's'},
 		{"from", required_argument, NULL, OPT_FROM}, {"to", required_argument, NULL, OPT_TO},
@@ -153,10 +156,11 @@ int cmd_explain(int argc, char **argv)
 		{"stacks", no_argument, NULL, OPT_STACKS}, {"per-tenant", no_argument, NULL, OPT_PER_TENANT},
 		CW_TENANT_LONGOPTS(OPT_TENANT),
 		{"ranks", no_argument, NULL, OPT_RANKS}, {"hang-after", required_argument, NULL, OPT_HANG_AFTER},
+		{"stall-after", required_argument, NULL, OPT_STALL_AFTER},
 		{"now", required_argument, NULL, OPT_NOW},
 		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
-	const char *db_path = cw_default_db(), *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL, *hang = NULL,
+	const char *db_path = cw_default_db(), *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL, *hang = NULL, *stall = NULL,
 		   *now_s = NULL;
 	struct cw_explain_opts o = {.store_chains = 1};
 	struct cw_explain_result r;
@@ -221,6 +225,9 @@ int cmd_explain(int argc, char **argv)
 		case OPT_HANG_AFTER:
 			hang = optarg;
 			break;
+		case OPT_STALL_AFTER:
+			stall = optarg;
+			break;
 		case OPT_NOW:
 			now_s = optarg;
 			break;
@@ -262,6 +269,10 @@ int cmd_explain(int argc, char **argv)
 	}
 	if (hang && (cw_parse_duration(hang, &o.hang_min_ns) < 0 || o.hang_min_ns == 0)) {
 		cw_report_error(json, "explain: invalid duration \"%s\" (e.g. 30s, 5m, 2h)", hang);
+		return CW_EXIT_USAGE;
+	}
+	if (stall && (cw_parse_duration(stall, &o.stall_min_ns) < 0 || o.stall_min_ns == 0)) {
+		cw_report_error(json, "explain: invalid duration \"%s\" (e.g. 30s, 5m, 2h)", stall);
 		return CW_EXIT_USAGE;
 	}
 	if (pid_s && parse_pid(pid_s, &o.pid) < 0) {

@@ -106,6 +106,17 @@ uint64_t cw_stall_threshold(uint64_t step_ns, const struct cw_stall_opts *o)
 	return t > floor ? t : floor;
 }
 
+int cw_stall_procs(const struct cw_stall *s, uint32_t *pids, uint32_t *last_tids, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->nprocs && n < max; i++, n++) {
+		pids[n] = s->procs[i].pid;
+		last_tids[n] = s->procs[i].last_tid;
+	}
+	return n;
+}
+
 static struct cw_stall_proc *proc_get(struct cw_stall *s, uint32_t pid, int create)
 {
 	for (int i = 0; i < s->nprocs; i++)

@@ -63,6 +63,10 @@ void cw_stall_exited(struct cw_stall *s, uint32_t pid);
 int cw_stall_check(struct cw_stall *s, uint64_t now, int (*alive)(uint32_t pid, void *ctx), void *ctx,
 		   struct cw_stall_hit *out, int max);
 
+/* The processes tracked now (seen calling, not exited): pids and the
+ * thread of each one's latest call, at most max. Returns the count. */
+int cw_stall_procs(const struct cw_stall *s, uint32_t *pids, uint32_t *last_tids, int max);
+
 /* Shared with the after-the-fact rule. */
 void cw_stall_proc_call(struct cw_stall_proc *p, uint32_t tid, const char *op, uint64_t start_ns, uint64_t end_ns);
 /* The process's step (0: no steady rhythm yet). */

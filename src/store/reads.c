@@ -175,21 +175,21 @@ int cw_store_read_sql(sqlite3 *db, enum cw_read r, const char **sql)
  * through calls_slow by (op id, duration). */
 static const char *const op_reads[CW_OP_READ_COUNT][2] = {
 	[CW_OP_READ_SLOWEST] = {
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM kevents"
-		" WHERE op = ?1 AND anomalous = 1 AND duration_ns >= ?2 AND node = ?3"
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id, ret IS NULL"
+		" FROM kevents WHERE op = ?1 AND anomalous = 1 AND duration_ns >= ?2 AND node = ?3"
 		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) ORDER BY duration_ns DESC LIMIT ?7",
-		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack"
-		" FROM " CW_CALLS_FROM " WHERE " CW_CALL_OP_IS("?1") " AND c.anomalous = 1 AND c.dur >= ?2"
+		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack,"
+		" c.ret IS NULL FROM " CW_CALLS_FROM " WHERE " CW_CALL_OP_IS("?1") " AND c.anomalous = 1 AND c.dur >= ?2"
 		" AND t.node = ?3 AND " CW_CALL_WALL " BETWEEN ?4 AND ?5 AND (?6 = 0 OR t.pid = ?6)"
 		" ORDER BY c.dur DESC LIMIT ?7",
 	},
 	[CW_OP_READ_FIRST] = {
-		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id FROM kevents"
-		" WHERE id BETWEEN ?8 AND ?9 AND op = ?1 AND duration_ns >= ?2 AND node = ?3"
+		"SELECT mono_ns, duration_ns, wall_ns, pid, tid, comm, device, py_stack_id, id, stack_id, ret IS NULL"
+		" FROM kevents WHERE id BETWEEN ?8 AND ?9 AND op = ?1 AND duration_ns >= ?2 AND node = ?3"
 		" AND wall_ns BETWEEN ?4 AND ?5 AND (?6 = 0 OR pid = ?6) AND anomalous = 0"
 		" ORDER BY id LIMIT ?7",
-		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack"
-		" FROM " CW_CALLS_FROM " WHERE c.id BETWEEN ?8 AND ?9 AND " CW_CALL_OP_IS("?1") " AND c.dur >= ?2"
+		"SELECT " CW_CALL_MONO ", c.dur, " CW_CALL_WALL ", t.pid, t.tid, t.comm, t.device, c.pystack, c.id, c.stack,"
+		" c.ret IS NULL FROM " CW_CALLS_FROM " WHERE c.id BETWEEN ?8 AND ?9 AND " CW_CALL_OP_IS("?1") " AND c.dur >= ?2"
 		" AND t.node = ?3 AND " CW_CALL_WALL " BETWEEN ?4 AND ?5 AND (?6 = 0 OR t.pid = ?6) AND c.anomalous = 0"
 		" ORDER BY c.id LIMIT ?7",
 	},

@@ -17,6 +17,13 @@ void trace_drain(struct trace *t, struct cw_trace_result *res)
 {
 	int failed = 0;
 
+	/* What every traced process's threads are doing now, before the
+	 * launched command is stopped: a hang or stall read later names what
+	 * each thread was blocked in (its last off-CPU interval never ends
+	 * inside the trace). */
+	cw_consumer_lock(&t->cons);
+	trace_gpu_end_snapshot(t->gpu, cw_monotonic_ns());
+	cw_consumer_unlock(&t->cons);
 	/* Nothing stays stopped past this point. */
 	trace_live_stop(t);
 	if (t->child > 0 && !t->child_done) {

@@ -30,7 +30,7 @@ struct trace_gpu {
 	char uuid[CW_GPU_MAX][96];
 	struct cw_gpu_sampler_stats final;
 	int halted;
-	uint64_t stalls, gpu_write_errors;
+	uint64_t stalls, gpu_write_errors, end_snapshots;
 	uint64_t aggregated;
 	int64_t mono_to_wall;
 };
@@ -188,25 +188,27 @@ static int alive(uint32_t pid, void *ctx)
 	return cw_pid_exists(pid) == 1;
 }
 
-/* Names the stall, with every thread's state, into an event row of
- * source 'stall' (the rule reads it back) and an alert. */
-static void report_stall(struct trace_gpu *g, const struct cw_stall_hit *h, uint64_t now)
+/* Every thread of pid now (/proc, Python lines, the traced GPU calls each
+ * is inside) as the detail's "threads" array; desc: the thread tid's state
+ * in words (or the main thread's), "" when neither was found. */
+static json_t *threads_json(struct trace_gpu *g, uint32_t pid, uint32_t tid, uint64_t now, char *desc, size_t dlen)
 {
 	static struct cw_thread_state th[CW_THREADSTATE_MAX];
-	json_t *d, *arr;
-	char *detail, step[32], silent[32], text[640], desc[320] = "";
+	json_t *arr;
 	int n, main_i = -1;
 
+	if (dlen)
+		desc[0] = '\0';
 	if (!g->py && cw_pyres_new(&g->py))
 		g->py = NULL;
-	n = cw_thread_states((pid_t)h->pid, th, CW_THREADSTATE_MAX, g->py);
+	n = cw_thread_states((pid_t)pid, th, CW_THREADSTATE_MAX, g->py);
 	/* A thread inside a traced call that has not returned (a hung
 	 * synchronize) is named by that call. */
 	if (g->o.open_calls && n > 0) {
 		uint32_t tids[16];
 		const char *ops[16];
 		uint64_t since[16];
-		int k = g->o.open_calls(g->o.open_calls_ctx, h->pid, tids, ops, since, 16);
+		int k = g->o.open_calls(g->o.open_calls_ctx, pid, tids, ops, since, 16);
 		for (int j = 0; j < k; j++)
 			for (int i = 0; i < n; i++)
 				if ((uint32_t)th[i].tid == tids[j] && ops[j]) {
@@ -235,11 +237,22 @@ static void report_stall(struct trace_gpu *g, const struct cw_stall_hit *h, uint
 		}
 		json_array_append_new(arr, t);
 		/* The thread that made the last CUDA call speaks for the process. */
-		if ((uint32_t)th[i].tid == h->last_tid || (main_i < 0 && (uint32_t)th[i].tid == h->pid))
+		if ((uint32_t)th[i].tid == tid || (main_i < 0 && (uint32_t)th[i].tid == pid))
 			main_i = i;
 	}
-	if (main_i >= 0)
-		cw_thread_state_describe(&th[main_i], desc, sizeof(desc));
+	if (main_i >= 0 && dlen)
+		cw_thread_state_describe(&th[main_i], desc, dlen);
+	return arr;
+}
+
+/* Names the stall, with every thread's state, into an event row of
+ * source 'stall' (the rule reads it back) and an alert. */
+static void report_stall(struct trace_gpu *g, const struct cw_stall_hit *h, uint64_t now)
+{
+	json_t *d, *arr;
+	char *detail, step[32], silent[32], text[640], desc[320] = "";
+
+	arr = threads_json(g, h->pid, h->last_tid, now, desc, sizeof(desc));
 	d = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:o}", "last_call_wall_ns",
 		      (json_int_t)((int64_t)h->last_ns + g->mono_to_wall), "step_ns", (json_int_t)h->step_ns, "threshold_ns",
 		      (json_int_t)h->threshold_ns, "silent_ns", (json_int_t)h->silent_ns, "last_op", h->last_op,
@@ -263,6 +276,42 @@ static void report_stall(struct trace_gpu *g, const struct cw_stall_hit *h, uint
 	g->stalls++;
 	free(detail);
 	json_decref(d);
+}
+
+void trace_gpu_end_snapshot(struct trace_gpu *g, uint64_t now)
+{
+	uint32_t pids[TRACE_GPU_END_PROCS], tids[TRACE_GPU_END_PROCS];
+	int n;
+
+	if (!g)
+		return;
+	n = cw_stall_procs(g->stall, pids, tids, TRACE_GPU_END_PROCS);
+	for (int i = 0; i < n; i++) {
+		json_t *arr, *d;
+		char *detail;
+
+		if (cw_pid_exists(pids[i]) != 1)
+			continue;
+		arr = threads_json(g, pids[i], tids[i], now, NULL, 0);
+		if (!json_array_size(arr)) {
+			json_decref(arr);
+			continue;
+		}
+		d = json_pack("{s:I, s:o}", "last_tid", (json_int_t)tids[i], "threads", arr);
+		detail = d ? json_dumps(d, JSON_COMPACT) : NULL;
+		if (detail) {
+			struct cw_event_row r = {
+				.mono_ns = now, .wall_ns = cw_realtime_ns(), .pid = pids[i], .tid = tids[i],
+				.source = "threads", .op = "end_of_trace", .detail = detail, .device = -1,
+			};
+			if (cw_writer_event(g->w, &r))
+				g->gpu_write_errors++;
+			else
+				g->end_snapshots++;
+		}
+		free(detail);
+		json_decref(d);
+	}
 }
 
 void trace_gpu_tick(struct trace_gpu *g, uint64_t now, uint64_t aggregated)
@@ -290,6 +339,7 @@ void trace_gpu_counters(struct trace_gpu *g)
 	if (!g)
 		return;
 	cw_writer_counter_set(g->w, "trace.gpu.stalls", g->stalls);
+	cw_writer_counter_set(g->w, "trace.gpu.end_snapshots", g->end_snapshots);
 	cw_writer_counter_set(g->w, "trace.gpu.write_errors", g->gpu_write_errors);
 	if (g->sampler)
 		cw_gpu_sampler_stats(g->sampler, &s);

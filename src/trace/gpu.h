@@ -35,6 +35,13 @@ struct trace_gpu_opts {
 int trace_gpu_start(struct trace_gpu **out, const struct trace_gpu_opts *o, struct cw_consumer *cons,
 		    struct cw_writer *w, struct cw_store *st, const char *node, int64_t session_id,
 		    struct cw_trace_view *view);
+/* Processes whose threads' states the end of a trace stores at most. */
+#define TRACE_GPU_END_PROCS 64
+/* At the end of a trace: every thread's state of each process still
+ * alive that made GPU calls, one event row per process (source 'threads',
+ * op 'end_of_trace', docs/schema.md), so a hang or stall explained later
+ * says what each thread was blocked in. Under the consumer lock. */
+void trace_gpu_end_snapshot(struct trace_gpu *g, uint64_t now);
 void trace_gpu_observe(struct trace_gpu *g, const struct cw_event_row *r);
 void trace_gpu_exited(struct trace_gpu *g, uint32_t pid);
 /* aggregated: calls counted in the kernel so far (not seen one by one);

@@ -59,6 +59,18 @@ if kind == "nccl_hang":
     assert "train.py:90" in st, st
     assert top["evidence"]["threshold_ns"] == 10_000_000_000, top["evidence"]
     assert "never entered by rank 3" in rc["summary"], rc["summary"]
+    # The wavefront: rank 3 blocked off CPU since before #40 (its last
+    # off-CPU interval reaches the end), the others inside their sync.
+    wf = top["wavefront"]
+    assert wf["seq"] == 40 and wf["missing_ranks"] == [3] and wf["ranks_total"] == 4, wf
+    assert [r["rank"] for r in wf["ranks"]] == [3, 0, 1, 2], wf
+    m = wf["ranks"][0]
+    assert not m["entered"] and m["last_seq"] == 39 and m["thread_state"] == "blocked", m
+    assert m["state_from"] == "offcpu" and m["off_cpu_ns"] == 15_000_000_000, m
+    assert m["python"] == "/workspace/train.py:90 in train_step", m
+    for w in wf["ranks"][1:]:
+        assert w["entered"] and w["last_seq"] == 40 and w["last_call"] == "cudaStreamSynchronize", w
+        assert w["last_call_open"] and w["thread_state"] == "in_call" and w["state_from"] == "calls", w
     # The waiting ranks' slow syncs point at the hang.
     others = [c for c in ch[1:] if c["op"] == "cudaStreamSynchronize"]
     assert all(c["caused_by"]["kind"] == "nccl_hang" and c["caused_by"]["rank"] == 3 for c in others), others

@@ -8,6 +8,11 @@
 #   pipe: blocked in read on a pipe, at the wait_for_batch line
 #   lock: waiting on a lock (futex), at the wait_for_lock line
 #   sync: inside cudaStreamSynchronize, not returned
+# After the fact (trace's default 30 s floor: nothing named live; explain
+# --stall-after 2s): the main thread inside cudaStreamSynchronize while a
+# helper thread blocks reading a pipe (sync-pipe) or on a lock (sync-lock);
+# the chain names each thread's blocking kind and line from the thread
+# states trace stored at its end.
 # A run that exits right after its calls is no stall.
 set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
@@ -75,6 +80,58 @@ run_stall lock
 check lock lock "waiting on a lock (futex)" wait_for_lock
 run_stall sync
 check sync "cuda call" "inside cudaStreamSynchronize for" last_sync
+
+run_quiet() { # mode helper_kind helper_function
+	local mode=$1 kind=$2 fn=$3 i
+	CW_FAKE_SYNC_US=500 "$CW_BIN" trace --db "$D/$mode.db" --no-view --no-gpu -- \
+		"$PY" "$STALL" "$LIB" 2 "$mode" >"$D/out" 2>"$D/err" &
+	tp=$!
+	for i in $(seq 1 100); do
+		grep -q "stalling $mode" "$D/out" && break
+		kill -0 "$tp" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 3
+	kill -INT "$tp" 2>/dev/null
+	wait "$tp"
+	tp=
+	grep -q "stalling $mode" "$D/out" || fail "$mode: the fixture did not reach its stall"
+	grep -q "training stall" "$D/err" && fail "$mode: named live below the default floor"
+	"$CW_BIN" explain --db "$D/$mode.db" --json --no-store >"$D/$mode.default.json" || fail "$mode: explain"
+	"$CW_BIN" explain --db "$D/$mode.db" --json --no-store --stall-after 2s >"$D/$mode.json" || fail "$mode: explain --stall-after"
+	"$CW_BIN" explain --db "$D/$mode.db" --no-store --stall-after 2s >"$D/$mode.txt" || fail "$mode: explain text"
+	python3 - "$mode" "$kind" "$fn" "$D/$mode.json" "$D/$mode.default.json" "$D/$mode.txt" <<'PY' || fail "$mode: $(head -c 3000 "$D/$mode.json")"
+import json, sys
+mode, kind, fn, path, default, txt = sys.argv[1:]
+kinds = lambda p: [c["root_cause"]["kind"] for c in json.load(open(p))["chains"]]
+assert "training_stall" not in kinds(default), ("below the 30 s floor", kinds(default))
+c = [c for c in json.load(open(path))["chains"] if c["root_cause"]["kind"] == "training_stall"]
+assert len(c) == 1, kinds(path)
+c = c[0]
+assert c["evidence"]["detected_live"] == 0, c["evidence"]
+ts = c["thread_states"]
+assert ts["from"] == "end_of_trace", ts
+th = ts["threads"]
+main = th[0]
+assert main["tid"] == c["pid"] == c["tid"], (main, c["pid"], c["tid"])
+assert main["blocked_in"] == "cuda_call" and main["in_call"] == "cudaStreamSynchronize", main
+assert (main["python"] or "").endswith(" in last_sync"), main
+helper = [t for t in th if (t["python"] or "").endswith(" in " + fn)]
+assert len(helper) == 1, th
+assert helper[0]["blocked_in"] == kind, helper[0]
+if kind == "pipe":
+    assert helper[0]["syscall"] == "read" and helper[0]["target"].startswith("pipe:["), helper[0]
+assert c["python"]["function"] == "last_sync" if isinstance(c.get("python"), dict) else True, c.get("python")
+assert "inside cudaStreamSynchronize" in c["root_cause"]["summary"], c["root_cause"]["summary"]
+text = open(txt).read()
+assert "threads (at the end of the trace" in text, text
+want = "blocked in read on a pipe (pipe:[" if kind == "pipe" else "blocked on a futex"
+assert want in text, text
+print(f"ok {mode}: {main['blocked_in']} + {helper[0]['blocked_in']} at {helper[0]['python']}")
+PY
+}
+run_quiet sync-pipe pipe wait_for_batch
+run_quiet sync-lock futex wait_for_lock
 
 # Healthy: the loop ends and the process exits: no stall named.
 CW_FAKE_SYNC_US=500 "$CW_BIN" trace --db "$D/ok.db" --no-view --no-gpu --stall-after 2s -- \

@@ -68,40 +68,67 @@ straggler compute 8 compute compute -
 
 # Hangs: rank 3 stops before collective 10; trace is stopped after 3.5 s
 # while the job still runs (the others sit in their synchronization).
-hang() { # MODE WCHAN
-	local m=$1
-	"$CW_BIN" trace --db "$D/h$m.db" --no-view -- "$FIX/nccl_job" -n 4 -s 1000 -H 3 -N 10 -m "$m" -o "$D/h$m.pid" \
-		>"$D/h$m.out" 2>&1 &
+# SEQ 1: the hang falls right after start-up, so the waiting ranks' first
+# synchronizations are the hung ones (they must not read as cold start).
+hang() { # MODE WCHAN BLOCKED_IN [SEQ]
+	local m=$1 seq=${4:-10}
+	local f=h$m$seq
+	"$CW_BIN" trace --db "$D/$f.db" --no-view -- "$FIX/nccl_job" -n 4 -s 1000 -H 3 -N "$seq" -m "$m" -o "$D/$f.pid" \
+		>"$D/$f.out" 2>&1 &
 	local tp=$!
-	for _ in $(seq 50); do [ -s "$D/h$m.pid" ] && break; sleep 0.1; done
-	groups+=("$(cat "$D/h$m.pid")")
+	for _ in $(seq 50); do [ -s "$D/$f.pid" ] && break; sleep 0.1; done
+	groups+=("$(cat "$D/$f.pid")")
 	sleep 3.5
 	kill -INT $tp
 	wait $tp
 	# The default threshold (10 s) is not reached; 2 s is.
-	"$CW_BIN" explain --db "$D/h$m.db" --json --no-store | grep -q '"nccl_hang"' && fail "$m: hang below the threshold"
-	"$CW_BIN" explain --db "$D/h$m.db" --json --no-store --hang-after 2s >"$D/h$m.json" || fail "$m: explain"
-	python3 - "$m" "$2" "$D/h$m.json" <<'PY' || fail "hang $m: $(head -c 2500 "$D/h$m.json")"
+	"$CW_BIN" explain --db "$D/$f.db" --json --no-store | grep -q '"nccl_hang"' && fail "$m: hang below the threshold"
+	"$CW_BIN" explain --db "$D/$f.db" --json --no-store --hang-after 2s >"$D/$f.json" || fail "$m: explain"
+	"$CW_BIN" explain --db "$D/$f.db" --no-store --hang-after 2s >"$D/$f.txt" || fail "$m: explain text"
+	python3 - "$m" "$2" "$D/$f.json" "$3" "$seq" "$D/$f.txt" <<'PY' || fail "hang $m: $(head -c 2500 "$D/$f.json")"
 import json, sys
-mode, wchan, path = sys.argv[1:]
+mode, wchan, path, blocked_in, seq, txt = sys.argv[1:]
+seq = int(seq)
 d = json.load(open(path))
 top = d["chains"][0]
 rc = top["root_cause"]
-assert rc["kind"] == "nccl_hang", rc["kind"]
-assert rc["missing_ranks"] == [3] and rc["seq"] == 10, rc
+assert rc["kind"] == "nccl_hang", [c["root_cause"]["kind"] for c in d["chains"]]
+assert rc["missing_ranks"] == [3] and rc["seq"] == seq, rc
+# The waits the hang made are never start-up cost.
+assert not [c for c in d["chains"] if c["root_cause"]["kind"] == "cold_start"], [c["root_cause"]["summary"] for c in d["chains"]]
+# The wavefront: where the ranks diverge and what each is doing, from
+# the thread states trace stored at its end.
+wf = top["wavefront"]
+assert wf["seq"] == seq and wf["missing_ranks"] == [3] and wf["ranks_total"] == 4, wf
+ranks = {r["rank"]: r for r in wf["ranks"]}
+assert sorted(ranks) == [0, 1, 2, 3] and wf["ranks"][0]["rank"] == 3, wf
+m = ranks[3]
+assert not m["entered"] and m["last_seq"] == seq - 1 and m["pid"] == top["pid"], m
+assert m["state_from"] == "end_of_trace" and m["thread_state"] == "blocked", m
+assert m["thread"]["tid"] == m["tid"] and m["thread"]["blocked_in"] == blocked_in, m
+assert m["thread"]["wchan"].startswith(wchan), m
+for r in (0, 1, 2):
+    w = ranks[r]
+    assert w["entered"] and w["last_seq"] == seq, w
+    assert w["last_call"] == "cudaStreamSynchronize" and w["last_call_open"], w
+    assert w["thread_state"] == "in_call" and w["thread"]["in_call"] == "cudaStreamSynchronize", w
+text = open(txt).read()
+assert "wavefront at collective #%d (4 of 4 ranks shown)" % seq in text, text
+assert "rank 3 (pid %d): missing, last entered #%d" % (m["pid"], seq - 1) in text, text
 st = rc["missing_state"][0]
 assert st.startswith("rank 3 (pid %d" % top["pid"]), st
-assert "last call cudaStreamSynchronize" in st, st
+assert "last call " + ("ncclCommInitRank" if seq == 1 else "cudaStreamSynchronize") in st, st
 assert "; now: thread %d sleeping in %s" % (top["pid"], wchan) in st, st
 # The waiting ranks' synchronizations are explained by the hang.
 assert not [w for w in d["warnings"] if w.startswith("cudaStreamSynchronize")], d["warnings"]
 print("ok hang", mode, st)
 PY
-	kill -KILL -- "-$(cat "$D/h$m.pid")"
-	rm -f /dev/shm/cwfakenccl-"$(cat "$D/h$m.pid")"-*
+	kill -KILL -- "-$(cat "$D/$f.pid")"
+	rm -f /dev/shm/cwfakenccl-"$(cat "$D/$f.pid")"-*
 }
-hang sleep __do_sys_pause
-hang lock futex
+hang sleep __do_sys_pause sleep
+hang lock futex futex
+hang sleep __do_sys_pause sleep 1
 
 # Live: trace's view warns while the job hangs (2 s floor, 5 s run).
 command -v script >/dev/null || { echo "util-linux script not installed"; exit 77; }

@@ -25,6 +25,7 @@
 #include "analysis/rules/rules.h"
 #include "analysis/nccl_arrival.h"
 #include "analysis/rules/nccl_load.h"
+#include "analysis/thread_states.h"
 #include "pipeline/ops.h"
 #include "store/store.h"
 #include "util/timeutil.h"
@@ -496,6 +497,129 @@ static int missing_state(sqlite3 *db, const struct cw_nccl_rank *r, int64_t unti
 	return 0;
 }
 
+/* Off-CPU intervals ending this close to the end of the data count as
+ * the thread's state at the end (records of the last one arrive when it
+ * runs again: a thread still off CPU when the trace ends has none). */
+#define END_SLACK_NS (1000 * NSEC_PER_MSEC)
+
+/* One rank's place at the hang: its newest GPU call, its calling thread's
+ * state at the end (trace's stored thread states, else its last off-CPU
+ * interval when that reaches the end, else an open call) and its line. */
+static int wavefront_rank(sqlite3 *db, const struct cw_nccl_rank *r, int missing, int64_t until, int64_t min_id,
+			  struct cw_wavefront_rank *w)
+{
+	static const char last_sql[] =
+		"SELECT op, wall_ns, duration_ns, ret IS NULL FROM events WHERE node = ?1 AND pid = ?2"
+		" AND source IN ('cuda', 'driver', 'nccl', 'graph') ORDER BY id DESC LIMIT 1";
+	static const char off_sql[] =
+		"SELECT reason, wall_ns, duration_ns FROM offcpu WHERE tid = ?1 AND node = ?2"
+		" ORDER BY start_mono_ns DESC LIMIT 1";
+	static const char py_sql[] =
+		"SELECT p.user_file, p.user_line, p.user_function FROM events e JOIN py_stacks p ON p.id = e.py_stack_id"
+		" WHERE e.node = ?1 AND e.pid = ?2 AND p.user_file IS NOT NULL ORDER BY e.id DESC LIMIT 1";
+	struct cw_chain_thread th[1];
+	sqlite3_stmt *st = NULL;
+	char from[16];
+	int total, n, rc;
+
+	memset(w, 0, sizeof(*w));
+	w->rank = r->rank;
+	w->pid = r->pid;
+	w->tid = r->tid;
+	w->missing = missing;
+	w->last_seq = r->last_seq;
+	snprintf(w->node, sizeof(w->node), "%s", r->node);
+	if ((rc = sqlite3_prepare_v2(db, last_sql, -1, &st, NULL)) != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, r->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, r->pid);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t wall = sqlite3_column_int64(st, 1), du = sqlite3_column_int64(st, 2);
+		const char *op = (const char *)sqlite3_column_text(st, 0);
+
+		snprintf(w->last_call, sizeof(w->last_call), "%s", op ? op : "?");
+		w->last_call_open = sqlite3_column_int(st, 3);
+		/* An open call is dated from its start: it never ended. */
+		if (w->last_call_open)
+			du = 0;
+		w->last_call_ago_ns = until > wall + du ? (uint64_t)(until - wall - du) : 0;
+	}
+	sqlite3_finalize(st);
+	n = cw_stored_threads(db, r->node, r->pid, min_id, r->tid, th, 1, &total, from, sizeof(from));
+	if (n < 0)
+		return n;
+	if (n == 1 && th[0].tid == r->tid) {
+		const char *k = th[0].blocked_in;
+
+		w->th = th[0];
+		snprintf(w->state_from, sizeof(w->state_from), "%s", from);
+		snprintf(w->thread_state, sizeof(w->thread_state), "%s",
+			 !strcmp(k, "cuda_call") ? "in_call" : !strcmp(k, "running") ? "running"
+			 : !strcmp(k, "runnable_starved") ? "preempted" : "blocked");
+		snprintf(w->python, sizeof(w->python), "%s", th[0].python);
+	} else {
+		if ((rc = sqlite3_prepare_v2(db, off_sql, -1, &st, NULL)) != SQLITE_OK)
+			return cw_sqlite_errno(rc);
+		sqlite3_bind_int64(st, 1, r->tid);
+		sqlite3_bind_text(st, 2, r->node, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			const char *reason = (const char *)sqlite3_column_text(st, 0);
+			int64_t s = sqlite3_column_int64(st, 1), d = sqlite3_column_int64(st, 2);
+
+			if (s + d + (int64_t)END_SLACK_NS >= until && reason) {
+				snprintf(w->thread_state, sizeof(w->thread_state), "%s",
+					 !strcmp(reason, "preempted") ? "preempted" : "blocked");
+				snprintf(w->state_from, sizeof(w->state_from), "offcpu");
+				w->off_cpu_ns = (uint64_t)d;
+			}
+		}
+		sqlite3_finalize(st);
+		if (!w->thread_state[0] && w->last_call_open) {
+			snprintf(w->thread_state, sizeof(w->thread_state), "in_call");
+			snprintf(w->state_from, sizeof(w->state_from), "calls");
+		}
+	}
+	if (!w->python[0]) {
+		if ((rc = sqlite3_prepare_v2(db, py_sql, -1, &st, NULL)) != SQLITE_OK)
+			return cw_sqlite_errno(rc);
+		sqlite3_bind_text(st, 1, r->node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, r->pid);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			snprintf(w->python, sizeof(w->python), "%.150s:%d in %.40s", sqlite3_column_text(st, 0),
+				 sqlite3_column_int(st, 1), sqlite3_column_text(st, 2) ? (const char *)sqlite3_column_text(st, 2) : "?");
+		sqlite3_finalize(st);
+	}
+	return 0;
+}
+
+/* The wavefront: the missing ranks first, then those waiting in the
+ * collective, as many as the chain holds. */
+static int wavefront(sqlite3 *db, const struct cw_nccl_loaded *l, const struct cw_nccl_arrival *a, int64_t until,
+		     struct cw_chain *c)
+{
+	int64_t min_id = 0;
+	int ret;
+
+	/* Stored thread states come after the hang began. */
+	if ((ret = cw_events_id_at(db, a->hang_started > 60 * (int64_t)NSEC_PER_SEC
+					       ? (uint64_t)(a->hang_started - 60 * (int64_t)NSEC_PER_SEC) : 0, &min_id)) < 0)
+		return ret;
+	c->nwavefront_total = l->nranks;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < l->nranks && c->nwavefront < CW_CHAIN_MAX_WAVEFRONT; i++) {
+			int missing = 0;
+
+			for (int k = 0; k < a->nmissing; k++)
+				missing |= a->missing[k] == i;
+			if ((pass == 0) != missing)
+				continue;
+			if ((ret = wavefront_rank(db, &l->ranks[i], missing, until, min_id, &c->wavefront[c->nwavefront])) < 0)
+				return ret;
+			c->nwavefront++;
+		}
+	return 0;
+}
+
 static int hang_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const struct cw_nccl_arrival *a, int64_t until,
 		      struct cw_chain *c)
 {
@@ -515,6 +639,8 @@ static int hang_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const struct 
 		    (ret = missing_state(db, r, until, c->missing_state[i], sizeof(c->missing_state[i]))) < 0)
 			return ret;
 	}
+	if ((ret = wavefront(db, l, a, until, c)) < 0)
+		return ret;
 	cw_format_duration((uint64_t)a->hang_for_ns, f, sizeof(f));
 	cw_format_duration(a->hang_threshold_ns, thr, sizeof(thr));
 	c->seq = a->hang_seq;

@@ -151,6 +151,44 @@ int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uint64_t t
 		ret = cw_sqlite_errno(rc);
 	sqlite3_finalize(st);
 	st = NULL;
+	/* A communicator with fewer ranks seen than it declares: its ranks
+	 * that never entered a collective are found by their
+	 * ncclCommInitRank (arg0 nranks, arg1 the unique id's hash, which is
+	 * the comm_id, arg2 the rank). */
+	if (!ret && l->n) {
+		int declared = 0;
+
+		for (int i = 0; i < l->nranks; i++)
+			if (l->ranks[i].nranks > declared)
+				declared = l->ranks[i].nranks;
+		if (declared > l->nranks &&
+		    sqlite3_prepare_v2(db, "SELECT node, pid, tid, arg0, arg1, arg2 FROM events WHERE source = 'nccl'"
+					   " AND op = 'ncclCommInitRank' AND (ret IS NULL OR ret = 0) AND wall_ns BETWEEN ?1 AND ?2"
+					   " AND (?3 IS NULL OR node = ?3) LIMIT 4096", -1, &st, NULL) == SQLITE_OK) {
+			sqlite3_bind_int64(st, 1, (int64_t)from);
+			sqlite3_bind_int64(st, 2, (int64_t)to);
+			if (node_filter)
+				sqlite3_bind_text(st, 3, node_filter, -1, SQLITE_STATIC);
+			while (sqlite3_step(st) == SQLITE_ROW) {
+				const char *node = (const char *)sqlite3_column_text(st, 0);
+				int64_t nr = sqlite3_column_int64(st, 3), rk = sqlite3_column_int64(st, 5);
+				int ri;
+
+				if (!node || nr < 1 || nr > CW_NCCL_MAX_RANKS || rk < 0 || rk >= nr)
+					continue;
+				ri = rank_index(l, node, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2), (int)rk,
+						(int)nr, &last);
+				if (ri == -ENOMEM) {
+					ret = ri;
+					break;
+				}
+				if (ri >= 0)
+					l->ranks[ri].init_comm = sqlite3_column_int64(st, 4);
+			}
+			sqlite3_finalize(st);
+			st = NULL;
+		}
+	}
 	/* Each rank's thread name, for the chains. */
 	if (!ret && l->nranks &&
 	    sqlite3_prepare_v2(db, "SELECT comm FROM threads WHERE node = ?1 AND tid = ?2", -1, &st, NULL) == SQLITE_OK)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "analysis/rules/rules.h"
+#include "analysis/thread_states.h"
 #include "gpu/stall.h"
 #include "gpu/threadstate.h"
 #include "store/store.h"
@@ -46,6 +47,7 @@ struct pidscan {
 	uint64_t total; /* GPU calls scanned */
 	uint64_t exit_wall;
 	int64_t stall_event; /* events.id of a live-detected stall, 0 none */
+	int64_t threads_event; /* events.id of the end-of-trace thread states, 0 none */
 	/* The longest silence between two calls of the scan (start to start). */
 	uint64_t next_start, gap_ns;
 	struct pcall gap_call; /* the call before that silence */
@@ -112,6 +114,11 @@ static void scan_row(const struct cw_scan_row *r, struct pidscan *v, int *n)
 				p->stall_event = r->id;
 			return;
 		}
+		if (!strcmp(src, "threads")) {
+			if (!strcmp(op, "end_of_trace") && (p = pid_get(v, n, pid)) && !p->threads_event)
+				p->threads_event = r->id;
+			return;
+		}
 		if (!is_gpu_source(src) || !(p = pid_get(v, n, pid)))
 			return;
 		{
@@ -166,19 +173,42 @@ static int node_end(sqlite3 *db, const char *node, uint64_t to_wall, uint64_t *e
 	return 0;
 }
 
-/* The live stall event's detail (NULL when none). */
-static json_t *stall_detail(sqlite3 *db, int64_t id)
+/* A stored event's detail (NULL when none): the live stall's or the
+ * end-of-trace thread states'; *mono: when it was taken. */
+static json_t *event_detail(sqlite3 *db, int64_t id, uint64_t *mono)
 {
 	sqlite3_stmt *st = NULL;
 	json_t *d = NULL;
 
-	if (!id || sqlite3_prepare_v2(db, "SELECT detail FROM kevents WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+	if (mono)
+		*mono = 0;
+	if (!id || sqlite3_prepare_v2(db, "SELECT detail, mono_ns FROM kevents WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
 		return NULL;
 	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT)
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT) {
 		d = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+		if (mono)
+			*mono = (uint64_t)sqlite3_column_int64(st, 1);
+	}
 	sqlite3_finalize(st);
 	return d;
+}
+
+static json_t *stall_detail(sqlite3 *db, int64_t id)
+{
+	return event_detail(db, id, NULL);
+}
+
+/* Every thread's state from a stored detail into the chain (the silent
+ * thread first), runnable ones judged starved from their off-CPU rows. */
+static void chain_threads(sqlite3 *db, const char *node, const json_t *d, uint64_t mono, const char *from,
+			  struct cw_chain *c)
+{
+	c->nthreads = cw_threads_from_detail(d, c->tid, c->threads, CW_CHAIN_MAX_THREADS, &c->nthreads_total);
+	if (c->nthreads > 0) {
+		snprintf(c->threads_from, sizeof(c->threads_from), "%s", from);
+		(void)cw_threads_mark_starved(db, node, mono, c->threads, c->nthreads);
+	}
 }
 
 /* Off-CPU time of tid after mono (blocked, preempted), from the
@@ -215,15 +245,24 @@ static void offcpu_after(sqlite3 *db, const char *node, int64_t tid, uint64_t mo
 	sqlite3_finalize(st);
 }
 
+/* Wall time of a snapshot taken at mono, from the last call's pair. */
+static uint64_t snap_wall(const struct pidscan *p, uint64_t mono, const struct pcall *last)
+{
+	(void)p;
+	return mono > last->mono ? last->wall + (mono - last->mono) : last->wall;
+}
+
 static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 {
-	if (!strcmp(wait, "pipe"))
+	if (!strcmp(wait, "runnable_starved"))
+		cw_chain_add_advice(c, "the process is runnable but gets no CPU: see the cpu_preemption and cfs_throttling chains, or give it CPUs of its own (taskset / cgroup cpuset)");
+	else if (!strcmp(wait, "pipe"))
 		cw_chain_add_advice(c, "the process waits on a pipe: check its producer (a DataLoader worker or subprocess) is alive; DataLoader(timeout=...) makes a stuck worker raise");
-	else if (!strcmp(wait, "lock"))
+	else if (!strcmp(wait, "futex"))
 		cw_chain_add_advice(c, "the process waits on a lock: causeway where %lld shows which thread holds it", (long long)pid);
 	else if (!strcmp(wait, "socket"))
 		cw_chain_add_advice(c, "the process waits on the network: check the other ranks (a dead peer); init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 end a hung collective");
-	else if (!strcmp(wait, "runnable") || !strcmp(wait, "gpu driver") || !strcmp(wait, "cuda call"))
+	else if (!strcmp(wait, "running") || !strcmp(wait, "gpu_driver") || !strcmp(wait, "cuda_call"))
 		cw_chain_add_advice(c, "a thread spins or sits in the driver: a CUDA synchronization that never returns points at the GPU (check Xid faults: journalctl -k | grep -i xid)");
 }
 
@@ -263,7 +302,10 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		step = cw_stall_proc_step(&sp, CW_STALL_MIN_CALLS);
 		if (!step)
 			continue;
-		thr = cw_stall_threshold(step, NULL);
+		{
+			struct cw_stall_opts so = {.floor_ns = ctx->opts->stall_min_ns};
+			thr = cw_stall_threshold(step, &so);
+		}
 		/* trace's own threshold (--stall-after) when it named the stall. */
 		if ((d = stall_detail(db, p->stall_event))) {
 			json_int_t t = json_integer_value(json_object_get(d, "threshold_ns"));
@@ -300,6 +342,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		const struct pcall *last = best_resumed ? &p->gap_call : &p->calls[0];
 		char silent[32], stepd[32], thrd[32], what[400] = "", wait[32] = "";
 		json_t *d = stall_detail(db, p->stall_event);
+		uint64_t snap_mono = 0;
 		int exited = !best_resumed && p->exit_wall && p->exit_wall > best_last && p->exit_wall < end;
 
 		memset(c, 0, sizeof(*c));
@@ -363,7 +406,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 					cw_chain_add_timeline(c, CW_LAYER_HOST, best_last + best_thr, "%s", line);
 					if (!what[0] || mine) {
 						snprintf(what, sizeof(what), "%s", line);
-						snprintf(wait, sizeof(wait), "%s", ts.wait);
+						snprintf(wait, sizeof(wait), "%s", cw_blocked_kind(ts.wait, 0));
 					}
 					if (mine && ts.python[0]) {
 						char *colon = strrchr(ts.python, ':');
@@ -378,8 +421,44 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 				}
 			cw_chain_add_evidence(c, "threads", (double)json_array_size(arr), 1);
 			cw_chain_add_evidence(c, "detected_live", 1, 1);
+			{
+				uint64_t mono;
+				json_t *d2 = event_detail(db, p->stall_event, &mono);
+				if (d2)
+					chain_threads(db, sys->node, d2, mono, "stall", c);
+				json_decref(d2);
+			}
+			/* The silent thread starved of CPU reads as running in
+			 * /proc: its off-CPU rows tell. */
+			if (c->nthreads && c->threads[0].tid == c->tid && !strcmp(c->threads[0].blocked_in, "runnable_starved"))
+				snprintf(wait, sizeof(wait), "runnable_starved");
+			json_decref(d);
+		} else if ((d = event_detail(db, p->threads_event, &snap_mono)) &&
+			   (chain_threads(db, sys->node, d, snap_mono, "end_of_trace", c), c->nthreads > 0)) {
+			/* Not named live: the states trace stored at its end. */
+			for (int k = 0; k < c->nthreads && k < CW_CHAIN_MAX_TIMELINE - 2; k++) {
+				char line[600];
+
+				cw_chain_thread_text(&c->threads[k], line, sizeof(line));
+				cw_chain_add_timeline(c, CW_LAYER_HOST, snap_wall(p, snap_mono, last), "%s", line);
+			}
+			cw_chain_thread_text(&c->threads[0], what, sizeof(what));
+			snprintf(wait, sizeof(wait), "%s", c->threads[0].blocked_in);
+			if (c->threads[0].tid == c->tid && c->threads[0].python[0]) {
+				const char *py = c->threads[0].python, *colon = strrchr(py, ':'), *in = strstr(py, " in ");
+				if (colon) {
+					c->has_python = 1;
+					snprintf(c->py_file, sizeof(c->py_file), "%.*s", (int)(colon - py), py);
+					c->py_line = (int)strtol(colon + 1, NULL, 10);
+					if (in)
+						snprintf(c->py_function, sizeof(c->py_function), "%s", in + 4);
+				}
+			}
+			cw_chain_add_evidence(c, "threads", (double)c->nthreads_total, 1);
+			cw_chain_add_evidence(c, "detected_live", 0, 1);
 			json_decref(d);
 		} else {
+			json_decref(d);
 			uint64_t blocked, preempted;
 			char waker[32], b[32];
 			offcpu_after(db, sys->node, last->tid, last->mono, &blocked, &preempted, waker, sizeof(waker));
