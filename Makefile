@@ -11,7 +11,7 @@ BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 VERSION := 0.1.0
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
-PKGS := sqlite3 jansson libbpf libelf zlib yaml-0.1 libmicrohttpd gnutls libcurl liblzma
+PKGS := sqlite3 jansson libbpf libelf libdw zlib yaml-0.1 libmicrohttpd gnutls libcurl liblzma
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

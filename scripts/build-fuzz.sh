@@ -27,7 +27,7 @@ gen="$BUILD/gen/schema_sql.c $BUILD/gen/web_assets.c $BUILD/gen/mcp_schema_md.c 
 for b in src/bpf/*.bpf.c; do gen="$gen $BUILD/gen/$(basename "$b" .bpf.c).skel.h"; done
 # shellcheck disable=SC2086
 make --no-print-directory BUILD="$BUILD" $gen >/dev/null
-PKGS="sqlite3 jansson libbpf libelf zlib yaml-0.1 libmicrohttpd gnutls libcurl liblzma"
+PKGS="sqlite3 jansson libbpf libelf libdw zlib yaml-0.1 libmicrohttpd gnutls libcurl liblzma"
 FLAGS="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
  -Isrc -I$BUILD/gen $(pkg-config --cflags $PKGS) -DCW_VERSION=\"fuzz\" -DCW_COMMIT=\"fuzz\" -w"
 LIBS="$(pkg-config --libs $PKGS) -lpthread -lm -ldl -lstdc++"

@@ -2,7 +2,7 @@
 # Installs the Debian/Ubuntu packages causeway needs to build, run and test,
 # when any is missing. Idempotent; does nothing when all are present.
 set -eu
-PKGS="build-essential pkg-config clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev
+PKGS="build-essential pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblzma-dev
 libsqlite3-dev sqlite3 libjansson-dev libyaml-dev libmicrohttpd-dev libgnutls28-dev
 gnutls-bin libcurl4-openssl-dev libcmocka-dev python3 curl openssl jq"
 if [ "${CW_TEST_DEPS:-0}" = 1 ]; then
@@ -21,10 +21,10 @@ if [ "${CW_TEST_DEPS:-0}" = 1 ] || [ "${CW_RELEASE_DEPS:-0}" = 1 ]; then
 	# qemu-user to run the aarch64 file and unit tests; umoci unpacks the
 	# OCI image (scripts/build-image.sh) for runc.
 	PKGS="$PKGS libnghttp2-dev librtmp-dev libssh2-1-dev libpsl-dev libldap-dev libzstd-dev libbrotli-dev
-libunistring-dev libidn2-dev gcc-aarch64-linux-gnu libstdc++-12-dev-arm64-cross qemu-user-static binfmt-support arch-test umoci"
+libunistring-dev libidn2-dev libbz2-dev gcc-aarch64-linux-gnu libstdc++-12-dev-arm64-cross qemu-user-static binfmt-support arch-test umoci"
 	for p in libbpf-dev libelf-dev zlib1g-dev libsqlite3-dev libjansson-dev libyaml-dev libmicrohttpd-dev \
 		libgnutls28-dev libcurl4-openssl-dev libnghttp2-dev librtmp-dev libssh2-1-dev libpsl-dev libldap-dev \
-		libzstd-dev libbrotli-dev libunistring-dev libidn2-dev libcmocka-dev liblzma-dev; do
+		libzstd-dev libbrotli-dev libunistring-dev libidn2-dev libcmocka-dev liblzma-dev libdw-dev libbz2-dev; do
 		PKGS="$PKGS $p:arm64"
 	done
 fi

@@ -43,7 +43,7 @@ CC := $(CW_REL_TRIPLE)-gcc
 endif
 # Static archives, in link order (a library before what it uses). Debian 12
 # has none for p11-kit, GSS-API and SASL: src/release/static_stubs.c.
-CW_STATIC_LIBS := bpf elf lzma sqlite3 jansson yaml curl nghttp2 rtmp ssh2 psl ssl crypto ldap lber zstd \
+CW_STATIC_LIBS := bpf dw elf bz2 lzma sqlite3 jansson yaml curl nghttp2 rtmp ssh2 psl ssl crypto ldap lber zstd \
 	brotlidec brotlicommon microhttpd gnutls hogweed nettle tasn1 idn2 unistring gmp z supc++
 override CFLAGS += -DCW_RELEASE_STATIC
 # BPF objects per architecture (src/bpf/args.bpf.h). The kernel types come

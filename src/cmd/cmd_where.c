@@ -17,17 +17,24 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: causeway where PID [--json] [--no-native]\n"
+	fputs("usage: causeway where PID [--json] [--no-native | --frame-pointers]\n"
 	      "\n"
 	      "Prints the Python stack (file, function and executing line of every\n"
 	      "frame, innermost first) and the native stack of every thread of process\n"
 	      "PID. Supports CPython 3.10 to 3.15, shared (libpython) and static builds.\n"
 	      "The process is paused with ptrace for the duration of the dump.\n"
-	      "Native stacks follow frame pointers: code built without them shows\n"
-	      "only its innermost frames.\n"
+	      "Native stacks are unwound through DWARF call-frame information\n"
+	      "(.eh_frame, or .debug_frame from a build-id debug file under the\n"
+	      "process's own /usr/lib/debug) and symbolized from .symtab, .dynsym,\n"
+	      "MiniDebugInfo and build-id debug files; when DWARF yields no caller,\n"
+	      "frame pointers are followed instead. Each thread says which unwinder\n"
+	      "produced its stack (dwarf or frame-pointer). Walks stop at 256 frames\n"
+	      "and DWARF unwinding at 5 s per dump.\n"
 	      "\n"
 	      "  --json        one JSON object\n"
 	      "  --no-native   Python stacks only; the process is not paused\n"
+	      "  --frame-pointers\n"
+	      "                native stacks through frame pointers only, no DWARF\n"
 	      "  --help        this text\n"
 	      "\n"
 	      "examples:\n"
@@ -59,8 +66,16 @@ static void print_text(json_t *root)
 			       json_string_value(json_object_get(f, "function")));
 		if (json_is_true(json_object_get(t, "python_truncated")))
 			printf("  [py] ... (stack truncated)\n");
+		if (nat) {
+			json_t *derr = json_object_get(t, "native_dwarf_error");
+
+			printf("  native (%s%s%s):\n", json_string_value(json_object_get(t, "native_unwinder")),
+			       derr ? "; dwarf: " : "", derr ? json_string_value(derr) : "");
+		}
 		json_array_foreach(nat, j, f)
 			printf("  %s\n", json_string_value(f));
+		if (json_is_true(json_object_get(t, "native_truncated")))
+			printf("  ... (native stack truncated)\n");
 		if (json_object_get(t, "native_error"))
 			printf("  (native stack: %s)\n", json_string_value(json_object_get(t, "native_error")));
 	}
@@ -71,10 +86,11 @@ int cmd_where(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "no-native", no_argument, NULL, 'n' },
+		{ "frame-pointers", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int json = 0, native = 1, c, rc;
+	int json = 0, native = CW_WHERE_NATIVE, fp_only = 0, c, rc;
 	char err[512];
 	json_t *root = NULL;
 	uint64_t pid_v;
@@ -88,12 +104,19 @@ int cmd_where(int argc, char **argv)
 	while ((c = cw_getopt(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
-		case 'n': native = 0; break;
+		case 'n': native = CW_WHERE_NO_NATIVE; break;
+		case 'f': fp_only = 1; break;
 		case 'h': usage(stdout); return CW_EXIT_OK;
 		default:
 			return cw_opt_error(json, "where", c, argv);
 		}
 	}
+	if (fp_only && native == CW_WHERE_NO_NATIVE) {
+		cw_report_error(json, "where: --frame-pointers and --no-native exclude each other");
+		return CW_EXIT_USAGE;
+	}
+	if (fp_only)
+		native = CW_WHERE_FP_ONLY;
 	if (optind != argc - 1) {
 		cw_report_error(json, "where: expected exactly one PID");
 		return CW_EXIT_USAGE;

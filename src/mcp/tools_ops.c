@@ -154,6 +154,8 @@ TOOL_FN(cw_tool_where)
 				    json_string_value(json_object_get(f, "file")),
 				    json_integer_value(json_object_get(f, "line")),
 				    json_string_value(json_object_get(f, "function")));
+		if (json_object_get(t, "native_unwinder"))
+			strbuf_addf(text, "  native (%s):\n", json_string_value(json_object_get(t, "native_unwinder")));
 		json_array_foreach(json_object_get(t, "native"), k, f) {
 			if (k == 12) {
 				strbuf_addf(text, "  ... %zu more native frames\n",

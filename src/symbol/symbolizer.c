@@ -98,6 +98,20 @@ static int add_slot(struct cw_symz *z, const char *key, struct cw_symfile *sf, i
 	return 0;
 }
 
+/* A stripped file's full symbol table from its build-id debug file, looked
+ * up in the process's own root (a container's debug files are its own):
+ * /proc/PID/root/usr/lib/debug/.build-id/xx/yyyy.debug. */
+static void add_debug_file(uint32_t pid, struct cw_symfile *sf)
+{
+	const char *id = cw_symfile_build_id(sf);
+	char path[300];
+
+	if (strlen(id) < 3)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/root/usr/lib/debug/.build-id/%.2s/%s.debug", pid, id, id + 2);
+	cw_symfile_add_debug(sf, path); /* none, or not this file's: keep what we have */
+}
+
 /* Opens (or finds) the indexed file behind a mapping. The build-id is only
  * known after indexing, so a file is first matched by (path, dev, inode);
  * a new path whose build-id equals an indexed file's reuses that index. */
@@ -124,6 +138,8 @@ static struct cw_symfile *file_for(struct cw_symz *z, uint32_t pid, const struct
 		add_slot(z, key, sf, 1);
 		return sf;
 	}
+	if (!cw_symfile_has_symtab(sf))
+		add_debug_file(pid, sf);
 	snprintf(bkey, sizeof(bkey), "b:%s", cw_symfile_build_id(sf));
 	for (i = 0; i < z->nfiles; i++) {
 		if (!strcmp(z->files[i].key, bkey)) {

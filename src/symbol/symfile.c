@@ -31,6 +31,8 @@ struct cw_symfile {
 	/* data symbols looked up by name: kept from both tables, unsorted */
 	struct sym *objs;
 	size_t nobjs;
+	size_t syms_cap, objs_cap;
+	int have_symtab;
 };
 
 static int pool_add(struct cw_symfile *f, const char *s, uint32_t *off)
@@ -253,6 +255,9 @@ int cw_symfile_open(struct cw_symfile **out, const char *path)
 	}
 	if (f->nsyms)
 		qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
+	f->syms_cap = cap;
+	f->objs_cap = ocap;
+	f->have_symtab = have_symtab;
 out:
 	if (elf)
 		elf_end(elf);
@@ -263,6 +268,53 @@ out:
 	}
 	*out = f;
 	return 0;
+}
+
+int cw_symfile_add_debug(struct cw_symfile *f, const char *path)
+{
+	struct cw_symfile *d;
+	Elf *elf = NULL;
+	Elf_Scn *scn = NULL;
+	int fd, err = 0;
+
+	/* the debug file must be this file's: same build-id, read by the
+	 * same code as any ELF */
+	err = cw_symfile_open(&d, path);
+	if (err)
+		return err;
+	if (!f->build_id[0] || strcmp(d->build_id, f->build_id)) {
+		cw_symfile_free(d);
+		return -ENOEXEC;
+	}
+	cw_symfile_free(d);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	while (!err && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB) {
+			err = read_table(f, elf, scn, &sh, &f->syms_cap, &f->objs_cap);
+			f->have_symtab = 1;
+		}
+	}
+	if (f->nsyms)
+		qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+int cw_symfile_has_symtab(const struct cw_symfile *f)
+{
+	return f->have_symtab;
 }
 
 void cw_symfile_free(struct cw_symfile *f)

@@ -15,6 +15,16 @@ struct cw_symfile;
 int cw_symfile_open(struct cw_symfile **out, const char *path);
 void cw_symfile_free(struct cw_symfile *f);
 
+/* Whether the file (or a debug file added below) had a .symtab: without
+ * one, its symbols are .dynsym's and MiniDebugInfo's only. */
+int cw_symfile_has_symtab(const struct cw_symfile *f);
+
+/* Adds the .symtab of path, a separate debug file of f
+ * (objcopy --only-keep-debug; Debian's -dbgsym packages), whose addresses
+ * are f's own. Refused (-ENOEXEC) unless its build-id is f's. Returns 0 or
+ * -errno. */
+int cw_symfile_add_debug(struct cw_symfile *f, const char *path);
+
 /* Hex GNU build-id ("" when the file has none). */
 const char *cw_symfile_build_id(const struct cw_symfile *f);
 /* 1 for ET_DYN (shared object or PIE), 0 for ET_EXEC. */

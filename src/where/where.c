@@ -13,15 +13,81 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pyframe/framewalk.h"
 #include "pyframe/resolver.h"
+#include "symbol/dwstack.h"
 #include "symbol/fpstack.h"
 #include "symbol/symbolizer.h"
 #include "where/where.h"
 #include "util/utf8.h"
 
-#define NATIVE_MAX 64
+/* Caps on one dump's native walks: remote memory is hostile, and a
+ * corrupt stack must not keep the process stopped. */
+#define NATIVE_MAX 256
+#define DWARF_BUDGET_NS (5ull * 1000000000ull) /* all threads of one dump */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One thread's native stack into t: "native" (symbolized frames),
+ * "native_unwinder" ("dwarf" or "frame-pointer"), "native_truncated" when a
+ * cap stopped the walk, and "native_dwarf_error" when DWARF was tried and
+ * the frame-pointer walk was used instead.
+ *
+ * DWARF call-frame information is the unwinder; frame pointers are the
+ * fallback when it yields no caller (no CFI for the pc, unreadable module,
+ * budget spent) or when the frame-pointer chain is deeper (code whose CFI
+ * ends early, such as a JIT's frames that keep frame pointers). */
+static void native_stack(json_t *t, struct cw_symz *symz, struct cw_dwstack *dw, const char *dw_err, long pid,
+			 pid_t tid, struct cw_rmem *mem, uint64_t deadline)
+{
+	static uint64_t dips[NATIVE_MAX], fips[NATIVE_MAX];
+	const uint64_t *ips;
+	json_t *nat = json_array();
+	int nd = -1, nf, n, k, truncated = 0;
+	char why[256] = "";
+
+	if (dw && mono_ns() < deadline)
+		nd = cw_dwstack_thread(dw, tid, dips, NATIVE_MAX, deadline, &truncated, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "%s", dw ? "time budget spent" : dw_err);
+	nf = cw_thread_native_stack((pid_t)pid, tid, mem, fips, NATIVE_MAX);
+	if (nd >= 2 && nd >= nf) {
+		ips = dips;
+		n = nd;
+		json_object_set_new(t, "native_unwinder", json_string("dwarf"));
+		if (truncated)
+			json_object_set_new(t, "native_truncated", json_true());
+	} else {
+		if (nd >= 0 && !why[0])
+			snprintf(why, sizeof(why), nd < 2 ? "no caller found" : "frame pointers went deeper");
+		ips = fips;
+		n = nf;
+		json_object_set_new(t, "native_unwinder", json_string("frame-pointer"));
+		if (why[0])
+			json_object_set_new(t, "native_dwarf_error", cw_json_str(why));
+		if (n == NATIVE_MAX)
+			json_object_set_new(t, "native_truncated", json_true());
+	}
+	for (k = 0; k < n; k++) {
+		char sym[600];
+
+		/* a return address can be the first byte after a noreturn
+		 * call, i.e. the next function: look up the call instruction
+		 * instead (ip - 1), as perf and gdb do */
+		if (cw_symz_symbolize(symz, (uint32_t)pid, k ? ips[k] - 1 : ips[k], sym, sizeof(sym)))
+			snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)ips[k]);
+		json_array_append_new(nat, cw_json_str(sym));
+	}
+	json_object_set_new(t, "native", nat);
+}
 
 static json_t *python_frames(struct cw_pyres *r, struct cw_py_proc *p, uint64_t frame, int *truncated)
 {
@@ -57,6 +123,9 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 	int npy = 0, i, rc = 0, nstopped = -1, pyerr = 0;
 	char why[256] = "", ver[32];
 	json_t *root = NULL, *threads;
+	struct cw_dwstack *dw = NULL;
+	char dw_err[128] = "";
+	uint64_t deadline = 0;
 
 	*out = NULL;
 	pthread_mutex_lock(&mu);
@@ -73,6 +142,16 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 			rc = -ESRCH;
 			goto out;
 		}
+	}
+	if (nstopped > 0 && native == CW_WHERE_FP_ONLY) {
+		snprintf(dw_err, sizeof(dw_err), "not asked for (--frame-pointers)");
+	} else if (nstopped > 0) {
+		int e = cw_dwstack_open((pid_t)pid, &dw);
+
+		if (e)
+			snprintf(dw_err, sizeof(dw_err), "%s", e == -ENOTSUP ? "this build has no DWARF unwinder" :
+				 strerror(-e));
+		deadline = mono_ns() + DWARF_BUDGET_NS;
 	}
 	p = cw_pyres_proc(res, (uint32_t)pid, why, sizeof(why));
 	if (!p && strstr(why, "no process")) {
@@ -126,21 +205,7 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 		if (!json_object_get(t, "python"))
 			json_object_set_new(t, "python", json_array());
 		if (native && stopped.held[i]) {
-			uint64_t ips[NATIVE_MAX];
-			json_t *nat = json_array();
-			int n = cw_thread_native_stack((pid_t)pid, stopped.tids[i], &mem, ips, NATIVE_MAX);
-
-			for (k = 0; k < n; k++) {
-				char sym[600];
-
-				/* a return address can be the first byte after a
-				 * noreturn call, i.e. the next function: look up the
-				 * call instruction instead (ip - 1), as perf does */
-				if (cw_symz_symbolize(symz, (uint32_t)pid, k ? ips[k] - 1 : ips[k], sym, sizeof(sym)))
-					snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)ips[k]);
-				json_array_append_new(nat, cw_json_str(sym));
-			}
-			json_object_set_new(t, "native", nat);
+			native_stack(t, symz, dw, dw_err, pid, stopped.tids[i], &mem, deadline);
 		} else if (native) {
 			json_object_set_new(t, "native_error",
 					    cw_json_str(nstopped < 0 ? strerror(-nstopped) : "thread could not be stopped"));
@@ -157,6 +222,8 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 		json_object_set_new(t, "python", python_frames(res, p, pyth[i].frame, &truncated));
 		json_array_append_new(threads, t);
 	}
+	cw_dwstack_close(dw);
+	dw = NULL;
 	if (nstopped >= 0)
 		cw_threads_resume(&stopped);
 	if (pyerr)
@@ -164,6 +231,7 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 	*out = root;
 	root = NULL;
 out:
+	cw_dwstack_close(dw);
 	if (nstopped >= 0)
 		cw_threads_resume(&stopped);
 	json_decref(root);

@@ -6,7 +6,13 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Dumps process pid (native: pause it with ptrace and add native stacks).
+/* What native stacks to add: none (the process is not paused), unwound
+ * through DWARF with frame pointers as the fallback, or frame pointers
+ * only. */
+enum { CW_WHERE_NO_NATIVE = 0, CW_WHERE_NATIVE = 1, CW_WHERE_FP_ONLY = 2 };
+
+/* Dumps process pid (native, above: pause it with ptrace and add native
+ * stacks).
  * Returns 0 with *out set; -ENOEXEC with *out set when its Python could not
  * be read (python_error says why); or, with *out NULL and err filled,
  * -ESRCH (no such process) or -ENOMEM. */
