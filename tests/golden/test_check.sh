@@ -24,7 +24,7 @@ for c in r["checks"]:
 failed = [c["name"] for c in r["checks"] if c["status"] == "fail"]
 assert r["ok"] == (not failed) and r["exit"] == rc == (4 if failed else 0), (r["ok"], rc, failed)
 for name in ("kernel", "btf", "privileges", "tracefs", "bpf", "tp_btf", "uprobes",
-             "cuda runtime", "cuda driver", "nccl", "python", "gpu", "gpu telemetry"):
+             "cuda runtime", "cuda driver", "nccl", "python", "gpu", "gpu telemetry", "xid faults"):
     assert name in checks, name
 assert checks["kernel"]["detail"].startswith("Linux " + os.uname().release), checks["kernel"]
 if os.path.exists("/sys/kernel/btf/vmlinux"):
@@ -112,5 +112,20 @@ assert "CONFIG_BPF_SYSCALL" not in text and "use a kernel" not in text, text
 PY
 else
 	echo "skip: the uid 65534 check needs root and setpriv (util-linux)"
+fi
+
+# The Xid source: root reads /dev/kmsg; root without CAP_SYSLOG is refused
+# where kernel.dmesg_restrict is 1, and check names the capability.
+# (A container without the node or refused by its device cgroup:
+# integration/test_daemonset_runc.)
+if [ "$(id -u)" = 0 ] && [ -c /dev/kmsg ] && command -v setpriv >/dev/null; then
+	"$CW_BIN" check --json | jq -e '.checks[] | select(.name == "xid faults" and .status == "ok")' >/dev/null ||
+		fail "xid faults as root: $("$CW_BIN" check | grep xid)"
+	if [ "$(cat /proc/sys/kernel/dmesg_restrict)" = 1 ]; then
+		setpriv --inh-caps=-all --bounding-set=-syslog "$CW_BIN" check --json >"$tmp/nosyslog.json"
+		jq -e '.checks[] | select(.name == "xid faults" and .status == "warn" and
+			(.detail | test("without CAP_SYSLOG")) and .recommendation == "grant CAP_SYSLOG (kernel.dmesg_restrict is 1)")' \
+			"$tmp/nosyslog.json" >/dev/null || fail "xid faults without CAP_SYSLOG: $(jq -c '.checks[] | select(.name == "xid faults")' "$tmp/nosyslog.json")"
+	fi
 fi
 echo "check ok"
