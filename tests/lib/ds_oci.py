@@ -160,6 +160,12 @@ def main(argv):
         for a in sc.get("capabilities", {}).get("add", []):
             if "CAP_" + a not in caps:
                 caps.append("CAP_" + a)
+    # What this host cannot grant (its own bounding set lacks it: a
+    # container host here) no runtime could: said, not hidden.
+    have = set(host_caps())
+    for cap in [x for x in caps if x not in have]:
+        notes.append("%s: not in this host's bounding set, not granted" % cap)
+    caps = [x for x in caps if x in have]
     cfg["process"]["capabilities"] = {"bounding": caps, "effective": caps, "permitted": caps}
     cfg["process"]["noNewPrivileges"] = sc.get("allowPrivilegeEscalation", True) is False
     cfg["root"]["readonly"] = bool(sc.get("readOnlyRootFilesystem"))
