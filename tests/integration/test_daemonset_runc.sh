@@ -47,7 +47,7 @@ python3 -c 'import yaml' 2>/dev/null || fail "python3 has no yaml module (python
 NVML=$CW_BUILD/fixtures/fakenvml/libnvidia-ml.so.1
 [ -f "$NVML" ] || fail "missing $NVML (make fixtures)"
 [ -c /dev/kmsg ] || fail "this host has no /dev/kmsg"
-MANIFEST=${CW_DS_MANIFEST:-deploy/kubernetes/causeway.yaml}
+MANIFEST=$(realpath "${CW_DS_MANIFEST:-deploy/kubernetes/causeway.yaml}")
 make -s --no-print-directory release-x86_64 >/dev/null || fail "make release-x86_64"
 VERSION=$(sed -n 's/^VERSION := //p' Makefile)
 T=$(mktemp -d /tmp/cw-ds.XXXXXX)
@@ -70,7 +70,7 @@ ec="-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
 	cd "$P" || exit 1
 	openssl req -x509 $ec -keyout ca.key -out ca.crt -days 2 -subj /CN=cw-ds-ca
 	cp "$T/image-config.json" "$T/scratch.json"
-	server_name=$(python3 "$CW_ROOT/tests/lib/ds_oci.py" "$CW_ROOT/$MANIFEST" "$T/scratch.json" "$T/scratch" \
+	server_name=$(python3 "$CW_ROOT/tests/lib/ds_oci.py" "$MANIFEST" "$T/scratch.json" "$T/scratch" \
 		--secret causeway-tls="$T/secret" --driver-root "$T" | jq -r .server_name)
 	printf 'subjectAltName=DNS:%s,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' "${server_name:-causeway}" >srv.ext
 	printf 'extendedKeyUsage=clientAuth\n' >cli.ext
@@ -113,17 +113,17 @@ run_check() { # summary-file: check --json in a container of the bundle's config
 		"$T/bundle/config.json" >"$T/c.json" && cp "$T/c.json" "$T/bundle/config.json"
 	runc run -b "$T/bundle" $ID-c 2>"$T/check.err"
 }
-derive "$CW_ROOT/$MANIFEST" "$T/exact.json"
+derive "$MANIFEST" "$T/exact.json"
 run_check >"$T/check-exact.json"
 jq -e .checks "$T/check-exact.json" >/dev/null || fail "check in the container printed no JSON: $(cat "$T/check.err")"
 echo "as shipped: $(jq -r .toolkit "$T/exact.json"); caps $(jq -r '.capabilities | join(",")' "$T/exact.json")"
 jq -r '.not_emulated[] | "  not emulated: " + .' "$T/exact.json"
 echo "  xid faults: $(xid_item "$T/check-exact.json")"
 is "$T/check-exact.json" "gpu telemetry" ok ||
-	fail "NVML in the container as shipped: $(nvml_item "$T/check-exact.json") (toolkit: $(jq -r .toolkit "$T/exact.json"))"
+	fail "NVML in the container as shipped: $(nvml_item "$T/check-exact.json" | jq -r .detail) (toolkit emulation: $(jq -r .toolkit "$T/exact.json"))"
 x=$(xid_item "$T/check-exact.json")
 is "$T/check-exact.json" "xid faults" warn "refused by the device cgroup" ||
-	fail "as shipped (unprivileged, no device grant) the device cgroup should refuse /dev/kmsg (docs/deploy.md, \"Kernel log\"), check says: $x"
+	fail "as shipped (unprivileged, no device grant) /dev/kmsg should be refused by the device cgroup alone (docs/deploy.md, \"Kernel log\"); check says: $(echo "$x" | jq -r '.detail + "; fix: " + (.recommendation // "none")')"
 
 # 2. The chart with kmsg.privileged=true (the chart's documented switch).
 derive "helm:$CW_ROOT/deploy/helm/causeway:kmsg.privileged=true" "$T/priv.json"
@@ -133,7 +133,7 @@ is "$T/check-priv.json" "xid faults" ok ||
 
 # 3. The agent in the documented configuration: the manifest plus a device
 #    plugin's grant of the CharDevice it mounts.
-derive "$CW_ROOT/$MANIFEST" "$T/ds.json" --grant-devices
+derive "$MANIFEST" "$T/ds.json" --grant-devices
 jq -e '.granted_devices == ["/dev/kmsg"]' "$T/ds.json" >/dev/null ||
 	fail "the manifest mounts no CharDevice /dev/kmsg volume: granted $(jq -c .granted_devices "$T/ds.json"), mounts $(jq -c .mounts "$T/ds.json")"
 cp "$T/bundle/config.json" "$T/agent-config.json"
@@ -146,9 +146,9 @@ n=$(nvml_item "$T/check.json")
 echo "  check: $n"
 echo "  check: $x"
 is "$T/check.json" "gpu telemetry" ok "1 device" ||
-	fail "check in the agent's container: NVML not available: $n (toolkit emulation: $(jq -r .toolkit "$T/ds.json"))"
+	fail "check in the agent's container: NVML not available: $(echo "$n" | jq -r .detail) (toolkit emulation: $(jq -r .toolkit "$T/ds.json"))"
 is "$T/check.json" "xid faults" ok ||
-	fail "check in the agent's container: no Xid source: $x (capabilities $(jq -c .capabilities "$T/ds.json"), mounts $(jq -c .mounts "$T/ds.json"))"
+	fail "check in the agent's container: no Xid source: $(echo "$x" | jq -r '.detail + "; fix: " + (.recommendation // "none")') (capabilities $(jq -c .capabilities "$T/ds.json"), mounts $(jq -c .mounts "$T/ds.json"))"
 
 # Scrape as the ServiceMonitor does: its path and serverName, over mutual
 # TLS with a client certificate of the clients' CA, from the pod network.
