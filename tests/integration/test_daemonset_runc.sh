@@ -53,7 +53,8 @@ VERSION=$(sed -n 's/^VERSION := //p' Makefile)
 T=$(mktemp -d /tmp/cw-ds.XXXXXX)
 ID=cw-ds-$$
 NODE=gpu-node-$$
-trap 'runc delete -f $ID >/dev/null 2>&1; runc delete -f $ID-c >/dev/null 2>&1; [ -n "${CW_KEEP:-}" ] || rm -rf "$T"' EXIT
+WPID=
+trap '[ -n "$WPID" ] \&\& kill $WPID 2>/dev/null; runc delete -f $ID >/dev/null 2>&1; runc delete -f $ID-c >/dev/null 2>&1; [ -n "${CW_KEEP:-}" ] || rm -rf "$T"' EXIT
 
 scripts/build-image.sh x86_64 "$T/img" 2>/dev/null || fail "build-image"
 umoci unpack --image "$T/img:$VERSION" "$T/bundle" >/dev/null || fail "umoci unpack"
@@ -157,7 +158,7 @@ path=$(jq -r .metrics_path "$T/ds.json")
 sname=$(jq -r .server_name "$T/ds.json")
 nsenter -t "$APID" -n ip link set lo up 2>/dev/null # the CNI's part: the pod's loopback
 scrape() { # extra curl args...: /metrics into $T/m
-	nsenter -t "$APID" -n curl -sf --max-time 5 --cacert "$P/ca.crt" --resolve "$sname:$port:127.0.0.1" \
+	nsenter -t "$APID" -n curl -sSf --max-time 10 --cacert "$P/ca.crt" --resolve "$sname:$port:127.0.0.1" \
 		"$@" "https://$sname:$port$path" >"$T/m" 2>"$T/curl.err"
 }
 up=
@@ -171,24 +172,37 @@ scrape && fail "/metrics answered a scrape without a client certificate"
 readiness=$(jq -r '.readiness | @sh' "$T/ds.json")
 eval "runc exec $ID $readiness" >/dev/null 2>"$T/probe.err" || fail "the readiness probe's command failed in the container: $(cat "$T/probe.err")"
 
+# A CUDA process of another pod: on the host, outside the container (the
+# fake libcudart; named for this test, other tests' workloads share the
+# host). hostPID lets the agent see it and its libraries through
+# /proc/PID/root; its calls must reach /metrics.
+WL=cw-ds-$$
+cp "$CW_BUILD/fixtures/fake_workload" "$T/$WL"
+LD_LIBRARY_PATH=$CW_BUILD/fixtures/fakecuda "$T/$WL" -T 6 -m sync >/dev/null 2>&1 &
+WPID=$!
+
 # An Xid in the real kernel log, for the fake's device 0 (PCI 0000:3b:00).
 # The agent opened /dev/kmsg at its end: only lines from now on count.
 echo "NVRM: Xid (PCI:0000:3b:00): 79, pid=$$, name=cw-ds-$$, GPU has fallen off the bus." >/dev/kmsg ||
 	fail "cannot write to /dev/kmsg"
-gpu= xid=
+gpu= xid= calls=
 for _ in $(seq 1 60); do
-	scrape --cert "$P/prometheus.crt" --key "$P/prometheus.key" || fail "scrape: $(cat "$T/curl.err")"
+	scrape --cert "$P/prometheus.crt" --key "$P/prometheus.key" || fail "scrape: $(cat "$T/curl.err"); agent: $(runc state $ID 2>&1 | jq -r .status) $(tail -5 "$T/agent.out")"
 	gpu=$(grep -E "^causeway_gpu_temperature_celsius\{[^}]*node=\"$NODE\"" "$T/m" | head -1)
 	xid=$(grep -E "^causeway_gpu_xid_errors_total\{[^}]*code=\"79\"" "$T/m" | grep "node=\"$NODE\"" | head -1)
-	[ -n "$gpu" ] && [ -n "$xid" ] && break
+	calls=$(grep -E "^causeway_op_duration_seconds_count\{[^}]*process=\"$WL\"" "$T/m" | grep "node=\"$NODE\"" | head -1)
+	[ -n "$gpu" ] && [ -n "$xid" ] && [ -n "$calls" ] && break
 	sleep 0.25
 done
 [ -n "$gpu" ] || fail "/metrics has no GPU sample of node $NODE from the fake NVML: $(grep -c '^causeway_gpu' "$T/m") causeway_gpu lines"
 [ -n "$xid" ] || fail "/metrics has no Xid 79 of node $NODE: $(grep '^causeway_gpu_xid' "$T/m" | head -3); trace.gpu counters: $(grep 'trace\.gpu\.\(xid\|kmsg\)' "$T/m" | head -4)"
+[ -n "$calls" ] || fail "/metrics has no CUDA calls of the host's process $WL (pid $WPID): hostPID $(jq .hostPID "$T/ds.json"); $(grep -c '^causeway_op_duration_seconds_count' "$T/m") op series"
 mem=$(grep -E "^causeway_gpu_memory_total_bytes\{[^}]*gpu=\"0\"" "$T/m" | awk '{ print $2 }')
 [ "$(printf '%.0f' "${mem:-0}")" = $((80 << 30)) ] || fail "GPU 0's memory total is ${mem:-absent}, the fake reports 80 GiB"
 echo "  $gpu"
 echo "  $xid"
+echo "  $calls"
+kill $WPID 2>/dev/null
 runc kill $ID TERM 2>/dev/null
 for _ in $(seq 1 50); do
 	runc state $ID 2>/dev/null | jq -e '.status == "stopped"' >/dev/null && break
