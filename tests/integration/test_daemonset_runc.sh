@@ -195,7 +195,7 @@ for _ in $(seq 1 60); do
 	sleep 0.25
 done
 [ -n "$gpu" ] || fail "/metrics has no GPU sample of node $NODE from the fake NVML: $(grep -c '^causeway_gpu' "$T/m") causeway_gpu lines"
-[ -n "$xid" ] || fail "/metrics has no Xid 79 of node $NODE: $(grep '^causeway_gpu_xid' "$T/m" | head -3); trace.gpu counters: $(grep 'trace\.gpu\.\(xid\|kmsg\)' "$T/m" | head -4)"
+[ -n "$xid" ] || fail "/metrics has no Xid 79 of node $NODE: $(grep '^causeway_gpu_xid' "$T/m" | head -3 | tr '\n' ' '); counters: $(grep -o 'trace\.gpu\.\(xid\|kmsg\)[a-z_]*"} [0-9]*' "$T/m" | tr '\n' ' ')"
 [ -n "$calls" ] || fail "/metrics has no CUDA calls of the host's process $WL (pid $WPID): hostPID $(jq .hostPID "$T/ds.json"); $(grep -c '^causeway_op_duration_seconds_count' "$T/m") op series"
 mem=$(grep -E "^causeway_gpu_memory_total_bytes\{[^}]*gpu=\"0\"" "$T/m" | awk '{ print $2 }')
 [ "$(printf '%.0f' "${mem:-0}")" = $((80 << 30)) ] || fail "GPU 0's memory total is ${mem:-absent}, the fake reports 80 GiB"
