@@ -1,6 +1,6 @@
 #!/bin/bash
 # The agent as the DaemonSet runs it, under runc: the release image
-# (scripts/build-image.sh, unpacked by umoci) with exactly the args,
+# (scripts/build-image.sh) with exactly the args,
 # environment, capabilities, mounts, hostPID, read-only root and
 # no-new-privileges of deploy/kubernetes/causeway.yaml, derived from the
 # manifest by tests/lib/ds_oci.py (never restated here), the ConfigMap as
@@ -40,7 +40,7 @@ set -u
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root (runc, BPF, /dev/kmsg)"; exit 77; }
 cd "$CW_ROOT" || exit 1
-for t in umoci runc jq openssl curl nsenter; do
+for t in runc jq openssl curl nsenter; do
 	command -v $t >/dev/null || fail "$t is not installed (scripts/install-deps.sh, CW_TEST_DEPS=1)"
 done
 python3 -c 'import yaml' 2>/dev/null || fail "python3 has no yaml module (python3-yaml)"
@@ -57,9 +57,26 @@ WPID=
 trap '[ -n "$WPID" ] \&\& kill $WPID 2>/dev/null; runc delete -f $ID >/dev/null 2>&1; runc delete -f $ID-c >/dev/null 2>&1; [ -n "${CW_KEEP:-}" ] || rm -rf "$T"' EXIT
 
 scripts/build-image.sh x86_64 "$T/img" 2>/dev/null || fail "build-image"
-umoci unpack --image "$T/img:$VERSION" "$T/bundle" >/dev/null || fail "umoci unpack"
+# The bundle as umoci would unpack it (test_release_image does, with
+# umoci): the manifest's layers in order and runc's default spec with the
+# image config's entrypoint, command, environment and working directory.
+# tar is several times faster than umoci here; the image has no whiteouts
+# (checked), the only thing tar would not apply.
+B=$T/img/blobs/sha256
+man=$(jq -r --arg v "$VERSION" '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == $v) | .digest' \
+	"$T/img/index.json" | sed 's/^sha256://')
+[ -f "$B/$man" ] || fail "no manifest for $VERSION in the image"
+mkdir -p "$T/bundle/rootfs"
+for l in $(jq -r '.layers[].digest' "$B/$man" | sed 's/^sha256://'); do
+	tar -xzf "$B/$l" -C "$T/bundle/rootfs" || fail "layer $l"
+done
+[ -z "$(find "$T/bundle/rootfs" -name '.wh.*' -print -quit)" ] || fail "the image has whiteouts: unpack it with umoci"
+runc spec -b "$T/bundle" || fail "runc spec"
+jq --slurpfile ic "$B/$(jq -r .config.digest "$B/$man" | sed 's/^sha256://')" \
+	'.process.args = $ic[0].config.Entrypoint + $ic[0].config.Cmd | .process.env = $ic[0].config.Env |
+	.process.cwd = $ic[0].config.WorkingDir | .root.path = "rootfs"' "$T/bundle/config.json" >"$T/image-config.json" ||
+	fail "the image's config"
 rm -rf "$T/img"
-cp "$T/bundle/config.json" "$T/image-config.json"
 
 # The Secrets the manifest's header says to create: the agent's server
 # certificate (its names include the ServiceMonitor's serverName), the CA

@@ -9,10 +9,10 @@ settings.
 SOURCE is a manifest file (deploy/kubernetes/causeway.yaml or a copy) or
 "helm:CHART[:KEY=JSON,...]" (the chart rendered by chart_render with those
 values set, e.g. helm:deploy/helm/causeway:kmsg.privileged=true).
-BUNDLE_CONFIG is the config.json umoci unpacked from the image (its
-entrypoint, env and working directory are the image's); it is rewritten in
-place. Volume contents (ConfigMap files, Secret copies, emptyDirs) are
-written under OUT_DIR.
+BUNDLE_CONFIG is the bundle's config.json for the image (umoci's, or
+runc spec's with the image config's entrypoint, env and working
+directory); it is rewritten in place. Volume contents (ConfigMap files,
+Secret copies, emptyDirs) are written under OUT_DIR.
 
 Options:
   --node NAME             spec.nodeName, for fieldRef env (NODE_NAME)
