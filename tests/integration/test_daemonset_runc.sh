@@ -54,7 +54,7 @@ T=$(mktemp -d /tmp/cw-ds.XXXXXX)
 ID=cw-ds-$$
 NODE=gpu-node-$$
 WPID=
-trap '[ -n "$WPID" ] \&\& kill $WPID 2>/dev/null; runc delete -f $ID >/dev/null 2>&1; runc delete -f $ID-c >/dev/null 2>&1; [ -n "${CW_KEEP:-}" ] || rm -rf "$T"' EXIT
+trap '[ -n "$WPID" ] && kill $WPID 2>/dev/null; runc delete -f $ID >/dev/null 2>&1; runc delete -f $ID-c >/dev/null 2>&1; [ -n "${CW_KEEP:-}" ] || rm -rf "$T"' EXIT
 
 scripts/build-image.sh x86_64 "$T/img" 2>/dev/null || fail "build-image"
 # The bundle as umoci would unpack it (test_release_image does, with
@@ -95,7 +95,7 @@ ec="-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
 	for n in server probe prometheus; do
 		openssl req -new $ec -keyout $n.key -out $n.csr -subj /CN=$n
 		openssl x509 -req -in $n.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
-			-extfile $([ $n = server ] && echo srv.ext || echo cli.ext) -out $n.crt
+			-extfile "$([ $n = server ] && echo srv.ext || echo cli.ext)" -out $n.crt
 	done
 ) >/dev/null 2>&1 || fail "openssl"
 cp "$P/server.crt" "$P/server.key" "$P/probe.crt" "$P/probe.key" "$T/secret/"
@@ -202,7 +202,7 @@ WPID=$!
 # The agent opened /dev/kmsg at its end: only lines from now on count.
 echo "NVRM: Xid (PCI:0000:3b:00): 79, pid=$$, name=cw-ds-$$, GPU has fallen off the bus." >/dev/kmsg ||
 	fail "cannot write to /dev/kmsg"
-gpu= xid= calls=
+gpu="" xid="" calls=""
 for _ in $(seq 1 60); do
 	scrape --cert "$P/prometheus.crt" --key "$P/prometheus.key" || fail "scrape: $(cat "$T/curl.err"); agent: $(runc state $ID 2>&1 | jq -r .status) $(tail -5 "$T/agent.out")"
 	gpu=$(grep -E "^causeway_gpu_temperature_celsius\{[^}]*node=\"$NODE\"" "$T/m" | head -1)

@@ -23,7 +23,8 @@ Options:
                           (DIR/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1)
   --grant-devices         the device cgroup also allows the CharDevice
                           hostPath volumes (what a device plugin's
-                          allocation adds; see --help of the test)
+                          allocation adds; see
+                          tests/integration/test_daemonset_runc.sh)
 
 Everything kubelet/containerd add that the manifest does not decide is the
 image's or runc's default (masked and read-only /proc paths, /dev, the
