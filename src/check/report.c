@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check/report.h"
 #include "config/config.h"
+#include "gpu/kmsg.h"
 #include "gpu/nvml.h"
 #include "loader/discover.h"
 #include "loader/libfind.h"
@@ -366,6 +368,37 @@ static void check_gpu_telemetry(struct report *r, const char *nvml_lib)
 	cw_nvml_close(n);
 }
 
+/* The Xid source trace reads: the kernel log opened exactly as the sampler
+ * opens it. The errno says which grant is missing: the node (a container
+ * without the host's /dev/kmsg), CAP_SYSLOG (kernel.dmesg_restrict), or
+ * the device cgroup (an unprivileged container's runtime allows only the
+ * standard devices). Not a failure: tracing works without it. */
+static void check_kmsg(struct report *r, const struct cw_features *f)
+{
+	int fd = cw_kmsg_open(NULL);
+	int restricted = cw_kmsg_restricted();
+
+	if (fd >= 0) {
+		close(fd);
+		item(r, "xid faults", ST_OK, NULL, "kernel log %s readable: Xid faults from the driver's NVRM lines",
+		     CW_KMSG_PATH);
+	} else if (fd == -ENOENT)
+		item(r, "xid faults", ST_WARN,
+		     "mount the host's /dev/kmsg (Kubernetes: a hostPath volume of type CharDevice; docs/deploy.md, \"Kernel log\")",
+		     "no Xid faults from the kernel log: %s absent", CW_KMSG_PATH);
+	else if ((fd == -EPERM || fd == -EACCES) && restricted == 1 && !f->cap_syslog)
+		item(r, "xid faults", ST_WARN, "grant CAP_SYSLOG (kernel.dmesg_restrict is 1)",
+		     "no Xid faults from the kernel log: %s: %s without CAP_SYSLOG", CW_KMSG_PATH, strerror(-fd));
+	else if (fd == -EPERM)
+		item(r, "xid faults", ST_WARN,
+		     "in a container, allow the device (a device plugin, or privileged: the chart's kmsg.privileged; docs/deploy.md, \"Kernel log\")",
+		     "no Xid faults from the kernel log: %s: %s, refused by the device cgroup (%s)", CW_KMSG_PATH,
+		     strerror(-fd), f->cap_syslog ? "CAP_SYSLOG present" : "kernel.dmesg_restrict is 0");
+	else
+		item(r, "xid faults", ST_WARN, "check the permissions of /dev/kmsg",
+		     "no Xid faults from the kernel log: %s: %s", CW_KMSG_PATH, strerror(-fd));
+}
+
 int cw_check_report(const struct cw_check_env *env, json_t **out)
 {
 	struct report r = { NULL, NULL, NULL, NULL, ST_OK };
@@ -393,6 +426,7 @@ int cw_check_report(const struct cw_check_env *env, json_t **out)
 	check_python(&r);
 	check_gpu(&r, &f);
 	check_gpu_telemetry(&r, env->nvml_lib);
+	check_kmsg(&r, &f);
 	check_config(&r, env);
 	rc = r.worst == ST_FAIL ? env->fail_exit : 0;
 	*out = json_pack("{s:b, s:i, s:o, s:o, s:o, s:o}", "ok", rc == 0, "exit", rc, "checks", r.checks,

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu/kmsg.h"
 #include "gpu/nvml.h"
 #include "util/timeutil.h"
 
@@ -233,14 +234,11 @@ int cw_gpu_sampler_start(struct cw_gpu_sampler **out, const struct cw_gpu_sample
 		}
 		s->st.events = cw_nvml_events_enable(s->nvml);
 	}
-	kp = o->kmsg_path ? o->kmsg_path : "/dev/kmsg";
+	kp = o->kmsg_path ? o->kmsg_path : CW_KMSG_PATH;
 	if (*kp) {
-		s->kfd = open(kp, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		/* Only faults from now on: the backlog belongs to earlier runs. */
-		if (s->kfd >= 0 && lseek(s->kfd, 0, SEEK_END) < 0 && errno != ESPIPE) {
-			close(s->kfd);
-			s->kfd = -1;
-		}
+		int fd = cw_kmsg_open(kp);
+
+		s->kfd = fd >= 0 ? fd : -1;
 		s->st.kmsg = s->kfd >= 0;
 	}
 	rc = pthread_create(&s->th, NULL, run, s);

@@ -35,6 +35,7 @@ static void read_caps(struct cw_features *f)
 	f->cap_bpf = HAS(CAP_BPF);
 	f->cap_perfmon = HAS(CAP_PERFMON);
 	f->cap_sys_admin = HAS(CAP_SYS_ADMIN);
+	f->cap_syslog = HAS(CAP_SYSLOG);
 #undef HAS
 }
 

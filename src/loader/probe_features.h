@@ -21,7 +21,7 @@ struct cw_features {
 	int kernel_major, kernel_minor;
 	int btf;                  /* /sys/kernel/btf/vmlinux readable */
 	int euid;
-	int cap_bpf, cap_perfmon, cap_sys_admin; /* effective set */
+	int cap_bpf, cap_perfmon, cap_sys_admin, cap_syslog; /* effective set */
 	char tracefs[128];        /* mount point of a tracefs, "" when none */
 	int tracefs_dir;          /* /sys/kernel/tracing exists (mountable) */
 	enum cw_tri prog_kprobe;  /* BPF_PROG_TYPE_KPROBE: what uprobes load as */

@@ -203,37 +203,13 @@ if kinds["PrometheusRule"]["spec"] != yaml.safe_load(rules_text):
     die("the PrometheusRule differs from deploy/prometheus/causeway-rules.yaml")
 
 # ---- Helm: the constructs the templates use, rendered with the defaults ----
+sys.path.insert(0, R + "/tests/lib")
+import chart_render
 chart = R + "/deploy/helm/causeway"
-values = yaml.safe_load(open(chart + "/values.yaml"))
-ctx = {"Values": values, "Release": {"Namespace": "causeway"}}
-def lookup(path):
-    v = ctx
-    for part in path.strip(".").split("."):
-        v = v[part]
-    return v
-def render(text):
-    def block(m):
-        return m.group(2) if lookup(m.group(1)) else ""
-    text = re.sub(r"\{\{- if (\.[\w.]+) \}\}\n(.*?)\{\{- end \}\}\n?", block, text, flags=re.S)
-    def action(m):
-        trim, body = m.group(1), m.group(2).strip()
-        fm = re.match(r'\.Files\.Get "([^"]+)" \| nindent (\d+)$', body)
-        tm = re.match(r"toYaml (\.[\w.]+) \| nindent (\d+)$", body)
-        if fm:
-            s, n = open(chart + "/" + fm.group(1)).read().rstrip("\n"), int(fm.group(2))
-        elif tm:
-            s, n = yaml.safe_dump(lookup(tm.group(1)), sort_keys=False).rstrip("\n"), int(tm.group(2))
-        elif re.match(r"\.[\w.]+$", body):
-            return str(lookup(body))
-        else:
-            die("template construct not understood by this check: {{ %s }}" % body)
-        return "\n" + "\n".join((" " * n + l) if l else l for l in s.split("\n"))
-    out = re.sub(r"[ \t]*\{\{(-?) *(.*?) *\}\}", lambda m: action(m) if m.group(1) else m.group(0).split("{{")[0] + action(m), text)
-    return out
-import glob
-rendered = []
-for f in sorted(glob.glob(chart + "/templates/*.yaml")):
-    rendered += [d for d in yaml.safe_load_all(render(open(f).read())) if d]
+try:
+    rendered = chart_render.render(chart)
+except chart_render.TemplateError as e:
+    die(str(e))
 key = lambda d: d["kind"]
 if sorted(rendered, key=key) != sorted(docs, key=key):
     a = {d["kind"]: d for d in rendered}
@@ -244,18 +220,14 @@ if sorted(rendered, key=key) != sorted(docs, key=key):
     die("the chart renders other documents than deploy/kubernetes/causeway.yaml")
 
 # The same templates with other values (no helm binary in Debian: the
-# renderer above substitutes them): labels, selectors and the GPU access
-# come from the values, not from the templates.
-ctx["Values"] = copy.deepcopy(values)
-ctx["Values"]["serviceMonitor"]["labels"] = {"release": "prom-main", "team": "gpu"}
-ctx["Values"]["serviceMonitor"]["namespaceSelector"] = {"any": True}
-ctx["Values"]["prometheusRule"]["labels"] = {"release": "prom-main"}
-ctx["Values"]["gpu"]["runtimeClassName"] = "nvidia-cdi"
-ctx["Values"]["kmsg"]["privileged"] = True
-ctx["Values"]["store"]["maxSize"] = "3GiB"
-other = {}
-for f in sorted(glob.glob(chart + "/templates/*.yaml")):
-    other.update({d["kind"]: d for d in yaml.safe_load_all(render(open(f).read())) if d})
+# renderer substitutes them): labels, selectors and the GPU access come
+# from the values, not from the templates.
+other = {d["kind"]: d for d in chart_render.render(chart, {
+    "serviceMonitor": {"labels": {"release": "prom-main", "team": "gpu"}, "namespaceSelector": {"any": True, "matchNames": None}},
+    "prometheusRule": {"labels": {"release": "prom-main"}},
+    "gpu": {"runtimeClassName": "nvidia-cdi"},
+    "kmsg": {"privileged": True},
+    "store": {"maxSize": "3GiB"}})}
 sm_, pr_ = other["ServiceMonitor"], other["PrometheusRule"]
 if sm_["metadata"]["labels"] != {"app.kubernetes.io/name": "causeway", "release": "prom-main", "team": "gpu"} or \
         sm_["spec"]["namespaceSelector"] != {"any": True}:
