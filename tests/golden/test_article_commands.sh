@@ -11,16 +11,13 @@ fail() { echo "FAIL: $*"; exit 1; }
 cd "$tmp" || exit 1
 causeway() { "$CW_BIN" "$@"; }
 
-# Parsed only: root (trace) or four agents on a network.
+# Parsed only: root (trace). The fleet lines (query/explain --nodes) and
+# the MCP calls run against four agents in test_article_fleet.sh.
 nodes=gpu-node-01:8080,gpu-node-02:8080,gpu-node-03:8080,gpu-node-04:8080
 parsed() { # a command line the articles show that cannot run here
 	"$CW_BIN" --check-args "$@" 2>"$tmp/err" || fail "causeway $* does not parse: $(cat "$tmp/err")"
 }
 parsed trace --node gpu-node-01
-parsed query --nodes $nodes \
-    "SELECT node, source, count(*) as cnt, avg(duration)/1000 as avg_us
-     FROM events GROUP BY node, source"
-parsed explain --nodes $nodes
 # the check itself: a flag the parser does not know fails it
 "$CW_BIN" --check-args explain --nodez $nodes 2>/dev/null && fail "--check-args accepted --nodez"
 
