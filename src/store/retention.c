@@ -292,6 +292,31 @@ static int64_t prune_context(sqlite3 *db)
 	return r < 0 ? r : n;
 }
 
+/* Deletes chains rows, oldest first, until used is at most target or
+ * none is left; the bytes a row takes are learnt from the first deletes. */
+static int64_t prune_chains(struct cw_store *st, int64_t *used, int64_t target)
+{
+	int64_t rows = pragma_int(st->db, "SELECT count(*) FROM chains"), n = 0, got, want;
+	double bpr;
+	int err;
+
+	if (rows <= 0)
+		return rows < 0 ? rows : 0;
+	/* first guess: the whole file's bytes per chain row (too high), then
+	 * what each delete freed */
+	bpr = (double)*used / (double)rows;
+	for (int pass = 0; pass < 16 && *used > target; pass++) {
+		want = rows_for(*used, target, bpr);
+		got = run3(st->db, "DELETE FROM chains WHERE id IN (SELECT id FROM chains ORDER BY id LIMIT ?1)", want, 0, 0);
+		if (got <= 0)
+			return got < 0 ? got : n;
+		n += got;
+		if ((err = learn(st, used, got, &bpr)))
+			return err;
+	}
+	return n;
+}
+
 int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_ns, struct cw_retention_counts *out)
 {
 	struct cw_retention_counts cc = { 0 }, *c = &cc;
@@ -397,6 +422,16 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 	if (n < 0)
 		goto fail_n;
 	c->context += n;
+	if ((err = learn(st, &used, 0, &bpr)))
+		goto fail;
+	/* 6. chains, oldest first: the history of diagnoses outlives every
+	 * raw row and goes only when nothing else is left. */
+	if (used > target) {
+		n = prune_chains(st, &used, target);
+		if (n < 0)
+			goto fail_n;
+		c->chains += n;
+	}
 	if (c->ordinary + c->recent > 0) {
 		c->through_wall_ns = pragma_int(db, "SELECT t.mono_base + c.t + t.wall_off FROM calls c JOIN call_threads t"
 						    " ON t.id = c.th WHERE " ORDINARY " ORDER BY c.id LIMIT 1");
@@ -411,6 +446,7 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 		goto fail;
 	out->ordinary += c->ordinary, out->evidence += c->evidence, out->recent += c->recent;
 	out->kept += c->kept, out->context += c->context, out->events += c->events;
+	out->chains += c->chains;
 	if (c->through_wall_ns > out->through_wall_ns)
 		out->through_wall_ns = c->through_wall_ns;
 	return 0;

@@ -4,8 +4,9 @@
  * overlaps no kept call, then ordinary calls of the recent window (the
  * window shrinks), and only then the kept calls themselves, oldest first.
  * Kept calls: anomalous (slower than 3x their op's running median),
- * failing, NCCL collectives, a process's first call of each op. Chains,
- * per-second aggregates, stacks and process metadata are never pruned. */
+ * failing, NCCL collectives, a process's first call of each op. Chains go
+ * last, oldest first, once nothing else is left; per-second aggregates,
+ * stacks and process metadata are never pruned. */
 #ifndef CW_STORE_RETENTION_H
 #define CW_STORE_RETENTION_H
 
@@ -24,6 +25,7 @@ struct cw_retention_counts {
 	int64_t recent;   /* ordinary calls inside the window (the window shrank) */
 	int64_t kept;     /* kept calls and remaining kernel events, oldest first */
 	int64_t context;  /* intervals, snapshots, GPU samples older than the oldest kept row */
+	int64_t chains;   /* chains rows, oldest first, once no event is left to prune */
 	int64_t events;
 	/* Ordinary calls before this wall time (ns) are pruned: the wall start
 	 * of the oldest ordinary call left (of the newest call when none is);

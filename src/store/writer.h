@@ -142,7 +142,7 @@ struct cw_nccl_comm_row {
 struct cw_writer_stats {
 	uint64_t events, offcpu, snapshots, batches, pruned_events;
 	/* Rows the size cap pruned, per tier (store/retention.h). */
-	uint64_t pruned_ordinary, pruned_evidence, pruned_recent, pruned_kept, pruned_context;
+	uint64_t pruned_ordinary, pruned_evidence, pruned_recent, pruned_kept, pruned_context, pruned_chains;
 	int64_t pruned_through_wall_ns; /* ordinary calls before it are pruned; 0 none */
 	/* Rows the store refused or lost with a rolled-back batch. */
 	uint64_t failed_rows;

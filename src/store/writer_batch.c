@@ -214,19 +214,22 @@ int cw_writer_flush(struct cw_writer *w)
 		err = cw_retention_enforce_tiers(w->store, w->size_cap, (int64_t)CW_RETENTION_WINDOW_NS, &rc);
 		/* Retention drops thread rows of old stretches. */
 		cw_keycache_clear(&w->threads);
-		if (rc.events > 0 || rc.evidence > 0 || rc.context > 0) {
+		if (rc.events > 0 || rc.evidence > 0 || rc.context > 0 || rc.chains > 0) {
 			w->stats.pruned_events += (uint64_t)rc.events;
 			w->stats.pruned_ordinary += (uint64_t)rc.ordinary;
 			w->stats.pruned_evidence += (uint64_t)rc.evidence;
 			w->stats.pruned_recent += (uint64_t)rc.recent;
 			w->stats.pruned_kept += (uint64_t)rc.kept;
 			w->stats.pruned_context += (uint64_t)rc.context;
+			w->stats.pruned_chains += (uint64_t)rc.chains;
 			cw_writer_counter_set(w, "store.pruned_events", w->stats.pruned_events);
 			cw_writer_counter_set(w, "store.pruned.ordinary", w->stats.pruned_ordinary);
 			cw_writer_counter_set(w, "store.pruned.evidence", w->stats.pruned_evidence);
 			cw_writer_counter_set(w, "store.pruned.recent", w->stats.pruned_recent);
 			cw_writer_counter_set(w, "store.pruned.kept", w->stats.pruned_kept);
 			cw_writer_counter_set(w, "store.pruned.context", w->stats.pruned_context);
+			if (w->stats.pruned_chains)
+				cw_writer_counter_set(w, "store.pruned.chains", w->stats.pruned_chains);
 			/* Where explain starts to read kept rows only (docs/schema.md). */
 			if (rc.through_wall_ns > w->stats.pruned_through_wall_ns)
 				w->stats.pruned_through_wall_ns = rc.through_wall_ns;

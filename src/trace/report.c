@@ -246,15 +246,19 @@ void trace_report_end(struct trace *t, int failed, struct cw_trace_result *res)
 			     why && lt.store_failed ? " (" : "", why && lt.store_failed ? why : "",
 			     why && lt.store_failed ? ")" : "", (unsigned long long)lt.held,
 			     (unsigned long long)lt.late, lt.late ? " (calls before those attaches may be missing)" : "");
-	if (!t->o.json && (ws.pruned_events || ws.pruned_evidence || ws.pruned_context)) {
+	if (!t->o.json && (ws.pruned_events || ws.pruned_evidence || ws.pruned_context || ws.pruned_chains)) {
+		char chains[48] = "";
+
+		if (ws.pruned_chains)
+			snprintf(chains, sizeof(chains), ", %llu chains", (unsigned long long)ws.pruned_chains);
 		cw_trace_format_bytes(t->o.size_cap, cap, sizeof(cap));
 		cw_trace_say(&t->o.say,
 			     "causeway: size cap %s: pruned %llu ordinary calls older than the recent window, %llu "
 			     "evidence rows no kept call needed, %llu ordinary calls of the window, %llu kept rows, "
-			     "%llu context rows (store.pruned.* in the database)\n",
+			     "%llu context rows%s (store.pruned.* in the database)\n",
 			     cap, (unsigned long long)ws.pruned_ordinary, (unsigned long long)ws.pruned_evidence,
 			     (unsigned long long)ws.pruned_recent, (unsigned long long)ws.pruned_kept,
-			     (unsigned long long)ws.pruned_context);
+			     (unsigned long long)ws.pruned_context, chains);
 	}
 	cw_format_duration(t->o.lock_wait_ns, lim, sizeof(lim));
 	if (t->lock_failed) {

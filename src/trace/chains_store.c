@@ -1,0 +1,211 @@
+/* How trace stores a pass's chains (chains_store.h): an incident that goes
+ * on from one pass to the next stays one row whose window grows, so an
+ * always-on agent adds a row per incident, not one per chain per minute. */
+#include "trace/chains_store.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/layout.h"
+#include "store/store.h"
+#include "trace/chains.h"
+
+/* The ids of the kept slow calls of chain c (its incident's seconds, or
+ * the pass's window), slowest first, as a JSON array. */
+static json_t *evidence_calls(sqlite3 *db, const struct cw_chain *c, uint64_t from, uint64_t to)
+{
+	const char *sql;
+	sqlite3_stmt *s = NULL;
+	json_t *ids = json_array();
+
+	if (!ids || !c->op[0] || cw_store_op_read_sql(db, c->op, CW_OP_READ_SLOWEST, &sql) < 0 ||
+	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+		goto out;
+	if (c->incident_from_ns)
+		from = c->incident_from_ns, to = c->incident_to_ns;
+	sqlite3_bind_text(s, 1, c->op, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, 0);
+	sqlite3_bind_text(s, 3, c->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 4, (int64_t)from);
+	sqlite3_bind_int64(s, 5, (int64_t)to);
+	sqlite3_bind_int64(s, 6, c->pid);
+	sqlite3_bind_int64(s, 7, CW_TRACE_CHAIN_IDS);
+	while (sqlite3_step(s) == SQLITE_ROW)
+		json_array_append_new(ids, json_integer(sqlite3_column_int64(s, 8)));
+out:
+	sqlite3_finalize(s);
+	return ids;
+}
+
+/* Marks the n chains rows just stored (ids first..first+n-1, in r's
+ * order): stored by trace, with their evidence ids. */
+static int mark_rows(sqlite3 *db, const struct cw_explain_result *r, int64_t first)
+{
+	static const char sql[] = "UPDATE chains SET json = json_set(json, '$.stored_by', 'trace',"
+				  " '$.evidence_ids', json_object('calls', json(?1))) WHERE id = ?2";
+	sqlite3_stmt *s = NULL;
+	int rc, err = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+		return -EIO;
+	for (int i = 0; i < r->count && !err; i++) {
+		json_t *ids = evidence_calls(db, &r->chains[i], r->from_wall_ns, r->to_wall_ns);
+		char *txt = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
+
+		json_decref(ids);
+		if (!txt) {
+			err = -ENOMEM;
+			break;
+		}
+		sqlite3_reset(s);
+		sqlite3_bind_text(s, 1, txt, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(s, 2, first + i);
+		rc = sqlite3_step(s);
+		free(txt);
+		if (rc != SQLITE_DONE)
+			err = cw_sqlite_errno(rc);
+	}
+	sqlite3_finalize(s);
+	return err;
+}
+
+/* The newest row trace stored for c's identity (chain_identity.c: node,
+ * kind, op, the thread, the Python location) whose window ended at most
+ * gap_ns before from, not one this pass extended already (taken, ntaken).
+ * Returns its id, 0 when none, -errno. */
+static int64_t find_running(sqlite3 *db, const struct cw_chain *c, uint64_t from, uint64_t gap_ns,
+			    const int64_t *taken, int ntaken)
+{
+	static const char sql[] =
+		"SELECT id FROM chains WHERE node = ?1 AND kind = ?2 AND op = ?3 AND pid IS ?4 AND tid IS ?5"
+		" AND python_file IS ?6 AND python_line IS ?7 AND to_wall_ns >= ?8"
+		" AND json_extract(json, '$.stored_by') = 'trace' ORDER BY id DESC LIMIT 64";
+	sqlite3_stmt *s = NULL;
+	int64_t id = 0;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(s, 1, c->node, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, cw_kind_name(c->kind), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, c->op, -1, SQLITE_STATIC);
+	/* stored as NULL when unknown (cw_explain_store_chains) */
+	if (c->pid)
+		sqlite3_bind_int64(s, 4, c->pid);
+	if (c->tid)
+		sqlite3_bind_int64(s, 5, c->tid);
+	if (c->has_python) {
+		sqlite3_bind_text(s, 6, c->py_file, -1, SQLITE_STATIC);
+		sqlite3_bind_int(s, 7, c->py_line);
+	}
+	sqlite3_bind_int64(s, 8, (int64_t)(from > gap_ns ? from - gap_ns : 0));
+	while (!id && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t got = sqlite3_column_int64(s, 0);
+		int dup = 0;
+
+		for (int k = 0; k < ntaken; k++)
+			dup |= taken[k] == got;
+		if (!dup)
+			id = got;
+	}
+	if (!id && rc != SQLITE_DONE)
+		id = cw_sqlite_errno(rc);
+	sqlite3_finalize(s);
+	return id;
+}
+
+/* The row's window ends with this pass; it was last seen now; its counts
+ * add the pass's; p99, tail and severity keep the worst seen. */
+static int extend_row(sqlite3 *db, int64_t id, const struct cw_chain *c, uint64_t to, uint64_t now)
+{
+	static const char sql[] =
+		"UPDATE chains SET to_wall_ns = max(to_wall_ns, ?2), count = count + ?3, slow_count = slow_count + ?4,"
+		" p99_ns = max(p99_ns, ?5), tail_ratio = max(tail_ratio, ?6),"
+		" severity = CASE WHEN instr('LOW MEDIUM HIGH', ?7) > instr('LOW MEDIUM HIGH', severity) THEN ?7"
+		" ELSE severity END,"
+		" json = json_set(json, '$.count', count + ?3, '$.slow_count', slow_count + ?4,"
+		" '$.p99_ns', max(p99_ns, ?5), '$.tail_ratio', max(tail_ratio, ?6),"
+		" '$.severity', CASE WHEN instr('LOW MEDIUM HIGH', ?7) > instr('LOW MEDIUM HIGH', severity) THEN ?7"
+		" ELSE severity END, '$.last_seen_wall_ns', ?8,"
+		" '$.passes', coalesce(json_extract(json, '$.passes'), 1) + 1) WHERE id = ?1";
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_int64(s, 2, (int64_t)to);
+	sqlite3_bind_int64(s, 3, (int64_t)c->count);
+	sqlite3_bind_int64(s, 4, (int64_t)c->slow_count);
+	sqlite3_bind_int64(s, 5, (int64_t)c->p99_ns);
+	sqlite3_bind_double(s, 6, c->tail_ratio);
+	sqlite3_bind_text(s, 7, cw_severity_name(c->severity), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 8, (int64_t)now);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_db_errno(db, rc);
+}
+
+int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64_t now_wall_ns, uint64_t gap_ns,
+			  int *added, int *extended)
+{
+	struct cw_explain_result fresh = *r;
+	int64_t *taken = NULL, id, first;
+	int ntaken = 0, n, err = 0;
+
+	*added = *extended = 0;
+	if (r->count == 0)
+		return 0;
+	/* the chains no stored row continues, for cw_explain_store_chains */
+	fresh.chains = malloc((size_t)r->count * sizeof(*fresh.chains));
+	taken = malloc((size_t)r->count * sizeof(*taken));
+	if (!fresh.chains || !taken) {
+		err = -ENOMEM;
+		goto out;
+	}
+	fresh.count = 0;
+	if ((err = cw_sqlite_errno(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL))))
+		goto out;
+	for (int i = 0; i < r->count; i++) {
+		id = find_running(db, &r->chains[i], r->from_wall_ns, gap_ns, taken, ntaken);
+		if (id < 0) {
+			err = (int)id;
+			break;
+		}
+		if (!id) {
+			fresh.chains[fresh.count++] = r->chains[i];
+			continue;
+		}
+		if ((err = extend_row(db, id, &r->chains[i], r->to_wall_ns, now_wall_ns)))
+			break;
+		taken[ntaken++] = id;
+	}
+	if (err) {
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		goto out;
+	}
+	if ((err = cw_sqlite_db_errno(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL)))) {
+		if (!sqlite3_get_autocommit(db))
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		goto out;
+	}
+	*extended = ntaken;
+	n = cw_explain_store_chains(db, &fresh, now_wall_ns);
+	if (n < 0) {
+		err = n;
+		goto out;
+	}
+	if (n > 0) {
+		first = sqlite3_last_insert_rowid(db) - n + 1;
+		err = mark_rows(db, &fresh, first);
+		*added = n;
+	}
+out:
+	free(fresh.chains);
+	free(taken);
+	return err;
+}

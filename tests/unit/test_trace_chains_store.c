@@ -1,0 +1,188 @@
+/* trace's chains passes over a store (trace/chains_store.h): the causal
+ * engine run pass after pass over consecutive windows of a demo database,
+ * each pass's chains stored as trace stores them. An incident that goes on
+ * over several passes stays one row whose window and counts grow; incidents
+ * separated by more than the gap get a row each; under a tiny size cap
+ * the chains go last (store/retention.h), oldest first, counted. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "demo/build.h"
+#include "demo/demo.h"
+#include "store/retention.h"
+#include "store/store.h"
+#include "trace/chains_store.h"
+#include "rule_assert.h"
+
+#define DEMO_T0 (1767225600ULL * SEC) /* the demo's fixed start, 2026-01-01 */
+#define PASS (10 * SEC)
+
+static char path[64];
+/* the calls of the cudaStreamSynchronize chains every pass found, summed */
+static int64_t sync_calls;
+
+static struct cw_store *demo_store(const char *scenario)
+{
+	struct cw_demo_opts o = { .scenario = cw_demo_find(scenario), .seed = 1, .node = "n1" };
+	struct cw_demo_result res;
+	struct cw_explain_result ex;
+	struct cw_store *st = NULL;
+	char err[256];
+
+	assert_non_null(o.scenario);
+	snprintf(path, sizeof(path), "/tmp/cw-test-chains-store-%d.db", (int)getpid());
+	remove_store_files(path);
+	memset(&ex, 0, sizeof(ex));
+	assert_int_equal(cw_demo_build(path, &o, 0, 1, &res, &ex, err, sizeof(err)), 0);
+	cw_explain_result_free(&ex);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READWRITE, err, sizeof(err)), 0);
+	/* the demo's own whole-run chains: not trace's */
+	assert_int_equal(sqlite3_exec(st->db, "DELETE FROM chains", NULL, NULL, NULL), SQLITE_OK);
+	return st;
+}
+
+/* Passes of PASS over the demo's 92 s as trace runs them; returns the
+ * passes that found a chain. */
+static int passes(struct cw_store *st, uint64_t gap_ns, int *added, int *extended)
+{
+	int found = 0;
+
+	*added = *extended = 0;
+	sync_calls = 0;
+	for (uint64_t from = DEMO_T0; from < DEMO_T0 + 100 * SEC; from += PASS) {
+		struct cw_explain_opts o = { .from_wall_ns = from, .to_wall_ns = from + PASS };
+		struct cw_explain_result r;
+		int a, e;
+
+		memset(&r, 0, sizeof(r));
+		assert_int_equal(cw_explain_run(st->db, &o, &r), 0);
+		found += r.count > 0;
+		for (int i = 0; i < r.count; i++)
+			if (!strcmp(r.chains[i].op, "cudaStreamSynchronize"))
+				sync_calls += (int64_t)r.chains[i].count;
+		assert_int_equal(cw_trace_chains_store(st->db, &r, from + PASS, gap_ns, &a, &e), 0);
+		assert_int_equal(a + e, r.count);
+		*added += a, *extended += e;
+		cw_explain_result_free(&r);
+	}
+	return found;
+}
+
+static int64_t q(struct cw_store *st, const char *sql)
+{
+	return store_q1(st->db, sql);
+}
+
+/* incident: stress-ng preempts the trainer from t=30 s to t=45 s, found by
+ * the passes [30, 40) and [40, 50): one row per chain, over both. */
+static void test_continuing_incident(void **state)
+{
+	struct cw_store *st = demo_store("incident");
+	int added, extended;
+
+	(void)state;
+	assert_int_equal(passes(st, 2 * PASS, &added, &extended), 2);
+	printf("incident: %d rows added, %d extended\n", added, extended);
+	assert_true(added >= 1);
+	assert_int_equal(extended, added); /* the second pass continued every row */
+	assert_int_equal(q(st, "SELECT count(*) FROM chains"), added);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains WHERE kind = 'cpu_preemption' AND op = "
+			       "'cudaStreamSynchronize'"), 1);
+	/* its window: from the first pass's start to the second's end */
+	assert_int_equal(q(st, "SELECT from_wall_ns FROM chains WHERE op = 'cudaStreamSynchronize'"),
+			 (int64_t)(DEMO_T0 + 30 * SEC));
+	assert_int_equal(q(st, "SELECT to_wall_ns FROM chains WHERE op = 'cudaStreamSynchronize'"),
+			 (int64_t)(DEMO_T0 + 50 * SEC));
+	assert_int_equal(q(st, "SELECT json_extract(json, '$.last_seen_wall_ns') FROM chains WHERE op = "
+			       "'cudaStreamSynchronize'"), (int64_t)(DEMO_T0 + 50 * SEC));
+	assert_int_equal(q(st, "SELECT json_extract(json, '$.passes') FROM chains WHERE op = 'cudaStreamSynchronize'"), 2);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains WHERE json_extract(json, '$.stored_by') = 'trace'"
+			       " AND json_array_length(json, '$.evidence_ids.calls') > 0"), added);
+	/* the counts are both passes' calls */
+	assert_true(sync_calls > 0);
+	assert_int_equal(q(st, "SELECT count FROM chains WHERE op = 'cudaStreamSynchronize'"), sync_calls);
+	assert_int_equal(q(st, "SELECT count = json_extract(json, '$.count') FROM chains WHERE op = "
+			       "'cudaStreamSynchronize'"), 1);
+	cw_store_close(st);
+	remove_store_files(path);
+}
+
+/* io-contention: an rsync burst from t=10, 30, 50 and 70 s, each found by
+ * one pass with an empty pass between: four incidents when the gap is
+ * shorter than that pass, one going on when it is longer. */
+static void test_separated_incidents(void **state)
+{
+	struct cw_store *st = demo_store("io-contention");
+	int added, extended;
+
+	(void)state;
+	assert_int_equal(passes(st, PASS / 2, &added, &extended), 4);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains WHERE kind = 'io_contention'"), 4);
+	assert_int_equal(extended, 0);
+	assert_int_equal(q(st, "SELECT count(DISTINCT from_wall_ns) FROM chains WHERE kind = 'io_contention'"), 4);
+	assert_int_equal(sqlite3_exec(st->db, "DELETE FROM chains", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(passes(st, 2 * PASS, &added, &extended), 4);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains WHERE kind = 'io_contention'"), 1);
+	assert_int_equal(q(st, "SELECT to_wall_ns - from_wall_ns FROM chains WHERE kind = 'io_contention'"),
+			 (int64_t)(70 * SEC));
+	cw_store_close(st);
+	remove_store_files(path);
+}
+
+/* Under a cap that the chains alone exceed, every event goes first, then
+ * the oldest chains, every one counted. */
+static void test_chains_pruned_last(void **state)
+{
+	struct cw_store *st = demo_store("io-contention");
+	struct cw_retention_counts c = { 0 };
+	int added, extended;
+	int64_t rows, used, top;
+
+	(void)state;
+	passes(st, PASS / 2, &added, &extended);
+	/* a long-running agent's history: 4 x 2^10 rows */
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(sqlite3_exec(st->db,
+					      "INSERT INTO chains (node, created_wall_ns, from_wall_ns, to_wall_ns,"
+					      " severity, kind, op, count, slow_count, summary, json) SELECT node,"
+					      " created_wall_ns, from_wall_ns, to_wall_ns, severity, kind, op, count,"
+					      " slow_count, summary, json FROM chains",
+					      NULL, NULL, NULL),
+				 SQLITE_OK);
+	rows = q(st, "SELECT count(*) FROM chains");
+	top = q(st, "SELECT max(id) FROM chains");
+	assert_int_equal(rows, 4096);
+	used = cw_store_used_bytes(st);
+	/* the cap leaves room for the aggregates and part of the chains */
+	assert_int_equal(cw_retention_enforce_tiers(st, used / 4, 60 * (int64_t)SEC, &c), 0);
+	printf("cap %lld of %lld bytes: %lld events, %lld chains pruned, %lld chains left\n",
+	       (long long)(used / 4), (long long)used, (long long)c.events, (long long)c.chains,
+	       (long long)q(st, "SELECT count(*) FROM chains"));
+	assert_true(cw_store_used_bytes(st) <= used / 4);
+	assert_int_equal(q(st, "SELECT count(*) FROM calls") + q(st, "SELECT count(*) FROM kevents"), 0);
+	assert_true(c.chains > 0 && c.chains < rows);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains"), rows - c.chains);
+	/* the newest are left */
+	assert_int_equal(q(st, "SELECT min(id) FROM chains"), top - (rows - c.chains) + 1);
+	cw_store_close(st);
+	remove_store_files(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_continuing_incident),
+		cmocka_unit_test(test_separated_incidents),
+		cmocka_unit_test(test_chains_pruned_last),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
