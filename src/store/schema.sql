@@ -149,8 +149,9 @@ CREATE TABLE kernel_names (
   PRIMARY KEY (node, pid, handle)
 );
 
--- Causal chains. Every explain run appends; rows are never updated,
--- expired or pruned.
+-- Causal chains. explain and demo append; trace's passes append a row
+-- per incident and extend it while the incident goes on (docs/trace.md).
+-- Pruned last under a size cap, oldest first (docs/schema.md "Retention").
 CREATE TABLE chains (
   id              INTEGER PRIMARY KEY,
   node            TEXT NOT NULL,

@@ -10,7 +10,9 @@ loopback agent standing in for it (http://127.0.0.1:PORT) and NODE the name
 that agent serves under. A command's --nodes value is rewritten host by host
 through this map (a host the map lacks fails the test); the MCP calls go to
 `causeway --config CONFIG mcp --fleet`, CONFIG holding the article's
-fleet.nodes list with the same hosts mapped. Prints one line per check;
+fleet.nodes list with the same hosts mapped. The command lines run with
+the same --config before them, for its fleet.timeout only (a loaded test
+machine can take more than the default 2 s to explain a node's store). Prints one line per check;
 exits 1 at the first failure."""
 import json
 import os
@@ -69,7 +71,7 @@ for e in fleet_cmds:
         mapped.append(hosts[h][0])
     argv[at] = ",".join(mapped)
     where = f"{e['article']}:{e['line']} causeway {' '.join(e['argv'][:2])} ..."
-    p = subprocess.run([cw] + argv, capture_output=True, text=True, timeout=120)
+    p = subprocess.run([cw, "--config", config] + argv, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         fail(f"{where}: exit {p.returncode}: {p.stderr.strip()}")
     if p.stderr.strip():

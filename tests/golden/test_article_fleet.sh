@@ -9,13 +9,15 @@
 # CPU-contention incident, the others healthy, as in the article). The
 # article's hosts gpu-node-0N:8080 map to them by rewriting each --nodes
 # value host by host, and, for `mcp --fleet`, through a config whose
-# fleet.nodes is the article's list with the same hosts mapped.
+# fleet.nodes is the article's list with the same hosts mapped, and whose
+# fleet.timeout (10 s) allows for a loaded machine.
 # Then one agent stops: the article's query still answers from the other
 # three, with a warning naming the one that did not answer.
 . "$CW_ROOT/tests/lib/plain_agents.sh"
 
 map=()
 nodes_yaml='fleet:
+  timeout: 10s
   nodes:'
 for i in 1 2 3 4; do
 	scenario=healthy
