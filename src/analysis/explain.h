@@ -71,5 +71,7 @@ int cw_explain_window(sqlite3 *db, const struct cw_explain_opts *o, uint64_t *fr
 /* Appends one chains row per chain, stamped now_wall_ns; never updates or
  * deletes. Returns the number of rows written or -errno. */
 int cw_explain_store_chains(sqlite3 *db, const struct cw_explain_result *r, uint64_t now_wall_ns);
+/* The same inside the caller's transaction (no BEGIN/COMMIT of its own). */
+int cw_explain_insert_chains(sqlite3 *db, const struct cw_explain_result *r, uint64_t now_wall_ns);
 
 #endif

@@ -466,7 +466,7 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 	return ferror(f) ? -EIO : 0;
 }
 
-int cw_explain_store_chains(sqlite3 *db, const struct cw_explain_result *r, uint64_t now_wall_ns)
+int cw_explain_insert_chains(sqlite3 *db, const struct cw_explain_result *r, uint64_t now_wall_ns)
 {
 	static const char sql[] =
 		"INSERT INTO chains (node, created_wall_ns, from_wall_ns, to_wall_ns, severity, kind, op,"
@@ -476,16 +476,9 @@ int cw_explain_store_chains(sqlite3 *db, const struct cw_explain_result *r, uint
 	sqlite3_stmt *st = NULL;
 	int rc, ret = 0, n = 0;
 
-	if (r->count == 0)
-		return 0;
-	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		ret = cw_sqlite_errno(rc);
-		goto out;
-	}
 	for (int i = 0; i < r->count; i++) {
 		const struct cw_chain *c = &r->chains[i];
 		json_t *j = cw_chain_to_json(c);
@@ -533,7 +526,20 @@ int cw_explain_store_chains(sqlite3 *db, const struct cw_explain_result *r, uint
 	}
 out:
 	sqlite3_finalize(st);
-	if (ret == 0) {
+	return ret < 0 ? ret : n;
+}
+
+int cw_explain_store_chains(sqlite3 *db, const struct cw_explain_result *r, uint64_t now_wall_ns)
+{
+	int rc, ret;
+
+	if (r->count == 0)
+		return 0;
+	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	ret = cw_explain_insert_chains(db, r, now_wall_ns);
+	if (ret >= 0) {
 		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 		if (rc != SQLITE_OK)
 			ret = cw_sqlite_db_errno(db, rc);
@@ -542,7 +548,7 @@ out:
 	 * ROLLBACK would only replace the error with "no transaction". */
 	if (ret < 0 && !sqlite3_get_autocommit(db))
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-	return ret < 0 ? ret : n;
+	return ret;
 }
 
 int cw_explain_warn(struct cw_explain_result *r, const char *fmt, ...)

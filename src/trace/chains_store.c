@@ -184,26 +184,26 @@ int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64
 			break;
 		taken[ntaken++] = id;
 	}
-	if (err) {
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-		goto out;
+	/* One write transaction per pass: the writer takes its lock again
+	 * right after each commit, so every extra one risks the 5 s wait. */
+	if (!err && fresh.count > 0) {
+		n = cw_explain_insert_chains(db, &fresh, now_wall_ns);
+		if (n < 0)
+			err = n;
+		else if (n > 0) {
+			first = sqlite3_last_insert_rowid(db) - n + 1;
+			err = mark_rows(db, &fresh, first);
+		}
 	}
-	if ((err = cw_sqlite_db_errno(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL)))) {
+	if (!err)
+		err = cw_sqlite_db_errno(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL));
+	if (err) {
 		if (!sqlite3_get_autocommit(db))
 			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		goto out;
 	}
 	*extended = ntaken;
-	n = cw_explain_store_chains(db, &fresh, now_wall_ns);
-	if (n < 0) {
-		err = n;
-		goto out;
-	}
-	if (n > 0) {
-		first = sqlite3_last_insert_rowid(db) - n + 1;
-		err = mark_rows(db, &fresh, first);
-		*added = n;
-	}
+	*added = fresh.count;
 out:
 	free(fresh.chains);
 	free(taken);
