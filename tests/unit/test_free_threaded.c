@@ -1,24 +1,12 @@
 /* Free-threaded CPython (3.14t, 3.15t: Py_GIL_DISABLED) over recorded
- * memory. No free-threaded interpreter is packaged for Debian sid, so the
- * structures are built here from what CPython 3.14's headers give for that
- * build, starting from the recorded default 3.14.10/3.15.2 _Py_DebugOffsets
- * and changing every word Py_GIL_DISABLED changes among those causeway reads:
- *  - PyObject (Include/object.h) is ob_tid, ob_flags, ob_mutex, ob_gc_bits,
- *    ob_ref_local, ob_ref_shared, ob_type: 32 bytes, ob_type at 24, so
- *    every object header (code, type, bytes, str, ...) moves by 16;
- *  - PyCodeObject (Include/cpython/code.h) gains _PyCodeArray *co_tlbc just
- *    before co_code_adaptive;
- *  - _PyInterpreterFrame (pycore_interpframe_structs.h) gains int32_t
- *    tlbc_index after stackpointer, which moves owner from 0x4a to 0x4e;
- *  - PyASCIIObject's state (Include/cpython/unicodeobject.h) holds interned
- *    in a whole byte, so kind/compact/ascii start at bit 8;
- *  - f_executable is a _PyStackRef tagged Py_TAG_DEFERRED (bit 0): code
- *    objects use deferred refcounting (pycore_stackref.h).
- * Then two threads (per-thread states, each its own frame chain) run the
- * same function, one from the inline bytecode (tlbc_index 0), one from its
- * thread-local copy (co_tlbc->entries[2]); both resolve to their exact
- * lines, and hostile indexes and arrays give "not started", never a wrong
- * line. */
+ * memory built per CPython 3.14's headers (py_free_threaded.h): the
+ * offsets, then two threads (per-thread states, each its own frame chain)
+ * running the same function, one from the inline bytecode (tlbc_index 0),
+ * one from its thread-local copy (co_tlbc->entries[2]), both resolved to
+ * their exact lines through free-threaded str/bytes headers (a str's
+ * interned is a whole byte, so kind starts at bit 8) and a tagged
+ * f_executable (Py_TAG_DEFERRED: code objects use deferred refcounting);
+ * hostile indexes and arrays give "not started", never a wrong line. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -32,39 +20,7 @@
 #include "pyframe/linetable.h"
 #include "pyframe/offsets.h"
 #include "pyframe/pycode.h"
-#include "py_debug_offsets_recorded.h"
-
-static uint64_t word(const uint8_t *b, int i)
-{
-	uint64_t v;
-
-	memcpy(&v, b + 8 + 8 * i, 8);
-	return v;
-}
-
-static void set_word(uint8_t *b, int i, uint64_t v) { memcpy(b + 8 + 8 * i, &v, 8); }
-
-/* The free-threaded variant of a recorded default layout: fr_owner,
- * fr_tlbc_index, the code block's first word and its co_code_adaptive and
- * co_tlbc words, and the last word of the unicode block. */
-static void make_free_threaded(uint8_t *b, const uint8_t *recorded, int fr_owner, int fr_tlbc, int co_size,
-			       int co_adaptive, int co_tlbc, int last)
-{
-	int i;
-
-	memcpy(b, recorded, 1024);
-	set_word(b, 1, 1);
-	set_word(b, fr_owner, 0x4e);
-	set_word(b, fr_tlbc, 0x48);
-	for (i = co_size; i <= last; i++)
-		set_word(b, i, word(b, i) + 16);
-	set_word(b, co_size, 0xf0);
-	set_word(b, co_adaptive, 0xe8);
-	set_word(b, co_tlbc, 0xe0);
-}
-
-static void ft314(uint8_t *b) { make_free_threaded(b, py314_debug_offsets, 35, 37, 38, 47, 48, 79); }
-static void ft315(uint8_t *b) { make_free_threaded(b, py315_debug_offsets, 43, 45, 46, 55, 56, 91); }
+#include "py_free_threaded.h"
 
 static int parse(const uint8_t *b, struct cw_py_offsets *o, char *why, size_t wl)
 {
@@ -121,26 +77,26 @@ static void test_offsets(void **state)
 
 	/* a free-threaded flag on a default-build header: the anchors fail */
 	memcpy(b, py314_debug_offsets, sizeof(b));
-	set_word(b, 1, 1);
+	ft_set_word(b, 1, 1);
 	expect_refused(parse(b, &o, why, sizeof(why)), why, -EPROTO, "PyObject size is 16, expected 32");
 	/* and a default flag on a free-threaded header */
 	ft314(b);
-	set_word(b, 1, 0);
+	ft_set_word(b, 1, 0);
 	expect_refused(parse(b, &o, why, sizeof(why)), why, -EPROTO, "PyObject size is 32, expected 16");
 	/* 3.13t is refused by name */
 	memcpy(b, py313_debug_offsets, sizeof(b));
-	set_word(b, 1, 1);
+	ft_set_word(b, 1, 1);
 	expect_refused(parse(b, &o, why, sizeof(why)), why, -ENOTSUP,
 		       "python 3.13.0 is a free-threaded build, which is supported from 3.14");
 	/* TLBC words outside their structs or on top of other fields */
 	ft314(b);
-	set_word(b, 37, 0x58);
+	ft_set_word(b, 37, 0x58);
 	expect_refused(parse(b, &o, why, sizeof(why)), why, -EPROTO, "frame tlbc_index: offset 88 outside");
 	ft314(b);
-	set_word(b, 37, 8);
+	ft_set_word(b, 37, 8);
 	expect_refused(parse(b, &o, why, sizeof(why)), why, -EPROTO, "overlaps a field");
 	ft314(b);
-	set_word(b, 48, 0xe8);
+	ft_set_word(b, 48, 0xe8);
 	expect_refused(parse(b, &o, why, sizeof(why)), why, -EPROTO, "overlaps a field");
 }
 
