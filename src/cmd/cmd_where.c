@@ -51,7 +51,8 @@ static void print_text(json_t *root)
 
 	printf("process %lld", json_integer_value(json_object_get(root, "pid")));
 	if (json_object_get(root, "python"))
-		printf(" (python %s, %s)", json_string_value(json_object_get(root, "python")),
+		printf(" (python %s%s, %s)", json_string_value(json_object_get(root, "python")),
+		       json_is_true(json_object_get(root, "free_threaded")) ? " free-threaded" : "",
 		       json_string_value(json_object_get(root, "runtime_binary")));
 	else if (json_object_get(root, "python_error"))
 		printf(" (python: %s)", json_string_value(json_object_get(root, "python_error")));

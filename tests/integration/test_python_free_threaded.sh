@@ -38,9 +38,11 @@ got = sorted((t["tid"] == int(sys.argv[2]), [(f["file"], f["line"], f["function"
              for t in d["threads"])
 want = [(False, [("/srv/ft/train.py", 45, "Trainer.step")]), (True, [("/srv/ft/train.py", 42, "Trainer.step")])]
 print("where:", got)
-if got != want:
-    sys.exit("FAIL: where %r, want %r" % (got, want))
+if got != want or d.get("free_threaded") is not True:
+    sys.exit("FAIL: where %r (free_threaded %r), want %r" % (got, d.get("free_threaded"), want))
 PY
+"$CW_BIN" where "${bg[-1]}" --no-native | head -1 | grep -q "(python 3.14.10 free-threaded, $PY)" \
+	|| fail "where text lacks the free-threaded build: $("$CW_BIN" where "${bg[-1]}" --no-native | head -1)"
 kill "${bg[-1]}"; wait "${bg[-1]}" 2>/dev/null
 
 # trace: the hog is timed from the process's own start (1.2 s set-up,
