@@ -32,11 +32,9 @@ static int load_rank(sqlite3 *db, const char *node, int64_t pid, int *rank)
 int cw_chain_load_python(sqlite3 *db, struct cw_chain *c, int64_t stack_id)
 {
 	sqlite3_stmt *st = NULL;
-	/* an attributed stack's frames end with {"python_via": TID} */
-	int rc = sqlite3_prepare_v2(db,
-				    "SELECT user_file, user_line, user_function, (SELECT json_extract(j.value, '$.python_via')"
-				    " FROM json_each(frames) j WHERE json_type(j.value, '$.python_via') = 'integer')"
-				    " FROM py_stacks WHERE id = ?1",
+	/* python_via: the TID an attributed stack is that thread's (schema v8;
+	 * an older file read as it is gets the column from a view) */
+	int rc = sqlite3_prepare_v2(db, "SELECT user_file, user_line, user_function, python_via FROM py_stacks WHERE id = ?1",
 				    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);

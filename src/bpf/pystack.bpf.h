@@ -40,7 +40,12 @@ struct cw_py_bpf_proc {
 	__u32 ob_type;
 	__u64 code_type;        /* &PyCode_Type in the target, 0 unknown (no check) */
 	__u64 code_mask;        /* f_executable & code_mask is the object (3.14+ tag bits) */
+	__s32 fr_tlbc_index;    /* free-threaded 3.14+: the frame's thread-local bytecode index, -1 none */
+	__u32 co_tlbc;          /* free-threaded 3.14+: the code's _PyCodeArray pointer */
 };
+
+/* Most entries a _PyCodeArray is trusted to have (CW_PY_TLBC_MAX). */
+#define CW_PY_BPF_TLBC_MAX 4096
 
 #if defined(__bpf__)
 
@@ -100,9 +105,9 @@ static long cw_py_step(__u64 i, void *arg)
 	const struct cw_py_bpf_proc *o = &w->o;
 	__u32 zero = 0, lasti, slot;
 	struct cw_pystack *s;
-	__u64 frame = w->frame, code, ip;
+	__u64 frame = w->frame, code, ip, base, tlbc;
 	__u8 owner = 0;
-	__s32 lasti32;
+	__s32 lasti32, idx = 0;
 
 	if (!frame)
 		return 1;
@@ -129,9 +134,19 @@ static long cw_py_step(__u64 i, void *arg)
 			return 1;
 		lasti = lasti32 < 0 ? 0xffffffff : (__u32)lasti32;
 	} else {
-		/* 3.11/3.12 prev_instr, 3.13 instr_ptr: into the inline bytecode */
+		/* 3.11/3.12 prev_instr, 3.13 instr_ptr: into the inline bytecode,
+		 * or on free-threaded builds into the thread-local copy
+		 * co_tlbc->entries[tlbc_index] (entry 0 is the inline one) */
 		ip = cw_py_read_u64(frame + o->fr_lasti);
-		lasti = ip >= code + o->co_code_adaptive ? (__u32)((ip - code - o->co_code_adaptive) / 2) : 0xffffffff;
+		base = code + o->co_code_adaptive;
+		if (o->fr_tlbc_index >= 0 &&
+		    bpf_probe_read_user(&idx, 4, (const void *)(frame + (__u32)o->fr_tlbc_index)) == 0 && idx != 0) {
+			tlbc = cw_py_read_u64(code + o->co_tlbc);
+			base = 0;
+			if (idx > 0 && tlbc && (__u64)idx < cw_py_read_u64(tlbc) && idx < CW_PY_BPF_TLBC_MAX)
+				base = cw_py_read_u64(tlbc + 8 + 8 * (__u64)idx);
+		}
+		lasti = base && ip >= base ? (__u32)((ip - base) / 2) : 0xffffffff;
 	}
 	slot = w->n & (CW_PY_MAX_FRAMES - 1);
 	s->frames[slot].code = code;

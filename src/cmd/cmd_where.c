@@ -21,7 +21,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "Prints the Python stack (file, function and executing line of every\n"
 	      "frame, innermost first) and the native stack of every thread of process\n"
-	      "PID. Supports CPython 3.10 to 3.15, shared (libpython) and static builds.\n"
+	      "PID. Supports CPython 3.10 to 3.15, shared (libpython) and static builds,\n"
+	      "and the free-threaded 3.14t and 3.15t (per-thread bytecode copies).\n"
 	      "The process is paused with ptrace for the duration of the dump.\n"
 	      "Native stacks are unwound through DWARF call-frame information\n"
 	      "(.eh_frame, or .debug_frame from a build-id debug file under the\n"
@@ -50,7 +51,8 @@ static void print_text(json_t *root)
 
 	printf("process %lld", json_integer_value(json_object_get(root, "pid")));
 	if (json_object_get(root, "python"))
-		printf(" (python %s, %s)", json_string_value(json_object_get(root, "python")),
+		printf(" (python %s%s, %s)", json_string_value(json_object_get(root, "python")),
+		       json_is_true(json_object_get(root, "free_threaded")) ? " free-threaded" : "",
 		       json_string_value(json_object_get(root, "runtime_binary")));
 	else if (json_object_get(root, "python_error"))
 		printf(" (python: %s)", json_string_value(json_object_get(root, "python_error")));

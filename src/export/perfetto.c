@@ -294,6 +294,9 @@ static json_t *event_slice(struct pf_ctx *c, const struct pf_node *n, sqlite3_st
 				    cw_trace_strf("%.240s:%d %.240s", pyf, sqlite3_column_int(q, 9),
 						 sqlite3_column_text(q, 10) ? (const char *)sqlite3_column_text(q, 10)
 									    : "?"));
+	/* attributed: the stack is thread python_via's, waiting on this one */
+	if (pyf && sqlite3_column_type(q, 12) == SQLITE_INTEGER)
+		json_object_set_new(args, "python_via", json_integer(sqlite3_column_int64(q, 12)));
 	if (sqlite3_column_int(q, 11))
 		json_object_set_new(args, "anomalous", json_true());
 	e = json_pack("{s:s,s:o,s:o,s:i,s:I,s:o,s:o,s:o}", "ph", "X", "name", cw_trace_str(op ? op : "?"), "cat",
@@ -384,7 +387,7 @@ static int emit_node_slices(struct pf_ctx *c, int ni)
 				      " ORDER BY tid, wall_ns, id";
 	static const char ev_one[] =
 		"SELECT e.source, e.op, e.wall_ns, e.duration_ns, e.bytes, e.ret, e.detail, e.device,"
-		" p.user_file, p.user_line, p.user_function, e.anomalous"
+		" p.user_file, p.user_line, p.user_function, e.anomalous, p.python_via"
 		" FROM events e LEFT JOIN py_stacks p ON p.id = e.py_stack_id WHERE e.id = ?1";
 	static const char off_one[] = "SELECT wall_ns, duration_ns, reason, by_pid, by_comm, waker_pid, waker_comm,"
 				      " cpu FROM offcpu WHERE id = ?1";

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/migrate.h"
 #include "store/store.h"
 
 void cw_fleet_warns_add(struct cw_fleet_warns *w, const struct cw_fleet_result *r)
@@ -103,7 +104,8 @@ static int put_rows(sqlite3 *db, const struct cw_fleet_fetch *f, json_t *merged,
 	if (sqlite3_prepare_v2(db, f->insert, -1, &ins, NULL) != SQLITE_OK ||
 	    (events && (sqlite3_prepare_v2(db,
 					   "INSERT OR IGNORE INTO py_stacks (hash, depth, frames, user_file, user_line,"
-					   " user_function) VALUES (?1,?2,?3,?4,?5,?6)",
+					   " user_function, python_via) VALUES (?1,?2,?3,?4,?5,?6,"
+					   CW_PYVIA_FROM_FRAMES("?3") ")",
 					   -1, &put, NULL) != SQLITE_OK ||
 			sqlite3_prepare_v2(db, "SELECT id FROM py_stacks WHERE hash = ?1", -1, &get, NULL) !=
 				SQLITE_OK))) {

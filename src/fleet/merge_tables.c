@@ -1,6 +1,7 @@
 /* The SQL that copies each table of an attached input ("src") into the
  * merged store, and the order tables are copied in (merge.c). */
 #include "fleet/merge_int.h"
+#include "store/migrate.h"
 
 /* Relabelling: coalesce(:relabel, node) keeps the node unless the input
  * was given a new name. Offsets shift row ids past the merged rows. */
@@ -19,9 +20,17 @@ const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX] = {
 	[CW_MT_STACKS] = { "stacks", 0,
 		"INSERT OR IGNORE INTO main.stacks (hash, depth, frames)"
 		" SELECT hash, depth, frames FROM src.stacks ORDER BY id" },
+	/* python_via is schema v8's: an older input's comes from the frames */
 	[CW_MT_PY_STACKS] = { "py_stacks", 0,
-		"INSERT OR IGNORE INTO main.py_stacks (hash, depth, frames, user_file, user_line, user_function)"
-		" SELECT hash, depth, frames, user_file, user_line, user_function FROM src.py_stacks ORDER BY id" },
+		"INSERT OR IGNORE INTO main.py_stacks (hash, depth, frames, user_file, user_line, user_function,"
+		" python_via)"
+		" SELECT hash, depth, frames, user_file, user_line, user_function, python_via FROM src.py_stacks"
+		" ORDER BY id",
+		"python_via",
+		"INSERT OR IGNORE INTO main.py_stacks (hash, depth, frames, user_file, user_line, user_function,"
+		" python_via)"
+		" SELECT hash, depth, frames, user_file, user_line, user_function, " CW_PYVIA_FROM_FRAMES("frames")
+		" FROM src.py_stacks ORDER BY id" },
 	[CW_MT_PY_CODE] = { "py_code", 1,
 		"INSERT OR IGNORE INTO main.py_code (node, pid, address, file, function, qualname, firstlineno)"
 		" SELECT " N_ ", pid, address, file, function, qualname, firstlineno FROM src.py_code ORDER BY id" },

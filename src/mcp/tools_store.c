@@ -247,7 +247,7 @@ TOOL_FN(cw_tool_explain_call)
 	rc = sqlite3_prepare_v2(db,
 				"SELECT e.id, e.node, e.wall_ns, e.mono_ns, e.pid, e.tid, e.comm, e.source, e.op,"
 				" e.duration_ns, e.ret, e.bytes, e.detail, e.device, e.anomalous,"
-				" e.py_stack_id, e.stack_id, p.user_file, p.user_line, p.user_function"
+				" e.py_stack_id, e.stack_id, p.user_file, p.user_line, p.user_function, p.python_via"
 				" FROM events e LEFT JOIN py_stacks p ON p.id = e.py_stack_id WHERE e.id = ?1",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK) {
@@ -275,9 +275,12 @@ TOOL_FN(cw_tool_explain_call)
 	tid = sqlite3_column_int64(st, 5);
 	py_id = sqlite3_column_int64(st, 15);
 	nat_id = sqlite3_column_int64(st, 16);
-	if (sqlite3_column_type(st, 17) != SQLITE_NULL)
+	if (sqlite3_column_type(st, 17) != SQLITE_NULL) {
 		py = json_pack("{s:o, s:o, s:o}", "file", col_text(st, 17), "line", col_int(st, 18), "function",
 			       col_text(st, 19));
+		if (py && sqlite3_column_type(st, 20) == SQLITE_INTEGER)
+			json_object_set_new(py, "python_via", json_integer(sqlite3_column_int64(st, 20)));
+	}
 	cw_format_duration((uint64_t)dur, d, sizeof(d));
 	strbuf_addf(text, "call %" PRId64 ": %s/%s took %s on tid %" PRId64 " (%s)", id,
 		    json_string_value(json_object_get(call, "source")), json_string_value(json_object_get(call, "op")),
@@ -287,6 +290,9 @@ TOOL_FN(cw_tool_explain_call)
 			    json_string_value(json_object_get(py, "file")),
 			    json_integer_value(json_object_get(py, "line")),
 			    json_string_value(json_object_get(py, "function")));
+	if (json_is_integer(json_object_get(py, "python_via")))
+		strbuf_addf(text, " (attributed: thread %" JSON_INTEGER_FORMAT " waits on this call's thread)",
+			    json_integer_value(json_object_get(py, "python_via")));
 	strbuf_addch(text, '\n');
 	sqlite3_finalize(st);
 	st = NULL;

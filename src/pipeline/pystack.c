@@ -79,7 +79,8 @@ int64_t cw_pystack_intern_via(struct cw_writer *w, const struct cw_py_resolver *
 	json_decref(arr);
 	if (!frames)
 		return -ENOMEM;
-	id = cw_writer_intern_pystack(w, hash, nres, frames, loc[user].file, loc[user].line, loc[user].function);
+	id = cw_writer_intern_pystack(w, hash, nres, frames, loc[user].file, loc[user].line, loc[user].function,
+				      (int64_t)via);
 	free(frames);
 	return id;
 }

@@ -92,6 +92,37 @@ int cw_py_threads(struct cw_py_proc *p, struct cw_py_thread *out, int max)
 	return n;
 }
 
+/* Where the frame's bytecode starts: the code object's inline copy, or on
+ * free-threaded builds (3.14t+) the thread-local copy the frame runs,
+ * co_tlbc->entries[tlbc_index] (pycore_interpframe.h _PyFrame_GetBytecode).
+ * *base = 0 when the index or the array is out of bounds. */
+static int frame_bytecode(struct cw_py_proc *p, uint64_t frame, uint64_t code, uint64_t *base)
+{
+	uint64_t tlbc, size;
+	int32_t idx;
+	int err;
+
+	*base = code + p->off.co_code_adaptive;
+	if (p->off.fr_tlbc_index < 0)
+		return 0;
+	err = cw_rmem_read(&p->mem, frame + (uint64_t)p->off.fr_tlbc_index, &idx, sizeof(idx));
+	if (err || idx == 0)
+		return err; /* entry 0 is always the inline copy */
+	*base = 0;
+	err = cw_rmem_read_u64(&p->mem, code + p->off.co_tlbc, &tlbc);
+	if (err)
+		return err;
+	if (idx < 0 || !cw_rmem_ptr_ok(tlbc) || (tlbc & 7))
+		return 0;
+	err = cw_rmem_read_u64(&p->mem, tlbc, &size);
+	if (err || size > CW_PY_TLBC_MAX || (uint64_t)idx >= size)
+		return err;
+	err = cw_rmem_read_u64(&p->mem, tlbc + 8 + 8 * (uint64_t)idx, base);
+	if (!err && !cw_rmem_ptr_ok(*base))
+		*base = 0;
+	return err;
+}
+
 static int frame_lasti(struct cw_py_proc *p, uint64_t frame, uint64_t code, int64_t *lasti)
 {
 	if (p->off.frame_kind == CW_PY_FRAME_OBJECT) {
@@ -102,11 +133,16 @@ static int frame_lasti(struct cw_py_proc *p, uint64_t frame, uint64_t code, int6
 		*lasti = err ? -1 : l;
 		return err;
 	}
-	uint64_t ip, base = code + p->off.co_code_adaptive;
+	uint64_t ip, base;
 	int err = cw_rmem_read_u64(&p->mem, frame + p->off.fr_lasti, &ip);
 
+	err = err ?: frame_bytecode(p, frame, code, &base);
 	if (err)
 		return err;
+	if (!base) {
+		*lasti = -1; /* a thread-local copy that cannot be found */
+		return 0;
+	}
 	/* 3.11/3.12 prev_instr, 3.13 instr_ptr: a pointer into the code
 	 * object's inline bytecode; prev_instr is one unit before the first
 	 * instruction when the frame has not started yet. */

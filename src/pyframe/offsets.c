@@ -59,5 +59,7 @@ int cw_py_offsets_builtin(int minor, struct cw_py_offsets *out)
 	default: return -ENOTSUP;
 	}
 	out->code_mask = ~0ull;
+	out->fr_tlbc_index = -1;
+	out->str_kind_shift = 2;
 	return 0;
 }

@@ -49,7 +49,23 @@ struct cw_py_offsets {
 	/* f_executable is a tagged _PyStackRef from 3.14: the object is
 	 * (word & code_mask). All ones before 3.14. */
 	uint64_t code_mask;
+	/* Free-threaded builds (3.14t/3.15t, Py_GIL_DISABLED): each thread may
+	 * run its own copy of a code object's bytecode. The frame's int32
+	 * tlbc_index picks entries[index] of the code's co_tlbc array
+	 * (_PyCodeArray: Py_ssize_t size; char *entries[size]); entry 0 is the
+	 * inline co_code_adaptive. fr_tlbc_index is -1 on default builds. */
+	int free_threaded;
+	int32_t fr_tlbc_index;
+	uint32_t co_tlbc;
+	/* First bit of the kind:3, compact:1, ascii:1 run in PyASCIIObject's
+	 * state: 2 after interned:2, 8 on free-threaded builds, whose interned
+	 * is a whole byte (atomic access, 3.14). */
+	uint8_t str_kind_shift;
 };
+
+/* Most entries a _PyCodeArray is trusted to have: one per thread that ever
+ * ran the code, capped like the thread list. */
+#define CW_PY_TLBC_MAX 4096
 
 /* Frame owner values (pycore_frame.h 3.12/3.13, pycore_interpframe_structs.h
  * 3.14+): 0 thread, 1 generator, 2 frame object hold user code; 3 is the

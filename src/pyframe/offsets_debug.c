@@ -30,8 +30,8 @@ struct dbg_layout {
 	uint8_t rt_size, rt_interp_head;
 	uint8_t is_size, is_next, is_threads_head;
 	uint8_t ts_size, ts_next, ts_interp, ts_current_frame, ts_thread_id, ts_native_thread_id;
-	uint8_t fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_owner;
-	uint8_t co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno, co_code_adaptive;
+	uint8_t fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_owner, fr_tlbc_index;
+	uint8_t co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno, co_code_adaptive, co_tlbc;
 	uint8_t ob_size, ob_type, tp_size, tp_name;
 	uint8_t by_size, by_ob_size, by_sval;
 	uint8_t un_size, un_state, un_length, un_ascii;
@@ -57,9 +57,9 @@ static const struct dbg_layout layouts[] = {
 	  .is_size = 5, .is_next = 7, .is_threads_head = 8,
 	  .ts_size = 21, .ts_next = 23, .ts_interp = 24, .ts_current_frame = 25, .ts_thread_id = 26,
 	  .ts_native_thread_id = 27,
-	  .fr_size = 30, .fr_previous = 31, .fr_executable = 32, .fr_instr_ptr = 33, .fr_owner = 35,
+	  .fr_size = 30, .fr_previous = 31, .fr_executable = 32, .fr_instr_ptr = 33, .fr_owner = 35, .fr_tlbc_index = 37,
 	  .co_size = 38, .co_filename = 39, .co_name = 40, .co_qualname = 41, .co_linetable = 42,
-	  .co_firstlineno = 43, .co_code_adaptive = 47,
+	  .co_firstlineno = 43, .co_code_adaptive = 47, .co_tlbc = 48,
 	  .ob_size = 49, .ob_type = 50, .tp_size = 51, .tp_name = 52,
 	  .by_size = 73, .by_ob_size = 74, .by_sval = 75,
 	  .un_size = 76, .un_state = 77, .un_length = 78, .un_ascii = 79 },
@@ -71,13 +71,25 @@ static const struct dbg_layout layouts[] = {
 	  .is_size = 5, .is_next = 7, .is_threads_head = 8,
 	  .ts_size = 21, .ts_next = 23, .ts_interp = 24, .ts_current_frame = 25, .ts_thread_id = 29,
 	  .ts_native_thread_id = 30,
-	  .fr_size = 38, .fr_previous = 39, .fr_executable = 40, .fr_instr_ptr = 41, .fr_owner = 43,
+	  .fr_size = 38, .fr_previous = 39, .fr_executable = 40, .fr_instr_ptr = 41, .fr_owner = 43, .fr_tlbc_index = 45,
 	  .co_size = 46, .co_filename = 47, .co_name = 48, .co_qualname = 49, .co_linetable = 50,
-	  .co_firstlineno = 51, .co_code_adaptive = 55,
+	  .co_firstlineno = 51, .co_code_adaptive = 55, .co_tlbc = 56,
 	  .ob_size = 57, .ob_type = 58, .tp_size = 59, .tp_name = 60,
 	  .by_size = 85, .by_ob_size = 86, .by_sval = 87,
 	  .un_size = 88, .un_state = 89, .un_length = 90, .un_ascii = 91 },
 };
+
+/* Anchor values: the object header decides them. Py_GIL_DISABLED's
+ * PyObject is ob_tid, ob_flags, ob_mutex, ob_gc_bits, ob_ref_local,
+ * ob_ref_shared, ob_type (32 bytes, Include/object.h 3.14), which moves
+ * every header after it by 16; PyASCIIObject's state is then 4-aligned
+ * after hash and the struct 56 bytes (Include/cpython/unicodeobject.h). */
+struct dbg_anchors {
+	uint64_t ob_size, ob_type, tp_name, by_ob_size, un_length, un_state, un_ascii;
+};
+
+static const struct dbg_anchors anchors_default = { 16, 8, 24, 16, 16, 32, 40 };
+static const struct dbg_anchors anchors_free_threaded = { 32, 24, 40, 32, 32, 48, 56 };
 
 _Static_assert(8 + 92 * 8 <= CW_PY_DEBUG_OFFSETS_READ, "read covers every layout");
 
@@ -143,6 +155,7 @@ int cw_py_offsets_debug_parse(const uint8_t *buf, size_t len, uint64_t runtime_s
 {
 	uint64_t w[96];
 	const struct dbg_layout *L = NULL;
+	const struct dbg_anchors *A;
 	struct check c = { .w = w, .why = why, .whylen = whylen };
 	char ver[32];
 	int minor, err = 0;
@@ -185,13 +198,16 @@ int cw_py_offsets_debug_parse(const uint8_t *buf, size_t len, uint64_t runtime_s
 	}
 	if (w[1] > 1)
 		return bad(&c, "free_threaded is %llu, expected 0 or 1", (unsigned long long)w[1]);
-	if (w[1]) {
-		/* Free-threaded: object headers carry ob_tid and shared
-		 * refcounts, and frames run thread-local bytecode copies. */
+	if (w[1] && !L->fr_tlbc_index) {
+		/* 3.13t: f_executable is a plain pointer but deferred and
+		 * biased refcounts are half done; nothing here was checked
+		 * against it. 3.14t is the first free-threaded minor read. */
 		if (why)
-			snprintf(why, whylen, "python %s is a free-threaded build, which is not supported", ver);
+			snprintf(why, whylen,
+				 "python %s is a free-threaded build, which is supported from 3.14 (3.14t, 3.15t)", ver);
 		return -ENOTSUP;
 	}
+	A = w[1] ? &anchors_free_threaded : &anchors_default;
 	if (runtime_size && w[L->rt_size] != runtime_size)
 		return bad(&c, "runtime size %llu, the _PyRuntime symbol has %llu bytes",
 			   (unsigned long long)w[L->rt_size], (unsigned long long)runtime_size);
@@ -214,18 +230,27 @@ int cw_py_offsets_debug_parse(const uint8_t *buf, size_t len, uint64_t runtime_s
 	err = err ?: fits(&c, "str length", L->un_size, L->un_length, 8);
 	err = err ?: fits(&c, "str state", L->un_size, L->un_state, 4);
 	err = err ?: fits(&c, "str header", L->un_size, L->un_ascii, 0);
-	/* anchors: unchanged on default builds from 3.13 through 3.15 */
-	err = err ?: anchor(&c, "PyObject size", L->ob_size, 16);
-	err = err ?: anchor(&c, "PyObject ob_type", L->ob_type, 8);
+	/* anchors: unchanged from 3.13 through 3.15 (per object header) */
+	err = err ?: anchor(&c, "PyObject size", L->ob_size, A->ob_size);
+	err = err ?: anchor(&c, "PyObject ob_type", L->ob_type, A->ob_type);
 	err = err ?: anchor(&c, "thread state next", L->ts_next, 8);
 	err = err ?: anchor(&c, "thread state interp", L->ts_interp, 16);
 	err = err ?: anchor(&c, "frame f_executable", L->fr_executable, 0);
 	err = err ?: anchor(&c, "frame previous", L->fr_previous, 8);
-	err = err ?: anchor(&c, "bytes ob_size", L->by_ob_size, 16);
-	err = err ?: anchor(&c, "str length", L->un_length, 16);
-	err = err ?: anchor(&c, "str state", L->un_state, 32);
-	err = err ?: anchor(&c, "PyASCIIObject size", L->un_ascii, 40);
-	err = err ?: anchor(&c, "type tp_name", L->tp_name, 24);
+	err = err ?: anchor(&c, "bytes ob_size", L->by_ob_size, A->by_ob_size);
+	err = err ?: anchor(&c, "str length", L->un_length, A->un_length);
+	err = err ?: anchor(&c, "str state", L->un_state, A->un_state);
+	err = err ?: anchor(&c, "PyASCIIObject size", L->un_ascii, A->un_ascii);
+	err = err ?: anchor(&c, "type tp_name", L->tp_name, A->tp_name);
+	if (!err && w[1]) {
+		/* thread-local bytecode: the frame's index and the code's array */
+		err = fits(&c, "frame tlbc_index", L->fr_size, L->fr_tlbc_index, 4);
+		err = err ?: fits(&c, "code co_tlbc", L->co_size, L->co_tlbc, 8);
+		if (!err && (w[L->fr_tlbc_index] < w[L->fr_previous] + 8 || w[L->co_tlbc] < w[L->co_linetable] + 8 ||
+			     w[L->co_code_adaptive] < w[L->co_tlbc] + 8))
+			err = bad(&c, "frame tlbc_index (%llu) or code co_tlbc (%llu) overlaps a field",
+				  (unsigned long long)w[L->fr_tlbc_index], (unsigned long long)w[L->co_tlbc]);
+	}
 	if (err)
 		return err;
 	if (w[L->co_code_adaptive] < w[L->co_linetable] + 8 || w[L->by_sval] < w[L->by_ob_size] + 8)
@@ -269,6 +294,13 @@ int cw_py_offsets_debug_parse(const uint8_t *buf, size_t len, uint64_t runtime_s
 	 * (Py_TAG_REFCNT, and on 3.15 the tagged-int bits); objects are
 	 * at least 8-byte aligned, so clearing three bits is exact. */
 	out->code_mask = minor >= 14 ? ~7ull : ~0ull;
+	/* Free-threaded: code objects use deferred refcounting, so their
+	 * f_executable always carries Py_TAG_DEFERRED (bit 0), which the
+	 * mask above clears; strings keep interned in a byte of its own. */
+	out->free_threaded = (int)w[1];
+	out->fr_tlbc_index = w[1] ? (int32_t)w[L->fr_tlbc_index] : -1;
+	out->co_tlbc = w[1] ? (uint32_t)w[L->co_tlbc] : 0;
+	out->str_kind_shift = w[1] ? 8 : 2;
 	return 0;
 }
 

@@ -55,11 +55,12 @@ int cw_py_read_str(struct cw_py_proc *p, uint64_t obj, char *buf, size_t len)
 	err = err ?: cw_rmem_read(&p->mem, obj + o->unicode_state, &state, sizeof(state));
 	if (err)
 		return err;
-	/* state bit fields (Include/cpython/unicodeobject.h, 3.10-3.13):
-	 * interned:2, kind:3, compact:1, ascii:1 */
-	kind = (state >> 2) & 7;
-	compact = (state >> 5) & 1;
-	ascii = (state >> 6) & 1;
+	/* state bit fields (Include/cpython/unicodeobject.h): interned:2,
+	 * kind:3, compact:1, ascii:1; on free-threaded builds interned is an
+	 * unsigned char and kind starts at bit 8 (str_kind_shift) */
+	kind = (state >> o->str_kind_shift) & 7;
+	compact = (state >> (o->str_kind_shift + 3)) & 1;
+	ascii = (state >> (o->str_kind_shift + 4)) & 1;
 	if (!compact || (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
 		return -EINVAL;
 	if (length > (1u << 20))

@@ -79,6 +79,8 @@ static void cw_pystack_bpf_proc_from(const struct cw_py_proc *p, struct cw_py_bp
 	out->ob_type = o->ob_type;
 	out->code_type = p->code_type;
 	out->code_mask = o->code_mask;
+	out->fr_tlbc_index = o->fr_tlbc_index;
+	out->co_tlbc = o->co_tlbc;
 }
 
 /* Learns &PyCode_Type from the first verified code object on any thread's

@@ -257,14 +257,18 @@ static int slowest(sqlite3 *db, const char *source, const char *op, int64_t from
 		}
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 			int64_t err = sqlite3_column_int64(st, 9);
+			json_t *py = cw_api_python(st, 6);
 
+			/* an attributed stack: thread python_via's, waiting on this call */
+			if (json_is_object(py) && sqlite3_column_type(st, 11) == SQLITE_INTEGER)
+				json_object_set_new(py, "python_via", json_integer(sqlite3_column_int64(st, 11)));
 			json_array_append_new(
 				out, json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I}", "start_ns",
 					       (json_int_t)sqlite3_column_int64(st, 0), "duration_ns",
 					       (json_int_t)sqlite3_column_int64(st, 1), "pid",
 					       (json_int_t)sqlite3_column_int64(st, 2), "tid",
 					       (json_int_t)sqlite3_column_int64(st, 3), "comm", cw_api_text(st, 4),
-					       "rank", cw_api_int_or_null(st, 5), "python", cw_api_python(st, 6),
+					       "rank", cw_api_int_or_null(st, 5), "python", py,
 					       "error", (json_int_t)err, "id", (json_int_t)sqlite3_column_int64(st, 10)));
 		}
 		if (rc != SQLITE_DONE)

@@ -252,6 +252,14 @@ static const char schema_narrow_sql[] =
 	"CREATE TRIGGER events_delete INSTEAD OF DELETE ON events BEGIN"
 	" DELETE FROM calls WHERE id = OLD.id; DELETE FROM kevents WHERE id = OLD.id; END;";
 
+/* v8: the TID a Python stack was attributed through is a column of its
+ * py_stacks row, filled from the frames' {"python_via": TID} marker (kept
+ * in frames for readers of older versions). Only rows that carry the
+ * marker are touched. */
+static const char schema_pyvia_sql[] =
+	"ALTER TABLE py_stacks ADD COLUMN python_via INTEGER;"
+	"UPDATE py_stacks SET python_via = " CW_PYVIA_FROM_FRAMES("frames") " WHERE frames LIKE '%\"python_via\"%';";
+
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
 	cw_schema_v1_sql,
@@ -261,6 +269,7 @@ static const char *const migrations[] = {
 	schema_gpu_sql,
 	schema_nccl_sql,
 	schema_narrow_sql,
+	schema_pyvia_sql,
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CW_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -13,19 +13,19 @@
  * first, as an index scan gives them on an older file. */
 #define SLOW_EVENTS                                                                                         \
 	"SELECT e.wall_ns, e.duration_ns, e.pid, e.tid, e.comm, p.rank, ps.user_file, ps.user_line,"       \
-	" ps.user_function, e.ret, e.id FROM events e"                                                       \
+	" ps.user_function, e.ret, e.id, ps.python_via FROM events e"                                                       \
 	" LEFT JOIN processes p ON p.node = e.node AND p.pid = e.pid"                                        \
 	" LEFT JOIN py_stacks ps ON ps.id = e.py_stack_id"
 #define SLOW_CALLS                                                                                          \
 	"SELECT " CW_CALL_WALL ", c.dur, t.pid, t.tid, t.comm, p.rank, ps.user_file, ps.user_line,"        \
-	" ps.user_function, c.ret, c.id FROM " CW_CALLS_FROM                                                \
+	" ps.user_function, c.ret, c.id, ps.python_via FROM " CW_CALLS_FROM                                                \
 	" LEFT JOIN processes p ON p.node = t.node AND p.pid = t.pid"                                        \
 	" LEFT JOIN py_stacks ps ON ps.id = c.pystack"                                                       \
 	" WHERE c.op = (SELECT id FROM call_ops WHERE source = ?2 AND op = ?1)"                              \
 	" AND " CW_CALL_WALL " >= ?3 AND " CW_CALL_WALL " < ?4"
 #define SLOW_KEVENTS                                                                                        \
 	"SELECT e.wall_ns, e.duration_ns, e.pid, e.tid, e.comm, p.rank, ps.user_file, ps.user_line,"       \
-	" ps.user_function, e.ret, e.id FROM kevents e"                                                      \
+	" ps.user_function, e.ret, e.id, ps.python_via FROM kevents e"                                                      \
 	" LEFT JOIN processes p ON p.node = e.node AND p.pid = e.pid"                                        \
 	" LEFT JOIN py_stacks ps ON ps.id = e.py_stack_id"                                                   \
 	" WHERE e.op = ?1 AND e.source = ?2 AND e.wall_ns >= ?3 AND e.wall_ns < ?4"

@@ -121,6 +121,20 @@ static int older_events_alias(sqlite3 *db)
 	return err;
 }
 
+/* A file before v8, read as it is: a temp view (searched before main)
+ * gives its py_stacks the python_via column, from the frames' marker. */
+static int older_pyvia_alias(sqlite3 *db)
+{
+	int err = cw_exec(db, "PRAGMA query_only = 0");
+
+	if (!err)
+		err = cw_exec(db, "CREATE TEMP VIEW IF NOT EXISTS py_stacks AS SELECT *, " CW_PYVIA_FROM_FRAMES(
+					  "frames") " AS python_via FROM main.py_stacks");
+	if (!err)
+		err = cw_exec(db, "PRAGMA query_only = 1");
+	return err;
+}
+
 static int configure(sqlite3 *db, enum cw_store_mode mode)
 {
 	int err;
@@ -470,6 +484,8 @@ int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mo
 	}
 	if (!code && mode == CW_STORE_READONLY && v < 7)
 		code = older_events_alias(db);
+	if (!code && mode == CW_STORE_READONLY && v < 8)
+		code = older_pyvia_alias(db);
 	if (code)
 		goto fail;
 	if (mode != CW_STORE_READONLY) {

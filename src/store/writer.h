@@ -175,8 +175,10 @@ int cw_writer_nccl_call(struct cw_writer *w, const struct cw_nccl_call_row *row)
 int cw_writer_nccl_comm(struct cw_writer *w, const struct cw_nccl_comm_row *row);
 /* Interning: returns the row id (> 0) for hash, inserting when new. */
 int64_t cw_writer_intern_stack(struct cw_writer *w, uint64_t hash, int depth, const char *frames);
+/* python_via: the TID whose stack this is when it was attributed to a
+ * thread without Python frames (stored in py_stacks.python_via), else 0. */
 int64_t cw_writer_intern_pystack(struct cw_writer *w, uint64_t hash, int depth, const char *frames_json,
-				 const char *user_file, int user_line, const char *user_function);
+				 const char *user_file, int user_line, const char *user_function, int64_t python_via);
 /* Returns 1 and the id when hash was interned by this writer already, so
  * callers can skip building the frames text. */
 int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id);

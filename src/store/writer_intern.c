@@ -11,7 +11,7 @@ static uint64_t cache_key(uint64_t hash)
 }
 
 static int64_t intern(struct cw_writer *w, struct u64map *cache, enum stmt_id get, enum stmt_id put,
-		      uint64_t hash, int depth, const char *frames, const char *uf, int ul, const char *ufn)
+		      uint64_t hash, int depth, const char *frames, const char *uf, int ul, const char *ufn, int64_t via)
 {
 	sqlite3_stmt *s;
 	int64_t id;
@@ -42,6 +42,8 @@ static int64_t intern(struct cw_writer *w, struct u64map *cache, enum stmt_id ge
 			if (ul > 0)
 				sqlite3_bind_int(s, 5, ul);
 			bind_text_or_null(s, 6, ufn);
+			if (via > 0)
+				sqlite3_bind_int64(s, 7, via);
 		}
 		err = step_reset(s);
 		if (err) {
@@ -59,16 +61,16 @@ int64_t cw_writer_intern_stack(struct cw_writer *w, uint64_t hash, int depth, co
 {
 	writer_sync_gen(w);
 	WLOCK(w);
-	return intern(w, &w->stack_ids, ST_STACK_GET, ST_STACK_PUT, hash, depth, frames, NULL, 0, NULL);
+	return intern(w, &w->stack_ids, ST_STACK_GET, ST_STACK_PUT, hash, depth, frames, NULL, 0, NULL, 0);
 }
 
 int64_t cw_writer_intern_pystack(struct cw_writer *w, uint64_t hash, int depth, const char *frames_json,
-				 const char *user_file, int user_line, const char *user_function)
+				 const char *user_file, int user_line, const char *user_function, int64_t python_via)
 {
 	writer_sync_gen(w);
 	WLOCK(w);
 	return intern(w, &w->pystack_ids, ST_PYSTACK_GET, ST_PYSTACK_PUT, hash, depth, frames_json, user_file,
-		      user_line, user_function);
+		      user_line, user_function, python_via);
 }
 
 int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id)

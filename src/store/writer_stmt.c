@@ -61,8 +61,8 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_STACK_GET] = "SELECT id FROM stacks WHERE hash = ?1",
 	[ST_STACK_PUT] = "INSERT INTO stacks (hash, depth, frames) VALUES (?1,?2,?3)",
 	[ST_PYSTACK_GET] = "SELECT id FROM py_stacks WHERE hash = ?1",
-	[ST_PYSTACK_PUT] = "INSERT INTO py_stacks (hash, depth, frames, user_file, user_line, user_function)"
-			   " VALUES (?1,?2,?3,?4,?5,?6)",
+	[ST_PYSTACK_PUT] = "INSERT INTO py_stacks (hash, depth, frames, user_file, user_line, user_function, python_via)"
+			   " VALUES (?1,?2,?3,?4,?5,?6,?7)",
 	[ST_COUNTER] = "INSERT OR REPLACE INTO counters (node, session_id, name, value) VALUES (?1,?2,?3,?4)",
 	[ST_AGG_GET] = "SELECT count, sum_ns, max_ns, hist FROM aggregates"
 		       " WHERE node = ?1 AND source = ?2 AND op = ?3 AND second = ?4",

@@ -170,6 +170,8 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 			snprintf(ver, sizeof(ver), "3.%d", p->off.minor);
 		json_object_set_new(root, "python", cw_json_str(ver));
 		json_object_set_new(root, "runtime_binary", cw_json_str(p->binary));
+		if (p->off.free_threaded) /* 3.14t/3.15t: no GIL, per-thread bytecode */
+			json_object_set_new(root, "free_threaded", json_true());
 		npy = cw_py_threads(p, pyth, CW_PY_MAX_THREADS);
 		if (npy < 0) {
 			snprintf(why, sizeof(why), "cannot read the thread list (%s)", strerror(-npy));

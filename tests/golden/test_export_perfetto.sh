@@ -131,6 +131,21 @@ dgold=$CW_ROOT/tests/golden/export/demo_incident.json
 	2> /dev/null || fail "demo export"
 python3 "$check" "$tmp/d.json" --min-flows 5 > /dev/null || fail "demo trace structure"
 grep -q '"name":"off-cpu (preempted by stress-ng)"' "$tmp/d.json" || fail "demo: no stress-ng preemption slice"
+# A call whose Python stack was attributed to a waiting thread
+# (py_stacks.python_via) names that thread in its slice's args.
+cp "$tmp/demo.db" "$tmp/via.db"
+sqlite3 "$tmp/via.db" "INSERT INTO py_stacks (hash, depth, frames, user_file, user_line, user_function, python_via)
+	VALUES (-77, 1, '[]', 'train.py', 120, 'backward', 4242);
+	UPDATE events SET py_stack_id = (SELECT id FROM py_stacks WHERE hash = -77) WHERE id = (SELECT min(id) FROM events
+	WHERE source = 'cuda' AND wall_ns >= 1767225634500000000)" || fail "adding an attributed stack"
+"$CW_BIN" export --db "$tmp/via.db" --from 2026-01-01T00:00:34Z --to 2026-01-01T00:00:36Z --no-chains -o "$tmp/via.json" \
+	2> /dev/null || fail "attributed export"
+python3 - "$tmp/via.json" <<'EOF' || exit 1
+import json, sys
+x = [e["args"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X" and "python_via" in e.get("args", {})]
+if len(x) != 1 or x[0]["python_via"] != 4242 or x[0].get("python") != "train.py:120 backward":
+    print("FAIL: attributed slices", x); sys.exit(1)
+EOF
 # Checkpoint I/O that outlives the call that issued it cannot nest: it
 # goes to an "(overlap N)" lane of the same thread, durations untouched.
 "$CW_BIN" demo io-contention --db "$tmp/io.db" > /dev/null || fail "demo io-contention"

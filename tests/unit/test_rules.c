@@ -94,7 +94,7 @@ static void build(struct fx *f, enum scen sc)
 	wo.session_id = sid;
 	assert_int_equal(cw_writer_new(&f->w, f->st, &wo), 0);
 	assert_int_equal(cw_writer_process(f->w, &pr), 0);
-	py = cw_writer_intern_pystack(f->w, 77, 1, "[]", "train.py", 88, "step");
+	py = cw_writer_intern_pystack(f->w, 77, 1, "[]", "train.py", 88, "step", 0);
 	assert_true(py > 0);
 
 	uint64_t step = sc == S_STARVE ? 30 * MS : STEP_NS;

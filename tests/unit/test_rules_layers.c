@@ -82,7 +82,7 @@ static void open_fx(struct fx *f)
 	wo.session_id = sid;
 	assert_int_equal(cw_writer_new(&f->w, f->st, &wo), 0);
 	assert_int_equal(cw_writer_process(f->w, &pr), 0);
-	f->py = cw_writer_intern_pystack(f->w, 91, 1, "[]", "train.py", 88, "step");
+	f->py = cw_writer_intern_pystack(f->w, 91, 1, "[]", "train.py", 88, "step", 0);
 	assert_true(f->py > 0);
 	for (int i = 0; i < 21; i++) {
 		struct cw_snapshot_row s = {.mono_ns = T0 + (uint64_t)i * SEC, .wall_ns = T0 + (uint64_t)i * SEC + OFF,

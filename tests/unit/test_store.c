@@ -116,6 +116,52 @@ static void test_v1_file_read_and_migrated(void **state)
 	cw_store_close(st);
 }
 
+/* v8: python_via, a column of py_stacks. A v7 file holds an attributed
+ * stack (frames end with the {"python_via": TID} marker) and an own one:
+ * read as it is, the column comes from the marker and the file stays v7;
+ * migrated, the column is filled, the own stack's NULL. */
+static void test_v7_python_via(void **state)
+{
+	static const char via_of[] = "SELECT coalesce(python_via, -1) FROM py_stacks WHERE hash = ";
+	struct cw_store *st;
+	char err[256], q[128];
+	sqlite3 *raw;
+	int found;
+
+	(void)state;
+	unlink(path);
+	assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+	assert_int_equal(cw_migrate_to(raw, 7, &found), 0);
+	assert_int_equal(cw_exec(raw, "INSERT INTO py_stacks (hash, depth, frames, user_file, user_line, user_function)"
+				      " VALUES (1, 1, '[{\"file\":\"t.py\",\"line\":9,\"function\":\"w\"},"
+				      "{\"python_via\":4242}]', 't.py', 9, 'w'),"
+				      " (2, 1, '[{\"file\":\"t.py\",\"line\":3,\"function\":\"f\"}]', 't.py', 3, 'f')"),
+			 0);
+	sqlite3_close(raw);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), 0);
+	snprintf(q, sizeof(q), "%s1", via_of);
+	assert_int_equal(int_query(st->db, q), 4242);
+	snprintf(q, sizeof(q), "%s2", via_of);
+	assert_int_equal(int_query(st->db, q), -1);
+	assert_int_equal(int_query(st->db, "PRAGMA user_version"), 7);
+	cw_store_close(st);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READWRITE, err, sizeof(err)), 0);
+	assert_int_equal(int_query(st->db, "PRAGMA user_version"), CW_SCHEMA_VERSION);
+	assert_int_equal(int_query(st->db, "SELECT count(*) FROM main.pragma_table_info('py_stacks')"
+					   " WHERE name = 'python_via'"), 1);
+	snprintf(q, sizeof(q), "%s1", via_of);
+	assert_int_equal(int_query(st->db, q), 4242);
+	snprintf(q, sizeof(q), "%s2", via_of);
+	assert_int_equal(int_query(st->db, q), -1);
+	cw_store_close(st);
+	/* read-only at v8: the table's own column, no view over it */
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), 0);
+	assert_int_equal(int_query(st->db, "SELECT count(*) FROM temp.sqlite_master WHERE name = 'py_stacks'"), 0);
+	snprintf(q, sizeof(q), "%s1", via_of);
+	assert_int_equal(int_query(st->db, q), 4242);
+	cw_store_close(st);
+}
+
 static void test_newer_schema_refused(void **state)
 {
 	struct cw_store *st;
@@ -123,10 +169,10 @@ static void test_newer_schema_refused(void **state)
 
 	(void)state;
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
-	assert_int_equal(cw_exec(st->db, "PRAGMA user_version = 8"), 0);
+	assert_int_equal(cw_exec(st->db, "PRAGMA user_version = 9"), 0);
 	cw_store_close(st);
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_READWRITE, err, sizeof(err)), -EPROTO);
-	assert_non_null(strstr(err, "schema version 8"));
+	assert_non_null(strstr(err, "schema version 9"));
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), -EPROTO);
 }
 
@@ -598,6 +644,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_missing_and_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v1_file_read_and_migrated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_v7_python_via, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_and_foreign, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
