@@ -651,11 +651,12 @@ function histogram(bins, marks = []) {
 		r.append(h('svg:title', {}, `${fmtNs(b.lo_ns)} – ${fmtNs(b.hi_ns)}: ${fmtCount(b.count)} calls`));
 		svg.append(r, h('svg:text', { x: x0 + bw / 2, y: y(b.count) - 3, class: 'tick', 'text-anchor': 'middle' }, fmtCount(b.count)));
 	});
-	// Latency ticks at each power of ten inside the range (the ends when
-	// the range holds fewer than two), labelled with their unit.
-	let xt = [];
-	for (let e = Math.ceil(lo); e <= Math.floor(hi); e++) xt.push(10 ** e);
-	if (xt.length < 2) xt = [bins[0].lo_ns, bins[bins.length - 1].hi_ns];
+	// Latency ticks at both ends and each power of ten between them, at
+	// least 48 units apart, labelled with their unit.
+	const xt = [];
+	const cand = [bins[0].lo_ns, bins[bins.length - 1].hi_ns];
+	for (let e = Math.ceil(lo); e <= Math.floor(hi); e++) cand.push(10 ** e);
+	for (const v of cand.sort((a, b2) => a - b2)) if (!xt.length || x(v) - x(xt[xt.length - 1]) >= 48) xt.push(v);
 	for (const v of xt) {
 		const xv = x(v);
 		svg.append(h('svg:line', { x1: xv, x2: xv, y1: hh, y2: hh + 4, class: 'grid' }),

@@ -460,7 +460,7 @@ try {
 			new Set(mx.chains.map((c) => c.node)).size === 2, 'merged file: every top chain names its node', { page: mtop, explain: mx.chains.map((c) => c.node) });
 		// Ops: one row per node and op, named; each node's calls those of
 		// its aggregates, its wall shares its own (never past 100 %).
-		const orows = await pm.$$eval('table[data-testid=ops] tbody tr', (trs) => trs.map((tr) => ({ node: tr.dataset.node, cell: tr.children[0].textContent, count: +tr.querySelector('td[data-v]').dataset.v, share: +tr.querySelector('td.share').dataset.v })));
+		const orows = await pm.$$eval('table[data-testid=ops] tbody tr', (trs) => trs.map((tr) => ({ node: tr.dataset.node, cell: tr.children[0].textContent, count: +(tr.querySelector('td[data-v]') || { dataset: {} }).dataset.v, share: +(tr.querySelector('td.share') || { dataset: {} }).dataset.v })));
 		const per = {};
 		for (const r of orows) {
 			per[r.node] = per[r.node] || { calls: 0, share: 0 };
