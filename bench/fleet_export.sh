@@ -82,6 +82,9 @@ got=$(grep -c '"ph":"X","name":"\(cuda\|cu\)' "$tmp/f.json" || true)
 echo "fleet export of 2 agents x $n calls: $(grep 'Elapsed (wall clock)' "$tmp/time" | sed 's/.*: //') wall," \
 	"client peak RSS $(( $(grep 'Maximum resident set size' "$tmp/time" | sed 's/.*: //') / 1024 )) MiB," \
 	"$(du -m "$tmp/f.json" | cut -f1) MiB of JSON, $got CUDA slices (agents: $want events)"
+# CPU seconds of the client alone: on a shared machine the wall time is
+# mostly the other processes' share of the cores.
+echo "  client CPU $(awk -F': ' '/User time/{u=$2} /System time/{s=$2} END{printf "%.1f s (user %.1f, system %.1f)", u + s, u, s}' "$tmp/time")"
 [ -n "$t1" ] && echo "  fetch $(echo "$t1 - $t0" | bc | cut -c1-6) s ($(echo "$want / ($t1 - $t0)" | bc) rows/s," \
 	"client RSS up to $((rss_fetch / 1024)) MiB), trace written in $(echo "$t2 - $t1" | bc | cut -c1-6) s"
 grep 'wrote' "$tmp/time" | sed 's/^/  /'
