@@ -792,6 +792,9 @@ function onTick(t) {
 	const l = state.live;
 	const key = `${t.events}/${t.chains}`;
 	l.ticks++;
+	// A hidden tab keeps what it showed: the first tick after it shows
+	// again compares with that.
+	if (document.hidden) return;
 	if (l.last !== null && key !== l.last) refresh('stream');
 	l.last = key;
 }
