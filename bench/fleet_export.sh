@@ -1,6 +1,7 @@
 #!/bin/bash
 # Fleet export of two agents holding N calls each: wall time and the
-# client's peak RSS (GNU time). Each agent's database is the demo's
+# client's peak RSS (GNU time), and the time of each phase (fetching every
+# row into the client's temporary store, writing the trace). Each agent's database is the demo's
 # incident scenario (48,880 CUDA calls over 92 s) repeated in time with
 # SQLite until it holds N calls (ids, times and the per-second aggregates
 # shifted per copy), served over plain HTTP on loopback.
@@ -58,9 +59,32 @@ done
 nodes=$(IFS=,; echo "${addrs[*]}")
 want=$(( $(sqlite3 "$tmp/a.db" 'SELECT count(*) FROM events') + $(sqlite3 "$tmp/b.db" 'SELECT count(*) FROM events') ))
 /usr/bin/time -v "$bin" export --nodes "$nodes" --node-timeout 30s --max-events 100000000 -o "$tmp/f.json" \
-	2> "$tmp/time" || { cat "$tmp/time"; exit 1; }
+	2> "$tmp/time" &
+tp=$!
+# The two phases: fetching into the temporary store until the trace file
+# gets its first bytes, then writing the trace; the client's RSS sampled
+# every 0.5 s while it fetches.
+t0=$(date +%s.%N)
+t1=
+rss_fetch=0
+while kill -0 "$tp" 2> /dev/null; do
+	cp=$(pgrep -P "$tp" | head -1)
+	if [ -n "$cp" ] && [ -z "$t1" ]; then
+		r=$(awk '/VmRSS/{print $2}' "/proc/$cp/status" 2> /dev/null)
+		[ "${r:-0}" -gt "$rss_fetch" ] && rss_fetch=$r
+		[ "$(cat "$tmp"/f.json* 2> /dev/null | head -c 1 | wc -c)" -gt 0 ] && t1=$(date +%s.%N)
+	fi
+	sleep 0.5
+done
+wait "$tp" || { cat "$tmp/time"; exit 1; }
+t2=$(date +%s.%N)
 got=$(grep -c '"ph":"X","name":"\(cuda\|cu\)' "$tmp/f.json" || true)
 echo "fleet export of 2 agents x $n calls: $(grep 'Elapsed (wall clock)' "$tmp/time" | sed 's/.*: //') wall," \
 	"client peak RSS $(( $(grep 'Maximum resident set size' "$tmp/time" | sed 's/.*: //') / 1024 )) MiB," \
 	"$(du -m "$tmp/f.json" | cut -f1) MiB of JSON, $got CUDA slices (agents: $want events)"
+# CPU seconds of the client alone: on a shared machine the wall time is
+# mostly the other processes' share of the cores.
+echo "  client CPU $(awk -F': ' '/User time/{u=$2} /System time/{s=$2} END{printf "%.1f s (user %.1f, system %.1f)", u + s, u, s}' "$tmp/time")"
+[ -n "$t1" ] && echo "  fetch $(echo "$t1 - $t0" | bc | cut -c1-6) s ($(echo "$want / ($t1 - $t0)" | bc) rows/s," \
+	"client RSS up to $((rss_fetch / 1024)) MiB), trace written in $(echo "$t2 - $t1" | bc | cut -c1-6) s"
 grep 'wrote' "$tmp/time" | sed 's/^/  /'

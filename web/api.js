@@ -30,14 +30,15 @@ export function qs(params) {
 	return s ? '?' + s : '';
 }
 
-export async function raw(route, params, { timeoutMs = 30000 } = {}) {
+export async function raw(route, params, { timeoutMs = 30000, signal = null } = {}) {
 	const headers = {};
 	if (token()) headers.Authorization = 'Bearer ' + token();
 	const ctl = new AbortController();
-	const timer = setTimeout(() => ctl.abort(), timeoutMs);
+	// A stream has no answer time: it ends when its caller's signal aborts.
+	const timer = signal ? 0 : setTimeout(() => ctl.abort(), timeoutMs);
 	let res;
 	try {
-		res = await fetch('/api/v1/' + route + qs(params), { headers, signal: ctl.signal, cache: 'no-store' });
+		res = await fetch('/api/v1/' + route + qs(params), { headers, signal: signal || ctl.signal, cache: 'no-store' });
 	} catch (e) {
 		throw new ApiError('unreachable', 0,
 			`cannot reach the causeway API at ${location.origin}` +
@@ -62,6 +63,35 @@ export async function raw(route, params, { timeoutMs = 30000 } = {}) {
 		: res.status === 400 || res.status === 404 ? 'bad'
 		: 'server';
 	throw new ApiError(kind, res.status, msg, route);
+}
+
+// /api/v1/stream's server-sent events through fetch, which sends the same
+// Authorization header as every other request (EventSource cannot send
+// one; the cookie alone would leave a typed-in token out). onEvent gets
+// each event's data parsed; resolves with the number of events when the
+// server ends the stream, throws (ApiError or the read's error) when it
+// cannot be opened or read.
+export async function stream(route, signal, onEvent) {
+	const res = await raw(route, null, { signal });
+	if (!res.body || !/^text\/event-stream/.test(res.headers.get('Content-Type') || ''))
+		throw new ApiError('server', res.status, `the answer of /api/v1/${route} is not an event stream`, route);
+	const reader = res.body.getReader();
+	const dec = new TextDecoder();
+	let buf = '';
+	let n = 0;
+	for (;;) {
+		const { value, done } = await reader.read();
+		if (done) return n;
+		buf += dec.decode(value, { stream: true });
+		let i;
+		while ((i = buf.indexOf('\n\n')) >= 0) {
+			const data = buf.slice(0, i).split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+			buf = buf.slice(i + 2);
+			if (!data) continue;
+			n++;
+			onEvent(JSON.parse(data));
+		}
+	}
 }
 
 export async function get(route, params, opts) {

@@ -1,5 +1,5 @@
 // The dashboard: a hash router over the views, the shared header, the
-// window and filters, live polling, themes and keys. Every number comes from
+// window and filters, live updates, themes and keys. Every number comes from
 // /api/v1 (api.js); nothing is computed here that the server could get wrong
 // differently.
 
@@ -17,6 +17,7 @@ const VIEWS = [
 ];
 const WINDOWS = ['', '1m', '5m', '15m', '1h', '6h', '24h'];
 const POLL_MS = 2000;
+const STREAM_RETRY_MS = 30000;
 
 const state = {
 	view: 'overview',
@@ -28,6 +29,10 @@ const state = {
 	poll: 0,
 	timeline: null,
 	sel: 0, // the selected chain card (j/k)
+	// Live updates (trace --serve): 'stream' while /api/v1/stream is read,
+	// 'polling' after it failed; what caused the latest refresh.
+	live: { mode: '', ctl: null, last: null, ticks: 0, busy: false, again: false, retry: 0 },
+	updatedBy: '',
 };
 window.__cw = state; // for the browser tests and the paint benchmark
 
@@ -147,6 +152,8 @@ async function loadOverview() {
 	state.overview = await api.get('overview', winParams());
 	const live = !!state.overview.live;
 	$('live').hidden = !live;
+	if (live) startLive();
+	else stopLive();
 	$('node').textContent = state.overview.node || '';
 	document.title = `causeway · ${state.overview.node}`;
 	return state.overview;
@@ -281,6 +288,9 @@ function hostBody(ov) {
 }
 
 async function opsBody(b) {
+	// A file of several nodes (merged, a fleet export): one row per node
+	// and op, each wall share that node's own.
+	if ((state.overview && state.overview.nodes || []).length > 1) return opsPerNode(b);
 	let series = null;
 	let ops;
 	try {
@@ -313,6 +323,26 @@ async function opsBody(b) {
 			h('td', { class: 'num' }, o.t.wall_share !== undefined ? fmtPct(o.t.wall_share, 1) : '–'),
 			h('td', { class: 'spark-cell' }, Array.isArray(o.p50_ns) ? sparkline([o.p50_ns, o.p99_ns]) : h('span', { class: 'muted' }, '–'))))));
 	b.replaceChildren(tbl, series ? h('p', { class: 'legend' }, h('span', { class: 'k p50' }, 'p50'), h('span', { class: 'k p99' }, 'p99'), ` per ${fmtNs(series.step_ns)}, log scale`) : null);
+}
+
+async function opsPerNode(b) {
+	const d = await api.get('ops', { ...(state.p.since ? { since: state.p.since } : {}), per_node: 1 });
+	if (!d.ops.length) {
+		b.replaceChildren(h('p', { class: 'muted' }, 'No call in this window.'));
+		return;
+	}
+	const tbl = h('table', { class: 'ops-table', 'data-testid': 'ops' },
+		h('thead', {}, h('tr', {}, ['node', 'op', 'source', 'calls', 'p50', 'p99', 'max', 'wall share of the node'].map((c) => h('th', { scope: 'col' }, c)))),
+		h('tbody', {}, d.ops.map((o) => h('tr', { dataset: { op: o.op, source: o.source, node: o.node || '' } },
+			h('td', { class: 'nowrap node' }, o.node || '–'),
+			h('td', {}, h('a', { href: link('op', { ...win(), op: o.op, source: o.source }) }, o.op)),
+			h('td', {}, o.source),
+			h('td', { class: 'num', dataset: { v: o.count } }, fmtCount(o.count)),
+			h('td', { class: 'num', dataset: { v: o.p50_ns } }, fmtNs(o.p50_ns)),
+			h('td', { class: 'num', dataset: { v: o.p99_ns } }, fmtNs(o.p99_ns)),
+			h('td', { class: 'num' }, fmtNs(o.max_ns)),
+			h('td', { class: 'num share', dataset: { v: o.wall_share } }, fmtPct(o.wall_share, 1))))));
+	b.replaceChildren(tbl, h('p', { class: 'legend' }, `${d.ops.length} rows of ${new Set(d.ops.map((o) => o.node)).size} nodes; each wall share is of its own node's ${fmtNs(d.window_ns)}`));
 }
 
 // GPU health, NCCL ranks and tenants: each panel appears only when the
@@ -602,28 +632,46 @@ function histogram(bins, marks = []) {
 	if (!bins.length) return h('p', { class: 'muted' }, 'No call.');
 	const w = 560;
 	const hh = 180;
+	const ml = 52; // the calls axis
 	const max = Math.max(...bins.map((b) => b.count));
 	// Buckets sit on a log-latency axis, so empty ranges show as gaps.
 	const lo = Math.log10(Math.max(1, bins[0].lo_ns));
 	const hi = Math.log10(Math.max(bins[bins.length - 1].hi_ns, bins[0].lo_ns + 1));
-	const x = (ns) => ((Math.log10(Math.max(1, ns)) - lo) / (hi - lo || 1)) * (w - 10) + 5;
-	const svg = h('svg:svg', { class: 'hist', viewBox: `0 0 ${w} ${hh + 22}`, role: 'img', 'aria-label': 'latency histogram' });
-	svg.append(h('svg:line', { x1: 0, x2: w, y1: hh + 0.5, y2: hh + 0.5, class: 'grid' }));
+	const x = (ns) => ((Math.log10(Math.max(1, ns)) - lo) / (hi - lo || 1)) * (w - ml - 10) + ml + 5;
+	// Square-root heights: the rare slow buckets stay visible next to a
+	// bucket holding most calls.
+	const y = (n) => hh - (n ? Math.max(2, (Math.sqrt(n) / Math.sqrt(max)) * (hh - 14)) : 0);
+	const svg = h('svg:svg', { class: 'hist', viewBox: `0 0 ${w} ${hh + 40}`, role: 'img', 'aria-label': 'latency histogram: calls per latency bucket' });
+	svg.append(h('svg:line', { x1: ml, x2: w, y1: hh + 0.5, y2: hh + 0.5, class: 'grid axis-line' }),
+		h('svg:line', { x1: ml + 0.5, x2: ml + 0.5, y1: 0, y2: hh, class: 'grid axis-line' }));
 	bins.forEach((b) => {
-		// Square-root heights: the rare slow buckets stay visible next to
-		// a bucket holding most calls.
-		const bh = b.count ? Math.max(2, (Math.sqrt(b.count) / Math.sqrt(max)) * (hh - 14)) : 0;
 		const x0 = x(b.lo_ns);
 		const bw = Math.max(2, x(b.hi_ns) - x0 - 1);
-		const r = h('svg:rect', { x: x0, y: hh - bh, width: bw, height: bh, class: 'bar' });
+		const r = h('svg:rect', { x: x0, y: y(b.count), width: bw, height: hh - y(b.count), class: 'bar' });
 		r.append(h('svg:title', {}, `${fmtNs(b.lo_ns)} – ${fmtNs(b.hi_ns)}: ${fmtCount(b.count)} calls`));
-		svg.append(r, h('svg:text', { x: x0 + bw / 2, y: hh - bh - 3, class: 'tick', 'text-anchor': 'middle' }, fmtCount(b.count)));
+		svg.append(r, h('svg:text', { x: x0 + bw / 2, y: y(b.count) - 3, class: 'tick', 'text-anchor': 'middle' }, fmtCount(b.count)));
 	});
-	svg.append(h('svg:text', { x: 2, y: hh + 16, class: 'tick' }, fmtNs(bins[0].lo_ns)),
-		h('svg:text', { x: w - 2, y: hh + 16, class: 'tick', 'text-anchor': 'end' }, fmtNs(bins[bins.length - 1].hi_ns)));
+	// Latency ticks at both ends and each power of ten between them, at
+	// least 48 units apart, labelled with their unit.
+	const xt = [];
+	const cand = [bins[0].lo_ns, bins[bins.length - 1].hi_ns];
+	for (let e = Math.ceil(lo); e <= Math.floor(hi); e++) cand.push(10 ** e);
+	for (const v of cand.sort((a, b2) => a - b2)) if (!xt.length || x(v) - x(xt[xt.length - 1]) >= 48) xt.push(v);
+	for (const v of xt) {
+		const xv = x(v);
+		svg.append(h('svg:line', { x1: xv, x2: xv, y1: hh, y2: hh + 4, class: 'grid' }),
+			h('svg:text', { x: xv, y: hh + 15, class: 'tick x-tick', 'text-anchor': xv < ml + 20 ? 'start' : xv > w - 20 ? 'end' : 'middle', dataset: { v } }, fmtNs(v)));
+	}
+	// Calls: 0, a quarter, the largest bucket (on the square-root scale).
+	for (const v of [...new Set([0, Math.round(max / 4), max])]) {
+		svg.append(h('svg:line', { x1: ml - 4, x2: ml, y1: y(v), y2: y(v), class: 'grid' }),
+			h('svg:text', { x: ml - 6, y: y(v) + 4, class: 'tick y-tick', 'text-anchor': 'end', dataset: { v } }, fmtCount(v)));
+	}
+	svg.append(h('svg:text', { x: ml + (w - ml) / 2, y: hh + 34, class: 'axis-title x-title', 'text-anchor': 'middle' }, 'latency per call (log scale)'),
+		h('svg:text', { x: 10, y: hh / 2, class: 'axis-title y-title', 'text-anchor': 'middle', transform: `rotate(-90 10 ${hh / 2})` }, 'calls (√ scale)'));
 	for (const [name, v] of marks) if (v) svg.append(h('svg:line', { x1: x(v), x2: x(v), y1: 0, y2: hh, class: 'mark ' + name }));
 	return h('div', {}, svg,
-		h('p', { class: 'legend' }, marks.filter(([, v]) => v).map(([name, v]) => h('span', { class: 'k dash ' + name }, `${name} ${fmtNs(v)}`))), h('p', { class: 'muted' }, 'calls per latency bucket: log latency axis, square-root heights; hover a bar for its range'));
+		h('p', { class: 'legend' }, marks.filter(([, v]) => v).map(([name, v]) => h('span', { class: 'k dash ' + name }, `${name} ${fmtNs(v)}`))), h('p', { class: 'muted' }, 'calls per latency bucket; hover a bar for its range'));
 }
 
 // ---- fleet --------------------------------------------------------------------
@@ -635,7 +683,14 @@ async function viewFleet(root) {
 		root.append(h('section', { class: 'message' }, h('h2', {}, 'No fleet configured'), h('p', {}, 'This node has no fleet.nodes in its configuration, so there is nothing to fan out to (docs/fleet.md).')));
 		return;
 	}
-	for (const w of f.warnings || []) root.append(h('p', { class: 'warning', role: 'note' }, w));
+	// One banner per node that did not answer (its own words), then the
+	// warnings about nothing such a banner already says.
+	const down = f.nodes.filter((n) => n.status !== 'ok');
+	for (const n of down)
+		root.append(h('p', { class: 'warning node-down', role: 'note', dataset: { node: n.node } },
+			`${n.node === n.address ? n.node : `${n.node} (${n.address})`} ${n.status === 'unreachable' ? 'did not answer' : 'answered with an error'}: ${n.error || 'no answer'}`));
+	const about = (w) => down.some((n) => w.includes(`"${n.address}"`) || w.includes(`"${n.node}"`));
+	for (const w of new Set(f.warnings || [])) if (!about(w)) root.append(h('p', { class: 'warning', role: 'note' }, w));
 	if (f.straggler) root.append(h('p', { class: 'warning' }, `Straggler: rank ${f.straggler.rank} on ${f.straggler.node}, ${fmtNs(f.straggler.lag_ns)} behind.`));
 	root.append(panel(`${f.nodes.length} nodes`, 'fleet wide', (b) => b.replaceChildren(h('table', { class: 'fleet-table' },
 		h('thead', {}, h('tr', {}, ['node', 'address', 'status', 'clock offset', 'RTT', 'chains', 'top chain'].map((c) => h('th', {}, c)))),
@@ -679,15 +734,100 @@ export async function route() {
 }
 
 // While the overview says live (trace --serve), the overview and the chains
-// refresh every two seconds in place; other views keep what they show.
+// refresh in place when /api/v1/stream says rows were added (a tick a
+// second); other views keep what they show. Polling every two seconds is
+// the fallback while the stream cannot be read (tried again every 30 s).
+function setLive(mode) {
+	const l = state.live;
+	const el = $('live');
+	l.mode = mode;
+	el.dataset.mode = mode;
+	el.textContent = mode === 'polling' ? 'live (polling)' : 'live';
+	el.title = mode === 'polling' ? 'trace --serve: the update stream failed; refreshing every 2 s'
+		: 'trace --serve: updated as rows are stored (/api/v1/stream)';
+}
+
+function startLive() {
+	const l = state.live;
+	if (l.ctl || l.mode === 'polling') return;
+	const ctl = new AbortController();
+	l.ctl = ctl;
+	setLive('stream');
+	api.stream('stream', ctl.signal, onTick).then((n) => {
+		if (ctl.signal.aborted) return;
+		l.ctl = null;
+		// The server ends each stream after a while: open the next one,
+		// unless it ended without a tick (then it is not streaming).
+		if (n) startLive();
+		else streamFailed();
+	}, () => {
+		if (ctl.signal.aborted) return;
+		l.ctl = null;
+		streamFailed();
+	});
+}
+
+function streamFailed() {
+	const l = state.live;
+	setLive('polling');
+	schedulePoll();
+	clearTimeout(l.retry);
+	l.retry = setTimeout(() => {
+		if (l.mode !== 'polling') return;
+		l.mode = '';
+		startLive();
+	}, STREAM_RETRY_MS);
+}
+
+function stopLive() {
+	const l = state.live;
+	if (l.ctl) l.ctl.abort();
+	l.ctl = null;
+	l.last = null;
+	clearTimeout(l.retry);
+	l.mode = '';
+}
+
+function onTick(t) {
+	const l = state.live;
+	const key = `${t.events}/${t.chains}`;
+	l.ticks++;
+	// A hidden tab keeps what it showed: the first tick after it shows
+	// again compares with that.
+	if (document.hidden) return;
+	if (l.last !== null && key !== l.last) refresh('stream');
+	l.last = key;
+}
+
+// Re-renders the view in place (scroll kept); a change arriving during a
+// refresh is picked up by one more refresh after it.
+async function refresh(by) {
+	const l = state.live;
+	if (document.hidden || !['overview', 'chains'].includes(state.view)) return;
+	if (l.busy) {
+		l.again = true;
+		return;
+	}
+	l.busy = true;
+	try {
+		do {
+			l.again = false;
+			const y = window.scrollY;
+			await route();
+			state.updatedBy = by;
+			window.scrollTo(0, y);
+		} while (l.again);
+	} finally {
+		l.busy = false;
+	}
+}
+
 function schedulePoll() {
 	clearTimeout(state.poll);
-	if (!(state.overview && state.overview.live) || !['overview', 'chains'].includes(state.view)) return;
+	if (state.live.mode !== 'polling' || !(state.overview && state.overview.live) || !['overview', 'chains'].includes(state.view)) return;
 	state.poll = setTimeout(async () => {
 		if (document.hidden) return schedulePoll();
-		const y = window.scrollY;
-		await route();
-		window.scrollTo(0, y);
+		await refresh('poll');
 	}, POLL_MS);
 }
 

@@ -31,7 +31,9 @@ export class Timeline {
 		this.onSelect = onSelect;
 		this.canvas = h('canvas', { class: 'tl-canvas', tabindex: '0', role: 'img', 'aria-label': 'thread timeline; + and - zoom, arrows pan, 0 resets' });
 		this.tip = h('div', { class: 'tl-tip', role: 'tooltip', hidden: true });
-		host.append(this.canvas, this.tip);
+		// The time axis in words: what the ticks count from, and their step.
+		this.axis = h('p', { class: 'tl-axis muted' });
+		host.append(this.axis, this.canvas, this.tip);
 		this.frameMs = [];
 		this.setData(data);
 		this.resizeObs = new ResizeObserver(() => this.resize());
@@ -141,6 +143,7 @@ export class Timeline {
 		g.fillStyle = c.muted;
 		g.strokeStyle = c.grid;
 		g.lineWidth = 1;
+		const ticks = [];
 		for (let t = Math.ceil(this.v0 / step) * step; t <= this.v1; t += step) {
 			const x = Math.round(this.x(t)) + 0.5;
 			g.beginPath();
@@ -148,8 +151,16 @@ export class Timeline {
 			g.lineTo(x, this.hgt);
 			g.stroke();
 			const label = '+' + fmtNs(t);
-			if (x + 3 + g.measureText(label).width < this.w) g.fillText(label, x + 3, this.AH / 2);
+			if (x + 3 + g.measureText(label).width < this.w) {
+				g.fillText(label, x + 3, this.AH / 2);
+				ticks.push(label);
+			}
 		}
+		g.fillText('time →', 6, this.AH / 2, this.LW - 12);
+		// The labels drawn, for assistive tools and the browser test.
+		this.ticks = ticks;
+		this.host.dataset.ticks = ticks.join('|');
+		this.axis.textContent = `time axis: + offsets from ${fmtTime(this.from, true)}, a tick every ${fmtNs(step)}`;
 		const right = this.w - 8;
 		this.rows.forEach((r, ri) => {
 			const y = this.AH + ri * this.RH;

@@ -18,6 +18,7 @@ static void row_free(struct cw_summary_row *r)
 {
 	free(r->source);
 	free(r->op);
+	free(r->node);
 	free(r->file);
 	free(r->function);
 	free(r->tenant);
@@ -96,7 +97,9 @@ static void finish_row(const struct cw_summary *s, struct cw_summary_row *r, con
 	r->p99_ns = cw_hist_quantile(h, 0.99);
 	/* Per node: a merged file's 22 nodes each spend their own wall time,
 	 * so their calls' total is shared out over 22 windows, not one. */
-	r->wall_share = s->window_ns ? (double)r->total_ns / ((double)s->window_ns * (s->nodes > 1 ? s->nodes : 1)) : 0.0;
+	r->wall_share = s->window_ns ? (double)r->total_ns /
+					       ((double)s->window_ns * (s->nodes > 1 && !r->node ? s->nodes : 1))
+				     : 0.0;
 }
 
 static int cmp_rows(const void *a, const void *b)
@@ -159,6 +162,8 @@ static int find_window(sqlite3 *db, const char *sql, const struct cw_summary_opt
 static const char SQL_AGG_WINDOW[] = "SELECT min(second), max(second) FROM aggregates";
 static const char SQL_AGG[] = "SELECT source, op, count, sum_ns, max_ns, hist FROM aggregates"
 			      " WHERE second >= ?1 ORDER BY source, op";
+static const char SQL_AGG_NODE[] = "SELECT source, op, count, sum_ns, max_ns, hist, node FROM aggregates"
+				   " WHERE second >= ?1 ORDER BY node, source, op";
 static const char SQL_PYSTACK[] = "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1";
 
 /* Per-line: there is no aggregate per Python location, so the events of
@@ -447,8 +452,9 @@ out:
 	return err;
 }
 
-/* Per op: merge the per-second histograms of the window. */
-static int scan_aggregates(sqlite3 *db, struct cw_summary *s, size_t *alloc)
+/* Per op (per_node: per node and op): merge the per-second histograms
+ * of the window. */
+static int scan_aggregates(sqlite3 *db, struct cw_summary *s, size_t *alloc, int per_node)
 {
 	sqlite3_stmt *st = NULL;
 	struct cw_hist *h = malloc(sizeof(*h));
@@ -456,7 +462,7 @@ static int scan_aggregates(sqlite3 *db, struct cw_summary *s, size_t *alloc)
 
 	if (!h)
 		return -ENOMEM;
-	rc = sqlite3_prepare_v2(db, SQL_AGG, -1, &st, NULL);
+	rc = sqlite3_prepare_v2(db, per_node ? SQL_AGG_NODE : SQL_AGG, -1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		err = cw_sqlite_errno(rc);
 		goto out;
@@ -466,10 +472,14 @@ static int scan_aggregates(sqlite3 *db, struct cw_summary *s, size_t *alloc)
 		const void *blob = sqlite3_column_blob(st, 5);
 		int len = sqlite3_column_bytes(st, 5);
 
-		if (!open || !same_op(&s->rows[s->n - 1], st)) {
+		if (!open || !same_op(&s->rows[s->n - 1], st) ||
+		    (per_node && !str_eq(s->rows[s->n - 1].node, (const char *)sqlite3_column_text(st, 6)))) {
 			if (open)
 				finish_row(s, &s->rows[s->n - 1], h);
 			err = push_row(s, alloc, st);
+			if (!err && per_node && sqlite3_column_type(st, 6) != SQLITE_NULL &&
+			    !(s->rows[s->n - 1].node = dup_col(st, 6)))
+				err = -ENOMEM;
 			if (err)
 				goto out;
 			cw_hist_reset(h);
@@ -512,7 +522,7 @@ int cw_summary_build(sqlite3 *db, const struct cw_summary_opts *opts, struct cw_
 	if (err >= 0)
 		err = find_window(db, events ? window_sql : SQL_AGG_WINDOW, &o, s);
 	if (!err && s->window_ns && o.npids >= 0)
-		err = events ? scan_events(db, &o, s, &alloc) : scan_aggregates(db, s, &alloc);
+		err = events ? scan_events(db, &o, s, &alloc) : scan_aggregates(db, s, &alloc, o.per_node);
 	if (err) {
 		cw_summary_free(s);
 		return err;

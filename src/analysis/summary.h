@@ -23,10 +23,14 @@ struct cw_summary_opts {
 	const int64_t *pids;
 	int npids;
 	int per_tenant;    /* one row per tenant and op (the cgroups table's tenant key) */
+	/* One row per node and op (the per-op summary only), its wall share
+	 * that node's own: a merged file's nodes each spend their own time. */
+	int per_node;
 };
 
 struct cw_summary_row {
 	char *source, *op;
+	char *node;            /* per_node only */
 	char *file, *function; /* by_line only; NULL when the call had no Python stack */
 	int64_t line;          /* by_line only; 0 unknown */
 	uint64_t count, p50_ns, p95_ns, p99_ns, max_ns, total_ns;

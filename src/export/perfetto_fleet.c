@@ -64,7 +64,9 @@ static const struct cw_fleet_fetch fetches[] = {
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)",
 	  21, -1, 4, ROWIDS("nccl_calls"), NULL },
 	/* Events carry their Python stack inline (the last six columns),
-	 * interned locally by hash; see put_events(). */
+	 * interned locally by hash, and are stored by fleet/fetch_events.c
+	 * straight into the view's tables: the INSERT below names what each
+	 * column is (the view's columns), it is not run. */
 	{ "SELECT e.seq, e.wall_ns, e.mono_ns, e.pid, e.tid, e.cgroup_id, e.comm, e.source, e.op, e.duration_ns,"
 	  " e.arg0, e.arg1, e.arg2, e.arg3, e.bytes, e.detail, e.ret, e.device, e.anomalous, p.hash, p.depth,"
 	  " p.frames, p.user_file, p.user_line, p.user_function FROM events e LEFT JOIN py_stacks p"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/migrate.h"
+#include "fleet/fetch_events.h"
 #include "store/store.h"
 
 void cw_fleet_warns_add(struct cw_fleet_warns *w, const struct cw_fleet_result *r)
@@ -72,63 +72,31 @@ static int bind_json(sqlite3_stmt *st, int i, json_t *v, int hex)
 	return sqlite3_bind_null(st, i);
 }
 
-static int64_t intern_py(sqlite3 *db, sqlite3_stmt *put, sqlite3_stmt *get, json_t *row, size_t at)
-{
-	int64_t id = 0;
-
-	if (!json_is_integer(json_array_get(row, at)))
-		return 0;
-	for (int k = 0; k < 6; k++)
-		bind_json(put, k + 1, json_array_get(row, at + (size_t)k), 0);
-	if (sqlite3_step(put) != SQLITE_DONE)
-		id = -1;
-	sqlite3_reset(put);
-	bind_json(get, 1, json_array_get(row, at), 0);
-	if (id == 0 && sqlite3_step(get) == SQLITE_ROW)
-		id = sqlite3_column_int64(get, 0);
-	sqlite3_reset(get);
-	(void)db;
-	return id;
-}
-
-/* Rows of one fetch ([node, cols...]) into the local store. */
-static int put_rows(sqlite3 *db, const struct cw_fleet_fetch *f, json_t *merged, int events)
+/* Rows of one fetch ([node, cols...]) into the local store; events go
+ * through the sink (fetch_events.h), straight into their tables. */
+static int put_rows(sqlite3 *db, const struct cw_fleet_fetch *f, json_t *merged, struct cw_evsink *sink)
 {
 	json_t *rows = json_object_get(merged, "rows"), *row;
-	sqlite3_stmt *ins = NULL, *put = NULL, *get = NULL;
+	sqlite3_stmt *ins = NULL;
 	size_t ri;
 	int ret = 0;
 
-	if (json_array_size(json_object_get(merged, "columns")) != (size_t)f->ncols + 1 + (events ? 6 : 0))
+	if (json_array_size(json_object_get(merged, "columns")) != (size_t)f->ncols + 1 + (sink ? 6 : 0))
 		return json_array_size(rows) ? -EPROTO : 0;
-	if (sqlite3_prepare_v2(db, f->insert, -1, &ins, NULL) != SQLITE_OK ||
-	    (events && (sqlite3_prepare_v2(db,
-					   "INSERT OR IGNORE INTO py_stacks (hash, depth, frames, user_file, user_line,"
-					   " user_function, python_via) VALUES (?1,?2,?3,?4,?5,?6,"
-					   CW_PYVIA_FROM_FRAMES("?3") ")",
-					   -1, &put, NULL) != SQLITE_OK ||
-			sqlite3_prepare_v2(db, "SELECT id FROM py_stacks WHERE hash = ?1", -1, &get, NULL) !=
-				SQLITE_OK))) {
-		ret = -EIO;
-		goto out;
+	if (sink) {
+		json_array_foreach(rows, ri, row)
+			if ((ret = cw_evsink_put(sink, row)) < 0)
+				return ret;
+		return 0;
 	}
+	if (sqlite3_prepare_v2(db, f->insert, -1, &ins, NULL) != SQLITE_OK)
+		return -EIO;
 	json_array_foreach(rows, ri, row) {
 		for (int k = 0; k <= f->ncols; k++)
 			if (bind_json(ins, k + 1, json_array_get(row, (size_t)k), f->hex_col >= 0 && k - 1 == f->hex_col) != SQLITE_OK) {
 				ret = -EPROTO;
 				goto out;
 			}
-		if (events) {
-			int64_t py = intern_py(db, put, get, row, (size_t)f->ncols + 1);
-			if (py < 0) {
-				ret = -EIO;
-				goto out;
-			}
-			if (py)
-				sqlite3_bind_int64(ins, f->ncols + 2, py);
-			else
-				sqlite3_bind_null(ins, f->ncols + 2);
-		}
 		/* NOT NULL columns an agent left empty reject the row alone. */
 		int rc = sqlite3_step(ins);
 		sqlite3_reset(ins);
@@ -139,8 +107,6 @@ static int put_rows(sqlite3 *db, const struct cw_fleet_fetch *f, json_t *merged,
 	}
 out:
 	sqlite3_finalize(ins);
-	sqlite3_finalize(put);
-	sqlite3_finalize(get);
 	return ret;
 }
 
@@ -164,15 +130,17 @@ void cw_fleet_warns_free(struct cw_fleet_warns *w)
 }
 
 /* One answer's rows into db in one transaction. */
-static int store_rows(sqlite3 *db, const struct cw_fleet_fetch *f, json_t *merged, int events, char *err,
-		      size_t errlen)
+static int store_rows(sqlite3 *db, const struct cw_fleet_fetch *f, json_t *merged, struct cw_evsink *sink,
+		      char *err, size_t errlen)
 {
 	int ret = cw_exec(db, "BEGIN");
 
 	if (ret)
 		return ret;
-	ret = put_rows(db, f, merged, events);
+	ret = put_rows(db, f, merged, sink);
 	cw_exec(db, ret ? "ROLLBACK" : "COMMIT");
+	if (ret && sink)
+		cw_evsink_reset(sink);
 	if (ret)
 		snprintf(err, errlen, "storing the agents' rows: %s",
 			 ret == -EPROTO ? "unexpected columns or values" : strerror(-ret));
@@ -281,7 +249,7 @@ static int page_bounds(const struct cw_fleet_opts *fo, const struct cw_fleet_fet
 
 /* Every row of f in the window (a, b) from every agent, page by page. */
 static int fetch_paged(sqlite3 *db, const struct cw_fleet_opts *fo, const struct cw_fleet_fetch *f, int64_t a,
-		       int64_t b, int events, struct cw_fleet_warns *w, char *err, size_t errlen)
+		       int64_t b, struct cw_evsink *sink, struct cw_fleet_warns *w, char *err, size_t errlen)
 {
 	struct pager *pg = calloc((size_t)fo->nnodes, sizeof(*pg));
 	char **addrs = calloc((size_t)fo->nnodes + 1, sizeof(*addrs));
@@ -354,7 +322,7 @@ static int fetch_paged(sqlite3 *db, const struct cw_fleet_opts *fo, const struct
 			p->live = p->lo < p->hi;
 		}
 		if (!ret)
-			ret = store_rows(db, f, merged, events, err, errlen);
+			ret = store_rows(db, f, merged, sink, err, errlen);
 		json_decref(merged);
 		cw_fleet_result_free(&res);
 		for (int j = 0; j < n; j++) {
@@ -380,11 +348,19 @@ int cw_fleet_fetch_rows(sqlite3 *db, const struct cw_fleet_opts *fo, const struc
 			int64_t b, int64_t limit, int events, struct cw_fleet_warns *w, char *err, size_t errlen)
 {
 	struct cw_fleet_result res;
+	struct cw_evsink *sink = NULL;
 	json_t *req, *merged = NULL;
 	int ret;
 
-	if (f->bounds)
-		return fetch_paged(db, fo, f, a, b, events, w, err, errlen);
+	if (events && (ret = cw_evsink_new(&sink, db))) {
+		snprintf(err, errlen, "preparing the temporary store failed");
+		return ret;
+	}
+	if (f->bounds) {
+		ret = fetch_paged(db, fo, f, a, b, sink, w, err, errlen);
+		cw_evsink_free(sink);
+		return ret;
+	}
 	req = request(f, a, b, limit);
 	ret = cw_fleet_query_req(fo, req, &merged, &res, err, errlen);
 	json_decref(req);
@@ -392,9 +368,10 @@ int cw_fleet_fetch_rows(sqlite3 *db, const struct cw_fleet_opts *fo, const struc
 	if (ret == -EHOSTUNREACH)
 		cw_fleet_none_answered(&res, fo->nnodes, err, errlen);
 	if (!ret)
-		ret = store_rows(db, f, merged, events, err, errlen);
+		ret = store_rows(db, f, merged, sink, err, errlen);
 	json_decref(merged);
 	cw_fleet_result_free(&res);
+	cw_evsink_free(sink);
 	return ret;
 }
 
@@ -412,6 +389,8 @@ int cw_fleet_fetch_into(sqlite3 *db, const struct cw_fleet_opts *fo, const char 
 
 int cw_fleet_tmp_open(struct cw_fleet_tmp *t, const char *tag, const char *name, char *err, size_t errlen)
 {
+	int ret;
+
 	memset(t, 0, sizeof(*t));
 	snprintf(t->dir, sizeof(t->dir), "/tmp/causeway-%s-XXXXXX", tag);
 	if (!mkdtemp(t->dir)) {
@@ -422,7 +401,12 @@ int cw_fleet_tmp_open(struct cw_fleet_tmp *t, const char *tag, const char *name,
 		return -e;
 	}
 	snprintf(t->path, sizeof(t->path), "%s/%s", t->dir, name);
-	return cw_store_open(&t->st, t->path, CW_STORE_CREATE, err, errlen);
+	if ((ret = cw_store_open(&t->st, t->path, CW_STORE_CREATE, err, errlen)))
+		return ret;
+	/* A scratch file removed at the end: nothing to keep over a crash,
+	 * so no sync per page. */
+	cw_exec(t->st->db, "PRAGMA synchronous = OFF");
+	return 0;
 }
 
 void cw_fleet_tmp_close(struct cw_fleet_tmp *t)

@@ -198,6 +198,7 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 	if (cw_api_tenant_args(c, &ta, r))
 		return;
 	o.per_tenant = cw_api_flag(c, "per_tenant");
+	o.per_node = cw_api_flag(c, "per_node");
 
 	if (since && (cw_parse_duration(since, &o.since_ns) || !o.since_ns)) {
 		cw_reply_error(r, 400, "invalid duration \"%s\" (e.g. 30s, 5m)", since);
@@ -208,6 +209,10 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 		return;
 	}
 	o.by_line = by && !strcmp(by, "line");
+	if (o.per_node && (o.by_line || o.per_tenant || ta.n)) {
+		cw_reply_error(r, 400, "per_node goes with the per-op summary only (no by=line or tenant filter)");
+		return;
+	}
 	if ((rc = cw_server_open_db(s, &db, &deadline, err, sizeof(err)))) {
 		cw_reply_error(r, db_status(rc), "%s", err);
 		return;
@@ -234,6 +239,8 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 				       "max_ns", (json_int_t)w->max_ns, "total_ns",
 				       (json_int_t)w->total_ns, "wall_share", w->wall_share);
 
+		if (o1 && o.per_node)
+			json_object_set_new(o1, "node", w->node ? cw_json_str(w->node) : json_null());
 		if (o1 && o.by_line) {
 			json_object_set_new(o1, "file", w->file ? cw_json_str(w->file) : json_null());
 			json_object_set_new(o1, "line", json_integer(w->line));

@@ -5,6 +5,7 @@
 // and for requests that leave its origin; screenshots go to $CW_SHOTS.
 import { readFileSync, writeFileSync, copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import { serve, cli, browser, open, go, hash, ready, navigate, token } from './lib.mjs';
 
 const D = process.env.CW_DASH_DIR;
@@ -51,6 +52,8 @@ try {
 	if (process.env.CW_LIVE_URL) {
 		const live = process.env.CW_LIVE_URL;
 		const pl = await page(b, live);
+		const asked = [];
+		pl.on('request', (r) => asked.push(new URL(r.url()).pathname));
 		await go(pl, live + '/#/overview');
 		check(await pl.$eval('#live', (e) => !e.hidden), 'live: the header says live on trace --serve');
 		const calls = () => pl.evaluate(() => window.__cw.overview.calls);
@@ -63,7 +66,29 @@ try {
 		check(shown.includes(c2.toLocaleString('en-US')), 'live: the page shows the new call count', { c2, shown });
 		const sess = await text(pl, 'ul.sessions li');
 		check(sess.length && /live/.test(sess[0]), 'live: the session is marked live', sess);
+		// The update came through /api/v1/stream, not a poll, and the
+		// header says the stream is live.
+		const how = await pl.evaluate(() => ({ by: window.__cw.updatedBy, mode: window.__cw.live.mode, ticks: window.__cw.live.ticks, shown: document.getElementById('live').textContent, dmode: document.getElementById('live').dataset.mode }));
+		check(how.by === 'stream' && how.mode === 'stream' && how.ticks > 0 && asked.includes('/api/v1/stream'), 'live: the update arrived through /api/v1/stream', { ...how, streams: asked.filter((x) => /stream/.test(x)).length });
+		check(how.shown === 'live' && how.dmode === 'stream', 'live: the indicator says the stream is live', how);
 		await shot(pl, 'overview-live-1280x800');
+		// A stream that cannot be opened: the page says so and polls.
+		const pl2 = await page(b, live);
+		pl2.rec.fake = (u) => (/\/api\/v1\/stream/.test(u) ? { status: 500, body: '{"error": "stream refused"}' } : null);
+		await go(pl2, live + '/#/overview');
+		await pl2.waitForFunction(() => window.__cw.live.mode === 'polling', { timeout: 10000 }).catch(() => {});
+		const p1 = await pl2.evaluate(() => window.__cw.overview.calls);
+		await pl2.waitForFunction((c) => window.__cw.overview.calls > c && window.__cw.updatedBy, { timeout: 15000 }, p1).catch(() => {});
+		const how2 = await pl2.evaluate(() => ({ by: window.__cw.updatedBy, mode: window.__cw.live.mode, shown: document.getElementById('live').textContent, calls: window.__cw.overview.calls }));
+		check(how2.mode === 'polling' && how2.shown === 'live (polling)' && how2.by === 'poll' && how2.calls > p1, 'live: a failed stream falls back to polling, and the indicator says so', { ...how2, p1 });
+		pl2.rec.errors = pl2.rec.errors.filter((e) => !/status of 500/.test(e));
+		// Checked and closed now: the trace ends (and its stream with it)
+		// while the rest runs.
+		for (const x of [pl, pl2]) {
+			check(!x.rec.errors.length && !x.rec.outside.length, `live: no console error or outside request on ${x.url()}`, x.rec);
+			pages.splice(pages.indexOf(x), 1);
+			await x.close();
+		}
 	}
 
 	// ---- incident: overview, chains, timeline, op detail --------------------
@@ -178,6 +203,12 @@ try {
 	await p.mouse.move(hover.x, hover.y);
 	const tip = await p.$eval('.tl-tip', (e) => (e.hidden ? '' : e.textContent));
 	check(/preempted by stress-ng \(pid 9001\)/.test(tip), 'hovering a preempted interval names the preemptor', tip);
+	// The time axis: tick labels with their unit, growing, and a caption.
+	const axis = await p.evaluate(() => ({ ticks: (document.querySelector('.tl-wrap').dataset.ticks || '').split('|').filter(Boolean), caption: (document.querySelector('.tl-axis') || {}).textContent || '' }));
+	const unitNs = { ns: 1, 'µs': 1e3, ms: 1e6, s: 1e9 };
+	const tv = axis.ticks.map((t) => /^\+([\d.]+) (ns|µs|ms|s)$/.exec(t)).map((m) => (m ? +m[1] * unitNs[m[2]] : NaN));
+	check(tv.length >= 3 && tv.every((v, i) => !Number.isNaN(v) && (i === 0 || v > tv[i - 1])), 'timeline: the time axis has growing tick labels with units', axis.ticks);
+	check(/^time axis: \+ offsets from \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC, a tick every [\d.]+ (ns|µs|ms|s)$/.test(axis.caption), 'timeline: the axis caption says where ticks count from and their step', axis.caption);
 	await shot(p, 'timeline-1280x800');
 	// Export Perfetto: the trace file of the visible window.
 	await p.$$eval('.toolbar button', (bs) => bs.find((x) => x.textContent === 'Export Perfetto').click());
@@ -216,6 +247,19 @@ try {
 	check(detail.slowest[0].duration_ns === slowest.d, 'op detail slowest call equals the store\'s longest', { page: detail.slowest[0].duration_ns, query: slowest.d });
 	check(detail.histogram.reduce((a, x) => a + x.count, 0) === detail.count && detail.count === summary.find((o) => o.op === opName).count, 'histogram counts add up to the op\'s calls');
 	check((await p.$$('svg.hist rect.bar')).length === detail.histogram.length && firstDur.length > 0, 'histogram bars and slowest table drawn');
+	// Both axes: latency ticks with units (growing), call counts up to the
+	// largest bucket, and a title on each.
+	const hax = await p.evaluate(() => ({
+		x: [...document.querySelectorAll('svg.hist text.x-tick')].map((t) => [t.textContent, +t.dataset.v]),
+		y: [...document.querySelectorAll('svg.hist text.y-tick')].map((t) => [t.textContent, +t.dataset.v]),
+		titles: [...document.querySelectorAll('svg.hist text.axis-title')].map((t) => t.textContent),
+	}));
+	const hxv = hax.x.map(([t, v]) => { const m = /^([\d.]+) (ns|µs|ms|s)$/.exec(t); return m ? [+m[1] * unitNs[m[2]], v] : [NaN, v]; });
+	check(hxv.length >= 2 && hxv.every(([ns, v], i) => Math.abs(ns - v) <= v * 0.01 && (i === 0 || v > hxv[i - 1][1])) &&
+		hxv[0][1] <= detail.p50_ns * 10 && hxv[hxv.length - 1][1] >= detail.histogram[0].lo_ns, 'histogram: latency axis ticks with units', hax.x);
+	const hmax = Math.max(...detail.histogram.map((x) => x.count));
+	check(hax.y.length >= 2 && hax.y[0][1] === 0 && hax.y[hax.y.length - 1][1] === hmax && hax.y.every(([t, v]) => t === v.toLocaleString('en-US')), 'histogram: calls axis from 0 to the largest bucket', { y: hax.y, hmax });
+	check(hax.titles.some((t) => /^latency per call/.test(t)) && hax.titles.some((t) => /^calls/.test(t)), 'histogram: both axes titled', hax.titles);
 	await shot(p, 'op-detail-1280x800');
 	await navigate(p, () => p.click('table[data-testid=slowest] a'));
 	check(await p.evaluate(() => location.hash.startsWith('#/timeline?tid=')), 'the slow call links its thread');
@@ -386,6 +430,25 @@ try {
 		await shot(pf, 'fleet-1280x800');
 	}
 
+	// ---- a fleet of two agents that do not answer: one banner each ----------
+	{
+		const closed = [];
+		for (let i = 0; i < 2; i++) {
+			const srv = createServer();
+			await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+			closed.push(srv.address().port);
+			await new Promise((r) => srv.close(r));
+		}
+		writeFileSync(`${D}/dead.yaml`, `fleet:\n  nodes:\n${closed.map((pt) => `    - http://127.0.0.1:${pt}\n`).join('')}  timeout: 2s\n`);
+		const dv = await start('workstation', `${D}/incident.db`, ['--config', `${D}/dead.yaml`]);
+		const pd = await page(b, dv.url);
+		await go(pd, dv.url + '/#/fleet');
+		const banners = await pd.$$eval('main .warning', (ps) => ps.map((x) => [x.dataset.node || '', x.textContent]));
+		check(banners.length === 2 && closed.every((pt) => banners.filter(([n, t]) => n.endsWith(':' + pt) && t.includes(`port ${pt}`)).length === 1),
+			'fleet: two unreachable agents, exactly one banner each, in its own words', { closed, banners });
+		await shot(pd, 'fleet-unreachable-1280x800');
+	}
+
 	// ---- a merged file of two nodes: each top chain names its node -------
 	if (existsSync(`${D}/merged.db`)) {
 		const mx = cli('explain', '--db', `${D}/merged.db`, '--json', '--no-store');
@@ -395,6 +458,20 @@ try {
 		const mtop = await text(pm, '.top-chains li');
 		check(mtop.length === Math.min(5, mx.chains.length) && mx.chains.slice(0, 5).every((c, i) => mtop[i].includes(c.node + ' ')) &&
 			new Set(mx.chains.map((c) => c.node)).size === 2, 'merged file: every top chain names its node', { page: mtop, explain: mx.chains.map((c) => c.node) });
+		// Ops: one row per node and op, named; each node's calls those of
+		// its aggregates, its wall shares its own (never past 100 %).
+		const orows = await pm.$$eval('table[data-testid=ops] tbody tr', (trs) => trs.map((tr) => ({ node: tr.dataset.node, cell: tr.children[0].textContent, count: +(tr.querySelector('td[data-v]') || { dataset: {} }).dataset.v, share: +(tr.querySelector('td.share') || { dataset: {} }).dataset.v })));
+		const per = {};
+		for (const r of orows) {
+			per[r.node] = per[r.node] || { calls: 0, share: 0 };
+			per[r.node].calls += r.count;
+			per[r.node].share += r.share;
+		}
+		const agg = Object.fromEntries(cli('query', '--db', `${D}/merged.db`, '--json', 'SELECT node, sum(count) AS n FROM aggregates GROUP BY node').map((r) => [r.node, r.n]));
+		check(orows.length && orows.every((r) => r.cell === r.node) && Object.keys(per).sort().join() === 'n-a,n-b' &&
+			Object.keys(agg).every((n) => per[n] && per[n].calls === agg[n]), 'merged file: ops rows name their node, with each node\'s own calls', { per, agg });
+		check(Object.values(per).every((x) => x.share > 0 && x.share <= 1 + 1e-9), 'merged file: each node\'s wall shares sum to at most 100 %', per);
+		await shot(pm, 'overview-merged-1280x800', true);
 	}
 
 	// ---- every page: no console error, nothing outside the origin --------
