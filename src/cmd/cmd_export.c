@@ -268,6 +268,10 @@ int cmd_export(int argc, char **argv)
 			" narrow --since",
 			(unsigned long long)stats.in_window, (unsigned long long)stats.slices, t);
 	}
+	if (stats.unplaced)
+		cw_warn("export: %llu slices left out: each overlapped %d others on its thread (block I/O requests"
+			" in flight at once); query them with causeway query",
+			(unsigned long long)stats.unplaced, CW_EXPORT_MAX_LANES);
 	if (out_path && strcmp(out_path, "-"))
 		fprintf(stderr,
 			"causeway: export: wrote \"%s\": %d node%s, %d threads, %llu slices (%llu off-CPU, %llu I/O),"

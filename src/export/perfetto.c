@@ -334,55 +334,72 @@ static json_t *offcpu_slice(struct pf_ctx *c, const struct pf_node *n, sqlite3_s
 			 cw_trace_us(sqlite3_column_int64(q, 1)), "args", args);
 }
 
-/* Lays out and writes one thread's slices. */
-static int emit_thread(struct pf_ctx *c, int ni, int64_t tid, struct thread_rows *t, sqlite3_stmt *ev_q,
+/* Names lanes from..from+n-1 of a thread's tracks. */
+static int name_lanes(struct pf_ctx *c, const struct pf_node *n, int64_t tid, const char *comm, int from, int count,
+		      const char *what)
+{
+	int ret = 0;
+
+	for (int l = from; l < from + count && !ret; l++) {
+		int64_t otid = tid + l * CW_LANE_STRIDE;
+		json_t *name = !l ? cw_trace_strf("%s %lld", comm, (long long)tid)
+				  : cw_trace_strf("%s %lld (%s %d)", comm, (long long)tid, what, from ? l - from + 1 : l);
+		if ((ret = cw_tracew_event(&c->w, meta_ev("thread_name", n->pid, otid, json_pack("{s:o}", "name", name)))))
+			break;
+		ret = cw_tracew_event(&c->w, meta_ev("thread_sort_index", n->pid, otid,
+						      json_pack("{s:I}", "sort_index", (json_int_t)otid)));
+	}
+	return ret;
+}
+
+/* Lays out and writes one thread's slices: t[0] its calls and off-CPU
+ * intervals, t[1] its block I/O requests. */
+static int emit_thread(struct pf_ctx *c, int ni, int64_t tid, struct thread_rows t[2], sqlite3_stmt *ev_q,
 		       sqlite3_stmt *off_q)
 {
 	const struct pf_node *n = &c->nodes[ni];
-	int lanes = cw_slices_assign_lanes(t->v, t->n), ret = 0;
+	int lanes[2], ret = 0;
 
-	if (lanes < 0)
-		return lanes;
-	if (lanes > CW_MAX_LANES) {
-		ERR(c, "thread %lld on node \"%s\" needs %d lanes to nest its slices", (long long)tid, n->name, lanes);
-		return -E2BIG;
-	}
-	for (int l = 0; l < lanes; l++) {
-		int64_t otid = tid + l * CW_LANE_STRIDE;
-		json_t *name = l ? cw_trace_strf("%s %lld (overlap %d)", t->comm, (long long)tid, l)
-				 : cw_trace_strf("%s %lld", t->comm, (long long)tid);
-		if ((ret = cw_tracew_event(&c->w, meta_ev("thread_name", n->pid, otid, json_pack("{s:o}", "name", name)))))
-			return ret;
-		if ((ret = cw_tracew_event(&c->w, meta_ev("thread_sort_index", n->pid, otid,
-							  json_pack("{s:I}", "sort_index", (json_int_t)otid)))))
-			return ret;
-	}
+	if ((lanes[0] = cw_slices_assign_lanes(t[0].v, t[0].n, CW_MAX_LANES)) < 0)
+		return lanes[0];
+	if ((lanes[1] = cw_slices_assign_lanes(t[1].v, t[1].n, CW_MAX_LANES - lanes[0])) < 0)
+		return lanes[1];
+	if ((ret = name_lanes(c, n, tid, t->comm, 0, lanes[0], "overlap")) ||
+	    (ret = name_lanes(c, n, tid, t->comm, lanes[0], lanes[1], "I/O")))
+		return ret;
 	c->st->threads++;
-	c->st->lanes_extra += lanes > 1 ? lanes - 1 : 0;
-	for (size_t i = 0; i < t->n && !ret; i++) {
-		int off = (t->v[i].key & CW_KEY_OFFCPU) != 0;
-		sqlite3_stmt *q = off ? off_q : ev_q;
-		int64_t otid = tid + t->v[i].lane * CW_LANE_STRIDE, id = (int64_t)(t->v[i].key & ~CW_KEY_OFFCPU);
-		int rc;
+	c->st->lanes_extra += lanes[0] + lanes[1] > 1 ? lanes[0] + lanes[1] - 1 : 0;
+	for (int g = 0; g < 2; g++)
+		for (size_t i = 0; i < t[g].n && !ret; i++) {
+			const struct cw_slice *s = &t[g].v[i];
+			int off = (s->key & CW_KEY_OFFCPU) != 0;
+			sqlite3_stmt *q = off ? off_q : ev_q;
+			int64_t otid = tid + (s->lane + (g ? lanes[0] : 0)) * CW_LANE_STRIDE;
+			int64_t id = (int64_t)(s->key & ~CW_KEY_OFFCPU);
+			int rc;
 
-		sqlite3_reset(q);
-		sqlite3_bind_int64(q, 1, id);
-		if ((rc = sqlite3_step(q)) != SQLITE_ROW)
-			return db_fail(c, rc, off ? "offcpu" : "events");
-		ret = cw_tracew_event(&c->w, off ? offcpu_slice(c, n, q, otid) : event_slice(c, n, q, otid));
-		if (!ret)
-			ret = u64map_put(&c->emitted, t->v[i].key, ((int64_t)ni << 32) | otid);
-		c->st->slices++;
-	}
+			if (s->lane < 0) {
+				c->st->unplaced++;
+				continue;
+			}
+			sqlite3_reset(q);
+			sqlite3_bind_int64(q, 1, id);
+			if ((rc = sqlite3_step(q)) != SQLITE_ROW)
+				return db_fail(c, rc, off ? "offcpu" : "events");
+			ret = cw_tracew_event(&c->w, off ? offcpu_slice(c, n, q, otid) : event_slice(c, n, q, otid));
+			if (!ret)
+				ret = u64map_put(&c->emitted, s->key, ((int64_t)ni << 32) | otid);
+			c->st->slices++;
+		}
 	return ret;
 }
 
 static int emit_node_slices(struct pf_ctx *c, int ni)
 {
-	static const char ev_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm, pid FROM events"
+	static const char ev_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm, pid, source = 'io' FROM events"
 				     " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4)"
 				     " ORDER BY tid, wall_ns, id";
-	static const char off_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm, pid FROM offcpu"
+	static const char off_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm, pid, 0 FROM offcpu"
 				      " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4)"
 				      " ORDER BY tid, wall_ns, id";
 	static const char ev_one[] =
@@ -394,7 +411,7 @@ static int emit_node_slices(struct pf_ctx *c, int ni)
 	const struct pf_node *n = &c->nodes[ni];
 	sqlite3_stmt *s[4] = { NULL };
 	const char *sql[4] = { ev_sql, off_sql, ev_one, off_one };
-	struct thread_rows t = { 0 };
+	struct thread_rows t[2] = { { 0 } };
 	int rc[2], ret = 0;
 
 	for (int i = 0; i < 4; i++) {
@@ -419,8 +436,8 @@ static int emit_node_slices(struct pf_ctx *c, int ni)
 		for (int k = 0; k < 2; k++)
 			if (rc[k] == SQLITE_ROW && sqlite3_column_int64(s[k], 0) < tid)
 				tid = sqlite3_column_int64(s[k], 0);
-		t.n = 0;
-		t.comm[0] = '\0';
+		t[0].n = t[1].n = 0;
+		t[0].comm[0] = '\0';
 		for (int k = 0; k < 2 && !ret; k++)
 			while (rc[k] == SQLITE_ROW && sqlite3_column_int64(s[k], 0) == tid) {
 				const char *comm = (const char *)sqlite3_column_text(s[k], 4);
@@ -433,26 +450,28 @@ static int emit_node_slices(struct pf_ctx *c, int ni)
 					rc[k] = sqlite3_step(s[k]);
 					continue;
 				}
-				if (!t.comm[0] && comm)
-					snprintf(t.comm, sizeof(t.comm), "%s", comm);
-				if ((ret = rows_push(&t, sqlite3_column_int64(s[k], 1), sqlite3_column_int64(s[k], 2),
+				if (!t[0].comm[0] && comm)
+					snprintf(t[0].comm, sizeof(t[0].comm), "%s", comm);
+				if ((ret = rows_push(&t[sqlite3_column_int(s[k], 6) != 0], sqlite3_column_int64(s[k], 1),
+						     sqlite3_column_int64(s[k], 2),
 						     (uint64_t)sqlite3_column_int64(s[k], 3) | (k ? CW_KEY_OFFCPU : 0))))
 					break;
 				rc[k] = sqlite3_step(s[k]);
 			}
-		if (!t.n)
+		if (!t[0].n && !t[1].n)
 			continue;
-		if (!t.comm[0])
-			snprintf(t.comm, sizeof(t.comm), "thread");
+		if (!t[0].comm[0])
+			snprintf(t[0].comm, sizeof(t[0].comm), "thread");
 		if (!ret)
-			ret = emit_thread(c, ni, tid, &t, s[2], s[3]);
+			ret = emit_thread(c, ni, tid, t, s[2], s[3]);
 	}
 	if (!ret && (rc[0] != SQLITE_DONE || rc[1] != SQLITE_DONE))
 		ret = db_fail(c, rc[0] != SQLITE_DONE ? rc[0] : rc[1], "slices");
 out:
 	for (int i = 0; i < 4; i++)
 		sqlite3_finalize(s[i]);
-	free(t.v);
+	free(t[0].v);
+	free(t[1].v);
 	return ret;
 }
 

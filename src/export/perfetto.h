@@ -34,10 +34,15 @@ struct cw_export_opts {
 	int npids;
 };
 
+/* Tracks one thread may have in the trace (its lanes): a slice that would
+ * need more is left out and counted in cw_export_stats.unplaced. */
+#define CW_EXPORT_MAX_LANES 256
+
 struct cw_export_stats {
 	uint64_t from_wall_ns, to_wall_ns; /* the window exported (reference clock) */
 	uint64_t slices, offcpu, io, counters, markers, flows;
 	int nodes, threads, lanes_extra;
+	uint64_t unplaced;                 /* slices past a thread's CW_MAX_LANES, left out */
 	int skew_applied;                  /* nodes whose clock offset was applied */
 	uint64_t in_window;                /* slices in the window before the cap */
 	uint64_t cut_from_wall_ns;         /* != 0: older slices were cut */

@@ -12,9 +12,12 @@
 #include "util/u64map.h"
 
 /* Lanes of one thread: lane l of tid t is track t + l * CW_LANE_STRIDE.
- * Linux tids are below 2^22 (PID_MAX_LIMIT on 64-bit). */
+ * Linux tids are below 2^22 (PID_MAX_LIMIT on 64-bit). A thread's calls
+ * and off-CPU intervals nest on the first lanes; its block I/O requests,
+ * which overlap freely (readahead keeps dozens in flight), on lanes of
+ * their own after them. Slices beyond CW_MAX_LANES are left out, counted. */
 #define CW_LANE_STRIDE (1LL << 22)
-#define CW_MAX_LANES 64
+#define CW_MAX_LANES CW_EXPORT_MAX_LANES
 /* Keys of emitted slices in ctx.emitted: events by id, off-CPU intervals
  * by id with this bit set. */
 #define CW_KEY_OFFCPU (1ULL << 62)

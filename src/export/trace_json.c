@@ -120,7 +120,7 @@ static int lane_push(struct lane *l, int64_t end)
 	return 0;
 }
 
-int cw_slices_assign_lanes(struct cw_slice *v, size_t n)
+int cw_slices_assign_lanes(struct cw_slice *v, size_t n, int max_lanes)
 {
 	struct lane *lanes = NULL;
 	int nlanes = 0, ret = 0;
@@ -137,6 +137,10 @@ int cw_slices_assign_lanes(struct cw_slice *v, size_t n)
 				ln->n--;
 			if (!ln->n || ln->ends[ln->n - 1] >= v[i].end)
 				break;
+		}
+		if (l == nlanes && nlanes >= max_lanes) {
+			v[i].lane = -1;
+			continue;
 		}
 		if (l == nlanes) {
 			struct lane *nl = realloc(lanes, (size_t)(nlanes + 1) * sizeof(*nl));
@@ -160,7 +164,7 @@ int cw_slices_nest_ok(const struct cw_slice *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = i + 1; j < n && v[j].start < v[i].end; j++)
-			if (v[j].lane == v[i].lane && v[j].end > v[i].end)
+			if (v[i].lane >= 0 && v[j].lane == v[i].lane && v[j].end > v[i].end)
 				return 0;
 	return 1;
 }

@@ -51,9 +51,10 @@ struct cw_slice {
 };
 
 /* Sorts v by start (then longer first, then key) and gives every slice
- * the lowest lane on which it nests. Returns the number of lanes used
- * (0 for n == 0) or -ENOMEM. */
-int cw_slices_assign_lanes(struct cw_slice *v, size_t n);
+ * the lowest lane on which it nests, at most max_lanes of them: a slice
+ * that would need one more gets lane -1 (left out; the caller counts it).
+ * Returns the number of lanes used (0 for n == 0) or -ENOMEM. */
+int cw_slices_assign_lanes(struct cw_slice *v, size_t n, int max_lanes);
 /* 1 when the slices of every lane nest properly (v sorted as above). */
 int cw_slices_nest_ok(const struct cw_slice *v, size_t n);
 

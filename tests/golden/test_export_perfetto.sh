@@ -146,12 +146,39 @@ x = [e["args"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] =
 if len(x) != 1 or x[0]["python_via"] != 4242 or x[0].get("python") != "train.py:120 backward":
     print("FAIL: attributed slices", x); sys.exit(1)
 EOF
-# Checkpoint I/O that outlives the call that issued it cannot nest: it
-# goes to an "(overlap N)" lane of the same thread, durations untouched.
+# Checkpoint I/O that outlives the call that issued it cannot nest: block
+# I/O requests go to "(I/O N)" lanes of the same thread, durations untouched.
 "$CW_BIN" demo io-contention --db "$tmp/io.db" > /dev/null || fail "demo io-contention"
 "$CW_BIN" export --db "$tmp/io.db" --since 20s -o "$tmp/io.json" 2> /dev/null || fail "io export"
 python3 "$check" "$tmp/io.json" --min-flows 1 > /dev/null || fail "io trace structure"
-grep -q '"name":"thread_name","pid":1,"args":{"name":"[^"]* (overlap 1)"}' "$tmp/io.json" || fail "no overlap lane"
+grep -q '"name":"thread_name","pid":1,"args":{"name":"[^"]* (I/O 1)"}' "$tmp/io.json" || fail "no I/O lane"
+# Readahead keeps dozens of requests in flight at once (a Python start-up
+# from a cold page cache made 97): each takes a lane; past a thread's 256
+# tracks the rest are left out and counted, never an export that fails.
+cp "$tmp/io.db" "$tmp/ra.db"
+sqlite3 "$tmp/ra.db" "WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < 299)
+	INSERT INTO events (node, seq, session_id, wall_ns, mono_ns, pid, tid, cgroup_id, comm, source, op, duration_ns, bytes)
+	SELECT e.node, 1000000 + i, e.session_id, e.wall_ns + i * 1000, e.mono_ns + i * 1000, e.pid, e.tid, e.cgroup_id, e.comm,
+	'io', 'block_read', 50000000 + i * 1000, 4096
+	FROM (SELECT * FROM events WHERE source = 'cuda' ORDER BY wall_ns DESC LIMIT 1) e, k" || fail "adding readahead"
+"$CW_BIN" export --db "$tmp/ra.db" --since 20s -o "$tmp/ra.json" 2> "$tmp/ra.err" || fail "readahead export: $(cat "$tmp/ra.err")"
+python3 "$check" "$tmp/ra.json" > /dev/null || fail "readahead trace structure"
+grep -q "export: [1-9][0-9]* slices left out: each overlapped 256 others on its thread" "$tmp/ra.err" ||
+	fail "no count of the slices left out: $(cat "$tmp/ra.err")"
+python3 - "$tmp/ra.json" <<'EOF' || exit 1
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = [e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
+tids = {}
+for e in ev:
+    if e["ph"] == "X":
+        tids.setdefault(e["tid"] % (1 << 22), set()).add(e["tid"])
+most = max(len(v) for v in tids.values())
+if most != 256:
+    print("FAIL: the busiest thread has", most, "tracks, want 256"); sys.exit(1)
+if not any(n.endswith("(I/O 200)") for n in names):
+    print("FAIL: no I/O lane 200:", names[-5:]); sys.exit(1)
+EOF
 grep -q '"name":"io_contention"' "$tmp/io.json" || fail "no io_contention chain in the trace"
 if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then
 	cp "$tmp/d.json" "$dgold"

@@ -31,7 +31,7 @@ static void nesting_stays_on_one_lane(void **state)
 	/* A call with a nested driver call and an off-CPU interval inside,
 	 * then the next call after it. */
 	struct cw_slice v[] = { sl(100, 200, 4), sl(0, 50, 1), sl(10, 20, 2), sl(30, 50, 3), sl(200, 200, 5) };
-	int n = cw_slices_assign_lanes(v, 5);
+	int n = cw_slices_assign_lanes(v, 5, 64);
 
 	(void)state;
 	assert_int_equal(n, 1);
@@ -47,7 +47,7 @@ static void partial_overlap_moves_to_a_lane(void **state)
 {
 	/* I/O issued inside call 1 completes inside call 2. */
 	struct cw_slice v[] = { sl(0, 100, 1), sl(80, 130, 2), sl(120, 200, 3), sl(125, 126, 4) };
-	int n = cw_slices_assign_lanes(v, 4);
+	int n = cw_slices_assign_lanes(v, 4, 64);
 
 	(void)state;
 	assert_int_equal(n, 2);
@@ -62,14 +62,34 @@ static void partial_overlap_moves_to_a_lane(void **state)
 static void identical_and_touching_slices(void **state)
 {
 	struct cw_slice v[] = { sl(10, 20, 2), sl(10, 20, 1), sl(20, 30, 3), sl(0, 0, 4), sl(0, 0, 5) };
-	int n = cw_slices_assign_lanes(v, 5);
+	int n = cw_slices_assign_lanes(v, 5, 64);
 
 	(void)state;
 	/* Equal slices nest in each other; a slice starting at another's end
 	 * does not overlap it. */
 	assert_int_equal(n, 1);
 	assert_true(cw_slices_nest_ok(v, 5));
-	assert_int_equal(cw_slices_assign_lanes(v, 0), 0);
+	assert_int_equal(cw_slices_assign_lanes(v, 0, 64), 0);
+}
+
+static void slices_past_the_lane_cap_are_left_out(void **state)
+{
+	/* Five requests in flight at once (readahead), three lanes allowed:
+	 * the two that would need a fourth and a fifth get lane -1, and what
+	 * was placed still nests. */
+	struct cw_slice v[] = { sl(0, 100, 1), sl(1, 101, 2), sl(2, 102, 3), sl(3, 103, 4), sl(4, 104, 5),
+				sl(150, 160, 6) };
+	int n = cw_slices_assign_lanes(v, 6, 3), left = 0;
+
+	(void)state;
+	assert_int_equal(n, 3);
+	for (int i = 0; i < 6; i++)
+		left += v[i].lane < 0;
+	assert_int_equal(left, 2);
+	assert_int_equal(by_key(v, 6, 4)->lane, -1);
+	assert_int_equal(by_key(v, 6, 5)->lane, -1);
+	assert_int_equal(by_key(v, 6, 6)->lane, 0);
+	assert_true(cw_slices_nest_ok(v, 6));
 }
 
 static void validator_catches_partial_overlap(void **state)
@@ -96,7 +116,7 @@ static void random_slices_always_nest(void **state)
 		int64_t a = rand_r(&seed) % 100000, d = rand_r(&seed) % 500;
 		v[i] = sl(a, a + d, (uint64_t)i + 1);
 	}
-	lanes = cw_slices_assign_lanes(v, N);
+	lanes = cw_slices_assign_lanes(v, N, 64);
 	assert_true(lanes >= 1 && lanes < 64);
 	assert_true(cw_slices_nest_ok(v, N));
 	for (int i = 1; i < N; i++)
@@ -200,6 +220,7 @@ int main(void)
 		cmocka_unit_test(nesting_stays_on_one_lane),
 		cmocka_unit_test(partial_overlap_moves_to_a_lane),
 		cmocka_unit_test(identical_and_touching_slices),
+		cmocka_unit_test(slices_past_the_lane_cap_are_left_out),
 		cmocka_unit_test(validator_catches_partial_overlap),
 		cmocka_unit_test(random_slices_always_nest),
 		cmocka_unit_test(writer_streams_valid_json),
