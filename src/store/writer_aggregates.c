@@ -51,7 +51,8 @@ static int64_t wall_second(const struct cw_event_row *r)
 	return (int64_t)(r->wall_ns / 1000000000ULL);
 }
 
-static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
+/* The pending aggregate of (op, second), created empty; NULL on ENOMEM. */
+static struct agg *agg_slot(struct cw_writer *w, int opi, int64_t second)
 {
 	uint64_t key = ((uint64_t)second << 10) ^ (uint64_t)(opi + 1);
 	int64_t idx;
@@ -63,7 +64,7 @@ static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
 			struct agg *p = realloc(w->aggs, n * sizeof(*p));
 
 			if (!p)
-				return -ENOMEM;
+				return NULL;
 			w->aggs = p;
 			w->aggs_alloc = n;
 		}
@@ -73,9 +74,46 @@ static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
 		a->second = second;
 		cw_hist_reset(&a->h);
 		if (u64map_put(&w->agg_index, key, idx))
-			return -ENOMEM;
+			return NULL;
 	}
-	cw_hist_add(&w->aggs[idx].h, dur);
+	return &w->aggs[idx];
+}
+
+static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
+{
+	struct agg *a = agg_slot(w, opi, second);
+
+	if (!a)
+		return -ENOMEM;
+	cw_hist_add(&a->h, dur);
+	return 0;
+}
+
+int cw_writer_folded(struct cw_writer *w, const char *source, const char *op, int64_t second,
+		     const struct cw_hist *h)
+{
+	int opi = writer_op_index(w, source, op);
+	struct agg *a;
+
+	if (opi < 0)
+		return opi;
+	a = agg_slot(w, opi, second);
+	if (!a)
+		return -ENOMEM;
+	cw_hist_merge(&a->h, h);
+	/* The anomaly median sees every call, folded or not. */
+	cw_hist_merge(&w->ops[opi].all, h);
+	w->ops[opi].since_refresh = 64;
+	return 0;
+}
+
+uint64_t cw_writer_op_median(const struct cw_writer *w, const char *source, const char *op)
+{
+	int i;
+
+	for (i = 0; i < w->nops; i++)
+		if (!strcmp(w->ops[i].op, op) && !strcmp(w->ops[i].source, source))
+			return w->ops[i].all.count < ANOMALY_MIN_SAMPLES ? 0 : cw_hist_quantile(&w->ops[i].all, 0.5);
 	return 0;
 }
 
