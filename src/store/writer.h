@@ -186,8 +186,9 @@ int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id);
 void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value);
 /* Calls summarized in the kernel (trace --capture summary): merged into
  * the op's aggregate of that wall second and into the median the anomaly
- * flag compares with, as if each had been an event row. */
-int cw_writer_folded(struct cw_writer *w, const char *source, const char *op, int64_t second,
+ * flag compares with, as if each had been an event row, and into pid's
+ * row of the folded table (per-process percentiles, explain --pid). */
+int cw_writer_folded(struct cw_writer *w, uint32_t pid, const char *source, const char *op, int64_t second,
 		     const struct cw_hist *h);
 /* The running median of the op's durations, every call so far; 0 before
  * the op has enough samples for the anomaly flag. */

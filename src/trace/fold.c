@@ -52,7 +52,7 @@ static void one_folded(void *ctx, const struct cw_fold_key *k, const struct cw_f
 	h.max_ns = v->max_ns;
 	for (b = 0; b < CW_FOLD_BUCKETS && b < CW_HIST_BUCKETS; b++)
 		h.buckets[b] = v->buckets[b];
-	if (cw_writer_folded(t->w, cw_source_name(cw_op_source(k->op)), op, k->second, &h)) {
+	if (cw_writer_folded(t->w, k->pid, cw_source_name(cw_op_source(k->op)), op, k->second, &h)) {
 		t->fold_lost += v->count;
 		return;
 	}

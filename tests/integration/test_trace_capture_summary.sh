@@ -9,7 +9,8 @@
 #  b) the same loop traced with --capture full: per-op p50/p95 from the
 #     aggregates (query's summary) within one histogram bucket of a)'s
 #  c) a CPU hog pinned to the loop's CPU under summary capture: explain
-#     still finds the cpu_preemption chain naming the hog
+#     still finds the cpu_preemption chain naming the hog, and explain
+#     --pid counts every call of the process (rows + folded)
 set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 FIX=$CW_BUILD/fixtures
@@ -97,4 +98,11 @@ print("c)", [(c["root_cause"]["kind"], c["root_cause"]["summary"]) for c in ch][
 assert ch and ch[0]["root_cause"]["kind"] == "cpu_preemption" and "stress-ng" in ch[0]["root_cause"]["summary"]
 PY
 [ "$(c "$D/c.db" trace.cuda.folded)" -gt 0 ] || fail "c) nothing folded"
+# explain --pid judges the process by its own calls: rows and folded ones.
+pid=$(awk '$1=="pid" {print $2}' "$D/c.out")
+calls=$(awk '$1=="calls" {print $2}' "$D/c.out")
+"$CW_BIN" explain --db "$D/c.db" --json --no-store --pid "$pid" >"$D/p.json" || fail "explain --pid: $(cat "$D/p.json")"
+n=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["chains"]; print(c[0]["count"] if c else 0)' "$D/p.json")
+echo "c) explain --pid $pid: $n calls of the $calls the loop made"
+[ "$n" = "$calls" ] || fail "c) explain --pid counts $n calls, the loop made $calls"
 echo ok

@@ -123,10 +123,10 @@ static void test_newer_schema_refused(void **state)
 
 	(void)state;
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
-	assert_int_equal(cw_exec(st->db, "PRAGMA user_version = 8"), 0);
+	assert_int_equal(cw_exec(st->db, "PRAGMA user_version = 9"), 0);
 	cw_store_close(st);
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_READWRITE, err, sizeof(err)), -EPROTO);
-	assert_non_null(strstr(err, "schema version 8"));
+	assert_non_null(strstr(err, "schema version 9"));
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), -EPROTO);
 }
 
