@@ -19,6 +19,11 @@
  *         thread. Calls still open are in the open-call table, where
  *         userspace finds them (cw_cuda_probes_take_inflight).
  *
+ * Summary capture (cfg_capture_summary, trace --capture summary): a call
+ * that is fast for its op, succeeded, is not NCCL or graph, is past its
+ * process's first calls and is not the sample is folded at return into
+ * fold_hist (fold_call) and emits nothing; the rest emit as above.
+ *
  * Losses: a failed ring reserve is counted in cw_drops (per source) and in
  * cuda_stats. When the ring holds more than cfg_agg_bytes at return, a
  * call is counted into agg_hist (per op, log2 duration buckets) instead of
