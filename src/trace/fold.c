@@ -8,6 +8,7 @@
 
 #include "pipeline/ops.h"
 #include "trace/session.h"
+#include "trace/view.h"
 #include "util/timeutil.h"
 
 /* A call folds when under this multiple of its op's median: the store
@@ -57,6 +58,8 @@ static void one_folded(void *ctx, const struct cw_fold_key *k, const struct cw_f
 		return;
 	}
 	t->folded += v->count;
+	if (t->view)
+		cw_trace_view_fold(t->view, cw_source_name(cw_op_source(k->op)), op, &h);
 }
 
 /* Consumer lock held. The loop calls this every 100 ms, so an op starts
