@@ -34,6 +34,10 @@ loop() { # db, capture
 c() { sqlite3 "$1" "SELECT coalesce((SELECT value FROM counters WHERE name='$2'), 0)"; }
 q() { sqlite3 "$1" "$2"; }
 
+# Bad input is refused before anything loads.
+out=$("$CW_BIN" trace --capture partial -- true 2>&1); rc=$?
+[ $rc = 2 ] && echo "$out" | grep -q 'bad --capture "partial" (full or summary)' || fail "bad --capture: rc $rc: $out"
+
 # a) summary.
 loop "$D/s.db" summary
 calls=$(awk '$1=="calls" {print $2}' "$D/w.out")
@@ -115,6 +119,12 @@ for (d,) in db.execute("SELECT duration_ns FROM events WHERE op='cudaStreamSynch
 print(f"b) {sum(agg.values())} calls in {len(agg)} buckets; rows + folded: {sum(parts.values())} in {len(parts)}")
 assert agg == parts
 PY
+
+# --py-stacks all needs every call's row: it implies full capture.
+CW_FAKE_SYNC_US=20 "$CW_BIN" trace --db "$D/p.db" --no-view --capture summary --py-stacks all -- \
+	"$FIX/fake_workload" -w 1200 -n 3000 -m sync >"$D/w.out" 2>"$D/t.err" || fail "trace --py-stacks all: $(cat "$D/t.err")"
+[ "$(c "$D/p.db" trace.cuda.folded)" = 0 ] && [ "$(q "$D/p.db" "SELECT count(*) FROM events WHERE op='cudaStreamSynchronize'")" = 3000 ] \
+	|| fail "--py-stacks all folded calls"
 
 # c) a CPU hog preempts the loop (1 ms syncs) under summary capture.
 # The hog is timed from the loop's own start (its worker line), not from
