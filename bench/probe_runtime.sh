@@ -8,6 +8,7 @@
 # REPS runs of CALLS cudaStreamSynchronize calls on the fake libcudart.
 # Then the scheduler side: causeway's sched_switch program per run while it
 # traces kp_workload's sleeper (5 ms naps) and spinner threads for 3 s.
+# CW_TRACE_FLAGS (e.g. "--capture summary") is passed to the CUDA runs.
 set -u
 BUILD=${1:-build}
 N=${2:-300000}
@@ -33,7 +34,7 @@ HIST="uprobe:$LIB:cudaStreamSynchronize { @s[tid] = nsecs; } uretprobe:$LIB:cuda
 for r in $(seq "$REPS"); do
 	# causeway: the stats are read from inside the traced command, while the
 	# probes are still attached.
-	taskset -c 0 "$BUILD/causeway" trace --no-view --cuda-lib "$LIB" --db "$D/t.db" -- bash -c \
+	taskset -c 0 "$BUILD/causeway" trace --no-view ${CW_TRACE_FLAGS:-} --cuda-lib "$LIB" --db "$D/t.db" -- bash -c \
 		"taskset -c $WCPU $FIX/fake_workload -n $N -m sync >/dev/null; $(declare -f per_run); N=$N per_run" \
 		2>/dev/null | awk '/^cw_call_enter/{e=$2} /^cw_call_return/{x=$2} END{print "causeway", e, x}'
 	rm -f "$D/t.db"*

@@ -16,6 +16,8 @@
 # cost = condition - none. Ratios causeway/empty (goal <= 1.2) and
 # causeway/bpftrace (goal < 1), per rep; medians over REPS reps. A uprobe
 # trap costs microseconds on a VM, so only ratios mean anything.
+# CW_TRACE_FLAGS="--capture summary" measures summary capture (fast calls
+# folded in the kernel).
 # Then the sustained-rate check: 50,000 and 200,000 calls/s offered (4
 # threads), with causeway's CPU share, peak RSS and drops.
 set -u
@@ -51,10 +53,11 @@ for r in $(seq "$REPS"); do
 done >"$D/reps"
 calls=$(awk '$1=="twin" && $2=="cudaStreamSynchronize" {print $6}' "$D/o")
 stored=$(sqlite3 "$D/t.db" "SELECT count(*) FROM events WHERE op='cudaStreamSynchronize'")
-python3 - "$D/reps" "$ROUNDS" "$REPS" "$calls" "$stored" <<'PY'
+folded=$(sqlite3 "$D/t.db" "SELECT coalesce((SELECT value FROM counters WHERE name='trace.cuda.folded'), 0)")
+python3 - "$D/reps" "$ROUNDS" "$REPS" "$calls" "$stored" "$folded" <<'PY'
 import statistics, sys
 reps = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 5 and not l.startswith(" ")]
-rounds, nrep, calls, stored = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+rounds, nrep, calls, stored, folded = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 for l in open(sys.argv[1]):
     if l.startswith(" "):
         print(l.rstrip())
@@ -70,7 +73,7 @@ print(f"trace overhead, {rounds} rounds x 256 calls per function x {nrep} reps, 
 print(f"  none {n:.0f}   empty pair {e:.0f}   causeway {c:.0f}   bpftrace hist {b:.0f}")
 print(f"  added per call: empty {e - n:.0f} ns, causeway {c - n:.0f} ns, bpftrace {b - n:.0f} ns")
 print(f"  causeway / empty pair = {re:.2f}x   causeway / bpftrace = {rb:.2f}x (medians of the per-rep ratios)")
-print(f"  last rep: {calls} traced calls made, {stored} stored")
+print(f"  last rep: {calls} traced calls made, {stored} stored, {folded} folded in the kernel")
 PY
 
 # Sustained rates: 4 threads, paced.
@@ -88,7 +91,8 @@ for rate in 50000 200000; do
 	got=$(awk '$1=="calls"{print $2}' "$D/o")
 	stored=$(sqlite3 "$D/s.db" "SELECT count(*) FROM events WHERE op='cudaStreamSynchronize'")
 	drops=$(sqlite3 "$D/s.db" "SELECT coalesce(sum(value),0) FROM counters WHERE name IN ('trace.cuda.dropped','trace.cuda.aggregated','trace.cuda.state_map_full')")
-	awk -v r=$rate -v got="$got" -v st="$stored" -v dr="$drops" -v t0="$t0" -v t1="$t1" -v s0="$s0" -v s1="$s1" -v hwm="$hwm" -v hz="$(getconf CLK_TCK)" 'BEGIN {
-		printf "  offered %d calls/s: made %d in 5 s (%.0f/s), stored %d, dropped+aggregated %d, agent CPU %.1f %% of one core, peak RSS %.1f MiB\n",
-		       r, got, got / 5, st, dr, 100 * (t1 - t0) / hz / (s1 - s0), hwm / 1024 }'
+	fo=$(sqlite3 "$D/s.db" "SELECT coalesce(sum(value),0) FROM counters WHERE name = 'trace.cuda.folded'")
+	awk -v r=$rate -v got="$got" -v st="$stored" -v fo="$fo" -v dr="$drops" -v t0="$t0" -v t1="$t1" -v s0="$s0" -v s1="$s1" -v hwm="$hwm" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+		printf "  offered %d calls/s: made %d in 5 s (%.0f/s), stored %d, folded %d, dropped+aggregated %d, agent CPU %.1f %% of one core, peak RSS %.1f MiB\n",
+		       r, got, got / 5, st, fo, dr, 100 * (t1 - t0) / hz / (s1 - s0), hwm / 1024 }'
 done

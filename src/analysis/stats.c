@@ -205,6 +205,53 @@ static struct cw_opsec *find_sec(struct cw_opsec *v, size_t n, int64_t second)
 	return lo < n && v[lo].second == second ? &v[lo] : NULL;
 }
 
+/* pid's calls of op folded in the kernel (trace --capture summary, the
+ * folded table of schema v9) in the window's seconds, merged into out. A
+ * file without the table (older, read as it is) has none. */
+static int add_folded(sqlite3 *db, const struct cw_opstat *op, int64_t pid, uint64_t from_wall, uint64_t to_wall,
+		      struct cw_opstat *out)
+{
+	static const char sql[] = "SELECT second, count, sum_ns, max_ns, hist FROM folded WHERE node = ?2 AND op = ?1"
+				  " AND pid = ?3 AND second BETWEEN ?4 AND ?5";
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return sqlite3_errcode(db) == SQLITE_ERROR && strstr(sqlite3_errmsg(db), "no such table") ? 0
+												 : cw_sqlite_errno(rc);
+	}
+	sqlite3_bind_text(st, 1, op->op, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, op->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, pid);
+	sqlite3_bind_int64(st, 4, (int64_t)(from_wall / NSEC_PER_SEC));
+	sqlite3_bind_int64(st, 5, (int64_t)(to_wall / NSEC_PER_SEC));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t n = (uint64_t)sqlite3_column_int64(st, 1), sum = (uint64_t)sqlite3_column_int64(st, 2),
+			 max = (uint64_t)sqlite3_column_int64(st, 3);
+		struct cw_opsec *s = find_sec(out->secs, out->nsecs, sqlite3_column_int64(st, 0));
+
+		if (cw_hist_decode_merge(&out->hist, sqlite3_column_blob(st, 4), (size_t)sqlite3_column_bytes(st, 4), n,
+					 sum, max)) {
+			rc = SQLITE_CORRUPT;
+			break;
+		}
+		out->count += n;
+		out->sum_ns += sum;
+		if (max > out->max_ns)
+			out->max_ns = max;
+		if (s) {
+			s->count += n;
+			s->sum_ns += sum;
+			if (max > s->max_ns)
+				s->max_ns = max;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
 int cw_opstat_for_pid(sqlite3 *db, const struct cw_opstat *op, int64_t pid, uint64_t from_wall,
 		      uint64_t to_wall, struct cw_opstat *out)
 {
@@ -257,6 +304,8 @@ int cw_opstat_for_pid(sqlite3 *db, const struct cw_opstat *op, int64_t pid, uint
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
 		goto fail;
+	if ((rc = add_folded(db, op, pid, from_wall, to_wall, out)))
+		goto fail_errno;
 	/* Keep only the seconds the process was active in, so secs[0] is its
 	 * own first second (cold-start detection reads it). */
 	for (size_t i = 0; i < out->nsecs; i++)
@@ -268,10 +317,12 @@ int cw_opstat_for_pid(sqlite3 *db, const struct cw_opstat *op, int64_t pid, uint
 	out->p99_ns = cw_hist_quantile(&out->hist, 0.99);
 	return 0;
 fail:
+	rc = cw_sqlite_errno(rc);
+fail_errno:
 	free(out->secs);
 	out->secs = NULL;
 	out->nsecs = 0;
-	return cw_sqlite_errno(rc);
+	return rc;
 }
 
 void cw_opstats_free(struct cw_opstat *v, size_t n)

@@ -60,7 +60,8 @@ void cw_opstats_free(struct cw_opstat *v, size_t n);
 /* The same op restricted to one process: count, percentiles, histogram
  * and per-second counts of pid's calls of op->op on op->node with wall
  * time in [from_wall, to_wall], read from events (aggregates carry no
- * pid). out->secs is malloc'd: the caller frees it.
+ * pid) and, for calls folded in the kernel, from the folded table's
+ * seconds in the window. out->secs is malloc'd: the caller frees it.
  * Returns 0 or -errno. */
 int cw_opstat_for_pid(sqlite3 *db, const struct cw_opstat *op, int64_t pid, uint64_t from_wall,
 		      uint64_t to_wall, struct cw_opstat *out);

@@ -19,6 +19,11 @@
  *         thread. Calls still open are in the open-call table, where
  *         userspace finds them (cw_cuda_probes_take_inflight).
  *
+ * Summary capture (cfg_capture_summary, trace --capture summary): a call
+ * that is fast for its op, succeeded, is not NCCL or graph, is past its
+ * process's first calls and is not the sample is folded at return into
+ * fold_hist (fold_call) and emits nothing; the rest emit as above.
+ *
  * Losses: a failed ring reserve is counted in cw_drops (per source) and in
  * cuda_stats. When the ring holds more than cfg_agg_bytes at return, a
  * call is counted into agg_hist (per op, log2 duration buckets) instead of
@@ -60,6 +65,21 @@ const volatile __u64 cfg_py_floor_ns = 10000;
  * frame pointers yields one or two frames, and the walk costs per call. */
 const volatile __u8 cfg_native_stacks = 0;
 
+/* --capture summary: fold fast calls in the kernel (cuda.bpf.h, fold_call
+ * below). 0 keeps a full record of every call. */
+const volatile __u8 cfg_capture_summary = 0;
+/* Every cfg_fold_sample-th foldable call of a (thread, op, second), the
+ * first included, keeps its full record (a power of two). */
+const volatile __u32 cfg_fold_sample = 128;
+
+/* Set by userspace (src/trace/fold.c): the monotonic -> wall-clock offset
+ * the pipeline stamps rows with, so a folded call lands in the same wall
+ * second its row would have; and per op, the duration under which a call
+ * is fast (0: no estimate yet, nothing folds). Globals, not maps: a load
+ * each, no lookup. */
+__s64 fold_wall_off = 0;
+__u64 fold_thresh[CW_OP_MAX];
+
 /* 1: only calls of threads whose cgroup v2 id is in cw_cgroup_allow. */
 const volatile __u8 cfg_filter_cgroup = 0;
 
@@ -94,6 +114,35 @@ struct {
 	__type(key, __u32);
 	__type(value, struct cw_cuda_agg);
 } agg_hist SEC(".maps");
+
+/* Folded calls (cuda.bpf.h). Preallocated: an update never allocates on
+ * the traced thread; a full map is counted and the call kept whole. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CW_FOLD_MAX);
+	__type(key, struct cw_fold_key);
+	__type(value, struct cw_fold_val);
+} fold_hist SEC(".maps");
+
+/* An all-zero value to create fold_hist entries from (the BPF stack is
+ * too small for one); never written. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cw_fold_val);
+} fold_zero SEC(".maps");
+
+/* A process's first foldable calls of an op: a word (pid << 32) | (op <<
+ * 16) | count in first_slots[hash(pid, op)]. A slot another (pid, op)
+ * holds is taken over with count 1: a collision keeps more full records,
+ * never fewer. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CW_FOLD_FIRST_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} first_slots SEC(".maps");
 
 /* Each thread's current CUDA device (cudaSetDevice, cuCtxSetCurrent),
  * read at every call entry. Direct-mapped by tid like the open calls: a
@@ -539,18 +588,32 @@ static __always_inline int call_failed(__u32 src, int ret)
 	return ret != 0 && ret != 600 && !(src == CW_SRC_NCCL && ret == 7);
 }
 
-static __always_inline int py_stack_at_return(const struct cw_call_state *s, __u32 op, __u64 now, int failed)
+/* Adds d to op's running mean; returns the mean before, or -1 when the
+ * map has no slot. */
+static __always_inline __s64 py_mean_add(__u32 op, __u64 d)
 {
-	__u64 ts = s->e.hdr.ts_ns, d, m, *mean;
-	struct cw_hdr h;
+	__u64 *mean = bpf_map_lookup_elem(&py_mean, &op), m;
 
-	d = now > ts ? now - ts : 0;
-	mean = bpf_map_lookup_elem(&py_mean, &op);
 	if (!mean)
-		return 0;
+		return -1;
 	m = *mean;
 	*mean = d >= m ? m + ((d - m) >> 4) : m - ((m - d) >> 4);
-	if (!failed && (d < cfg_py_floor_ns || d < 3 * m))
+	return (__s64)m;
+}
+
+/* force: walk whatever the call's time (a failing call, the sample of
+ * --capture summary). */
+static __always_inline int py_stack_at_return(const struct cw_call_state *s, __u32 op, __u64 now, int force)
+{
+	__u64 ts = s->e.hdr.ts_ns, d;
+	struct cw_hdr h;
+	__s64 m;
+
+	d = now > ts ? now - ts : 0;
+	m = py_mean_add(op, d);
+	if (m < 0)
+		return 0;
+	if (!force && (d < cfg_py_floor_ns || d < 3 * (__u64)m))
 		return 0;
 	if (!bpf_map_lookup_elem(&cw_py_procs, &s->e.hdr.pid))
 		return 0;
@@ -764,6 +827,77 @@ static __always_inline void agg_add(__u32 op, __u64 d)
 	h->buckets[b]++;
 }
 
+/* util/hist.c cw_hist_bucket: 8 linear buckets per power of two. */
+static __always_inline __u32 fold_bucket(__u64 ns)
+{
+	__u32 msb;
+
+	if (ns < (1u << CW_FOLD_HIST_SUB_BITS))
+		return (__u32)ns;
+	msb = log2_u64(ns);
+	return (msb - CW_FOLD_HIST_SUB_BITS + 1) * (1u << CW_FOLD_HIST_SUB_BITS) +
+	       ((__u32)(ns >> (msb - CW_FOLD_HIST_SUB_BITS)) & ((1u << CW_FOLD_HIST_SUB_BITS) - 1));
+}
+
+/* --capture summary, for a successful non-NCCL call that took d ns:
+ * returns 1 when it was folded into fold_hist (no record), 0 when it keeps
+ * its full record, with *sample set when it is the sample. Each reason to
+ * keep a foldable call is counted, so userspace can account for every
+ * call: folded (drained) + kept (rows). */
+static __always_inline int fold_call(const struct cw_call_state *s, __u32 op, __u64 d, int *sample)
+{
+	__u32 pid = s->e.hdr.pid, i, z = 0;
+	struct cw_fold_val *f, *zero;
+	struct cw_fold_key k;
+	__u64 th, *w, me, v;
+
+	th = fold_thresh[op & (CW_OP_MAX - 1)];
+	if (d >= th || d >= CW_FOLD_MAX_NS) {
+		cs_count(CW_CS_KEPT_SLOW);
+		return 0;
+	}
+	i = ((pid * 0x9E3779B1u) ^ (op * 0x85EBCA77u)) >> 8 & (CW_FOLD_FIRST_SLOTS - 1);
+	w = bpf_map_lookup_elem(&first_slots, &i);
+	if (!w)
+		return 0;
+	me = ((__u64)pid << 32) | ((__u64)op << 16);
+	v = *w;
+	if ((v & ~0xffffULL) != me || (v & 0xffff) < CW_FOLD_FIRST) {
+		*w = (v & ~0xffffULL) != me ? me | 1 : v + 1;
+		cs_count(CW_CS_KEPT_FIRST);
+		return 0;
+	}
+	k.pid = pid;
+	k.tid = s->e.hdr.tid;
+	k.op = op;
+	k.pad = 0;
+	/* Unsigned: BPF has no signed division before cpu v4; wall time is
+	 * positive. */
+	k.second = (__s64)((s->e.hdr.ts_ns + (__u64)fold_wall_off) / 1000000000ULL);
+	f = bpf_map_lookup_elem(&fold_hist, &k);
+	if (!f) {
+		zero = bpf_map_lookup_elem(&fold_zero, &z);
+		if (!zero || bpf_map_update_elem(&fold_hist, &k, zero, BPF_NOEXIST) ||
+		    !(f = bpf_map_lookup_elem(&fold_hist, &k))) {
+			cs_count(CW_CS_FOLD_FULL);
+			return 0;
+		}
+	}
+	if ((f->seen++ & (cfg_fold_sample - 1)) == 0) {
+		*sample = 1;
+		cs_count(CW_CS_KEPT_SAMPLED);
+		return 0;
+	}
+	if (!f->count || d < f->min_ns)
+		f->min_ns = d;
+	f->count++;
+	f->sum_ns += d;
+	if (d > f->max_ns)
+		f->max_ns = d;
+	f->buckets[fold_bucket(d) & (CW_FOLD_BUCKETS - 1)]++;
+	return 1;
+}
+
 static __always_inline int enter_body(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
@@ -803,8 +937,9 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	struct cw_call_state *sp;
 	struct cw_call_key k;
 	struct cw_call *c;
-	__u64 now, avail;
+	__u64 now, avail, d;
 	__u32 pyflag = 0;
+	int failed, sample = 0;
 
 	/* No tracked check: an open call exists only for a call whose entry
 	 * passed it. */
@@ -821,6 +956,17 @@ static __always_inline int return_body(struct pt_regs *ctx)
 	if (op >= CW_HOOK_REGISTER_FUNCTION)
 		goto done;
 	now = bpf_ktime_get_ns();
+	failed = call_failed(src, ret);
+	/* Graph calls stay whole: userspace follows graph ids from capture
+	 * to launch through them. */
+	if (cfg_capture_summary && src != CW_SRC_NCCL && src != CW_SRC_GRAPH && !failed) {
+		d = now > sp->e.hdr.ts_ns ? now - sp->e.hdr.ts_ns : 0;
+		if (fold_call(sp, op, d, &sample)) {
+			if (cfg_py_mode == CW_PY_SLOW)
+				py_mean_add(op, d);
+			goto done;
+		}
+	}
 	/* One query serves the aggregation test and the wakeup decision
 	 * (cw_submit's, with the bytes this record adds). */
 	avail = bpf_ringbuf_query(&rb_cuda, BPF_RB_AVAIL_DATA);
@@ -829,7 +975,7 @@ static __always_inline int return_body(struct pt_regs *ctx)
 		cs_count(CW_CS_AGGREGATED);
 		goto done;
 	}
-	if (cfg_py_mode == CW_PY_SLOW && py_stack_at_return(sp, op, now, call_failed(src, ret)))
+	if (cfg_py_mode == CW_PY_SLOW && py_stack_at_return(sp, op, now, failed || sample))
 		pyflag = CW_CALL_F_PYSTACK;
 	c = bpf_ringbuf_reserve(&rb_cuda, sizeof(*c), 0);
 	if (!c) {

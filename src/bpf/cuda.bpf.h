@@ -110,7 +110,41 @@ enum cw_cuda_stat {
 	CW_CS_AGGREGATED,     /* calls counted into agg_hist instead of emitted */
 	CW_CS_KNAME_DROPPED,  /* kernel-name records lost */
 	CW_CS_STATE_FULL,     /* calls lost: per-call state map full at entry */
-	CW_CS_MAX = 8
+	CW_CS_FOLD_FULL = 7,  /* --capture summary: fold map full, a full record instead */
+	CW_CS_KEPT_FIRST,     /* ... kept whole: among a process's first foldable calls of the op */
+	CW_CS_KEPT_SAMPLED,   /* ... kept whole: the 1 in cfg_fold_sample sample */
+	CW_CS_KEPT_SLOW,      /* ... kept whole: not under the op's fold threshold (or none yet) */
+	CW_CS_MAX = 12
+};
+
+/* --capture summary (docs/trace.md "Capture"): a call that is fast for its
+ * op, succeeded, is not NCCL, is not among its process's first
+ * CW_FOLD_FIRST foldable calls of the op and is not the sample is folded
+ * at return into fold_hist, keyed by (pid, tid, op, wall second), with
+ * the store's log-linear buckets (util/hist.h: 8 per power of two); no
+ * ring record. One thread updates a key, so the value needs no atomics;
+ * userspace drains a second once it is CW_FOLD_CLOSE_S seconds old. */
+#define CW_FOLD_MAX 4096
+#define CW_FOLD_FIRST 16
+#define CW_FOLD_HIST_SUB_BITS 3
+#define CW_FOLD_BUCKETS (64 << CW_FOLD_HIST_SUB_BITS)
+/* Only calls shorter than this fold: a folded call's key second is its
+ * entry's, and it must have returned before its second is drained. */
+#define CW_FOLD_MAX_NS 1000000000ULL
+#define CW_FOLD_CLOSE_S 2
+/* Entries of first_slots (direct-mapped by (pid, op), a power of two). */
+#define CW_FOLD_FIRST_SLOTS 65536
+
+struct cw_fold_key {
+	__u32 pid, tid;
+	__u32 op, pad;
+	__s64 second; /* wall-clock second of the calls' entries */
+};
+
+struct cw_fold_val {
+	__u64 count, sum_ns, max_ns, min_ns;
+	__u64 seen; /* foldable calls, the samples included */
+	__u32 buckets[CW_FOLD_BUCKETS];
 };
 
 /* In-kernel histogram of calls aggregated instead of emitted because the

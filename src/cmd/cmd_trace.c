@@ -58,6 +58,11 @@ static const char usage_text[] =
 	"  --py-stacks MODE   Python stacks of CPython 3.10-3.15 processes: slow (the\n"
 	"                     default: calls slower than 3x their op's mean and 10 us,\n"
 	"                     captured at return), all (every call), off\n"
+	"  --capture MODE     full (the default): one row per call; summary: calls fast\n"
+	"                     for their op, succeeding, not NCCL, not among a process's\n"
+	"                     first 16 of the op and not the 1-in-128 sample are counted\n"
+	"                     in the kernel into per-second histograms, with no row\n"
+	"                     (--py-stacks all implies full)\n"
 	"  --native-stacks    also capture each call's native stack (frame pointers)\n"
 	"  --hang-after D     the live view warns of an NCCL hang when a collective has\n"
 	"                     waited for some processes max(20 steps, D) (default 10s)\n"
@@ -195,6 +200,15 @@ static int parse_value(struct cw_trace_opts *o, const char *a, const char *v, in
 					cw_shown(v, shown));
 			return CW_EXIT_USAGE;
 		}
+	} else if (!strcmp(a, "--capture")) {
+		if (!strcmp(v, "full"))
+			o->capture_summary = 0;
+		else if (!strcmp(v, "summary"))
+			o->capture_summary = 1;
+		else {
+			cw_report_error(json, "trace: bad --capture \"%s\" (full or summary)", cw_shown(v, shown));
+			return CW_EXIT_USAGE;
+		}
 	} else if (!strcmp(a, "--size-cap")) {
 		if (cw_parse_size(v, &o->size_cap) || !o->size_cap) {
 			cw_report_error(json, "trace: bad --size-cap \"%s\" (e.g. 2GiB)",
@@ -237,7 +251,7 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 		char shown[CW_SHOWN_BUF];
 		int takes = !strcmp(a, "--pid") || !strcmp(a, "--cuda-lib") || !strcmp(a, "--db") ||
 			    !strcmp(a, "--duration") || !strcmp(a, "--node") || !strcmp(a, "--size-cap") ||
-			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") ||
+			    !strcmp(a, "--ring-kb") || !strcmp(a, "--agg-pct") || !strcmp(a, "--py-stacks") || !strcmp(a, "--capture") ||
 			    !strcmp(a, "--serve") || !strcmp(a, "--otlp") || !strcmp(a, "--lock-wait") ||
 			    !strcmp(a, "--lock-buffer") || trace_tenant_is_flag(a) ||
 			    !strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after") ||
@@ -291,7 +305,7 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 			static const char *const names[] = {
 				"--pid", "--cgroup", "--container", "--pod", "--slurm-job", "--namespace", "--cuda-lib",
 				"--db", "--duration", "--node", "--size-cap", "--lock-wait", "--lock-buffer",
-				"--ring-kb", "--agg-pct", "--py-stacks", "--native-stacks", "--hang-after",
+				"--ring-kb", "--agg-pct", "--py-stacks", "--capture", "--native-stacks", "--hang-after",
 				"--no-hold", "--no-uprobe-multi", "--serve", "--bpf-stats", "--otlp",
 				"--gpu-interval", "--no-gpu", "--stall-after", "--json", "--no-view",
 				"--kill-on-exit", "--help", NULL,
@@ -447,6 +461,9 @@ int cmd_trace(int argc, char **argv)
 	rc = parse_args(&o, argc, argv, &json);
 	if (rc)
 		return rc < 0 ? CW_EXIT_OK : rc;
+	/* Every call's line is what --py-stacks all is for. */
+	if (o.py_mode == CW_PY_ALL)
+		o.capture_summary = 0;
 	if (cw_global_check_args)
 		return CW_EXIT_OK;
 	if (!o.db)

@@ -49,6 +49,7 @@ enum cw_merge_table {
 	CW_MT_GPU_DEVICES,
 	CW_MT_GPU_SAMPLES,
 	CW_MT_GPU_PROCESSES,
+	CW_MT_FOLDED,
 	CW_MT_MAX
 };
 

@@ -144,6 +144,10 @@ const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX] = {
 		" mem_util)"
 		" SELECT " N_ ", session_id + :soff, device, mono_ns, wall_ns, pid, used_bytes, sm_util, mem_util"
 		" FROM src.gpu_processes ORDER BY id" },
+	/* Calls folded in the kernel, per process (schema v9). */
+	[CW_MT_FOLDED] = { "folded", 1,
+		"INSERT INTO main.folded (node, pid, source, op, second, count, sum_ns, max_ns, hist)"
+		" SELECT " N_ ", pid, source, op, second, count, sum_ns, max_ns, hist FROM src.folded" },
 };
 
 /* Tables of the schema that merge fills through another one: the events
@@ -162,7 +166,7 @@ const enum cw_merge_table cw_merge_copy_order[CW_MT_MAX] = {
 	CW_MT_OFFCPU,    CW_MT_SNAPSHOTS, CW_MT_PROCESSES, CW_MT_THREADS,      CW_MT_CGROUPS,
 	CW_MT_KERNEL_NAMES, CW_MT_CHAINS, CW_MT_AGGREGATES, CW_MT_COUNTERS,
 	CW_MT_NCCL_COMMS, CW_MT_NCCL_CALLS, CW_MT_CGROUP_PRESSURE, CW_MT_GPU_DEVICES, CW_MT_GPU_SAMPLES,
-	CW_MT_GPU_PROCESSES,
+	CW_MT_GPU_PROCESSES, CW_MT_FOLDED,
 };
 
 const char *cw_merge_table_name(enum cw_merge_table t)

@@ -225,6 +225,9 @@ again:
 	cp->skel->rodata->cfg_filter_cgroup = o->filter_cgroup ? 1 : 0;
 	cp->skel->rodata->cfg_py_mode = (__u8)o->py_mode;
 	cp->skel->rodata->cfg_native_stacks = o->native_stacks ? 1 : 0;
+	cp->skel->rodata->cfg_capture_summary = o->capture_summary ? 1 : 0;
+	if (o->fold_sample)
+		cp->skel->rodata->cfg_fold_sample = o->fold_sample;
 	if ((o->tracked_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_tracked, o->tracked_fd))) ||
 	    (o->drops_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_drops, o->drops_fd))) ||
 	    (o->stats_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_stats, o->stats_fd)))) {
@@ -804,6 +807,54 @@ int cw_cuda_probes_agg(struct cw_cuda_probes *cp, unsigned op, struct cw_cuda_ag
 	}
 out:
 	free(vals);
+	return rc;
+}
+
+void cw_cuda_probes_fold_set(struct cw_cuda_probes *cp, int64_t mono_to_wall_ns, const uint64_t thresh[CW_OP_MAX])
+{
+	/* Plain stores into the mmapped .bss: each probe hit loads a whole
+	 * 8-byte word, old or new. */
+	cp->skel->bss->fold_wall_off = mono_to_wall_ns;
+	memcpy((void *)cp->skel->bss->fold_thresh, thresh, sizeof(cp->skel->bss->fold_thresh));
+}
+
+int cw_cuda_probes_fold_drain(struct cw_cuda_probes *cp, int64_t last_second,
+			      void (*fn)(void *ctx, const struct cw_fold_key *k, const struct cw_fold_val *v),
+			      void *ctx)
+{
+	int fd = bpf_map__fd(cp->skel->maps.fold_hist), n = 0, nk = 0, i, rc = 0;
+	struct cw_fold_key *keys, cur, next;
+	struct cw_fold_val *v;
+	const void *prev = NULL;
+
+	if (fd < 0)
+		return -EBADF;
+	keys = calloc(CW_FOLD_MAX, sizeof(*keys));
+	v = malloc(sizeof(*v));
+	if (!keys || !v) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* Keys first, then lookups and deletes: deleting while walking can
+	 * restart the walk. */
+	while (nk < CW_FOLD_MAX && !bpf_map_get_next_key(fd, prev, &next)) {
+		if (next.second <= last_second)
+			keys[nk++] = next;
+		cur = next;
+		prev = &cur;
+	}
+	for (i = 0; i < nk; i++) {
+		if (bpf_map_lookup_and_delete_elem(fd, &keys[i], v)) {
+			if (bpf_map_lookup_elem(fd, &keys[i], v) || bpf_map_delete_elem(fd, &keys[i]))
+				continue;
+		}
+		fn(ctx, &keys[i], v);
+		n++;
+	}
+	rc = n;
+out:
+	free(keys);
+	free(v);
 	return rc;
 }
 

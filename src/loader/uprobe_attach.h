@@ -39,6 +39,8 @@ struct cw_cuda_probes_opts {
 	int py_mode;           /* enum cw_py_mode (cuda.bpf.h); 0 = off */
 	int native_stacks;     /* a native user stack after every call entry */
 	int no_multi;          /* one perf-event uprobe per function, no uprobe_multi links */
+	int capture_summary;   /* fold fast calls in the kernel (cuda.bpf.h, fold_hist) */
+	unsigned fold_sample;  /* keep 1 in this many foldable calls whole; 0 = 128 (a power of two) */
 	/* Shared maps from kernel_probes (-1: own copies). */
 	int tracked_fd, drops_fd, stats_fd;
 };
@@ -92,6 +94,17 @@ int cw_cuda_probes_take_inflight(struct cw_cuda_probes *cp, uint64_t cutoff_mono
 				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx);
 /* Calls aggregated in the kernel for op, summed over CPUs. 0 or -errno. */
 int cw_cuda_probes_agg(struct cw_cuda_probes *cp, unsigned op, struct cw_cuda_agg *out);
+
+/* --capture summary: the monotonic -> wall offset folded calls are keyed
+ * with, and per op (enum cw_op) the duration under which a call folds (0:
+ * none folds). */
+void cw_cuda_probes_fold_set(struct cw_cuda_probes *cp, int64_t mono_to_wall_ns, const uint64_t thresh[CW_OP_MAX]);
+/* Hands fn each folded (pid, tid, op, second) whose second is at most
+ * last_second and removes it from the kernel map. Returns how many, or
+ * -errno. */
+int cw_cuda_probes_fold_drain(struct cw_cuda_probes *cp, int64_t last_second,
+			      void (*fn)(void *ctx, const struct cw_fold_key *k, const struct cw_fold_val *v),
+			      void *ctx);
 
 /* Totals: library copies and probe pairs attached. */
 int cw_cuda_probes_nlibs(const struct cw_cuda_probes *cp);

@@ -21,7 +21,8 @@ static const char losses_sql[] =
 	"  OR k.name = 'trace.cuda.state_map_full' THEN k.value END) AS INTEGER),"
 	" CAST(total(CASE WHEN k.name IN ('pipeline.rejected_size', 'pipeline.rejected_version',"
 	"  'pipeline.rejected_type', 'pipeline.unpaired_returns', 'pipeline.overflow_entries') THEN k.value END) AS INTEGER),"
-	" CAST(total(CASE WHEN k.name = 'trace.cuda.aggregated' THEN k.value END) AS INTEGER)"
+	" CAST(total(CASE WHEN k.name = 'trace.cuda.aggregated' THEN k.value END) AS INTEGER),"
+	" CAST(total(CASE WHEN k.name = 'trace.cuda.folded' THEN k.value END) AS INTEGER)"
 	" FROM sessions s JOIN counters k ON k.session_id = s.id AND k.node = s.node"
 	" WHERE (?1 IS NULL OR s.node = ?1)"
 	"  AND (?3 = 0 OR s.started_wall_ns <= ?3)"
@@ -79,12 +80,13 @@ int cw_store_losses(sqlite3 *db, const char *node, uint64_t from_wall_ns, uint64
 		x.ring_drops = col_u64(s, 6);
 		x.pipeline = col_u64(s, 7);
 		x.aggregated = col_u64(s, 8);
+		x.folded = col_u64(s, 9);
 		x.lost = x.store_failed + x.lock_dropped + x.ring_drops + x.pipeline;
 		if (!x.lost && !x.aggregated)
 			continue;
 		x.stored = sqlite3_column_type(s, 3) == SQLITE_NULL ? (uint64_t)count_events(db, x.session_id)
 								     : col_u64(s, 3);
-		total = (double)x.stored + (double)x.lost + (double)x.aggregated;
+		total = (double)x.stored + (double)x.folded + (double)x.lost + (double)x.aggregated;
 		x.lost_share = total > 0 ? (double)x.lost / total : 0;
 		x.aggregated_share = total > 0 ? (double)x.aggregated / total : 0;
 		nv = realloc(v, (size_t)(n + 1) * sizeof(*v));
@@ -122,7 +124,7 @@ void cw_session_loss_text(const struct cw_session_loss *l, char *buf, size_t len
 		const char *sep = ": ";
 
 		ADD("lost %llu of %llu records (%.1f%%)", (unsigned long long)l->lost,
-		    (unsigned long long)(l->stored + l->lost + l->aggregated), 100.0 * l->lost_share);
+		    (unsigned long long)(l->stored + l->folded + l->lost + l->aggregated), 100.0 * l->lost_share);
 		if (l->store_failed) {
 			ADD("%s%llu refused by the store (store.failed_rows: a full disk or a write error)", sep,
 			    (unsigned long long)l->store_failed);

@@ -21,8 +21,9 @@ struct cw_session_loss {
 	uint64_t ring_drops;  /* trace.ring_drops.* + trace.cuda.state_map_full */
 	uint64_t pipeline;    /* records the pipeline rejected or gave up */
 	uint64_t aggregated;  /* trace.cuda.aggregated: counted, not stored per call */
+	uint64_t folded;      /* trace.cuda.folded: summary capture, exact in the aggregates */
 	uint64_t lost;        /* store_failed + lock_dropped + ring_drops + pipeline */
-	double lost_share;    /* lost / (stored + lost + aggregated) */
+	double lost_share;    /* lost / (stored + folded + lost + aggregated) */
 	double aggregated_share;
 };
 

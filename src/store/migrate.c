@@ -260,6 +260,15 @@ static const char schema_pyvia_sql[] =
 	"ALTER TABLE py_stacks ADD COLUMN python_via INTEGER;"
 	"UPDATE py_stacks SET python_via = " CW_PYVIA_FROM_FRAMES("frames") " WHERE frames LIKE '%\"python_via\"%';";
 
+/* v9: calls folded in the kernel (trace --capture summary) per process,
+ * op and wall second: what events would have said per pid. The op-wide
+ * aggregates count them too. */
+static const char schema_folded_sql[] =
+	"CREATE TABLE IF NOT EXISTS folded ("
+	" node TEXT NOT NULL, pid INTEGER NOT NULL, source TEXT NOT NULL, op TEXT NOT NULL,"
+	" second INTEGER NOT NULL, count INTEGER NOT NULL, sum_ns INTEGER NOT NULL, max_ns INTEGER NOT NULL,"
+	" hist BLOB NOT NULL, PRIMARY KEY (node, op, pid, second, source));";
+
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
 	cw_schema_v1_sql,
@@ -270,6 +279,7 @@ static const char *const migrations[] = {
 	schema_nccl_sql,
 	schema_narrow_sql,
 	schema_pyvia_sql,
+	schema_folded_sql,
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CW_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "util/hist.h"
 
 struct cw_writer;
 
@@ -185,6 +186,15 @@ int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id);
 
 /* Counters are kept in memory and written on flush (absolute values). */
 void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value);
+/* Calls summarized in the kernel (trace --capture summary): merged into
+ * the op's aggregate of that wall second and into the median the anomaly
+ * flag compares with, as if each had been an event row, and into pid's
+ * row of the folded table (per-process percentiles, explain --pid). */
+int cw_writer_folded(struct cw_writer *w, uint32_t pid, const char *source, const char *op, int64_t second,
+		     const struct cw_hist *h);
+/* The running median of the op's durations, every call so far; 0 before
+ * the op has enough samples for the anomaly flag. */
+uint64_t cw_writer_op_median(const struct cw_writer *w, const char *source, const char *op);
 
 /* Opens a batch now. Returns 0, -EBUSY when another process holds the
  * write lock (nothing counted as failed), or -errno. */

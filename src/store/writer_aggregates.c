@@ -51,7 +51,8 @@ static int64_t wall_second(const struct cw_event_row *r)
 	return (int64_t)(r->wall_ns / 1000000000ULL);
 }
 
-static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
+/* The pending aggregate of (op, second), created empty; NULL on ENOMEM. */
+static struct agg *agg_slot(struct cw_writer *w, int opi, int64_t second)
 {
 	uint64_t key = ((uint64_t)second << 10) ^ (uint64_t)(opi + 1);
 	int64_t idx;
@@ -63,7 +64,7 @@ static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
 			struct agg *p = realloc(w->aggs, n * sizeof(*p));
 
 			if (!p)
-				return -ENOMEM;
+				return NULL;
 			w->aggs = p;
 			w->aggs_alloc = n;
 		}
@@ -73,9 +74,75 @@ static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
 		a->second = second;
 		cw_hist_reset(&a->h);
 		if (u64map_put(&w->agg_index, key, idx))
-			return -ENOMEM;
+			return NULL;
 	}
-	cw_hist_add(&w->aggs[idx].h, dur);
+	return &w->aggs[idx];
+}
+
+static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
+{
+	struct agg *a = agg_slot(w, opi, second);
+
+	if (!a)
+		return -ENOMEM;
+	cw_hist_add(&a->h, dur);
+	return 0;
+}
+
+/* The pending per-process fold of (pid, op, second), created empty: a
+ * drain holds a few (processes x ops of one second), so a scan. */
+static struct agg *fold_slot(struct cw_writer *w, int opi, uint32_t pid, int64_t second)
+{
+	struct agg *a;
+	size_t i;
+
+	for (i = 0; i < w->nfolds; i++)
+		if (w->folds[i].op_index == opi && w->folds[i].pid == pid && w->folds[i].second == second)
+			return &w->folds[i];
+	if (w->nfolds == w->folds_alloc) {
+		size_t n = w->folds_alloc ? w->folds_alloc * 2 : 16;
+		struct agg *p = realloc(w->folds, n * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		w->folds = p;
+		w->folds_alloc = n;
+	}
+	a = &w->folds[w->nfolds++];
+	a->op_index = opi;
+	a->pid = pid;
+	a->second = second;
+	cw_hist_reset(&a->h);
+	return a;
+}
+
+int cw_writer_folded(struct cw_writer *w, uint32_t pid, const char *source, const char *op, int64_t second,
+		     const struct cw_hist *h)
+{
+	int opi = writer_op_index(w, source, op);
+	struct agg *a, *f;
+
+	if (opi < 0)
+		return opi;
+	a = agg_slot(w, opi, second);
+	f = fold_slot(w, opi, pid, second);
+	if (!a || !f)
+		return -ENOMEM;
+	cw_hist_merge(&a->h, h);
+	cw_hist_merge(&f->h, h);
+	/* The anomaly median sees every call, folded or not. */
+	cw_hist_merge(&w->ops[opi].all, h);
+	w->ops[opi].since_refresh = 64;
+	return 0;
+}
+
+uint64_t cw_writer_op_median(const struct cw_writer *w, const char *source, const char *op)
+{
+	int i;
+
+	for (i = 0; i < w->nops; i++)
+		if (!strcmp(w->ops[i].op, op) && !strcmp(w->ops[i].source, source))
+			return w->ops[i].all.count < ANOMALY_MIN_SAMPLES ? 0 : cw_hist_quantile(&w->ops[i].all, 0.5);
 	return 0;
 }
 
@@ -123,11 +190,12 @@ void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value
 		c->value = value;
 }
 
-/* Merges one pending aggregate into its row (a second can span flushes). */
-static int write_agg(struct cw_writer *w, const struct agg *a)
+/* Merges one pending aggregate into its row (a second can span flushes);
+ * fold: a per-process row of the folded table. */
+static int write_agg(struct cw_writer *w, const struct agg *a, int fold)
 {
 	struct op_state *o = &w->ops[a->op_index];
-	sqlite3_stmt *g = w->st[ST_AGG_GET], *p = w->st[ST_AGG_PUT];
+	sqlite3_stmt *g = w->st[fold ? ST_FOLD_GET : ST_AGG_GET], *p = w->st[fold ? ST_FOLD_PUT : ST_AGG_PUT];
 	uint8_t buf[CW_HIST_ENCODED_MAX];
 	struct cw_hist h = a->h;
 	int rc, n;
@@ -136,6 +204,8 @@ static int write_agg(struct cw_writer *w, const struct agg *a)
 	sqlite3_bind_text(g, 2, o->source, -1, SQLITE_STATIC);
 	sqlite3_bind_text(g, 3, o->op, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(g, 4, a->second);
+	if (fold)
+		sqlite3_bind_int64(g, 9, a->pid);
 	rc = sqlite3_step(g);
 	if (rc == SQLITE_ROW)
 		cw_hist_decode_merge(&h, sqlite3_column_blob(g, 3), (size_t)sqlite3_column_bytes(g, 3),
@@ -155,6 +225,8 @@ static int write_agg(struct cw_writer *w, const struct agg *a)
 	sqlite3_bind_int64(p, 6, (int64_t)h.sum_ns);
 	sqlite3_bind_int64(p, 7, (int64_t)h.max_ns);
 	sqlite3_bind_blob(p, 8, buf, n, SQLITE_TRANSIENT);
+	if (fold)
+		sqlite3_bind_int64(p, 9, a->pid);
 	return step_reset(p);
 }
 
@@ -164,11 +236,17 @@ int writer_write_pending(struct cw_writer *w)
 	int err = 0, e;
 
 	for (i = 0; i < w->naggs; i++) {
-		e = write_agg(w, &w->aggs[i]);
+		e = write_agg(w, &w->aggs[i], 0);
 		if (e && !err)
 			err = e;
 	}
 	w->naggs = 0;
+	for (i = 0; i < w->nfolds; i++) {
+		e = write_agg(w, &w->folds[i], 1);
+		if (e && !err)
+			err = e;
+	}
+	w->nfolds = 0;
 	u64map_clear(&w->agg_index);
 	if (w->session_id) {
 		int c;

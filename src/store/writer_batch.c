@@ -142,6 +142,7 @@ int cw_writer_free(struct cw_writer *w)
 	cw_argcache_free(&w->args);
 	free(w->ops);
 	free(w->aggs);
+	free(w->folds);
 	u64map_free(&w->agg_index);
 	u64map_free(&w->stack_ids);
 	u64map_free(&w->pystack_ids);

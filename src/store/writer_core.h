@@ -39,6 +39,8 @@ enum stmt_id {
 	ST_COUNTER,
 	ST_AGG_GET,
 	ST_AGG_PUT,
+	ST_FOLD_GET,
+	ST_FOLD_PUT,
 	ST_NCCL_CALL,
 	ST_NCCL_COMM,
 	ST_KEVENT,
@@ -66,6 +68,7 @@ struct op_state {
 /* One (op, second) aggregate not yet written. */
 struct agg {
 	int op_index;
+	uint32_t pid; /* folded: the process (the folded table); aggregates: 0 */
 	int64_t second;
 	struct cw_hist h;
 };
@@ -146,6 +149,8 @@ struct cw_writer {
 	struct agg *aggs;
 	size_t naggs, aggs_alloc;
 	struct u64map agg_index;   /* (op index, second) -> aggs[] index */
+	struct agg *folds;         /* per process: calls folded in the kernel (cw_writer_folded) */
+	size_t nfolds, folds_alloc;
 	struct u64map stack_ids;   /* hash -> stacks.id */
 	struct u64map pystack_ids; /* hash -> py_stacks.id */
 	struct counter counters[MAX_COUNTERS];

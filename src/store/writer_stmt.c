@@ -68,6 +68,10 @@ static const char *const stmt_sql[ST_MAX] = {
 		       " WHERE node = ?1 AND source = ?2 AND op = ?3 AND second = ?4",
 	[ST_AGG_PUT] = "INSERT OR REPLACE INTO aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
 		       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+	[ST_FOLD_GET] = "SELECT count, sum_ns, max_ns, hist FROM folded"
+			" WHERE node = ?1 AND source = ?2 AND op = ?3 AND second = ?4 AND pid = ?9",
+	[ST_FOLD_PUT] = "INSERT OR REPLACE INTO folded (node, source, op, second, count, sum_ns, max_ns, hist, pid)"
+			" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
 	[ST_NCCL_CALL] = "INSERT INTO nccl_calls (node, session_id, pid, tid, comm, comm_id, rank, nranks, seq, op,"
 			 " count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns)"
 			 " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)",

@@ -61,6 +61,8 @@ void trace_drain(struct trace *t, struct cw_trace_result *res)
 	/* Cgroups first seen in the last second are named too. */
 	trace_tenant_finish(t->tenant);
 	cw_consumer_lock(&t->cons);
+	if (!t->lock_failed)
+		trace_fold_tick(t, trace_measure_offset(), 1);
 	if (!t->lock_failed && cw_pipeline_flush(t->pipe, cw_monotonic_ns(), 1))
 		failed = 1;
 	cw_consumer_unlock(&t->cons);

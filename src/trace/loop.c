@@ -44,7 +44,12 @@ static void tick(struct trace *t)
 	if (t->si && !cw_sysinfo_sample(t->si, &snap))
 		cw_consumer_feed(&t->cons, &snap, sizeof(snap));
 	cw_consumer_lock(&t->cons);
-	cw_pipeline_set_clock(t->pipe, trace_measure_offset());
+	{
+		int64_t off = trace_measure_offset();
+
+		cw_pipeline_set_clock(t->pipe, off);
+		trace_fold_tick(t, off, 0);
+	}
 	trace_python_forget_exited(t->py, cw_monotonic_ns());
 	cw_kernel_probes_flush(t->kp, 0);
 	{
@@ -108,6 +113,11 @@ void trace_loop(struct trace *t)
 		nanosleep(&ts, NULL);
 		now = cw_monotonic_ns();
 		trace_python_poll(t->py, now);
+		if (t->o.capture_summary) {
+			cw_consumer_lock(&t->cons);
+			trace_fold_thresholds(t);
+			cw_consumer_unlock(&t->cons);
+		}
 		if (t->child > 0 && waitpid(t->child, &t->status, WNOHANG) == t->child) {
 			t->child_done = 1;
 			break;

@@ -75,7 +75,8 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 {
 	static const char *const cs_names[CW_CS_MAX] = {
 		NULL, NULL, "trace.cuda.dropped", "trace.cuda.return_orphaned",
-		"trace.cuda.aggregated", "trace.cuda.kernel_name_dropped", "trace.cuda.state_map_full", NULL,
+		"trace.cuda.aggregated", "trace.cuda.kernel_name_dropped", "trace.cuda.state_map_full",
+		"trace.cuda.fold_map_full", "trace.cuda.kept_first", "trace.cuda.kept_sampled", "trace.cuda.kept_slow",
 	};
 	struct cw_kernel_drop_counts kd;
 	struct cw_pipeline_counters pc;
@@ -102,7 +103,16 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 		 * in the kernel. */
 		cw_writer_counter_set(t->w, "trace.cuda.emitted", t->entries);
 		cw_writer_counter_set(t->w, "trace.cuda.calls",
-				      t->entries + cs[CW_CS_DROPPED] + cs[CW_CS_STATE_FULL] + cs[CW_CS_AGGREGATED]);
+				      t->entries + cs[CW_CS_DROPPED] + cs[CW_CS_STATE_FULL] + cs[CW_CS_AGGREGATED] +
+					      t->folded + t->fold_lost);
+		cw_writer_counter_set(t->w, "trace.cuda.folded", t->folded);
+		cw_writer_counter_set(t->w, "trace.cuda.fold_lost", t->fold_lost);
+		lt->folded = t->folded;
+		lt->fold_lost = t->fold_lost;
+		lt->fold_full = cs[CW_CS_FOLD_FULL];
+		lt->kept_first = cs[CW_CS_KEPT_FIRST];
+		lt->kept_sampled = cs[CW_CS_KEPT_SAMPLED];
+		lt->kept_slow = cs[CW_CS_KEPT_SLOW];
 	}
 	if (lt->aggregated)
 		for (i = 1; i < CW_OP_MAX; i++) {
@@ -246,6 +256,14 @@ void trace_report_end(struct trace *t, int failed, struct cw_trace_result *res)
 			     why && lt.store_failed ? " (" : "", why && lt.store_failed ? why : "",
 			     why && lt.store_failed ? ")" : "", (unsigned long long)lt.held,
 			     (unsigned long long)lt.late, lt.late ? " (calls before those attaches may be missing)" : "");
+	if (!t->o.json && t->o.capture_summary)
+		cw_trace_say(&t->o.say,
+			     "causeway: summary capture: %llu calls folded in the kernel into per-second histograms; "
+			     "kept whole: %llu first, %llu sampled, %llu slow or before their op's estimate; fold map "
+			     "full %llu, folds not stored %llu (trace.cuda.* in the database)\n",
+			     (unsigned long long)lt.folded, (unsigned long long)lt.kept_first,
+			     (unsigned long long)lt.kept_sampled, (unsigned long long)lt.kept_slow,
+			     (unsigned long long)lt.fold_full, (unsigned long long)lt.fold_lost);
 	if (!t->o.json && (ws.pruned_events || ws.pruned_evidence || ws.pruned_context || ws.pruned_chains)) {
 		char chains[48] = "";
 

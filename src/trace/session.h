@@ -74,6 +74,9 @@ struct trace {
 	int nrowless;
 	uint64_t pending_lost;
 	uint64_t entries; /* call entries received */
+	uint64_t folded;    /* --capture summary: calls drained from the kernel's fold map */
+	uint64_t fold_lost; /* ... that the store could not take (counted, not stored) */
+	int64_t fold_off;   /* the monotonic -> wall offset last pushed into the probes */
 	uint64_t json_write_errors;
 	char cuda_version[64], driver_version[64], python_version[16];
 	pid_t child;
@@ -148,6 +151,7 @@ void trace_loop(struct trace *t);
 /* report.c */
 struct loss_totals {
 	uint64_t ring_drops, aggregated, pipeline;
+	uint64_t folded, fold_lost, fold_full, kept_first, kept_sampled, kept_slow; /* --capture summary */
 	uint64_t held, late; /* discovery: processes stopped, copies attached late */
 	uint64_t store_failed; /* rows the store refused or lost with a failed batch */
 	uint64_t held_dropped; /* records beyond --lock-buffer while the store was locked */
@@ -160,5 +164,9 @@ void trace_report_end(struct trace *t, int store_failed, struct cw_trace_result 
 
 /* drain.c */
 void trace_drain(struct trace *t, struct cw_trace_result *res);
+/* fold.c: thresholds and offset into the probes, closed seconds (every
+ * second when final) of folded calls into the store. Consumer lock held. */
+void trace_fold_tick(struct trace *t, int64_t mono_to_wall_ns, int final);
+void trace_fold_thresholds(struct trace *t);
 
 #endif

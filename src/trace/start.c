@@ -115,6 +115,7 @@ static int step_cuda_probes(struct trace *t, char *err, size_t errlen)
 	co.filter_cgroup = t->o.ntenants > 0;
 	co.py_mode = t->o.py_mode;
 	co.native_stacks = t->o.native_stacks;
+	co.capture_summary = t->o.capture_summary;
 	co.no_multi = t->o.no_uprobe_multi;
 	co.tracked_fd = cw_kernel_probes_tracked_fd(t->kp);
 	co.drops_fd = cw_kernel_probes_drops_fd(t->kp);
@@ -256,6 +257,7 @@ static int step_pipeline(struct trace *t, char *err, size_t errlen)
 	memset(&po, 0, sizeof(po));
 	po.writer = t->w;
 	po.mono_to_wall_ns = trace_measure_offset();
+	t->fold_off = po.mono_to_wall_ns;
 	po.observer = trace_observe;
 	po.offcpu_observer = trace_observe_offcpu;
 	po.observer_ctx = t;

@@ -20,7 +20,7 @@
 struct op_stat {
 	char source[16];
 	char op[48];
-	uint64_t count, interval_count, errors, aggregated;
+	uint64_t count, interval_count, errors, aggregated, folded;
 	uint64_t slowest_ns;
 	uint32_t slowest_tid;
 	struct cw_hist hist;
@@ -211,6 +211,18 @@ void cw_trace_view_set_aggregated(struct cw_trace_view *v, const char *source, c
 		o->aggregated = count;
 }
 
+void cw_trace_view_fold(struct cw_trace_view *v, const char *source, const char *op, const struct cw_hist *h)
+{
+	struct op_stat *o = op_get(v, source, op);
+
+	if (!o)
+		return;
+	cw_hist_merge(&o->hist, h);
+	o->count += h->count;
+	o->interval_count += h->count;
+	o->folded += h->count;
+}
+
 static int cmp_count(const void *a, const void *b)
 {
 	const struct op_stat *x = a, *y = b;
@@ -316,6 +328,9 @@ void cw_trace_view_render(struct cw_trace_view *v, FILE *f, const struct cw_trac
 		if (o->aggregated)
 			snprintf(flags + strlen(flags), sizeof(flags) - strlen(flags), "agg:%llu ",
 				 (unsigned long long)o->aggregated);
+		if (o->folded)
+			snprintf(flags + strlen(flags), sizeof(flags) - strlen(flags), "fold:%llu ",
+				 (unsigned long long)o->folded);
 		if (is_call_source(o->source) && cw_hist_quantile(&o->hist, 0.99) >= WARN_MIN_P99_NS &&
 		    cw_hist_quantile(&o->hist, 0.99) > 4 * cw_hist_quantile(&o->hist, 0.50))
 			snprintf(flags + strlen(flags), sizeof(flags) - strlen(flags), "tail ");

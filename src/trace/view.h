@@ -39,6 +39,9 @@ void cw_trace_view_free(struct cw_trace_view *v);
 void cw_trace_view_observe(void *v, const struct cw_event_row *row);
 /* A raw record (off-CPU intervals, snapshots). */
 void cw_trace_view_record(struct cw_trace_view *v, const void *data, size_t size);
+/* Calls of op folded in the kernel (--capture summary), drained for one
+ * second: counted and in the percentiles, shown with flag "fold". */
+void cw_trace_view_fold(struct cw_trace_view *v, const char *source, const char *op, const struct cw_hist *h);
 /* Calls of op counted in the kernel (cumulative), shown with flag "agg". */
 void cw_trace_view_set_aggregated(struct cw_trace_view *v, const char *source, const char *op, uint64_t count);
 

@@ -169,10 +169,10 @@ static void test_newer_schema_refused(void **state)
 
 	(void)state;
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
-	assert_int_equal(cw_exec(st->db, "PRAGMA user_version = 9"), 0);
+	assert_int_equal(cw_exec(st->db, "PRAGMA user_version = 10"), 0);
 	cw_store_close(st);
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_READWRITE, err, sizeof(err)), -EPROTO);
-	assert_non_null(strstr(err, "schema version 9"));
+	assert_non_null(strstr(err, "schema version 10"));
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), -EPROTO);
 }
 
@@ -548,8 +548,8 @@ static void test_retention_edges_and_anomalies(void **state)
 	cw_store_close(st);
 }
 
-/* Readers' loss warnings: the share is lost / (stored + lost + aggregated)
- * and sessions that lost nothing are not named. */
+/* Readers' loss warnings: the share is lost / (stored + folded + lost +
+ * aggregated) and sessions that lost nothing are not named. */
 static void test_losses_share(void **state)
 {
 	struct cw_session_loss *l = NULL;
@@ -563,7 +563,9 @@ static void test_losses_share(void **state)
 		sqlite3_exec(st->db,
 			     "INSERT INTO sessions (id, node, kind, started_wall_ns, ended_wall_ns, mono_to_wall_ns)"
 			     " VALUES (1, 'n1', 'trace', 100, 200, 0), (2, 'n1', 'trace', 300, 400, 0),"
-			     " (3, 'n2', 'trace', 100, 200, 0);"
+			     " (3, 'n2', 'trace', 100, 200, 0), (4, 'n3', 'trace', 100, 200, 0);"
+			     "INSERT INTO counters VALUES ('n3', 4, 'store.events', 300), ('n3', 4, 'trace.cuda.folded', 9600),"
+			     " ('n3', 4, 'trace.ring_drops.cuda', 100);"
 			     "INSERT INTO counters VALUES ('n1', 1, 'store.events', 700), ('n1', 1, 'store.failed_rows', 200),"
 			     " ('n1', 1, 'trace.ring_drops.cuda', 60), ('n1', 1, 'trace.cuda.state_map_full', 40),"
 			     " ('n1', 2, 'store.events', 50), ('n2', 3, 'store.events', 10),"
@@ -571,7 +573,13 @@ static void test_losses_share(void **state)
 			     NULL, NULL, NULL),
 		SQLITE_OK);
 	n = cw_store_losses(st->db, NULL, 0, 0, &l);
-	assert_int_equal(n, 2);
+	assert_int_equal(n, 3);
+	/* Summary capture: calls folded in the kernel are calls, not losses. */
+	assert_int_equal(l[2].session_id, 4);
+	assert_int_equal(l[2].folded, 9600);
+	assert_true(l[2].lost_share > 0.0099 && l[2].lost_share < 0.0101);
+	cw_session_loss_text(&l[2], line, sizeof(line));
+	assert_non_null(strstr(line, "lost 100 of 10000 records (1.0%)"));
 	assert_int_equal(l[0].session_id, 1);
 	assert_int_equal(l[0].lost, 300);
 	assert_int_equal(l[0].store_failed, 200);
