@@ -69,6 +69,7 @@ test:
 	@CW_TEST_DEPS=1 scripts/install-deps.sh
 	@scripts/install-mcp-tests.sh || [ $$? = 77 ]
 	@scripts/install-browser-tests.sh || [ $$? = 77 ]
+	-@scripts/install-test-roots.sh
 	@$(MAKE) --no-print-directory -j$(NPROC) all unit fixtures
 	@$(MAKE) --no-print-directory -j$(NPROC) release
 	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit

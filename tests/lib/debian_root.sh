@@ -37,7 +37,9 @@ debian_root() {
 		flock 9
 		[ -f "$dir/.causeway-root-ok" ] && exit 0
 		local tmp="$dir.tmp.$$"
-		rm -rf "$tmp"
+		# A build killed half-way (a test's time limit) leaves its
+		# directory behind; under the lock none of them is in use.
+		rm -rf "$dir".tmp.*
 		echo "debian_root: building $suite/$arch root (${pkgs:-minimal}) once into $dir" >&2
 		# sid's Release file can be past its Valid-Until date in the
 		# registry mirror; the check is off for that reason only.
