@@ -252,6 +252,12 @@ static const char schema_narrow_sql[] =
 	"CREATE TRIGGER events_delete INSTEAD OF DELETE ON events BEGIN"
 	" DELETE FROM calls WHERE id = OLD.id; DELETE FROM kevents WHERE id = OLD.id; END;";
 
+/* v8: failing calls apart from the latencies. A call that failed (its
+ * code a failure of its API, gpu/call_errors.h) is counted in errors and
+ * kept out of count, sum_ns, max_ns and hist, which describe the calls
+ * that succeeded; rows written before v8 hold both in count. */
+static const char schema_errors_sql[] = "ALTER TABLE aggregates ADD COLUMN errors INTEGER NOT NULL DEFAULT 0;";
+
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
 	cw_schema_v1_sql,
@@ -261,6 +267,7 @@ static const char *const migrations[] = {
 	schema_gpu_sql,
 	schema_nccl_sql,
 	schema_narrow_sql,
+	schema_errors_sql,
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CW_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -4,7 +4,7 @@
 
 #include <sqlite3.h>
 
-#define CW_SCHEMA_VERSION 7
+#define CW_SCHEMA_VERSION 8
 /* The oldest version a read-only open accepts: later versions add indexes,
  * which speed reads but hold no data, the tenant columns and views, and the
  * GPU and NCCL tables, which readers of an older file treat as empty. */

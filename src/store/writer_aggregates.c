@@ -2,6 +2,8 @@
  * aggregates; the session's counters. Written with each batch. */
 #include "store/writer_core.h"
 
+#include "gpu/call_errors.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +53,7 @@ static int64_t wall_second(const struct cw_event_row *r)
 	return (int64_t)(r->wall_ns / 1000000000ULL);
 }
 
-static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
+static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur, int failed)
 {
 	uint64_t key = ((uint64_t)second << 10) ^ (uint64_t)(opi + 1);
 	int64_t idx;
@@ -71,11 +73,15 @@ static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
 		a = &w->aggs[idx];
 		a->op_index = opi;
 		a->second = second;
+		a->errors = 0;
 		cw_hist_reset(&a->h);
 		if (u64map_put(&w->agg_index, key, idx))
 			return -ENOMEM;
 	}
-	cw_hist_add(&w->aggs[idx].h, dur);
+	if (failed)
+		w->aggs[idx].errors++;
+	else
+		cw_hist_add(&w->aggs[idx].h, dur);
 	return 0;
 }
 
@@ -93,9 +99,14 @@ int writer_is_anomalous(struct op_state *s, uint64_t dur)
 	return dur > ANOMALY_FACTOR * s->cached_p50;
 }
 
+int writer_call_failed(const struct op_state *s, const struct cw_event_row *r)
+{
+	return s->is_call && r->has_ret && cw_call_failed(s->source, s->op, r->ret);
+}
+
 int writer_aggregate(struct cw_writer *w, int opi, const struct cw_event_row *r)
 {
-	return agg_add(w, opi, wall_second(r), r->duration_ns);
+	return agg_add(w, opi, wall_second(r), r->duration_ns, writer_call_failed(&w->ops[opi], r));
 }
 
 static struct counter *counter_slot(struct cw_writer *w, const char *name)
@@ -130,6 +141,7 @@ static int write_agg(struct cw_writer *w, const struct agg *a)
 	sqlite3_stmt *g = w->st[ST_AGG_GET], *p = w->st[ST_AGG_PUT];
 	uint8_t buf[CW_HIST_ENCODED_MAX];
 	struct cw_hist h = a->h;
+	uint64_t errors = a->errors;
 	int rc, n;
 
 	sqlite3_bind_text(g, 1, w->node, -1, SQLITE_STATIC);
@@ -137,10 +149,12 @@ static int write_agg(struct cw_writer *w, const struct agg *a)
 	sqlite3_bind_text(g, 3, o->op, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(g, 4, a->second);
 	rc = sqlite3_step(g);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
 		cw_hist_decode_merge(&h, sqlite3_column_blob(g, 3), (size_t)sqlite3_column_bytes(g, 3),
 				     (uint64_t)sqlite3_column_int64(g, 0), (uint64_t)sqlite3_column_int64(g, 1),
 				     (uint64_t)sqlite3_column_int64(g, 2));
+		errors += (uint64_t)sqlite3_column_int64(g, 4);
+	}
 	sqlite3_reset(g);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return cw_sqlite_db_errno(w->db, rc);
@@ -155,6 +169,7 @@ static int write_agg(struct cw_writer *w, const struct agg *a)
 	sqlite3_bind_int64(p, 6, (int64_t)h.sum_ns);
 	sqlite3_bind_int64(p, 7, (int64_t)h.max_ns);
 	sqlite3_bind_blob(p, 8, buf, n, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(p, 9, (int64_t)errors);
 	return step_reset(p);
 }
 

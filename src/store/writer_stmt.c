@@ -64,10 +64,10 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_PYSTACK_PUT] = "INSERT INTO py_stacks (hash, depth, frames, user_file, user_line, user_function)"
 			   " VALUES (?1,?2,?3,?4,?5,?6)",
 	[ST_COUNTER] = "INSERT OR REPLACE INTO counters (node, session_id, name, value) VALUES (?1,?2,?3,?4)",
-	[ST_AGG_GET] = "SELECT count, sum_ns, max_ns, hist FROM aggregates"
+	[ST_AGG_GET] = "SELECT count, sum_ns, max_ns, hist, errors FROM aggregates"
 		       " WHERE node = ?1 AND source = ?2 AND op = ?3 AND second = ?4",
-	[ST_AGG_PUT] = "INSERT OR REPLACE INTO aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
-		       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+	[ST_AGG_PUT] = "INSERT OR REPLACE INTO aggregates (node, source, op, second, count, sum_ns, max_ns, hist, errors)"
+		       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
 	[ST_NCCL_CALL] = "INSERT INTO nccl_calls (node, session_id, pid, tid, comm, comm_id, rank, nranks, seq, op,"
 			 " count, datatype, bytes, redop, peer, stream, wall_ns, mono_ns, duration_ns, ret, done_wall_ns, wait_ns)"
 			 " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)",
