@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/ras_report.h"
 #include "analysis/thread_states.h"
 #include "analysis/engine.h"
 #include "analysis/explain.h"
@@ -133,6 +134,8 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 	}
 	if (c->kind == CW_KIND_NCCL_HANG && c->nwavefront)
 		json_object_set_new(o, "wavefront", wavefront_json(c));
+	if (c->kind == CW_KIND_NCCL_HANG)
+		json_object_set_new(o, "ras", cw_chain_ras_json(c));
 	if (c->nthreads) {
 		json_t *th = json_array();
 
@@ -422,6 +425,14 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 				wavefront_text(&c->wavefront[k], line, sizeof(line));
 				fprintf(f, "    %s\n", line);
 			}
+		}
+		if (c->kind == CW_KIND_NCCL_HANG) {
+			char line[1600];
+
+			cw_chain_ras_text(c, line, sizeof(line));
+			fputs("  nccl ras ", f);
+			put_plain(f, line);
+			fputc('\n', f);
 		}
 		if (c->nthreads) {
 			fprintf(f, "  threads (%s, %d of %d)\n", !strcmp(c->threads_from, "stall") ? "when trace named the stall"
