@@ -26,7 +26,9 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# run NAME PORT: trace the hanging job for 3.5 s, asking RAS at PORT.
+# run NAME PORT: trace the hanging job for 5.5 s, asking RAS at PORT
+# (the hang is seen after about 2.5 s: trace goes on for a few ticks,
+# in which it must not ask again).
 run() {
 	local name=$1 port=$2
 	"$CW_BIN" trace --db "$D/$name.db" --no-view --hang-after 2s --nccl-ras "127.0.0.1:$port" -- \
@@ -35,7 +37,7 @@ run() {
 	for _ in $(seq 50); do [ -s "$D/$name.pid" ] && break; sleep 0.1; done
 	[ -s "$D/$name.pid" ] || fail "$name: the job did not start: $(cat "$D/$name.out")"
 	groups+=("$(cat "$D/$name.pid")")
-	sleep 3.5
+	sleep 5.5
 	kill -INT $tp
 	wait $tp
 	"$CW_BIN" explain --db "$D/$name.db" --json --no-store --hang-after 2s >"$D/$name.json" || fail "$name: explain"
