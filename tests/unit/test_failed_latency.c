@@ -5,7 +5,7 @@
  * path: the caching allocator frees its cache and retries), and a
  * cudaStreamQuery that answers cudaErrorNotReady (a state, not a failure).
  * The failures are counted apart (aggregates.errors, the per-process
- * statistics, explain's calls_failed), never flagged slow, never in a
+ * statistics, explain's calls_failed, query's summary), never flagged slow, never in a
  * percentile, a baseline or an incident: explain gives the device_oom
  * chain and no latency chain or warning about cudaMalloc. */
 #include <stdarg.h>
@@ -22,6 +22,7 @@
 #include "analysis/baseline.h"
 #include "analysis/explain.h"
 #include "analysis/stats.h"
+#include "analysis/summary.h"
 #include "store/store.h"
 #include "store/writer.h"
 #include "rule_assert.h"
@@ -201,12 +202,45 @@ static void test_explain_no_latency_chain(void **state)
 	destroy(&f);
 }
 
+/* query's summary, from the aggregates and (by line) from events. */
+static void test_summary(void **state)
+{
+	struct fx f;
+
+	(void)state;
+	build(&f);
+	for (int by_line = 0; by_line < 2; by_line++) {
+		struct cw_summary_opts o = {.by_line = by_line};
+		struct cw_summary *s;
+		int seen = 0;
+
+		assert_int_equal(cw_summary_build(f.st->db, &o, &s), 0);
+		for (size_t i = 0; i < s->n; i++) {
+			const struct cw_summary_row *r = &s->rows[i];
+
+			if (!strcmp(r->op, "cudaMalloc")) {
+				seen++;
+				assert_int_equal(r->count, f.ok);
+				assert_int_equal(r->failed, f.failed);
+				assert_int_equal(r->max_ns, f.ok_max);
+			} else if (!strcmp(r->op, "cudaStreamQuery")) {
+				assert_int_equal(r->count, f.queries);
+				assert_int_equal(r->failed, 0);
+			}
+		}
+		assert_int_equal(seen, 1);
+		cw_summary_free(s);
+	}
+	destroy(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counted_apart),
 		cmocka_unit_test(test_baseline_of_successes),
 		cmocka_unit_test(test_explain_no_latency_chain),
+		cmocka_unit_test(test_summary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
