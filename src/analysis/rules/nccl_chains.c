@@ -620,13 +620,15 @@ static int wavefront(sqlite3 *db, const struct cw_nccl_loaded *l, const struct c
 	return 0;
 }
 
-/* The newest RAS answer trace stored on node since the hang began (a
- * minute before it, as the wavefront's thread states): its JSON in c->ras.
+/* The newest RAS answer trace stored since the hang began (a minute
+ * before it, as the wavefront's thread states), on any node: RAS answers
+ * for the whole job, and trace asks where it sees ranks diverge, which
+ * need not be the missing rank's node. Its JSON in c->ras.
  * A file without the table (older layout) or a row that is not a JSON
  * object leaves it empty. */
-static void ras_answer(sqlite3 *db, const char *node, int64_t hang_started, struct cw_chain *c)
+static void ras_answer(sqlite3 *db, int64_t hang_started, struct cw_chain *c)
 {
-	static const char sql[] = "SELECT detail FROM kevents WHERE id >= ?1 AND node = ?2 AND source = 'ras'"
+	static const char sql[] = "SELECT detail FROM kevents WHERE id >= ?1 AND source = 'ras'"
 				  " AND op = 'status' ORDER BY id DESC LIMIT 1";
 	sqlite3_stmt *st = NULL;
 	int64_t min_id = 0;
@@ -641,7 +643,6 @@ static void ras_answer(sqlite3 *db, const char *node, int64_t hang_started, stru
 		return;
 	}
 	sqlite3_bind_int64(st, 1, min_id);
-	sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT &&
 	    (d = json_loadb((const char *)sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0), 0, NULL))) {
 		/* Stored content is hostile too: re-encoded, and kept only whole. */
@@ -675,7 +676,7 @@ static int hang_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const struct 
 	}
 	if ((ret = wavefront(db, l, a, until, c)) < 0)
 		return ret;
-	ras_answer(db, m->node, a->hang_started, c);
+	ras_answer(db, a->hang_started, c);
 	cw_format_duration((uint64_t)a->hang_for_ns, f, sizeof(f));
 	cw_format_duration(a->hang_threshold_ns, thr, sizeof(thr));
 	c->seq = a->hang_seq;
