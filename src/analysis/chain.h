@@ -214,6 +214,10 @@ struct cw_chain {
 	 * missing ones first), nwavefront of nwavefront_total shown. */
 	struct cw_wavefront_rank wavefront[CW_CHAIN_MAX_WAVEFRONT];
 	int nwavefront, nwavefront_total;
+	/* nccl_hang: what the job's NCCL RAS service answered when trace
+	 * asked at the hang (trace/ras.h), its stored JSON; "" when trace
+	 * never asked (shown as "not_asked"). */
+	char ras[2048];
 	/* training_stall: each thread of the stalled process (the silent one
 	 * first) and where its states come from ("stall", "end_of_trace",
 	 * "" none). */

@@ -415,7 +415,8 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 			if (!is_gpu_source(ops[k].source))
 				continue;
 			out->ops_analysed++;
-			out->calls_analysed += ops[k].count;
+			out->calls_analysed += ops[k].count + ops[k].errors;
+			out->calls_failed += ops[k].errors;
 			ret = cw_explain_op(db, o, &sys, &ops[k], out->from_wall_ns, out->to_wall_ns, &cs, out);
 		}
 		if (ret >= 0) {

@@ -25,6 +25,7 @@ struct cw_explain_result {
 	uint64_t from_wall_ns, to_wall_ns; /* the window actually analysed */
 	uint64_t ops_analysed;             /* distinct (node, op) pairs */
 	uint64_t calls_analysed;           /* calls counted in the aggregates */
+	uint64_t calls_failed;             /* of those, failed: outside every latency figure */
 	char **warnings;
 	int nwarnings;
 	/* Sessions in the window that lost records (store/losses.h); each

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/ras_report.h"
 #include "analysis/thread_states.h"
 #include "analysis/engine.h"
 #include "analysis/explain.h"
@@ -133,6 +134,8 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 	}
 	if (c->kind == CW_KIND_NCCL_HANG && c->nwavefront)
 		json_object_set_new(o, "wavefront", wavefront_json(c));
+	if (c->kind == CW_KIND_NCCL_HANG)
+		json_object_set_new(o, "ras", cw_chain_ras_json(c));
 	if (c->nthreads) {
 		json_t *th = json_array();
 
@@ -247,10 +250,10 @@ json_t *cw_explain_to_json(const struct cw_explain_result *r)
 	cw_format_time(r->from_wall_ns, from, sizeof(from));
 	cw_format_time(r->to_wall_ns, to, sizeof(to));
 	json_object_set_new(o, "window",
-			    json_pack("{s:I, s:I, s:s, s:s, s:I, s:I}", "from_ns", (json_int_t)r->from_wall_ns,
+			    json_pack("{s:I, s:I, s:s, s:s, s:I, s:I, s:I}", "from_ns", (json_int_t)r->from_wall_ns,
 				      "to_ns", (json_int_t)r->to_wall_ns, "from", from, "to", to,
 				      "ops_analysed", (json_int_t)r->ops_analysed, "calls_analysed",
-				      (json_int_t)r->calls_analysed));
+				      (json_int_t)r->calls_analysed, "calls_failed", (json_int_t)r->calls_failed));
 	for (int i = 0; i < r->count; i++)
 		json_array_append_new(chains, cw_chain_to_json(&r->chains[i]));
 	json_object_set_new(o, "chains", chains);
@@ -334,15 +337,20 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 	static const char *const sev_color[] = {"\033[1;31m", "\033[1;33m", "\033[1;36m"};
 	char from[40], to[40];
 
+	char failed[48] = "";
+
 	cw_format_time(r->from_wall_ns, from, sizeof(from));
 	cw_format_time(r->to_wall_ns, to, sizeof(to));
+	/* Failing calls are counted apart from every latency figure. */
+	if (r->calls_failed)
+		snprintf(failed, sizeof(failed), ", %llu failed", (unsigned long long)r->calls_failed);
 	if (r->count == 0) {
-		fprintf(f, "no problems found in %s .. %s (%llu calls over %llu ops analysed)\n", from, to,
-			(unsigned long long)r->calls_analysed, (unsigned long long)r->ops_analysed);
+		fprintf(f, "no problems found in %s .. %s (%llu calls over %llu ops analysed%s)\n", from, to,
+			(unsigned long long)r->calls_analysed, (unsigned long long)r->ops_analysed, failed);
 	} else {
-		fprintf(f, "%d causal chain%s in %s .. %s (%llu calls over %llu ops analysed)\n", r->count,
+		fprintf(f, "%d causal chain%s in %s .. %s (%llu calls over %llu ops analysed%s)\n", r->count,
 			r->count == 1 ? "" : "s", from, to, (unsigned long long)r->calls_analysed,
-			(unsigned long long)r->ops_analysed);
+			(unsigned long long)r->ops_analysed, failed);
 	}
 	for (int i = 0; i < r->count; i++) {
 		const struct cw_chain *c = &r->chains[i];
@@ -417,6 +425,14 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 				wavefront_text(&c->wavefront[k], line, sizeof(line));
 				fprintf(f, "    %s\n", line);
 			}
+		}
+		if (c->kind == CW_KIND_NCCL_HANG) {
+			char line[1600];
+
+			cw_chain_ras_text(c, line, sizeof(line));
+			fputs("  nccl ras ", f);
+			put_plain(f, line);
+			fputc('\n', f);
 		}
 		if (c->nthreads) {
 			fprintf(f, "  threads (%s, %d of %d)\n", !strcmp(c->threads_from, "stall") ? "when trace named the stall"

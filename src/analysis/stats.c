@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/call_errors.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 #include "util/vec.h"
@@ -116,7 +117,12 @@ int cw_opstats_load(sqlite3 *db, const char *node, int64_t from_sec, int64_t to_
 	/* Ordered by the primary key's prefix so each op's seconds arrive
 	 * together and ascending. */
 	static const char sql[] =
-		"SELECT node, source, op, second, count, sum_ns, max_ns, hist FROM aggregates"
+		"SELECT node, source, op, second, count, sum_ns, max_ns, hist, errors FROM aggregates"
+		" WHERE second BETWEEN ?1 AND ?2 AND (?3 IS NULL OR node = ?3)"
+		" ORDER BY node, source, op, second";
+	/* A file before schema v10 (read-only, never migrated): no errors. */
+	static const char sql_v7[] =
+		"SELECT node, source, op, second, count, sum_ns, max_ns, hist, 0 FROM aggregates"
 		" WHERE second BETWEEN ?1 AND ?2 AND (?3 IS NULL OR node = ?3)"
 		" ORDER BY node, source, op, second";
 	sqlite3_stmt *st = NULL;
@@ -126,6 +132,8 @@ int cw_opstats_load(sqlite3 *db, const char *node, int64_t from_sec, int64_t to_
 
 	*out = NULL;
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc == SQLITE_ERROR)
+		rc = sqlite3_prepare_v2(db, sql_v7, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	sqlite3_bind_int64(st, 1, from_sec);
@@ -169,6 +177,7 @@ int cw_opstats_load(sqlite3 *db, const char *node, int64_t from_sec, int64_t to_
 			goto out;
 		}
 		cur->count += cnt;
+		cur->errors += (uint64_t)sqlite3_column_int64(st, 8);
 		cur->sum_ns += sum;
 		if (mx > cur->max_ns)
 			cur->max_ns = mx;
@@ -256,7 +265,7 @@ int cw_opstat_for_pid(sqlite3 *db, const struct cw_opstat *op, int64_t pid, uint
 		      uint64_t to_wall, struct cw_opstat *out)
 {
 	static const char sql[] =
-		"SELECT wall_ns, duration_ns FROM events WHERE op = ?1 AND node = ?2 AND pid = ?3"
+		"SELECT wall_ns, duration_ns, ret FROM events WHERE op = ?1 AND node = ?2 AND pid = ?3"
 		" AND wall_ns BETWEEN ?4 AND ?5 AND duration_ns IS NOT NULL";
 	sqlite3_stmt *st = NULL;
 	size_t k = 0;
@@ -287,8 +296,15 @@ int cw_opstat_for_pid(sqlite3 *db, const struct cw_opstat *op, int64_t pid, uint
 	sqlite3_bind_int64(st, 5, (int64_t)to_wall);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t d = (uint64_t)sqlite3_column_int64(st, 1);
-		struct cw_opsec *s = find_sec(out->secs, out->nsecs,
-					      sqlite3_column_int64(st, 0) / (int64_t)NSEC_PER_SEC);
+		struct cw_opsec *s;
+
+		/* As in the aggregates: a failing call is counted apart. */
+		if (sqlite3_column_type(st, 2) != SQLITE_NULL &&
+		    cw_call_failed(op->source, op->op, sqlite3_column_int64(st, 2))) {
+			out->errors++;
+			continue;
+		}
+		s = find_sec(out->secs, out->nsecs, sqlite3_column_int64(st, 0) / (int64_t)NSEC_PER_SEC);
 		cw_hist_add(&out->hist, d);
 		out->count++;
 		out->sum_ns += d;

@@ -40,7 +40,10 @@ struct cw_opstat {
 	char node[64];
 	char source[16];
 	char op[48];
+	/* The calls that succeeded: latencies are theirs alone (schema v8;
+	 * an older file's count holds its failing calls too). */
 	uint64_t count, sum_ns, max_ns;
+	uint64_t errors; /* calls that failed, counted apart */
 	uint64_t p50_ns, p95_ns, p99_ns;
 	/* 1: p50_ns is the op's expected latency from outside the window
 	 * (analysis/baseline.h), not the window's own median. */
@@ -51,7 +54,8 @@ struct cw_opstat {
 };
 
 /* Loads every op of the window [from_sec, to_sec] (wall seconds,
- * inclusive) from aggregates, optionally for one node. Returns the count
+ * inclusive) from aggregates, optionally for one node; an op whose calls
+ * all failed has count 0. Returns the count
  * of ops (*out malloc'd) or -errno. */
 int cw_opstats_load(sqlite3 *db, const char *node, int64_t from_sec, int64_t to_sec,
 		    struct cw_opstat **out);

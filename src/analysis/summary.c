@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gpu/call_errors.h"
 #include "analysis/engine.h"
 #include "util/hist.h"
 #include "util/timeutil.h"
@@ -160,10 +161,16 @@ static int find_window(sqlite3 *db, const char *sql, const struct cw_summary_opt
 }
 
 static const char SQL_AGG_WINDOW[] = "SELECT min(second), max(second) FROM aggregates";
-static const char SQL_AGG[] = "SELECT source, op, count, sum_ns, max_ns, hist FROM aggregates"
+/* Column 6 the calls that failed (schema v10), 7 the node (per_node). */
+static const char SQL_AGG[] = "SELECT source, op, count, sum_ns, max_ns, hist, errors, NULL FROM aggregates"
 			      " WHERE second >= ?1 ORDER BY source, op";
-static const char SQL_AGG_NODE[] = "SELECT source, op, count, sum_ns, max_ns, hist, node FROM aggregates"
+static const char SQL_AGG_NODE[] = "SELECT source, op, count, sum_ns, max_ns, hist, errors, node FROM aggregates"
 				   " WHERE second >= ?1 ORDER BY node, source, op";
+/* A file before schema v10 (read as it is): no errors column. */
+static const char SQL_AGG_OLD[] = "SELECT source, op, count, sum_ns, max_ns, hist, 0, NULL FROM aggregates"
+				  " WHERE second >= ?1 ORDER BY source, op";
+static const char SQL_AGG_NODE_OLD[] = "SELECT source, op, count, sum_ns, max_ns, hist, 0, node FROM aggregates"
+				       " WHERE second >= ?1 ORDER BY node, source, op";
 static const char SQL_PYSTACK[] = "SELECT user_file, user_line, user_function FROM py_stacks WHERE id = ?1";
 
 /* Per-line: there is no aggregate per Python location, so the events of
@@ -181,7 +188,8 @@ struct line_group {
 	int64_t py_stack;  /* 0: no Python stack */
 	char *file, *function;
 	int64_t line;
-	struct cw_hist h;
+	uint64_t failed;
+	struct cw_hist h; /* last: group_for() clears what is above it */
 };
 
 struct line_scan {
@@ -367,7 +375,12 @@ static int scan_events(sqlite3 *db, const struct cw_summary_opts *o, struct cw_s
 			err = ls.n == MAX_LINE_GROUPS ? -E2BIG : -ENOMEM;
 			goto out;
 		}
-		cw_hist_add(&g->h, (uint64_t)sqlite3_column_int64(st, 3));
+		/* A failing call's latency is the failure path's: counted apart. */
+		if (sqlite3_column_type(st, o->per_tenant ? 9 : 5) == SQLITE_INTEGER &&
+		    cw_call_failed(src, op, sqlite3_column_int64(st, o->per_tenant ? 9 : 5)))
+			g->failed++;
+		else
+			cw_hist_add(&g->h, (uint64_t)sqlite3_column_int64(st, 3));
 	}
 	if (rc != SQLITE_DONE) {
 		err = cw_sqlite_errno(rc);
@@ -402,8 +415,11 @@ static int scan_events(sqlite3 *db, const struct cw_summary_opts *o, struct cw_s
 			goto out;
 		}
 		*acc = ls.g[i].h;
-		for (j = i + 1; j < ls.n && !cmp_groups(&ls.g[i], &ls.g[j]); j++)
+		r->failed = ls.g[i].failed;
+		for (j = i + 1; j < ls.n && !cmp_groups(&ls.g[i], &ls.g[j]); j++) {
 			cw_hist_merge(acc, &ls.g[j].h);
+			r->failed += ls.g[j].failed;
+		}
 		r->source = strdup(ls.ops[ls.g[i].op].source);
 		r->op = strdup(ls.ops[ls.g[i].op].op);
 		r->file = ls.g[i].file ? strdup(ls.g[i].file) : NULL;
@@ -463,6 +479,8 @@ static int scan_aggregates(sqlite3 *db, struct cw_summary *s, size_t *alloc, int
 	if (!h)
 		return -ENOMEM;
 	rc = sqlite3_prepare_v2(db, per_node ? SQL_AGG_NODE : SQL_AGG, -1, &st, NULL);
+	if (rc == SQLITE_ERROR)
+		rc = sqlite3_prepare_v2(db, per_node ? SQL_AGG_NODE_OLD : SQL_AGG_OLD, -1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		err = cw_sqlite_errno(rc);
 		goto out;
@@ -473,12 +491,12 @@ static int scan_aggregates(sqlite3 *db, struct cw_summary *s, size_t *alloc, int
 		int len = sqlite3_column_bytes(st, 5);
 
 		if (!open || !same_op(&s->rows[s->n - 1], st) ||
-		    (per_node && !str_eq(s->rows[s->n - 1].node, (const char *)sqlite3_column_text(st, 6)))) {
+		    (per_node && !str_eq(s->rows[s->n - 1].node, (const char *)sqlite3_column_text(st, 7)))) {
 			if (open)
 				finish_row(s, &s->rows[s->n - 1], h);
 			err = push_row(s, alloc, st);
-			if (!err && per_node && sqlite3_column_type(st, 6) != SQLITE_NULL &&
-			    !(s->rows[s->n - 1].node = dup_col(st, 6)))
+			if (!err && per_node && sqlite3_column_type(st, 7) != SQLITE_NULL &&
+			    !(s->rows[s->n - 1].node = dup_col(st, 7)))
 				err = -ENOMEM;
 			if (err)
 				goto out;
@@ -487,6 +505,7 @@ static int scan_aggregates(sqlite3 *db, struct cw_summary *s, size_t *alloc, int
 		}
 		err = cw_hist_decode_merge(h, blob, (size_t)len, (uint64_t)sqlite3_column_int64(st, 2),
 					   (uint64_t)sqlite3_column_int64(st, 3), (uint64_t)sqlite3_column_int64(st, 4));
+		s->rows[s->n - 1].failed += (uint64_t)sqlite3_column_int64(st, 6);
 		if (err)
 			goto out;
 	}
@@ -542,6 +561,8 @@ json_t *cw_summary_row_json(const struct cw_summary_row *r, int by_line)
 			      (json_int_t)r->max_ns, "total_ns", (json_int_t)r->total_ns, "wall_share",
 			      r->wall_share);
 
+	if (o)
+		json_object_set_new(o, "failed", json_integer((json_int_t)r->failed));
 	if (o && by_line) {
 		json_object_set_new(o, "file", r->file ? cw_json_str(r->file) : json_null());
 		json_object_set_new(o, "line", r->line ? json_integer(r->line) : json_null());

@@ -33,7 +33,8 @@ struct cw_summary_row {
 	char *node;            /* per_node only */
 	char *file, *function; /* by_line only; NULL when the call had no Python stack */
 	int64_t line;          /* by_line only; 0 unknown */
-	uint64_t count, p50_ns, p95_ns, p99_ns, max_ns, total_ns;
+	uint64_t count, p50_ns, p95_ns, p99_ns, max_ns, total_ns; /* the calls that succeeded */
+	uint64_t failed; /* failing calls, counted apart (docs/rules.md "Failing calls") */
 	double wall_share;     /* total_ns / (window_ns x nodes): per node; above 1 when threads overlap */
 	/* per_tenant only: "pod ml/trainer-0", "docker container 3f2b9c0d1e4a",
 	 * "-" for calls of a cgroup without an identity row; and the tenant's

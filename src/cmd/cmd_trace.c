@@ -16,6 +16,7 @@
 #include "cmd/otlp_setup.h"
 #include "cmd/serve_setup.h"
 #include "config/config.h"
+#include "trace/ras.h"
 #include "trace/tenant.h"
 #include "trace/trace.h"
 #include "util/log.h"
@@ -66,6 +67,9 @@ static const char usage_text[] =
 	"  --native-stacks    also capture each call's native stack (frame pointers)\n"
 	"  --hang-after D     the live view warns of an NCCL hang when a collective has\n"
 	"                     waited for some processes max(20 steps, D) (default 10s)\n"
+	"  --nccl-ras ADDR    at such a hang, ask the job's NCCL RAS service once\n"
+	"                     (NCCL >= 2.24) and store its answer for explain: PORT,\n"
+	"                     HOST:PORT (numeric, default 127.0.0.1:28028) or off\n"
 	"  --no-hold          never stop a process that loads a library copy not yet\n"
 	"                     attached (by default it is stopped until its probes are\n"
 	"                     in place, so its first calls are recorded)\n"
@@ -145,6 +149,14 @@ static int parse_value(struct cw_trace_opts *o, const char *a, const char *v, in
 		o->libs[o->nlibs++] = v;
 	} else if (!strcmp(a, "--db")) {
 		o->db = v;
+	} else if (!strcmp(a, "--nccl-ras")) {
+		struct trace_ras_opts ro = { 0 };
+
+		if (trace_ras_parse_addr(v, &ro)) {
+			cw_report_error(json, "trace: bad --nccl-ras \"%s\" (PORT, HOST:PORT or off)", v);
+			return CW_EXIT_USAGE;
+		}
+		o->nccl_ras = v;
 	} else if (!strcmp(a, "--hang-after")) {
 		if (cw_parse_duration(v, &o->hang_after_ns) || !o->hang_after_ns) {
 			cw_report_error(json, "trace: bad --hang-after \"%s\"", v);
@@ -255,7 +267,7 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 			    !strcmp(a, "--serve") || !strcmp(a, "--otlp") || !strcmp(a, "--lock-wait") ||
 			    !strcmp(a, "--lock-buffer") || trace_tenant_is_flag(a) ||
 			    !strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after") ||
-			    !strcmp(a, "--hang-after");
+			    !strcmp(a, "--hang-after") || !strcmp(a, "--nccl-ras");
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -306,6 +318,7 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 				"--pid", "--cgroup", "--container", "--pod", "--slurm-job", "--namespace", "--cuda-lib",
 				"--db", "--duration", "--node", "--size-cap", "--lock-wait", "--lock-buffer",
 				"--ring-kb", "--agg-pct", "--py-stacks", "--capture", "--native-stacks", "--hang-after",
+				"--nccl-ras",
 				"--no-hold", "--no-uprobe-multi", "--serve", "--bpf-stats", "--otlp",
 				"--gpu-interval", "--no-gpu", "--stall-after", "--json", "--no-view",
 				"--kill-on-exit", "--help", NULL,

@@ -631,6 +631,7 @@ static int print_chains_text(json_t *merged, const struct cw_fleet_result *fr)
 			r.to_wall_ns = t;
 		r.ops_analysed += (uint64_t)json_integer_value(json_object_get(w, "ops_analysed"));
 		r.calls_analysed += (uint64_t)json_integer_value(json_object_get(w, "calls_analysed"));
+		r.calls_failed += (uint64_t)json_integer_value(json_object_get(w, "calls_failed"));
 	}
 	printf("%d of %d nodes answered", fr->nok, fr->n);
 	if (fr->skew_applied) {

@@ -14,6 +14,11 @@
  *   nccl-hang                4 ranks; rank 3 stops before collective #40
  *                            (sleeping); the others wait in their sync
  *                            for 15 s until the trace ends
+ *   nccl-hang-start          the same hang at collective #1, right after
+ *                            ncclCommInitRank: rank 3 never enters any
+ *                            collective; the others' syncs after twenty
+ *                            short ones at start-up are the hung ones
+ *                            (never start-up cost)
  *   comm-bound               4 ranks, no straggler; the transfer takes
  *                            ~60 % of each step
  * -> nccl_straggler (because cpu_preemption, io_contention,
@@ -27,10 +32,11 @@ enum mode { M_HOG, M_IO, M_INPUT, M_COMPUTE, M_HANG, M_COMM };
 struct job {
 	enum mode mode;
 	int nranks, late; /* the straggler / missing rank */
+	int hang_seq;     /* M_HANG: the collective the missing rank never enters */
 };
 
 #define STEPS 60
-#define HANG_SEQ 40
+#define WARMUP_SYNCS 20
 #define UID_HASH 0x6e63636c2d6a6f62LL /* the ncclUniqueId hash every rank shares */
 #define STREAM 0x5a5a0000ULL
 #define BYTES (64ULL << 20)
@@ -89,9 +95,23 @@ static void job_run(struct cw_demo_train *tr)
 		cw_demo_call6(g, &rt, base + 500 * NSEC_PER_MSEC + (uint64_t)r * NSEC_PER_MSEC, 80 * NSEC_PER_MSEC,
 			      CW_OP_ncclCommInitRank, a, r, CW_SITE_INIT_ALLOC);
 	}
+	/* nccl-hang-start: each rank moves its model to the device (a short
+	 * sync, twenty times) before its first collective, so the sync that
+	 * hangs at #1 falls in the op's first second, among its first calls. */
+	for (int r = 0; j->mode == M_HANG && j->hang_seq == 1 && r < n; r++) {
+		struct cw_demo_task rt = rank_task(r);
+		uint64_t sa[6] = { STREAM + (uint64_t)r, 0, 0, 0, 0, 0 };
+
+		for (int k = 0; k < WARMUP_SYNCS; k++)
+			cw_demo_call6(g, &rt, t + (uint64_t)k * 15 * NSEC_PER_MSEC,
+				      cw_demo_rng_range(&g->rng, 800, 1200) * NSEC_PER_USEC, CW_OP_cudaStreamSynchronize,
+				      sa, r, CW_SITE_INIT_ALLOC);
+		if (r == n - 1)
+			t += WARMUP_SYNCS * 15 * NSEC_PER_MSEC;
+	}
 	for (int s = 0; s < STEPS; s++) {
 		uint64_t last = 0;
-		int hung = j->mode == M_HANG && s + 1 == HANG_SEQ;
+		int hung = j->mode == M_HANG && s + 1 == j->hang_seq;
 
 		for (int r = 0; r < n; r++) {
 			struct cw_demo_task rt = rank_task(r);
@@ -178,8 +198,8 @@ static int job_meta(struct cw_demo_train *tr, struct cw_writer *w)
 static const struct cw_demo_hooks hooks = { NULL, NULL, job_meta, NULL };
 
 /* One scenario per job: its parameters, set-up and table row. */
-#define JOB(id, var, m, n, late, name, expect, title)                         \
-	static const struct job id##_job = { m, n, late };                    \
+#define JOB(id, var, m, n, late, hseq, name, expect, title)                   \
+	static const struct job id##_job = { m, n, late, hseq };              \
 	static void id##_setup(struct cw_demo_train *tr)                      \
 	{                                                                     \
 		tr->ctx = (void *)&id##_job;                                  \
@@ -188,15 +208,17 @@ static const struct cw_demo_hooks hooks = { NULL, NULL, job_meta, NULL };
 	}                                                                     \
 	const struct cw_demo_scenario cw_demo_scenario_##var = { name, title, expect, id##_setup }
 
-JOB(hog, nccl_straggler, M_HOG, 4, 2, "nccl-straggler", "nccl_straggler",
+JOB(hog, nccl_straggler, M_HOG, 4, 2, 0, "nccl-straggler", "nccl_straggler",
     "4 ranks; rank 2 is preempted by stress-ng before every ncclAllReduce");
-JOB(io, nccl_straggler_io, M_IO, 4, 1, "nccl-straggler-io", "nccl_straggler",
+JOB(io, nccl_straggler_io, M_IO, 4, 1, 0, "nccl-straggler-io", "nccl_straggler",
     "4 ranks; rank 1 blocks on its own reads before every ncclAllReduce");
-JOB(input, nccl_straggler_input, M_INPUT, 8, 5, "nccl-straggler-input", "nccl_straggler",
+JOB(input, nccl_straggler_input, M_INPUT, 8, 5, 0, "nccl-straggler-input", "nccl_straggler",
     "8 ranks; rank 5 waits for its loader thread before every ncclAllReduce");
-JOB(compute, nccl_straggler_compute, M_COMPUTE, 8, 7, "nccl-straggler-compute", "nccl_straggler",
+JOB(compute, nccl_straggler_compute, M_COMPUTE, 8, 7, 0, "nccl-straggler-compute", "nccl_straggler",
     "8 ranks; rank 7 computes 25 ms longer before every ncclAllReduce");
-JOB(hang, nccl_hang, M_HANG, 4, 3, "nccl-hang", "nccl_hang",
+JOB(hang, nccl_hang, M_HANG, 4, 3, 40, "nccl-hang", "nccl_hang",
     "4 ranks; rank 3 stops before collective #40 and the others wait for it");
-JOB(comm, comm_bound, M_COMM, 4, -1, "comm-bound", "comm_bound",
+JOB(comm, comm_bound, M_COMM, 4, -1, 0, "comm-bound", "comm_bound",
     "4 ranks; the 64 MiB ncclAllReduce takes 60% of every step");
+JOB(hang_start, nccl_hang_start, M_HANG, 4, 3, 1, "nccl-hang-start", "nccl_hang",
+    "4 ranks; rank 3 never enters collective #1 and the others' first syncs wait for it");

@@ -41,6 +41,7 @@ extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_io;
 extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_input;
 extern const struct cw_demo_scenario cw_demo_scenario_nccl_straggler_compute;
 extern const struct cw_demo_scenario cw_demo_scenario_nccl_hang;
+extern const struct cw_demo_scenario cw_demo_scenario_nccl_hang_start;
 extern const struct cw_demo_scenario cw_demo_scenario_comm_bound;
 /* Failing calls (docs/rules.md "Failing calls"). */
 extern const struct cw_demo_scenario cw_demo_scenario_cuda_no_device;
@@ -75,6 +76,7 @@ static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_nccl_straggler_input,
 	&cw_demo_scenario_nccl_straggler_compute,
 	&cw_demo_scenario_nccl_hang,
+	&cw_demo_scenario_nccl_hang_start,
 	&cw_demo_scenario_comm_bound,
 	&cw_demo_scenario_cuda_no_device,
 	&cw_demo_scenario_cuda_oom,

@@ -91,7 +91,11 @@ const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX] = {
 		" python_line, python_function, summary,"
 		" CASE WHEN :relabel IS NOT NULL AND json_valid(json) THEN json_set(json, '$.node', :relabel)"
 		" ELSE json END FROM src.chains ORDER BY id" },
+	/* errors: schema v10 (an older input's count holds its failures). */
 	[CW_MT_AGGREGATES] = { "aggregates", 1,
+		"INSERT INTO main.aggregates (node, source, op, second, count, sum_ns, max_ns, hist, errors)"
+		" SELECT " N_ ", source, op, second, count, sum_ns, max_ns, hist, errors FROM src.aggregates",
+		"errors",
 		"INSERT INTO main.aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
 		" SELECT " N_ ", source, op, second, count, sum_ns, max_ns, hist FROM src.aggregates" },
 	[CW_MT_COUNTERS] = { "counters", 1,

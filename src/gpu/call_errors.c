@@ -156,3 +156,12 @@ const char *cw_error_family_name(enum cw_error_family f)
 	};
 	return (unsigned)f < CW_ERRF_MAX ? names[f] : names[CW_ERRF_OTHER];
 }
+
+int cw_call_failed(const char *source, const char *op, int64_t ret)
+{
+	if (!ret || !source || !op)
+		return 0;
+	if (strcmp(source, "cuda") && strcmp(source, "driver") && strcmp(source, "graph") && strcmp(source, "nccl"))
+		return 0;
+	return cw_call_error_family(cw_error_api_of_op(op), ret) != CW_ERRF_NONE;
+}

@@ -42,6 +42,11 @@ const char *cw_call_error_name(enum cw_error_api api, int64_t code);
 /* The family of a code op returned; CW_ERRF_NONE for success and the
  * non-failures above, CW_ERRF_OTHER for codes the table does not know. */
 enum cw_error_family cw_call_error_family(enum cw_error_api api, int64_t code);
+/* 1 when a traced call of source ("cuda", "driver", "graph", "nccl")
+ * returned a code that is a failure of its API: such a call's latency is
+ * the failure path's, kept out of the op's latency statistics and counted
+ * apart (docs/rules.md "Failing calls"). */
+int cw_call_failed(const char *source, const char *op, int64_t ret);
 /* Writes the code's name, or "<api> error <code>" when the table lacks
  * it, to buf. */
 void cw_call_error_format(enum cw_error_api api, int64_t code, char *buf, unsigned len);

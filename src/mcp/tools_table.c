@@ -103,7 +103,8 @@ static const struct cw_mcp_tool tools[] = {
 		"\"count\", \"p50_ns\", \"p99_ns\"], \"properties\": {\"source\": {\"type\": \"string\"}, \"op\": "
 		"{\"type\": \"string\"}, \"count\": {\"type\": \"integer\"}, \"p50_ns\": {\"type\": \"integer\"}, "
 		"\"p95_ns\": {\"type\": \"integer\"}, \"p99_ns\": {\"type\": \"integer\"}, \"max_ns\": {\"type\": "
-		"\"integer\"}, \"total_ns\": {\"type\": \"integer\"}, \"wall_share\": {\"type\": \"number\"}}}}, "
+		"\"integer\"}, \"total_ns\": {\"type\": \"integer\"}, \"wall_share\": {\"type\": \"number\"}, "
+		"\"failed\": {\"type\": \"integer\"}}}}, "
 		"\"row_count\": {\"type\": \"integer\"}, \"total_rows\": {\"type\": \"integer\"}, \"truncated\": "
 		"{\"type\": \"boolean\"}}}",
 		cw_tool_trace_summary,

@@ -58,9 +58,10 @@ enum cw_read {
 	CW_READ_PID_CGROUP,
 	/* The summary's window in wall seconds: min, max. */
 	CW_READ_SUMMARY_WINDOW,
-	/* Events from wall ?1: source, op, py_stack_id, duration_ns, pid. */
+	/* Events from wall ?1: source, op, py_stack_id, duration_ns, pid, ret. */
 	CW_READ_SUMMARY_EVENTS,
-	/* The same plus the cgroups row's rowid, node, cgroup_id, tenant. */
+	/* source, op, py_stack_id, duration_ns, pid, the cgroups row's rowid,
+	 * node, cgroup_id, tenant, ret. */
 	CW_READ_SUMMARY_EVENTS_TENANT,
 	CW_READ_COUNT
 };

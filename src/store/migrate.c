@@ -268,6 +268,11 @@ static const char schema_folded_sql[] =
 	" node TEXT NOT NULL, pid INTEGER NOT NULL, source TEXT NOT NULL, op TEXT NOT NULL,"
 	" second INTEGER NOT NULL, count INTEGER NOT NULL, sum_ns INTEGER NOT NULL, max_ns INTEGER NOT NULL,"
 	" hist BLOB NOT NULL, PRIMARY KEY (node, op, pid, second, source));";
+/* v10: failing calls apart from the latencies. A call that failed (its
+ * code a failure of its API, gpu/call_errors.h) is counted in errors and
+ * kept out of count, sum_ns, max_ns and hist, which describe the calls
+ * that succeeded; rows written before v10 hold both in count. */
+static const char schema_errors_sql[] = "ALTER TABLE aggregates ADD COLUMN errors INTEGER NOT NULL DEFAULT 0;";
 
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
@@ -280,6 +285,7 @@ static const char *const migrations[] = {
 	schema_narrow_sql,
 	schema_pyvia_sql,
 	schema_folded_sql,
+	schema_errors_sql,
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CW_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -139,21 +139,21 @@ static const char *const reads[CW_READ_COUNT][2] = {
 		" UNION ALL SELECT wall_ns FROM kevents)",
 	},
 	[CW_READ_SUMMARY_EVENTS] = {
-		"SELECT source, op, coalesce(py_stack_id, 0), duration_ns, pid FROM events"
+		"SELECT source, op, coalesce(py_stack_id, 0), duration_ns, pid, ret FROM events"
 		" WHERE wall_ns >= ?1",
-		"SELECT o.source, o.op, coalesce(c.pystack, 0), c.dur, t.pid FROM " CW_CALLS_FROM
+		"SELECT o.source, o.op, coalesce(c.pystack, 0), c.dur, t.pid, c.ret FROM " CW_CALLS_FROM
 		" CROSS JOIN call_ops o ON o.id = c.op WHERE " CW_CALL_WALL " >= ?1"
-		" UNION ALL SELECT source, op, coalesce(py_stack_id, 0), duration_ns, pid FROM kevents WHERE wall_ns >= ?1",
+		" UNION ALL SELECT source, op, coalesce(py_stack_id, 0), duration_ns, pid, ret FROM kevents WHERE wall_ns >= ?1",
 	},
 	[CW_READ_SUMMARY_EVENTS_TENANT] = {
 		"SELECT e.source, e.op, coalesce(e.py_stack_id, 0), e.duration_ns, e.pid,"
-		" c.rowid, e.node, e.cgroup_id, c.tenant FROM events e LEFT JOIN cgroups c"
+		" c.rowid, e.node, e.cgroup_id, c.tenant, e.ret FROM events e LEFT JOIN cgroups c"
 		" ON c.node = e.node AND c.cgroup_id = e.cgroup_id WHERE e.wall_ns >= ?1",
-		"SELECT o.source, o.op, coalesce(c.pystack, 0), c.dur, t.pid, g.rowid, t.node, t.cgroup_id, g.tenant"
+		"SELECT o.source, o.op, coalesce(c.pystack, 0), c.dur, t.pid, g.rowid, t.node, t.cgroup_id, g.tenant, c.ret"
 		" FROM " CW_CALLS_FROM " CROSS JOIN call_ops o ON o.id = c.op"
 		" LEFT JOIN cgroups g ON g.node = t.node AND g.cgroup_id = t.cgroup_id WHERE " CW_CALL_WALL " >= ?1"
 		" UNION ALL SELECT e.source, e.op, coalesce(e.py_stack_id, 0), e.duration_ns, e.pid, g.rowid, e.node,"
-		" e.cgroup_id, g.tenant FROM kevents e LEFT JOIN cgroups g ON g.node = e.node AND g.cgroup_id = e.cgroup_id"
+		" e.cgroup_id, g.tenant, e.ret FROM kevents e LEFT JOIN cgroups g ON g.node = e.node AND g.cgroup_id = e.cgroup_id"
 		" WHERE e.wall_ns >= ?1",
 	},
 };

@@ -2,6 +2,8 @@
  * aggregates; the session's counters. Written with each batch. */
 #include "store/writer_core.h"
 
+#include "gpu/call_errors.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +74,7 @@ static struct agg *agg_slot(struct cw_writer *w, int opi, int64_t second)
 		a = &w->aggs[idx];
 		a->op_index = opi;
 		a->second = second;
+		a->errors = 0;
 		cw_hist_reset(&a->h);
 		if (u64map_put(&w->agg_index, key, idx))
 			return NULL;
@@ -79,13 +82,18 @@ static struct agg *agg_slot(struct cw_writer *w, int opi, int64_t second)
 	return &w->aggs[idx];
 }
 
-static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur)
+/* A failed call counts in errors only: the histogram, count, sum and max
+ * describe the calls that succeeded (schema v10). */
+static int agg_add(struct cw_writer *w, int opi, int64_t second, uint64_t dur, int failed)
 {
 	struct agg *a = agg_slot(w, opi, second);
 
 	if (!a)
 		return -ENOMEM;
-	cw_hist_add(&a->h, dur);
+	if (failed)
+		a->errors++;
+	else
+		cw_hist_add(&a->h, dur);
 	return 0;
 }
 
@@ -112,6 +120,7 @@ static struct agg *fold_slot(struct cw_writer *w, int opi, uint32_t pid, int64_t
 	a->op_index = opi;
 	a->pid = pid;
 	a->second = second;
+	a->errors = 0;
 	cw_hist_reset(&a->h);
 	return a;
 }
@@ -160,9 +169,14 @@ int writer_is_anomalous(struct op_state *s, uint64_t dur)
 	return dur > ANOMALY_FACTOR * s->cached_p50;
 }
 
+int writer_call_failed(const struct op_state *s, const struct cw_event_row *r)
+{
+	return s->is_call && r->has_ret && cw_call_failed(s->source, s->op, r->ret);
+}
+
 int writer_aggregate(struct cw_writer *w, int opi, const struct cw_event_row *r)
 {
-	return agg_add(w, opi, wall_second(r), r->duration_ns);
+	return agg_add(w, opi, wall_second(r), r->duration_ns, writer_call_failed(&w->ops[opi], r));
 }
 
 static struct counter *counter_slot(struct cw_writer *w, const char *name)
@@ -198,6 +212,7 @@ static int write_agg(struct cw_writer *w, const struct agg *a, int fold)
 	sqlite3_stmt *g = w->st[fold ? ST_FOLD_GET : ST_AGG_GET], *p = w->st[fold ? ST_FOLD_PUT : ST_AGG_PUT];
 	uint8_t buf[CW_HIST_ENCODED_MAX];
 	struct cw_hist h = a->h;
+	uint64_t errors = a->errors;
 	int rc, n;
 
 	sqlite3_bind_text(g, 1, w->node, -1, SQLITE_STATIC);
@@ -207,10 +222,13 @@ static int write_agg(struct cw_writer *w, const struct agg *a, int fold)
 	if (fold)
 		sqlite3_bind_int64(g, 9, a->pid);
 	rc = sqlite3_step(g);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
 		cw_hist_decode_merge(&h, sqlite3_column_blob(g, 3), (size_t)sqlite3_column_bytes(g, 3),
 				     (uint64_t)sqlite3_column_int64(g, 0), (uint64_t)sqlite3_column_int64(g, 1),
 				     (uint64_t)sqlite3_column_int64(g, 2));
+		if (!fold)
+			errors += (uint64_t)sqlite3_column_int64(g, 4);
+	}
 	sqlite3_reset(g);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return cw_sqlite_db_errno(w->db, rc);
@@ -227,6 +245,8 @@ static int write_agg(struct cw_writer *w, const struct agg *a, int fold)
 	sqlite3_bind_blob(p, 8, buf, n, SQLITE_TRANSIENT);
 	if (fold)
 		sqlite3_bind_int64(p, 9, a->pid);
+	else
+		sqlite3_bind_int64(p, 9, (int64_t)errors);
 	return step_reset(p);
 }
 

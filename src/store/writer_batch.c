@@ -281,7 +281,9 @@ static int event_threaded(struct cw_writer *w, const struct cw_event_row *r)
 		WLOCK(w);
 		return writer_row_done(w, opi);
 	}
-	if (r->duration_ns || r->has_ret)
+	/* A failing call's latency is the failure path's, not the op's: it
+	 * is counted apart (aggregates.errors) and never judged slow. */
+	if ((r->duration_ns || r->has_ret) && !writer_call_failed(&w->ops[opi], r))
 		anomalous = writer_is_anomalous(&w->ops[opi], r->duration_ns);
 	err = writer_aggregate(w, opi, r);
 	id = w->next_id++;
@@ -321,8 +323,9 @@ int cw_writer_event(struct cw_writer *w, const struct cw_event_row *r)
 	opi = writer_op_index(w, r->source, r->op);
 	if (opi < 0)
 		return writer_row_done(w, opi);
-	/* Instant events (exec, retransmit) have no latency to judge. */
-	if (r->duration_ns || r->has_ret)
+	/* Instant events (exec, retransmit) have no latency to judge; a
+	 * failing call's latency is the failure path's, counted apart. */
+	if ((r->duration_ns || r->has_ret) && !writer_call_failed(&w->ops[opi], r))
 		anomalous = writer_is_anomalous(&w->ops[opi], r->duration_ns);
 	err = writer_aggregate(w, opi, r);
 	if (err)

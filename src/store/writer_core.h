@@ -70,7 +70,8 @@ struct agg {
 	int op_index;
 	uint32_t pid; /* folded: the process (the folded table); aggregates: 0 */
 	int64_t second;
-	struct cw_hist h;
+	struct cw_hist h;  /* the latencies of the calls that succeeded */
+	uint64_t errors;   /* calls that failed (schema v8: aggregates.errors) */
 };
 
 struct counter {
@@ -249,6 +250,9 @@ int writer_insert_kevent(struct cw_writer *w, const struct cw_event_row *r, int 
 int writer_op_index(struct cw_writer *w, const char *source, const char *op);
 int writer_is_anomalous(struct op_state *s, uint64_t dur);
 /* Adds r to its op's aggregate of its wall-clock second. */
+/* 1 when r is a traced call that failed (its code is a failure of its
+ * API, gpu/call_errors.h): kept out of the op's latency, counted apart. */
+int writer_call_failed(const struct op_state *s, const struct cw_event_row *r);
 int writer_aggregate(struct cw_writer *w, int opi, const struct cw_event_row *r);
 int writer_write_pending(struct cw_writer *w);
 

@@ -64,10 +64,10 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_PYSTACK_PUT] = "INSERT INTO py_stacks (hash, depth, frames, user_file, user_line, user_function, python_via)"
 			   " VALUES (?1,?2,?3,?4,?5,?6,?7)",
 	[ST_COUNTER] = "INSERT OR REPLACE INTO counters (node, session_id, name, value) VALUES (?1,?2,?3,?4)",
-	[ST_AGG_GET] = "SELECT count, sum_ns, max_ns, hist FROM aggregates"
+	[ST_AGG_GET] = "SELECT count, sum_ns, max_ns, hist, errors FROM aggregates"
 		       " WHERE node = ?1 AND source = ?2 AND op = ?3 AND second = ?4",
-	[ST_AGG_PUT] = "INSERT OR REPLACE INTO aggregates (node, source, op, second, count, sum_ns, max_ns, hist)"
-		       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+	[ST_AGG_PUT] = "INSERT OR REPLACE INTO aggregates (node, source, op, second, count, sum_ns, max_ns, hist, errors)"
+		       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
 	[ST_FOLD_GET] = "SELECT count, sum_ns, max_ns, hist FROM folded"
 			" WHERE node = ?1 AND source = ?2 AND op = ?3 AND second = ?4 AND pid = ?9",
 	[ST_FOLD_PUT] = "INSERT OR REPLACE INTO folded (node, source, op, second, count, sum_ns, max_ns, hist, pid)"

@@ -9,6 +9,7 @@
 
 #include "trace/chains.h"
 #include "trace/gpu.h"
+#include "trace/ras.h"
 #include "trace/session.h"
 #include "trace/tenant.h"
 #include "util/timeutil.h"
@@ -23,6 +24,8 @@ void trace_drain(struct trace *t, struct cw_trace_result *res)
 	 * inside the trace). */
 	cw_consumer_lock(&t->cons);
 	trace_gpu_end_snapshot(t->gpu, cw_monotonic_ns());
+	/* A RAS answer on its way is stored with the rest. */
+	trace_ras_finish(t->ras);
 	cw_consumer_unlock(&t->cons);
 	/* Nothing stays stopped past this point. */
 	trace_live_stop(t);

@@ -13,6 +13,7 @@
 #include "metrics/writer_lag.h"
 #include "trace/chains.h"
 #include "trace/gpu.h"
+#include "trace/ras.h"
 #include "trace/python.h"
 #include "trace/session.h"
 #include "trace/view.h"
@@ -56,6 +57,7 @@ static void tick(struct trace *t)
 		uint64_t cs[CW_CS_MAX];
 		trace_gpu_tick(t->gpu, now, cw_cuda_probes_stats(t->cp, cs) ? 0 : cs[CW_CS_AGGREGATED]);
 	}
+	trace_ras_tick(t->ras);
 	trace_store_counters(t, &lt);
 	trace_watch_store(t, &lt);
 	if (t->wlag)

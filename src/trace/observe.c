@@ -14,6 +14,7 @@
 #include "pipeline/ops.h"
 #include "metrics/live_metrics.h"
 #include "metrics/writer_lag.h"
+#include "trace/ras.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
 #include "trace/session.h"
@@ -176,6 +177,7 @@ void trace_observe(void *ctx, const struct cw_event_row *r)
 	if (t->wlag)
 		cw_writer_lag_row(t->wlag, r->mono_ns + r->duration_ns, trace_writer_commits_locked(t), cw_monotonic_ns());
 	trace_gpu_observe(t->gpu, r);
+	trace_ras_observe(t->ras, r);
 	if (t->o.json)
 		write_json(t, r);
 }

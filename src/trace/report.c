@@ -11,6 +11,7 @@
 
 #include "export/otlp.h"
 #include "pipeline/ops.h"
+#include "trace/ras.h"
 #include "trace/cap.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
@@ -164,6 +165,7 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 		cw_writer_counter_set(t->w, "otlp.refused", os.rejected);
 	}
 	trace_gpu_counters(t->gpu);
+	trace_ras_counters(t->ras);
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
 	cw_pipeline_get_counters(t->pipe, &pc);

@@ -12,6 +12,7 @@
 #include "loader/session.h"
 #include "metrics/live_metrics.h"
 #include "metrics/writer_lag.h"
+#include "trace/ras.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
 #include "trace/chains.h"
@@ -121,6 +122,8 @@ void trace_session_end(struct trace *t, struct cw_trace_result *res)
 	cw_pipeline_free(t->pipe);
 	trace_python_free(t->py); /* before the probes: it clears their maps */
 	trace_gpu_stop(t->gpu); /* before the writer: it writes with it */
+	trace_ras_stop(t->ras);
+	t->ras = NULL;
 	if (t->w)
 		t->session_id = cw_writer_session(t->w);
 	trace_chains_close(t);

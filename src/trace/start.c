@@ -14,6 +14,7 @@
 #include "metrics/writer_lag.h"
 #include "trace/cap.h"
 #include "trace/gpu.h"
+#include "trace/ras.h"
 #include "trace/python.h"
 #include "trace/session.h"
 #include "trace/tenant.h"
@@ -339,8 +340,16 @@ static int step_gpu(struct trace *t, char *err, size_t errlen)
 		.open_calls_ctx = t,
 	};
 
+	struct trace_ras_opts ro = { .hang_after_ns = t->o.hang_after_ns };
+	int ret;
+
 	(void)err, (void)errlen;
-	return trace_gpu_start(&t->gpu, &go, &t->cons, t->w, t->st, t->o.node, t->session_id, t->view);
+	ret = trace_gpu_start(&t->gpu, &go, &t->cons, t->w, t->st, t->o.node, t->session_id, t->view);
+	/* The job's NCCL RAS service, asked once at a hang (ras.h); the
+	 * address was checked with the options. */
+	if (!ret && t->o.nccl_ras && trace_ras_parse_addr(t->o.nccl_ras, &ro))
+		return -EINVAL;
+	return ret ? ret : trace_ras_start(&t->ras, &ro, t->w);
 }
 
 /* The API reads the file on its own read-only connections while the

@@ -38,6 +38,7 @@ struct cw_trace_opts {
 	const char *node; /* stored with every row */
 	uint64_t duration_ns;
 	uint64_t hang_after_ns;
+	const char *nccl_ras; /* --nccl-ras: "PORT", "HOST:PORT" or "off"; NULL: 127.0.0.1:28028 */
 	uint64_t size_cap;
 	uint64_t lock_wait_ns, lock_buffer;
 	unsigned ring_kb, agg_pct;

@@ -88,6 +88,32 @@ print("ok", s, kind, rank, because)
 PY
 done <<< "$table"
 
+# A hang right after start-up: rank 3 joined by ncclCommInitRank and never
+# entered collective #1 (a member only by its init), and the others' hung
+# syncs fall in the op's first second among their warm-up syncs: open
+# calls are never start-up cost, so no cold_start chain, the hang on top.
+"$BIN" demo nccl-hang-start --db "$tmp/hs.db" --json > /dev/null || fail "demo nccl-hang-start"
+explain "$tmp/hs.db" > "$tmp/hs.json" || fail "explain nccl-hang-start"
+python3 - "$tmp/hs.json" <<'PY' || fail "nccl-hang-start: $(head -c 3000 "$tmp/hs.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ch = d["chains"]
+kinds = [c["root_cause"]["kind"] for c in ch]
+assert kinds == ["nccl_hang"], [(c["root_cause"]["kind"], c["root_cause"]["summary"][:160]) for c in ch]
+top = ch[0]
+rc = top["root_cause"]
+assert rc["missing_ranks"] == [3] and rc["seq"] == 1 and top["rank"] == 3 and top["severity"] == "HIGH", rc
+wf = top["wavefront"]
+assert wf["seq"] == 1 and wf["ranks_total"] == 4 and [r["rank"] for r in wf["ranks"]] == [3, 0, 1, 2], wf
+assert not wf["ranks"][0]["entered"] and wf["ranks"][0]["last_seq"] == 0, wf["ranks"][0]
+for w in wf["ranks"][1:]:
+    assert w["entered"] and w["last_seq"] == 1 and w["last_call_open"], w
+assert not d["warnings"], d["warnings"]
+PY
+# The warm-up syncs and the hung ones share the op's first second.
+[ "$("$BIN" query --db "$tmp/hs.db" --csv "SELECT count(DISTINCT second) FROM aggregates
+	WHERE op = 'cudaStreamSynchronize'" | tail -1 | tr -d '\r')" = 1 ] || fail "nccl-hang-start: the syncs span more than one second"
+
 # The hang threshold from both sides: 15 s of waiting is a hang above a
 # 14 s floor and not above a 16 s one.
 explain "$tmp/nccl-hang.db" --hang-after 14s | grep -q '"nccl_hang"' || fail "hang not found with --hang-after 14s"

@@ -35,6 +35,7 @@ declare -A want=(
 	[nccl-straggler-input]=nccl_straggler
 	[nccl-straggler-compute]=nccl_straggler
 	[nccl-hang]=nccl_hang
+	[nccl-hang-start]=nccl_hang
 	[comm-bound]=comm_bound
 	[healthy]=none
 	[noisy-neighbour]=noisy_neighbour
@@ -49,7 +50,7 @@ table=$(for s in "${!want[@]}"; do echo "$s ${want[$s]}"; done | sort)
 [ "$listed" = "$table" ] || { echo "demo --list disagrees with the test's table:"; diff <(echo "$table") <(echo "$listed"); exit 1; }
 # The NCCL job scenarios (several ranks, no training-loop tables) are
 # checked by test_demo_nccl.sh.
-scenarios=$(for s in "${!want[@]}"; do case $s in nccl-straggler* | nccl-hang | comm-*) ;; *) echo "$s" ;; esac; done | sort)
+scenarios=$(for s in "${!want[@]}"; do case $s in nccl-straggler* | nccl-hang* | comm-*) ;; *) echo "$s" ;; esac; done | sort)
 
 q() { "$BIN" query --db "$1" --json "$2"; }
 
@@ -94,6 +95,6 @@ else:
 print(f"ok {name}: {t['events']} events, {t['offcpu']} off-CPU, top {chains[0]['root_cause']['kind'] if chains else 'none'}")
 PY
 done
-[ "$(echo "$scenarios" | wc -l)" -eq $((${#want[@]} - 6)) ] || { echo "expected $((${#want[@]} - 6)) scenarios"; exit 1; }
+[ "$(echo "$scenarios" | wc -l)" -eq $((${#want[@]} - 7)) ] || { echo "expected $((${#want[@]} - 7)) scenarios"; exit 1; }
 # The diagnosis is stored as chain history.
 [ "$(q "$tmp/incident.db" "SELECT count(*) AS n FROM chains WHERE kind = 'cpu_preemption'" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["n"])')" -ge 1 ]

@@ -5,7 +5,8 @@
 # every table of the inputs is copied row for row; the merge is recorded as
 # a session, so demo refuses to replace the merged file without --force; a
 # table merge does not know stops it; --force-node names the input before
-# it and refuses a rename that would drop another.
+# it and refuses a rename that would drop another; failing calls counted
+# apart in the aggregates stay apart.
 set -u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -105,4 +106,11 @@ grep -q '"b.db" is renamed twice' err || fail "twice message: $(cat err)"
 "$CW_BIN" merge --force-node x a.db b.db -o z.db 2> err && fail "--force-node before any input accepted"
 grep -q 'comes before any input' err || fail "before-input message: $(cat err)"
 [ ! -e z.db ] || fail "refused merge wrote z.db"
+
+# Failing calls counted apart (aggregates.errors, schema v10) survive a merge.
+"$CW_BIN" demo nccl-error --db e.db > /dev/null || fail "demo nccl-error"
+"$CW_BIN" merge e.db -o em.db > /dev/null 2> err || fail "merge e.db: $(cat err)"
+q='SELECT sum(count) || " " || sum(errors) FROM aggregates WHERE op = "ncclAllReduce"'
+[ "$(sqlite3 em.db "$q")" = "$(sqlite3 e.db "$q")" ] && [ "$(sqlite3 e.db "$q")" = "40 51" ] ||
+	fail "errors through merge: $(sqlite3 e.db "$q") -> $(sqlite3 em.db "$q")"
 echo "ok"

@@ -31,7 +31,7 @@ python3 - "$tmp/json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 assert isinstance(rows, list) and len(rows) == 3, rows
-keys = {"source", "op", "count", "p50_ns", "p95_ns", "p99_ns", "max_ns", "total_ns", "wall_share"}
+keys = {"source", "op", "count", "p50_ns", "p95_ns", "p99_ns", "max_ns", "total_ns", "wall_share", "failed"}
 for r in rows:
     assert set(r) == keys, r
 by = {r["op"]: r for r in rows}

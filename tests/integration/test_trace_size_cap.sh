@@ -73,7 +73,7 @@ cap=$(c store.size_cap)
 stored=$(c store.events)
 pruned=$(c store.pruned_events)
 left=$(q "SELECT (SELECT count(*) FROM calls) + (SELECT count(*) FROM kevents)")
-calls=$(q "SELECT coalesce(sum(count), 0) FROM aggregates WHERE source = 'cuda'")
+calls=$(q "SELECT coalesce(sum(count + errors), 0) FROM aggregates WHERE source = 'cuda'")
 size=$(stat -c %s "$db")
 minfree=$(cat "$D/minfree")
 echo "cap $cap B, file $size B, least free $minfree KiB; calls $calls ($((calls / SECS))/s), stored $stored, pruned $pruned, left $left"

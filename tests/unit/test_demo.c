@@ -132,7 +132,8 @@ static void test_scenario_table(void **state)
 					     /* GPU telemetry */
 					     "xid-fault", "thermal-throttling", "power-capping", "gpu-memory-pressure",
 					     "training-stall", "nccl-straggler", "nccl-straggler-io",
-					     "nccl-straggler-input", "nccl-straggler-compute", "nccl-hang", "comm-bound",
+					     "nccl-straggler-input", "nccl-straggler-compute", "nccl-hang", "nccl-hang-start",
+					     "comm-bound",
 					     /* failing calls */
 					     "cuda-no-device", "cuda-oom", "nccl-error" };
 	size_t n;

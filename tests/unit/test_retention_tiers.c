@@ -132,8 +132,10 @@ static const struct {
 	/* the evidence beside the slow calls */
 	{ "SELECT count(*) FROM offcpu WHERE reason = 'preempted'", 20 },
 	{ "SELECT count(*) FROM events WHERE source = 'io' AND (mono_ns - 1000000000) % 1000000 = 5000", 20 },
-	/* the per-second aggregates of every call */
-	{ "SELECT sum(count) FROM aggregates WHERE source IN ('cuda', 'nccl')", NCALLS },
+	/* the per-second aggregates of every call, failing or not */
+	{ "SELECT sum(count + errors) FROM aggregates WHERE source IN ('cuda', 'nccl')", NCALLS },
+	/* the failing calls (ret 700) counted apart from the latencies */
+	{ "SELECT sum(errors) FROM aggregates WHERE source = 'cuda'", NCALLS / 10 },
 };
 
 static void assert_kept(struct cw_store *st)
@@ -259,7 +261,7 @@ static void test_tiers(void **state)
 				" coalesce((SELECT min(mono_ns) FROM events), 9223372036854775807)"), 0);
 	assert_int_equal(q1(st, "SELECT count(*) FROM chains"), 0);
 	assert_int_equal(c.chains - prev.chains, 1);
-	assert_int_equal(q1(st, "SELECT sum(count) FROM aggregates WHERE source IN ('cuda', 'nccl')"), NCALLS);
+	assert_int_equal(q1(st, "SELECT sum(count + errors) FROM aggregates WHERE source IN ('cuda', 'nccl')"), NCALLS);
 	cw_store_close(st);
 	remove_store_files(path);
 }

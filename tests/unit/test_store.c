@@ -162,6 +162,12 @@ static void test_v7_python_via(void **state)
 	cw_store_close(st);
 }
 
+/* One past the newest version this build writes. */
+#define CW_SCHEMA_VERSION_NEXT 11
+_Static_assert(CW_SCHEMA_VERSION_NEXT == CW_SCHEMA_VERSION + 1, "the next schema version");
+#define CW_STR_(x) #x
+#define CW_STR(x) CW_STR_(x)
+
 static void test_newer_schema_refused(void **state)
 {
 	struct cw_store *st;
@@ -169,10 +175,10 @@ static void test_newer_schema_refused(void **state)
 
 	(void)state;
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
-	assert_int_equal(cw_exec(st->db, "PRAGMA user_version = 10"), 0);
+	assert_int_equal(cw_exec(st->db, "PRAGMA user_version = " CW_STR(CW_SCHEMA_VERSION_NEXT)), 0);
 	cw_store_close(st);
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_READWRITE, err, sizeof(err)), -EPROTO);
-	assert_non_null(strstr(err, "schema version 10"));
+	assert_non_null(strstr(err, "schema version " CW_STR(CW_SCHEMA_VERSION_NEXT)));
 	assert_int_equal(cw_store_open(&st, path, CW_STORE_READONLY, err, sizeof(err)), -EPROTO);
 }
 

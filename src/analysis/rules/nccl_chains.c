@@ -620,6 +620,41 @@ static int wavefront(sqlite3 *db, const struct cw_nccl_loaded *l, const struct c
 	return 0;
 }
 
+/* The newest RAS answer trace stored since the hang began (a minute
+ * before it, as the wavefront's thread states), on any node: RAS answers
+ * for the whole job, and trace asks where it sees ranks diverge, which
+ * need not be the missing rank's node. Its JSON in c->ras.
+ * A file without the table (older layout) or a row that is not a JSON
+ * object leaves it empty. */
+static void ras_answer(sqlite3 *db, int64_t hang_started, struct cw_chain *c)
+{
+	static const char sql[] = "SELECT detail FROM kevents WHERE id >= ?1 AND source = 'ras'"
+				  " AND op = 'status' ORDER BY id DESC LIMIT 1";
+	sqlite3_stmt *st = NULL;
+	int64_t min_id = 0;
+	json_t *d;
+	char *s;
+
+	c->ras[0] = '\0';
+	if (cw_events_id_at(db, hang_started > 60 * (int64_t)NSEC_PER_SEC
+					? (uint64_t)(hang_started - 60 * (int64_t)NSEC_PER_SEC) : 0, &min_id) < 0 ||
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return;
+	}
+	sqlite3_bind_int64(st, 1, min_id);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT &&
+	    (d = json_loadb((const char *)sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0), 0, NULL))) {
+		/* Stored content is hostile too: re-encoded, and kept only whole. */
+		s = json_is_object(d) ? json_dumps(d, JSON_COMPACT) : NULL;
+		if (s && strlen(s) < sizeof(c->ras))
+			snprintf(c->ras, sizeof(c->ras), "%s", s);
+		free(s);
+		json_decref(d);
+	}
+	sqlite3_finalize(st);
+}
+
 static int hang_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const struct cw_nccl_arrival *a, int64_t until,
 		      struct cw_chain *c)
 {
@@ -641,6 +676,7 @@ static int hang_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const struct 
 	}
 	if ((ret = wavefront(db, l, a, until, c)) < 0)
 		return ret;
+	ras_answer(db, a->hang_started, c);
 	cw_format_duration((uint64_t)a->hang_for_ns, f, sizeof(f));
 	cw_format_duration(a->hang_threshold_ns, thr, sizeof(thr));
 	c->seq = a->hang_seq;
