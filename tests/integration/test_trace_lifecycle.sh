@@ -69,11 +69,12 @@ echo "sigkill: ok ($got events kept)"
 # 6. A call still open when trace stops (a hung synchronize, a stuck
 #    collective) is stored as unfinished, with how long it had run.
 #    The library is loaded before trace starts and the call begins well
-#    after the probes are attached.
-LD_LIBRARY_PATH=$D/lib CW_FAKE_SYNC_US=8000000 "$FIX/fake_workload" -n 1 -m sync -w 2000 >"$D/h.out" &
+#    after the probes are attached (attaching 150 probes took 1.6 s here:
+#    the call starts 4.5 s after trace does).
+LD_LIBRARY_PATH=$D/lib CW_FAKE_SYNC_US=12000000 "$FIX/fake_workload" -n 1 -m sync -w 5000 >"$D/h.out" &
 wp=$!; pids+=($wp)
 sleep 0.5
-"$CW_BIN" trace --db "$D/h.db" --no-view --pid $wp --duration 4s >"$D/h.err" 2>&1 || fail "trace --pid (hung): $(cat "$D/h.err")"
+"$CW_BIN" trace --db "$D/h.db" --no-view --pid $wp --duration 7s >"$D/h.err" 2>&1 || fail "trace --pid (hung): $(cat "$D/h.err")"
 row=$(sqlite3 "$D/h.db" "SELECT detail, duration_ns > 1000000000, ret IS NULL FROM events WHERE pid=$wp AND op='cudaStreamSynchronize'")
 [ "$row" = "unfinished|1|1" ] || fail "open call at stop: '$row' ($(cat "$D/h.err"))"
 kill $wp 2>/dev/null
