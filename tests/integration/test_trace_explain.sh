@@ -31,10 +31,18 @@ run() { # db, workload args...
 explain() { "$CW_BIN" explain --db "$1" --json --no-store; }
 top_kind() { python3 -c 'import json,sys; c=json.load(sys.stdin).get("chains") or []; print(c[0]["root_cause"]["kind"] if c else "none"); print(c[0]["root_cause"]["summary"] if c else "")'; }
 
-# The hog arrives 1.2 s into the 3 s loop (after 1.2 s of setup) and stays
-# 1.2 s at a higher weight, so it takes whole slices: a tail, not a uniform
-# slowdown.
-hog() { (sleep 2.4; exec nice -n -10 stress-ng --cpu 1 --taskset $CPU --timeout 1.2s >/dev/null 2>&1) & bg+=($!); }
+# The hog arrives 1.2 s into the 3 s loop and stays 1.2 s at a higher
+# weight, so it takes whole slices: a tail, not a uniform slowdown. It is
+# timed from the loop's own start (the workload's "worker 0" line, after
+# its 1.2 s of setup), not from trace's start-up, which varies with the
+# time probes take to attach: a hog on the loop's first calls reads as
+# start-up cost.
+hog() {
+	: >"$D/w.out"
+	(for _ in $(seq 1 1000); do grep -q '^worker 0' "$D/w.out" && break; sleep 0.02; done
+	 sleep 1.2; exec nice -n -10 stress-ng --cpu 1 --taskset $CPU --timeout 1.2s >/dev/null 2>&1) &
+	bg+=($!)
+}
 
 # a) CPU hog on the workload thread's CPU.
 hog
