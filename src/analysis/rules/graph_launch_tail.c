@@ -12,6 +12,12 @@
 #include "analysis/rules/rules.h"
 #include "util/timeutil.h"
 
+/* Below this much time inside slow launches, a tail is scheduler and
+ * virtual-machine jitter (a 30 us launch now and then taking 170 us), not
+ * a cause: 11 such launches in 3 s once made a chain beside real graph
+ * churn. */
+#define GRAPH_TAIL_MIN_OWN_NS (10ULL * 1000000ULL)
+
 int cw_rule_graph_launch_tail(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
 	char head[128], own[32];
@@ -24,6 +30,8 @@ int cw_rule_graph_launch_tail(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	if (other >= ctx->slow_time_ns)
 		return 0;
 	ownt = ctx->slow_time_ns - other;
+	if (ownt < GRAPH_TAIL_MIN_OWN_NS)
+		return 0;
 	share = (double)ownt / (double)ctx->slow_time_ns;
 	c->kind = CW_KIND_GRAPH_LAUNCH_TAIL;
 	c->explained_share = share;
