@@ -39,10 +39,11 @@ static void usage(FILE *f)
 	      "                      [--slurm-job ID] [--namespace NS]\n"
 	      "\n"
 	      "Without SQL, prints a per-source, per-op summary of the store: count,\n"
-	      "p50, p95, p99, max, total time and share of wall time, largest total\n"
-	      "first. With SQL (or \"-\" to read it from stdin), runs that one statement\n"
-	      "read-only and prints its rows. Writes, ATTACH, DDL and setting PRAGMAs\n"
-	      "are refused. Tables and columns: docs/schema.md.\n"
+	      "p50, p95, p99, max, total time and share of wall time of the calls that\n"
+	      "succeeded, and the calls that failed (a failure code of their API),\n"
+	      "largest total first. With SQL (or \"-\" to read it from stdin), runs that\n"
+	      "one statement read-only and prints its rows. Writes, ATTACH, DDL and\n"
+	      "setting PRAGMAs are refused. Tables and columns: docs/schema.md.\n"
 	      "\n"
 	      "  -d, --db PATH       database (default causeway.db)\n"
 	      "  --since DURATION    summary: the last DURATION before the newest data\n"
@@ -276,8 +277,10 @@ static int run_sql(const char *db_path, const char *sql, const struct cw_ro_valu
 
 /* ---- summary ---- */
 
+/* The columns after source and op (and the location and tenant): the JSON
+ * row's keys in CSV, short forms in text. */
 static const char *summary_cols[] = { "source", "op", "count", "p50_ns", "p95_ns", "p99_ns", "max_ns",
-				      "total_ns", "wall_share" };
+				      "total_ns", "wall_share", "failed" };
 
 static char *location(const struct cw_summary_row *r)
 {
@@ -293,9 +296,9 @@ static char *location(const struct cw_summary_row *r)
 static int print_summary_table(const struct cw_summary *s, size_t n, int by_line, int per_tenant, enum fmt fmt)
 {
 	static const char *const text_cols[] = { "source", "op", "count", "p50", "p95", "p99", "max", "total",
-						 "wall%" };
+						 "wall%", "failed" };
 	int tcol = by_line ? 3 : 2, base = tcol + (per_tenant ? 1 : 0), c, rc = 0;
-	struct cw_table *t = cw_table_new(base + 7);
+	struct cw_table *t = cw_table_new(base + 8);
 	size_t i;
 
 	if (!t)
@@ -306,7 +309,7 @@ static int print_summary_table(const struct cw_summary *s, size_t n, int by_line
 		cw_table_header(t, 2, fmt == FMT_CSV ? "location" : "python location", CW_ALIGN_LEFT);
 	if (per_tenant)
 		cw_table_header(t, tcol, "tenant", CW_ALIGN_LEFT);
-	for (c = 2; c < 9; c++)
+	for (c = 2; c < 10; c++)
 		cw_table_header(t, base + c - 2, fmt == FMT_CSV ? summary_cols[c] : text_cols[c], CW_ALIGN_RIGHT);
 	for (i = 0; i < n && !rc; i++) {
 		const struct cw_summary_row *r = &s->rows[i];
@@ -340,6 +343,9 @@ static int print_summary_table(const struct cw_summary *s, size_t n, int by_line
 			cw_table_setf(t, base + 6, "%.6f", r->wall_share);
 		else
 			cw_table_setf(t, base + 6, "%.1f%%", r->wall_share * 100.0);
+		/* Failing calls are counted apart from count and every latency
+		 * column (docs/rules.md "Failing calls"). */
+		cw_table_setf(t, base + 7, "%" PRIu64, r->failed);
 	}
 	if (!rc)
 		rc = fmt == FMT_CSV ? cw_table_print_csv(t, stdout) : cw_table_print(t, stdout);

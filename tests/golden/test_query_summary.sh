@@ -16,10 +16,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 cat > "$tmp/want" <<'OUT'
 window 2023-11-14T22:13:20.000Z .. 2023-11-14T22:13:30.000Z (10 s)
 
-source  op             count      p50      p95      p99      max    total  wall%
-nccl    ncclAllReduce     10   19.9ms   19.9ms   19.9ms   20.0ms  200.0ms   2.0%
-cuda    cudaMalloc       100    1.0ms    1.0ms   48.2ms   50.0ms  198.0ms   2.0%
-cuda    cudaMemcpy        50  100.0us  100.0us  100.0us  100.0us    5.0ms   0.1%
+source  op             count      p50      p95      p99      max    total  wall%  failed
+nccl    ncclAllReduce     10   19.9ms   19.9ms   19.9ms   20.0ms  200.0ms   2.0%       0
+cuda    cudaMalloc       100    1.0ms    1.0ms   48.2ms   50.0ms  198.0ms   2.0%       0
+cuda    cudaMemcpy        50  100.0us  100.0us  100.0us  100.0us    5.0ms   0.1%       0
 (3 rows)
 OUT
 diff -u "$tmp/want" "$tmp/out" || fail "text summary differs"
@@ -63,9 +63,37 @@ grep -q '^(1 of 3 rows; raise --limit for more)$' "$tmp/lim" || fail "--limit no
 
 # CSV: RFC 4180 with CRLF and raw numbers.
 "$CW_BIN" query --db "$tmp/q.db" --csv > "$tmp/csv"
-printf 'source,op,count,p50_ns,p95_ns,p99_ns,max_ns,total_ns,wall_share\r\n' > "$tmp/csvhead"
+printf 'source,op,count,p50_ns,p95_ns,p99_ns,max_ns,total_ns,wall_share,failed\r\n' > "$tmp/csvhead"
 head -n 1 "$tmp/csv" | cmp -s - "$tmp/csvhead" || fail "csv header: $(head -n 1 "$tmp/csv" | od -c | head -3)"
-grep -q $'^nccl,ncclAllReduce,10,[0-9]*,[0-9]*,[0-9]*,20000000,200000000,0.020000\r$' "$tmp/csv" || fail "csv row"
+grep -q $'^nccl,ncclAllReduce,10,[0-9]*,[0-9]*,[0-9]*,20000000,200000000,0.020000,0\r$' "$tmp/csv" || fail "csv row"
+
+# Failing calls (query_db ... failing: 4 cudaMalloc calls of 30 ms returned
+# cudaErrorMemoryAllocation, 3 ncclAllReduce calls of 90 ms ncclSystemError):
+# the text and CSV tables count them in failed, as the JSON does, and every
+# other column is the same as without them (their 90 ms are in no max).
+"$fix" "$tmp/f.db" failing
+"$CW_BIN" query --db "$tmp/f.db" > "$tmp/fout"
+cat > "$tmp/fwant" <<'OUT'
+window 2023-11-14T22:13:20.000Z .. 2023-11-14T22:13:30.000Z (10 s)
+
+source  op             count      p50      p95      p99      max    total  wall%  failed
+nccl    ncclAllReduce     10   19.9ms   19.9ms   19.9ms   20.0ms  200.0ms   2.0%       3
+cuda    cudaMalloc       100    1.0ms    1.0ms   48.2ms   50.0ms  198.0ms   2.0%       4
+cuda    cudaMemcpy        50  100.0us  100.0us  100.0us  100.0us    5.0ms   0.1%       0
+(3 rows)
+OUT
+diff -u "$tmp/fwant" "$tmp/fout" || fail "text summary with failing calls differs"
+"$CW_BIN" query --db "$tmp/f.db" --csv > "$tmp/fcsv"
+grep -q $'^cuda,cudaMalloc,100,[0-9]*,[0-9]*,[0-9]*,50000000,198000000,0.019800,4\r$' "$tmp/fcsv" || fail "csv failed column: $(cat "$tmp/fcsv")"
+"$CW_BIN" query --db "$tmp/f.db" --json | python3 -c '
+import json, sys
+by = {r["op"]: r for r in json.load(sys.stdin)}
+assert (by["cudaMalloc"]["failed"], by["ncclAllReduce"]["failed"], by["cudaMemcpy"]["failed"]) == (4, 3, 0), by'
+# The per-line variant reads events, not the aggregates: the failing calls
+# are train.py:42 step.
+"$CW_BIN" query --db "$tmp/f.db" --group-by-line > "$tmp/fline"
+grep -Eq '^cuda +cudaMalloc +train.py:42 step +80 .* 4$' "$tmp/fline" || fail "per-line failed: $(cat "$tmp/fline")"
+grep -Eq '^cuda +cudaMalloc +train.py:57 load_batch +20 .* 0$' "$tmp/fline" || fail "per-line failed (load_batch): $(cat "$tmp/fline")"
 
 # Per Python line: the slow cudaMalloc calls belong to load_batch.
 "$CW_BIN" query --db "$tmp/q.db" --group-by-line --json > "$tmp/lines"
