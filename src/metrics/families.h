@@ -22,6 +22,9 @@ int cw_metrics_counter_is_loss(const char *name);
  * time; a non-zero return of cb stops the walk and is returned. */
 int cw_metrics_store_op_series(sqlite3 *db, int (*cb)(void *ctx, const struct cw_prom_series *s),
 			       void *ctx);
+/* Failing calls per node, source and op (no process or code: the
+ * aggregates keep neither). */
+int cw_metrics_store_failures(sqlite3 *db, struct strbuf *sb);
 int cw_metrics_store_counters(sqlite3 *db, struct strbuf *sb); /* losses, session stats */
 int cw_metrics_store_chains(sqlite3 *db, struct strbuf *sb);   /* chains by kind, severity, tenant */
 int cw_metrics_store_host(sqlite3 *db, struct strbuf *sb);     /* latest host snapshot */

@@ -152,6 +152,38 @@ int cw_metrics_store_ops(sqlite3 *db, struct strbuf *sb)
 	return cw_metrics_store_op_series(db, prom_op, sb);
 }
 
+/* Failing calls per op from the aggregates' errors column (schema v10):
+ * one row per op and second, like the histograms, so a scrape never scans
+ * events. The aggregates keep neither the process nor the code, so the
+ * store's series carry node, source and op; the live session's add
+ * process, error and family (docs/metrics.md). A file written before v10
+ * has no errors column: the family is there, without series. */
+int cw_metrics_store_failures(sqlite3 *db, struct strbuf *sb)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	strbuf_adds(sb, "# HELP causeway_op_failures_total Traced CUDA, driver and NCCL calls that failed, "
+			"per op, over the whole store (from the per-second aggregates).\n"
+			"# TYPE causeway_op_failures_total counter\n");
+	rc = sqlite3_prepare_v2(db,
+				"SELECT node, source, op, sum(errors) FROM aggregates GROUP BY node, source, op"
+				" HAVING sum(errors) > 0 ORDER BY node, source, op",
+				-1, &st, NULL);
+	if (rc == SQLITE_ERROR)
+		return 0;
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		series2(sb, "causeway_op_failures_total", text(st, 0), "source", text(st, 1));
+		strbuf_adds(sb, ",op=\"");
+		cw_prom_escape_label(sb, text(st, 2));
+		strbuf_addf(sb, "\"} %lld\n", (long long)sqlite3_column_int64(st, 3));
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
 /* ---- session counters ---- */
 
 /* Counters whose value is a count of lost records, calls or rows. */

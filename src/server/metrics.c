@@ -156,8 +156,11 @@ void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
 			render_bpf(&sb, s->node);
 			if (!rc && atomic_load(&s->wlag))
 				rc = cw_writer_lag_render(atomic_load(&s->wlag), s->node, cw_monotonic_ns(), &sb);
-		} else
+		} else {
 			rc = cw_metrics_store_ops(db, &sb);
+			if (!rc)
+				rc = cw_metrics_store_failures(db, &sb);
+		}
 	}
 	if (!rc)
 		rc = cw_metrics_render_nccl(db, &sb);

@@ -80,6 +80,17 @@ for o in ops:
     lo = buckets[half - 1][0] if half else 0
     if not (lo * 0.95 <= p50 <= buckets[half][0] * 1.05):
         sys.exit("FAIL %s: %s p50 %g outside bucket (%g, %g]" % (scen, op, p50, lo, buckets[half][0]))
+# Failing calls: one causeway_op_failures_total series per op that failed,
+# equal to query's failed (both sum the aggregates' errors), none for the
+# others; the family is declared on every database.
+if not re.search(r"^# TYPE causeway_op_failures_total counter$", text, re.M):
+    sys.exit("FAIL %s: causeway_op_failures_total not declared" % scen)
+fails = {(l["source"], l["op"]): v for l, v in series.get("causeway_op_failures_total", [])}
+want = {(o["source"], o["op"]): o["failed"] for o in ops if o["failed"]}
+if fails != want:
+    sys.exit("FAIL %s: failure series %r, query's failed %r" % (scen, fails, want))
+if want:
+    open(sys.argv[1] + ".failing-" + scen, "w").write(repr(want))
 # GPU scenarios: each gauge is the device's newest stored sample, every
 # clock-event bit its own 0/1 series, Xid faults counted by code.
 con = sqlite3.connect("file:%s?mode=ro" % sys.argv[4], uri=True)
@@ -109,4 +120,6 @@ if scen != "healthy" and chains < 1:
 print("%s: %d ops, %d chains, promtool clean" % (scen, len(ops), chains))
 PY
 done
+# The check above is not vacuous: the error demos' failing calls are served.
+ls "$D"/m.txt.failing-* >/dev/null 2>&1 || fail "no demo served a causeway_op_failures_total series"
 echo ok
