@@ -266,6 +266,66 @@ static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 		cw_chain_add_advice(c, "a thread spins or sits in the driver: a CUDA synchronization that never returns points at the GPU (check Xid faults: journalctl -k | grep -i xid)");
 }
 
+/* 1 when the GPU calls the aggregates count in the whole seconds inside
+ * (from_wall, to_wall) outnumber the GPU calls stored there as rows: calls
+ * the size cap pruned (docs/schema.md "Retention") or the kernel folded
+ * (summary capture) were made then, by some process, so the rows' silence
+ * is not the process's. Neither keeps the pid, so a silence that is not
+ * all stored is never called a stall (trace's live detector, which saw
+ * every call, still names one). */
+static int silence_unstored(sqlite3 *db, const char *node, uint64_t from_wall, uint64_t to_wall)
+{
+	int64_t s0 = (int64_t)(from_wall / NSEC_PER_SEC) + 1, s1 = (int64_t)(to_wall / NSEC_PER_SEC) - 1, lo, hi;
+	sqlite3_stmt *st = NULL;
+	int64_t agg = 0, rows = 0;
+
+	if (s1 < s0)
+		return 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT total(count) FROM aggregates WHERE node = ?1 AND second BETWEEN ?2 AND ?3"
+			       " AND source IN ('cuda','driver','nccl','graph')",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, s0);
+	sqlite3_bind_int64(st, 3, s1);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		agg = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	/* Failing calls are counted apart (schema v10); older files lack the
+	 * column and count them in count. */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT total(errors) FROM aggregates WHERE node = ?1 AND second BETWEEN ?2 AND ?3"
+			       " AND source IN ('cuda','driver','nccl','graph')",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, s0);
+		sqlite3_bind_int64(st, 3, s1);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			agg += sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (!agg)
+		return 0;
+	if (cw_events_id_at(db, (uint64_t)s0 * NSEC_PER_SEC, &lo) < 0 ||
+	    cw_events_id_at(db, (uint64_t)(s1 + 1) * NSEC_PER_SEC, &hi) < 0)
+		return 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT count(*) FROM events WHERE id >= ?1 AND id < ?2 AND node = ?3"
+			       " AND source IN ('cuda','driver','nccl','graph') AND wall_ns >= ?4 AND wall_ns < ?5",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, hi);
+	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, s0 * (int64_t)NSEC_PER_SEC);
+	sqlite3_bind_int64(st, 5, (s1 + 1) * (int64_t)NSEC_PER_SEC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		rows = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return agg > rows;
+}
+
 int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 {
 	sqlite3 *db = ctx->db;
@@ -318,13 +378,16 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 				last = p->calls[k].wall;
 		life_end = p->exit_wall && p->exit_wall > last && p->exit_wall < end ? p->exit_wall : end;
 		silent = life_end > last ? life_end - last : 0;
-		if (p->gap_ns > silent) {
+		if (p->gap_ns > silent &&
+		    (p->stall_event || !silence_unstored(db, sys->node, p->gap_call.wall, p->gap_call.wall + p->gap_ns))) {
 			/* A stall that ended: the calls resumed. */
 			silent = p->gap_ns;
 			last = p->gap_call.wall;
 			resumed = 1;
 		}
 		if (silent <= thr || silent <= best_silent)
+			continue;
+		if (!resumed && !p->stall_event && silence_unstored(db, sys->node, last, last + silent))
 			continue;
 		best = i;
 		best_silent = silent;
