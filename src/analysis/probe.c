@@ -622,6 +622,12 @@ void cw_probe_free(struct cw_rule_ctx *ctx)
 	ctx->calls = NULL;
 	ctx->culprits = NULL;
 	ctx->ncalls = ctx->nculprits = 0;
+	/* The totals too: a context probed again (an op's incident seconds
+	 * after its window) would add its calls' times to the window's. */
+	ctx->slow_time_ns = 0;
+	ctx->offcpu_seen = 0;
+	ctx->preempted_ns = ctx->blocked_ns = ctx->blocked_io_ns = ctx->blocked_mem_ns = 0;
+	ctx->foreign_gpu_ns = ctx->io_same_pid_ns = 0;
 }
 
 int cw_op_is_sync(const char *op)

@@ -25,6 +25,23 @@ done
 "$CW_BIN" explain --db "$tmp/capped.db" --json --no-store --from 2026-01-01T00:38:57Z --to 2026-01-01T00:39:16Z \
 	>"$tmp/w20.json" || fail "explain of a 20 s window exited $?"
 "$CW_BIN" explain --db "$tmp/capped.db" --no-store >"$tmp/capped.txt" || fail "explain (text) exited $?"
+# A fast loop (30,000 syncs/s for 20 s): the window's tail is too thin for
+# a chain but its probe runs, then the incident's seconds are probed
+# again; the incident chain's times are its own calls' (once each).
+"$fix" "$tmp/fast.db" 20 30000 8 >/dev/null || fail "hour_db (fast)"
+"$CW_BIN" explain --db "$tmp/fast.db" --json --no-store >"$tmp/fast.json" || fail "explain fast exited $?"
+python3 - "$tmp/fast.json" "$tmp/fast.db" <<'PY' || exit 1
+import json, sqlite3, sys
+c = json.load(open(sys.argv[1]))["chains"][0]
+db = sqlite3.connect(sys.argv[2])
+calls, total = db.execute("SELECT count(*), sum(duration_ns) FROM events WHERE op = 'cudaStreamSynchronize'"
+                          " AND duration_ns > 1000000").fetchone()
+off = db.execute("SELECT sum(end_mono_ns - start_mono_ns) FROM offcpu WHERE by_comm = 'stress-ng'").fetchone()[0]
+ev = c["evidence"]
+assert c["root_cause"]["kind"] == "cpu_preemption" and c["culprit"]["pid"] == 9001, c["root_cause"]
+assert c["slow_count"] == calls and abs(ev["slow_time_ns"] - total) <= 0.01 * total, (c["slow_count"], ev["slow_time_ns"], calls, total)
+assert abs(ev["preempted_ns"] - off) <= 0.01 * off and ev["culprit_share"] == 1, (ev, off)
+PY
 
 python3 - "$tmp" <<'PY' || exit 1
 import json, sys
