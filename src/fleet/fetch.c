@@ -323,6 +323,8 @@ static int fetch_paged(sqlite3 *db, const struct cw_fleet_opts *fo, const struct
 		}
 		if (!ret)
 			ret = store_rows(db, f, merged, sink, err, errlen);
+		if (!ret && fo->progress)
+			fo->progress(fo->progress_arg, NULL, json_array_size(json_object_get(merged, "rows")));
 		json_decref(merged);
 		cw_fleet_result_free(&res);
 		for (int j = 0; j < n; j++) {
