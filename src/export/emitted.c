@@ -21,6 +21,8 @@ int pf_emitted_open(struct pf_emitted *e)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(e->db, setup, NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
+		cw_scratch_cache(e->db);
+	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(e->db, "INSERT OR REPLACE INTO m (k, v) VALUES (?1, ?2)", -1, &e->put, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(e->db, "SELECT v FROM m WHERE k = ?1", -1, &e->get, NULL);
