@@ -73,8 +73,31 @@ static void usage(FILE *f)
 
 static void fleet_warn(void *arg, const char *msg)
 {
-	(void)arg;
+	cw_progress_hold(arg);
 	cw_warn("export: %s", msg);
+	cw_progress_release(arg);
+}
+
+/* The fleet export's phases on the progress line: the rows fetched from
+ * the agents so far, then the trace's size as it is written. */
+struct fleet_pg {
+	struct cw_progress *pg;
+	uint64_t rows;
+	int fd;
+};
+
+static void fleet_progress(void *arg, const char *phase, uint64_t rows)
+{
+	struct fleet_pg *f = arg;
+
+	f->rows += rows;
+	if (phase) {
+		cw_progress_phase(f->pg, phase);
+		cw_progress_count(f->pg, 0, NULL);
+		cw_progress_watch_fd(f->pg, f->fd);
+	} else {
+		cw_progress_count(f->pg, f->rows, "rows");
+	}
 }
 
 static int parse_count(const char *s, uint64_t *out)
@@ -242,7 +265,13 @@ int cmd_export(int argc, char **argv)
 	if (!fleet && !since && !from && !to)
 		o.since_ns = UINT64_MAX;
 	if (fleet) {
-		ret = cw_export_perfetto_fleet(&fo, &o, out, &stats, fleet_warn, NULL, err, sizeof(err));
+		struct fleet_pg fp = { &pg, 0, fileno(out) };
+
+		cw_progress_start(&pg, "export", "fetching the agents' rows", json);
+		fo.progress = fleet_progress;
+		fo.progress_arg = &fp;
+		ret = cw_export_perfetto_fleet(&fo, &o, out, &stats, fleet_warn, &pg, err, sizeof(err));
+		cw_progress_end(&pg);
 	} else {
 		cw_progress_start(&pg, "export", "writing the trace", json);
 		cw_progress_watch_fd(&pg, fileno(out));

@@ -22,6 +22,7 @@
 #include "server/server.h"
 #include "util/log.h"
 #include "util/parse.h"
+#include "util/progress.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
 #include "util/utf8.h"
@@ -321,6 +322,7 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 	char err[1000], *sql = NULL, *stdin_sql = NULL;
 	int json = 0, fmt = 0, by_line = 0, per_tenant = 0, c, rc, li;
 	struct cw_tenant_opts tf = { .n = 0 };
+	struct cw_progress pg = { .fd = -1 };
 	long long limit = 0;
 	uint64_t limit_v;
 
@@ -408,6 +410,8 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 		rc = CW_EXIT_USAGE;
 		goto out;
 	}
+	/* The agents' answers are the long part: a line while they come. */
+	cw_progress_start(&pg, "query", "asking the agents", json);
 	if (sql) {
 		json_t *req = json_pack("{s:s, s:O}", "sql", sql, "params", params);
 
@@ -441,9 +445,11 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 			free(p);
 		}
 		strbuf_release(&path);
+		cw_progress_end(&pg);
 		if (rc == 0 || rc == -EHOSTUNREACH)
 			merged = cw_fleet_merge_ops(&fr, by_line, per_tenant, warn_line, NULL);
 	}
+	cw_progress_end(&pg);
 	if (rc == -EINVAL || rc == -ENOMEM) {
 		cw_report_error(json, "query: %s", err);
 		rc = CW_EXIT_USAGE;
@@ -466,6 +472,7 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 	rc = print(rr, fmt) ? CW_EXIT_FAIL : CW_EXIT_OK;
 	fflush(stdout);
 out:
+	cw_progress_end(&pg);
 	cw_ro_result_free(rr);
 	json_decref(merged);
 	json_decref(params);
@@ -671,6 +678,7 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 	json_t *merged = NULL;
 	char err[1000];
 	struct cw_tenant_opts tf = { .n = 0 };
+	struct cw_progress pg = { .fd = -1 };
 	int json = 0, c, rc, li;
 
 	for (int i = 1; i < argc; i++)
@@ -735,13 +743,16 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 		rc = CW_EXIT_FAIL;
 		goto out;
 	}
+	cw_progress_start(&pg, "explain", "asking the agents", json);
 	rc = cw_fleet_chains(&o, strbuf_str(&q), &merged, &fr, err, sizeof(err));
 	if (rc && rc != -EHOSTUNREACH) {
+		cw_progress_end(&pg);
 		cw_report_error(json, "explain: %s", err);
 		rc = CW_EXIT_USAGE;
 		goto out;
 	}
 	if (!fr.nok) {
+		cw_progress_end(&pg);
 		cw_fleet_none_answered(&fr, fr.n, err, sizeof(err));
 		cw_report_error(json, "explain: %s", err);
 		rc = CW_EXIT_FAIL;
@@ -755,6 +766,7 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 		if (n < 0)
 			add_warning(json_object_get(merged, "warnings"), err);
 	}
+	cw_progress_end(&pg);
 	if (json) {
 		char *s = json_dumps(merged, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 
@@ -768,6 +780,7 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 	}
 	fflush(stdout);
 out:
+	cw_progress_end(&pg);
 	json_decref(merged);
 	cw_fleet_result_free(&fr);
 	cw_fleet_cli_release(&o);

@@ -1,7 +1,8 @@
-/* Store -> Chrome trace JSON (perfetto.h). Slices are read thread by
- * thread (rows sorted by tid, then time), laid out on nesting lanes, and
- * each one is read again by id when it is written, so memory holds one
- * thread's slice boundaries at a time, never the rows. */
+/* Store -> Chrome trace JSON (perfetto.h). Slices are read in one stream
+ * per node (sorted by tid, then time), laid out on nesting lanes as they
+ * come, and each one is read again by id when it is written; what was
+ * written is kept in a temporary database (emitted.h), so memory holds
+ * the open slices of one thread, never the rows. */
 #include "export/perfetto.h"
 
 #include <errno.h>
@@ -247,26 +248,6 @@ static json_t *meta_ev(const char *what, int pid, int64_t tid, json_t *args)
 	return e;
 }
 
-struct thread_rows {
-	struct cw_slice *v;
-	size_t n, cap;
-	char comm[32];
-};
-
-static int rows_push(struct thread_rows *t, int64_t start, int64_t dur, uint64_t key)
-{
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 256;
-		struct cw_slice *nv = realloc(t->v, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		t->v = nv;
-		t->cap = nc;
-	}
-	t->v[t->n++] = (struct cw_slice){ .start = start, .end = start + (dur > 0 ? dur : 0), .key = key };
-	return 0;
-}
-
 static int is_launch(const char *op)
 {
 	return strstr(op, "Launch") != NULL;
@@ -352,56 +333,67 @@ static int name_lanes(struct pf_ctx *c, const struct pf_node *n, int64_t tid, co
 	return ret;
 }
 
-/* Lays out and writes one thread's slices: t[0] its calls and off-CPU
- * intervals, t[1] its block I/O requests. */
-static int emit_thread(struct pf_ctx *c, int ni, int64_t tid, struct thread_rows t[2], sqlite3_stmt *ev_q,
-		       sqlite3_stmt *off_q)
+/* One thread's layout while its slices stream past: the open slices of
+ * each lane, never the placed ones. g[0] its calls and off-CPU intervals,
+ * g[1] its block I/O requests, on lanes after g[0]'s. */
+struct thread_out {
+	int64_t tid;
+	struct cw_lanes g[2];
+	char comm[32];
+	int64_t comm_wall, comm_id; /* the earliest event's comm wins */
+	int comm_ev, any;
+};
+
+/* Writes one placed slice, read again by id with its details. */
+static int emit_one(struct pf_ctx *c, int ni, int64_t otid, uint64_t key, sqlite3_stmt *ev_q, sqlite3_stmt *off_q)
 {
 	const struct pf_node *n = &c->nodes[ni];
-	int lanes[2], ret = 0;
+	int off = (key & CW_KEY_OFFCPU) != 0, rc, ret;
+	sqlite3_stmt *q = off ? off_q : ev_q;
 
-	if ((lanes[0] = cw_slices_assign_lanes(t[0].v, t[0].n, CW_MAX_LANES)) < 0)
-		return lanes[0];
-	if ((lanes[1] = cw_slices_assign_lanes(t[1].v, t[1].n, CW_MAX_LANES - lanes[0])) < 0)
-		return lanes[1];
-	if ((ret = name_lanes(c, n, tid, t->comm, 0, lanes[0], "overlap")) ||
-	    (ret = name_lanes(c, n, tid, t->comm, lanes[0], lanes[1], "I/O")))
-		return ret;
-	c->st->threads++;
-	c->st->lanes_extra += lanes[0] + lanes[1] > 1 ? lanes[0] + lanes[1] - 1 : 0;
-	for (int g = 0; g < 2; g++)
-		for (size_t i = 0; i < t[g].n && !ret; i++) {
-			const struct cw_slice *s = &t[g].v[i];
-			int off = (s->key & CW_KEY_OFFCPU) != 0;
-			sqlite3_stmt *q = off ? off_q : ev_q;
-			int64_t otid = tid + (s->lane + (g ? lanes[0] : 0)) * CW_LANE_STRIDE;
-			int64_t id = (int64_t)(s->key & ~CW_KEY_OFFCPU);
-			int rc;
-
-			if (s->lane < 0) {
-				c->st->unplaced++;
-				continue;
-			}
-			sqlite3_reset(q);
-			sqlite3_bind_int64(q, 1, id);
-			if ((rc = sqlite3_step(q)) != SQLITE_ROW)
-				return db_fail(c, rc, off ? "offcpu" : "events");
-			ret = cw_tracew_event(&c->w, off ? offcpu_slice(c, n, q, otid) : event_slice(c, n, q, otid));
-			if (!ret)
-				ret = u64map_put(&c->emitted, s->key, ((int64_t)ni << 32) | otid);
-			c->st->slices++;
-		}
+	sqlite3_reset(q);
+	sqlite3_bind_int64(q, 1, (int64_t)(key & ~CW_KEY_OFFCPU));
+	if ((rc = sqlite3_step(q)) != SQLITE_ROW)
+		return db_fail(c, rc, off ? "offcpu" : "events");
+	ret = cw_tracew_event(&c->w, off ? offcpu_slice(c, n, q, otid) : event_slice(c, n, q, otid));
+	if (!ret)
+		ret = pf_emitted_put(&c->emitted, key, ((int64_t)ni << 32) | otid);
+	c->st->slices++;
 	return ret;
 }
 
+/* The thread's names, once its slices are out and its lanes counted (the
+ * trace's readers take metadata from anywhere in the file). */
+static int end_thread(struct pf_ctx *c, int ni, struct thread_out *t)
+{
+	const struct pf_node *n = &c->nodes[ni];
+	int l0 = t->g[0].n, l1 = t->g[1].n, ret;
+
+	if (!t->any)
+		return 0;
+	if (!t->comm[0])
+		snprintf(t->comm, sizeof(t->comm), "thread");
+	if ((ret = name_lanes(c, n, t->tid, t->comm, 0, l0, "overlap")) ||
+	    (ret = name_lanes(c, n, t->tid, t->comm, l0, l1, "I/O")))
+		return ret;
+	c->st->threads++;
+	c->st->lanes_extra += l0 + l1 > 1 ? l0 + l1 - 1 : 0;
+	return 0;
+}
+
+/* Slices of one node in one stream sorted by thread, then group (calls and
+ * off-CPU intervals before block I/O), then start, longer first, key: each
+ * is placed on its lane and written as it comes, so memory holds no
+ * thread's slices however many calls it made. */
 static int emit_node_slices(struct pf_ctx *c, int ni)
 {
-	static const char ev_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm, pid, source = 'io' FROM events"
-				     " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4)"
-				     " ORDER BY tid, wall_ns, id";
-	static const char off_sql[] = "SELECT tid, wall_ns, duration_ns, id, comm, pid, 0 FROM offcpu"
-				      " WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4)"
-				      " ORDER BY tid, wall_ns, id";
+	static const char sl_sql[] =
+		"SELECT tid, wall_ns, duration_ns, k, comm, pid, g FROM ("
+		" SELECT tid, wall_ns, duration_ns, id AS k, comm, pid, source IS 'io' AS g FROM events"
+		" WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4)"
+		" UNION ALL SELECT tid, wall_ns, duration_ns, id | 4611686018427387904, comm, pid, 0 FROM offcpu"
+		" WHERE node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4))"
+		" ORDER BY tid, g, wall_ns, wall_ns + max(coalesce(duration_ns, 0), 0) DESC, k";
 	static const char ev_one[] =
 		"SELECT e.source, e.op, e.wall_ns, e.duration_ns, e.bytes, e.ret, e.detail, e.device,"
 		" p.user_file, p.user_line, p.user_function, e.anomalous, p.python_via"
@@ -409,69 +401,77 @@ static int emit_node_slices(struct pf_ctx *c, int ni)
 	static const char off_one[] = "SELECT wall_ns, duration_ns, reason, by_pid, by_comm, waker_pid, waker_comm,"
 				      " cpu FROM offcpu WHERE id = ?1";
 	const struct pf_node *n = &c->nodes[ni];
-	sqlite3_stmt *s[4] = { NULL };
-	const char *sql[4] = { ev_sql, off_sql, ev_one, off_one };
-	struct thread_rows t[2] = { { 0 } };
-	int rc[2], ret = 0;
+	sqlite3_stmt *s[3] = { NULL };
+	const char *sql[3] = { sl_sql, ev_one, off_one };
+	struct thread_out t = { .tid = INT64_MIN };
+	int rc = SQLITE_DONE, ret = 0;
 
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 3; i++) {
 		int r = i == 0 ? cw_events_prepare_light(c->db, sql[i], &s[i])
 				: sqlite3_prepare_v2(c->db, sql[i], -1, &s[i], NULL);
 		if (r != SQLITE_OK) {
 			ret = db_fail(c, r, "slices");
 			goto out;
 		}
-		if (i < 2) {
-			sqlite3_bind_text(s[i], 1, n->name, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(s[i], 2, n->from);
-			sqlite3_bind_int64(s[i], 3, n->to);
-			sqlite3_bind_int64(s[i], 4, c->o->pid);
-		}
 	}
-	rc[0] = sqlite3_step(s[0]);
-	rc[1] = sqlite3_step(s[1]);
-	/* Merge-join of the two tid-ordered streams, one thread at a time. */
-	while (!ret && (rc[0] == SQLITE_ROW || rc[1] == SQLITE_ROW)) {
-		int64_t tid = INT64_MAX;
-		for (int k = 0; k < 2; k++)
-			if (rc[k] == SQLITE_ROW && sqlite3_column_int64(s[k], 0) < tid)
-				tid = sqlite3_column_int64(s[k], 0);
-		t[0].n = t[1].n = 0;
-		t[0].comm[0] = '\0';
-		for (int k = 0; k < 2 && !ret; k++)
-			while (rc[k] == SQLITE_ROW && sqlite3_column_int64(s[k], 0) == tid) {
-				const char *comm = (const char *)sqlite3_column_text(s[k], 4);
-				int64_t one;
+	sqlite3_bind_text(s[0], 1, n->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s[0], 2, n->from);
+	sqlite3_bind_int64(s[0], 3, n->to);
+	sqlite3_bind_int64(s[0], 4, c->o->pid);
+	while (!ret && (rc = sqlite3_step(s[0])) == SQLITE_ROW) {
+		int64_t tid = sqlite3_column_int64(s[0], 0), start = sqlite3_column_int64(s[0], 1);
+		int64_t dur = sqlite3_column_int64(s[0], 2), id = sqlite3_column_int64(s[0], 3);
+		uint64_t key = (uint64_t)id;
+		const char *comm = (const char *)sqlite3_column_text(s[0], 4);
+		int g = sqlite3_column_int(s[0], 6) != 0, lane;
+		int64_t one;
 
-				/* A tenant filter keeps its own processes' threads. */
-				if (c->o->npids &&
-				    (c->o->npids < 0 ||
-				     !u64map_get(&c->pids, (uint64_t)sqlite3_column_int64(s[k], 5), &one))) {
-					rc[k] = sqlite3_step(s[k]);
-					continue;
-				}
-				if (!t[0].comm[0] && comm)
-					snprintf(t[0].comm, sizeof(t[0].comm), "%s", comm);
-				if ((ret = rows_push(&t[sqlite3_column_int(s[k], 6) != 0], sqlite3_column_int64(s[k], 1),
-						     sqlite3_column_int64(s[k], 2),
-						     (uint64_t)sqlite3_column_int64(s[k], 3) | (k ? CW_KEY_OFFCPU : 0))))
-					break;
-				rc[k] = sqlite3_step(s[k]);
-			}
-		if (!t[0].n && !t[1].n)
+		/* A tenant filter keeps its own processes' threads. */
+		if (c->o->npids &&
+		    (c->o->npids < 0 || !u64map_get(&c->pids, (uint64_t)sqlite3_column_int64(s[0], 5), &one)))
 			continue;
-		if (!t[0].comm[0])
-			snprintf(t[0].comm, sizeof(t[0].comm), "thread");
-		if (!ret)
-			ret = emit_thread(c, ni, tid, t, s[2], s[3]);
+		if (tid != t.tid) {
+			if ((ret = end_thread(c, ni, &t)))
+				break;
+			cw_lanes_reset(&t.g[0]);
+			cw_lanes_reset(&t.g[1]);
+			t.tid = tid;
+			t.comm[0] = '\0';
+			t.comm_ev = t.any = 0;
+		}
+		t.any = 1;
+		/* The name: the earliest event's comm, else an off-CPU row's. */
+		if (comm && (key & CW_KEY_OFFCPU ? !t.comm[0]
+					       : !t.comm_ev || start < t.comm_wall ||
+							 (start == t.comm_wall && id < t.comm_id))) {
+			snprintf(t.comm, sizeof(t.comm), "%s", comm);
+			if (!(key & CW_KEY_OFFCPU)) {
+				t.comm_ev = 1;
+				t.comm_wall = start;
+				t.comm_id = id;
+			}
+		}
+		lane = cw_lanes_place(&t.g[g], start, start + (dur > 0 ? dur : 0),
+				      g ? CW_MAX_LANES - t.g[0].n : CW_MAX_LANES);
+		if (lane == -ENOMEM) {
+			ret = lane;
+			break;
+		}
+		if (lane < 0) {
+			c->st->unplaced++;
+			continue;
+		}
+		ret = emit_one(c, ni, tid + (lane + (g ? t.g[0].n : 0)) * CW_LANE_STRIDE, key, s[1], s[2]);
 	}
-	if (!ret && (rc[0] != SQLITE_DONE || rc[1] != SQLITE_DONE))
-		ret = db_fail(c, rc[0] != SQLITE_DONE ? rc[0] : rc[1], "slices");
+	if (!ret && rc != SQLITE_DONE)
+		ret = db_fail(c, rc, "slices");
+	if (!ret)
+		ret = end_thread(c, ni, &t);
 out:
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 3; i++)
 		sqlite3_finalize(s[i]);
-	free(t[0].v);
-	free(t[1].v);
+	cw_lanes_free(&t.g[0]);
+	cw_lanes_free(&t.g[1]);
 	return ret;
 }
 
@@ -532,8 +532,10 @@ int cw_export_perfetto(sqlite3 *db, const struct cw_export_opts *o, FILE *out, s
 
 	memset(st, 0, sizeof(*st));
 	err[0] = '\0';
-	if ((ret = u64map_init(&c.emitted, 0)))
+	if ((ret = pf_emitted_open(&c.emitted))) {
+		snprintf(err, errlen, "opening a temporary database: %s", strerror(-ret));
 		return ret;
+	}
 	if ((ret = u64map_init(&c.pids, 0)))
 		goto out;
 	for (int i = 0; i < o->npids && !ret; i++)
@@ -570,7 +572,7 @@ int cw_export_perfetto(sqlite3 *db, const struct cw_export_opts *o, FILE *out, s
 out:
 	if (ret && !err[0])
 		snprintf(err, errlen, "%s", strerror(-ret));
-	u64map_free(&c.emitted);
+	pf_emitted_close(&c.emitted);
 	u64map_free(&c.pids);
 	free(c.nodes);
 	return ret;

@@ -65,7 +65,10 @@ static int load_io(struct pf_ctx *c, struct stmts *s, const struct pf_node *n)
 	while ((rc = sqlite3_step(s->io)) == SQLITE_ROW) {
 		uint64_t k = (uint64_t)sqlite3_column_int64(s->io, 0);
 		int64_t v;
-		if (!u64map_get(&c->emitted, k, &v))
+		int g = pf_emitted_get(&c->emitted, k, &v);
+		if (g < 0)
+			return g;
+		if (!g)
 			continue;
 		if (s->nio == cap) {
 			struct io_slice *nv = realloc(s->iov, (cap = cap ? cap * 2 : 64) * sizeof(*nv));
@@ -96,7 +99,10 @@ static int find_cause(struct pf_ctx *c, struct stmts *s, const struct pf_node *n
 	while ((rc = sqlite3_step(s->off)) == SQLITE_ROW) {
 		uint64_t k = (uint64_t)sqlite3_column_int64(s->off, 0) | CW_KEY_OFFCPU;
 		int64_t v;
-		if (u64map_get(&c->emitted, k, &v)) {
+		int g = pf_emitted_get(&c->emitted, k, &v);
+		if (g < 0)
+			return g;
+		if (g) {
 			*key = k;
 			*cstart = sqlite3_column_int64(s->off, 1);
 			*cend = sqlite3_column_int64(s->off, 2);
@@ -212,7 +218,12 @@ static int emit_straggler(struct pf_ctx *c, const struct cw_chain *ch, uint64_t 
 		for (int i = 0; node && i < c->nnodes; i++)
 			if (!strcmp(c->nodes[i].name, node))
 				ni = i;
-		if (ni < 0 || !u64map_get(&c->emitted, (uint64_t)id, &otid))
+		int g = ni < 0 ? 0 : pf_emitted_get(&c->emitted, (uint64_t)id, &otid);
+		if (g < 0) {
+			ret = g;
+			goto out;
+		}
+		if (!g)
 			continue;
 		if (n == cap) {
 			struct coll *nv = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof(*nv));
@@ -401,7 +412,12 @@ static int emit_chain(struct pf_ctx *c, struct stmts *s, const struct cw_chain *
 		int64_t v, cstart = 0, cend = 0, fts;
 		uint64_t ckey;
 
-		if (!u64map_get(&c->emitted, (uint64_t)id, &v))
+		int g = pf_emitted_get(&c->emitted, (uint64_t)id, &v);
+		if (g < 0) {
+			ret = g;
+			break;
+		}
+		if (!g)
 			continue;
 		if ((ret = find_cause(c, s, n, ck, tid, start, end, &ckey, &cstart, &cend)))
 			break;
@@ -413,7 +429,10 @@ static int emit_chain(struct pf_ctx *c, struct stmts *s, const struct cw_chain *
 		marked = 1;
 		if (ret || !ckey)
 			continue;
-		u64map_get(&c->emitted, ckey, &v);
+		if ((g = pf_emitted_get(&c->emitted, ckey, &v)) < 0) {
+			ret = g;
+			break;
+		}
 		ctid = v & 0xffffffffLL;
 		/* The importer orders events by time, so the arrow's end must not
 		 * precede its start; it lands inside the call after the cause is

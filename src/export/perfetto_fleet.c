@@ -196,6 +196,8 @@ int cw_export_perfetto_fleet(const struct cw_fleet_opts *fo, const struct cw_exp
 	}
 	if (ret)
 		goto out;
+	if (fo->progress)
+		fo->progress(fo->progress_arg, "writing the trace", 0);
 	lo.from_wall_ns = w.from;
 	lo.to_wall_ns = w.to > w.from ? w.to : w.from + 1;
 	ret = cw_export_perfetto(store->db, &lo, out, st, err, errlen);

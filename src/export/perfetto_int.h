@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
+#include "export/emitted.h"
 #include "export/perfetto.h"
 #include "export/trace_json.h"
 #include "util/u64map.h"
@@ -18,7 +19,7 @@
  * their own after them. Slices beyond CW_MAX_LANES are left out, counted. */
 #define CW_LANE_STRIDE (1LL << 22)
 #define CW_MAX_LANES CW_EXPORT_MAX_LANES
-/* Keys of emitted slices in ctx.emitted: events by id, off-CPU intervals
+/* Keys of written slices in ctx.emitted: events by id, off-CPU intervals
  * by id with this bit set. */
 #define CW_KEY_OFFCPU (1ULL << 62)
 
@@ -38,7 +39,7 @@ struct pf_ctx {
 	struct pf_node *nodes;
 	int nnodes;
 	int64_t base;        /* reference-clock ns of ts 0 */
-	struct u64map emitted; /* key -> node index << 32 | trace tid */
+	struct pf_emitted emitted; /* key -> node index << 32 | trace tid */
 	struct u64map pids;    /* the tenant filter's pids (o->npids > 0) */
 	char *err;
 	size_t errlen;

@@ -101,12 +101,12 @@ static int slice_cmp(const void *a, const void *b)
 }
 
 /* One open-slice stack per lane. */
-struct lane {
+struct cw_lane {
 	int64_t *ends;
 	size_t n, cap;
 };
 
-static int lane_push(struct lane *l, int64_t end)
+static int lane_push(struct cw_lane *l, int64_t end)
 {
 	if (l->n == l->cap) {
 		size_t nc = l->cap ? l->cap * 2 : 16;
@@ -120,44 +120,71 @@ static int lane_push(struct lane *l, int64_t end)
 	return 0;
 }
 
+int cw_lanes_place(struct cw_lanes *ls, int64_t start, int64_t end, int max_lanes)
+{
+	int l, ret;
+
+	for (l = 0; l < ls->n; l++) {
+		struct cw_lane *ln = &ls->v[l];
+		/* Close what ended before this slice starts. */
+		while (ln->n && ln->ends[ln->n - 1] <= start)
+			ln->n--;
+		if (!ln->n || ln->ends[ln->n - 1] >= end)
+			break;
+	}
+	if (l == ls->n && ls->n >= max_lanes)
+		return -1;
+	if (l == ls->n) {
+		if (ls->n == ls->cap) {
+			int nc = ls->cap ? ls->cap * 2 : 4;
+			struct cw_lane *nv = realloc(ls->v, (size_t)nc * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			memset(nv + ls->cap, 0, (size_t)(nc - ls->cap) * sizeof(*nv));
+			ls->v = nv;
+			ls->cap = nc;
+		}
+		ls->v[ls->n++].n = 0; /* a lane used before a reset keeps its buffer */
+	}
+	ret = lane_push(&ls->v[l], end);
+	return ret < 0 ? ret : l;
+}
+
+void cw_lanes_reset(struct cw_lanes *ls)
+{
+	for (int l = 0; l < ls->n; l++)
+		ls->v[l].n = 0;
+	ls->n = 0;
+}
+
+void cw_lanes_free(struct cw_lanes *ls)
+{
+	for (int l = 0; l < ls->cap; l++)
+		free(ls->v[l].ends);
+	free(ls->v);
+	memset(ls, 0, sizeof(*ls));
+}
+
 int cw_slices_assign_lanes(struct cw_slice *v, size_t n, int max_lanes)
 {
-	struct lane *lanes = NULL;
-	int nlanes = 0, ret = 0;
+	struct cw_lanes ls = { 0 };
+	int ret = 0;
 
 	if (!n)
 		return 0;
 	qsort(v, n, sizeof(*v), slice_cmp);
 	for (size_t i = 0; i < n && ret >= 0; i++) {
-		int l;
-		for (l = 0; l < nlanes; l++) {
-			struct lane *ln = &lanes[l];
-			/* Close what ended before this slice starts. */
-			while (ln->n && ln->ends[ln->n - 1] <= v[i].start)
-				ln->n--;
-			if (!ln->n || ln->ends[ln->n - 1] >= v[i].end)
-				break;
-		}
-		if (l == nlanes && nlanes >= max_lanes) {
-			v[i].lane = -1;
-			continue;
-		}
-		if (l == nlanes) {
-			struct lane *nl = realloc(lanes, (size_t)(nlanes + 1) * sizeof(*nl));
-			if (!nl) {
-				ret = -ENOMEM;
-				break;
-			}
-			lanes = nl;
-			memset(&lanes[nlanes++], 0, sizeof(*lanes));
-		}
-		v[i].lane = l;
-		ret = lane_push(&lanes[l], v[i].end);
+		int l = cw_lanes_place(&ls, v[i].start, v[i].end, max_lanes);
+
+		if (l == -ENOMEM)
+			ret = l;
+		else
+			v[i].lane = l;
 	}
-	for (int l = 0; l < nlanes; l++)
-		free(lanes[l].ends);
-	free(lanes);
-	return ret < 0 ? ret : nlanes;
+	if (ret >= 0)
+		ret = ls.n;
+	cw_lanes_free(&ls);
+	return ret;
 }
 
 int cw_slices_nest_ok(const struct cw_slice *v, size_t n)

@@ -55,6 +55,21 @@ struct cw_slice {
  * that would need one more gets lane -1 (left out; the caller counts it).
  * Returns the number of lanes used (0 for n == 0) or -ENOMEM. */
 int cw_slices_assign_lanes(struct cw_slice *v, size_t n, int max_lanes);
+/* The same placement one slice at a time, for slices arriving in that
+ * order (start, then longer first, then key): memory holds the slices
+ * still open on each lane, never the ones placed, so a thread of any
+ * length is laid out in a bounded space. Zeroed to start; reset between
+ * threads; free at the end. */
+struct cw_lanes {
+	struct cw_lane *v;
+	int n;   /* lanes used so far */
+	int cap;
+};
+/* The lane of [start, end) (end >= start), -1 when it would need more
+ * than max_lanes, -ENOMEM. */
+int cw_lanes_place(struct cw_lanes *l, int64_t start, int64_t end, int max_lanes);
+void cw_lanes_reset(struct cw_lanes *l);
+void cw_lanes_free(struct cw_lanes *l);
 /* 1 when the slices of every lane nest properly (v sorted as above). */
 int cw_slices_nest_ok(const struct cw_slice *v, size_t n);
 

@@ -35,6 +35,11 @@ struct cw_fleet_opts {
 	/* One POST body per node (same order as nodes), for questions that
 	 * differ by node (a page of rows); NULL: the same body for all. */
 	const char *const *posts;
+	/* Long fetches (export --nodes) report here (may be NULL): a new
+	 * phase (NULL: the same), and the rows just stored (the callee
+	 * sums them). */
+	void (*progress)(void *arg, const char *phase, uint64_t rows);
+	void *progress_arg;
 };
 
 struct cw_fleet_node {

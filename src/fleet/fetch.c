@@ -323,6 +323,8 @@ static int fetch_paged(sqlite3 *db, const struct cw_fleet_opts *fo, const struct
 		}
 		if (!ret)
 			ret = store_rows(db, f, merged, sink, err, errlen);
+		if (!ret && fo->progress)
+			fo->progress(fo->progress_arg, NULL, json_array_size(json_object_get(merged, "rows")));
 		json_decref(merged);
 		cw_fleet_result_free(&res);
 		for (int j = 0; j < n; j++) {
@@ -406,6 +408,10 @@ int cw_fleet_tmp_open(struct cw_fleet_tmp *t, const char *tag, const char *name,
 	/* A scratch file removed at the end: nothing to keep over a crash,
 	 * so no sync per page. */
 	cw_exec(t->st->db, "PRAGMA synchronous = OFF");
+	/* Its page cache (and so SQLite's in-memory sort runs, which it
+	 * sizes) is the client's largest memory: 64 MiB unless
+	 * $CW_SCRATCH_CACHE_KIB names another bound (docs/fleet.md). */
+	cw_scratch_cache(t->st->db);
 	return 0;
 }
 

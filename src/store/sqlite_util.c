@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 int cw_sqlite_errno(int rc)
 {
@@ -62,4 +64,19 @@ int cw_sqlite_db_errno(sqlite3 *db, int rc)
 int cw_exec(sqlite3 *db, const char *sql)
 {
 	return cw_sqlite_db_errno(db, sqlite3_exec(db, sql, NULL, NULL, NULL));
+}
+
+void cw_scratch_cache(sqlite3 *db)
+{
+	const char *env = getenv("CW_SCRATCH_CACHE_KIB");
+	char sql[64], *end;
+	unsigned long kib;
+
+	if (!env || !*env)
+		return;
+	kib = strtoul(env, &end, 10);
+	if (*end || kib < 64 || kib > 1048576)
+		return;
+	snprintf(sql, sizeof(sql), "PRAGMA cache_size = -%lu", kib);
+	cw_exec(db, sql);
 }

@@ -15,4 +15,10 @@ int cw_sqlite_db_errno(sqlite3 *db, int rc);
 /* Runs one statement with no results; returns 0 or -errno. */
 int cw_exec(sqlite3 *db, const char *sql);
 
+/* A temporary database's page cache (a fleet reader's scratch store, the
+ * export's list of written slices): $CW_SCRATCH_CACHE_KIB (64 to
+ * 1048576) when set, else left as it is. What bounds the memory of work
+ * that grows with the data; tests set it low to show the bound. */
+void cw_scratch_cache(sqlite3 *db);
+
 #endif

@@ -14,14 +14,16 @@
 /* One write per redraw, so that the line never tears. */
 static void draw(struct cw_progress *p, uint64_t now)
 {
-	char line[256], size[48] = "";
+	char line[256], size[48] = "", count[48] = "";
 	struct stat sb;
 	int n;
 
 	if (p->fd >= 0 && !fstat(p->fd, &sb) && S_ISREG(sb.st_mode))
 		snprintf(size, sizeof(size), ", %.1f MiB written", (double)sb.st_size / (1024.0 * 1024.0));
-	n = snprintf(line, sizeof(line), "\r\033[Kcauseway: %s: %s ... %.1f s%s", p->what,
-		     p->phase, (double)(now - p->start_ns) / 1e9, size);
+	if (p->unit)
+		snprintf(count, sizeof(count), ", %llu %s", (unsigned long long)p->count, p->unit);
+	n = snprintf(line, sizeof(line), "\r\033[Kcauseway: %s: %s ... %.1f s%s%s", p->what,
+		     p->phase, (double)(now - p->start_ns) / 1e9, count, size);
 	if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) > 0)
 		p->shown = 1;
 }
@@ -101,6 +103,40 @@ void cw_progress_watch_fd(struct cw_progress *p, int fd)
 	pthread_mutex_lock(&p->mu);
 	p->fd = fd;
 	pthread_mutex_unlock(&p->mu);
+}
+
+void cw_progress_phase(struct cw_progress *p, const char *phase)
+{
+	if (!p->running)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->phase = phase;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void cw_progress_count(struct cw_progress *p, uint64_t n, const char *unit)
+{
+	if (!p->running)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->count = n;
+	p->unit = unit;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void cw_progress_hold(struct cw_progress *p)
+{
+	if (!p->running)
+		return;
+	pthread_mutex_lock(&p->mu);
+	if (p->shown && write(STDERR_FILENO, "\r\033[K", 4) < 0)
+		p->shown = 0;
+}
+
+void cw_progress_release(struct cw_progress *p)
+{
+	if (p->running)
+		pthread_mutex_unlock(&p->mu);
 }
 
 void cw_progress_end(struct cw_progress *p)

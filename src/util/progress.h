@@ -18,6 +18,8 @@ struct cw_progress {
 	const char *what, *phase; /* under mu */
 	uint64_t start_ns, after_ns;
 	int fd;                   /* -1: no output file to measure */
+	uint64_t count;           /* under mu: rows so far (unit set) */
+	const char *unit;         /* NULL: no count shown */
 	int running, stop, shown;
 };
 
@@ -29,6 +31,14 @@ struct cw_progress {
 int cw_progress_start(struct cw_progress *p, const char *what, const char *phase, int quiet);
 /* Reports the size of the file open at fd (written by the work). */
 void cw_progress_watch_fd(struct cw_progress *p, int fd);
+/* Names the phase now running (phase outlives p). */
+void cw_progress_phase(struct cw_progress *p, const char *phase);
+/* Shows ", N unit" (rows fetched so far); unit NULL hides it. */
+void cw_progress_count(struct cw_progress *p, uint64_t n, const char *unit);
+/* Around a message printed on stderr while the line runs: hold clears
+ * the line and keeps it from being redrawn until release. */
+void cw_progress_hold(struct cw_progress *p);
+void cw_progress_release(struct cw_progress *p);
 /* Stops the thread and clears the line. Safe on a reporter never started. */
 void cw_progress_end(struct cw_progress *p);
 
