@@ -4,14 +4,17 @@
 #   unit:        every cmocka binary in BUILD/tests
 #   golden:      tests/golden/test_*.sh
 #   integration: tests/integration/test_*.sh (real BPF as root, HTTPS, fleet)
-#   asan:        with ASAN_BUILD, its unit tests and the golden tests again
-#                against its ASan/UBSan binary
-#   fuzz:        a short smoke run of every fuzz target (scripts/build-fuzz.sh)
+#   asan:        with ASAN_BUILD, its unit tests, and again against its
+#                ASan/UBSan binary the golden tests that feed causeway hostile
+#                input (tests/golden/asan.list; CW_ASAN_ALL=1: every one)
+#   fuzz:        a short smoke run of every fuzz target (scripts/build-fuzz.sh),
+#                CW_TEST_JOBS targets at a time
 # Scripts exit 0 (pass), 77 (skip, after printing why) or anything else (fail).
 # Each test's output goes to BUILD/test-logs/NAME.log and is shown on failure.
 # CW_TEST_FILTER=regex runs only matching tests.
 # Unit, golden and sanitizer tests run CW_TEST_JOBS at a time (default: one
-# per CPU); they share nothing but the machine. Integration tests run one at
+# per CPU), in one queue, the sanitizer ones first (the longest); they share
+# nothing but the machine. Integration tests run one at
 # a time: several of them time a CPU hog, a disk burst or a preemption, and
 # a neighbouring test would be part of what they measure.
 set -u
@@ -87,31 +90,43 @@ run_queue() {
 	q_names=() q_cmds=()
 }
 
+ASAN=${2:-}
+if [ -n "$ASAN" ] && [ -x "$ROOT/$ASAN/causeway" ]; then
+	ASAN=$(cd "$ROOT/$ASAN" && pwd)
+else
+	ASAN=
+fi
+if [ -n "$ASAN" ]; then
+	if [ -n "${CW_ASAN_ALL:-}" ]; then
+		asan_golden=$(cd "$ROOT/tests/golden" && ls test_*.sh | sed 's/\.sh$//')
+	else
+		asan_golden=$(sed 's/#.*//' "$ROOT/tests/golden/asan.list")
+	fi
+	for n in $asan_golden; do
+		[ -f "$ROOT/tests/golden/$n.sh" ] || { echo "asan.list: no tests/golden/$n.sh" >&2; exit 2; }
+		queue "asan/golden/$n" env CW_BIN="$ASAN/causeway" bash "$ROOT/tests/golden/$n.sh"
+	done
+fi
+for t in "$ROOT"/tests/golden/test_*.sh; do
+	[ -f "$t" ] && queue "golden/$(basename "$t" .sh)" bash "$t"
+done
 for t in "$BUILD"/tests/test_*; do
 	case $t in *.d) continue ;; esac
 	[ -x "$t" ] && queue "unit/$(basename "$t")" "$t"
 done
-for t in "$ROOT"/tests/golden/test_*.sh; do
-	[ -f "$t" ] && queue "golden/$(basename "$t" .sh)" bash "$t"
-done
-run_queue
-for t in "$ROOT"/tests/integration/test_*.sh; do
-	[ -f "$t" ] && run_one "integration/$(basename "$t" .sh)" bash "$t"
-done
-ASAN=${2:-}
-if [ -n "$ASAN" ] && [ -x "$ROOT/$ASAN/causeway" ]; then
-	ASAN=$(cd "$ROOT/$ASAN" && pwd)
+if [ -n "$ASAN" ]; then
 	for t in "$ASAN"/tests/test_*; do
 		case $t in *.d) continue ;; esac
 		[ -x "$t" ] && queue "asan/unit/$(basename "$t")" "$t"
 	done
-	for t in "$ROOT"/tests/golden/test_*.sh; do
-		[ -f "$t" ] && queue "asan/golden/$(basename "$t" .sh)" env CW_BIN="$ASAN/causeway" bash "$t"
-	done
-	run_queue
 fi
+run_queue
+for t in "$ROOT"/tests/integration/test_*.sh; do
+	[ -f "$t" ] && run_one "integration/$(basename "$t" .sh)" bash "$t"
+done
 if [ -x "$ROOT/scripts/build-fuzz.sh" ] && [ -z "${CW_NO_FUZZ:-}" ]; then
-	run_one "fuzz/smoke" "$ROOT/scripts/build-fuzz.sh" "$BUILD" --smoke 6
+	run_one "fuzz/smoke" "$ROOT/scripts/build-fuzz.sh" "$BUILD" --smoke 6 \
+		--jobs "${CW_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}"
 fi
 
 echo
