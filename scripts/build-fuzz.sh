@@ -49,12 +49,12 @@ printf '%s\n' $srcs | xargs -P2 -I{} sh -c '
 rm -f "$OUT/libcauseway-fuzz.a"
 ar rcs "$OUT/libcauseway-fuzz.a" "$OUT"/obj/*.o
 fail=0
-for f in tests/fuzz/fuzz_*.c; do
-	name=$(basename "$f" .c)
-	# shellcheck disable=SC2086
-	$CLANG $FLAGS -fsanitize=fuzzer "$f" "$OUT/libcauseway-fuzz.a" $LIBS -o "$OUT/$name"
-	echo "built $OUT/$name"
-done
+# Link (each link is one process), two at a time.
+export LIBS
+printf '%s\n' tests/fuzz/fuzz_*.c | xargs -P2 -I{} sh -c '
+	name=$(basename "{}" .c)
+	$CLANG $FLAGS -fsanitize=fuzzer "{}" "$OUT/libcauseway-fuzz.a" $LIBS -o "$OUT/$name" || exit 255
+	echo "built $OUT/$name"'
 [ "$SMOKE" = 1 ] || exit 0
 smoke() { # NAME: one fuzzer's run; prints its one result line
 	local name=$1 work
