@@ -144,15 +144,18 @@ if [ -n "$ASAN" ]; then
 		[ -x "$t" ] && queue "asan/unit/$(basename "$t")" "$t"
 	done
 fi
-beside=" $(sed 's/#.*//' "$ROOT/tests/integration/beside.list" | tr -s ' \n' '  ') "
+beside_names=" $(sed 's/#.*//' "$ROOT/tests/integration/beside.list" | tr -s ' \n' '  ') "
+for n in $beside_names; do
+	[ -f "$ROOT/tests/integration/$n.sh" ] || { echo "beside.list: no tests/integration/$n.sh" >&2; exit 2; }
+done
 for t in "$ROOT"/tests/integration/test_*.sh; do
 	n=$(basename "$t" .sh)
-	[ -f "$t" ] && [[ $beside == *" $n "* ]] && queue_beside "integration/$n" bash "$t"
+	[ -f "$t" ] && [[ $beside_names == *" $n "* ]] && queue_beside "integration/$n" bash "$t"
 done
 run_queue
 for t in "$ROOT"/tests/integration/test_*.sh; do
 	n=$(basename "$t" .sh)
-	[ -f "$t" ] && [[ $beside != *" $n "* ]] && run_one "integration/$n" bash "$t"
+	[ -f "$t" ] && [[ $beside_names != *" $n "* ]] && run_one "integration/$n" bash "$t"
 done
 if [ -x "$ROOT/scripts/build-fuzz.sh" ] && [ -z "${CW_NO_FUZZ:-}" ]; then
 	run_one "fuzz/smoke" "$ROOT/scripts/build-fuzz.sh" "$BUILD" --smoke 6 \
