@@ -8,13 +8,16 @@
 #     the suite's form checks the file and runs it in an arm64 root)
 #   - every hostile-database variant with the ordinary binary as well
 #     (HOSTILE_ALL=1; the suite runs them all with the sanitizer binary)
+#   - every golden test with the ASan/UBSan binary (CW_ASAN_ALL=1; the suite
+#     runs only those that feed causeway hostile input, tests/golden/asan.list)
 #   - every fuzz target for 60 s instead of the suite's 6 s
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 cd "$ROOT" || exit 1
 NPROC=$(nproc 2>/dev/null || echo 1)
-make --no-print-directory -j"$NPROC" BUILD="$BUILD" all unit fixtures release >/dev/null || {
+make --no-print-directory -j"$NPROC" BUILD="$BUILD" all unit fixtures release >/dev/null &&
+	make --no-print-directory -j"$NPROC" asan >/dev/null || {
 	echo "long-suite: build failed" >&2
 	exit 1
 }
@@ -23,6 +26,7 @@ CW_LONG=1 HOSTILE_ALL=1 CW_NO_FUZZ=1 \
 	CW_TEST_FILTER='^(integration/test_release_aarch64|golden/test_hostile_db)$' \
 	scripts/run-tests.sh "$BUILD"
 rc=$?
-scripts/build-fuzz.sh "$BUILD" --smoke 60 || rc=1
+CW_ASAN_ALL=1 CW_NO_FUZZ=1 CW_TEST_FILTER='^asan/golden/' scripts/run-tests.sh "$BUILD" build-asan || rc=1
+scripts/build-fuzz.sh "$BUILD" --smoke 60 --jobs "$NPROC" || rc=1
 echo "long-suite: $((SECONDS - start)) s"
 exit $rc

@@ -1,19 +1,24 @@
 #!/bin/bash
 # Builds every tests/fuzz/fuzz_*.c as a libFuzzer binary with clang
 # (ASan + UBSan), linked against the product sources compiled the same way.
-#   scripts/build-fuzz.sh [BUILD] [--smoke [SECONDS]]
+#   scripts/build-fuzz.sh [BUILD] [--smoke [SECONDS]] [--jobs N]
 # --smoke runs each fuzzer for SECONDS (default 10) over its seed corpus
 # tests/fuzz/corpus/<fuzzer>/ (copied, so the committed seeds stay as they
-# are) and exits non-zero when any of them finds a crash.
+# are), N fuzzers at a time (default 1; each is one process, so N up to the
+# CPU count gives every one its SECONDS of a whole CPU), and exits non-zero
+# when any of them finds a crash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build
 SMOKE=0
 SECS=10
+JOBS=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--smoke) SMOKE=1; if [[ ${2:-} =~ ^[0-9]+$ ]]; then SECS=$2; shift; fi ;;
-	-h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--jobs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "build-fuzz: --jobs needs a number" >&2; exit 2; }
+		JOBS=$2; shift ;;
+	-h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) BUILD=$1 ;;
 	esac
 	shift
@@ -44,23 +49,37 @@ printf '%s\n' $srcs | xargs -P2 -I{} sh -c '
 rm -f "$OUT/libcauseway-fuzz.a"
 ar rcs "$OUT/libcauseway-fuzz.a" "$OUT"/obj/*.o
 fail=0
-for f in tests/fuzz/fuzz_*.c; do
-	name=$(basename "$f" .c)
-	# shellcheck disable=SC2086
-	$CLANG $FLAGS -fsanitize=fuzzer "$f" "$OUT/libcauseway-fuzz.a" $LIBS -o "$OUT/$name"
-	echo "built $OUT/$name"
-done
+# Link (each link is one process), two at a time.
+export LIBS
+printf '%s\n' tests/fuzz/fuzz_*.c | xargs -P2 -I{} sh -c '
+	name=$(basename "{}" .c)
+	$CLANG $FLAGS -fsanitize=fuzzer "{}" "$OUT/libcauseway-fuzz.a" $LIBS -o "$OUT/$name" || exit 255
+	echo "built $OUT/$name"'
 [ "$SMOKE" = 1 ] || exit 0
-for f in tests/fuzz/fuzz_*.c; do
-	name=$(basename "$f" .c)
+smoke() { # NAME: one fuzzer's run; prints its one result line
+	local name=$1 work
 	work=$(mktemp -d)
 	[ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$work/"
 	if "$OUT/$name" -max_total_time="$SECS" -max_len=65536 -print_final_stats=1 -artifact_prefix="$OUT/$name-" "$work" \
 		>"$OUT/$name.log" 2>&1; then
 		echo "ok    $name ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$OUT/$name.log" | awk '{print $2}') runs)"
 	else
-		echo "FAIL  $name: see $OUT/$name.log"; tail -20 "$OUT/$name.log"; fail=1
+		echo "FAIL  $name: see $OUT/$name.log"; tail -20 "$OUT/$name.log"
 	fi
 	rm -rf "$work"
+}
+# Each result goes to its own file (a line starting "ok" or "FAIL"),
+# printed in the targets' order once all are done.
+names=()
+for f in tests/fuzz/fuzz_*.c; do
+	while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+	name=$(basename "$f" .c)
+	names+=("$name")
+	smoke "$name" >"$OUT/$name.result" 2>&1 &
+done
+wait
+for name in "${names[@]}"; do
+	cat "$OUT/$name.result"
+	grep -q '^ok ' "$OUT/$name.result" || fail=1
 done
 exit $fail

@@ -3,17 +3,22 @@
 # "N passed, N failed, N skipped".
 #   unit:        every cmocka binary in BUILD/tests
 #   golden:      tests/golden/test_*.sh
-#   integration: tests/integration/test_*.sh (real BPF as root, HTTPS, fleet)
-#   asan:        with ASAN_BUILD, its unit tests and the golden tests again
-#                against its ASan/UBSan binary
-#   fuzz:        a short smoke run of every fuzz target (scripts/build-fuzz.sh)
+#   integration: tests/integration/test_*.sh (real BPF as root, HTTPS, fleet);
+#                those in tests/integration/beside.list (they time nothing)
+#                run one at a time beside the unit/golden/sanitizer queue
+#   asan:        with ASAN_BUILD, its unit tests, and again against its
+#                ASan/UBSan binary the golden tests that feed causeway hostile
+#                input (tests/golden/asan.list; CW_ASAN_ALL=1: every one)
+#   fuzz:        a short smoke run of every fuzz target (scripts/build-fuzz.sh),
+#                CW_TEST_JOBS targets at a time
 # Scripts exit 0 (pass), 77 (skip, after printing why) or anything else (fail).
 # Each test's output goes to BUILD/test-logs/NAME.log and is shown on failure.
 # CW_TEST_FILTER=regex runs only matching tests.
 # Unit, golden and sanitizer tests run CW_TEST_JOBS at a time (default: one
-# per CPU); they share nothing but the machine. Integration tests run one at
-# a time: several of them time a CPU hog, a disk burst or a preemption, and
-# a neighbouring test would be part of what they measure.
+# per CPU), in one queue, the sanitizer ones first (the longest); they share
+# nothing but the machine. The other integration tests run one at a time,
+# after the queue: several of them time a CPU hog, a disk burst or a
+# preemption, and a neighbouring test would be part of what they measure.
 set -u
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,28 +56,50 @@ run_one() { # NAME COMMAND...: runs now, alone
 
 # queue NAME COMMAND... then run_queue: the queued tests, CW_TEST_JOBS at a
 # time; results print in queue order as soon as each is known.
-q_names=() q_cmds=()
+# queue_beside NAME COMMAND...: a test that runs one at a time beside those
+# (an integration test that times nothing, tests/integration/beside.list:
+# it mostly waits, and the CPU the queue keeps busy changes none of its
+# results).
+q_names=() q_cmds=() q_beside=()
 queue() {
 	local name=$1; shift
 	selected "$name" || return
 	q_names+=("$name")
 	q_cmds+=("$(printf '%q ' "$@")")
+	q_beside+=(0)
+}
+queue_beside() {
+	queue "$@" && q_beside[${#q_beside[@]} - 1]=1
+}
+start_job() { # INDEX
+	local i=$1 name=${q_names[$1]}
+	(
+		start=$SECONDS
+		cd "$ROOT" && eval "timeout \"\${CW_TEST_TIMEOUT:-300}\" ${q_cmds[$i]}" \
+			>"$LOGS/${name//\//_}.log" 2>&1
+		rc=$?
+		echo "$rc $((SECONDS - start))" >"$rcdir/$i.tmp" && mv "$rcdir/$i.tmp" "$rcdir/$i"
+	) &
 }
 run_queue() {
-	local jobs=${CW_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)} n=${#q_names[@]} next=0 shown=0
-	local rcdir="$LOGS/.rc"
+	local jobs=${CW_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)} n=${#q_names[@]} shown=0 i busy
+	local norm=() beside=() ni=0 bi=0 bcur=-1
+	rcdir="$LOGS/.rc"
 	rm -rf "$rcdir" && mkdir -p "$rcdir"
+	for ((i = 0; i < n; i++)); do
+		if [ "${q_beside[$i]}" = 1 ]; then beside+=("$i"); else norm+=("$i"); fi
+	done
 	while [ $shown -lt $n ]; do
-		while [ $next -lt $n ] && [ "$(jobs -rp | wc -l)" -lt "$jobs" ]; do
-			local name=${q_names[$next]}
-			(
-				start=$SECONDS
-				cd "$ROOT" && eval "timeout \"\${CW_TEST_TIMEOUT:-300}\" ${q_cmds[$next]}" \
-					>"$LOGS/${name//\//_}.log" 2>&1
-				rc=$?
-				echo "$rc $((SECONDS - start))" >"$rcdir/$next.tmp" && mv "$rcdir/$next.tmp" "$rcdir/$next"
-			) &
-			next=$((next + 1))
+		if [ $bi -lt ${#beside[@]} ] && { [ $bcur -lt 0 ] || [ -f "$rcdir/$bcur" ]; }; then
+			bcur=${beside[$bi]}
+			start_job "$bcur"
+			bi=$((bi + 1))
+		fi
+		busy=$(jobs -rp | wc -l)
+		[ $bcur -ge 0 ] && [ ! -f "$rcdir/$bcur" ] && busy=$((busy - 1))
+		while [ $ni -lt ${#norm[@]} ] && [ "$busy" -lt "$jobs" ]; do
+			start_job "${norm[$ni]}"
+			ni=$((ni + 1)) busy=$((busy + 1))
 		done
 		if [ -f "$rcdir/$shown" ]; then
 			local name=${q_names[$shown]} rc secs
@@ -84,34 +111,55 @@ run_queue() {
 		wait -n 2>/dev/null || sleep 0.2
 	done
 	wait
-	q_names=() q_cmds=()
+	q_names=() q_cmds=() q_beside=()
 }
 
+ASAN=${2:-}
+if [ -n "$ASAN" ] && [ -x "$ROOT/$ASAN/causeway" ]; then
+	ASAN=$(cd "$ROOT/$ASAN" && pwd)
+else
+	ASAN=
+fi
+if [ -n "$ASAN" ]; then
+	if [ -n "${CW_ASAN_ALL:-}" ]; then
+		asan_golden=$(cd "$ROOT/tests/golden" && ls test_*.sh | sed 's/\.sh$//')
+	else
+		asan_golden=$(sed 's/#.*//' "$ROOT/tests/golden/asan.list")
+	fi
+	for n in $asan_golden; do
+		[ -f "$ROOT/tests/golden/$n.sh" ] || { echo "asan.list: no tests/golden/$n.sh" >&2; exit 2; }
+		queue "asan/golden/$n" env CW_BIN="$ASAN/causeway" bash "$ROOT/tests/golden/$n.sh"
+	done
+fi
+for t in "$ROOT"/tests/golden/test_*.sh; do
+	[ -f "$t" ] && queue "golden/$(basename "$t" .sh)" bash "$t"
+done
 for t in "$BUILD"/tests/test_*; do
 	case $t in *.d) continue ;; esac
 	[ -x "$t" ] && queue "unit/$(basename "$t")" "$t"
 done
-for t in "$ROOT"/tests/golden/test_*.sh; do
-	[ -f "$t" ] && queue "golden/$(basename "$t" .sh)" bash "$t"
-done
-run_queue
-for t in "$ROOT"/tests/integration/test_*.sh; do
-	[ -f "$t" ] && run_one "integration/$(basename "$t" .sh)" bash "$t"
-done
-ASAN=${2:-}
-if [ -n "$ASAN" ] && [ -x "$ROOT/$ASAN/causeway" ]; then
-	ASAN=$(cd "$ROOT/$ASAN" && pwd)
+if [ -n "$ASAN" ]; then
 	for t in "$ASAN"/tests/test_*; do
 		case $t in *.d) continue ;; esac
 		[ -x "$t" ] && queue "asan/unit/$(basename "$t")" "$t"
 	done
-	for t in "$ROOT"/tests/golden/test_*.sh; do
-		[ -f "$t" ] && queue "asan/golden/$(basename "$t" .sh)" env CW_BIN="$ASAN/causeway" bash "$t"
-	done
-	run_queue
 fi
+beside_names=" $(sed 's/#.*//' "$ROOT/tests/integration/beside.list" | tr -s ' \n' '  ') "
+for n in $beside_names; do
+	[ -f "$ROOT/tests/integration/$n.sh" ] || { echo "beside.list: no tests/integration/$n.sh" >&2; exit 2; }
+done
+for t in "$ROOT"/tests/integration/test_*.sh; do
+	n=$(basename "$t" .sh)
+	[ -f "$t" ] && [[ $beside_names == *" $n "* ]] && queue_beside "integration/$n" bash "$t"
+done
+run_queue
+for t in "$ROOT"/tests/integration/test_*.sh; do
+	n=$(basename "$t" .sh)
+	[ -f "$t" ] && [[ $beside_names != *" $n "* ]] && run_one "integration/$n" bash "$t"
+done
 if [ -x "$ROOT/scripts/build-fuzz.sh" ] && [ -z "${CW_NO_FUZZ:-}" ]; then
-	run_one "fuzz/smoke" "$ROOT/scripts/build-fuzz.sh" "$BUILD" --smoke 6
+	run_one "fuzz/smoke" "$ROOT/scripts/build-fuzz.sh" "$BUILD" --smoke 6 \
+		--jobs "${CW_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}"
 fi
 
 echo
