@@ -189,6 +189,13 @@ if first and last:
     ok = l <= f * (1 + tol / 100)
     say(f"agent RSS: first window (+{warm}..+{warm + win} s) max {f / 1024:,.1f} MiB, last window (+{secs - win}..+{secs} s)"
         f" max {l / 1024:,.1f} MiB ({(l / f - 1) * 100:+.1f} %; flat = within {tol:g} %): {'flat' if ok else 'GREW'}")
+    # the last window's trend: a leak climbs through it, a cache that
+    # filled earlier does not
+    lw = [r for r in smp if r[0] >= secs - win]
+    if len(lw) > 2:
+        mx, my = sum(r[0] for r in lw) / len(lw), sum(r[1] for r in lw) / len(lw)
+        sl = sum((r[0] - mx) * (r[1] - my) for r in lw) / max(1e-9, sum((r[0] - mx) ** 2 for r in lw))
+        say(f"agent RSS trend over the last window: {sl * 3600 / 1024:+,.1f} MiB/h (least squares over {len(lw)} samples)")
     say("agent RSS every minute (MiB): " + " ".join(f"{r[1] / 1024:.0f}" for r in smp if r[0] % 60 < 10))
     ok or fails.append("rss")
 else:
@@ -227,12 +234,13 @@ for i, (s, e) in enumerate(inc, 1):
              and any(lo <= t["t_ns"] <= hi_ for t in ch.get("timeline") or [])]
     st = [r[0] for r in stored if r[1] <= e and r[2] >= s and hog_chain(json.loads(r[4]))]
     whole = bool(inall) or bool(st)
+    cover = [(r[0], (json.loads(r[4]).get("culprit") or {}).get("comm")) for r in stored if r[1] <= e and r[2] >= s]
     good = bool(own) and whole
     explained += good
     if good and oldest_ok is None:
         oldest_ok = s
     say(f"incident {i} at +{rel:.0f} s ({(e - s) / 1e9:.1f} s hog): own window {'found' if own else 'NOT FOUND'} ({src}),"
-        f" whole file {'found' if inall else 'not in its chains'}{', stored chain ' + ','.join(map(str, st)) if st else ', no stored chain'}")
+        f" whole file {'found' if inall else 'not in its chains'}{', stored chain ' + ','.join(map(str, st)) if st else ', no stored chain naming the hog (rows over it, culprit: %r)' % cover}")
     say("    own window: " + (brief(own[0]) if own else repr([brief(ch) for ch in j.get("chains") or []][:3])))
     if not good:
         pre = q("SELECT by_comm, count(*), sum(duration_ns) / 1000000 FROM offcpu WHERE reason = 'preempted'"
