@@ -109,12 +109,16 @@ echo "$t0" >"$OUT/t0"
 tp=$!
 # Samples: seconds since start, agent RSS (KiB), file and WAL bytes, and
 # the file's pages in use (what the cap bounds).
-echo "t_s rss_kib db_bytes wal_bytes" >"$OUT/samples.tsv"
+echo "t_s rss_kib db_bytes wal_bytes anon_kib" >"$OUT/samples.tsv"
 while kill -0 $tp 2>/dev/null; do
 	sleep "$SAMPLE_S"
-	r=$(awk '/VmRSS/ {print $2}' /proc/$tp/status 2>/dev/null) || continue
+	# RssAnon apart: VmRSS also counts file and shared pages (the BPF
+	# rings' mappings, the binary), which come and go with the machine's
+	# memory pressure.
+	r=$(awk '/^VmRSS/ {r = $2} /^RssAnon/ {a = $2} END {if (r) print r, a}' /proc/$tp/status 2>/dev/null) || continue
 	[ -n "$r" ] || continue
-	echo "$(($(date +%s) - t0)) $r $(stat -c %s "$db" 2>/dev/null || echo 0) $(stat -c %s "$db-wal" 2>/dev/null || echo 0)" >>"$OUT/samples.tsv"
+	set -- $r
+	echo "$(($(date +%s) - t0)) $1 $(stat -c %s "$db" 2>/dev/null || echo 0) $(stat -c %s "$db-wal" 2>/dev/null || echo 0) $2" >>"$OUT/samples.tsv"
 done
 wait $tp
 rc=$?
@@ -196,7 +200,9 @@ if first and last:
         mx, my = sum(r[0] for r in lw) / len(lw), sum(r[1] for r in lw) / len(lw)
         sl = sum((r[0] - mx) * (r[1] - my) for r in lw) / max(1e-9, sum((r[0] - mx) ** 2 for r in lw))
         say(f"agent RSS trend over the last window: {sl * 3600 / 1024:+,.1f} MiB/h (least squares over {len(lw)} samples)")
-    say("agent RSS every minute (MiB): " + " ".join(f"{r[1] / 1024:.0f}" for r in smp if r[0] % 60 < 10))
+    fa, la = [r[4] for r in smp if warm <= r[0] < warm + win], [r[4] for r in smp if r[0] >= secs - win]
+    say(f"agent RssAnon: first window max {max(fa) / 1024:,.1f} MiB, last window max {max(la) / 1024:,.1f} MiB ({(max(la) / max(fa) - 1) * 100:+.1f} %)")
+    say("agent RSS (RssAnon) every minute, MiB: " + " ".join(f"{r[1] / 1024:.0f} ({r[4] / 1024:.0f})" for r in smp if r[0] % 60 < 10))
     ok or fails.append("rss")
 else:
     say("agent RSS: too few samples")
