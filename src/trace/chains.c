@@ -69,9 +69,18 @@ void trace_chains_pass(struct trace *t, uint64_t now_wall_ns, int when)
 	if (now_wall_ns <= t->chains_from_wall)
 		return;
 	t->chains_passes++;
-	if (run_pass(t, t->chains_from_wall, now_wall_ns))
+	/* A failed pass (the writer's lock not had in 5 s) leaves its
+	 * stretch to the next one: moving on would lose the chains of an
+	 * incident in it once its ordinary rows are pruned. A stretch that
+	 * keeps failing is given up after 10 periods, so one bad stretch
+	 * does not make every later pass longer. */
+	if (run_pass(t, t->chains_from_wall, now_wall_ns)) {
 		t->chains_failed++;
-	t->chains_from_wall = now_wall_ns;
+		if (now_wall_ns - t->chains_from_wall > 10 * CW_TRACE_CHAIN_PERIOD_NS)
+			t->chains_from_wall = now_wall_ns;
+	} else {
+		t->chains_from_wall = now_wall_ns;
+	}
 	t->chains_last_mono = now;
 	cw_consumer_lock(&t->cons);
 	cw_writer_counter_set(t->w, "trace.chains.passes", t->chains_passes);
