@@ -101,8 +101,8 @@ static void add_code(struct err_group *e, enum cw_error_api api, int64_t code, u
 	}
 }
 
-/* Per (pid, op, ret): one grouped pass over the window's GPU calls. Rows
- * of an op that never failed for the pid are skipped after the pass. */
+/* Per (pid, op, ret): the window's GPU calls grouped (read_rows). Rows of
+ * an op that never failed for the pid are skipped after the pass. */
 struct op_row {
 	int64_t pid, code, n, min_id, max_id;
 	uint64_t min_wall, max_wall;
@@ -110,30 +110,43 @@ struct op_row {
 	char op[48];
 };
 
-static int read_rows(const struct cw_rule_ctx *ctx, struct op_row **out, size_t *nout)
+/* Up to this many failing ops are named in the second pass's IN list;
+ * more (never seen) and it counts every op. */
+#define MAX_IN_OPS 16
+
+/* One grouped pass over the window's GPU calls: the failing (non-zero)
+ * returns only when failing_only, else every call of the ops named in
+ * ops[0..nops) (of every op when nops is 0). */
+static int grouped_rows(const struct cw_rule_ctx *ctx, int64_t lo, int64_t hi, int failing_only,
+			char *const *ops, int nops, struct op_row **out, size_t *nout)
 {
+	char sql[1024];
+	size_t len;
 	sqlite3_stmt *st = NULL;
-	int64_t lo, hi;
 	size_t n = 0, cap = 0;
 	struct op_row *v = NULL;
 	int rc;
 
 	*out = NULL;
 	*nout = 0;
-	if (cw_events_id_at(ctx->db, ctx->window_from_ns, &lo) || cw_events_id_at(ctx->db, ctx->window_to_ns + 1, &hi))
-		return 0;
-	rc = sqlite3_prepare_v2(ctx->db,
-				"SELECT pid, op, coalesce(ret, 0), count(*), min(id), max(id), min(wall_ns), max(wall_ns),"
-				" max(device) FROM events WHERE id BETWEEN ?1 AND ?2 AND node = ?3"
-				" AND source IN ('cuda','driver','nccl','graph') AND (?4 = 0 OR pid = ?4)"
-				" GROUP BY pid, op, coalesce(ret, 0)",
-				-1, &st, NULL);
+	len = (size_t)snprintf(sql, sizeof(sql), "%s",
+			       "SELECT pid, op, coalesce(ret, 0), count(*), min(id), max(id), min(wall_ns), max(wall_ns),"
+			       " max(device) FROM events WHERE id BETWEEN ?1 AND ?2 AND node = ?3"
+			       " AND source IN ('cuda','driver','nccl','graph') AND (?4 = 0 OR pid = ?4)");
+	if (failing_only)
+		len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND ret <> 0");
+	for (int i = 0; i < nops; i++)
+		len += (size_t)snprintf(sql + len, sizeof(sql) - len, "%s?%d", i ? "," : " AND op IN (", 5 + i);
+	snprintf(sql + len, sizeof(sql) - len, "%s GROUP BY pid, op, coalesce(ret, 0)", nops ? ")" : "");
+	rc = sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return cw_sqlite_errno(rc);
 	sqlite3_bind_int64(st, 1, lo);
 	sqlite3_bind_int64(st, 2, hi);
 	sqlite3_bind_text(st, 3, ctx->sys->node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, ctx->opts->pid);
+	for (int i = 0; i < nops; i++)
+		sqlite3_bind_text(st, 5 + i, ops[i], -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *op = (const char *)sqlite3_column_text(st, 1);
 		struct op_row *r;
@@ -165,6 +178,53 @@ static int read_rows(const struct cw_rule_ctx *ctx, struct op_row **out, size_t 
 	*out = v;
 	*nout = n;
 	return 0;
+}
+
+/* The failing calls are few and the window's calls can be an hour of
+ * millions: a first pass groups the non-zero returns alone (no row of a
+ * successful call reaches the grouping); only when one of them is a
+ * failure does the second pass count every call of the ops that failed.
+ * Rows of the other ops make no group (build_groups), so the groups are
+ * those of one pass over every call. */
+static int read_rows(const struct cw_rule_ctx *ctx, struct op_row **out, size_t *nout)
+{
+	struct op_row *v;
+	char *ops[MAX_IN_OPS];
+	int64_t lo, hi;
+	int nops = 0, all = 0, rc;
+	size_t n;
+
+	*out = NULL;
+	*nout = 0;
+	if (cw_events_id_at(ctx->db, ctx->window_from_ns, &lo) || cw_events_id_at(ctx->db, ctx->window_to_ns + 1, &hi))
+		return 0;
+	if ((rc = grouped_rows(ctx, lo, hi, 1, NULL, 0, &v, &n)))
+		return rc;
+	for (size_t i = 0; i < n && !all; i++) {
+		int o;
+
+		if (cw_call_error_family(cw_error_api_of_op(v[i].op), v[i].code) == CW_ERRF_NONE)
+			continue;
+		/* A name as long as the row's buffer may be cut short: count every op. */
+		if (strlen(v[i].op) >= sizeof(v[i].op) - 1) {
+			all = 1;
+			break;
+		}
+		for (o = 0; o < nops && strcmp(ops[o], v[i].op); o++)
+			;
+		if (o < nops)
+			continue;
+		if (nops == MAX_IN_OPS || !(ops[nops] = strdup(v[i].op)))
+			all = 1;
+		else
+			nops++;
+	}
+	free(v);
+	if (nops || all)
+		rc = grouped_rows(ctx, lo, hi, 0, ops, all ? 0 : nops, out, nout);
+	for (int o = 0; o < nops; o++)
+		free(ops[o]);
+	return rc;
 }
 
 /* Groups the failing rows; then counts, per group, every call of the ops
