@@ -59,10 +59,11 @@ static const char usage_text[] =
 	"  --py-stacks MODE   Python stacks of CPython 3.10-3.15 processes: slow (the\n"
 	"                     default: calls slower than 3x their op's mean and 10 us,\n"
 	"                     captured at return), all (every call), off\n"
-	"  --capture MODE     full (the default): one row per call; summary: calls fast\n"
-	"                     for their op, succeeding, not NCCL, not among a process's\n"
-	"                     first 16 of the op and not the 1-in-128 sample are counted\n"
-	"                     in the kernel into per-second histograms, with no row\n"
+	"  --capture MODE     summary (the default): calls fast for their op,\n"
+	"                     succeeding, not NCCL, not among a process's first 16 of\n"
+	"                     the op and not the 1-in-128 sample are counted in the\n"
+	"                     kernel into per-second histograms, with no row; full:\n"
+	"                     one row per call, for per-line accounting and exact rows\n"
 	"                     (--py-stacks all implies full)\n"
 	"  --native-stacks    also capture each call's native stack (frame pointers)\n"
 	"  --hang-after D     the live view warns of an NCCL hang when a collective has\n"
@@ -253,6 +254,9 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 	o->lock_wait_ns = 30ull * NSEC_PER_SEC;
 	o->lock_buffer = 256ull << 20;
 	o->py_mode = CW_PY_SLOW;
+	/* A fast call only feeds its op's baseline: counted in the kernel, it
+	 * costs no record, no decode and no row (docs/trace.md, "Capture"). */
+	o->capture_summary = 1;
 	for (i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			*json_out = 1;

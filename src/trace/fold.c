@@ -6,6 +6,7 @@
  * buckets), so percentiles and baselines read every call in either mode. */
 #include <string.h>
 
+#include "metrics/live_metrics.h"
 #include "pipeline/ops.h"
 #include "trace/session.h"
 #include "trace/view.h"
@@ -58,6 +59,8 @@ static void one_folded(void *ctx, const struct cw_fold_key *k, const struct cw_f
 		return;
 	}
 	t->folded += v->count;
+	if (t->metrics)
+		cw_live_metrics_folded(t->metrics, k->pid, cw_source_name(cw_op_source(k->op)), op, &h);
 	if (t->view)
 		cw_trace_view_fold(t->view, cw_source_name(cw_op_source(k->op)), op, &h);
 }
