@@ -467,6 +467,26 @@ int cmd_trace_exit_code(const struct cw_trace_result *r)
 	return r->writer_failed && !r->lock_failed ? CW_EXIT_DB : CW_EXIT_OK;
 }
 
+/* $CW_FOLD_MAP_ENTRIES: the fold map's size, a testing knob (docs/trace.md,
+ * "Capture"): a small map fills, and what a full map does can be seen. */
+static int fold_map_entries(struct cw_trace_opts *o, int json)
+{
+	const char *v = getenv("CW_FOLD_MAP_ENTRIES");
+	char *end, shown[CW_SHOWN_BUF];
+	unsigned long n;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || !n || n > (1ul << 20) || *v == '-') {
+		cw_report_error(json, "trace: bad CW_FOLD_MAP_ENTRIES \"%s\" (1 to 1048576)", cw_shown(v, shown));
+		return CW_EXIT_USAGE;
+	}
+	o->fold_map_entries = (unsigned)n;
+	return 0;
+}
+
 int cmd_trace(int argc, char **argv)
 {
 	struct cw_trace_opts o;
@@ -481,6 +501,8 @@ int cmd_trace(int argc, char **argv)
 	/* Every call's line is what --py-stacks all is for. */
 	if (o.py_mode == CW_PY_ALL)
 		o.capture_summary = 0;
+	if ((rc = fold_map_entries(&o, json)))
+		return rc;
 	if (cw_global_check_args)
 		return CW_EXIT_OK;
 	if (!o.db)

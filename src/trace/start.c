@@ -117,6 +117,7 @@ static int step_cuda_probes(struct trace *t, char *err, size_t errlen)
 	co.py_mode = t->o.py_mode;
 	co.native_stacks = t->o.native_stacks;
 	co.capture_summary = t->o.capture_summary;
+	co.fold_max = t->o.fold_map_entries;
 	co.no_multi = t->o.no_uprobe_multi;
 	co.tracked_fd = cw_kernel_probes_tracked_fd(t->kp);
 	co.drops_fd = cw_kernel_probes_drops_fd(t->kp);
