@@ -113,7 +113,9 @@ part4() {
 	# space: test_trace_size_cap.sh) lets the disk fill.
 	mount -t tmpfs -o size=6m "cw_faults_$$" "$MNT" || { echo "cannot mount tmpfs"; exit 77; }
 	db=$MNT/full.db
-	LD_LIBRARY_PATH=$FIX/fakecuda "$CW_BIN" trace --db "$db" --no-view --size-cap 1GiB --cuda-lib "$LIB" -- \
+	# --capture full: the disk is filled with a row per call (summary
+	# capture would fold most of them and never fill it).
+	LD_LIBRARY_PATH=$FIX/fakecuda "$CW_BIN" trace --db "$db" --no-view --capture full --size-cap 1GiB --cuda-lib "$LIB" -- \
 		"$FIX/fake_workload" -T 5 -r 30000 -m sync >"$D/out" 2>"$D/err"
 	rc=$?
 	[ $rc = 6 ] || fail "full: exit $rc: $(cat "$D/err")"
