@@ -3,7 +3,8 @@
 # kernel's per-(pid, tid, op, second) map keeps its full row and is counted
 # (trace.cuda.fold_map_full), never lost. The map is shrunk to 2 entries
 # with the testing knob CW_FOLD_MAP_ENTRIES (docs/trace.md, "Capture");
-# four threads need up to twelve (three open seconds each).
+# four threads need up to twelve (three open seconds each). query's
+# per-tenant summary (from rows) counts the folded calls too.
 set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 FIX=$CW_BUILD/fixtures
@@ -34,5 +35,9 @@ echo "calls $calls: rows $rows (first $first, sampled $sampled, slow $slow, map 
 [ $((first + sampled + slow + full)) = "$rows" ] || fail "kept $first + $sampled + $slow + map full $full != rows $rows"
 [ "$agg" = "$calls" ] || fail "aggregates count $agg calls, the loop made $calls"
 [ "$(c trace.cuda.fold_lost)" = 0 ] || fail "folds lost"
+# query's per-tenant summary, read from the rows, adds the folded calls.
+pt=$("$CW_BIN" query --db "$D/m.db" --per-tenant --json | python3 -c 'import json, sys
+print(sum(r["count"] + r["failed"] for r in json.load(sys.stdin) if r["op"] == "cudaStreamSynchronize"))')
+[ "$pt" = "$calls" ] || fail "query --per-tenant counts $pt calls, the loop made $calls"
 grep -q "fold map full $full," "$D/t.err" || fail "trace does not print the map-full count: $(tail -1 "$D/t.err")"
 echo ok
