@@ -39,27 +39,47 @@ void cw_stall_free(struct cw_stall *s)
 	free(s);
 }
 
-void cw_stall_proc_call(struct cw_stall_proc *p, uint32_t tid, const char *op, uint64_t start_ns, uint64_t end_ns)
+static struct cw_stall_op *op_get(struct cw_stall_proc *p, const char *op)
 {
-	struct cw_stall_op *o = NULL;
+	struct cw_stall_op *o;
 
 	for (int i = 0; i < p->nops; i++)
-		if (!strcmp(p->ops[i].op, op)) {
-			o = &p->ops[i];
-			break;
-		}
-	if (!o && p->nops < CW_STALL_OPS) {
-		o = &p->ops[p->nops++];
-		memset(o, 0, sizeof(*o));
-		snprintf(o->op, sizeof(o->op), "%s", op);
-	}
+		if (!strcmp(p->ops[i].op, op))
+			return &p->ops[i];
+	if (p->nops == CW_STALL_OPS)
+		return NULL;
+	o = &p->ops[p->nops++];
+	memset(o, 0, sizeof(*o));
+	snprintf(o->op, sizeof(o->op), "%s", op);
+	return o;
+}
+
+static void push_gap(struct cw_stall_op *o, uint64_t gap)
+{
+	o->gaps[o->next] = gap;
+	o->next = (o->next + 1) % CW_STALL_GAPS;
+	if (o->ngaps < CW_STALL_GAPS)
+		o->ngaps++;
+}
+
+void cw_stall_proc_folded(struct cw_stall_proc *p, const char *op, uint64_t count)
+{
+	struct cw_stall_op *o = op_get(p, op);
+	uint64_t n = count < CW_STALL_GAPS / 2 ? count : CW_STALL_GAPS / 2;
+
+	if (!o || !count)
+		return;
+	for (uint64_t i = 0; i < n; i++)
+		push_gap(o, 1000000000ULL / (count + 1));
+}
+
+void cw_stall_proc_call(struct cw_stall_proc *p, uint32_t tid, const char *op, uint64_t start_ns, uint64_t end_ns)
+{
+	struct cw_stall_op *o = op_get(p, op);
+
 	if (o) {
-		if (o->last_start && start_ns > o->last_start) {
-			o->gaps[o->next] = start_ns - o->last_start;
-			o->next = (o->next + 1) % CW_STALL_GAPS;
-			if (o->ngaps < CW_STALL_GAPS)
-				o->ngaps++;
-		}
+		if (o->last_start && start_ns > o->last_start)
+			push_gap(o, start_ns - o->last_start);
 		if (start_ns > o->last_start)
 			o->last_start = start_ns;
 	}
@@ -137,6 +157,14 @@ void cw_stall_call(struct cw_stall *s, uint32_t pid, uint32_t tid, const char *o
 		return;
 	cw_stall_proc_call(p, tid, op, start_ns, end_ns);
 	p->reported = 0;
+}
+
+void cw_stall_folded(struct cw_stall *s, uint32_t pid, const char *op, uint64_t count)
+{
+	struct cw_stall_proc *p = proc_get(s, pid, 0);
+
+	if (p)
+		cw_stall_proc_folded(p, op, count);
 }
 
 void cw_stall_exited(struct cw_stall *s, uint32_t pid)

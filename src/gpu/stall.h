@@ -69,6 +69,16 @@ int cw_stall_procs(const struct cw_stall *s, uint32_t *pids, uint32_t *last_tids
 
 /* Shared with the after-the-fact rule. */
 void cw_stall_proc_call(struct cw_stall_proc *p, uint32_t tid, const char *op, uint64_t start_ns, uint64_t end_ns);
+/* count calls of op in one second of one thread that summary capture
+ * folded in the kernel: their rows, and with them the gaps that show the
+ * op's rhythm, are gone. min(count, CW_STALL_GAPS / 2) gaps of
+ * 1 s / (count + 1) stand for them (a thread's folded second also has at
+ * least one row, its sample). A thread's rhythm: an op several threads
+ * call steps faster than that, so the step is overstated, never
+ * understated (a stall is named later, not falsely). */
+void cw_stall_proc_folded(struct cw_stall_proc *p, const char *op, uint64_t count);
+/* The same for a process already seen calling (it has rows). */
+void cw_stall_folded(struct cw_stall *s, uint32_t pid, const char *op, uint64_t count);
 /* The process's step (0: no steady rhythm yet). */
 uint64_t cw_stall_proc_step(const struct cw_stall_proc *p, unsigned min_calls);
 uint64_t cw_stall_threshold(uint64_t step_ns, const struct cw_stall_opts *o);

@@ -262,10 +262,9 @@ void cw_live_metrics_folded(struct cw_live_metrics *m, uint32_t pid, const char 
 	s = series_of(m, pid, source, op);
 	for (unsigned b = 0; b < CW_HIST_BUCKETS; b++)
 		if (h->buckets[b])
-			/* +1: a bucket's values are above its low edge, but for
-			 * the edge itself, a power of two that is also a
-			 * Prometheus bound. */
-			s->buckets[cw_prom_bucket(cw_hist_bucket_low(b) + (b >= 8))] += h->buckets[b];
+			/* Exact: a log-linear bucket lies within one power of
+			 * two, and a Prometheus bucket holds [2^m, 2^(m+1)). */
+			s->buckets[cw_prom_bucket(cw_hist_bucket_low(b))] += h->buckets[b];
 	s->count += h->count;
 	s->sum_ns += h->sum_ns;
 	/* Not a rename: the process's name comes from its rows (its first

@@ -39,8 +39,7 @@ void cw_live_metrics_event(struct cw_live_metrics *m, const struct cw_event_row 
 /* Consumer thread: h.count calls of (pid, source, op) that trace
  * --capture summary counted in the kernel instead of storing rows (all
  * successful). Each log-linear bucket lands in the Prometheus bucket of
- * its values (the power-of-two bounds split no log-linear bucket but at
- * their one edge value). */
+ * its values (the power-of-two bounds split no log-linear bucket). */
 void cw_live_metrics_folded(struct cw_live_metrics *m, uint32_t pid, const char *source, const char *op,
 			    const struct cw_hist *h);
 /* Consumer thread: one stored off-CPU interval of a traced thread. */

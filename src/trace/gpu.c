@@ -176,6 +176,12 @@ void trace_gpu_observe(struct trace_gpu *g, const struct cw_event_row *r)
 		g->mono_to_wall = (int64_t)r->wall_ns - (int64_t)r->mono_ns;
 }
 
+void trace_gpu_folded(struct trace_gpu *g, uint32_t pid, const char *source, const char *op, uint64_t count)
+{
+	if (g && is_gpu_call(source) && op)
+		cw_stall_folded(g->stall, pid, op, count);
+}
+
 void trace_gpu_exited(struct trace_gpu *g, uint32_t pid)
 {
 	if (g)

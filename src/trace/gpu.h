@@ -44,6 +44,9 @@ int trace_gpu_start(struct trace_gpu **out, const struct trace_gpu_opts *o, stru
 void trace_gpu_end_snapshot(struct trace_gpu *g, uint64_t now);
 void trace_gpu_observe(struct trace_gpu *g, const struct cw_event_row *r);
 void trace_gpu_exited(struct trace_gpu *g, uint32_t pid);
+/* count calls of (pid, op) in one second of one thread, folded in the
+ * kernel (summary capture): the stall detector's rhythm. Consumer lock. */
+void trace_gpu_folded(struct trace_gpu *g, uint32_t pid, const char *source, const char *op, uint64_t count);
 /* aggregated: calls counted in the kernel so far (not seen one by one);
  * while it grows, no stall is named: the calls are not visible. */
 void trace_gpu_tick(struct trace_gpu *g, uint64_t now_mono, uint64_t aggregated);

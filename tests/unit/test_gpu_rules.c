@@ -40,6 +40,7 @@ struct spec {
 	int healthy;           /* no slow calls at all */
 	int regular_malloc;    /* slow allocations every 50th step (a periodic pattern too) */
 	uint64_t full_from_ns; /* device memory full only from T0 + this */
+	int summary;           /* syncs as summary capture keeps them: a row a second, 49 folded */
 };
 
 struct fx {
@@ -155,9 +156,19 @@ static void build(struct fx *f, const struct spec *sp)
 			sync = SLOW_NS;
 		ev(f, "cuda", "cudaMalloc", t, malloc_ns, 100, 0, 0, NULL);
 		ev(f, "cuda", "cudaLaunchKernel", t + malloc_ns + 10000, 20000, 100, 0, 0, NULL);
-		ev(f, "cuda", "cudaStreamSynchronize", t + malloc_ns + 40000, sync, 100, 0, 0, NULL);
+		if (!s->summary || i % 50 == 0)
+			ev(f, "cuda", "cudaStreamSynchronize", t + malloc_ns + 40000, sync, 100, 0, 0, NULL);
 		if (slow && s->failed_mallocs-- > 0)
 			ev(f, "cuda", "cudaMalloc", t + malloc_ns + sync + 100000, 30000, 100, 2, 0, NULL);
+	}
+	for (int k = 0; s->summary && k < steps / 50; k++) {
+		struct cw_hist h;
+
+		cw_hist_reset(&h);
+		for (int j = 0; j < 49; j++)
+			cw_hist_add(&h, 8 * MS);
+		assert_int_equal(cw_writer_folded(f->w, 100, "cuda", "cudaStreamSynchronize",
+						  (int64_t)((T0 + OFF) / SEC) + k, &h), 0);
 	}
 	if (s->xid) {
 		char detail[160];
@@ -481,6 +492,27 @@ static void test_training_stall(void **state)
 	destroy(&f);
 }
 
+/* Summary capture kept one sync row a second and folded the rest: the
+ * step is still the 20 ms rhythm, read from the folded counts. */
+static void test_training_stall_summary(void **state)
+{
+	struct spec s = {.healthy = 1, .stall_s = 45, .summary = 1};
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+	struct fx f;
+
+	(void)state;
+	explain(&f, &s, &r);
+	c = find(&r, CW_KIND_TRAINING_STALL);
+	assert_non_null(c);
+	if (c) {
+		assert_int_equal(c->pid, 100);
+		assert_non_null(strstr(c->summary, "steady step 20.0ms"));
+	}
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
 /* A stall trace named live carries the threads' states. */
 static void test_training_stall_live_threads(void **state)
 {
@@ -526,6 +558,7 @@ int main(void)
 		cmocka_unit_test(test_xid_severity_and_busiest),
 		cmocka_unit_test(test_training_stall),
 		cmocka_unit_test(test_training_stall_live_threads),
+		cmocka_unit_test(test_training_stall_summary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

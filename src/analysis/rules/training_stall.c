@@ -252,6 +252,33 @@ static uint64_t snap_wall(const struct pidscan *p, uint64_t mono, const struct p
 	return mono > last->mono ? last->wall + (mono - last->mono) : last->wall;
 }
 
+/* The rhythm of pid's calls summary capture folded in the kernel (the
+ * folded table, per op and second, every thread's together): their rows
+ * are gone, and the rows left are the op's first, sampled and slow calls,
+ * whose gaps overstate its step. The newest seconds of the window, oldest
+ * first, so they are the newest gaps (gpu/stall.h). A file without the
+ * table (before schema v9) folded nothing. */
+static void folded_rhythm(sqlite3 *db, const char *node, int64_t pid, uint64_t from_wall, uint64_t to_wall,
+			  struct cw_stall_proc *sp)
+{
+	static const char sql[] =
+		"SELECT op, n FROM (SELECT op, second, sum(count) AS n FROM folded WHERE node = ?1 AND pid = ?2"
+		" AND second BETWEEN ?3 AND ?4 GROUP BY op, second ORDER BY second DESC LIMIT 64) ORDER BY second";
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, pid);
+	sqlite3_bind_int64(st, 3, (int64_t)(from_wall / NSEC_PER_SEC));
+	sqlite3_bind_int64(st, 4, (int64_t)(to_wall / NSEC_PER_SEC));
+	while (sqlite3_step(st) == SQLITE_ROW)
+		if (sqlite3_column_type(st, 0) == SQLITE_TEXT && sqlite3_column_int64(st, 1) > 0)
+			cw_stall_proc_folded(sp, (const char *)sqlite3_column_text(st, 0),
+					     (uint64_t)sqlite3_column_int64(st, 1));
+	sqlite3_finalize(st);
+}
+
 static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 {
 	if (!strcmp(wait, "runnable_starved"))
@@ -299,6 +326,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		for (int k = p->n - 1; k >= 0; k--)
 			cw_stall_proc_call(&sp, (uint32_t)p->calls[k].tid, p->calls[k].op, p->calls[k].mono,
 					   p->calls[k].mono + p->calls[k].dur);
+		folded_rhythm(db, sys->node, p->pid, from_wall, to_wall, &sp);
 		step = cw_stall_proc_step(&sp, CW_STALL_MIN_CALLS);
 		if (!step)
 			continue;
