@@ -256,7 +256,7 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 	o->py_mode = CW_PY_SLOW;
 	/* A fast call only feeds its op's baseline: counted in the kernel, it
 	 * costs no record, no decode and no row (docs/trace.md, "Capture"). */
-	o->capture_summary = 1;
+	o->capture_summary = 1; /* the default: --capture summary */
 	for (i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			*json_out = 1;
