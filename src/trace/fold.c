@@ -60,7 +60,7 @@ static void one_folded(void *ctx, const struct cw_fold_key *k, const struct cw_f
 		return;
 	}
 	t->folded += v->count;
-	trace_gpu_folded(t->gpu, k->pid, cw_source_name(cw_op_source(k->op)), op, v->count);
+	trace_gpu_folded(t->gpu, k->pid, cw_source_name(cw_op_source(k->op)), op, k->second, v->count);
 	if (t->metrics)
 		cw_live_metrics_folded(t->metrics, k->pid, cw_source_name(cw_op_source(k->op)), op, &h);
 	if (t->view)

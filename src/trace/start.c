@@ -335,6 +335,7 @@ static int step_gpu(struct trace *t, char *err, size_t errlen)
 		.nvml_path = t->o.nvml_path,
 		.no_gpu = t->o.no_gpu,
 		.stall_floor_ns = t->o.stall_after_ns,
+		.summary = t->o.capture_summary,
 		.quiet = t->view_on,
 		.say = &t->o.say,
 		.open_calls = trace_open_calls,

@@ -44,6 +44,12 @@ struct pidscan {
 	int n;
 	char ops[CW_STALL_OPS][48];
 	int op_n[CW_STALL_OPS], nops;
+	/* Rows per op in its newest CW_STALL_SECS wall seconds (summary
+	 * capture's rhythm, with the folded table). */
+	struct {
+		int64_t sec;
+		uint32_t rows;
+	} secs[CW_STALL_OPS][CW_STALL_SECS];
 	uint64_t total; /* GPU calls scanned */
 	uint64_t exit_wall;
 	int64_t stall_event; /* events.id of a live-detected stall, 0 none */
@@ -130,6 +136,18 @@ static void scan_row(const struct cw_scan_row *r, struct pidscan *v, int *n)
 				;
 			if (oi == p->nops && oi < CW_STALL_OPS)
 				snprintf(p->ops[p->nops++], sizeof(p->ops[0]), "%s", op);
+			if (oi < p->nops && r->wall) {
+				int64_t sec = (int64_t)(r->wall / NSEC_PER_SEC);
+				unsigned si = (unsigned)((uint64_t)sec % CW_STALL_SECS);
+
+				/* Newest first: a slot keeps its newest second. */
+				if (!p->secs[oi][si].sec) {
+					p->secs[oi][si].sec = sec;
+					p->secs[oi][si].rows = 0;
+				}
+				if (p->secs[oi][si].sec == sec)
+					p->secs[oi][si].rows++;
+			}
 			if (oi < p->nops && p->op_n[oi] < CALLS_PER_OP && p->n < CALLS_PER_PID) {
 				k = &p->calls[p->n++];
 				p->op_n[oi]++;
@@ -253,29 +271,31 @@ static uint64_t snap_wall(const struct pidscan *p, uint64_t mono, const struct p
 }
 
 /* The rhythm of pid's calls summary capture folded in the kernel (the
- * folded table, per op and second, every thread's together): their rows
- * are gone, and the rows left are the op's first, sampled and slow calls,
- * whose gaps overstate its step. The newest seconds of the window, oldest
- * first, so they are the newest gaps (gpu/stall.h). A file without the
- * table (before schema v9) folded nothing. */
-static void folded_rhythm(sqlite3 *db, const char *node, int64_t pid, uint64_t from_wall, uint64_t to_wall,
-			  struct cw_stall_proc *sp)
+ * folded table, per op and second, every thread's together) beside the
+ * rows of the same seconds: the rows left are the op's first, sampled
+ * and slow calls, whose gaps overstate its step (gpu/stall.h). A file
+ * without the table (before schema v9) folded nothing. */
+static void folded_rhythm(sqlite3 *db, const char *node, const struct pidscan *p, uint64_t from_wall,
+			  uint64_t to_wall, struct cw_stall_proc *sp)
 {
-	static const char sql[] =
-		"SELECT op, n FROM (SELECT op, second, sum(count) AS n FROM folded WHERE node = ?1 AND pid = ?2"
-		" AND second BETWEEN ?3 AND ?4 GROUP BY op, second ORDER BY second DESC LIMIT 64) ORDER BY second";
+	static const char sql[] = "SELECT op, second, sum(count) FROM folded WHERE node = ?1 AND pid = ?2"
+				  " AND second BETWEEN ?3 AND ?4 GROUP BY op, second ORDER BY second DESC LIMIT 256";
 	sqlite3_stmt *st = NULL;
 
+	for (int oi = 0; oi < p->nops; oi++)
+		for (int k = 0; k < CW_STALL_SECS; k++)
+			if (p->secs[oi][k].sec)
+				cw_stall_proc_row_second(sp, p->ops[oi], p->secs[oi][k].sec, p->secs[oi][k].rows);
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return;
 	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, pid);
+	sqlite3_bind_int64(st, 2, p->pid);
 	sqlite3_bind_int64(st, 3, (int64_t)(from_wall / NSEC_PER_SEC));
 	sqlite3_bind_int64(st, 4, (int64_t)(to_wall / NSEC_PER_SEC));
 	while (sqlite3_step(st) == SQLITE_ROW)
-		if (sqlite3_column_type(st, 0) == SQLITE_TEXT && sqlite3_column_int64(st, 1) > 0)
-			cw_stall_proc_folded(sp, (const char *)sqlite3_column_text(st, 0),
-					     (uint64_t)sqlite3_column_int64(st, 1));
+		if (sqlite3_column_type(st, 0) == SQLITE_TEXT && sqlite3_column_int64(st, 2) > 0)
+			cw_stall_proc_folded(sp, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
+					     (uint64_t)sqlite3_column_int64(st, 2));
 	sqlite3_finalize(st);
 }
 
@@ -326,7 +346,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		for (int k = p->n - 1; k >= 0; k--)
 			cw_stall_proc_call(&sp, (uint32_t)p->calls[k].tid, p->calls[k].op, p->calls[k].mono,
 					   p->calls[k].mono + p->calls[k].dur);
-		folded_rhythm(db, sys->node, p->pid, from_wall, to_wall, &sp);
+		folded_rhythm(db, sys->node, p, from_wall, to_wall, &sp);
 		step = cw_stall_proc_step(&sp, CW_STALL_MIN_CALLS);
 		if (!step)
 			continue;
