@@ -8,7 +8,7 @@ set -u
 . "$CW_ROOT/tests/integration/tenant_lib.sh"
 . "$CW_ROOT/tests/lib/auth.sh"
 tenant_test_start
-N=3000
+N=20000
 c=$(hexid 64)
 A=/system.slice/docker-$c.scope
 mkcg "$A" || fail "cannot create a cgroup"

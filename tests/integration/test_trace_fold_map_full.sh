@@ -13,7 +13,7 @@ D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 export LD_LIBRARY_PATH=$FIX/fakecuda
-N=6000 T=4
+N=20000 T=4
 c() { sqlite3 "$D/m.db" "SELECT coalesce((SELECT value FROM counters WHERE name='$1'), 0)"; }
 
 # A bad knob is refused before anything loads.
