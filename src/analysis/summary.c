@@ -199,6 +199,7 @@ struct line_scan {
 	int nops;
 	struct u64map index;
 	struct u64map pids;    /* the tenant filter's pids */
+	struct u64map pid_tenant; /* per_tenant: pid -> tenant index of its latest row */
 	struct u64map cgroups; /* cgroups rowid -> tenant index */
 	struct { char *key; struct cw_tenant_ref ref; } *tenants;
 	int ntenants;
@@ -312,6 +313,63 @@ static int cmp_groups(const void *a, const void *b)
 	return cmp_loc(x->function, y->function);
 }
 
+/* Calls trace --capture summary counted in the kernel (the folded table,
+ * per pid, op and second; all successful) into the groups of their op
+ * (and tenant: the one of the process's rows, which its first and sampled
+ * calls always have), so the pid and tenant views count every call.
+ * Per-line views cannot: a folded call has no line. A file without the
+ * table (before schema v9) folded nothing. */
+static int scan_folded(sqlite3 *db, const struct cw_summary_opts *o, struct cw_summary *s, struct line_scan *ls)
+{
+	static const char sql[] = "SELECT source, op, pid, count, sum_ns, max_ns, hist FROM folded WHERE second >= ?1";
+	struct cw_hist *h = malloc(sizeof(*h));
+	sqlite3_stmt *st = NULL;
+	int rc, err = 0;
+
+	if (!h)
+		return -ENOMEM;
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		free(h);
+		return rc == SQLITE_ERROR ? 0 : cw_sqlite_errno(rc);
+	}
+	sqlite3_bind_int64(st, 1, s->from_second);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *src = (const char *)sqlite3_column_text(st, 0);
+		const char *op = (const char *)sqlite3_column_text(st, 1);
+		uint64_t pid = (uint64_t)sqlite3_column_int64(st, 2);
+		struct line_group *g;
+		int64_t v = 0;
+		int opi;
+
+		if (!src || !op || (o->npids > 0 && !u64map_get(&ls->pids, pid, &v)))
+			continue;
+		v = 0;
+		if (o->per_tenant && pid)
+			u64map_get(&ls->pid_tenant, pid, &v);
+		if ((opi = op_index(ls, src, op)) < 0) {
+			err = opi;
+			break;
+		}
+		if (!(g = group_for(ls, opi, (int)v, 0))) {
+			err = ls->n == MAX_LINE_GROUPS ? -E2BIG : -ENOMEM;
+			break;
+		}
+		cw_hist_reset(h);
+		err = cw_hist_decode_merge(h, sqlite3_column_blob(st, 6), (size_t)sqlite3_column_bytes(st, 6),
+					   (uint64_t)sqlite3_column_int64(st, 3), (uint64_t)sqlite3_column_int64(st, 4),
+					   (uint64_t)sqlite3_column_int64(st, 5));
+		if (err)
+			break;
+		cw_hist_merge(&g->h, h);
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = cw_sqlite_errno(rc);
+	sqlite3_finalize(st);
+	free(h);
+	return err;
+}
+
 static int scan_events(sqlite3 *db, const struct cw_summary_opts *o, struct cw_summary *s, size_t *alloc)
 {
 	struct line_scan ls;
@@ -324,6 +382,7 @@ static int scan_events(sqlite3 *db, const struct cw_summary_opts *o, struct cw_s
 
 	memset(&ls, 0, sizeof(ls));
 	if (u64map_init(&ls.index, MAX_LINE_GROUPS) || u64map_init(&ls.pids, 1 << 20) ||
+	    (o->per_tenant && u64map_init(&ls.pid_tenant, 1 << 20)) ||
 	    u64map_init(&ls.cgroups, 1 << 20) || !(ls.tenants = calloc(MAX_TENANTS, sizeof(*ls.tenants)))) {
 		err = -ENOMEM;
 		goto out;
@@ -360,6 +419,9 @@ static int scan_events(sqlite3 *db, const struct cw_summary_opts *o, struct cw_s
 			err = ti;
 			goto out;
 		}
+		if (o->per_tenant && sqlite3_column_int64(st, 4) > 0 &&
+		    (err = u64map_put(&ls.pid_tenant, (uint64_t)sqlite3_column_int64(st, 4), ti)))
+			goto out;
 		/* Consecutive events are often the same op: skip the lookup. */
 		if (opi < 0 || strcmp(op, last_op) || strcmp(src, last_src)) {
 			opi = op_index(&ls, src, op);
@@ -386,6 +448,8 @@ static int scan_events(sqlite3 *db, const struct cw_summary_opts *o, struct cw_s
 		err = cw_sqlite_errno(rc);
 		goto out;
 	}
+	if (!o->by_line && (err = scan_folded(db, o, s, &ls)))
+		goto out;
 	for (i = 0; i < ls.n; i++) {
 		struct line_group *g = &ls.g[i];
 
@@ -461,6 +525,7 @@ out:
 	free(acc);
 	u64map_free(&ls.index);
 	u64map_free(&ls.pids);
+	u64map_free(&ls.pid_tenant);
 	u64map_free(&ls.cgroups);
 	for (i = 1; ls.tenants && i < (size_t)ls.ntenants; i++)
 		free(ls.tenants[i].key);

@@ -839,6 +839,32 @@ static __always_inline __u32 fold_bucket(__u64 ns)
 	       ((__u32)(ns >> (msb - CW_FOLD_HIST_SUB_BITS)) & ((1u << CW_FOLD_HIST_SUB_BITS) - 1));
 }
 
+/* (pid, op)'s word in first_slots. */
+static __always_inline __u32 first_slot(__u32 pid, __u32 op)
+{
+	return ((pid * 0x9E3779B1u) ^ (op * 0x85EBCA77u)) >> 8 & (CW_FOLD_FIRST_SLOTS - 1);
+}
+
+/* A process's first-call words go with it, so a process later given the
+ * same pid (pids wrap) keeps its own first calls' rows, as any new
+ * process does, instead of folding from its first call on. Once per
+ * process (at its last thread's exit), one word per op. */
+static __always_inline void forget_first_calls(__u32 pid)
+{
+	__u32 op, i;
+	__u64 *w, v;
+
+	for (op = 1; op < CW_HOOK_REGISTER_FUNCTION; op++) {
+		i = first_slot(pid, op);
+		w = bpf_map_lookup_elem(&first_slots, &i);
+		if (!w)
+			continue;
+		v = *w;
+		if ((v & ~0xffffULL) == (((__u64)pid << 32) | ((__u64)op << 16)))
+			__sync_val_compare_and_swap(w, v, 0);
+	}
+}
+
 /* --capture summary, for a successful non-NCCL call that took d ns:
  * returns 1 when it was folded into fold_hist (no record), 0 when it keeps
  * its full record, with *sample set when it is the sample. Each reason to
@@ -856,7 +882,7 @@ static __always_inline int fold_call(const struct cw_call_state *s, __u32 op, __
 		cs_count(CW_CS_KEPT_SLOW);
 		return 0;
 	}
-	i = ((pid * 0x9E3779B1u) ^ (op * 0x85EBCA77u)) >> 8 & (CW_FOLD_FIRST_SLOTS - 1);
+	i = first_slot(pid, op);
 	w = bpf_map_lookup_elem(&first_slots, &i);
 	if (!w)
 		return 0;
@@ -1005,11 +1031,16 @@ done:
 }
 
 /* Every exiting thread (sched_process_exit fires per thread): its device
- * word goes with it. A few instructions for a thread that never set one. */
+ * word goes with it, and with the last thread of a process its first-call
+ * words. A few instructions for a thread that never set one. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(cw_thread_exit, struct task_struct *p)
 {
 	forget_thread_device(cw_task_tid(p, true));
+	/* The process's last thread: do_exit has counted it out of
+	 * signal->live before this tracepoint. */
+	if (cfg_capture_summary && !p->signal->live.counter)
+		forget_first_calls(cw_task_tgid(p, true));
 	return 0;
 }
 

@@ -59,10 +59,11 @@ static const char usage_text[] =
 	"  --py-stacks MODE   Python stacks of CPython 3.10-3.15 processes: slow (the\n"
 	"                     default: calls slower than 3x their op's mean and 10 us,\n"
 	"                     captured at return), all (every call), off\n"
-	"  --capture MODE     full (the default): one row per call; summary: calls fast\n"
-	"                     for their op, succeeding, not NCCL, not among a process's\n"
-	"                     first 16 of the op and not the 1-in-128 sample are counted\n"
-	"                     in the kernel into per-second histograms, with no row\n"
+	"  --capture MODE     summary (the default): calls fast for their op,\n"
+	"                     succeeding, not NCCL, not among a process's first 16 of\n"
+	"                     the op and not the 1-in-128 sample are counted in the\n"
+	"                     kernel into per-second histograms, with no row; full:\n"
+	"                     one row per call, for per-line accounting and exact rows\n"
 	"                     (--py-stacks all implies full)\n"
 	"  --native-stacks    also capture each call's native stack (frame pointers)\n"
 	"  --hang-after D     the live view warns of an NCCL hang when a collective has\n"
@@ -253,6 +254,9 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 	o->lock_wait_ns = 30ull * NSEC_PER_SEC;
 	o->lock_buffer = 256ull << 20;
 	o->py_mode = CW_PY_SLOW;
+	/* A fast call only feeds its op's baseline: counted in the kernel, it
+	 * costs no record, no decode and no row (docs/trace.md, "Capture"). */
+	o->capture_summary = 1; /* the default: --capture summary */
 	for (i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			*json_out = 1;
@@ -463,6 +467,26 @@ int cmd_trace_exit_code(const struct cw_trace_result *r)
 	return r->writer_failed && !r->lock_failed ? CW_EXIT_DB : CW_EXIT_OK;
 }
 
+/* $CW_FOLD_MAP_ENTRIES: the fold map's size, a testing knob (docs/trace.md,
+ * "Capture"): a small map fills, and what a full map does can be seen. */
+static int fold_map_entries(struct cw_trace_opts *o, int json)
+{
+	const char *v = getenv("CW_FOLD_MAP_ENTRIES");
+	char *end, shown[CW_SHOWN_BUF];
+	unsigned long n;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || !n || n > (1ul << 20) || *v == '-') {
+		cw_report_error(json, "trace: bad CW_FOLD_MAP_ENTRIES \"%s\" (1 to 1048576)", cw_shown(v, shown));
+		return CW_EXIT_USAGE;
+	}
+	o->fold_map_entries = (unsigned)n;
+	return 0;
+}
+
 int cmd_trace(int argc, char **argv)
 {
 	struct cw_trace_opts o;
@@ -477,6 +501,8 @@ int cmd_trace(int argc, char **argv)
 	/* Every call's line is what --py-stacks all is for. */
 	if (o.py_mode == CW_PY_ALL)
 		o.capture_summary = 0;
+	if ((rc = fold_map_entries(&o, json)))
+		return rc;
 	if (cw_global_check_args)
 		return CW_EXIT_OK;
 	if (!o.db)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #define MAX_PROCS 256
+#define NSEC_PER_S 1000000000ULL
 
 struct cw_stall {
 	struct cw_stall_opts o;
@@ -39,27 +40,68 @@ void cw_stall_free(struct cw_stall *s)
 	free(s);
 }
 
-void cw_stall_proc_call(struct cw_stall_proc *p, uint32_t tid, const char *op, uint64_t start_ns, uint64_t end_ns)
+static struct cw_stall_op *op_get(struct cw_stall_proc *p, const char *op)
 {
-	struct cw_stall_op *o = NULL;
+	struct cw_stall_op *o;
 
 	for (int i = 0; i < p->nops; i++)
-		if (!strcmp(p->ops[i].op, op)) {
-			o = &p->ops[i];
-			break;
-		}
-	if (!o && p->nops < CW_STALL_OPS) {
-		o = &p->ops[p->nops++];
-		memset(o, 0, sizeof(*o));
-		snprintf(o->op, sizeof(o->op), "%s", op);
+		if (!strcmp(p->ops[i].op, op))
+			return &p->ops[i];
+	if (p->nops == CW_STALL_OPS)
+		return NULL;
+	o = &p->ops[p->nops++];
+	memset(o, 0, sizeof(*o));
+	snprintf(o->op, sizeof(o->op), "%s", op);
+	return o;
+}
+
+static void push_gap(struct cw_stall_op *o, uint64_t gap)
+{
+	o->gaps[o->next] = gap;
+	o->next = (o->next + 1) % CW_STALL_GAPS;
+	if (o->ngaps < CW_STALL_GAPS)
+		o->ngaps++;
+}
+
+/* op's slot for sec, cleared for it when it held an older second; NULL
+ * when it holds a newer one. */
+static void *sec_slot(struct cw_stall_op *o, int64_t sec)
+{
+	unsigned i = (unsigned)((uint64_t)sec % CW_STALL_SECS);
+
+	if (o->secs[i].sec > sec)
+		return NULL;
+	if (o->secs[i].sec != sec) {
+		o->secs[i].sec = sec;
+		o->secs[i].rows = 0;
+		o->secs[i].folded = 0;
 	}
+	return &o->secs[i];
+}
+
+void cw_stall_proc_row_second(struct cw_stall_proc *p, const char *op, int64_t sec, uint32_t rows)
+{
+	struct cw_stall_op *o = op_get(p, op);
+
+	if (o && sec > 0 && sec_slot(o, sec))
+		o->secs[(uint64_t)sec % CW_STALL_SECS].rows += rows;
+}
+
+void cw_stall_proc_folded(struct cw_stall_proc *p, const char *op, int64_t sec, uint64_t count)
+{
+	struct cw_stall_op *o = op_get(p, op);
+
+	if (o && sec > 0 && count && sec_slot(o, sec))
+		o->secs[(uint64_t)sec % CW_STALL_SECS].folded += count;
+}
+
+void cw_stall_proc_call(struct cw_stall_proc *p, uint32_t tid, const char *op, uint64_t start_ns, uint64_t end_ns)
+{
+	struct cw_stall_op *o = op_get(p, op);
+
 	if (o) {
-		if (o->last_start && start_ns > o->last_start) {
-			o->gaps[o->next] = start_ns - o->last_start;
-			o->next = (o->next + 1) % CW_STALL_GAPS;
-			if (o->ngaps < CW_STALL_GAPS)
-				o->ngaps++;
-		}
+		if (o->last_start && start_ns > o->last_start)
+			push_gap(o, start_ns - o->last_start);
 		if (start_ns > o->last_start)
 			o->last_start = start_ns;
 	}
@@ -87,12 +129,21 @@ uint64_t cw_stall_proc_step(const struct cw_stall_proc *p, unsigned min_calls)
 	for (int i = 0; i < p->nops; i++) {
 		const struct cw_stall_op *o = &p->ops[i];
 		/* n calls make n - 1 gaps. */
+		unsigned n = 0;
+
 		if (o->ngaps + 1 < min_calls)
 			continue;
-		memcpy(v, o->gaps, o->ngaps * sizeof(v[0]));
-		qsort(v, o->ngaps, sizeof(v[0]), cmp_u64);
-		if (v[o->ngaps / 2] > best)
-			best = v[o->ngaps / 2];
+		/* Seconds with folded calls: their rate is the rhythm. */
+		for (int k = 0; k < CW_STALL_SECS; k++)
+			if (o->secs[k].folded)
+				v[n++] = NSEC_PER_S / (o->secs[k].folded + o->secs[k].rows);
+		if (!n) {
+			memcpy(v, o->gaps, o->ngaps * sizeof(v[0]));
+			n = o->ngaps;
+		}
+		qsort(v, n, sizeof(v[0]), cmp_u64);
+		if (v[n / 2] > best)
+			best = v[n / 2];
 	}
 	return best;
 }
@@ -139,6 +190,27 @@ void cw_stall_call(struct cw_stall *s, uint32_t pid, uint32_t tid, const char *o
 	p->reported = 0;
 }
 
+void cw_stall_row_second(struct cw_stall *s, uint32_t pid, const char *op, uint64_t mono_ns, uint64_t wall_ns)
+{
+	struct cw_stall_proc *p = proc_get(s, pid, 0);
+	uint64_t end;
+
+	if (!p || !wall_ns)
+		return;
+	cw_stall_proc_row_second(p, op, (int64_t)(wall_ns / NSEC_PER_S), 1);
+	end = mono_ns + (NSEC_PER_S - wall_ns % NSEC_PER_S);
+	if (end > p->last_sec_end_ns)
+		p->last_sec_end_ns = end;
+}
+
+void cw_stall_folded(struct cw_stall *s, uint32_t pid, const char *op, int64_t sec, uint64_t count)
+{
+	struct cw_stall_proc *p = proc_get(s, pid, 0);
+
+	if (p)
+		cw_stall_proc_folded(p, op, sec, count);
+}
+
 void cw_stall_exited(struct cw_stall *s, uint32_t pid)
 {
 	for (int i = 0; i < s->nprocs; i++)
@@ -155,15 +227,17 @@ int cw_stall_check(struct cw_stall *s, uint64_t now, int (*alive)(uint32_t pid, 
 
 	for (int i = 0; i < s->nprocs && n < max; i++) {
 		struct cw_stall_proc *p = &s->procs[i];
-		uint64_t step, thr;
+		uint64_t step, thr, from = p->last_ns;
 
-		if (p->reported || now <= p->last_ns)
+		if (s->o.summary && p->last_sec_end_ns > from)
+			from = p->last_sec_end_ns;
+		if (p->reported || now <= from)
 			continue;
 		step = cw_stall_proc_step(p, s->o.min_calls);
 		if (!step)
 			continue;
 		thr = cw_stall_threshold(step, &s->o);
-		if (now - p->last_ns <= thr)
+		if (now - from <= thr)
 			continue;
 		if (alive && !alive(p->pid, ctx))
 			continue;

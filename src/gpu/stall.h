@@ -22,20 +22,37 @@ struct cw_stall_opts {
 	uint64_t floor_ns; /* 0: CW_STALL_FLOOR_NS */
 	unsigned factor;   /* 0: CW_STALL_FACTOR */
 	unsigned min_calls; /* 0: CW_STALL_MIN_CALLS */
+	/* Summary capture: calls after a second's first row may be folded in
+	 * the kernel and seen only seconds later, so silence runs from the
+	 * end of the latest row's wall second (cw_stall_row_second). */
+	int summary;
 };
 
 /* One op's rhythm. */
+/* Seconds of an op's calls kept per op for summary capture's rhythm. */
+#define CW_STALL_SECS 8
+
 struct cw_stall_op {
 	char op[48];
 	uint64_t last_start;
 	uint64_t gaps[CW_STALL_GAPS];
 	unsigned ngaps, next;
+	/* Per wall second (slot second % CW_STALL_SECS): rows and calls
+	 * folded in the kernel. Once a second has folded calls, the op's
+	 * step is 1 s / (rows + folded) of such seconds (their median): the
+	 * rows left (first, sampled, slow calls) overstate the step. */
+	struct {
+		int64_t sec;
+		uint32_t rows;
+		uint64_t folded;
+	} secs[CW_STALL_SECS];
 };
 
 struct cw_stall_proc {
 	uint32_t pid, last_tid;
 	char last_op[48];
 	uint64_t last_ns; /* start of the latest call */
+	uint64_t last_sec_end_ns; /* monotonic end of the latest row's wall second */
 	uint64_t calls;
 	int reported;
 	struct cw_stall_op ops[CW_STALL_OPS];
@@ -69,6 +86,14 @@ int cw_stall_procs(const struct cw_stall *s, uint32_t *pids, uint32_t *last_tids
 
 /* Shared with the after-the-fact rule. */
 void cw_stall_proc_call(struct cw_stall_proc *p, uint32_t tid, const char *op, uint64_t start_ns, uint64_t end_ns);
+/* Summary capture: a row of op started in wall second sec, and count
+ * calls of op in sec that were folded in the kernel (any thread; a
+ * second's folded calls may come in several parts). */
+void cw_stall_proc_row_second(struct cw_stall_proc *p, const char *op, int64_t sec, uint32_t rows);
+void cw_stall_proc_folded(struct cw_stall_proc *p, const char *op, int64_t sec, uint64_t count);
+/* The same for a process already seen calling. */
+void cw_stall_row_second(struct cw_stall *s, uint32_t pid, const char *op, uint64_t mono_ns, uint64_t wall_ns);
+void cw_stall_folded(struct cw_stall *s, uint32_t pid, const char *op, int64_t sec, uint64_t count);
 /* The process's step (0: no steady rhythm yet). */
 uint64_t cw_stall_proc_step(const struct cw_stall_proc *p, unsigned min_calls);
 uint64_t cw_stall_threshold(uint64_t step_ns, const struct cw_stall_opts *o);

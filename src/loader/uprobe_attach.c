@@ -171,6 +171,7 @@ struct cw_cuda_probes {
 	struct attached_file *files;
 	size_t nfiles, files_alloc;
 	int npairs;
+	unsigned fold_max; /* fold_hist's entries */
 	struct cw_call_slot *slots; /* call_slots, mapped */
 	struct bpf_link *exit_link; /* cw_thread_exit */
 };
@@ -228,6 +229,8 @@ again:
 	cp->skel->rodata->cfg_capture_summary = o->capture_summary ? 1 : 0;
 	if (o->fold_sample)
 		cp->skel->rodata->cfg_fold_sample = o->fold_sample;
+	cp->fold_max = o->fold_max ? o->fold_max : CW_FOLD_MAX;
+	bpf_map__set_max_entries(cp->skel->maps.fold_hist, cp->fold_max);
 	if ((o->tracked_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_tracked, o->tracked_fd))) ||
 	    (o->drops_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_drops, o->drops_fd))) ||
 	    (o->stats_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_stats, o->stats_fd)))) {
@@ -829,7 +832,7 @@ int cw_cuda_probes_fold_drain(struct cw_cuda_probes *cp, int64_t last_second,
 
 	if (fd < 0)
 		return -EBADF;
-	keys = calloc(CW_FOLD_MAX, sizeof(*keys));
+	keys = calloc(cp->fold_max, sizeof(*keys));
 	v = malloc(sizeof(*v));
 	if (!keys || !v) {
 		rc = -ENOMEM;
@@ -837,7 +840,7 @@ int cw_cuda_probes_fold_drain(struct cw_cuda_probes *cp, int64_t last_second,
 	}
 	/* Keys first, then lookups and deletes: deleting while walking can
 	 * restart the walk. */
-	while (nk < CW_FOLD_MAX && !bpf_map_get_next_key(fd, prev, &next)) {
+	while (nk < (int)cp->fold_max && !bpf_map_get_next_key(fd, prev, &next)) {
 		if (next.second <= last_second)
 			keys[nk++] = next;
 		cur = next;

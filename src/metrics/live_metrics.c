@@ -250,6 +250,30 @@ void cw_live_metrics_event(struct cw_live_metrics *m, const struct cw_event_row 
 	pthread_mutex_unlock(&m->lock);
 }
 
+void cw_live_metrics_folded(struct cw_live_metrics *m, uint32_t pid, const char *source, const char *op,
+			    const struct cw_hist *h)
+{
+	struct series *s;
+	struct proc *p;
+
+	if (!h->count)
+		return;
+	pthread_mutex_lock(&m->lock);
+	s = series_of(m, pid, source, op);
+	for (unsigned b = 0; b < CW_HIST_BUCKETS; b++)
+		if (h->buckets[b])
+			/* Exact: a log-linear bucket lies within one power of
+			 * two, and a Prometheus bucket holds [2^m, 2^(m+1)). */
+			s->buckets[cw_prom_bucket(cw_hist_bucket_low(b))] += h->buckets[b];
+	s->count += h->count;
+	s->sum_ns += h->sum_ns;
+	/* Not a rename: the process's name comes from its rows (its first
+	 * calls always keep theirs). */
+	p = proc_of(m, pid, NULL, 0);
+	p->calls += h->count;
+	pthread_mutex_unlock(&m->lock);
+}
+
 void cw_live_metrics_offcpu(struct cw_live_metrics *m, const struct cw_offcpu_row *r)
 {
 	struct proc *p;

@@ -22,6 +22,7 @@
 
 #include "store/writer.h"
 #include "metrics/prom_text.h"
+#include "util/hist.h"
 #include "util/strbuf.h"
 
 #define CW_LIVE_MAX_SERIES 4096
@@ -35,6 +36,12 @@ void cw_live_metrics_free(struct cw_live_metrics *m);
 
 /* Consumer thread: one stored call or instant event. */
 void cw_live_metrics_event(struct cw_live_metrics *m, const struct cw_event_row *r);
+/* Consumer thread: h.count calls of (pid, source, op) that trace
+ * --capture summary counted in the kernel instead of storing rows (all
+ * successful). Each log-linear bucket lands in the Prometheus bucket of
+ * its values (the power-of-two bounds split no log-linear bucket). */
+void cw_live_metrics_folded(struct cw_live_metrics *m, uint32_t pid, const char *source, const char *op,
+			    const struct cw_hist *h);
 /* Consumer thread: one stored off-CPU interval of a traced thread. */
 void cw_live_metrics_offcpu(struct cw_live_metrics *m, const struct cw_offcpu_row *r);
 

@@ -3,7 +3,8 @@
  * off-CPU time of their threads, the chains whose affected thread ran in it
  * and the chains it was the culprit of (docs/api.md). Calls come from one
  * pass over the window's rowid range of events (no per-cgroup aggregate
- * exists); chains from the explain engine over the same window. */
+ * exists) and the folded table; chains from the explain engine over the
+ * same window. */
 #define _GNU_SOURCE
 #include "server/routes_api.h"
 
@@ -18,18 +19,39 @@
 
 #define TENANTS_MAX 1000
 
+/* Calls are rows plus the calls summary capture folded in the kernel (the
+ * folded table, per process), each process's in the cgroup of its latest
+ * row in the window (its first and sampled calls always have rows; a
+ * process row's cgroup is where it started, before a runtime moved it).
+ * A file before schema v9 has no folded table: SQL_TENANTS_V8. */
+#define SQL_ROW_CALLS                                                                                     \
+	"base AS (SELECT node, pid, cgroup_id, count(*) AS n, max(id) AS last FROM events"                \
+	"  WHERE id >= ?1 AND id < ?2 AND source IN ('cuda', 'driver', 'graph', 'nccl')"                   \
+	"  AND wall_ns >= ?3 AND wall_ns < ?4 AND cgroup_id IS NOT NULL GROUP BY node, pid, cgroup_id),"   \
+	" rowcalls AS (SELECT node, cgroup_id, sum(n) AS n FROM base GROUP BY node, cgroup_id),"
+#define SQL_TENANTS_REST                                                                                  \
+	" off AS (SELECT o.node, p.cgroup_id, CAST(total(o.duration_ns) AS INTEGER) AS ns FROM offcpu o JOIN processes p" \
+	"  ON p.node = o.node AND p.pid = o.pid WHERE o.wall_ns >= ?3 AND o.wall_ns < ?4"                  \
+	"  AND p.cgroup_id IS NOT NULL GROUP BY o.node, p.cgroup_id)"                                      \
+	" SELECT g.node, g.cgroup_id, g.runtime, g.container_id, g.pod, g.namespace, g.path, g.tenant,"    \
+	"  coalesce(c.n, 0), coalesce(f.ns, 0)"                                                            \
+	" FROM cgroups g LEFT JOIN calls c ON c.node = g.node AND c.cgroup_id = g.cgroup_id"               \
+	" LEFT JOIN off f ON f.node = g.node AND f.cgroup_id = g.cgroup_id"                                \
+	" ORDER BY coalesce(c.n, 0) DESC, g.node, g.cgroup_id LIMIT ?5"
+
+/* SQLite takes a bare column of an aggregate query with max() from the
+ * row holding the maximum: each process's latest cgroup. */
 static const char SQL_TENANTS[] =
-	"WITH calls AS (SELECT node, cgroup_id, count(*) AS n FROM events WHERE id >= ?1 AND id < ?2"
-	"  AND source IN ('cuda', 'driver', 'graph', 'nccl') AND wall_ns >= ?3 AND wall_ns < ?4"
-	"  AND cgroup_id IS NOT NULL GROUP BY node, cgroup_id),"
-	" off AS (SELECT o.node, p.cgroup_id, CAST(total(o.duration_ns) AS INTEGER) AS ns FROM offcpu o JOIN processes p"
-	"  ON p.node = o.node AND p.pid = o.pid WHERE o.wall_ns >= ?3 AND o.wall_ns < ?4"
-	"  AND p.cgroup_id IS NOT NULL GROUP BY o.node, p.cgroup_id)"
-	" SELECT g.node, g.cgroup_id, g.runtime, g.container_id, g.pod, g.namespace, g.path, g.tenant,"
-	"  coalesce(c.n, 0), coalesce(f.ns, 0)"
-	" FROM cgroups g LEFT JOIN calls c ON c.node = g.node AND c.cgroup_id = g.cgroup_id"
-	" LEFT JOIN off f ON f.node = g.node AND f.cgroup_id = g.cgroup_id"
-	" ORDER BY coalesce(c.n, 0) DESC, g.node, g.cgroup_id LIMIT ?5";
+	"WITH " SQL_ROW_CALLS
+	" pidcg AS (SELECT node, pid, cgroup_id, max(last) FROM base GROUP BY node, pid),"
+	" fold AS (SELECT f.node, p.cgroup_id, sum(f.count) AS n FROM folded f"
+	"  JOIN pidcg p ON p.node = f.node AND p.pid = f.pid"
+	"  WHERE f.second >= ?3 / 1000000000 AND f.second * 1000000000 < ?4 GROUP BY f.node, p.cgroup_id),"
+	" calls AS (SELECT node, cgroup_id, sum(n) AS n FROM (SELECT * FROM rowcalls UNION ALL SELECT * FROM fold)"
+	"  GROUP BY node, cgroup_id)," SQL_TENANTS_REST;
+
+static const char SQL_TENANTS_V8[] =
+	"WITH " SQL_ROW_CALLS " calls AS (SELECT * FROM rowcalls)," SQL_TENANTS_REST;
 
 struct chain_count {
 	char node[64];
@@ -105,6 +127,8 @@ void cw_route_tenants(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 		goto out;
 	}
 	rc = sqlite3_prepare_v2(db, SQL_TENANTS, -1, &st, NULL);
+	if (rc == SQLITE_ERROR)
+		rc = sqlite3_prepare_v2(db, SQL_TENANTS_V8, -1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		cw_api_fail(s, deadline, cw_sqlite_errno(rc), "tenants", r);
 		goto out;

@@ -6,7 +6,9 @@
  * buckets), so percentiles and baselines read every call in either mode. */
 #include <string.h>
 
+#include "metrics/live_metrics.h"
 #include "pipeline/ops.h"
+#include "trace/gpu.h"
 #include "trace/session.h"
 #include "trace/view.h"
 #include "util/timeutil.h"
@@ -58,6 +60,9 @@ static void one_folded(void *ctx, const struct cw_fold_key *k, const struct cw_f
 		return;
 	}
 	t->folded += v->count;
+	trace_gpu_folded(t->gpu, k->pid, cw_source_name(cw_op_source(k->op)), op, k->second, v->count);
+	if (t->metrics)
+		cw_live_metrics_folded(t->metrics, k->pid, cw_source_name(cw_op_source(k->op)), op, &h);
 	if (t->view)
 		cw_trace_view_fold(t->view, cw_source_name(cw_op_source(k->op)), op, &h);
 }

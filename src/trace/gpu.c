@@ -125,7 +125,7 @@ int trace_gpu_start(struct trace_gpu **out, const struct trace_gpu_opts *o, stru
 		    struct cw_trace_view *view)
 {
 	struct trace_gpu *g = calloc(1, sizeof(*g));
-	struct cw_stall_opts so = {.floor_ns = o->stall_floor_ns};
+	struct cw_stall_opts so = {.floor_ns = o->stall_floor_ns, .summary = o->summary};
 	int rc;
 
 	*out = NULL;
@@ -172,8 +172,16 @@ void trace_gpu_observe(struct trace_gpu *g, const struct cw_event_row *r)
 	if (!g || !is_gpu_call(r->source) || !r->op)
 		return;
 	cw_stall_call(g->stall, r->pid, r->tid, r->op, r->mono_ns, r->mono_ns + r->duration_ns);
+	cw_stall_row_second(g->stall, r->pid, r->op, r->mono_ns, r->wall_ns);
 	if (r->wall_ns)
 		g->mono_to_wall = (int64_t)r->wall_ns - (int64_t)r->mono_ns;
+}
+
+void trace_gpu_folded(struct trace_gpu *g, uint32_t pid, const char *source, const char *op, int64_t sec,
+		      uint64_t count)
+{
+	if (g && is_gpu_call(source) && op)
+		cw_stall_folded(g->stall, pid, op, sec, count);
 }
 
 void trace_gpu_exited(struct trace_gpu *g, uint32_t pid)

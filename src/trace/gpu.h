@@ -24,6 +24,7 @@ struct trace_gpu_opts {
 	const char *nvml_path;   /* NULL: $CW_NVML_LIB or libnvidia-ml.so.1 */
 	int no_gpu;              /* no NVML, no kmsg */
 	uint64_t stall_floor_ns; /* 0: 30 s */
+	int summary;             /* summary capture (cw_stall_opts.summary) */
 	int quiet;               /* no alert lines through say */
 	const struct cw_trace_sink *say;
 	/* The calls of pid open right now (entered, not returned): fills up
@@ -44,6 +45,11 @@ int trace_gpu_start(struct trace_gpu **out, const struct trace_gpu_opts *o, stru
 void trace_gpu_end_snapshot(struct trace_gpu *g, uint64_t now);
 void trace_gpu_observe(struct trace_gpu *g, const struct cw_event_row *r);
 void trace_gpu_exited(struct trace_gpu *g, uint32_t pid);
+/* count calls of (pid, op) in wall second sec of one thread, folded in
+ * the kernel (summary capture): the stall detector's rhythm. Consumer
+ * lock. */
+void trace_gpu_folded(struct trace_gpu *g, uint32_t pid, const char *source, const char *op, int64_t sec,
+		      uint64_t count);
 /* aggregated: calls counted in the kernel so far (not seen one by one);
  * while it grows, no stall is named: the calls are not visible. */
 void trace_gpu_tick(struct trace_gpu *g, uint64_t now_mono, uint64_t aggregated);

@@ -117,6 +117,7 @@ static int step_cuda_probes(struct trace *t, char *err, size_t errlen)
 	co.py_mode = t->o.py_mode;
 	co.native_stacks = t->o.native_stacks;
 	co.capture_summary = t->o.capture_summary;
+	co.fold_max = t->o.fold_map_entries;
 	co.no_multi = t->o.no_uprobe_multi;
 	co.tracked_fd = cw_kernel_probes_tracked_fd(t->kp);
 	co.drops_fd = cw_kernel_probes_drops_fd(t->kp);
@@ -334,6 +335,7 @@ static int step_gpu(struct trace *t, char *err, size_t errlen)
 		.nvml_path = t->o.nvml_path,
 		.no_gpu = t->o.no_gpu,
 		.stall_floor_ns = t->o.stall_after_ns,
+		.summary = t->o.capture_summary,
 		.quiet = t->view_on,
 		.say = &t->o.say,
 		.open_calls = trace_open_calls,

@@ -23,7 +23,8 @@ LIB=$FIX/fakecuda/libcudart.so.13
 # trace (it is allowed at the first walk: the directory exists).
 run() {
 	local db=$1; shift
-	"$CW_BIN" trace --db "$db" --no-view --cuda-lib "$LIB" --duration 5s "$@" >"$D/t.out" 2>&1 &
+	# --capture full: the filter is checked by counting each tenant's rows.
+	"$CW_BIN" trace --db "$db" --no-view --capture full --cuda-lib "$LIB" --duration 5s "$@" >"$D/t.out" 2>&1 &
 	local tp=$!; pids+=($tp)
 	sleep 1
 	for cg in "$A" "$B" "$S"; do

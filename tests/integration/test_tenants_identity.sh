@@ -27,7 +27,8 @@ ID=([containerd]=$c1 [crio]=$c2 [docker]=$c3 [dockerfs]=$c4 [podman]=$c5 [slurm]
 for k in "${!CG[@]}"; do mkcg "${CG[$k]}" || fail "cannot create ${CG[$k]}"; done
 
 export LD_LIBRARY_PATH=$FIX/fakecuda
-"$CW_BIN" trace --db "$D/t.db" --no-view --duration 7s >"$D/t.out" 2>&1 &
+# --capture full: every call's row carries its cgroup, counted below.
+"$CW_BIN" trace --db "$D/t.db" --no-view --capture full --duration 7s >"$D/t.out" 2>&1 &
 tp=$!; pids+=($tp)
 sleep 1
 for k in "${!CG[@]}"; do

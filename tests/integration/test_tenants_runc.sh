@@ -57,7 +57,8 @@ json.dump(c, open(p, "w"), indent=1)
 PY
 export LD_LIBRARY_PATH=$FIX/fakecuda CW_FAKE_SYNC_US=2000 CW_FAKE_MODE=sleep
 LIB=$FIX/fakecuda/libcudart.so.13
-"$CW_BIN" trace --db "$D/t.db" --no-view --cuda-lib "$LIB" --duration 6s --container "${id:0:12}" >"$D/t.out" 2>&1 &
+# --capture full: the filter is checked by counting the container's rows.
+"$CW_BIN" trace --db "$D/t.db" --no-view --capture full --cuda-lib "$LIB" --duration 6s --container "${id:0:12}" >"$D/t.out" 2>&1 &
 tp=$!; pids+=($tp)
 sleep 1
 (cd "$B" && exec runc run "$NAME") >"$D/c.out" 2>&1 &

@@ -5,6 +5,7 @@
 # /proc/PID/root. The process starts after trace (every-process mode) and
 # every one of its calls must be recorded; check must list the copy too.
 set -u
+# --capture full: the check counts every call's row.
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF and mount namespaces"; exit 77; }
 FIX=$CW_BUILD/fixtures
 [ -x "$FIX/fake_workload" ] && [ -f "$FIX/fakecuda/libcudart.so.13" ] || { echo "missing fixtures (make fixtures)"; exit 1; }
@@ -26,7 +27,7 @@ container() { # calls
 		container "$ct" "$FIX/fakecuda/libcudart.so.13" "$FIX/fake_workload" "$1"
 }
 
-"$CW_BIN" trace --db "$D/t.db" --no-view --duration 8s >"$D/t.out" 2>&1 &
+"$CW_BIN" trace --db "$D/t.db" --no-view --capture full --duration 8s >"$D/t.out" 2>&1 &
 tp=$!; pids+=($tp)
 sleep 1
 container 60 >"$D/w.out" 2>&1 &

@@ -8,6 +8,7 @@
 # and one started stopped) and system-wide tracing. Counts are per pid of
 # this test's own processes (others trace on this machine too).
 set -u
+# --capture full: the checks count every call's row per process.
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF and mount namespaces"; exit 77; }
 FIX=$CW_BUILD/fixtures
 FAKE=$FIX/fakecuda/libcudart.so.13
@@ -64,7 +65,7 @@ ready() {
 
 # 1. trace -- CMD: the launched command and its children.
 m=$D/cmd; mkdir -p "$m"
-"$CW_BIN" trace --db "$m/t.db" --no-view -- bash "$D/work.sh" "$m" "$FIX" "$FAKE" "$REAL" >"$m/out" 2>&1 ||
+"$CW_BIN" trace --db "$m/t.db" --no-view --capture full -- bash "$D/work.sh" "$m" "$FIX" "$FAKE" "$REAL" >"$m/out" 2>&1 ||
 	fail "trace -- exited $?: $(cat "$m/out")"
 [ "$(check "$m/t.db" "$m")" = 4 ] || fail "trace --: workloads missing: $(cat "$m/calls")"
 [ "$(counter "$m/t.db" trace.discovery.late)" = 0 ] || fail "trace --: late attaches counted"
@@ -80,7 +81,7 @@ wp=$!; pids+=($wp)
 bash -c 'kill -STOP $$; LD_LIBRARY_PATH=$1 exec "$2" 15 >"$3"' s "$m/stopped" "$FIX/first_call" "$m/stopped.calls" &
 sp=$!; pids+=($sp)
 for _ in $(seq 100); do grep -q '^State:.*T' "/proc/$sp/status" && break; sleep 0.02; done
-"$CW_BIN" trace --db "$m/t.db" --no-view --pid "$wp,$sp" >"$m/out" 2>&1 &
+"$CW_BIN" trace --db "$m/t.db" --no-view --capture full --pid "$wp,$sp" >"$m/out" 2>&1 &
 tp=$!; pids+=($tp)
 ready "$m/out"
 echo go >"$m/fifo"
@@ -95,7 +96,7 @@ echo "trace --pid: every call of 5 workloads recorded; $(grep -o 'discovery: .*'
 
 # 3. System-wide: processes started after trace.
 m=$D/all; mkdir -p "$m"
-"$CW_BIN" trace --db "$m/t.db" --no-view --duration 60s >"$m/out" 2>&1 &
+"$CW_BIN" trace --db "$m/t.db" --no-view --capture full --duration 60s >"$m/out" 2>&1 &
 tp=$!; pids+=($tp)
 ready "$m/out"
 bash "$D/work.sh" "$m" "$FIX" "$FAKE" "$REAL" || fail "system-wide workload failed"

@@ -3,6 +3,7 @@
 # mid-run, --pid, the launched command's exit status, a SIGKILL of the
 # tracer leaving a consistent database, and a call still open at stop.
 set -u
+# --capture full where a check counts every call's row.
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 FIX=$CW_BUILD/fixtures
 [ -x "$FIX/fake_workload" ] && [ -f "$FIX/fakecuda/libcudart.so.13" ] || { echo "missing fixtures (make fixtures)"; exit 1; }
@@ -16,7 +17,7 @@ n() { sqlite3 "$1" "SELECT count(*) FROM events WHERE $2"; }
 mkdir -p "$D/lib" && cp "$FIX/fakecuda/libcudart.so.13" "$D/lib/"
 
 # 1. Every-process mode: a process started after trace is found by the rescan.
-"$CW_BIN" trace --db "$D/a.db" --no-view --duration 5s >"$D/a.out" 2>&1 &
+"$CW_BIN" trace --db "$D/a.db" --no-view --capture full --duration 5s >"$D/a.out" 2>&1 &
 tp=$!; pids+=($tp)
 sleep 1
 LD_LIBRARY_PATH=$D/lib "$FIX/fake_workload" -n 40 -m sync -w 1500 >"$D/w.out"
@@ -29,7 +30,7 @@ echo "late process: ok"
 
 # 2. Launched command with a fork+exec child: the child is enrolled in the
 #    kernel at fork and its calls are traced without naming it.
-LD_LIBRARY_PATH=$D/lib "$CW_BIN" trace --db "$D/b.db" --no-view -- "$FIX/fake_workload" -f -n 25 -m sync -w 1500 \
+LD_LIBRARY_PATH=$D/lib "$CW_BIN" trace --db "$D/b.db" --no-view --capture full -- "$FIX/fake_workload" -f -n 25 -m sync -w 1500 \
 	>"$D/b.out" 2>"$D/b.err" || fail "trace -- exited $?: $(cat "$D/b.err")"
 parent=$(awk '/^pid/{print $2; exit}' "$D/b.out")
 got=$(n "$D/b.db" "pid=$parent AND op='cudaStreamSynchronize'")
@@ -41,7 +42,7 @@ echo "fork/exec child: ok"
 
 # 3. A library dlopen'ed mid-run (1.2 s after start) is attached by the rescan.
 mkdir -p "$D/late" && cp "$FIX/fakecuda/libcudart.so.13" "$D/late/"
-"$CW_BIN" trace --db "$D/c.db" --no-view -- "$FIX/fake_workload" -L "$D/late/libcudart.so.13" -l 1200 -w 1500 -n 30 -m sync \
+"$CW_BIN" trace --db "$D/c.db" --no-view --capture full -- "$FIX/fake_workload" -L "$D/late/libcudart.so.13" -l 1200 -w 1500 -n 30 -m sync \
 	>"$D/c.out" 2>"$D/c.err" || fail "trace dlopen: $(cat "$D/c.err")"
 got=$(n "$D/c.db" "op='cudaStreamSynchronize'")
 [ "$got" = 30 ] || fail "dlopen'ed library: $got of 30"
@@ -55,7 +56,7 @@ echo "dlopen mid-run: ok"
 LD_LIBRARY_PATH=$D/lib "$FIX/fake_workload" -T 6 -m mix -w 200 >"$D/k.out" &
 wp=$!; pids+=($wp)
 sleep 0.5
-"$CW_BIN" trace --db "$D/k.db" --no-view --pid $wp >"$D/k.err" 2>&1 &
+"$CW_BIN" trace --db "$D/k.db" --no-view --capture full --pid $wp >"$D/k.err" 2>&1 &
 tp=$!; pids+=($tp)
 sleep 2.5
 kill -9 $tp; wait $tp 2>/dev/null

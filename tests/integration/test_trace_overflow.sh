@@ -13,7 +13,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 N=150000
 for agg in 0 50; do
 	db=$D/o$agg.db
-	LD_LIBRARY_PATH=$FIX/fakecuda "$CW_BIN" trace --db "$db" --no-view --ring-kb 4 --agg-pct $agg -- \
+	# --capture full: a record per call overflows the ring.
+	LD_LIBRARY_PATH=$FIX/fakecuda "$CW_BIN" trace --db "$db" --no-view --capture full --ring-kb 4 --agg-pct $agg -- \
 		"$FIX/fake_workload" -n $N -m sync -w 1500 >"$D/out" 2>"$D/err" || fail "trace: $(cat "$D/err")"
 	grep -qx "calls $N" "$D/out" || fail "workload: $(cat "$D/out")"
 	c() { sqlite3 "$db" "SELECT coalesce((SELECT value FROM counters WHERE name='$1'), 0)"; }

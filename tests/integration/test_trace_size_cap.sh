@@ -53,7 +53,9 @@ bg+=($!)
 # Free space sampled while it runs: the lowest seen.
 (min=999999999; while :; do a=$(df -k --output=avail "$FS" | tail -1); [ "$a" -lt "$min" ] && min=$a && echo "$min" >"$D/minfree"; sleep 0.2; done) &
 bg+=($!)
-"$CW_BIN" trace --db "$db" --no-view --cuda-lib "$FAKE" -- sh -c '
+# --capture full: a row per call reaches the cap and prunes (summary
+# capture, the default, folds most of these calls and stays far under it).
+"$CW_BIN" trace --db "$db" --no-view --capture full --cuda-lib "$FAKE" -- sh -c '
 	CW_FAKE_SYNC_US=0 LD_LIBRARY_PATH=$4 "$1" -T $(($3 + 2)) -r 40000 -m sync -p 0 &
 	CW_FAKE_SYNC_US=1000 "$5" "$6" "$7" 1.2 "$3" "$2"; wait' sh "$FIX/fake_workload" $CPU "$SECS" "$FIX/fakecuda" \
 	"$py" "$SCRIPT" "$FAKE" >"$D/out" 2>"$D/err"

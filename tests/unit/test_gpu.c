@@ -276,6 +276,49 @@ static void test_stall_thresholds(void **state)
 		assert_int_equal(cw_stall_check(s, last + 2100 * MS, always, NULL, h, 4), 1);
 		cw_stall_free(s);
 	}
+
+	/* Summary capture: a 25 ms step whose rows are one sample a second,
+	 * the other 39 calls of each second folded in the kernel. The rows
+	 * alone say a 1 s step (a 10 s threshold); the folded counts restore
+	 * the rhythm, and the 2 s floor rules. */
+	for (int fold = 0; fold < 2; fold++) {
+		struct cw_stall_opts o = {.floor_ns = 2 * SEC};
+		assert_int_equal(cw_stall_new(&s, &o), 0);
+		for (int i = 0; i < 20; i++) {
+			cw_stall_call(s, 14, 14, "cudaStreamSynchronize", (uint64_t)(i + 1) * SEC, (uint64_t)(i + 1) * SEC + MS);
+			cw_stall_row_second(s, 14, "cudaStreamSynchronize", (uint64_t)(i + 1) * SEC,
+					    (uint64_t)(5000 + i) * SEC);
+			if (fold)
+				cw_stall_folded(s, 14, "cudaStreamSynchronize", 5000 + i, 39);
+		}
+		last = 20 * SEC;
+		assert_int_equal(cw_stall_check(s, last + 3 * SEC, always, NULL, h, 4), fold);
+		if (fold) {
+			assert_int_equal(h[0].step_ns, SEC / 40);
+			assert_int_equal(h[0].threshold_ns, 2 * SEC);
+		}
+		cw_stall_folded(s, 99, "cudaStreamSynchronize", 5019, 39); /* a process never seen: ignored */
+		assert_int_equal(cw_stall_check(s, last + 4 * SEC, always, NULL, h, 4), 0);
+		cw_stall_free(s);
+	}
+
+	/* Summary capture: calls after the latest row's first moments may be
+	 * folded and not seen yet, so silence runs from the end of that row's
+	 * wall second (0.9 s after it here). */
+	{
+		struct cw_stall_opts o = {.floor_ns = 2 * SEC, .summary = 1};
+		assert_int_equal(cw_stall_new(&s, &o), 0);
+		for (int i = 0; i < 20; i++) {
+			uint64_t m = (uint64_t)(i + 1) * SEC;
+			cw_stall_call(s, 15, 15, "cudaStreamSynchronize", m, m + MS);
+			cw_stall_row_second(s, 15, "cudaStreamSynchronize", m, (uint64_t)(5000 + i) * SEC + 100 * MS);
+			cw_stall_folded(s, 15, "cudaStreamSynchronize", 5000 + i, 39);
+		}
+		last = 20 * SEC;
+		assert_int_equal(cw_stall_check(s, last + 2800 * MS, always, NULL, h, 4), 0);
+		assert_int_equal(cw_stall_check(s, last + 3000 * MS, always, NULL, h, 4), 1);
+		cw_stall_free(s);
+	}
 }
 
 /* Real threads of this process, blocked on a pipe and on a lock. */

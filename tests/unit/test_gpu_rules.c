@@ -40,6 +40,9 @@ struct spec {
 	int healthy;           /* no slow calls at all */
 	int regular_malloc;    /* slow allocations every 50th step (a periodic pattern too) */
 	uint64_t full_from_ns; /* device memory full only from T0 + this */
+	int summary;           /* syncs as summary capture keeps them: a row a second, 49 folded */
+	int stall_folded;      /* during the stall, calls folded in the kernel: 1 pid 200's (a
+				  neighbour's), 2 pid 100's own (so it was not silent) */
 };
 
 struct fx {
@@ -155,9 +158,19 @@ static void build(struct fx *f, const struct spec *sp)
 			sync = SLOW_NS;
 		ev(f, "cuda", "cudaMalloc", t, malloc_ns, 100, 0, 0, NULL);
 		ev(f, "cuda", "cudaLaunchKernel", t + malloc_ns + 10000, 20000, 100, 0, 0, NULL);
-		ev(f, "cuda", "cudaStreamSynchronize", t + malloc_ns + 40000, sync, 100, 0, 0, NULL);
+		if (!s->summary || i % 50 == 0)
+			ev(f, "cuda", "cudaStreamSynchronize", t + malloc_ns + 40000, sync, 100, 0, 0, NULL);
 		if (slow && s->failed_mallocs-- > 0)
 			ev(f, "cuda", "cudaMalloc", t + malloc_ns + sync + 100000, 30000, 100, 2, 0, NULL);
+	}
+	for (int k = 0; s->summary && k < steps / 50; k++) {
+		struct cw_hist h;
+
+		cw_hist_reset(&h);
+		for (int j = 0; j < 49; j++)
+			cw_hist_add(&h, 8 * MS);
+		assert_int_equal(cw_writer_folded(f->w, 100, "cuda", "cudaStreamSynchronize",
+						  (int64_t)((T0 + OFF) / SEC) + k, &h), 0);
 	}
 	if (s->xid) {
 		char detail[160];
@@ -170,6 +183,16 @@ static void build(struct fx *f, const struct spec *sp)
 		/* pid 100 is silent; pid 200 keeps the node's data going. */
 		for (uint64_t t = last; t < last + s->stall_s * SEC; t += 100 * MS)
 			ev(f, "cuda", "cudaStreamSynchronize", t, MS, 200, 0, 0, NULL);
+		for (uint64_t k = 2; s->stall_folded && k < s->stall_s - 2; k++) {
+			struct cw_hist h;
+
+			cw_hist_reset(&h);
+			for (int j = 0; j < 40; j++)
+				cw_hist_add(&h, MS);
+			assert_int_equal(cw_writer_folded(f->w, s->stall_folded == 2 ? 100 : 200, "cuda",
+							  "cudaStreamSynchronize",
+							  (int64_t)((last + OFF) / SEC + k), &h), 0);
+		}
 		if (s->stall_exit_s) {
 			struct cw_event_row r = {
 				.mono_ns = last + (uint64_t)s->stall_exit_s * SEC, .pid = 100, .tid = 100,
@@ -481,6 +504,53 @@ static void test_training_stall(void **state)
 	destroy(&f);
 }
 
+/* Summary capture kept one sync row a second and folded the rest: the
+ * step is still the 20 ms rhythm, read from the folded counts. */
+static void test_training_stall_summary(void **state)
+{
+	struct spec s = {.healthy = 1, .stall_s = 45, .summary = 1};
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+	struct fx f;
+
+	(void)state;
+	explain(&f, &s, &r);
+	c = find(&r, CW_KIND_TRAINING_STALL);
+	assert_non_null(c);
+	if (c) {
+		assert_int_equal(c->pid, 100);
+		assert_non_null(strstr(c->summary, "steady step 20.0ms"));
+	}
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+/* Summary capture folded a neighbour's calls during the stall: the
+ * aggregates count more calls than the rows, but the folded table names
+ * their pid, so pid 100's silence is still its own. When the folded calls
+ * are pid 100's, it was not silent. */
+static void test_training_stall_folded_neighbour(void **state)
+{
+	struct spec s = {.healthy = 1, .stall_s = 45, .stall_folded = 1};
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+	struct fx f;
+
+	(void)state;
+	explain(&f, &s, &r);
+	c = find(&r, CW_KIND_TRAINING_STALL);
+	assert_non_null(c);
+	if (c)
+		assert_int_equal(c->pid, 100);
+	cw_explain_result_free(&r);
+	destroy(&f);
+	s.stall_folded = 2;
+	explain(&f, &s, &r);
+	assert_null(find(&r, CW_KIND_TRAINING_STALL));
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
 /* A stall trace named live carries the threads' states. */
 static void test_training_stall_live_threads(void **state)
 {
@@ -526,6 +596,8 @@ int main(void)
 		cmocka_unit_test(test_xid_severity_and_busiest),
 		cmocka_unit_test(test_training_stall),
 		cmocka_unit_test(test_training_stall_live_threads),
+		cmocka_unit_test(test_training_stall_folded_neighbour),
+		cmocka_unit_test(test_training_stall_summary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

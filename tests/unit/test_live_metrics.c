@@ -92,6 +92,39 @@ static void test_buckets(void **state)
 	assert_true(cw_prom_bucket_le(0) == 1.024e-6);
 }
 
+/* Calls folded in the kernel (summary capture) render as the same calls
+ * one by one would: every bucket, the count, the sum, the process's
+ * calls. Durations on both sides of Prometheus bounds (2^k us); a pid
+ * above any pid_max, so no idle gauge depends on a live process. */
+static void test_folded_as_calls(void **state)
+{
+	static const uint64_t d[] = {7, 900, 1023, 1024, 1025, 2047, 2048, 3000, 4095, 4096, 1 << 20, (1 << 20) + 1,
+				     5000000, 70000000000ULL};
+	struct cw_live_metrics *a, *b;
+	struct cw_hist h;
+	char *ta, *tb;
+
+	(void)state;
+	assert_int_equal(cw_live_metrics_new(&a, 4), 0);
+	assert_int_equal(cw_live_metrics_new(&b, 4), 0);
+	cw_hist_reset(&h);
+	call(a, 4194305, "train", "cudaMalloc", 1, 500, 0);
+	call(b, 4194305, "train", "cudaMalloc", 1, 500, 0);
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
+		call(a, 4194305, "train", "cudaMalloc", 10 + i, d[i], 0);
+		cw_hist_add(&h, d[i]);
+	}
+	cw_live_metrics_folded(b, 4194305, "cuda", "cudaMalloc", &h);
+	ta = render(a, 1000);
+	tb = render(b, 1000);
+	assert_string_equal(ta, tb);
+	assert_non_null(strstr(tb, "op=\"cudaMalloc\"} 15\n"));
+	free(ta);
+	free(tb);
+	cw_live_metrics_free(a);
+	cw_live_metrics_free(b);
+}
+
 static void test_histogram_lines(void **state)
 {
 	struct cw_live_metrics *m;
@@ -332,6 +365,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buckets),
 		cmocka_unit_test(test_histogram_lines),
+		cmocka_unit_test(test_folded_as_calls),
 		cmocka_unit_test(test_top_n_and_same_name),
 		cmocka_unit_test(test_offcpu_and_idle),
 		cmocka_unit_test(test_series_cap),

@@ -44,6 +44,12 @@ struct pidscan {
 	int n;
 	char ops[CW_STALL_OPS][48];
 	int op_n[CW_STALL_OPS], nops;
+	/* Rows per op in its newest CW_STALL_SECS wall seconds (summary
+	 * capture's rhythm, with the folded table). */
+	struct {
+		int64_t sec;
+		uint32_t rows;
+	} secs[CW_STALL_OPS][CW_STALL_SECS];
 	uint64_t total; /* GPU calls scanned */
 	uint64_t exit_wall;
 	int64_t stall_event; /* events.id of a live-detected stall, 0 none */
@@ -130,6 +136,18 @@ static void scan_row(const struct cw_scan_row *r, struct pidscan *v, int *n)
 				;
 			if (oi == p->nops && oi < CW_STALL_OPS)
 				snprintf(p->ops[p->nops++], sizeof(p->ops[0]), "%s", op);
+			if (oi < p->nops && r->wall) {
+				int64_t sec = (int64_t)(r->wall / NSEC_PER_SEC);
+				unsigned si = (unsigned)((uint64_t)sec % CW_STALL_SECS);
+
+				/* Newest first: a slot keeps its newest second. */
+				if (!p->secs[oi][si].sec) {
+					p->secs[oi][si].sec = sec;
+					p->secs[oi][si].rows = 0;
+				}
+				if (p->secs[oi][si].sec == sec)
+					p->secs[oi][si].rows++;
+			}
 			if (oi < p->nops && p->op_n[oi] < CALLS_PER_OP && p->n < CALLS_PER_PID) {
 				k = &p->calls[p->n++];
 				p->op_n[oi]++;
@@ -252,6 +270,35 @@ static uint64_t snap_wall(const struct pidscan *p, uint64_t mono, const struct p
 	return mono > last->mono ? last->wall + (mono - last->mono) : last->wall;
 }
 
+/* The rhythm of pid's calls summary capture folded in the kernel (the
+ * folded table, per op and second, every thread's together) beside the
+ * rows of the same seconds: the rows left are the op's first, sampled
+ * and slow calls, whose gaps overstate its step (gpu/stall.h). A file
+ * without the table (before schema v9) folded nothing. */
+static void folded_rhythm(sqlite3 *db, const char *node, const struct pidscan *p, uint64_t from_wall,
+			  uint64_t to_wall, struct cw_stall_proc *sp)
+{
+	static const char sql[] = "SELECT op, second, sum(count) FROM folded WHERE node = ?1 AND pid = ?2"
+				  " AND second BETWEEN ?3 AND ?4 GROUP BY op, second ORDER BY second DESC LIMIT 256";
+	sqlite3_stmt *st = NULL;
+
+	for (int oi = 0; oi < p->nops; oi++)
+		for (int k = 0; k < CW_STALL_SECS; k++)
+			if (p->secs[oi][k].sec)
+				cw_stall_proc_row_second(sp, p->ops[oi], p->secs[oi][k].sec, p->secs[oi][k].rows);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, p->pid);
+	sqlite3_bind_int64(st, 3, (int64_t)(from_wall / NSEC_PER_SEC));
+	sqlite3_bind_int64(st, 4, (int64_t)(to_wall / NSEC_PER_SEC));
+	while (sqlite3_step(st) == SQLITE_ROW)
+		if (sqlite3_column_type(st, 0) == SQLITE_TEXT && sqlite3_column_int64(st, 2) > 0)
+			cw_stall_proc_folded(sp, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
+					     (uint64_t)sqlite3_column_int64(st, 2));
+	sqlite3_finalize(st);
+}
+
 static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 {
 	if (!strcmp(wait, "runnable_starved"))
@@ -266,18 +313,19 @@ static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 		cw_chain_add_advice(c, "a thread spins or sits in the driver: a CUDA synchronization that never returns points at the GPU (check Xid faults: journalctl -k | grep -i xid)");
 }
 
-/* 1 when the GPU calls the aggregates count in the whole seconds inside
- * (from_wall, to_wall) outnumber the GPU calls stored there as rows: calls
- * the size cap pruned (docs/schema.md "Retention") or the kernel folded
- * (summary capture) were made then, by some process, so the rows' silence
- * is not the process's. Neither keeps the pid, so a silence that is not
- * all stored is never called a stall (trace's live detector, which saw
- * every call, still names one). */
-static int silence_unstored(sqlite3 *db, const char *node, uint64_t from_wall, uint64_t to_wall)
+/* 1 when the silence of pid's rows in the whole seconds inside
+ * (from_wall, to_wall) is not known to be the process's own: the GPU calls
+ * the aggregates count there outnumber the rows stored plus the calls the
+ * kernel folded for other processes (summary capture keeps their pid in
+ * `folded`). The rest are pid's own folded calls, or calls the size cap
+ * pruned (docs/schema.md "Retention"), whose pid is not kept. Such a
+ * silence is never called a stall (trace's live detector, which saw every
+ * call, still names one). */
+static int silence_unstored(sqlite3 *db, const char *node, int64_t pid, uint64_t from_wall, uint64_t to_wall)
 {
 	int64_t s0 = (int64_t)(from_wall / NSEC_PER_SEC) + 1, s1 = (int64_t)(to_wall / NSEC_PER_SEC) - 1, lo, hi;
 	sqlite3_stmt *st = NULL;
-	int64_t agg = 0, rows = 0;
+	int64_t agg = 0, rows = 0, other_folded = 0;
 
 	if (s1 < s0)
 		return 0;
@@ -307,6 +355,20 @@ static int silence_unstored(sqlite3 *db, const char *node, uint64_t from_wall, u
 	}
 	if (!agg)
 		return 0;
+	/* Files before schema v9 have no folded table: nothing was folded. */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT total(count) FROM folded"
+			       " WHERE node = ?1 AND second BETWEEN ?2 AND ?3 AND pid <> ?4"
+			       " AND source IN ('cuda','driver','nccl','graph')",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, s0);
+		sqlite3_bind_int64(st, 3, s1);
+		sqlite3_bind_int64(st, 4, pid);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			other_folded = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
 	if (cw_events_id_at(db, (uint64_t)s0 * NSEC_PER_SEC, &lo) < 0 ||
 	    cw_events_id_at(db, (uint64_t)(s1 + 1) * NSEC_PER_SEC, &hi) < 0)
 		return 0;
@@ -323,7 +385,7 @@ static int silence_unstored(sqlite3 *db, const char *node, uint64_t from_wall, u
 	if (sqlite3_step(st) == SQLITE_ROW)
 		rows = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
-	return agg > rows;
+	return agg > rows + other_folded;
 }
 
 int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
@@ -359,6 +421,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		for (int k = p->n - 1; k >= 0; k--)
 			cw_stall_proc_call(&sp, (uint32_t)p->calls[k].tid, p->calls[k].op, p->calls[k].mono,
 					   p->calls[k].mono + p->calls[k].dur);
+		folded_rhythm(db, sys->node, p, from_wall, to_wall, &sp);
 		step = cw_stall_proc_step(&sp, CW_STALL_MIN_CALLS);
 		if (!step)
 			continue;
@@ -379,7 +442,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		life_end = p->exit_wall && p->exit_wall > last && p->exit_wall < end ? p->exit_wall : end;
 		silent = life_end > last ? life_end - last : 0;
 		if (p->gap_ns > silent &&
-		    (p->stall_event || !silence_unstored(db, sys->node, p->gap_call.wall, p->gap_call.wall + p->gap_ns))) {
+		    (p->stall_event || !silence_unstored(db, sys->node, p->pid, p->gap_call.wall, p->gap_call.wall + p->gap_ns))) {
 			/* A stall that ended: the calls resumed. */
 			silent = p->gap_ns;
 			last = p->gap_call.wall;
@@ -387,7 +450,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		}
 		if (silent <= thr || silent <= best_silent)
 			continue;
-		if (!resumed && !p->stall_event && silence_unstored(db, sys->node, last, last + silent))
+		if (!resumed && !p->stall_event && silence_unstored(db, sys->node, p->pid, last, last + silent))
 			continue;
 		best = i;
 		best_silent = silent;
