@@ -178,6 +178,42 @@ static void expect_incident(struct fx *f, int from_s, int to_s, int at, int in_t
 	cw_explain_result_free(&r);
 }
 
+/* Every separate incident, in time order; the costliest when there are
+ * more than asked for, with the count of all. */
+static void test_find_all(void **state)
+{
+	struct cw_incident inc[16];
+	struct cw_opstat st = secs(3600, 100, MS, 600, 3, 10 * MS);
+	int total;
+
+	(void)state;
+	for (size_t i = 1800; i < 1805; i++)
+		st.secs[i].sum_ns = 100 * 4 * MS;
+	for (size_t i = 3000; i < 3002; i++)
+		st.secs[i].sum_ns = 100 * 20 * MS;
+	for (size_t i = 3300; i < 3302; i++)
+		st.secs[i].sum_ns = 100 * 3500 * US;
+	assert_int_equal(cw_incident_find_all(&st, inc, 3, &total), 3);
+	assert_int_equal(total, 4);
+	/* the 3300 one (2 x 250 ms beyond) is the cheapest, left out */
+	assert_int_equal(inc[0].from_sec, 1600);
+	assert_int_equal(inc[0].to_sec, 1602);
+	assert_int_equal(inc[1].from_sec, 2800);
+	assert_int_equal(inc[1].to_sec, 2804);
+	assert_int_equal(inc[1].excess_ns, 5 * 100 * 3 * MS);
+	assert_int_equal(inc[2].from_sec, 4000);
+	assert_int_equal(inc[2].to_sec, 4001);
+	assert_int_equal(cw_incident_find_all(&st, inc, 16, &total), 4);
+	assert_int_equal(total, 4);
+	assert_int_equal(inc[3].from_sec, 4300);
+	/* two runs split by one normal second are two incidents */
+	st.secs[1802].sum_ns = 100 * MS;
+	assert_int_equal(cw_incident_find_all(&st, inc, 16, &total), 5);
+	assert_int_equal(inc[1].to_sec, 2801);
+	assert_int_equal(inc[2].from_sec, 2803);
+	free(st.secs);
+}
+
 static void test_hour(void **state)
 {
 	struct fx f;
@@ -238,6 +274,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_find_all),
 		cmocka_unit_test(test_hour),
 		cmocka_unit_test(test_incident_beside_noise),
 		cmocka_unit_test(test_healthy_hour),
