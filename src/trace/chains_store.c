@@ -71,17 +71,28 @@ static int mark_rows(sqlite3 *db, const struct cw_explain_result *r, int64_t fir
 	return err;
 }
 
-/* The newest row trace stored for c's identity (chain_identity.c: node,
- * kind, op, the thread, the Python location) whose window ended at most
- * gap_ns before from, not one this pass extended already (taken, ntaken).
- * Returns its id, 0 when none, -errno. */
+/* The newest row trace stored for the same incident as c whose window
+ * ended at most gap_ns before from, not one this pass extended already
+ * (taken, ntaken). The same incident: the same identity (chain_identity.c:
+ * node, kind, op, the thread, the Python location), the same culprit pid (on
+ * a busy machine the victim is preempted in every pass, by everyday
+ * neighbours between the incidents: a row matched without its culprit
+ * would absorb every later incident and keep the first pass's culprit);
+ * and for an incident in time (c->incident_from_ns), a row whose own
+ * incident ended at most CW_TRACE_INCIDENT_JOIN_NS before c's began (the
+ * incident crossed the pass boundary), while a chain over its pass's
+ * window continues only such a row. Returns its id, 0 when none, -errno. */
 static int64_t find_running(sqlite3 *db, const struct cw_chain *c, uint64_t from, uint64_t gap_ns,
 			    const int64_t *taken, int ntaken)
 {
 	static const char sql[] =
 		"SELECT id FROM chains WHERE node = ?1 AND kind = ?2 AND op = ?3 AND pid IS ?4 AND tid IS ?5"
 		" AND python_file IS ?6 AND python_line IS ?7 AND to_wall_ns >= ?8"
-		" AND json_extract(json, '$.stored_by') = 'trace' ORDER BY id DESC LIMIT 64";
+		" AND json_extract(json, '$.stored_by') = 'trace'"
+		" AND json_extract(json, '$.culprit.pid') IS ?9"
+		" AND CASE WHEN ?10 IS NULL THEN json_extract(json, '$.evidence.incident_to_ns') IS NULL"
+		" ELSE json_extract(json, '$.evidence.incident_to_ns') >= ?10 END"
+		" ORDER BY id DESC LIMIT 64";
 	sqlite3_stmt *s = NULL;
 	int64_t id = 0;
 	int rc;
@@ -102,6 +113,15 @@ static int64_t find_running(sqlite3 *db, const struct cw_chain *c, uint64_t from
 		sqlite3_bind_int(s, 7, c->py_line);
 	}
 	sqlite3_bind_int64(s, 8, (int64_t)(from > gap_ns ? from - gap_ns : 0));
+	/* "culprit": null when unknown (explain_report.c) */
+	if (c->culprit.known) {
+		sqlite3_bind_int64(s, 9, c->culprit.pid);
+	}
+	if (c->incident_from_ns)
+		sqlite3_bind_int64(s, 10,
+				   (int64_t)(c->incident_from_ns > CW_TRACE_INCIDENT_JOIN_NS
+						     ? c->incident_from_ns - CW_TRACE_INCIDENT_JOIN_NS
+						     : 0));
 	while (!id && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		int64_t got = sqlite3_column_int64(s, 0);
 		int dup = 0;
@@ -118,7 +138,8 @@ static int64_t find_running(sqlite3 *db, const struct cw_chain *c, uint64_t from
 }
 
 /* The row's window ends with this pass; it was last seen now; its counts
- * add the pass's; p99, tail and severity keep the worst seen. */
+ * add the pass's; p99, tail and severity keep the worst seen; an incident
+ * in time ends with the pass's part of it. */
 static int extend_row(sqlite3 *db, int64_t id, const struct cw_chain *c, uint64_t to, uint64_t now)
 {
 	static const char sql[] =
@@ -130,7 +151,9 @@ static int extend_row(sqlite3 *db, int64_t id, const struct cw_chain *c, uint64_
 		" '$.p99_ns', max(p99_ns, ?5), '$.tail_ratio', max(tail_ratio, ?6),"
 		" '$.severity', CASE WHEN instr('LOW MEDIUM HIGH', ?7) > instr('LOW MEDIUM HIGH', severity) THEN ?7"
 		" ELSE severity END, '$.last_seen_wall_ns', ?8,"
-		" '$.passes', coalesce(json_extract(json, '$.passes'), 1) + 1) WHERE id = ?1";
+		" '$.passes', coalesce(json_extract(json, '$.passes'), 1) + 1,"
+		" '$.evidence.incident_to_ns', CASE WHEN ?9 IS NULL THEN json_extract(json, '$.evidence.incident_to_ns')"
+		" ELSE max(?9, json_extract(json, '$.evidence.incident_to_ns')) END) WHERE id = ?1";
 	sqlite3_stmt *s = NULL;
 	int rc;
 
@@ -145,6 +168,8 @@ static int extend_row(sqlite3 *db, int64_t id, const struct cw_chain *c, uint64_
 	sqlite3_bind_double(s, 6, c->tail_ratio);
 	sqlite3_bind_text(s, 7, cw_severity_name(c->severity), -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 8, (int64_t)now);
+	if (c->incident_from_ns)
+		sqlite3_bind_int64(s, 9, (int64_t)c->incident_to_ns);
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_db_errno(db, rc);
