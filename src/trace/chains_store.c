@@ -193,7 +193,9 @@ int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64
 		goto out;
 	}
 	fresh.count = 0;
-	if ((err = cw_sqlite_errno(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL))))
+	/* A savepoint, not a transaction: on trace's writer connection the
+	 * pass's rows go into the writer's open batch (chains.c). */
+	if ((err = cw_sqlite_db_errno(db, sqlite3_exec(db, "SAVEPOINT chains_pass", NULL, NULL, NULL))))
 		goto out;
 	for (int i = 0; i < r->count; i++) {
 		id = find_running(db, &r->chains[i], r->from_wall_ns, gap_ns, taken, ntaken);
@@ -209,8 +211,6 @@ int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64
 			break;
 		taken[ntaken++] = id;
 	}
-	/* One write transaction per pass: the writer takes its lock again
-	 * right after each commit, so every extra one risks the 5 s wait. */
 	if (!err && fresh.count > 0) {
 		n = cw_explain_insert_chains(db, &fresh, now_wall_ns);
 		if (n < 0)
@@ -221,10 +221,14 @@ int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64
 		}
 	}
 	if (!err)
-		err = cw_sqlite_db_errno(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL));
+		err = cw_sqlite_db_errno(db, sqlite3_exec(db, "RELEASE chains_pass", NULL, NULL, NULL));
 	if (err) {
-		if (!sqlite3_get_autocommit(db))
-			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		/* Undoes the pass's rows only, never the batch around them
+		 * (gone already when SQLite rolled the transaction back). */
+		if (!sqlite3_get_autocommit(db)) {
+			sqlite3_exec(db, "ROLLBACK TO chains_pass", NULL, NULL, NULL);
+			sqlite3_exec(db, "RELEASE chains_pass", NULL, NULL, NULL);
+		}
 		goto out;
 	}
 	*extended = ntaken;

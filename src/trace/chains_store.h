@@ -18,7 +18,9 @@
  * ended (the boundary's second may fall to either pass). */
 #define CW_TRACE_INCIDENT_JOIN_NS (2 * 1000000000ULL)
 
-/* Stores one pass's chains (r; its window from_wall_ns..to_wall_ns). A
+/* Stores one pass's chains (r; its window from_wall_ns..to_wall_ns) in a
+ * savepoint of db: inside a transaction open on db, the rows commit with
+ * it; otherwise they are a transaction of their own. A
  * chain of the same incident as a row trace stored whose window ended at
  * most gap_ns before r's began extends that row. The same incident: the
  * same identity (node, kind, op, pid, tid, Python file and line:

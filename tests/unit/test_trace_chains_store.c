@@ -281,6 +281,43 @@ static void test_incident_rows_keep_their_culprit(void **state)
 	free(c);
 }
 
+/* trace stores a pass's chains on its writer's connection, inside the
+ * writer's open batch (trace/chains.c: a transaction of the pass's own
+ * waited for the writer's lock, which the writer holds nearly always):
+ * the rows go in without a transaction of their own, commit with the
+ * batch, and a store outside any transaction commits by itself. */
+static void test_store_inside_open_batch(void **state)
+{
+	struct cw_chain *c = calloc(1, sizeof(*c));
+	struct cw_store *st, *reader;
+	char err[256];
+	int ext;
+
+	(void)state;
+	assert_non_null(c);
+	snprintf(path, sizeof(path), "/tmp/cw-test-chains-store-%d.db", (int)getpid());
+	remove_store_files(path);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_store_open(&reader, path, CW_STORE_READWRITE, err, sizeof(err)), 0);
+	/* the writer's batch, holding the write lock */
+	assert_int_equal(sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	victim_chain(c, "stress-ng", 9001, 20);
+	assert_int_equal(pass_of(st, 0, c, 1, &ext), 1);
+	assert_int_equal(sqlite3_get_autocommit(st->db), 0); /* still the writer's batch */
+	assert_int_equal(q(reader, "SELECT count(*) FROM chains"), 0);
+	assert_int_equal(sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(q(reader, "SELECT count(*) FROM chains"), 1);
+	/* no batch open: committed at once */
+	victim_chain(c, "ffmpeg", 9002, 0);
+	assert_int_equal(pass_of(st, 60, c, 1, &ext), 1);
+	assert_int_equal(sqlite3_get_autocommit(st->db), 1);
+	assert_int_equal(q(reader, "SELECT count(*) FROM chains"), 2);
+	cw_store_close(reader);
+	cw_store_close(st);
+	remove_store_files(path);
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +325,7 @@ int main(void)
 		cmocka_unit_test(test_separated_incidents),
 		cmocka_unit_test(test_chains_pruned_last),
 		cmocka_unit_test(test_incident_rows_keep_their_culprit),
+		cmocka_unit_test(test_store_inside_open_batch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
