@@ -25,6 +25,7 @@ static int run_pass(struct trace *t, uint64_t from, uint64_t to)
 	struct cw_explain_result r;
 	sqlite3 *db;
 	int added, extended, err;
+	char **ids = NULL;
 
 	if (!t->chains_st) {
 		char e[256];
@@ -41,12 +42,18 @@ static int run_pass(struct trace *t, uint64_t from, uint64_t to)
 	err = cw_explain_run(db, &o, &r);
 	if (err)
 		goto out;
-	/* On the writer's connection, inside its batch when one is open: no
-	 * wait for its lock. A lock another process holds fails the pass
-	 * after the writer connection's short busy timeout (retried). */
+	/* The evidence ids read here, then the rows written on the writer's
+	 * connection, inside its batch when one is open: no wait for its
+	 * lock, and the writer waits only for the few statements of the
+	 * write. A lock another process holds fails the pass after the writer
+	 * connection's short busy timeout (retried). */
+	err = cw_trace_chains_evidence(db, &r, &ids);
+	if (err)
+		goto out;
 	cw_writer_db_lock(t->w);
-	err = cw_trace_chains_store(t->st->db, &r, cw_realtime_ns(), CW_TRACE_CHAIN_GAP_NS, &added, &extended);
+	err = cw_trace_chains_store(t->st->db, (char *const *)ids, &r, cw_realtime_ns(), CW_TRACE_CHAIN_GAP_NS, &added, &extended);
 	cw_writer_db_unlock(t->w);
+	cw_trace_chains_evidence_free(ids, r.count);
 	if (!err) {
 		t->chains_stored += (uint64_t)added;
 		t->chains_extended += (uint64_t)extended;

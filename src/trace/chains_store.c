@@ -39,9 +39,38 @@ out:
 	return ids;
 }
 
-/* Marks the n chains rows just stored (ids first..first+n-1, in r's
- * order): stored by trace, with their evidence ids. */
-static int mark_rows(sqlite3 *db, const struct cw_explain_result *r, int64_t first)
+int cw_trace_chains_evidence(sqlite3 *db, const struct cw_explain_result *r, char ***out)
+{
+	char **ids = calloc(r->count > 0 ? (size_t)r->count : 1, sizeof(*ids));
+
+	*out = NULL;
+	if (!ids)
+		return -ENOMEM;
+	for (int i = 0; i < r->count; i++) {
+		json_t *j = evidence_calls(db, &r->chains[i], r->from_wall_ns, r->to_wall_ns);
+
+		ids[i] = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		json_decref(j);
+		if (!ids[i]) {
+			cw_trace_chains_evidence_free(ids, i);
+			return -ENOMEM;
+		}
+	}
+	*out = ids;
+	return 0;
+}
+
+void cw_trace_chains_evidence_free(char **ids, int n)
+{
+	for (int i = 0; ids && i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+/* Marks the n chains rows just stored (ids first..first+n-1, in the
+ * order of which[]: indices into r and ids): stored by trace, with their
+ * evidence ids. */
+static int mark_rows(sqlite3 *db, char *const *ids, const int *which, int n, int64_t first)
 {
 	static const char sql[] = "UPDATE chains SET json = json_set(json, '$.stored_by', 'trace',"
 				  " '$.evidence_ids', json_object('calls', json(?1))) WHERE id = ?2";
@@ -50,20 +79,11 @@ static int mark_rows(sqlite3 *db, const struct cw_explain_result *r, int64_t fir
 
 	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
 		return -EIO;
-	for (int i = 0; i < r->count && !err; i++) {
-		json_t *ids = evidence_calls(db, &r->chains[i], r->from_wall_ns, r->to_wall_ns);
-		char *txt = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
-
-		json_decref(ids);
-		if (!txt) {
-			err = -ENOMEM;
-			break;
-		}
+	for (int i = 0; i < n && !err; i++) {
 		sqlite3_reset(s);
-		sqlite3_bind_text(s, 1, txt, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(s, 1, ids[which[i]], -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 2, first + i);
 		rc = sqlite3_step(s);
-		free(txt);
 		if (rc != SQLITE_DONE)
 			err = cw_sqlite_errno(rc);
 	}
@@ -175,12 +195,14 @@ static int extend_row(sqlite3 *db, int64_t id, const struct cw_chain *c, uint64_
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_db_errno(db, rc);
 }
 
-int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64_t now_wall_ns, uint64_t gap_ns,
-			  int *added, int *extended)
+int cw_trace_chains_store(sqlite3 *db, char *const *evidence, const struct cw_explain_result *r, uint64_t now_wall_ns,
+			  uint64_t gap_ns, int *added, int *extended)
 {
 	struct cw_explain_result fresh = *r;
 	int64_t *taken = NULL, id, first;
-	int ntaken = 0, n, err = 0;
+	int ntaken = 0, n, err = 0, *which = NULL;
+	char **own = NULL;
+	char *const *ids = evidence;
 
 	*added = *extended = 0;
 	if (r->count == 0)
@@ -188,11 +210,17 @@ int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64
 	/* the chains no stored row continues, for cw_explain_store_chains */
 	fresh.chains = malloc((size_t)r->count * sizeof(*fresh.chains));
 	taken = malloc((size_t)r->count * sizeof(*taken));
-	if (!fresh.chains || !taken) {
+	which = malloc((size_t)r->count * sizeof(*which));
+	if (!fresh.chains || !taken || !which) {
 		err = -ENOMEM;
 		goto out;
 	}
 	fresh.count = 0;
+	if (!ids) {
+		if ((err = cw_trace_chains_evidence(db, r, &own)))
+			goto out;
+		ids = own;
+	}
 	/* A savepoint, not a transaction: on trace's writer connection the
 	 * pass's rows go into the writer's open batch (chains.c). */
 	if ((err = cw_sqlite_db_errno(db, sqlite3_exec(db, "SAVEPOINT chains_pass", NULL, NULL, NULL))))
@@ -204,6 +232,7 @@ int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64
 			break;
 		}
 		if (!id) {
+			which[fresh.count] = i;
 			fresh.chains[fresh.count++] = r->chains[i];
 			continue;
 		}
@@ -217,7 +246,7 @@ int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64
 			err = n;
 		else if (n > 0) {
 			first = sqlite3_last_insert_rowid(db) - n + 1;
-			err = mark_rows(db, &fresh, first);
+			err = mark_rows(db, ids, which, n, first);
 		}
 	}
 	if (!err)
@@ -234,6 +263,8 @@ int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64
 	*extended = ntaken;
 	*added = fresh.count;
 out:
+	cw_trace_chains_evidence_free(own, r->count);
+	free(which);
 	free(fresh.chains);
 	free(taken);
 	return err;

@@ -20,7 +20,8 @@
 
 /* Stores one pass's chains (r; its window from_wall_ns..to_wall_ns) in a
  * savepoint of db: inside a transaction open on db, the rows commit with
- * it; otherwise they are a transaction of their own. A
+ * it; otherwise they are a transaction of their own. evidence: the ids
+ * from cw_trace_chains_evidence() of r (NULL: read on db first). A
  * chain of the same incident as a row trace stored whose window ended at
  * most gap_ns before r's began extends that row. The same incident: the
  * same identity (node, kind, op, pid, tid, Python file and line:
@@ -33,7 +34,14 @@
  * evidence ids stay the first pass's. Any other chain is a new incident: a row of its own,
  * "stored_by": "trace", with the ids of its kept slow calls. Sets *added
  * and *extended (rows). Returns 0 or -errno. */
-int cw_trace_chains_store(sqlite3 *db, const struct cw_explain_result *r, uint64_t now_wall_ns, uint64_t gap_ns,
-			  int *added, int *extended);
+int cw_trace_chains_store(sqlite3 *db, char *const *evidence, const struct cw_explain_result *r, uint64_t now_wall_ns,
+			  uint64_t gap_ns, int *added, int *extended);
+
+/* The ids of the kept slow calls of each of r's chains (its incident's
+ * seconds, or r's window), as JSON text, *out[i] of r->chains[i]: read
+ * before the store (on a connection of its own, so that the search over
+ * the op's slow calls does not keep the writer waiting). 0 or -errno. */
+int cw_trace_chains_evidence(sqlite3 *db, const struct cw_explain_result *r, char ***out);
+void cw_trace_chains_evidence_free(char **ids, int n);
 
 #endif

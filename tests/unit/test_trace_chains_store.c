@@ -68,7 +68,7 @@ static int passes(struct cw_store *st, uint64_t gap_ns, int *added, int *extende
 		for (int i = 0; i < r.count; i++)
 			if (!strcmp(r.chains[i].op, "cudaStreamSynchronize"))
 				sync_calls += (int64_t)r.chains[i].count;
-		assert_int_equal(cw_trace_chains_store(st->db, &r, from + PASS, gap_ns, &a, &e), 0);
+		assert_int_equal(cw_trace_chains_store(st->db, NULL, &r, from + PASS, gap_ns, &a, &e), 0);
 		assert_int_equal(a + e, r.count);
 		*added += a, *extended += e;
 		cw_explain_result_free(&r);
@@ -215,7 +215,7 @@ static int pass_of(struct cw_store *st, uint64_t from_s, struct cw_chain *c, int
 
 	r.from_wall_ns = DEMO_T0 + from_s * SEC;
 	r.to_wall_ns = r.from_wall_ns + 60 * SEC;
-	assert_int_equal(cw_trace_chains_store(st->db, &r, r.to_wall_ns, CW_TRACE_CHAIN_GAP_NS, &added, extended),
+	assert_int_equal(cw_trace_chains_store(st->db, NULL, &r, r.to_wall_ns, CW_TRACE_CHAIN_GAP_NS, &added, extended),
 			 0);
 	return added;
 }
