@@ -205,11 +205,15 @@ static void annotate_incident(struct cw_chain *c, const struct cw_incident *inc,
 	cw_chain_add_evidence(c, "normal_mean_ns", (double)inc->normal_mean_ns, 1);
 }
 
+/* The share of a window chain's slow time an incident of the same cause
+ * must hold for the window's chain to be that incident. */
+#define CW_INCIDENT_IS_WINDOW 0.5
+
 /* One incident of the op, probed and explained on its own seconds, each
  * call judged against the op's normal p50 (the window's, which the
  * incident barely moves), not against the slow seconds' own. An incident
- * whose cause the window's chain of the op (window_chain, NULL none)
- * already names adds no chain. */
+ * that the window's chain of the op (window_chain, NULL none) already is
+ * (the same cause, most of its slow time) adds no chain. */
 static int explain_one_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, struct cw_explain_result *r,
 				const struct cw_chain *window_chain, const struct cw_incident *inc)
 {
@@ -243,8 +247,13 @@ static int explain_one_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *c
 	if (ret >= 0 && cs->n > before) {
 		struct cw_chain *c = &cs->v[cs->n - 1];
 
-		/* The window's own chain already names this cause. */
-		if (window_chain && window_chain->kind == c->kind && window_chain->culprit.pid == c->culprit.pid)
+		/* The window's own chain is this incident: the same cause,
+		 * and the incident's slow time is most of the chain's (a short
+		 * window around it). A window chain that names the same
+		 * culprit over a longer stretch (its top preemptor over an
+		 * hour) keeps the incident's own chain, at its seconds. */
+		if (window_chain && window_chain->kind == c->kind && window_chain->culprit.pid == c->culprit.pid &&
+		    (double)c->slow_time_ns >= CW_INCIDENT_IS_WINDOW * (double)window_chain->slow_time_ns)
 			cs->n--;
 		else
 			annotate_incident(c, inc, ctx->st);

@@ -89,6 +89,8 @@ struct fx {
  * second `at` for 3 s a hog on the thread's CPU makes each sync 20 ms,
  * 19 of them preempted. */
 static void build_noisy(struct fx *f, int seconds, int at, int at2, int noisy);
+/* Who preempts the noisy calls: another task, or the hog itself. */
+static int noise_by_hog;
 
 static void build(struct fx *f, int seconds, int at)
 {
@@ -135,7 +137,9 @@ static void build_noisy(struct fx *f, int seconds, int at, int at2, int noisy)
 				struct cw_offcpu_row o = { .pid = PID, .tid = PID, .comm = "python",
 							   .start_mono_ns = t + 500 * US, .end_mono_ns = t + 4500 * US,
 							   .wall_ns = t + 500 * US + OFF, .reason = "preempted", .cpu = 3,
-							   .by_pid = 555, .by_tid = 555, .by_comm = "kworker/3" };
+							   .by_pid = noise_by_hog ? HOG : 555,
+							   .by_tid = noise_by_hog ? HOG : 555,
+							   .by_comm = noise_by_hog ? "stress-ng" : "kworker/3" };
 				assert_int_equal(cw_writer_offcpu(w, &o), 0);
 			}
 			if (slow) {
@@ -298,6 +302,40 @@ static void test_incidents_each_their_own(void **state)
 	destroy(&f);
 }
 
+/* The window's chain names the incident's hog too (it also preempts the
+ * loop now and then all along, more in all than in the incident): the
+ * window's chain is not the incident, which keeps its own chain at its
+ * seconds. */
+static void test_incident_of_the_window_culprit(void **state)
+{
+	struct fx f;
+	struct cw_explain_opts o = { 0 };
+	struct cw_explain_result r;
+	int window = 0, incident = 0;
+
+	(void)state;
+	noise_by_hog = 1;
+	build_noisy(&f, 600, 300, -1, 1);
+	noise_by_hog = 0;
+	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+	for (int i = 0; i < r.count; i++) {
+		const struct cw_chain *c = &r.chains[i];
+
+		assert_int_equal(c->kind, CW_KIND_CPU_PREEMPTION);
+		assert_int_equal(c->culprit.pid, HOG);
+		if (c->incident_from_ns) {
+			incident++;
+			near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + 300 * SEC));
+		} else {
+			window++;
+		}
+	}
+	assert_int_equal(window, 1);
+	assert_int_equal(incident, 1);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
 static void test_healthy_hour(void **state)
 {
 	struct fx f;
@@ -320,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_hour),
 		cmocka_unit_test(test_incident_beside_noise),
 		cmocka_unit_test(test_incidents_each_their_own),
+		cmocka_unit_test(test_incident_of_the_window_culprit),
 		cmocka_unit_test(test_healthy_hour),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
