@@ -195,6 +195,27 @@ static int extend_row(sqlite3 *db, int64_t id, const struct cw_chain *c, uint64_
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_db_errno(db, rc);
 }
 
+/* Whether chain i is over the pass's window and another chain of the
+ * pass is an incident in time of the same identity and culprit: the
+ * pass's window chain names the hog of its incident (explain keeps both
+ * when the incident is not most of the window's slow time), and the
+ * incident's row, at its seconds, says all the window's would. */
+static int covered(const struct cw_explain_result *r, int i)
+{
+	const struct cw_chain *w = &r->chains[i];
+
+	if (w->incident_from_ns || !w->culprit.known)
+		return 0;
+	for (int k = 0; k < r->count; k++) {
+		const struct cw_chain *c = &r->chains[k];
+
+		if (c->incident_from_ns && c->kind == w->kind && !strcmp(c->op, w->op) && !strcmp(c->node, w->node) &&
+		    c->pid == w->pid && c->tid == w->tid && c->culprit.known && c->culprit.pid == w->culprit.pid)
+			return 1;
+	}
+	return 0;
+}
+
 int cw_trace_chains_store(sqlite3 *db, char *const *evidence, const struct cw_explain_result *r, uint64_t now_wall_ns,
 			  uint64_t gap_ns, int *added, int *extended)
 {
@@ -226,6 +247,8 @@ int cw_trace_chains_store(sqlite3 *db, char *const *evidence, const struct cw_ex
 	if ((err = cw_sqlite_db_errno(db, sqlite3_exec(db, "SAVEPOINT chains_pass", NULL, NULL, NULL))))
 		goto out;
 	for (int i = 0; i < r->count; i++) {
+		if (covered(r, i))
+			continue;
 		id = find_running(db, &r->chains[i], r->from_wall_ns, gap_ns, taken, ntaken);
 		if (id < 0) {
 			err = (int)id;

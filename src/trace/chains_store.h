@@ -28,7 +28,10 @@
  * chain_identity.c) and culprit (its pid); for an incident in time,
  * a row whose incident ended at most CW_TRACE_INCIDENT_JOIN_NS before
  * the chain's began; for a chain over the pass's window, a row of such a
- * chain. Extending sets its window end, counts
+ * chain. A chain over the pass's window is not stored when the pass has
+ * an incident in time of the same identity and culprit (the incident's
+ * row says it, at its seconds); *added + *extended then fall short of
+ * r->count. Extending sets its window end, counts
  * (summed), p99, tail and severity (the worst), and in its JSON
  * last_seen_wall_ns (now_wall_ns), passes and the incident's end; its
  * evidence ids stay the first pass's. Any other chain is a new incident: a row of its own,

@@ -318,6 +318,35 @@ static void test_store_inside_open_batch(void **state)
 	free(c);
 }
 
+/* A pass whose window chain names the hog of its incident stores the
+ * incident's row only; a window chain of another culprit beside it is
+ * stored. */
+static void test_window_chain_of_the_incident(void **state)
+{
+	struct cw_chain *c = calloc(3, sizeof(*c));
+	struct cw_store *st;
+	char err[256];
+	int ext;
+
+	(void)state;
+	assert_non_null(c);
+	snprintf(path, sizeof(path), "/tmp/cw-test-chains-store-%d.db", (int)getpid());
+	remove_store_files(path);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	victim_chain(&c[0], "stress-ng", 9001, 0);
+	victim_chain(&c[1], "stress-ng", 9001, 20);
+	victim_chain(&c[2], "rcu_preempt", 16, 0);
+	c[2].op[0] = 'X'; /* another op: never covered */
+	assert_int_equal(pass_of(st, 0, c, 3, &ext), 2);
+	assert_int_equal(ext, 0);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains WHERE json_extract(json, '$.culprit.pid') = 9001"), 1);
+	assert_int_equal(q(st, "SELECT json_extract(json, '$.evidence.incident_from_ns') FROM chains WHERE"
+			       " json_extract(json, '$.culprit.pid') = 9001"), (int64_t)(DEMO_T0 + 20 * SEC));
+	cw_store_close(st);
+	remove_store_files(path);
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_chains_pruned_last),
 		cmocka_unit_test(test_incident_rows_keep_their_culprit),
 		cmocka_unit_test(test_store_inside_open_batch),
+		cmocka_unit_test(test_window_chain_of_the_incident),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
