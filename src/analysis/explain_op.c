@@ -205,25 +205,23 @@ static void annotate_incident(struct cw_chain *c, const struct cw_incident *inc,
 	cw_chain_add_evidence(c, "normal_mean_ns", (double)inc->normal_mean_ns, 1);
 }
 
-/* An op may have had an incident in time, tail over the window or not:
- * seconds whose calls were several times slower than its normal (in an
- * always-on store the window's tail is mostly everyday noise). Those
- * seconds are probed and explained on their own, each call judged against
- * the op's normal p50 (the window's, which the incident barely moves),
- * not against the slow seconds' own. An incident whose cause the
- * window's chain of the op (window_chain, NULL none) already names adds
- * no chain. */
-static int explain_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, struct cw_explain_result *r,
-			    const struct cw_chain *window_chain)
+/* The share of a window chain's slow time an incident of the same cause
+ * must hold for the window's chain to be that incident. */
+#define CW_INCIDENT_IS_WINDOW 0.5
+
+/* One incident of the op, probed and explained on its own seconds, each
+ * call judged against the op's normal p50 (the window's, which the
+ * incident barely moves), not against the slow seconds' own. An incident
+ * that the window's chain of the op (window_chain, NULL none) already is
+ * (the same cause, most of its slow time) adds no chain. */
+static int explain_one_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, struct cw_explain_result *r,
+				const struct cw_chain *window_chain, const struct cw_incident *inc)
 {
 	struct cw_opstat *ops = NULL, ist;
 	struct cw_rule_ctx sub;
-	struct cw_incident inc;
 	int n, k, before = cs->n, warned = r->nwarnings, ret;
 
-	if (!cw_incident_find(ctx->st, &inc))
-		return 0;
-	if ((n = cw_opstats_load(ctx->db, ctx->st->node, inc.from_sec, inc.to_sec, &ops)) < 0)
+	if ((n = cw_opstats_load(ctx->db, ctx->st->node, inc->from_sec, inc->to_sec, &ops)) < 0)
 		return n;
 	for (k = 0; k < n && (strcmp(ops[k].op, ctx->st->op) || strcmp(ops[k].source, ctx->st->source)); k++)
 		;
@@ -237,8 +235,8 @@ static int explain_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, s
 	sub = *ctx;
 	sub.st = &ist;
 	sub.threshold_ns = slow_threshold(ctx->st);
-	sub.window_from_ns = (uint64_t)inc.from_sec * NSEC_PER_SEC;
-	sub.window_to_ns = (uint64_t)(inc.to_sec + 1) * NSEC_PER_SEC - 1;
+	sub.window_from_ns = (uint64_t)inc->from_sec * NSEC_PER_SEC;
+	sub.window_to_ns = (uint64_t)(inc->to_sec + 1) * NSEC_PER_SEC - 1;
 	ret = cw_probe_op(&sub, 0);
 	if (ret > 0)
 		ret = explain_op(&sub, cs, r);
@@ -249,14 +247,40 @@ static int explain_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, s
 	if (ret >= 0 && cs->n > before) {
 		struct cw_chain *c = &cs->v[cs->n - 1];
 
-		/* The window's own chain already names this cause. */
-		if (window_chain && window_chain->kind == c->kind && window_chain->culprit.pid == c->culprit.pid)
+		/* The window's own chain is this incident: the same cause,
+		 * and the incident's slow time is most of the chain's (a short
+		 * window around it). A window chain that names the same
+		 * culprit over a longer stretch (its top preemptor over an
+		 * hour) keeps the incident's own chain, at its seconds. */
+		if (window_chain && window_chain->kind == c->kind && window_chain->culprit.pid == c->culprit.pid &&
+		    (double)c->slow_time_ns >= CW_INCIDENT_IS_WINDOW * (double)window_chain->slow_time_ns)
 			cs->n--;
 		else
-			annotate_incident(c, &inc, ctx->st);
+			annotate_incident(c, inc, ctx->st);
 	}
 	cw_probe_free(&sub);
 	cw_opstats_free(ops, (size_t)n);
+	return ret < 0 ? ret : 0;
+}
+
+/* An op may have had incidents in time, tail over the window or not:
+ * runs of seconds whose calls were several times slower than its normal
+ * (in an always-on store the window's tail is mostly everyday noise).
+ * Each run is an incident of its own, explained on its own seconds, so
+ * an hour with three hogs gives three chains, each naming its own hog,
+ * beside the window's chain (docs/rules.md "Incidents in time"). */
+static int explain_incident(struct cw_rule_ctx *ctx, struct cw_chain_list *cs, struct cw_explain_result *r,
+			    const struct cw_chain *window_chain)
+{
+	struct cw_incident inc[CW_INCIDENT_MAX];
+	int total, ret = 0, n = cw_incident_find_all(ctx->st, inc, CW_INCIDENT_MAX, &total);
+
+	for (int i = 0; i < n && ret >= 0; i++)
+		ret = explain_one_incident(ctx, cs, r, window_chain, &inc[i]);
+	if (ret >= 0 && total > n)
+		ret = cw_explain_warn(r, "%s on %s had %d incidents in the window; the %d costliest are explained "
+				      "(narrow --from/--to for the others)",
+				      ctx->st->op, ctx->st->node, total, n);
 	return ret < 0 ? ret : 0;
 }
 

@@ -9,6 +9,12 @@
 # its culprit, as the only chain, at the severity explain gives the same
 # incident in a 20 s trace and in a 20 s window of the hour.
 # The full-rate form is bench/explain_hour.sh (bench/RESULTS.md).
+# A busy hour: three incidents by three hogs (stress-ng, ffmpeg, gzip) at
+# 00:10, 00:30 and 00:50, over a machine whose rcu_preempt preempts the
+# loop every second (more preempted time over the hour than any hog's):
+# explain over the whole hour, under a 4 MiB cap, gives each incident a
+# chain of its own at its own seconds naming its own hog, beside the
+# hour's chain naming rcu_preempt.
 set -u
 fix=$CW_BUILD/fixtures/hour_db
 [ -x "$fix" ] || { echo "FAIL: fixture $fix not built (make fixtures)"; exit 1; }
@@ -82,6 +88,31 @@ h = load("capped").get("history")
 if not h or h["source"] != "kept rows" or h["pruned_through_ns"] < (T0 + 2400) * 1e9:
     sys.exit("FAIL capped: no pruning recorded: %r" % (h,))
 print("ok: %s in the hour, the capped hour, a 20 s window and a 20 s trace" % ref["severity"])
+PY
+"$fix" "$tmp/busy.db" 3600 200 600,1800,3000 4 1 >/dev/null || fail "hour_db (busy, three incidents)"
+"$CW_BIN" explain --db "$tmp/busy.db" --json --no-store >"$tmp/busy.json" || fail "explain busy exited $?"
+python3 - "$tmp/busy.json" <<'PY' || exit 1
+import json, sys
+T0 = 1767225600  # 2026-01-01T00:00:00Z
+d = json.load(open(sys.argv[1]))
+got = {}
+rest = []
+for c in d["chains"]:
+    f = c["evidence"].get("incident_from_ns")
+    cu = c.get("culprit") or {}
+    if f is None:
+        rest.append((c["root_cause"]["kind"], cu.get("comm")))
+        continue
+    got[round(f / 1e9) - T0] = (c["root_cause"]["kind"], c["pid"], cu.get("comm"), cu.get("pid"),
+                                round((c["evidence"]["incident_to_ns"] + 1) / 1e9) - T0, c["severity"])
+want = {600: ("cpu_preemption", 4821, "stress-ng", 9001, 603, "HIGH"),
+        1800: ("cpu_preemption", 4821, "ffmpeg", 9002, 1803, "HIGH"),
+        3000: ("cpu_preemption", 4821, "gzip", 9003, 3003, "HIGH")}
+if got != want:
+    sys.exit("FAIL busy: incidents %r, want %r" % (got, want))
+if rest != [("cpu_preemption", "rcu_preempt")]:
+    sys.exit("FAIL busy: the hour's own chains %r, want rcu_preempt's" % (rest,))
+print("ok: three incidents of a busy hour, each with its own hog")
 PY
 grep -q '^\[HIGH\] cpu_preemption  cudaStreamSynchronize' "$tmp/capped.txt" || fail "text: $(head -5 "$tmp/capped.txt")"
 grep -q '00:39:05.000Z  CUDA    incident: 3 s of cudaStreamSynchronize' "$tmp/capped.txt" || fail "text has no incident line"

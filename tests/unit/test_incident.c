@@ -21,6 +21,7 @@
 #define OFF 1700000000000000000LL
 #define PID 100
 #define HOG 977
+#define HOG2 978
 
 /* n seconds of `per` calls of mean_ns, seconds [slow0, slow0 + nslow) at
  * slow_ns instead. */
@@ -87,16 +88,20 @@ struct fx {
 /* `seconds` of a training loop (20 syncs/s of 1 ms, spinning); from
  * second `at` for 3 s a hog on the thread's CPU makes each sync 20 ms,
  * 19 of them preempted. */
-static void build_noisy(struct fx *f, int seconds, int at, int noisy);
+static void build_noisy(struct fx *f, int seconds, int at, int at2, int noisy);
+/* Who preempts the noisy calls: another task, or the hog itself. */
+static int noise_by_hog;
 
 static void build(struct fx *f, int seconds, int at)
 {
-	build_noisy(f, seconds, at, 0);
+	build_noisy(f, seconds, at, -1, 0);
 }
 
 /* noisy: every 25th call of the loop is also 5 ms, preempted by another
- * task (pid 555): a tail over the whole window, with its own culprit. */
-static void build_noisy(struct fx *f, int seconds, int at, int noisy)
+ * task (pid 555): a tail over the whole window, with its own culprit.
+ * at2 >= 0: a second incident from second at2, by another hog (ffmpeg,
+ * pid HOG2). */
+static void build_noisy(struct fx *f, int seconds, int at, int at2, int noisy)
 {
 	struct cw_session_info si = { .node = "n1", .kind = "test", .started_wall_ns = T0 + OFF, .mono_to_wall_ns = OFF,
 				      .rank = -1, .local_rank = -1, .world_size = -1 };
@@ -120,7 +125,8 @@ static void build_noisy(struct fx *f, int seconds, int at, int noisy)
 	for (int s = 0; s < seconds; s++)
 		for (int k = 0; k < 20; k++) {
 			uint64_t t = T0 + (uint64_t)s * SEC + (uint64_t)k * 50 * MS;
-			int slow = s >= at && s < at + 3;
+			int second = at2 >= 0 && s >= at2 && s < at2 + 3;
+			int slow = (s >= at && s < at + 3) || second;
 			int noise = noisy && !slow && (s * 20 + k) % 25 == 0;
 			uint64_t d = slow ? 20 * MS : noise ? 5 * MS : MS + (uint64_t)(k % 5) * 20 * US;
 			struct cw_event_row r = { .mono_ns = t, .wall_ns = t + OFF, .duration_ns = d, .pid = PID,
@@ -131,14 +137,17 @@ static void build_noisy(struct fx *f, int seconds, int at, int noisy)
 				struct cw_offcpu_row o = { .pid = PID, .tid = PID, .comm = "python",
 							   .start_mono_ns = t + 500 * US, .end_mono_ns = t + 4500 * US,
 							   .wall_ns = t + 500 * US + OFF, .reason = "preempted", .cpu = 3,
-							   .by_pid = 555, .by_tid = 555, .by_comm = "kworker/3" };
+							   .by_pid = noise_by_hog ? HOG : 555,
+							   .by_tid = noise_by_hog ? HOG : 555,
+							   .by_comm = noise_by_hog ? "stress-ng" : "kworker/3" };
 				assert_int_equal(cw_writer_offcpu(w, &o), 0);
 			}
 			if (slow) {
 				struct cw_offcpu_row o = { .pid = PID, .tid = PID, .comm = "python",
 							   .start_mono_ns = t + 500 * US, .end_mono_ns = t + 19500 * US,
 							   .wall_ns = t + 500 * US + OFF, .reason = "preempted", .cpu = 3,
-							   .by_pid = HOG, .by_tid = HOG, .by_comm = "stress-ng" };
+							   .by_pid = second ? HOG2 : HOG, .by_tid = second ? HOG2 : HOG,
+							   .by_comm = second ? "ffmpeg" : "stress-ng" };
 				assert_int_equal(cw_writer_offcpu(w, &o), 0);
 			}
 		}
@@ -178,6 +187,42 @@ static void expect_incident(struct fx *f, int from_s, int to_s, int at, int in_t
 	cw_explain_result_free(&r);
 }
 
+/* Every separate incident, in time order; the costliest when there are
+ * more than asked for, with the count of all. */
+static void test_find_all(void **state)
+{
+	struct cw_incident inc[16];
+	struct cw_opstat st = secs(3600, 100, MS, 600, 3, 10 * MS);
+	int total;
+
+	(void)state;
+	for (size_t i = 1800; i < 1805; i++)
+		st.secs[i].sum_ns = 100 * 4 * MS;
+	for (size_t i = 3000; i < 3002; i++)
+		st.secs[i].sum_ns = 100 * 20 * MS;
+	for (size_t i = 3300; i < 3302; i++)
+		st.secs[i].sum_ns = 100 * 3500 * US;
+	assert_int_equal(cw_incident_find_all(&st, inc, 3, &total), 3);
+	assert_int_equal(total, 4);
+	/* the 3300 one (2 x 250 ms beyond) is the cheapest, left out */
+	assert_int_equal(inc[0].from_sec, 1600);
+	assert_int_equal(inc[0].to_sec, 1602);
+	assert_int_equal(inc[1].from_sec, 2800);
+	assert_int_equal(inc[1].to_sec, 2804);
+	assert_int_equal(inc[1].excess_ns, 5 * 100 * 3 * MS);
+	assert_int_equal(inc[2].from_sec, 4000);
+	assert_int_equal(inc[2].to_sec, 4001);
+	assert_int_equal(cw_incident_find_all(&st, inc, 16, &total), 4);
+	assert_int_equal(total, 4);
+	assert_int_equal(inc[3].from_sec, 4300);
+	/* two runs split by one normal second are two incidents */
+	st.secs[1802].sum_ns = 100 * MS;
+	assert_int_equal(cw_incident_find_all(&st, inc, 16, &total), 5);
+	assert_int_equal(inc[1].to_sec, 2801);
+	assert_int_equal(inc[2].from_sec, 2803);
+	free(st.secs);
+}
+
 static void test_hour(void **state)
 {
 	struct fx f;
@@ -200,7 +245,7 @@ static void test_incident_beside_noise(void **state)
 	int noise = 0, incident = 0;
 
 	(void)state;
-	build_noisy(&f, 600, 300, 1);
+	build_noisy(&f, 600, 300, -1, 1);
 	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
 	for (int i = 0; i < r.count; i++) {
 		const struct cw_chain *c = &r.chains[i];
@@ -216,6 +261,77 @@ static void test_incident_beside_noise(void **state)
 	}
 	assert_true(noise);
 	assert_true(incident);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+/* Two incidents beside the noise, by two hogs: each its own chain, at
+ * its own seconds, naming its own hog (not only the costlier one). */
+static void test_incidents_each_their_own(void **state)
+{
+	struct fx f;
+	struct cw_explain_opts o = { 0 };
+	struct cw_explain_result r;
+	int noise = 0, first = 0, second = 0;
+
+	(void)state;
+	build_noisy(&f, 600, 150, 400, 1);
+	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+	for (int i = 0; i < r.count; i++) {
+		const struct cw_chain *c = &r.chains[i];
+
+		assert_int_equal(c->kind, CW_KIND_CPU_PREEMPTION);
+		if (c->culprit.pid == 555) {
+			noise++;
+			assert_int_equal(c->incident_from_ns, 0);
+		} else if (c->culprit.pid == HOG) {
+			first++;
+			near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + 150 * SEC));
+			contains(c->summary, "by stress-ng (pid 977, cpu 3)");
+		} else {
+			assert_int_equal(c->culprit.pid, HOG2);
+			second++;
+			near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + 400 * SEC));
+			contains(c->summary, "by ffmpeg (pid 978, cpu 3)");
+		}
+	}
+	assert_int_equal(noise, 1);
+	assert_int_equal(first, 1);
+	assert_int_equal(second, 1);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
+/* The window's chain names the incident's hog too (it also preempts the
+ * loop now and then all along, more in all than in the incident): the
+ * window's chain is not the incident, which keeps its own chain at its
+ * seconds. */
+static void test_incident_of_the_window_culprit(void **state)
+{
+	struct fx f;
+	struct cw_explain_opts o = { 0 };
+	struct cw_explain_result r;
+	int window = 0, incident = 0;
+
+	(void)state;
+	noise_by_hog = 1;
+	build_noisy(&f, 600, 300, -1, 1);
+	noise_by_hog = 0;
+	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+	for (int i = 0; i < r.count; i++) {
+		const struct cw_chain *c = &r.chains[i];
+
+		assert_int_equal(c->kind, CW_KIND_CPU_PREEMPTION);
+		assert_int_equal(c->culprit.pid, HOG);
+		if (c->incident_from_ns) {
+			incident++;
+			near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + 300 * SEC));
+		} else {
+			window++;
+		}
+	}
+	assert_int_equal(window, 1);
+	assert_int_equal(incident, 1);
 	cw_explain_result_free(&r);
 	destroy(&f);
 }
@@ -238,8 +354,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_find_all),
 		cmocka_unit_test(test_hour),
 		cmocka_unit_test(test_incident_beside_noise),
+		cmocka_unit_test(test_incidents_each_their_own),
+		cmocka_unit_test(test_incident_of_the_window_culprit),
 		cmocka_unit_test(test_healthy_hour),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

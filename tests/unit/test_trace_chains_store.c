@@ -68,7 +68,7 @@ static int passes(struct cw_store *st, uint64_t gap_ns, int *added, int *extende
 		for (int i = 0; i < r.count; i++)
 			if (!strcmp(r.chains[i].op, "cudaStreamSynchronize"))
 				sync_calls += (int64_t)r.chains[i].count;
-		assert_int_equal(cw_trace_chains_store(st->db, &r, from + PASS, gap_ns, &a, &e), 0);
+		assert_int_equal(cw_trace_chains_store(st->db, NULL, &r, from + PASS, gap_ns, &a, &e), 0);
 		assert_int_equal(a + e, r.count);
 		*added += a, *extended += e;
 		cw_explain_result_free(&r);
@@ -176,12 +176,186 @@ static void test_chains_pruned_last(void **state)
 	remove_store_files(path);
 }
 
+/* A cpu_preemption chain of train.py:18 (pid 4821) preempted by culprit
+ * (comm, pid), over its pass's window or, inc_s > 0, an incident in time
+ * of its own seconds [inc_s, inc_s + 3). */
+static void victim_chain(struct cw_chain *c, const char *comm, int64_t pid, uint64_t inc_s)
+{
+	memset(c, 0, sizeof(*c));
+	c->severity = CW_SEV_HIGH;
+	c->kind = CW_KIND_CPU_PREEMPTION;
+	strcpy(c->op, "cudaDeviceSynchronize");
+	strcpy(c->source, "cuda");
+	strcpy(c->node, "n1");
+	c->count = 100, c->slow_count = 50, c->p50_ns = 1000000, c->p99_ns = 5000000, c->tail_ratio = 5;
+	c->pid = c->tid = 4821;
+	strcpy(c->comm, "python3");
+	c->rank = -1;
+	c->has_python = 1;
+	strcpy(c->py_file, "train.py");
+	c->py_line = 18;
+	strcpy(c->summary, "preempted");
+	c->culprit.known = 1;
+	snprintf(c->culprit.comm, sizeof(c->culprit.comm), "%s", comm);
+	c->culprit.pid = pid;
+	c->culprit.cpu = 1;
+	if (inc_s) {
+		c->incident_from_ns = DEMO_T0 + inc_s * SEC;
+		c->incident_to_ns = DEMO_T0 + (inc_s + 3) * SEC - 1;
+		cw_chain_add_evidence(c, "incident_from_ns", (double)c->incident_from_ns, 1);
+		cw_chain_add_evidence(c, "incident_to_ns", (double)c->incident_to_ns, 1);
+	}
+}
+
+/* One pass [from_s, from_s + 60) storing n chains; returns rows added. */
+static int pass_of(struct cw_store *st, uint64_t from_s, struct cw_chain *c, int n, int *extended)
+{
+	struct cw_explain_result r = { .chains = c, .count = n };
+	int added;
+
+	r.from_wall_ns = DEMO_T0 + from_s * SEC;
+	r.to_wall_ns = r.from_wall_ns + 60 * SEC;
+	assert_int_equal(cw_trace_chains_store(st->db, NULL, &r, r.to_wall_ns, CW_TRACE_CHAIN_GAP_NS, &added, extended),
+			 0);
+	return added;
+}
+
+/* A busy machine: the victim is preempted in every pass, by everyday
+ * neighbours (rcu_preempt) between the incidents, and each incident is
+ * its own hog. A stored row is one incident with its own culprit: a pass
+ * whose chain names another culprit, or another incident in time of the
+ * same culprit, adds a row; an incident across a pass boundary extends
+ * its row, which then ends where the incident ended. */
+static void test_incident_rows_keep_their_culprit(void **state)
+{
+	struct cw_chain *c = calloc(2, sizeof(*c));
+	struct cw_store *st;
+	char err[256];
+	int ext;
+
+	(void)state;
+	assert_non_null(c);
+	snprintf(path, sizeof(path), "/tmp/cw-test-chains-store-%d.db", (int)getpid());
+	remove_store_files(path);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	/* +0: stress-ng's incident at +20 s */
+	victim_chain(&c[0], "stress-ng", 9001, 20);
+	assert_int_equal(pass_of(st, 0, c, 1, &ext), 1);
+	/* +60: only the everyday preemption, over the pass's window */
+	victim_chain(&c[0], "rcu_preempt", 16, 0);
+	assert_int_equal(pass_of(st, 60, c, 1, &ext), 1);
+	assert_int_equal(ext, 0);
+	/* +120: a second incident of the same hog pid, 100 s after the first
+	 * (inside the gap): an incident of its own, beside the everyday one,
+	 * which goes on */
+	victim_chain(&c[0], "stress-ng", 9001, 120);
+	victim_chain(&c[1], "rcu_preempt", 16, 0);
+	assert_int_equal(pass_of(st, 120, c, 2, &ext), 1);
+	assert_int_equal(ext, 1);
+	/* +180: ffmpeg's incident from +238 s, going on in the next pass */
+	victim_chain(&c[0], "ffmpeg", 9002, 238);
+	assert_int_equal(pass_of(st, 180, c, 1, &ext), 1);
+	victim_chain(&c[0], "ffmpeg", 9002, 240);
+	assert_int_equal(pass_of(st, 240, c, 1, &ext), 0);
+	assert_int_equal(ext, 1);
+	/* +300: another everyday neighbour over the pass's window, within the
+	 * gap of rcu_preempt's row: a row of its own */
+	victim_chain(&c[0], "python3", 5555, 0);
+	assert_int_equal(pass_of(st, 300, c, 1, &ext), 1);
+	assert_int_equal(ext, 0);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains"), 5);
+	/* every row names one culprit; an incident's row, its own seconds */
+	assert_int_equal(q(st, "SELECT count(*) FROM chains WHERE json_extract(json, '$.culprit.comm') = 'stress-ng'"),
+			 2);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains WHERE json_extract(json, '$.culprit.pid') = 16"), 1);
+	assert_int_equal(q(st, "SELECT json_extract(json, '$.passes') FROM chains WHERE"
+			       " json_extract(json, '$.culprit.pid') = 16"), 2);
+	assert_int_equal(q(st, "SELECT json_extract(json, '$.evidence.incident_from_ns') FROM chains WHERE"
+			       " json_extract(json, '$.culprit.pid') = 9002"), (int64_t)(DEMO_T0 + 238 * SEC));
+	assert_int_equal(q(st, "SELECT json_extract(json, '$.evidence.incident_to_ns') FROM chains WHERE"
+			       " json_extract(json, '$.culprit.pid') = 9002"), (int64_t)(DEMO_T0 + 243 * SEC - 1));
+	assert_int_equal(q(st, "SELECT max(json_extract(json, '$.evidence.incident_from_ns')) FROM chains WHERE"
+			       " json_extract(json, '$.culprit.pid') = 9001"), (int64_t)(DEMO_T0 + 120 * SEC));
+	cw_store_close(st);
+	remove_store_files(path);
+	free(c);
+}
+
+/* trace stores a pass's chains on its writer's connection, inside the
+ * writer's open batch (trace/chains.c: a transaction of the pass's own
+ * waited for the writer's lock, which the writer holds nearly always):
+ * the rows go in without a transaction of their own, commit with the
+ * batch, and a store outside any transaction commits by itself. */
+static void test_store_inside_open_batch(void **state)
+{
+	struct cw_chain *c = calloc(1, sizeof(*c));
+	struct cw_store *st, *reader;
+	char err[256];
+	int ext;
+
+	(void)state;
+	assert_non_null(c);
+	snprintf(path, sizeof(path), "/tmp/cw-test-chains-store-%d.db", (int)getpid());
+	remove_store_files(path);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_store_open(&reader, path, CW_STORE_READWRITE, err, sizeof(err)), 0);
+	/* the writer's batch, holding the write lock */
+	assert_int_equal(sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	victim_chain(c, "stress-ng", 9001, 20);
+	assert_int_equal(pass_of(st, 0, c, 1, &ext), 1);
+	assert_int_equal(sqlite3_get_autocommit(st->db), 0); /* still the writer's batch */
+	assert_int_equal(q(reader, "SELECT count(*) FROM chains"), 0);
+	assert_int_equal(sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(q(reader, "SELECT count(*) FROM chains"), 1);
+	/* no batch open: committed at once */
+	victim_chain(c, "ffmpeg", 9002, 0);
+	assert_int_equal(pass_of(st, 60, c, 1, &ext), 1);
+	assert_int_equal(sqlite3_get_autocommit(st->db), 1);
+	assert_int_equal(q(reader, "SELECT count(*) FROM chains"), 2);
+	cw_store_close(reader);
+	cw_store_close(st);
+	remove_store_files(path);
+	free(c);
+}
+
+/* A pass whose window chain names the hog of its incident stores the
+ * incident's row only; a window chain of another culprit beside it is
+ * stored. */
+static void test_window_chain_of_the_incident(void **state)
+{
+	struct cw_chain *c = calloc(3, sizeof(*c));
+	struct cw_store *st;
+	char err[256];
+	int ext;
+
+	(void)state;
+	assert_non_null(c);
+	snprintf(path, sizeof(path), "/tmp/cw-test-chains-store-%d.db", (int)getpid());
+	remove_store_files(path);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	victim_chain(&c[0], "stress-ng", 9001, 0);
+	victim_chain(&c[1], "stress-ng", 9001, 20);
+	victim_chain(&c[2], "rcu_preempt", 16, 0);
+	c[2].op[0] = 'X'; /* another op: never covered */
+	assert_int_equal(pass_of(st, 0, c, 3, &ext), 2);
+	assert_int_equal(ext, 0);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains WHERE json_extract(json, '$.culprit.pid') = 9001"), 1);
+	assert_int_equal(q(st, "SELECT json_extract(json, '$.evidence.incident_from_ns') FROM chains WHERE"
+			       " json_extract(json, '$.culprit.pid') = 9001"), (int64_t)(DEMO_T0 + 20 * SEC));
+	cw_store_close(st);
+	remove_store_files(path);
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_continuing_incident),
 		cmocka_unit_test(test_separated_incidents),
 		cmocka_unit_test(test_chains_pruned_last),
+		cmocka_unit_test(test_incident_rows_keep_their_culprit),
+		cmocka_unit_test(test_store_inside_open_batch),
+		cmocka_unit_test(test_window_chain_of_the_incident),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
