@@ -32,7 +32,9 @@ echo "passes: asked $asked (failed $failed), not asked $unasked"
 [ "$asked" = 2 ] && [ "$failed" = 0 ] || fail "SIGUSR1 and the end ran $asked passes ($failed failed), not two"
 [ "$unasked" = 0 ] || fail "a short trace that pruned nothing ran $unasked passes"
 # A busy writer: 100,000 syncs/s, three passes asked for, one at the end.
-CW_FAKE_SYNC_US=5 "$CW_BIN" trace --db "$D/c.db" --no-view --cuda-lib "$LIB" -- "$FIX/fake_workload" -T 7 -m sync -r 100000 \
+# --capture full: the writer must hold a row per call (summary capture would
+# fold most of them in the kernel and leave the writer idle).
+CW_FAKE_SYNC_US=5 "$CW_BIN" trace --db "$D/c.db" --no-view --capture full --cuda-lib "$LIB" -- "$FIX/fake_workload" -T 7 -m sync -r 100000 \
 	>/dev/null 2>"$D/c.err" &
 tp=$!
 for _ in $(seq 1 100); do grep -q recording "$D/c.err" && break; sleep 0.1; done
