@@ -42,7 +42,8 @@ struct spec {
 	uint64_t full_from_ns; /* device memory full only from T0 + this */
 	int summary;           /* syncs as summary capture keeps them: a row a second, 49 folded */
 	int stall_folded;      /* during the stall, calls folded in the kernel: 1 pid 200's (a
-				  neighbour's), 2 pid 100's own (so it was not silent) */
+				  neighbour's), 2 pid 100's own (so it was not silent), 3 pid
+				  100's own in its first 3 s only (its silence starts after) */
 };
 
 struct fx {
@@ -183,13 +184,14 @@ static void build(struct fx *f, const struct spec *sp)
 		/* pid 100 is silent; pid 200 keeps the node's data going. */
 		for (uint64_t t = last; t < last + s->stall_s * SEC; t += 100 * MS)
 			ev(f, "cuda", "cudaStreamSynchronize", t, MS, 200, 0, 0, NULL);
-		for (uint64_t k = 2; s->stall_folded && k < s->stall_s - 2; k++) {
+		for (uint64_t k = s->stall_folded == 3 ? 1 : 2;
+		     s->stall_folded && k < (s->stall_folded == 3 ? 4 : s->stall_s - 2); k++) {
 			struct cw_hist h;
 
 			cw_hist_reset(&h);
 			for (int j = 0; j < 40; j++)
 				cw_hist_add(&h, MS);
-			assert_int_equal(cw_writer_folded(f->w, s->stall_folded == 2 ? 100 : 200, "cuda",
+			assert_int_equal(cw_writer_folded(f->w, s->stall_folded >= 2 ? 100 : 200, "cuda",
 							  "cudaStreamSynchronize",
 							  (int64_t)((last + OFF) / SEC + k), &h), 0);
 		}
@@ -547,6 +549,18 @@ static void test_training_stall_folded_neighbour(void **state)
 	s.stall_folded = 2;
 	explain(&f, &s, &r);
 	assert_null(find(&r, CW_KIND_TRAINING_STALL));
+	cw_explain_result_free(&r);
+	destroy(&f);
+	/* Its last calls folded, then 41 s of silence: the silence starts at
+	 * the last folded second, not at the last row. */
+	s.stall_folded = 3;
+	explain(&f, &s, &r);
+	c = find(&r, CW_KIND_TRAINING_STALL);
+	assert_non_null(c);
+	if (c) {
+		assert_int_equal(c->pid, 100);
+		assert_true(evidence(c, "silent_ns") < 43.0 * SEC);
+	}
 	cw_explain_result_free(&r);
 	destroy(&f);
 }

@@ -299,6 +299,30 @@ static void folded_rhythm(sqlite3 *db, const char *node, const struct pidscan *p
 	sqlite3_finalize(st);
 }
 
+/* The start of the latest wall second, up to to_wall, in which the kernel
+ * folded calls of pid (summary capture keeps a fast call's second, not its
+ * time); 0 when none, or the file has no folded table (before schema v9).
+ * A process's silence starts after its folded calls, not at its latest
+ * row: at most a second early. */
+static uint64_t last_folded_wall(sqlite3 *db, const char *node, int64_t pid, uint64_t to_wall)
+{
+	sqlite3_stmt *st = NULL;
+	uint64_t w = 0;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT max(second) FROM folded WHERE node = ?1 AND pid = ?2 AND second <= ?3"
+			       " AND source IN ('cuda','driver','nccl','graph')",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, pid);
+	sqlite3_bind_int64(st, 3, (int64_t)(to_wall / NSEC_PER_SEC));
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER)
+		w = (uint64_t)sqlite3_column_int64(st, 0) * NSEC_PER_SEC;
+	sqlite3_finalize(st);
+	return w;
+}
+
 static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 {
 	if (!strcmp(wait, "runnable_starved"))
@@ -439,6 +463,12 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		for (int k = 0; k < p->n; k++)
 			if (p->calls[k].wall > last)
 				last = p->calls[k].wall;
+		{
+			uint64_t lf = last_folded_wall(db, sys->node, p->pid, to_wall);
+
+			if (lf > last)
+				last = lf;
+		}
 		life_end = p->exit_wall && p->exit_wall > last && p->exit_wall < end ? p->exit_wall : end;
 		silent = life_end > last ? life_end - last : 0;
 		if (p->gap_ns > silent &&
