@@ -20,7 +20,9 @@ nodes=$(IFS=,; echo "${addrs[*]}")
 
 "$CW_BIN" export --nodes "$nodes" --node-timeout 5s -o "$tmp/f.json" 2> "$tmp/e" || fail "fleet export: $(cat "$tmp/e")"
 grep -q 'wrote "'"$tmp"'/f.json": 3 nodes' "$tmp/e" || fail "summary: $(cat "$tmp/e")"
-python3 "$check" "$tmp/f.json" --min-flows 10 --aligned-allreduce || fail "fleet trace structure"
+# The agents share this host's clock: the offsets the fan-out estimated are
+# its estimates' errors, which a loaded machine makes larger than 0.5 ms.
+python3 "$check" "$tmp/f.json" --min-flows 10 --aligned-allreduce --same-clock || fail "fleet trace structure"
 python3 - "$tmp/f.json" <<'PY' || exit 1
 import json, sys
 d = json.load(open(sys.argv[1]))
