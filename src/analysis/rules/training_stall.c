@@ -337,6 +337,30 @@ static void add_thread_fixes(struct cw_chain *c, const char *wait, int64_t pid)
 		cw_chain_add_advice(c, "a thread spins or sits in the driver: a CUDA synchronization that never returns points at the GPU (check Xid faults: journalctl -k | grep -i xid)");
 }
 
+/* The GPU calls of node's seconds s0..s1 in a per-second table. */
+#define GPU_SECONDS " WHERE node = ?1 AND second BETWEEN ?2 AND ?3 AND source IN ('cuda','driver','nccl','graph')"
+
+/* *out = the single number sql (GPU_SECONDS' parameters, ?4 = pid when it
+ * has one) returns; -1 when it cannot be prepared (a table or column an
+ * older file lacks), *out unchanged. */
+static int sum_seconds(sqlite3 *db, const char *sql, const char *node, int64_t s0, int64_t s1, int64_t pid,
+		       int64_t *out)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, s0);
+	sqlite3_bind_int64(st, 3, s1);
+	if (sqlite3_bind_parameter_count(st) >= 4)
+		sqlite3_bind_int64(st, 4, pid);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*out = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return 0;
+}
+
 /* 1 when the silence of pid's rows in the whole seconds inside
  * (from_wall, to_wall) is not known to be the process's own: the GPU calls
  * the aggregates count there outnumber the rows stored plus the calls the
@@ -349,50 +373,20 @@ static int silence_unstored(sqlite3 *db, const char *node, int64_t pid, uint64_t
 {
 	int64_t s0 = (int64_t)(from_wall / NSEC_PER_SEC) + 1, s1 = (int64_t)(to_wall / NSEC_PER_SEC) - 1, lo, hi;
 	sqlite3_stmt *st = NULL;
-	int64_t agg = 0, rows = 0, other_folded = 0;
+	int64_t agg = 0, errors = 0, rows = 0, other_folded = 0;
 
 	if (s1 < s0)
 		return 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT total(count) FROM aggregates WHERE node = ?1 AND second BETWEEN ?2 AND ?3"
-			       " AND source IN ('cuda','driver','nccl','graph')",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sum_seconds(db, "SELECT total(count) FROM aggregates" GPU_SECONDS, node, s0, s1, pid, &agg))
 		return 0;
-	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, s0);
-	sqlite3_bind_int64(st, 3, s1);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		agg = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
 	/* Failing calls are counted apart (schema v10); older files lack the
 	 * column and count them in count. */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT total(errors) FROM aggregates WHERE node = ?1 AND second BETWEEN ?2 AND ?3"
-			       " AND source IN ('cuda','driver','nccl','graph')",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, s0);
-		sqlite3_bind_int64(st, 3, s1);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			agg += sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-	}
+	if (!sum_seconds(db, "SELECT total(errors) FROM aggregates" GPU_SECONDS, node, s0, s1, pid, &errors))
+		agg += errors;
 	if (!agg)
 		return 0;
 	/* Files before schema v9 have no folded table: nothing was folded. */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT total(count) FROM folded"
-			       " WHERE node = ?1 AND second BETWEEN ?2 AND ?3 AND pid <> ?4"
-			       " AND source IN ('cuda','driver','nccl','graph')",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, s0);
-		sqlite3_bind_int64(st, 3, s1);
-		sqlite3_bind_int64(st, 4, pid);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			other_folded = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-	}
+	sum_seconds(db, "SELECT total(count) FROM folded" GPU_SECONDS " AND pid <> ?4", node, s0, s1, pid, &other_folded);
 	if (cw_events_id_at(db, (uint64_t)s0 * NSEC_PER_SEC, &lo) < 0 ||
 	    cw_events_id_at(db, (uint64_t)(s1 + 1) * NSEC_PER_SEC, &hi) < 0)
 		return 0;
