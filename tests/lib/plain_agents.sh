@@ -20,7 +20,10 @@ auth_shared
 plain_agent() {
 	local db=$1 log
 	shift
-	log=$tmp/agent-${#pids[@]}.log
+	# A fresh name each time: plain_agent may run in a subshell (a
+	# process substitution), where pids does not grow, and a reused log
+	# still holds the last agent's port until the new one truncates it.
+	log=$(mktemp "$tmp/agent-XXXXXX.log")
 	"$CW_BIN" "$@" serve --db "$db" --listen 127.0.0.1:0 --no-tls > /dev/null 2> "$log" &
 	LAST_PID=$!
 	pids+=($LAST_PID)
