@@ -6,6 +6,7 @@
 # SQLite until it holds N calls (ids, times and the per-second aggregates
 # shifted per copy), served over plain HTTP on loopback.
 #   bash bench/fleet_export.sh BUILD [N]      (N default 1000000)
+#   LOCAL=1 bash bench/fleet_export.sh ...   also explain and export agent a's file
 set -eu
 build=${1:-build}
 n=${2:-1000000}
@@ -51,3 +52,18 @@ echo "  client CPU $(awk -F': ' '/User time/{u=$2} /System time/{s=$2} END{print
 [ -n "$t1" ] && echo "  fetch $(echo "$t1 - $t0" | bc | cut -c1-6) s ($(echo "$want / ($t1 - $t0)" | bc) rows/s," \
 	"client RSS up to $((rss_fetch / 1024)) MiB), trace written in $(echo "$t2 - $t1" | bc | cut -c1-6) s"
 grep 'wrote' "$tmp/time" | sed 's/^/  /'
+
+# With LOCAL=1: explain and export of agent a's own file (N calls), each on
+# a pseudo-terminal so that its progress line is drawn; the last state of
+# that line and the command's time and peak RSS are printed.
+if [ "${LOCAL:-0}" = 1 ]; then
+	kill "${pids[@]}" 2> /dev/null || true
+	for cmd in "explain --db $tmp/a.db --no-store" "export --db $tmp/a.db --max-events 100000000 -o $tmp/a.json"; do
+		script -qec "/usr/bin/time -v -o $tmp/local.time $bin $cmd > $tmp/local.out" "$tmp/local.tty" > /dev/null
+		echo "local ${cmd%% *} of $n calls: $(grep 'Elapsed (wall clock)' "$tmp/local.time" | sed 's/.*: //') wall," \
+			"peak RSS $(( $(grep 'Maximum resident set size' "$tmp/local.time" | sed 's/.*: //') / 1024 )) MiB"
+		# The progress line redraws itself with carriage returns: its states, the last few.
+		tr '\r' '\n' < "$tmp/local.tty" | sed 's/\x1b\[K//g' | grep -a '^causeway: ' | tail -3 | sed 's/^/  progress: /'
+	done
+	head -5 "$tmp/local.out" | sed 's/^/  /'
+fi
