@@ -7,7 +7,10 @@
  * The failures are counted apart (aggregates.errors, the per-process
  * statistics, explain's calls_failed, query's summary), never flagged slow, never in a
  * percentile, a baseline or an incident: explain gives the device_oom
- * chain and no latency chain or warning about cudaMalloc. */
+ * chain and no latency chain or warning about cudaMalloc. The same loop
+ * under summary capture (trace's default: successes after a process's
+ * first calls folded in the kernel into per-second histograms, no rows)
+ * gives the device_oom chain the same failing share. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -39,7 +42,11 @@ struct fx {
 	char path[64];
 	struct cw_store *st;
 	uint64_t ok, failed, ok_max, queries;
+	int fold; /* successes after the first FIRST_ROWS folded, as summary capture stores them */
 };
+
+#define FIRST_ROWS 50
+#include "util/hist.h"
 
 static void call(struct cw_writer *w, const char *op, uint64_t mono, uint64_t dur, int64_t ret)
 {
@@ -51,8 +58,10 @@ static void call(struct cw_writer *w, const char *op, uint64_t mono, uint64_t du
 	assert_int_equal(cw_writer_event(w, &r), 0);
 }
 
-static void build(struct fx *f)
+static void build_mode(struct fx *f, int fold)
 {
+	struct cw_hist folded;
+	int64_t folded_sec = -1;
 	struct cw_session_info si = {.node = "n1", .kind = "test", .started_wall_ns = T0 + OFF,
 				     .mono_to_wall_ns = OFF, .rank = -1, .local_rank = -1, .world_size = -1};
 	struct cw_writer_opts wo = {.node = "n1"};
@@ -65,6 +74,8 @@ static void build(struct fx *f)
 	int fd;
 
 	memset(f, 0, sizeof(*f));
+	f->fold = fold;
+	cw_hist_reset(&folded);
 	strcpy(f->path, "/tmp/cw-test-failed-XXXXXX");
 	fd = mkstemp(f->path);
 	close(fd);
@@ -81,6 +92,18 @@ static void build(struct fx *f)
 		if (failing) {
 			call(w, "cudaMalloc", t, 40 * MS, CUDA_ERROR_MEMORY_ALLOCATION);
 			f->failed++;
+		} else if (fold && i >= FIRST_ROWS) {
+			int64_t sec = (int64_t)((t + OFF) / SEC);
+
+			if (sec != folded_sec && folded_sec >= 0) {
+				assert_int_equal(cw_writer_folded(w, PID, "cuda", "cudaMalloc", folded_sec, &folded), 0);
+				cw_hist_reset(&folded);
+			}
+			folded_sec = sec;
+			cw_hist_add(&folded, d);
+			f->ok++;
+			if (d > f->ok_max)
+				f->ok_max = d;
 		} else {
 			call(w, "cudaMalloc", t, d, 0);
 			f->ok++;
@@ -91,7 +114,14 @@ static void build(struct fx *f)
 		call(w, "cudaStreamQuery", t + 5 * MS, 3 * US, i % 2 ? CUDA_ERROR_NOT_READY : 0);
 		f->queries++;
 	}
+	if (folded_sec >= 0)
+		assert_int_equal(cw_writer_folded(w, PID, "cuda", "cudaMalloc", folded_sec, &folded), 0);
 	assert_int_equal(cw_writer_free(w), 0);
+}
+
+static void build(struct fx *f)
+{
+	build_mode(f, 0);
 }
 
 static void destroy(struct fx *f)
@@ -202,6 +232,35 @@ static void test_explain_no_latency_chain(void **state)
 	destroy(&f);
 }
 
+/* The device_oom chain's share of failing calls counts the folded
+ * successes: read from the rows alone it is failed / (failed + 50 first
+ * calls), ~70 %, which says the op mostly fails and would drop a latency
+ * chain of it. The process recovered (folded successes after its last
+ * failure). */
+static void test_failing_share_folded(void **state)
+{
+	for (int fold = 0; fold < 2; fold++) {
+		struct fx f;
+		struct cw_explain_opts o = {0};
+		struct cw_explain_result r;
+		const struct cw_chain *c;
+
+		(void)state;
+		build_mode(&f, fold);
+		if (fold)
+			assert_int_equal(store_q1(f.st->db, "SELECT count(*) FROM events WHERE op = 'cudaMalloc' AND ret = 0"),
+					 FIRST_ROWS);
+		assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+		assert_non_null(c = find(&r, CW_KIND_DEVICE_OOM));
+		near(evidence(c, "failing_share"), (double)f.failed / (double)(f.ok + f.failed));
+		assert_true(evidence(c, "recovered") == 1);
+		assert_int_equal(c->nfailed_ops, 1);
+		near(c->failed_ops[0].share, (double)f.failed / (double)(f.ok + f.failed));
+		cw_explain_result_free(&r);
+		destroy(&f);
+	}
+}
+
 /* query's summary, from the aggregates and (by line) from events. */
 static void test_summary(void **state)
 {
@@ -241,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_baseline_of_successes),
 		cmocka_unit_test(test_explain_no_latency_chain),
 		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_failing_share_folded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,6 +38,7 @@ struct err_group {
 	uint64_t failing, calls;      /* failing calls; all calls of the failing ops */
 	uint64_t ok_after;            /* successful calls of those ops after the last failure */
 	int64_t first_id, last_id, last_ok_id;
+	int ok_folded_after;          /* a folded success in a second after the last failure's */
 	uint64_t first_wall, last_wall;
 	char op[48];                  /* the op with most failures */
 	uint64_t op_failing;
@@ -291,13 +292,61 @@ static int build_groups(const struct op_row *v, size_t n, struct err_group *g)
 	return ng;
 }
 
+/* Summary capture (trace's default) folds a process's fast successful
+ * calls in the kernel into per-second counts (the folded table) and keeps
+ * no row of them: the failing ops' calls in the window are their rows plus
+ * their folded calls, else the failing share reads as if nearly every
+ * call failed (and the latency chain of an op that mostly succeeds is
+ * dropped as "mostly failing"). A folded success in a later second than
+ * the last failure is a recovery. A file without the table has none. */
+static int add_folded_calls(const struct cw_rule_ctx *ctx, struct err_group *g, int ng)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(ctx->db,
+				    "SELECT total(count), max(second) FROM folded WHERE node = ?1 AND pid = ?2 AND op = ?3"
+				    " AND second BETWEEN ?4 AND ?5",
+				    -1, &st, NULL);
+
+	if (rc != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return strstr(sqlite3_errmsg(ctx->db), "no such table") ? 0 : cw_sqlite_errno(rc);
+	}
+	for (int k = 0; k < ng; k++) {
+		struct err_group *e = &g[k];
+
+		for (int o = 0; o < e->nops; o++) {
+			sqlite3_reset(st);
+			sqlite3_bind_text(st, 1, ctx->sys->node, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 2, e->pid);
+			sqlite3_bind_text(st, 3, e->ops[o].op, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 4, (int64_t)(ctx->window_from_ns / NSEC_PER_SEC));
+			sqlite3_bind_int64(st, 5, (int64_t)(ctx->window_to_ns / NSEC_PER_SEC));
+			if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+				sqlite3_finalize(st);
+				return cw_sqlite_errno(rc);
+			}
+			uint64_t folded = (uint64_t)sqlite3_column_double(st, 0);
+			e->ops[o].calls += folded;
+			e->calls += folded;
+			if (folded && sqlite3_column_int64(st, 1) > (int64_t)(e->last_wall / NSEC_PER_SEC))
+				e->ok_folded_after = 1;
+		}
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+static int recovered(const struct err_group *e)
+{
+	return e->last_ok_id > e->last_id || e->ok_folded_after;
+}
+
 static enum cw_severity group_severity(const struct err_group *e)
 {
-	int recovered = e->last_ok_id > e->last_id;
 
 	if (e->kind == CW_KIND_NCCL_ERROR || e->family == CW_ERRF_KERNEL_FAULT)
 		return CW_SEV_HIGH;
-	if (!recovered || 2 * e->failing >= e->calls)
+	if (!recovered(e) || 2 * e->failing >= e->calls)
 		return CW_SEV_HIGH;
 	if (e->family == CW_ERRF_OTHER && e->failing < CW_ERR_FEW)
 		return CW_SEV_LOW;
@@ -482,7 +531,7 @@ static void fill_chain(const struct cw_rule_ctx *ctx, const struct err_group *e,
 	cw_chain_summary(c, "%s failed %llu time%s (%s of %llu calls), %s: %s; first %s, last %s%s", e->op,
 			 (unsigned long long)e->failing, e->failing == 1 ? "" : "s", share,
 			 (unsigned long long)e->calls, cw_error_family_text(e->family), codes, first, last,
-			 e->last_ok_id > e->last_id ? "; later calls succeeded" : "; no call of it succeeded after");
+			 recovered(e) ? "; later calls succeeded" : "; no call of it succeeded after");
 	if (req > 0) {
 		len = strlen(c->summary);
 		snprintf(c->summary + len, sizeof(c->summary) - len, "; the failing request was %.1f MiB",
@@ -501,7 +550,7 @@ static void fill_chain(const struct cw_rule_ctx *ctx, const struct err_group *e,
 	cw_chain_add_evidence(c, "failing_share", (double)e->failing / (double)(e->calls ? e->calls : 1), 0);
 	cw_chain_add_evidence(c, "error_code", (double)e->codes[0].code, 1);
 	cw_chain_add_evidence(c, "error_codes", e->ncodes, 1);
-	cw_chain_add_evidence(c, "recovered", e->last_ok_id > e->last_id, 1);
+	cw_chain_add_evidence(c, "recovered", recovered(e), 1);
 	cw_chain_add_evidence(c, "severity_rank", 3 - (int)group_severity(e), 1);
 	if (e->device >= 0)
 		cw_chain_add_evidence(c, "device", e->device, 1);
@@ -536,6 +585,8 @@ int cw_rule_call_errors(const struct cw_rule_ctx *ctx, struct cw_chain *out)
 		return rc;
 	ng = build_groups(v, n, g);
 	free(v);
+	if ((rc = add_folded_calls(ctx, g, ng)))
+		return rc;
 	qsort(g, (size_t)ng, sizeof(g[0]), by_severity_then_count);
 	for (k = 0; k < ng && k < ctx->max_out; k++)
 		fill_chain(ctx, &g[k], &out[k]);
