@@ -14,6 +14,7 @@
 #include "analysis/explain.h"
 #include "store/store.h"
 #include "store/writer.h"
+#include "util/hist.h"
 #include "rule_assert.h"
 
 #define OFF 1700000000000000000LL
@@ -22,6 +23,7 @@
 
 enum scen {
 	S_HEALTHY, S_CPU, S_IO, S_MEM, S_COLD, S_PERIODIC, S_MEMCPY, S_STARVE, S_SLICE, S_DROP, S_TWO_PIDS,
+	S_SLICE_FOLDED,
 };
 
 /* S_STARVE: how long the launching thread waits for each batch (of a
@@ -97,6 +99,15 @@ static void build(struct fx *f, enum scen sc)
 	py = cw_writer_intern_pystack(f->w, 77, 1, "[]", "train.py", 88, "step", 0);
 	assert_true(py > 0);
 
+	/* S_SLICE_FOLDED: S_SLICE's neighbour under summary capture: its
+	 * first call a row (its thread's device 0), its launches during the
+	 * slow syncs folded per second. A second job on GPU 1 folds launches
+	 * every second and must not be named. */
+	if (sc == S_SLICE_FOLDED) {
+		ev(f, "cuda", "cudaLaunchKernel", T0, 30000, 400, 400, "other-job", 0, 0);
+		ev(f, "cuda", "cudaLaunchKernel", T0, 30000, 500, 500, "gpu1-job", 1, 0);
+	}
+
 	uint64_t step = sc == S_STARVE ? 30 * MS : STEP_NS;
 	for (int i = 0; i < 21; i++) {
 		int64_t swap = sc == S_MEM ? (int64_t)i * (200LL << 20) : 0;
@@ -119,7 +130,8 @@ static void build(struct fx *f, enum scen sc)
 			    "pt_data_worker");
 		ev(f, "cuda", "cudaLaunchKernel", t, launch, 100, 100, "python", 0, py);
 		uint64_t s0 = t + launch + 10000;
-		if (slow && (sc == S_CPU || sc == S_IO || sc == S_MEM || sc == S_SLICE || sc == S_TWO_PIDS))
+		if (slow && (sc == S_CPU || sc == S_IO || sc == S_MEM || sc == S_SLICE || sc == S_TWO_PIDS ||
+			     sc == S_SLICE_FOLDED))
 			sync = 85 * MS;
 		if (sc == S_MEMCPY) {
 			ev(f, "cuda", "cudaMemcpy", s0, 8 * MS + rnd(f) % 100000, 100, 100, "python", 0, py);
@@ -153,6 +165,24 @@ static void build(struct fx *f, enum scen sc)
 			off(f, 100, 100, s0 + 10 * MS, s0 + 70 * MS, "blocked", 3, 0, NULL, 0, NULL);
 		if (slow && sc == S_IO)
 			ev(f, "io", "block_write", s0 + 5 * MS, 70 * MS, 300, 300, "ckpt-writer", -1, 0);
+		if (sc == S_SLICE_FOLDED && i % 50 == 0) {
+			struct cw_hist h;
+
+			cw_hist_reset(&h);
+			for (int k = 0; k < 400; k++)
+				cw_hist_add(&h, 30000);
+			assert_int_equal(cw_writer_folded(f->w, 500, "cuda", "cudaLaunchKernel",
+							  (int64_t)((t + OFF) / SEC), &h), 0);
+		}
+		if (slow && sc == S_SLICE_FOLDED) {
+			struct cw_hist h;
+
+			cw_hist_reset(&h);
+			for (int k = 0; k < 8; k++)
+				cw_hist_add(&h, 30000);
+			assert_int_equal(cw_writer_folded(f->w, 400, "cuda", "cudaLaunchKernel",
+							  (int64_t)((s0 + OFF) / SEC), &h), 0);
+		}
 		if (slow && sc == S_SLICE)
 			for (int k = 0; k < 8; k++)
 				ev(f, "cuda", "cudaLaunchKernel", s0 + (uint64_t)k * 10 * MS, 30000, 400, 400,
@@ -396,6 +426,26 @@ static void test_gpu_time_slicing(void **state)
 	destroy(&f);
 }
 
+/* The same neighbour when its launches were folded in the kernel: named
+ * from the folded seconds on its thread's device, not the busier job on
+ * GPU 1. */
+static void test_gpu_time_slicing_folded(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+
+	(void)state;
+	c = expect_top(&f, S_SLICE_FOLDED, CW_KIND_GPU_TIME_SLICING, &r);
+	assert_int_equal(c->culprit.pid, 400);
+	assert_string_equal(c->culprit.comm, "other-job");
+	assert_true(c->explained_share > 0.9);
+	assert_true(evidence(c, "foreign_pids") == 1);
+	assert_true(evidence(c, "device") == 0);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
 static void test_throughput_drop(void **state)
 {
 	struct fx f;
@@ -541,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_memcpy_bound),
 		cmocka_unit_test(test_dataloader_starvation),
 		cmocka_unit_test(test_gpu_time_slicing),
+		cmocka_unit_test(test_gpu_time_slicing_folded),
 		cmocka_unit_test(test_throughput_drop),
 		cmocka_unit_test(test_per_process_and_pid),
 		cmocka_unit_test(test_window_excludes_slow_calls),

@@ -21,6 +21,7 @@ struct foreign {
 	uint64_t start, end;
 	int64_t pid;
 	int device;
+	double weight; /* of its overlap, when naming the culprit: 1 for a call */
 	char comm[32];
 };
 
@@ -30,15 +31,75 @@ static int foreign_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+#define GPU_WORK_OPS                                                                                        \
+	"('cudaLaunchKernel', 'cuLaunchKernel', 'cudaLaunchKernelExC', 'cuLaunchKernelEx',"                 \
+	" 'cudaStreamSynchronize', 'cudaDeviceSynchronize', 'cuStreamSynchronize', 'cuCtxSynchronize',"     \
+	" 'cudaMemcpy', 'cudaMemcpyAsync', 'cudaGraphLaunch', 'cuGraphLaunch')"
+
+/* Summary capture (trace's default) folds a process's fast calls in the
+ * kernel: a neighbour's launches are then per-second counts (the folded
+ * table), not rows. A wall second in which another process's folded GPU
+ * work ran on the device counts as foreign activity over that whole
+ * second, its overlap weighted by the second's busy share (the calls'
+ * summed time / 1 s) when the culprit is named. The device is that of the
+ * process's threads (call_threads, set from its first calls, which are
+ * kept whole); a process on no known device is not counted, so that the
+ * ranks of a job, each on its own GPU, never blame each other. */
+static int load_foreign_folded(const struct cw_rule_ctx *ctx, int device, uint64_t from, uint64_t to,
+			       struct foreign **v, size_t *n, size_t *cap)
+{
+	static const char sql[] =
+		"SELECT f.pid, f.second, total(f.sum_ns),"
+		" (SELECT t.device FROM call_threads t WHERE t.node = f.node AND t.pid = f.pid AND t.device >= 0 LIMIT 1),"
+		" (SELECT t.comm FROM call_threads t WHERE t.node = f.node AND t.pid = f.pid LIMIT 1)"
+		" FROM folded f WHERE f.node = ?1 AND f.second BETWEEN ?2 AND ?3 AND f.op IN " GPU_WORK_OPS
+		" GROUP BY f.pid, f.second";
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK) {
+		sqlite3_finalize(st);
+		/* An older file: no folded table, or none of its columns. */
+		return strstr(sqlite3_errmsg(ctx->db), "no such") ? 0 : cw_sqlite_errno(rc);
+	}
+	sqlite3_bind_text(st, 1, ctx->st->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)(from / NSEC_PER_SEC));
+	sqlite3_bind_int64(st, 3, (int64_t)(to / NSEC_PER_SEC));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t wall = sqlite3_column_int64(st, 1) * (int64_t)NSEC_PER_SEC - ctx->sys->mono_to_wall;
+		double busy = sqlite3_column_double(st, 2) / (double)NSEC_PER_SEC;
+		const char *comm = (const char *)sqlite3_column_text(st, 4);
+		int dev;
+
+		if (sqlite3_column_type(st, 3) == SQLITE_NULL || wall < 0)
+			continue;
+		dev = sqlite3_column_int(st, 3);
+		if (device >= 0 && dev != device)
+			continue;
+		if (cw_vec_reserve(v, cap, *n + 1, sizeof(**v), 64) < 0) {
+			sqlite3_finalize(st);
+			return -ENOMEM;
+		}
+		(*v)[*n].start = (uint64_t)wall;
+		(*v)[*n].end = (uint64_t)wall + NSEC_PER_SEC;
+		(*v)[*n].pid = sqlite3_column_int64(st, 0);
+		(*v)[*n].device = dev;
+		(*v)[*n].weight = busy < 1 ? busy : 1;
+		snprintf((*v)[*n].comm, sizeof((*v)[*n].comm), "%s", comm ? comm : "");
+		(*n)++;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
 /* One scan of the slow calls' time range (by rowid: events has no time
- * index) for other work submitted to the GPU. */
+ * index) for other work submitted to the GPU, and the folded seconds of
+ * the same range. */
 static int load_foreign(const struct cw_rule_ctx *ctx, int device, struct foreign **out, size_t *nout)
 {
 	static const char sql[] =
 		"SELECT mono_ns, duration_ns, pid, comm, device FROM events WHERE id BETWEEN ?6 AND ?7"
-		" AND op IN ('cudaLaunchKernel', 'cuLaunchKernel', 'cudaLaunchKernelExC', 'cuLaunchKernelEx',"
-		" 'cudaStreamSynchronize', 'cudaDeviceSynchronize', 'cuStreamSynchronize', 'cuCtxSynchronize',"
-		" 'cudaMemcpy', 'cudaMemcpyAsync', 'cudaGraphLaunch', 'cuGraphLaunch')"
+		" AND op IN " GPU_WORK_OPS
 		" AND node = ?1 AND wall_ns BETWEEN ?2 AND ?3 AND (?4 < 0 OR device = ?4) LIMIT ?5";
 	struct foreign *v = NULL;
 	size_t n = 0, cap = 0;
@@ -72,6 +133,7 @@ static int load_foreign(const struct cw_rule_ctx *ctx, int device, struct foreig
 		v[n].end = v[n].start + (uint64_t)sqlite3_column_int64(st, 1);
 		v[n].pid = sqlite3_column_int64(st, 2);
 		v[n].device = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 4);
+		v[n].weight = 1;
 		snprintf(v[n].comm, sizeof(v[n].comm), "%s", comm ? comm : "");
 		n++;
 	}
@@ -79,6 +141,10 @@ static int load_foreign(const struct cw_rule_ctx *ctx, int device, struct foreig
 	if (rc != SQLITE_DONE) {
 		free(v);
 		return cw_sqlite_errno(rc);
+	}
+	if ((rc = load_foreign_folded(ctx, device, from, to, &v, &n, &cap)) < 0) {
+		free(v);
+		return rc;
 	}
 	if (n)
 		qsort(v, n, sizeof(*v), foreign_cmp);
@@ -154,8 +220,10 @@ int cw_rule_gpu_time_slicing(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 				snprintf(who[nwho].comm, sizeof(who[nwho].comm), "%s", fv[k].comm);
 				nwho++;
 			}
-			if (p < nwho)
-				who[p].ns += o ? o : 1;
+			if (p < nwho) {
+				uint64_t w = (uint64_t)((double)(o ? o : 1) * fv[k].weight);
+				who[p].ns += w ? w : 1;
+			}
 		}
 		if (hit)
 			sliced += s->dur_ns - s->preempted_ns - s->blocked_ns;
