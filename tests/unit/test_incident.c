@@ -80,6 +80,18 @@ static void test_find(void **state)
 	free(st.secs);
 }
 
+/* The time of c's timeline entry that contains text; fails when none. */
+static uint64_t timeline_at(const struct cw_chain *c, const char *text)
+{
+	for (int i = 0; i < c->ntimeline; i++)
+		if (strstr(c->timeline[i].text, text))
+			return c->timeline[i].t_ns;
+	for (int i = 0; i < c->ntimeline; i++)
+		print_message("timeline %d: %s\n", i, c->timeline[i].text);
+	fail_msg("no timeline entry with \"%s\"", text);
+	return 0;
+}
+
 struct fx {
 	char path[64];
 	struct cw_store *st;
@@ -408,18 +420,24 @@ static void test_incidents_each_their_own(void **state)
 		const struct cw_chain *c = &r.chains[i];
 
 		assert_int_equal(c->kind, CW_KIND_CPU_PREEMPTION);
+		/* Each chain's "held by" line is at a call its own culprit
+		 * preempted (the first of its longest), not at the window's
+		 * slowest call, an incident's. */
 		if (c->culprit.pid == 555) {
 			noise++;
 			assert_int_equal(c->incident_from_ns, 0);
+			assert_int_equal(timeline_at(c, "CPU 3 held by kworker/3 (pid 555"), T0 + OFF);
 		} else if (c->culprit.pid == HOG) {
 			first++;
 			near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + 150 * SEC));
 			contains(c->summary, "by stress-ng (pid 977, cpu 3)");
+			assert_int_equal(timeline_at(c, "CPU 3 held by stress-ng (pid 977"), T0 + OFF + 150 * SEC);
 		} else {
 			assert_int_equal(c->culprit.pid, HOG2);
 			second++;
 			near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + 400 * SEC));
 			contains(c->summary, "by ffmpeg (pid 978, cpu 3)");
+			assert_int_equal(timeline_at(c, "CPU 3 held by ffmpeg (pid 978"), T0 + OFF + 400 * SEC);
 		}
 	}
 	assert_int_equal(noise, 1);
