@@ -49,6 +49,14 @@ struct cw_culprit_acc {
 	uint64_t cgroup_id;
 	int cpu;
 	uint64_t ns;
+	/* The slow call this culprit preempted longest (its wall time and
+	 * that call's preempted time by it): a chain's timeline places the
+	 * culprit at one of its own calls, not at the slowest call of the
+	 * window, which another culprit may have held. */
+	uint64_t worst_ns, worst_wall_ns;
+	/* Its preempted time in the call being measured (probe.c). */
+	uint64_t call_ns;
+	const struct cw_slowcall *call;
 };
 
 /* A memory-pressure second: [start, end) in mono ns and what marked it. */

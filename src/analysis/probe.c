@@ -390,13 +390,23 @@ static uint64_t io_same_pid(const struct cw_sysctx *sys, int64_t pid, uint64_t s
 	return cw_intervals_cover(tmp, n, s, e);
 }
 
-static int add_culprit(struct cw_rule_ctx *ctx, size_t *cap, const char *comm, int64_t pid,
-		       uint64_t cg, int cpu, uint64_t ns)
+static void culprit_in_call(struct cw_culprit_acc *a, const struct cw_slowcall *c, uint64_t ns)
+{
+	if (a->call != c) {
+		a->call = c;
+		a->call_ns = 0;
+	}
+	a->call_ns += ns;
+}
+
+static int add_culprit(struct cw_rule_ctx *ctx, size_t *cap, const struct cw_slowcall *c, const char *comm,
+		       int64_t pid, uint64_t cg, int cpu, uint64_t ns)
 {
 	for (size_t i = 0; i < ctx->nculprits; i++) {
 		struct cw_culprit_acc *a = &ctx->culprits[i];
 		if (a->pid == pid && a->cgroup_id == cg && a->cpu == cpu && !strcmp(a->comm, comm)) {
 			a->ns += ns;
+			culprit_in_call(a, c, ns);
 			return 0;
 		}
 	}
@@ -409,7 +419,31 @@ static int add_culprit(struct cw_rule_ctx *ctx, size_t *cap, const char *comm, i
 	a->cgroup_id = cg;
 	a->cpu = cpu;
 	a->ns = ns;
+	culprit_in_call(a, c, ns);
 	return 0;
+}
+
+/* The culprits that preempted call c: c is the one each preempted
+ * longest when none before it was preempted longer by it (the first of
+ * equals, as calls are measured in time order). off > dur: c's off-CPU
+ * time was clamped to its duration, and each culprit's share with it. */
+static void culprits_worst_call(struct cw_rule_ctx *ctx, const struct cw_slowcall *c, uint64_t off)
+{
+	for (size_t i = 0; i < ctx->nculprits; i++) {
+		struct cw_culprit_acc *a = &ctx->culprits[i];
+		uint64_t ns = a->call_ns;
+
+		if (a->call != c)
+			continue;
+		if (off > c->dur_ns)
+			ns = ns * c->dur_ns / off;
+		if (ns > a->worst_ns) {
+			a->worst_ns = ns;
+			a->worst_wall_ns = c->wall_ns;
+		}
+		a->call = NULL;
+		a->call_ns = 0;
+	}
 }
 
 static int culprit_cmp(const void *a, const void *b)
@@ -454,7 +488,7 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 		if (!strcmp(reason, "preempted")) {
 			const char *bc = (const char *)sqlite3_column_text(st, 5);
 			c->preempted_ns += len;
-			ret = add_culprit(ctx, ccap, bc ? bc : "?", sqlite3_column_int64(st, 4),
+			ret = add_culprit(ctx, ccap, c, bc ? bc : "?", sqlite3_column_int64(st, 4),
 					  (uint64_t)sqlite3_column_int64(st, 6),
 					  sqlite3_column_type(st, 3) == SQLITE_NULL
 						  ? -1
@@ -478,6 +512,7 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 		ret = cw_sqlite_errno(rc);
 	/* Intervals of one thread never overlap, but clamp anyway so a
 	 * malformed store cannot produce shares above 1. */
+	culprits_worst_call(ctx, c, c->preempted_ns + c->blocked_ns);
 	if (c->preempted_ns + c->blocked_ns > c->dur_ns) {
 		uint64_t off = c->preempted_ns + c->blocked_ns;
 		c->preempted_ns = c->preempted_ns * c->dur_ns / off;

@@ -90,6 +90,11 @@ enum cw_op_read {
 	/* The same columns for any event of the op with ids in [?6, ?7], by
 	 * id, at most 256 (an op without anomalies). */
 	CW_OP_READ_IDENTITY_RANGE,
+	/* The traced calls (sources cuda, driver, graph, nccl) of op ?1 of
+	 * node ?2, pid ?3, ids in [?4, ?5]: columns count, how many returned
+	 * 0 (or no code), the largest id of those (NULL none). A calls file
+	 * reads the table itself, not the events view: no join per call. */
+	CW_OP_READ_CALL_TOTALS,
 	CW_OP_READ_COUNT
 };
 /* The SQL of read r of op's events into *sql (static text). 0 or -errno. */

@@ -211,6 +211,13 @@ static const char *const op_reads[CW_OP_READ_COUNT][2] = {
 		" WHERE c.id BETWEEN ?6 AND ?7 AND " CW_CALL_OP_IS("?1") " AND t.node = ?2 AND " CW_CALL_WALL
 		" BETWEEN ?3 AND ?4 AND (?5 = 0 OR t.pid = ?5) ORDER BY c.id LIMIT 256",
 	},
+	[CW_OP_READ_CALL_TOTALS] = {
+		"SELECT count(*), count(*), max(id) FROM kevents WHERE id BETWEEN ?4 AND ?5 AND op = ?1 AND node = ?2"
+		" AND pid = ?3 AND coalesce(ret, 0) = 0 AND source IN ('cuda','driver','nccl','graph')",
+		"SELECT count(*), count(*), max(c.id) FROM calls c"
+		" WHERE c.id BETWEEN ?4 AND ?5 AND c.op IN (SELECT id FROM call_ops WHERE op = ?1)"
+		" AND coalesce(c.ret, 0) = 0 AND c.th IN (SELECT id FROM call_threads WHERE node = ?2 AND pid = ?3)",
+	},
 };
 
 int cw_store_op_read_sql(sqlite3 *db, const char *op, enum cw_op_read r, const char **sql)

@@ -33,13 +33,14 @@
 #define PID 100
 #define CUDA_ERROR_MEMORY_ALLOCATION 2
 #define CUDA_ERROR_NOT_READY 600
+#define CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES 701
 /* VM steps per call of the window, every statement of explain together. */
 #define MAX_STEPS_PER_CALL 40
 
 struct fx {
 	char path[64];
 	struct cw_store *st;
-	uint64_t calls, mallocs, failed;
+	uint64_t calls, mallocs, failed, launches;
 };
 
 static void call(struct cw_writer *w, const char *op, uint64_t mono, uint64_t dur, int64_t ret)
@@ -53,8 +54,10 @@ static void call(struct cw_writer *w, const char *op, uint64_t mono, uint64_t du
 }
 
 /* With failing: every 50th ms a cudaMalloc, one in four of them in
- * seconds 5-10 failing. */
-static void build(struct fx *f, int failing)
+ * seconds 5-10 failing. With hot: a cudaLaunchKernel beside every sync,
+ * five of them (one in 4,000) failing with cudaErrorLaunchOutOfResources:
+ * the failing op is the hottest. */
+static void build_hot(struct fx *f, int failing, int hot)
 {
 	struct cw_session_info si = {.node = "n1", .kind = "test", .started_wall_ns = T0 + OFF,
 				     .mono_to_wall_ns = OFF, .rank = -1, .local_rank = -1, .world_size = -1};
@@ -86,6 +89,14 @@ static void build(struct fx *f, int failing)
 			call(w, "cudaStreamQuery", t + 500 * US, 3 * US, i % 20 ? CUDA_ERROR_NOT_READY : 0);
 			f->calls++;
 		}
+		if (hot) {
+			int bad = i % 4000 == 1999;
+
+			call(w, "cudaLaunchKernel", t + 100 * US, 5 * US, bad ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES : 0);
+			f->calls++;
+			f->launches++;
+			f->failed += bad;
+		}
 		if (failing && i % 50 == 0) {
 			int bad = t >= T0 + 5 * SEC && t < T0 + 11 * SEC && i % 200 == 0;
 
@@ -97,6 +108,11 @@ static void build(struct fx *f, int failing)
 		}
 	}
 	assert_int_equal(cw_writer_free(w), 0);
+}
+
+static void build(struct fx *f, int failing)
+{
+	build_hot(f, failing, 0);
 }
 
 static void destroy(struct fx *f)
@@ -164,11 +180,45 @@ static void test_failures_count_every_call(void **state)
 	destroy(&f);
 }
 
+/* The failing op is the hottest (a few failures among every call's
+ * launches): counting its calls costs what the other statements do, not
+ * a grouping of every launch through the events view, and the counts are
+ * every launch's. */
+static void test_hot_failing_op(void **state)
+{
+	struct fx f;
+	struct cw_explain_opts o = {0};
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+	uint64_t steps = 0;
+
+	(void)state;
+	build_hot(&f, 0, 1);
+	assert_int_equal(f.failed, 5);
+	assert_int_equal(sqlite3_trace_v2(f.st->db, SQLITE_TRACE_PROFILE, count_steps, &steps), SQLITE_OK);
+	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+	sqlite3_trace_v2(f.st->db, 0, NULL, NULL);
+	assert_int_equal(r.calls_failed, f.failed);
+	assert_non_null(c = find(&r, CW_KIND_CUDA_ERROR));
+	assert_string_equal(c->op, "cudaLaunchKernel");
+	assert_int_equal(c->slow_count, f.failed);
+	assert_int_equal(c->count, f.launches);
+	assert_int_equal(evidence(c, "recovered"), 1);
+	print_message("explain: %llu VM steps for %llu calls (%.1f a call)\n", (unsigned long long)steps,
+		      (unsigned long long)f.calls, (double)steps / (double)f.calls);
+	if (steps > MAX_STEPS_PER_CALL * f.calls)
+		fail_msg("explain ran %llu VM steps over %llu calls, more than %d a call", (unsigned long long)steps,
+			 (unsigned long long)f.calls, MAX_STEPS_PER_CALL);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_steps_per_call),
 		cmocka_unit_test(test_failures_count_every_call),
+		cmocka_unit_test(test_hot_failing_op),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,6 +80,18 @@ static void test_find(void **state)
 	free(st.secs);
 }
 
+/* The time of c's timeline entry that contains text; fails when none. */
+static uint64_t timeline_at(const struct cw_chain *c, const char *text)
+{
+	for (int i = 0; i < c->ntimeline; i++)
+		if (strstr(c->timeline[i].text, text))
+			return c->timeline[i].t_ns;
+	for (int i = 0; i < c->ntimeline; i++)
+		print_message("timeline %d: %s\n", i, c->timeline[i].text);
+	fail_msg("no timeline entry with \"%s\"", text);
+	return 0;
+}
+
 struct fx {
 	char path[64];
 	struct cw_store *st;
@@ -223,6 +235,133 @@ static void test_find_all(void **state)
 	free(st.secs);
 }
 
+/* More incidents than are explained (CW_INCIDENT_MAX): the costliest
+ * are kept, whatever their place in time, returned in time order; the
+ * count is of all of them. */
+#define MANY 20
+/* The cheapest incidents, spread through the window (not the last ones,
+ * so "the first 16 in time" differs from "the 16 costliest"). */
+static int cheap_incident(int i)
+{
+	return i == 1 || i == 6 || i == 11 || i == 17;
+}
+
+/* Incident i's slow calls' mean (ms): distinct for every incident. */
+static uint64_t incident_ms(int i)
+{
+	return cheap_incident(i) ? 4 + (uint64_t)i / 6 : 10 + (uint64_t)i;
+}
+
+static void test_find_all_cap(void **state)
+{
+	struct cw_incident inc[CW_INCIDENT_MAX + 1];
+	struct cw_opstat st = secs(30 * MANY + 20, 100, MS, 0, 0, 0);
+	int total, k = 0;
+
+	(void)state;
+	for (int i = 0; i < MANY; i++)
+		for (int s = 0; s < 3; s++)
+			st.secs[20 + 30 * i + s].sum_ns = 100 * incident_ms(i) * MS;
+	assert_int_equal(cw_incident_find_all(&st, inc, CW_INCIDENT_MAX, &total), 16);
+	assert_int_equal(total, MANY);
+	for (int i = 0; i < MANY; i++) {
+		if (cheap_incident(i))
+			continue;
+		assert_int_equal(inc[k].from_sec, 1000 + 20 + 30 * i);
+		assert_int_equal(inc[k].to_sec, 1000 + 22 + 30 * i);
+		assert_int_equal(inc[k].excess_ns, 3 * 100 * (incident_ms(i) - 1) * MS);
+		k++;
+	}
+	assert_int_equal(k, 16);
+	free(st.secs);
+}
+
+/* A store of MANY incidents of the loop's syncs (20/s of 1 ms), each 3 s
+ * from second 20 + 30 i, by its own hog (pid 2000 + i), its syncs
+ * incident_ms(i) each, preempted all but 1 ms. */
+static void build_many(struct fx *f)
+{
+	struct cw_session_info si = { .node = "n1", .kind = "test", .started_wall_ns = T0 + OFF, .mono_to_wall_ns = OFF,
+				      .rank = -1, .local_rank = -1, .world_size = -1 };
+	struct cw_writer_opts wo = { .node = "n1" };
+	struct cw_process_row pr = { .pid = PID, .comm = "python", .rank = -1, .local_rank = -1, .world_size = -1,
+				     .start_wall_ns = T0 + OFF };
+	struct cw_writer *w;
+	char err[256];
+	int64_t sid;
+	int fd;
+
+	strcpy(f->path, "/tmp/cw-test-incident-XXXXXX");
+	fd = mkstemp(f->path);
+	close(fd);
+	unlink(f->path);
+	assert_int_equal(cw_store_open(&f->st, f->path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_session_begin(f->st, &si, &sid), 0);
+	wo.session_id = sid;
+	assert_int_equal(cw_writer_new(&w, f->st, &wo), 0);
+	assert_int_equal(cw_writer_process(w, &pr), 0);
+	for (int s = 0; s < 30 * MANY + 20; s++)
+		for (int k = 0; k < 20; k++) {
+			uint64_t t = T0 + (uint64_t)s * SEC + (uint64_t)k * 50 * MS;
+			int i = (s - 20) / 30, slow = s >= 20 && (s - 20) % 30 < 3;
+			uint64_t d = slow ? incident_ms(i) * MS : MS + (uint64_t)(k % 5) * 20 * US;
+			struct cw_event_row r = { .mono_ns = t, .wall_ns = t + OFF, .duration_ns = d, .pid = PID,
+						  .tid = PID, .comm = "python", .source = "cuda",
+						  .op = "cudaStreamSynchronize", .device = 0, .has_ret = 1 };
+			char comm[16];
+
+			assert_int_equal(cw_writer_event(w, &r), 0);
+			if (slow) {
+				snprintf(comm, sizeof(comm), "hog%d", i);
+				struct cw_offcpu_row o = { .pid = PID, .tid = PID, .comm = "python",
+							   .start_mono_ns = t + 500 * US, .end_mono_ns = t + d - 500 * US,
+							   .wall_ns = t + 500 * US + OFF, .reason = "preempted", .cpu = 3,
+							   .by_pid = 2000 + i, .by_tid = 2000 + i, .by_comm = comm };
+				assert_int_equal(cw_writer_offcpu(w, &o), 0);
+			}
+		}
+	assert_int_equal(cw_writer_free(w), 0);
+}
+
+/* explain keeps the 16 costliest incidents' chains, each at its seconds
+ * naming its own hog, and warns how many the window held. */
+static void test_incidents_over_the_cap(void **state)
+{
+	struct fx f;
+	struct cw_explain_opts o = { 0 };
+	struct cw_explain_result r;
+	int seen[MANY] = { 0 }, incidents = 0, warned = 0;
+
+	(void)state;
+	build_many(&f);
+	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+	for (int i = 0; i < r.count; i++) {
+		const struct cw_chain *c = &r.chains[i];
+		int k = (int)(c->culprit.pid - 2000);
+
+		if (!c->incident_from_ns)
+			continue;
+		incidents++;
+		assert_int_equal(c->kind, CW_KIND_CPU_PREEMPTION);
+		assert_true(k >= 0 && k < MANY);
+		assert_false(cheap_incident(k));
+		seen[k]++;
+		near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + (uint64_t)(20 + 30 * k) * SEC));
+	}
+	assert_int_equal(incidents, 16);
+	for (int k = 0; k < MANY; k++)
+		assert_int_equal(seen[k], !cheap_incident(k));
+	for (int i = 0; i < r.nwarnings; i++)
+		if (strstr(r.warnings[i], "cudaStreamSynchronize on n1 had 20 incidents in the window; the 16 "
+					  "costliest are explained (narrow --from/--to for the others)"))
+			warned++;
+	for (int i = 0; warned != 1 && i < r.nwarnings; i++)
+		print_message("warning %d: %s\n", i, r.warnings[i]);
+	assert_int_equal(warned, 1);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
 static void test_hour(void **state)
 {
 	struct fx f;
@@ -281,18 +420,24 @@ static void test_incidents_each_their_own(void **state)
 		const struct cw_chain *c = &r.chains[i];
 
 		assert_int_equal(c->kind, CW_KIND_CPU_PREEMPTION);
+		/* Each chain's "held by" line is at a call its own culprit
+		 * preempted (the first of its longest), not at the window's
+		 * slowest call, an incident's. */
 		if (c->culprit.pid == 555) {
 			noise++;
 			assert_int_equal(c->incident_from_ns, 0);
+			assert_int_equal(timeline_at(c, "CPU 3 held by kworker/3 (pid 555"), T0 + OFF);
 		} else if (c->culprit.pid == HOG) {
 			first++;
 			near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + 150 * SEC));
 			contains(c->summary, "by stress-ng (pid 977, cpu 3)");
+			assert_int_equal(timeline_at(c, "CPU 3 held by stress-ng (pid 977"), T0 + OFF + 150 * SEC);
 		} else {
 			assert_int_equal(c->culprit.pid, HOG2);
 			second++;
 			near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + 400 * SEC));
 			contains(c->summary, "by ffmpeg (pid 978, cpu 3)");
+			assert_int_equal(timeline_at(c, "CPU 3 held by ffmpeg (pid 978"), T0 + OFF + 400 * SEC);
 		}
 	}
 	assert_int_equal(noise, 1);
@@ -355,6 +500,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_find_all),
+		cmocka_unit_test(test_find_all_cap),
+		cmocka_unit_test(test_incidents_over_the_cap),
 		cmocka_unit_test(test_hour),
 		cmocka_unit_test(test_incident_beside_noise),
 		cmocka_unit_test(test_incidents_each_their_own),

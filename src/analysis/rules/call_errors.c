@@ -15,6 +15,7 @@
  * and for kernel faults (sticky: the context is lost); MEDIUM when it
  * recovered; LOW for a few (< CW_ERR_FEW) failures of the "other" family
  * that the process outlived. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "analysis/rules/rules.h"
 #include "analysis/gpuctx.h"
 #include "gpu/call_errors.h"
+#include "store/layout.h"
 #include "store/store.h"
 #include "util/timeutil.h"
 
@@ -111,10 +113,6 @@ struct op_row {
 	char op[48];
 };
 
-/* Up to this many failing ops are named in the second pass's IN list;
- * more (never seen) and it counts every op. */
-#define MAX_IN_OPS 16
-
 /* One grouped pass over the window's GPU calls: the failing (non-zero)
  * returns only when failing_only, else every call of the ops named in
  * ops[0..nops) (of every op when nops is 0). */
@@ -181,19 +179,65 @@ static int grouped_rows(const struct cw_rule_ctx *ctx, int64_t lo, int64_t hi, i
 	return 0;
 }
 
+/* Appends to *v the successful calls of pid's op in ids [lo, hi]: one
+ * row of code 0, as the grouping of every call would give (none when no
+ * call succeeded). */
+static int add_ok_row(const struct cw_rule_ctx *ctx, int64_t lo, int64_t hi, int64_t pid, const char *op,
+		      struct op_row **v, size_t *n)
+{
+	const char *sql;
+	sqlite3_stmt *st;
+	struct op_row *nv, *r;
+	int64_t ok = 0, last = 0;
+	int rc;
+
+	if ((rc = cw_store_op_read_sql(ctx->db, op, CW_OP_READ_CALL_TOTALS, &sql)) < 0)
+		return rc;
+	if ((rc = sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL)) != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, op, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, ctx->sys->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, pid);
+	sqlite3_bind_int64(st, 4, lo);
+	sqlite3_bind_int64(st, 5, hi);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		ok = sqlite3_column_int64(st, 1);
+		last = sqlite3_column_int64(st, 2);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return cw_sqlite_errno(rc);
+	if (!ok)
+		return 0;
+	if (!(nv = realloc(*v, (*n + 1) * sizeof(**v))))
+		return -ENOMEM;
+	*v = nv;
+	r = &nv[(*n)++];
+	memset(r, 0, sizeof(*r));
+	r->pid = pid;
+	snprintf(r->op, sizeof(r->op), "%s", op);
+	r->n = ok;
+	r->min_id = r->max_id = last;
+	r->device = -1;
+	return 0;
+}
+
 /* The failing calls are few and the window's calls can be an hour of
- * millions: a first pass groups the non-zero returns alone (no row of a
- * successful call reaches the grouping); only when one of them is a
- * failure does the second pass count every call of the ops that failed.
- * Rows of the other ops make no group (build_groups), so the groups are
- * those of one pass over every call. */
+ * millions, most of them of the op that failed (a few failing launches
+ * among every step's): a first pass groups the non-zero returns alone (no
+ * row of a successful call reaches the grouping); then, per process and
+ * op that failed, one count of its calls that succeeded reads the calls
+ * table itself (CW_OP_READ_CALL_TOTALS: no join of the events view, no
+ * grouping), the row of code 0 a grouping of every call would give. Rows
+ * of the other ops make no group (build_groups), so the groups are those
+ * of one pass over every call. */
 static int read_rows(const struct cw_rule_ctx *ctx, struct op_row **out, size_t *nout)
 {
 	struct op_row *v;
-	char *ops[MAX_IN_OPS];
 	int64_t lo, hi;
-	int nops = 0, all = 0, rc;
-	size_t n;
+	int all = 0, rc;
+	size_t n, nfirst;
 
 	*out = NULL;
 	*nout = 0;
@@ -201,31 +245,41 @@ static int read_rows(const struct cw_rule_ctx *ctx, struct op_row **out, size_t 
 		return 0;
 	if ((rc = grouped_rows(ctx, lo, hi, 1, NULL, 0, &v, &n)))
 		return rc;
-	for (size_t i = 0; i < n && !all; i++) {
-		int o;
+	/* A name as long as the row's buffer may be cut short: count every
+	 * op's calls in one grouping instead. */
+	for (size_t i = 0; i < n && !all; i++)
+		all = cw_call_error_family(cw_error_api_of_op(v[i].op), v[i].code) != CW_ERRF_NONE &&
+		      strlen(v[i].op) >= sizeof(v[i].op) - 1;
+	if (all) {
+		free(v);
+		return grouped_rows(ctx, lo, hi, 0, NULL, 0, out, nout);
+	}
+	nfirst = n;
+	for (size_t i = 0; i < nfirst && rc == 0; i++) {
+		size_t j;
 
 		if (cw_call_error_family(cw_error_api_of_op(v[i].op), v[i].code) == CW_ERRF_NONE)
 			continue;
-		/* A name as long as the row's buffer may be cut short: count every op. */
-		if (strlen(v[i].op) >= sizeof(v[i].op) - 1) {
-			all = 1;
-			break;
+		/* Once per (pid, op): the first failing row of it. */
+		for (j = 0; j < i; j++)
+			if (v[j].pid == v[i].pid && !strcmp(v[j].op, v[i].op) &&
+			    cw_call_error_family(cw_error_api_of_op(v[j].op), v[j].code) != CW_ERRF_NONE)
+				break;
+		if (j == i) {
+			char op[sizeof(v[i].op)];
+
+			/* v may move under the call. */
+			snprintf(op, sizeof(op), "%s", v[i].op);
+			rc = add_ok_row(ctx, lo, hi, v[i].pid, op, &v, &n);
 		}
-		for (o = 0; o < nops && strcmp(ops[o], v[i].op); o++)
-			;
-		if (o < nops)
-			continue;
-		if (nops == MAX_IN_OPS || !(ops[nops] = strdup(v[i].op)))
-			all = 1;
-		else
-			nops++;
 	}
-	free(v);
-	if (nops || all)
-		rc = grouped_rows(ctx, lo, hi, 0, ops, all ? 0 : nops, out, nout);
-	for (int o = 0; o < nops; o++)
-		free(ops[o]);
-	return rc;
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*nout = n;
+	return 0;
 }
 
 /* Groups the failing rows; then counts, per group, every call of the ops

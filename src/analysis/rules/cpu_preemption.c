@@ -151,7 +151,9 @@ int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	if (hog) {
 		char held[32];
 		cw_format_duration(hog->ns, held, sizeof(held));
-		cw_chain_add_timeline(c, CW_LAYER_HOST, worst->wall_ns,
+		/* At the call this hog preempted longest: the window's
+		 * slowest call may be another hog's (an incident's). */
+		cw_chain_add_timeline(c, CW_LAYER_HOST, hog->worst_ns ? hog->worst_wall_ns : worst->wall_ns,
 				      "CPU %d held by %s (pid %lld, cgroup %llu) for %s of that time",
 				      hog->cpu, hog->comm, (long long)hog->pid,
 				      (unsigned long long)hog->cgroup_id, held);
