@@ -186,6 +186,14 @@ int cw_writer_pystack_cached(struct cw_writer *w, uint64_t hash, int64_t *id);
 
 /* Counters are kept in memory and written on flush (absolute values). */
 void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value);
+/* n rows other code just wrote on the writer's connection (holding
+ * cw_writer_db_lock, which it may keep held for this call), added to
+ * counter name once they are committed: inside the writer's open batch
+ * they commit with it, and a batch that rolls back (a failed COMMIT, a
+ * full disk) adds them to lost_name instead; outside any transaction
+ * they are committed already. The stored counter rows of a batch count
+ * its own pending rows. */
+void cw_writer_counter_add_committed(struct cw_writer *w, const char *name, const char *lost_name, uint64_t n);
 /* Calls summarized in the kernel (trace --capture summary): merged into
  * the op's aggregate of that wall second and into the median the anomaly
  * flag compares with, as if each had been an event row, and into pid's

@@ -192,16 +192,53 @@ static struct counter *counter_slot(struct cw_writer *w, const char *name)
 	if (!w->counters[i].name)
 		return NULL;
 	w->counters[i].value = 0;
+	w->counters[i].pending = 0;
+	w->counters[i].lost = -1;
 	w->ncounters++;
 	return &w->counters[i];
 }
 
 void cw_writer_counter_set(struct cw_writer *w, const char *name, uint64_t value)
 {
+	WLOCK(w);
 	struct counter *c = counter_slot(w, name);
 
 	if (c)
 		c->value = value;
+}
+
+void cw_writer_counter_add_committed(struct cw_writer *w, const char *name, const char *lost_name, uint64_t n)
+{
+	WLOCK(w);
+	struct counter *c, *l;
+
+	if (!(c = counter_slot(w, name)) || !n)
+		return;
+	/* The connection's own state, not in_tx: a batch SQLite rolled back
+	 * by itself is not one the rows went into. */
+	if (sqlite3_get_autocommit(w->db)) {
+		c->value += n;
+		return;
+	}
+	/* counters[] never moves: c stays where it is. */
+	l = counter_slot(w, lost_name);
+	c->pending += n;
+	c->lost = l ? (int)(l - w->counters) : -1;
+}
+
+void writer_settle_counters(struct cw_writer *w, int committed)
+{
+	for (int i = 0; i < w->ncounters; i++) {
+		struct counter *c = &w->counters[i];
+
+		if (!c->pending)
+			continue;
+		if (committed)
+			c->value += c->pending;
+		else if (c->lost >= 0)
+			w->counters[c->lost].value += c->pending;
+		c->pending = 0;
+	}
 }
 
 /* Merges one pending aggregate into its row (a second can span flushes);
@@ -277,7 +314,7 @@ int writer_write_pending(struct cw_writer *w)
 			sqlite3_bind_text(s, 1, w->node, -1, SQLITE_STATIC);
 			sqlite3_bind_int64(s, 2, w->session_id);
 			sqlite3_bind_text(s, 3, w->counters[c].name, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(s, 4, (int64_t)w->counters[c].value);
+			sqlite3_bind_int64(s, 4, (int64_t)(w->counters[c].value + w->counters[c].pending));
 			e = step_reset(s);
 			if (e && !err)
 				err = e;

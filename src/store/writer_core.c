@@ -47,6 +47,7 @@ void writer_lose_tx(struct cw_writer *w)
 		w->stats.failed_rows += (uint64_t)w->npend;
 		w->npend = 0;
 	}
+	writer_settle_counters(w, 0);
 	w->stats.failed_rows += w->tx_rows;
 	w->stats.events -= w->tx_events;
 	w->stats.offcpu -= w->tx_offcpu;
@@ -124,6 +125,7 @@ int writer_commit(struct cw_writer *w)
 		w->stats.failing = 1;
 		return err;
 	}
+	writer_settle_counters(w, 1);
 	w->in_tx = 0;
 	w->rows_in_batch = 0;
 	w->tx_rows = w->tx_events = w->tx_offcpu = w->tx_snapshots = 0;

@@ -77,6 +77,11 @@ struct agg {
 struct counter {
 	char *name;
 	uint64_t value;
+	/* Rows other code wrote into the open batch for this counter
+	 * (cw_writer_counter_add_committed): moved to value when the batch
+	 * commits, to counters[lost] when it rolls back. */
+	uint64_t pending;
+	int lost;
 };
 
 /* Events are inserted EVENTS_PER_STMT rows per statement: one multi-row
@@ -232,6 +237,9 @@ void writer_lose_tx(struct cw_writer *w);
 int writer_commit(struct cw_writer *w);
 int writer_row_failed(struct cw_writer *w, int err);
 void writer_sync_gen(struct cw_writer *w);
+/* writer_aggregates.c: the open batch's pending counts, settled when it
+ * ends (committed: 1, rolled back: 0). */
+void writer_settle_counters(struct cw_writer *w, int committed);
 
 /* writer_stmt.c */
 int writer_prepare(struct cw_writer *w, enum stmt_id id);

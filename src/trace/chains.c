@@ -52,12 +52,15 @@ static int run_pass(struct trace *t, uint64_t from, uint64_t to)
 		goto out;
 	cw_writer_db_lock(t->w);
 	err = cw_trace_chains_store(t->st->db, (char *const *)ids, &r, cw_realtime_ns(), CW_TRACE_CHAIN_GAP_NS, &added, &extended);
+	/* Rows in the writer's batch are stored once it commits: a batch
+	 * that rolls back later (a full disk) takes them with it, and they
+	 * count as lost then (under the lock: no commit in between). */
+	if (!err) {
+		cw_writer_counter_add_committed(t->w, "trace.chains.stored", "trace.chains.lost", (uint64_t)added);
+		cw_writer_counter_add_committed(t->w, "trace.chains.extended", "trace.chains.lost", (uint64_t)extended);
+	}
 	cw_writer_db_unlock(t->w);
 	cw_trace_chains_evidence_free(ids, r.count);
-	if (!err) {
-		t->chains_stored += (uint64_t)added;
-		t->chains_extended += (uint64_t)extended;
-	}
 out:
 	cw_explain_result_free(&r);
 	return err;
@@ -102,8 +105,6 @@ void trace_chains_pass(struct trace *t, uint64_t now_wall_ns, int when)
 	t->chains_last_mono = now;
 	cw_consumer_lock(&t->cons);
 	cw_writer_counter_set(t->w, "trace.chains.passes", t->chains_passes);
-	cw_writer_counter_set(t->w, "trace.chains.stored", t->chains_stored);
-	cw_writer_counter_set(t->w, "trace.chains.extended", t->chains_extended);
 	cw_writer_counter_set(t->w, "trace.chains.failed", t->chains_failed);
 	cw_consumer_unlock(&t->cons);
 }

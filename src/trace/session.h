@@ -58,7 +58,7 @@ struct trace {
 	int cap_defaulted, cap_err;
 	uint64_t cap_free;
 	uint64_t chains_from_wall, chains_last_mono;
-	uint64_t chains_passes, chains_stored, chains_extended, chains_failed;
+	uint64_t chains_passes, chains_failed;
 	int serving;                     /* hooks.serve_start succeeded */
 	struct cw_live_metrics *metrics; /* /metrics and OTLP figures of this session */
 	struct cw_writer_lag *wlag;      /* --serve: /metrics' writer lag */

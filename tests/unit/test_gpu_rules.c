@@ -565,6 +565,62 @@ static void test_training_stall_folded_neighbour(void **state)
 	destroy(&f);
 }
 
+/* Summary capture keeps a folded call's second, not its time: pid 100's
+ * last calls were folded in the second [lf, lf + 1 s), then it was
+ * silent. The silence is counted from that second's end, never
+ * overstated, and the chain says so; an exit inside that second ends the
+ * process, not a stall. */
+static void test_training_stall_silence_from_folded_second_end(void **state)
+{
+	struct spec s = {.healthy = 1, .stall_s = 45, .stall_folded = 3};
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+	int64_t lf_end, end;
+	int at_end = 0;
+	struct fx f;
+
+	(void)state;
+	explain(&f, &s, &r);
+	c = find(&r, CW_KIND_TRAINING_STALL);
+	assert_non_null(c);
+	lf_end = store_q1(f.st->db, "SELECT (max(second) + 1) * 1000000000 FROM folded WHERE pid = 100");
+	/* the end of the data: its last second's end, or the window's */
+	end = store_q1(f.st->db, "SELECT (max(second) + 1) * 1000000000 FROM aggregates WHERE node = 'n1'");
+	if ((int64_t)r.to_wall_ns < end)
+		end = (int64_t)r.to_wall_ns;
+	assert_true(lf_end > 0 && end > lf_end);
+	if (c) {
+		assert_int_equal(c->pid, 100);
+		assert_int_equal((int64_t)evidence(c, "silent_ns"), end - lf_end);
+		assert_int_equal(evidence(c, "silence_from_folded_second"), 1);
+		for (int i = 0; i < c->ntimeline; i++)
+			at_end |= (int64_t)c->timeline[i].t_ns == lf_end &&
+				  strstr(c->timeline[i].text, "folded in the kernel") != NULL;
+		assert_true(at_end);
+	}
+	cw_explain_result_free(&r);
+	destroy(&f);
+	/* exited as its last folded second began */
+	s.stall_exit_s = 3;
+	explain(&f, &s, &r);
+	assert_int_equal(store_q1(f.st->db, "SELECT max(second) * 1000000000 FROM folded WHERE pid = 100"),
+			 store_q1(f.st->db, "SELECT wall_ns FROM events WHERE source = 'proc' AND op = 'exit'"));
+	assert_null(find(&r, CW_KIND_TRAINING_STALL));
+	cw_explain_result_free(&r);
+	destroy(&f);
+	/* a neighbour's folded calls: the silence is counted from pid 100's
+	 * last row */
+	s.stall_exit_s = 0;
+	s.stall_folded = 1;
+	explain(&f, &s, &r);
+	c = find(&r, CW_KIND_TRAINING_STALL);
+	assert_non_null(c);
+	if (c)
+		assert_int_equal(evidence(c, "silence_from_folded_second"), 0);
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
 /* A stall trace named live carries the threads' states. */
 static void test_training_stall_live_threads(void **state)
 {
@@ -611,6 +667,7 @@ int main(void)
 		cmocka_unit_test(test_training_stall),
 		cmocka_unit_test(test_training_stall_live_threads),
 		cmocka_unit_test(test_training_stall_folded_neighbour),
+		cmocka_unit_test(test_training_stall_silence_from_folded_second_end),
 		cmocka_unit_test(test_training_stall_summary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

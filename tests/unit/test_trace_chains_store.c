@@ -19,6 +19,7 @@
 #include "demo/demo.h"
 #include "store/retention.h"
 #include "store/store.h"
+#include "store/writer.h"
 #include "trace/chains_store.h"
 #include "rule_assert.h"
 
@@ -318,6 +319,60 @@ static void test_store_inside_open_batch(void **state)
 	free(c);
 }
 
+/* A pass's rows in the writer's batch count as stored only once the
+ * batch commits (trace/chains.c): a COMMIT that fails takes them with the
+ * batch, and they count as lost. The failure is injected as SQLite's own:
+ * a deferred foreign key broken inside the batch fails its COMMIT. */
+static void test_counted_once_the_batch_commits(void **state)
+{
+	struct cw_writer_opts wo = { .node = "n1", .session_id = 1 };
+	struct cw_chain *c = calloc(1, sizeof(*c));
+	struct cw_writer *w;
+	struct cw_store *st;
+	char err[256];
+	int ext;
+
+	(void)state;
+	assert_non_null(c);
+	snprintf(path, sizeof(path), "/tmp/cw-test-chains-store-%d.db", (int)getpid());
+	remove_store_files(path);
+	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(sqlite3_exec(st->db,
+				      "PRAGMA foreign_keys = ON;"
+				      " CREATE TEMP TABLE parent (id INTEGER PRIMARY KEY);"
+				      " CREATE TEMP TABLE child (p REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(cw_writer_new(&w, st, &wo), 0);
+	/* a batch whose COMMIT fails */
+	assert_int_equal(cw_writer_try_begin(w), 0);
+	victim_chain(c, "stress-ng", 9001, 20);
+	cw_writer_db_lock(w);
+	assert_int_equal(pass_of(st, 0, c, 1, &ext), 1);
+	cw_writer_counter_add_committed(w, "trace.chains.stored", "trace.chains.lost", 1);
+	assert_int_equal(sqlite3_exec(st->db, "INSERT INTO temp.child VALUES (1)", NULL, NULL, NULL), SQLITE_OK);
+	cw_writer_db_unlock(w);
+	assert_true(cw_writer_flush(w) < 0);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains"), 0);
+	/* no batch open: committed at once */
+	victim_chain(c, "ffmpeg", 9002, 0);
+	assert_int_equal(pass_of(st, 60, c, 1, &ext), 1);
+	cw_writer_counter_add_committed(w, "trace.chains.stored", "trace.chains.lost", 1);
+	/* a batch that commits */
+	assert_int_equal(cw_writer_try_begin(w), 0);
+	victim_chain(c, "rsync", 9003, 0);
+	assert_int_equal(pass_of(st, 120, c, 1, &ext), 1);
+	cw_writer_counter_add_committed(w, "trace.chains.stored", "trace.chains.lost", 1);
+	assert_int_equal(cw_writer_flush(w), 0);
+	assert_int_equal(q(st, "SELECT count(*) FROM chains"), 2);
+	assert_int_equal(q(st, "SELECT value FROM counters WHERE name = 'trace.chains.stored'"), 2);
+	assert_int_equal(q(st, "SELECT value FROM counters WHERE name = 'trace.chains.lost'"), 1);
+	assert_int_equal(cw_writer_free(w), 0);
+	cw_store_close(st);
+	remove_store_files(path);
+	free(c);
+}
+
 /* A pass whose window chain names the hog of its incident stores the
  * incident's row only; a window chain of another culprit beside it is
  * stored. */
@@ -355,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_chains_pruned_last),
 		cmocka_unit_test(test_incident_rows_keep_their_culprit),
 		cmocka_unit_test(test_store_inside_open_batch),
+		cmocka_unit_test(test_counted_once_the_batch_commits),
 		cmocka_unit_test(test_window_chain_of_the_incident),
 	};
 

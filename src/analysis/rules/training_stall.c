@@ -300,10 +300,10 @@ static void folded_rhythm(sqlite3 *db, const char *node, const struct pidscan *p
 }
 
 /* The start of the latest wall second, up to to_wall, in which the kernel
- * folded calls of pid (summary capture keeps a fast call's second, not its
- * time); 0 when none, or the file has no folded table (before schema v9).
- * A process's silence starts after its folded calls, not at its latest
- * row: at most a second early. */
+ * folded calls of pid; 0 when none, or the file has no folded table
+ * (before schema v9). Summary capture keeps a folded call's second (its
+ * entry's), not its time, nor the second's last entry (cw_fold_val in
+ * bpf/cuda.bpf.h): the last folded call started somewhere in it. */
 static uint64_t last_folded_wall(sqlite3 *db, const char *node, int64_t pid, uint64_t to_wall)
 {
 	sqlite3_stmt *st = NULL;
@@ -415,7 +415,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	int n = 0, ret, best = -1;
 	int64_t lo, hi;
 	uint64_t end, best_silent = 0, best_step = 0, best_thr = 0, best_last = 0;
-	int best_resumed = 0;
+	int best_resumed = 0, best_folded = 0;
 
 	if ((ret = cw_events_id_at(db, from_wall, &lo)) < 0 || (ret = cw_events_id_at(db, to_wall + 1, &hi)) < 0)
 		return ret;
@@ -429,8 +429,8 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 	for (int i = 0; i < n; i++) {
 		struct cw_stall_proc sp;
 		struct pidscan *p = &v[i];
-		uint64_t step, thr, last = 0, life_end, silent;
-		int resumed = 0;
+		uint64_t step, thr, last = 0, seen = 0, life_end, silent;
+		int resumed = 0, folded = 0;
 		json_t *d;
 
 		if ((ctx->opts->pid && p->pid != ctx->opts->pid) || p->n < CW_STALL_MIN_CALLS)
@@ -457,13 +457,23 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		for (int k = 0; k < p->n; k++)
 			if (p->calls[k].wall > last)
 				last = p->calls[k].wall;
+		seen = last;
 		{
+			/* Calls folded after the last row: the silence is counted
+			 * from the end of their second, the latest the last of
+			 * them can have started, so it is never overstated (up
+			 * to a second short). seen, the second's start, is the
+			 * earliest: an exit after it is this process's own. */
 			uint64_t lf = last_folded_wall(db, sys->node, p->pid, to_wall);
 
-			if (lf > last)
-				last = lf;
+			if (lf && lf + NSEC_PER_SEC > last) {
+				if (lf > seen)
+					seen = lf;
+				last = lf + NSEC_PER_SEC;
+				folded = 1;
+			}
 		}
-		life_end = p->exit_wall && p->exit_wall > last && p->exit_wall < end ? p->exit_wall : end;
+		life_end = p->exit_wall && p->exit_wall >= seen && p->exit_wall < end ? p->exit_wall : end;
 		silent = life_end > last ? life_end - last : 0;
 		if (p->gap_ns > silent &&
 		    (p->stall_event || !silence_unstored(db, sys->node, p->pid, p->gap_call.wall, p->gap_call.wall + p->gap_ns))) {
@@ -471,6 +481,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 			silent = p->gap_ns;
 			last = p->gap_call.wall;
 			resumed = 1;
+			folded = 0;
 		}
 		if (silent <= thr || silent <= best_silent)
 			continue;
@@ -482,6 +493,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		best_thr = thr;
 		best_last = last;
 		best_resumed = resumed;
+		best_folded = folded;
 	}
 	if (best < 0) {
 		ret = 0;
@@ -516,6 +528,10 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		cw_format_duration(best_thr, thrd, sizeof(thrd));
 		cw_chain_add_timeline(c, cw_layer_of_source(last->source), last->wall, "last GPU call: %s by thread %lld",
 				      last->op, (long long)last->tid);
+		if (best_folded)
+			cw_chain_add_timeline(c, cw_layer_of_source(last->source), best_last,
+					      "end of the last second with GPU calls folded in the kernel (summary capture"
+					      " keeps their second, not their time): the silence is counted from here");
 		if (d) {
 			/* Live thread states: the thread that made the last call
 			 * first, then the others (up to the timeline's room). */
@@ -586,7 +602,7 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		} else if ((d = event_detail(db, p->threads_event, &snap_mono)) &&
 			   (chain_threads(db, sys->node, d, snap_mono, "end_of_trace", c), c->nthreads > 0)) {
 			/* Not named live: the states trace stored at its end. */
-			for (int k = 0; k < c->nthreads && k < CW_CHAIN_MAX_TIMELINE - 2; k++) {
+			for (int k = 0; k < c->nthreads && k < CW_CHAIN_MAX_TIMELINE - 2 - best_folded; k++) {
 				char line[600];
 
 				cw_chain_thread_text(&c->threads[k], line, sizeof(line));
@@ -648,6 +664,9 @@ int cw_rule_training_stall(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		cw_chain_add_evidence(c, "threshold_ns", (double)best_thr, 1);
 		cw_chain_add_evidence(c, "exited", exited, 1);
 		cw_chain_add_evidence(c, "resumed", best_resumed, 1);
+		/* 1: the silence starts at the end of a folded second, a lower
+		 * bound of it (at most 1 s short). */
+		cw_chain_add_evidence(c, "silence_from_folded_second", best_folded, 1);
 		c->explained_ns = best_silent;
 		ret = 1;
 	}
