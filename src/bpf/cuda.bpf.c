@@ -22,7 +22,8 @@
  * Summary capture (cfg_capture_summary, trace --capture summary): a call
  * that is fast for its op, succeeded, is not NCCL or graph, is past its
  * process's first calls and is not the sample is folded at return into
- * fold_hist (fold_call) and emits nothing; the rest emit as above.
+ * fold_slots or fold_hist (fold_call) and emits nothing; the rest emit as
+ * above.
  *
  * Losses: a failed ring reserve is counted in cw_drops (per source) and in
  * cuda_stats. When the ring holds more than cfg_agg_bytes at return, a
@@ -123,6 +124,17 @@ struct {
 	__type(key, struct cw_fold_key);
 	__type(value, struct cw_fold_val);
 } fold_hist SEC(".maps");
+
+/* The first tier (cuda.bpf.h, struct cw_fold_slot); the loader sizes it
+ * and sets cfg_fold_slot_mask to its entries - 1. */
+const volatile __u32 cfg_fold_slot_mask = CW_FOLD_SLOTS - 1;
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, CW_FOLD_SLOTS);
+	__type(key, __u32);
+	__type(value, struct cw_fold_slot);
+} fold_slots SEC(".maps");
 
 /* An all-zero value to create fold_hist entries from (the BPF stack is
  * too small for one); never written. */
@@ -865,6 +877,31 @@ static __always_inline void forget_first_calls(__u32 pid)
 	}
 }
 
+/* k's value in fold_slots: its LIVE slot, or the slot it claims when that
+ * is FREE (zeroed by the drain); NULL when another key holds the slot. */
+static __always_inline struct cw_fold_val *fold_in_slot(const struct cw_fold_key *k)
+{
+	__u32 i = cw_fold_slot_index(k->tid, k->op, k->second, cfg_fold_slot_mask);
+	struct cw_fold_slot *s = bpf_map_lookup_elem(&fold_slots, &i);
+	__u64 st;
+
+	if (!s)
+		return NULL;
+	st = s->state;
+	if (st == CW_FOLD_SLOT_LIVE) {
+		if (s->key.tid == k->tid && s->key.op == k->op && s->key.second == k->second && s->key.pid == k->pid)
+			return &s->val;
+		return NULL;
+	}
+	if (st != CW_FOLD_SLOT_FREE ||
+	    __sync_val_compare_and_swap(&s->state, CW_FOLD_SLOT_FREE, CW_FOLD_SLOT_FILLING) != CW_FOLD_SLOT_FREE)
+		return NULL;
+	__builtin_memcpy(&s->key, k, sizeof(*k));
+	barrier();
+	s->state = CW_FOLD_SLOT_LIVE;
+	return &s->val;
+}
+
 /* --capture summary, for a successful non-NCCL call that took d ns:
  * returns 1 when it was folded into fold_hist (no record), 0 when it keeps
  * its full record, with *sample set when it is the sample. Each reason to
@@ -900,7 +937,9 @@ static __always_inline int fold_call(const struct cw_call_state *s, __u32 op, __
 	/* Unsigned: BPF has no signed division before cpu v4; wall time is
 	 * positive. */
 	k.second = (__s64)((s->e.hdr.ts_ns + (__u64)fold_wall_off) / 1000000000ULL);
-	f = bpf_map_lookup_elem(&fold_hist, &k);
+	f = fold_in_slot(&k);
+	if (!f)
+		f = bpf_map_lookup_elem(&fold_hist, &k);
 	if (!f) {
 		zero = bpf_map_lookup_elem(&fold_zero, &z);
 		if (!zero || bpf_map_update_elem(&fold_hist, &k, zero, BPF_NOEXIST) ||

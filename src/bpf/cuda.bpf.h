@@ -147,6 +147,30 @@ struct cw_fold_val {
 	__u32 buckets[CW_FOLD_BUCKETS];
 };
 
+/* The fold table's first tier, fold_slots: an mmapable array direct-mapped
+ * by (tid, op, second) (cw_fold_slot_index), whose lookup the verifier
+ * inlines, where fold_hist's costs a hash of the key (~50 ns a call,
+ * bench/RESULTS.md "trace"). A slot is claimed FREE -> FILLING by the
+ * folding thread's compare-and-swap, keyed, then published LIVE; only
+ * that thread updates it (its tid is in the key). Userspace drains a LIVE
+ * slot once its second is closed: copies it, zeroes key and value, and
+ * stores FREE last, so a claimant always starts from zero. A key whose
+ * slot holds another key goes to fold_hist. CW_FOLD_SLOTS entries, a power
+ * of two (fewer with the testing knob, trace.md "Capture"). */
+#define CW_FOLD_SLOTS 1024
+enum { CW_FOLD_SLOT_FREE = 0, CW_FOLD_SLOT_FILLING = 1, CW_FOLD_SLOT_LIVE = 2 };
+
+struct cw_fold_slot {
+	__u64 state; /* CW_FOLD_SLOT_* */
+	struct cw_fold_key key;
+	struct cw_fold_val val;
+};
+
+static inline __u32 cw_fold_slot_index(__u32 tid, __u32 op, __s64 second, __u32 mask)
+{
+	return ((tid * 0x9E3779B1u) ^ (op * 0x85EBCA77u) ^ ((__u32)second * 0xC2B2AE3Du)) >> 8 & mask;
+}
+
 /* In-kernel histogram of calls aggregated instead of emitted because the
  * ring was over its fill threshold: log2 buckets of the duration (bucket
  * b counts durations in [2^b, 2^(b+1)) ns). One per op, per CPU. */

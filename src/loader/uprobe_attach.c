@@ -172,12 +172,15 @@ struct cw_cuda_probes {
 	size_t nfiles, files_alloc;
 	int npairs;
 	unsigned fold_max; /* fold_hist's entries */
+	unsigned fold_nslots; /* fold_slots' entries, a power of two */
 	struct cw_call_slot *slots; /* call_slots, mapped */
+	struct cw_fold_slot *fold_slots; /* fold_slots, mapped */
 	struct bpf_link *exit_link; /* cw_thread_exit */
 };
 
 /* call_slots is an mmapable array: its elements lie value after value. */
 #define CALL_SLOTS_BYTES (sizeof(struct cw_call_slot) * CW_CALL_SLOTS)
+#define FOLD_SLOTS_BYTES(cp) (sizeof(struct cw_fold_slot) * (cp)->fold_nslots)
 
 static unsigned ring_bytes(unsigned kb)
 {
@@ -229,8 +232,19 @@ again:
 	cp->skel->rodata->cfg_capture_summary = o->capture_summary ? 1 : 0;
 	if (o->fold_sample)
 		cp->skel->rodata->cfg_fold_sample = o->fold_sample;
-	cp->fold_max = o->fold_max ? o->fold_max : CW_FOLD_MAX;
+	/* The testing knob sizes both tiers together, so a test can fill
+	 * them: half of it (a power of two, at least 1) slots, the rest (at
+	 * least 1) fold_hist. */
+	cp->fold_nslots = CW_FOLD_SLOTS;
+	cp->fold_max = CW_FOLD_MAX;
+	if (o->fold_max) {
+		while (cp->fold_nslots > 1 && cp->fold_nslots > o->fold_max / 2)
+			cp->fold_nslots /= 2;
+		cp->fold_max = o->fold_max > cp->fold_nslots ? o->fold_max - cp->fold_nslots : 1;
+	}
 	bpf_map__set_max_entries(cp->skel->maps.fold_hist, cp->fold_max);
+	bpf_map__set_max_entries(cp->skel->maps.fold_slots, cp->fold_nslots);
+	cp->skel->rodata->cfg_fold_slot_mask = cp->fold_nslots - 1;
 	if ((o->tracked_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_tracked, o->tracked_fd))) ||
 	    (o->drops_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_drops, o->drops_fd))) ||
 	    (o->stats_fd >= 0 && (rc = bpf_map__reuse_fd(cp->skel->maps.cw_stats, o->stats_fd)))) {
@@ -268,6 +282,14 @@ again:
 		rc = -errno;
 		cp->slots = NULL;
 		snprintf(err, errlen, "cannot map the open-call table: %s", strerror(-rc));
+		goto fail;
+	}
+	cp->fold_slots = mmap(NULL, FOLD_SLOTS_BYTES(cp), PROT_READ | PROT_WRITE, MAP_SHARED,
+			      bpf_map__fd(cp->skel->maps.fold_slots), 0);
+	if (cp->fold_slots == MAP_FAILED) {
+		rc = -errno;
+		cp->fold_slots = NULL;
+		snprintf(err, errlen, "cannot map the fold table: %s", strerror(-rc));
 		goto fail;
 	}
 	cp->exit_link = bpf_program__attach(cp->skel->progs.cw_thread_exit);
@@ -309,6 +331,8 @@ void cw_cuda_probes_close(struct cw_cuda_probes *cp)
 	free(cp->files);
 	if (cp->slots)
 		munmap(cp->slots, CALL_SLOTS_BYTES);
+	if (cp->fold_slots)
+		munmap(cp->fold_slots, FOLD_SLOTS_BYTES(cp));
 	cuda_bpf__destroy(cp->skel);
 	free(cp);
 }
@@ -821,6 +845,34 @@ void cw_cuda_probes_fold_set(struct cw_cuda_probes *cp, int64_t mono_to_wall_ns,
 	memcpy((void *)cp->skel->bss->fold_thresh, thresh, sizeof(cp->skel->bss->fold_thresh));
 }
 
+/* The closed seconds of fold_slots (cuda.bpf.h): each LIVE slot of a
+ * second up to last_second is copied, zeroed and freed (FREE stored last,
+ * so a claimant starts from zero), then handed to fn. Returns the slots
+ * drained. */
+static int drain_fold_slots(struct cw_cuda_probes *cp, int64_t last_second, struct cw_fold_val *v,
+			    void (*fn)(void *ctx, const struct cw_fold_key *k, const struct cw_fold_val *v),
+			    void *ctx)
+{
+	struct cw_fold_key k;
+	unsigned i;
+	int n = 0;
+
+	for (i = 0; cp->fold_slots && i < cp->fold_nslots; i++) {
+		struct cw_fold_slot *s = &cp->fold_slots[i];
+
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != CW_FOLD_SLOT_LIVE || s->key.second > last_second)
+			continue;
+		memcpy(&k, &s->key, sizeof(k));
+		memcpy(v, &s->val, sizeof(*v));
+		memset(&s->key, 0, sizeof(s->key));
+		memset(&s->val, 0, sizeof(s->val));
+		__atomic_store_n(&s->state, CW_FOLD_SLOT_FREE, __ATOMIC_RELEASE);
+		fn(ctx, &k, v);
+		n++;
+	}
+	return n;
+}
+
 int cw_cuda_probes_fold_drain(struct cw_cuda_probes *cp, int64_t last_second,
 			      void (*fn)(void *ctx, const struct cw_fold_key *k, const struct cw_fold_val *v),
 			      void *ctx)
@@ -838,6 +890,7 @@ int cw_cuda_probes_fold_drain(struct cw_cuda_probes *cp, int64_t last_second,
 		rc = -ENOMEM;
 		goto out;
 	}
+	n = drain_fold_slots(cp, last_second, v, fn, ctx);
 	/* Keys first, then lookups and deletes: deleting while walking can
 	 * restart the walk. */
 	while (nk < (int)cp->fold_max && !bpf_map_get_next_key(fd, prev, &next)) {

@@ -41,7 +41,7 @@ struct cw_cuda_probes_opts {
 	int no_multi;          /* one perf-event uprobe per function, no uprobe_multi links */
 	int capture_summary;   /* fold fast calls in the kernel (cuda.bpf.h, fold_hist) */
 	unsigned fold_sample;  /* keep 1 in this many foldable calls whole; 0 = 128 (a power of two) */
-	unsigned fold_max;     /* entries of fold_hist; 0 = CW_FOLD_MAX (tests fill a small one) */
+	unsigned fold_max;     /* entries of fold_slots and fold_hist together; 0 = CW_FOLD_SLOTS + CW_FOLD_MAX (tests fill a small one) */
 	/* Shared maps from kernel_probes (-1: own copies). */
 	int tracked_fd, drops_fd, stats_fd;
 };

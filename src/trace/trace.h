@@ -46,7 +46,7 @@ struct cw_trace_opts {
 	int kill_on_exit; /* PR_SET_PDEATHSIG in the launched command */
 	int py_mode, native_stacks; /* enum cw_py_mode */
 	int capture_summary;        /* --capture summary (trace's default): fast calls folded in the kernel */
-	unsigned fold_map_entries;  /* $CW_FOLD_MAP_ENTRIES, a testing knob: the fold map's size; 0: 4096 */
+	unsigned fold_map_entries;  /* $CW_FOLD_MAP_ENTRIES, a testing knob: the fold tables' entries; 0: 1024 + 4096 */
 	int no_hold;
 	int no_uprobe_multi; /* per-function perf-event uprobes */
 	uint64_t gpu_interval_ns, stall_after_ns;

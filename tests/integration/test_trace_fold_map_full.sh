@@ -1,9 +1,11 @@
 #!/bin/bash
-# Summary capture with its fold map full: a call that finds no room in the
-# kernel's per-(pid, tid, op, second) map keeps its full row and is counted
-# (trace.cuda.fold_map_full), never lost. The map is shrunk to 2 entries
-# with the testing knob CW_FOLD_MAP_ENTRIES (docs/trace.md, "Capture");
-# four threads need up to twelve (three open seconds each). query's
+# Summary capture with its fold tables full: a call that finds no room in
+# the kernel's per-(pid, tid, op, second) slots and map keeps its full row
+# and is counted (trace.cuda.fold_map_full), never lost. The tables are
+# shrunk to 2 entries together (1 slot, 1 map entry) with the testing knob
+# CW_FOLD_MAP_ENTRIES (docs/trace.md, "Capture"); four threads need up to
+# twelve (three open seconds each), so the one slot is drained and reused
+# each second: it must start from zero every time. query's
 # per-tenant summary (from rows) counts the folded calls too.
 set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
@@ -40,4 +42,16 @@ pt=$("$CW_BIN" query --db "$D/m.db" --per-tenant --json | python3 -c 'import jso
 print(sum(r["count"] + r["failed"] for r in json.load(sys.stdin) if r["op"] == "cudaStreamSynchronize"))')
 [ "$pt" = "$calls" ] || fail "query --per-tenant counts $pt calls, the loop made $calls"
 grep -q "fold map full $full," "$D/t.err" || fail "trace does not print the map-full count: $(tail -1 "$D/t.err")"
+
+# One thread for five seconds: the one slot is drained and claimed again
+# as the seconds pass, and every call is still a row or folded, once.
+CW_FOLD_MAP_ENTRIES=2 CW_FAKE_SYNC_US=20 "$CW_BIN" trace --db "$D/r.db" --no-view -- \
+	"$FIX/fake_workload" -T 5 -r 4000 -m sync >"$D/r.out" 2>"$D/r.err" || fail "trace: $(cat "$D/r.err")"
+calls=$(awk '$1=="calls" {print $2}' "$D/r.out")
+rows=$(sqlite3 "$D/r.db" "SELECT count(*) FROM events WHERE op='cudaStreamSynchronize'")
+folded=$(sqlite3 "$D/r.db" "SELECT coalesce((SELECT value FROM counters WHERE name='trace.cuda.folded'), 0)")
+secs=$(sqlite3 "$D/r.db" "SELECT count(DISTINCT second) FROM folded WHERE op='cudaStreamSynchronize'")
+echo "one thread, 5 s: calls $calls: rows $rows, folded $folded over $secs seconds"
+[ "$secs" -ge 4 ] || fail "folded calls in $secs seconds, the loop ran 5"
+[ $((rows + folded)) = "$calls" ] || fail "one thread: rows $rows + folded $folded != calls $calls"
 echo ok
