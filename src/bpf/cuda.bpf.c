@@ -963,9 +963,12 @@ static __always_inline int fold_call(const struct cw_call_state *s, __u32 op, __
 	return 1;
 }
 
-static __always_inline int enter_body(struct pt_regs *ctx)
+/* A call's entry, op and source in cookie. Returns 1 when its return has
+ * nothing to do (a process not traced, a registration, a hook with no
+ * work at return), which a session program uses to skip the return; 0
+ * otherwise, with *tid the calling thread. */
+static __always_inline int enter_call(struct pt_regs *ctx, __u64 cookie, __u32 *tid)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 op = CW_COOKIE_OP(cookie);
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct cw_call_key k;
@@ -973,30 +976,43 @@ static __always_inline int enter_body(struct pt_regs *ctx)
 	struct uregs r;
 
 	if (!traced(t))
-		return 0;
+		return 1;
 	load_regs(ctx, &r);
 	if (op == CW_HOOK_REGISTER_FUNCTION) {
 		/* (void **fatCubinHandle, const char *hostFun, char *deviceFun,
 		 *  const char *deviceName, ...): launches pass hostFun. */
 		emit_kernel_name(r.p[1], r.p[2]);
-		return 0;
+		return 1;
 	}
+	*tid = cw_task_tid(t, true);
 	if (op >= CW_HOOK_PRIMARY_CTX_RETAIN) {
 		__builtin_memset(&st, 0, sizeof(st));
-		k.tid = cw_task_tid(t, true);
+		k.tid = *tid;
 		k.op = op;
 		st.work = return_work(&r, op, &st.a, &st.b);
-		if (st.work)
-			keep_open(&k, &st);
+		if (!st.work)
+			return 1;
+		keep_open(&k, &st);
 		return 0;
 	}
-	return open_call(ctx, &r, t, op, CW_COOKIE_SRC(cookie));
+	/* Also when the call found no room (counted): its return is then
+	 * counted as orphaned, as without sessions. */
+	open_call(ctx, &r, t, op, CW_COOKIE_SRC(cookie));
+	return 0;
 }
 
-static __always_inline int return_body(struct pt_regs *ctx)
+static __always_inline int enter_body(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 op = CW_COOKIE_OP(cookie), src = CW_COOKIE_SRC(cookie);
+	__u32 tid;
+
+	enter_call(ctx, bpf_get_attach_cookie(ctx), &tid);
+	return 0;
+}
+
+/* A call's return: op and source from the attach cookie, tid the calling
+ * thread (a session program has all three in its session cookie). */
+static __always_inline int return_call(struct pt_regs *ctx, __u32 op, __u32 src, __u32 tid)
+{
 	int ret = (int)PT_REGS_RC(ctx);
 	struct cw_call_slot *slot;
 	struct cw_call_state *sp;
@@ -1008,11 +1024,14 @@ static __always_inline int return_body(struct pt_regs *ctx)
 
 	/* No tracked check: an open call exists only for a call whose entry
 	 * passed it. */
-	k.tid = (__u32)bpf_get_current_pid_tgid();
+	k.tid = tid;
 	k.op = op;
 	sp = find_open(&k, &slot);
 	if (!sp) {
-		if (op < CW_HOOK_REGISTER_FUNCTION)
+		/* A return whose entry was missed (the probes attached
+		 * mid-call), not one of a process that is not traced: the pair
+		 * runs every process's returns. */
+		if (op < CW_HOOK_REGISTER_FUNCTION && traced(bpf_get_current_task_btf()))
 			cs_count(CW_CS_RET_ORPHAN);
 		return 0;
 	}
@@ -1069,6 +1088,13 @@ done:
 	return 0;
 }
 
+static __always_inline int return_body(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+
+	return return_call(ctx, CW_COOKIE_OP(cookie), CW_COOKIE_SRC(cookie), (__u32)bpf_get_current_pid_tgid());
+}
+
 /* Every exiting thread (sched_process_exit fires per thread): its device
  * word goes with it, and with the last thread of a process its first-call
  * words. A few instructions for a thread that never set one. */
@@ -1083,11 +1109,36 @@ int BPF_PROG(cw_thread_exit, struct task_struct *p)
 	return 0;
 }
 
-/* Two attach flavours of the same bodies. The *_multi programs are loaded
- * with expected_attach_type BPF_TRACE_UPROBE_MULTI (kernel >= 6.6) by the
- * loader: one link per library copy, and one unregister synchronization
- * at detach instead of one per probe (~100 ms each on 6.x). The plain
- * programs are the per-probe perf-event fallback. */
+/* Three attach flavours of the same bodies. cw_call_session is loaded
+ * with expected_attach_type BPF_TRACE_UPROBE_SESSION (kernel >= 6.12):
+ * one program at entry and return, one link per library copy; the entry
+ * keeps the thread and the attach cookie in the session's own cookie, so
+ * the return calls no helper to find them, and an entry with nothing to
+ * do at return (a process not traced) skips the return probe altogether.
+ * The *_multi programs, loaded with BPF_TRACE_UPROBE_MULTI (>= 6.6), are
+ * the pair of links per library copy it falls back to: one unregister
+ * synchronization at detach instead of one per probe (~100 ms each on
+ * 6.x). The plain programs are the per-probe perf-event fallback. */
+extern __u64 *bpf_session_cookie(void) __ksym __weak;
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+SEC("uprobe")
+int cw_call_session(struct pt_regs *ctx)
+{
+	__u64 *sc = bpf_session_cookie(), c;
+	__u32 tid = 0;
+
+	if (!bpf_session_is_return()) {
+		c = bpf_get_attach_cookie(ctx);
+		if (enter_call(ctx, c, &tid))
+			return 1; /* no return probe */
+		*sc = ((__u64)tid << 32) | (__u32)c;
+		return 0;
+	}
+	c = *sc;
+	return return_call(ctx, CW_COOKIE_OP(c), CW_COOKIE_SRC(c), (__u32)(c >> 32));
+}
+
 SEC("uprobe")
 int cw_call_enter(struct pt_regs *ctx)
 {

@@ -76,6 +76,8 @@ static const char usage_text[] =
 	"                     in place, so its first calls are recorded)\n"
 	"  --no-uprobe-multi  one perf-event uprobe per function instead of one\n"
 	"                     uprobe_multi link per library copy (slower to stop)\n"
+	"  --no-uprobe-session an entry and a return probe per function instead of\n"
+	"                     one uprobe session (kernel >= 6.12; slower per call)\n"
 	"  --serve ADDR:PORT  while tracing, serve the read-only HTTPS API of `causeway\n"
 	"                     serve` over the database being written (TLS, client CA\n"
 	"                     and token from the config's server.* keys or $CW_TOKEN)\n"
@@ -309,6 +311,10 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 			o->no_uprobe_multi = 1;
 			continue;
 		}
+		if (!strcmp(a, "--no-uprobe-session")) {
+			o->no_uprobe_session = 1;
+			continue;
+		}
 		if (!strcmp(a, "--bpf-stats")) {
 			o->bpf_stats = 1;
 			continue;
@@ -323,7 +329,7 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 				"--db", "--duration", "--node", "--size-cap", "--lock-wait", "--lock-buffer",
 				"--ring-kb", "--agg-pct", "--py-stacks", "--capture", "--native-stacks", "--hang-after",
 				"--nccl-ras",
-				"--no-hold", "--no-uprobe-multi", "--serve", "--bpf-stats", "--otlp",
+				"--no-hold", "--no-uprobe-multi", "--no-uprobe-session", "--serve", "--bpf-stats", "--otlp",
 				"--gpu-interval", "--no-gpu", "--stall-after", "--json", "--no-view",
 				"--kill-on-exit", "--help", NULL,
 			};

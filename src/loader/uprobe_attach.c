@@ -145,6 +145,7 @@ struct attached_file {
 /* Kernel ABI of BPF_LINK_CREATE for uprobe_multi links (Linux 6.6,
  * include/uapi/linux/bpf.h); libbpf 1.1's headers predate it. */
 #define CW_BPF_TRACE_UPROBE_MULTI 48
+#define CW_BPF_TRACE_UPROBE_SESSION 57 /* Linux 6.12 */
 #define CW_BPF_F_UPROBE_MULTI_RETURN 1u
 struct cw_link_create_umulti {
 	__u32 prog_fd;
@@ -163,6 +164,7 @@ struct cw_link_create_umulti {
 struct cw_cuda_probes {
 	struct cuda_bpf *skel;
 	int multi;         /* uprobe_multi links available */
+	int session;       /* uprobe session links (cw_call_session) available */
 	int sleepable;     /* cw_register_function (uprobe.s) loaded */
 	int *mfds;         /* uprobe_multi link fds */
 	size_t nmfds, mfds_alloc;
@@ -213,6 +215,13 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	 * RESULTS.md, "trace"). no_multi (trace --no-uprobe-multi) forces
 	 * per-probe links. */
 	cp->multi = !o->no_multi;
+	/* Sessions where the kernel has them (>= 6.12) and some processes
+	 * are not traced: a process not traced then pays the entry probe
+	 * only, ~0.8 us a call instead of ~1.4 us. When every process is
+	 * traced, every call runs its return anyway, and the pair costs a
+	 * traced call ~25 ns less than a session (bench/RESULTS.md, "trace").
+	 * no_session (trace --no-uprobe-session) keeps the pair. */
+	cp->session = cp->multi && !o->no_session && (o->filter_tracked || o->filter_cgroup);
 	cp->sleepable = 1;
 again:
 	cp->skel = cuda_bpf__open();
@@ -258,15 +267,23 @@ again:
 		bpf_program__set_autoload(cp->skel->progs.cw_call_enter_multi, false);
 		bpf_program__set_autoload(cp->skel->progs.cw_call_return_multi, false);
 	}
+	if (cp->session)
+		bpf_program__set_expected_attach_type(cp->skel->progs.cw_call_session, CW_BPF_TRACE_UPROBE_SESSION);
+	else
+		bpf_program__set_autoload(cp->skel->progs.cw_call_session, false);
 	if (!cp->sleepable)
 		bpf_program__set_autoload(cp->skel->progs.cw_register_function, false);
 	rc = cuda_bpf__load(cp->skel);
-	if (rc && (cp->sleepable || cp->multi)) {
-		/* Older kernels: first without the sleepable registration probe
-		 * (< 6.0), then with per-probe links (no uprobe_multi, < 6.6). */
+	if (rc && (cp->session || cp->sleepable || cp->multi)) {
+		/* Older kernels: first without the session program (no session
+		 * kfuncs, < 6.12), then without the sleepable registration
+		 * probe (< 6.0), then with per-probe links (no uprobe_multi,
+		 * < 6.6). */
 		cuda_bpf__destroy(cp->skel);
 		cp->skel = NULL;
-		if (cp->sleepable)
+		if (cp->session)
+			cp->session = 0;
+		else if (cp->sleepable)
 			cp->sleepable = 0;
 		else
 			cp->multi = 0;
@@ -460,8 +477,10 @@ static int attach_one(struct cw_cuda_probes *cp, const char *path, uint64_t off,
 			   cookie, ret);
 }
 
-static int link_umulti(int prog_fd, const char *path, const uint64_t *offs, const uint64_t *cookies, uint32_t n,
-		       int ret)
+/* attach_type: CW_BPF_TRACE_UPROBE_MULTI (ret: the return probes) or
+ * CW_BPF_TRACE_UPROBE_SESSION. */
+static int link_umulti(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
+		       const uint64_t *cookies, uint32_t n, int ret)
 {
 	union bpf_attr attr;
 	struct cw_link_create_umulti *lc = (struct cw_link_create_umulti *)&attr;
@@ -470,7 +489,7 @@ static int link_umulti(int prog_fd, const char *path, const uint64_t *offs, cons
 	_Static_assert(sizeof(struct cw_link_create_umulti) <= sizeof(union bpf_attr), "attr size");
 	memset(&attr, 0, sizeof(attr));
 	lc->prog_fd = (__u32)prog_fd;
-	lc->attach_type = CW_BPF_TRACE_UPROBE_MULTI;
+	lc->attach_type = attach_type;
 	lc->path = (__u64)(uintptr_t)path;
 	lc->offsets = (__u64)(uintptr_t)offs;
 	lc->cookies = (__u64)(uintptr_t)cookies;
@@ -496,7 +515,8 @@ static int push_mfd(struct cw_cuda_probes *cp, int fd)
 	return 0;
 }
 
-/* All hooks of one file as two uprobe_multi links (entries, returns).
+/* All hooks of one file as one uprobe session link, or (no sessions) two
+ * uprobe_multi links (entries, returns).
  * Returns the pairs attached or -errno. */
 static int attach_multi(struct cw_cuda_probes *cp, struct cw_elf *e, const char *path, const struct scan *sc)
 {
@@ -518,12 +538,30 @@ static int attach_multi(struct cw_cuda_probes *cp, struct cw_elf *e, const char 
 		rc = -ENOENT;
 		goto out;
 	}
-	fe = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_enter_multi), path, offs, cookies, n, 0);
+	if (cp->session) {
+		fe = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_session), CW_BPF_TRACE_UPROBE_SESSION, path,
+				 offs, cookies, n, 0);
+		if (fe >= 0) {
+			if ((rc = push_mfd(cp, fe)))
+				goto out;
+			fe = -1;
+			rc = (int)n;
+			goto out;
+		}
+		if (fe != -EINVAL && fe != -EOPNOTSUPP && fe != -ENOSYS) {
+			rc = fe;
+			goto out;
+		}
+		cp->session = 0; /* this kernel has no uprobe sessions: the pair */
+	}
+	fe = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_enter_multi), CW_BPF_TRACE_UPROBE_MULTI, path, offs,
+			 cookies, n, 0);
 	if (fe < 0) {
 		rc = fe;
 		goto out;
 	}
-	fr = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_return_multi), path, offs, cookies, n, 1);
+	fr = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_return_multi), CW_BPF_TRACE_UPROBE_MULTI, path, offs,
+			 cookies, n, 1);
 	if (fr < 0) {
 		rc = fr;
 		goto out;
@@ -922,6 +960,11 @@ int cw_cuda_probes_nlibs(const struct cw_cuda_probes *cp)
 int cw_cuda_probes_npairs(const struct cw_cuda_probes *cp)
 {
 	return cp->npairs;
+}
+
+const char *cw_cuda_probes_kind(const struct cw_cuda_probes *cp)
+{
+	return cp->session ? "uprobe sessions" : cp->multi ? "uprobe_multi pairs" : "perf-event uprobe pairs";
 }
 
 int cw_cuda_probes_pystack_fds(struct cw_cuda_probes *cp, int *procs_fd, int *tstate_fd)

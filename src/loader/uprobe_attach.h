@@ -39,6 +39,7 @@ struct cw_cuda_probes_opts {
 	int py_mode;           /* enum cw_py_mode (cuda.bpf.h); 0 = off */
 	int native_stacks;     /* a native user stack after every call entry */
 	int no_multi;          /* one perf-event uprobe per function, no uprobe_multi links */
+	int no_session;        /* uprobe_multi entry and return pairs, no uprobe session links */
 	int capture_summary;   /* fold fast calls in the kernel (cuda.bpf.h, fold_hist) */
 	unsigned fold_sample;  /* keep 1 in this many foldable calls whole; 0 = 128 (a power of two) */
 	unsigned fold_max;     /* entries of fold_slots and fold_hist together; 0 = CW_FOLD_SLOTS + CW_FOLD_MAX (tests fill a small one) */
@@ -110,6 +111,10 @@ int cw_cuda_probes_fold_drain(struct cw_cuda_probes *cp, int64_t last_second,
 /* Totals: library copies and probe pairs attached. */
 int cw_cuda_probes_nlibs(const struct cw_cuda_probes *cp);
 int cw_cuda_probes_npairs(const struct cw_cuda_probes *cp);
+/* How the probes are attached: "uprobe sessions", "uprobe_multi pairs"
+ * or "perf-event uprobe pairs" (the kernel decides, or trace's
+ * --no-uprobe-session and --no-uprobe-multi). */
+const char *cw_cuda_probes_kind(const struct cw_cuda_probes *cp);
 
 /* The maps of the Python stack capture (bpf/pystack.bpf.h), for
  * src/pyframe/pystack_loader. Returns 0 or -EBADF. */

@@ -119,6 +119,7 @@ static int step_cuda_probes(struct trace *t, char *err, size_t errlen)
 	co.capture_summary = t->o.capture_summary;
 	co.fold_max = t->o.fold_map_entries;
 	co.no_multi = t->o.no_uprobe_multi;
+	co.no_session = t->o.no_uprobe_session;
 	co.tracked_fd = cw_kernel_probes_tracked_fd(t->kp);
 	co.drops_fd = cw_kernel_probes_drops_fd(t->kp);
 	co.stats_fd = cw_kernel_probes_stats_fd(t->kp);
@@ -427,10 +428,11 @@ void trace_started(struct trace *t)
 	cw_writer_counter_set(t->w, "trace.startup_ms", attach_ns / 1000000);
 	cw_consumer_unlock(&t->cons);
 	if (!t->o.json)
-		cw_trace_say(&t->o.say, "causeway: tracing %s: %d libraries, %d probes attached in %.0f ms; "
+		cw_trace_say(&t->o.say, "causeway: tracing %s: %d libraries, %d probes attached in %.0f ms (%s); "
 					"recording to \"%s\"\n",
 			     t->o.command ? t->o.command[0] : t->o.npids ? "the named processes" : "every CUDA process",
-			     cw_cuda_probes_nlibs(t->cp), cw_cuda_probes_npairs(t->cp), attach_ns / 1e6, t->o.db);
+			     cw_cuda_probes_nlibs(t->cp), cw_cuda_probes_npairs(t->cp), attach_ns / 1e6,
+			     cw_cuda_probes_kind(t->cp), t->o.db);
 	say_default_cap(t);
 	if (t->gate_fd >= 0) {
 		if (write(t->gate_fd, "g", 1) != 1)

@@ -49,6 +49,7 @@ struct cw_trace_opts {
 	unsigned fold_map_entries;  /* $CW_FOLD_MAP_ENTRIES, a testing knob: the fold tables' entries; 0: 1024 + 4096 */
 	int no_hold;
 	int no_uprobe_multi; /* per-function perf-event uprobes */
+	int no_uprobe_session; /* uprobe_multi entry and return pairs, no sessions */
 	uint64_t gpu_interval_ns, stall_after_ns;
 	int no_gpu;
 	const char *nvml_path;   /* NULL: $CW_NVML_LIB or libnvidia-ml.so.1 */
