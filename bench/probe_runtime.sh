@@ -34,7 +34,8 @@ HIST="uprobe:$LIB:cudaStreamSynchronize { @s[tid] = nsecs; } uretprobe:$LIB:cuda
 for r in $(seq "$REPS"); do
 	# causeway: the stats are read from inside the traced command, while the
 	# probes are still attached.
-	taskset -c 0 "$BUILD/causeway" trace --no-view ${CW_TRACE_FLAGS:-} --cuda-lib "$LIB" --db "$D/t.db" -- bash -c \
+	# Pairs, not sessions: entry and return programs are timed apart.
+	taskset -c 0 "$BUILD/causeway" trace --no-view --no-uprobe-session ${CW_TRACE_FLAGS:-} --cuda-lib "$LIB" --db "$D/t.db" -- bash -c \
 		"taskset -c $WCPU $FIX/fake_workload -n $N -m sync >/dev/null; $(declare -f per_run); N=$N per_run" \
 		2>/dev/null | awk '/^cw_call_enter/{e=$2} /^cw_call_return/{x=$2} END{print "causeway", e, x}'
 	rm -f "$D/t.db"*

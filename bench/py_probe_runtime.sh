@@ -31,7 +31,8 @@ for py in "$@"; do
 	for depth in 5 30; do
 		for mode in off all; do
 			for r in $(seq "$REPS"); do
-				taskset -c 0 "$BUILD/causeway" trace --no-view --py-stacks $mode --cuda-lib "$LIB" \
+				# Pairs, not sessions: the entry program is timed apart.
+				taskset -c 0 "$BUILD/causeway" trace --no-view --no-uprobe-session --py-stacks $mode --cuda-lib "$LIB" \
 					--db "$D/t.db" -- bash -c "taskset -c $WCPU $py bench/py_loop.py $LIB $N $depth >/dev/null;
 					$(declare -f per_run); N=$N per_run" 2>/dev/null | awk '/^cw_call_enter/{print $2}'
 				rm -f "$D/t.db"*

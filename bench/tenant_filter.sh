@@ -49,7 +49,8 @@ if best:
 # run LABEL CGROUP-OF-WORKLOAD [FILTER...]
 run() {
 	local label=$1 cg=$2; shift 2
-	taskset -c 0 "$BUILD/causeway" trace --no-view --cuda-lib "$LIB" --db "$D/t.db" "$@" -- bash -c \
+	# Pairs, not sessions: the entry program is timed apart.
+	taskset -c 0 "$BUILD/causeway" trace --no-view --no-uprobe-session --cuda-lib "$LIB" --db "$D/t.db" "$@" -- bash -c \
 		"echo \$\$ > $V2$cg/cgroup.procs && $(declare -f snap per_run); N=$N; snap $D/a.json; taskset -c $WCPU $FIX/fake_workload -n $N -m sync >/dev/null; snap $D/b.json; per_run $D/a.json $D/b.json" \
 		2>/dev/null | awk -v l="$label" 'NF {print l, $1; exit}'
 	rm -f "$D/t.db"*

@@ -134,3 +134,32 @@ for rate in 50000 200000; do
 		printf "  offered %d calls/s: made %d in 5 s (%.0f/s), stored %d, folded %d, dropped+aggregated %d, agent CPU %.1f %% of one core, peak RSS %.1f MiB\n",
 		       r, got, got / 5, st, fo, dr, 100 * (t1 - t0) / hz / (s1 - s0), hwm / 1024 }'
 done
+
+# A process that is not traced, beside one that is (trace --pid of another
+# process): what the probes cost it per call, under uprobe sessions (the
+# entry only) and uprobe_multi pairs (entry and return), alternated, one
+# line per rep.
+sleep 600 &
+SP=$!
+for r in $(seq "$REPS"); do
+	for kind in session pairs; do
+		flag=; [ $kind = pairs ] && flag=--no-uprobe-session
+		rm -f "$D/u.db"*
+		taskset -c 0 "$CW" trace --no-view --pid $SP $flag --cuda-lib "$LIB" --db "$D/u.db" >/dev/null 2>"$D/u.err" &
+		tp=$!
+		for _ in $(seq 100); do grep -q "probes attached" "$D/u.err" && break; sleep 0.1; done
+		taskset -c $WCPU "$FIX/fake_workload" -m twins -n "$ROUNDS" >"$D/uo"
+		kill -INT $tp; wait $tp
+		echo "$kind $(twin "$D/uo" cwBenchTwin1) $(twin "$D/uo" cudaStreamSynchronize) $(grep -o '(uprobe[^)]*)' "$D/u.err")"
+	done
+done >"$D/untraced"
+kill $SP
+python3 - "$D/untraced" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+for kind in ("session", "pairs"):
+    v = [float(r[2]) - float(r[1]) for r in rows if r[0] == kind]
+    if v:
+        print(f"  a process not traced, {kind}: adds {statistics.median(v):.0f} ns per call"
+              f" (median of {len(v)} reps: {', '.join(f'{x:.0f}' for x in v)})")
+PY
