@@ -267,10 +267,18 @@ again:
 		bpf_program__set_autoload(cp->skel->progs.cw_call_enter_multi, false);
 		bpf_program__set_autoload(cp->skel->progs.cw_call_return_multi, false);
 	}
-	if (cp->session)
+	if (cp->session) {
+		/* A kernel that verifies the session program (its kfuncs came
+		 * with session links, 6.12) attaches it: the pairs, whose
+		 * verification costs ~0.5 s each, are not loaded. */
 		bpf_program__set_expected_attach_type(cp->skel->progs.cw_call_session, CW_BPF_TRACE_UPROBE_SESSION);
-	else
+		bpf_program__set_autoload(cp->skel->progs.cw_call_enter_multi, false);
+		bpf_program__set_autoload(cp->skel->progs.cw_call_return_multi, false);
+		bpf_program__set_autoload(cp->skel->progs.cw_call_enter, false);
+		bpf_program__set_autoload(cp->skel->progs.cw_call_return, false);
+	} else {
 		bpf_program__set_autoload(cp->skel->progs.cw_call_session, false);
+	}
 	if (!cp->sleepable)
 		bpf_program__set_autoload(cp->skel->progs.cw_register_function, false);
 	rc = cuda_bpf__load(cp->skel);
@@ -541,18 +549,15 @@ static int attach_multi(struct cw_cuda_probes *cp, struct cw_elf *e, const char 
 	if (cp->session) {
 		fe = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_session), CW_BPF_TRACE_UPROBE_SESSION, path,
 				 offs, cookies, n, 0);
-		if (fe >= 0) {
-			if ((rc = push_mfd(cp, fe)))
-				goto out;
-			fe = -1;
-			rc = (int)n;
+		/* No fallback to the pairs: they are not loaded
+		 * (cw_cuda_probes_open). */
+		if (fe < 0 || (rc = push_mfd(cp, fe))) {
+			rc = fe < 0 ? fe : rc;
 			goto out;
 		}
-		if (fe != -EINVAL && fe != -EOPNOTSUPP && fe != -ENOSYS) {
-			rc = fe;
-			goto out;
-		}
-		cp->session = 0; /* this kernel has no uprobe sessions: the pair */
+		fe = -1;
+		rc = (int)n;
+		goto out;
 	}
 	fe = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_enter_multi), CW_BPF_TRACE_UPROBE_MULTI, path, offs,
 			 cookies, n, 0);
@@ -646,9 +651,10 @@ int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw
 			r.attached += m;
 			goto attached;
 		}
-		if (m != -EINVAL && m != -EOPNOTSUPP && m != -ENOSYS) {
+		if (cp->session || (m != -EINVAL && m != -EOPNOTSUPP && m != -ENOSYS)) {
 			rc = m;
-			snprintf(err, errlen, "cannot attach to \"%s\": %s", path, strerror(-m));
+			snprintf(err, errlen, "cannot attach to \"%s\": %s%s", path, strerror(-m),
+				 cp->session ? " (as uprobe sessions; trace --no-uprobe-session attaches pairs)" : "");
 			goto out;
 		}
 		cp->multi = 0; /* this kernel has no uprobe_multi links */

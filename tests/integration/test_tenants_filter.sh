@@ -38,7 +38,7 @@ all() { sqlite3 "$1" "SELECT count(*) FROM events WHERE op = 'cudaStreamSynchron
 
 run "$D/a.db" --container "${ca:0:12}"
 echo "--container ${ca:0:12}: A $(count "$D/a.db" "$A"), B $(count "$D/a.db" "$B"), slurm $(count "$D/a.db" "$S"), all $(all "$D/a.db")"
-[ "$(count "$D/a.db" "$A")" = 40 ] || fail "--container: A's calls not all recorded"
+[ "$(count "$D/a.db" "$A")" = 40 ] || fail "--container: A's calls not all recorded: $(cat "$D/t.out")"
 [ "$(all "$D/a.db")" = 40 ] || fail "--container: calls of other tenants recorded"
 allowed=$(sqlite3 "$D/a.db" "SELECT value FROM counters WHERE name = 'trace.cgroups.allowed'")
 [ "$allowed" = 1 ] || fail "--container: $allowed cgroups allowed, want 1"
