@@ -118,6 +118,7 @@ struct cw_rule_ctx {
 	const struct cw_opstat *st;
 	struct cw_sysctx *sys; /* block I/O is loaded lazily by the probe */
 	uint64_t window_from_ns, window_to_ns; /* wall */
+	int incident;                  /* probed on an incident's seconds (explain_op.c) */
 	int max_out;                   /* chains the rule may fill at its out */
 	const struct cw_opstat *ops;   /* node-wide: the node's ops */
 	size_t nops;

@@ -525,6 +525,28 @@ static int measure_offcpu(struct cw_rule_ctx *ctx, sqlite3_stmt *st, struct cw_s
 	return ret;
 }
 
+/* Whether op had calls (any process's, in the per-second aggregates,
+ * which retention keeps) in a second before sec: a PK seek. */
+static int op_began_before(sqlite3 *db, const struct cw_opstat *op, int64_t sec, int *out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db,
+				    "SELECT 1 FROM aggregates WHERE node = ?1 AND source = ?2 AND op = ?3 AND second < ?4"
+				    " LIMIT 1",
+				    -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return cw_sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, op->node, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, op->source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, op->op, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, sec);
+	rc = sqlite3_step(st);
+	*out = rc == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 {
 	/* The intervals that overlap a call [?2, ?3): those starting inside
@@ -546,6 +568,7 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 	sqlite3_stmt *st = NULL, *off = NULL, *first = NULL;
 	size_t cap = 0, ccap = 0;
 	uint64_t first_calls;
+	int began = 0;
 	int64_t lo_id = 1, hi_id = 0;
 	int rc, ret = 0, pass;
 
@@ -620,7 +643,12 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 	qsort(ctx->calls, ctx->ncalls, sizeof(*ctx->calls), call_cmp);
 
 	/* Cold start: a call is among the op's first calls when it falls in
-	 * the op's first active second or in the first 5 % of its calls. */
+	 * the op's first active second or in the first 5 % of its calls, and
+	 * the window holds the op's start: a window that begins after the op
+	 * made calls (explain over an incident's own seconds) has a first
+	 * second that is only the window's. */
+	if ((ret = op_began_before(ctx->db, op, (int64_t)(ctx->window_from_ns / NSEC_PER_SEC), &began)) < 0)
+		goto out;
 	first_calls = op->count / 20;
 	for (size_t i = 0; i < ctx->ncalls; i++) {
 		struct cw_slowcall *c = &ctx->calls[i];
@@ -631,7 +659,7 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 		c->io_same_pid_ns = io_same_pid(ctx->sys, c->pid, c->mono_ns, c->mono_ns + c->dur_ns);
 		/* A call that never returned is no start-up cost: it is what a
 		 * hang or a stall leaves open, however early it began. */
-		c->early = !c->unfinished && ((op->nsecs && sec <= op->secs[0].second) ||
+		c->early = !began && !c->unfinished && ((op->nsecs && sec <= op->secs[0].second) ||
 					      cw_opstat_calls_through(op, sec) <= first_calls);
 		ctx->slow_time_ns += c->dur_ns;
 		ctx->preempted_ns += c->preempted_ns;

@@ -481,6 +481,88 @@ static void test_incident_of_the_window_culprit(void **state)
 	destroy(&f);
 }
 
+/* A hog that takes the loop's CPU for a whole call once a second, 3 s:
+ * 12 s of 200 syncs/s of 1 ms, from second 5 the first sync of each
+ * second 950 ms (preempted by the hog throughout when seen). 3 slow
+ * calls among the incident's 603 are under 1 %: its p99 is 1 ms, its
+ * seconds average ~6x the normal. */
+static void build_whole_call_hog(struct fx *f, int seen)
+{
+	struct cw_session_info si = { .node = "n1", .kind = "test", .started_wall_ns = T0 + OFF, .mono_to_wall_ns = OFF,
+				      .rank = -1, .local_rank = -1, .world_size = -1 };
+	struct cw_writer_opts wo = { .node = "n1" };
+	struct cw_process_row pr = { .pid = PID, .comm = "python", .rank = -1, .local_rank = -1, .world_size = -1,
+				     .start_wall_ns = T0 + OFF };
+	struct cw_writer *w;
+	char err[256];
+	int64_t sid;
+	int fd;
+
+	strcpy(f->path, "/tmp/cw-test-incident-XXXXXX");
+	fd = mkstemp(f->path);
+	close(fd);
+	unlink(f->path);
+	assert_int_equal(cw_store_open(&f->st, f->path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	assert_int_equal(cw_session_begin(f->st, &si, &sid), 0);
+	wo.session_id = sid;
+	assert_int_equal(cw_writer_new(&w, f->st, &wo), 0);
+	assert_int_equal(cw_writer_process(w, &pr), 0);
+	for (int s = 0; s < 12; s++) {
+		int hog = s >= 5 && s < 8;
+		uint64_t t = T0 + (uint64_t)s * SEC;
+
+		for (int k = 0; k < (hog ? 201 : 200); k++) {
+			uint64_t d = hog && k == 0 ? 950 * MS : MS + (uint64_t)(k % 5) * 20 * US;
+			struct cw_event_row r = { .mono_ns = t, .wall_ns = t + OFF, .duration_ns = d, .pid = PID,
+						  .tid = PID, .comm = "python", .source = "cuda",
+						  .op = "cudaStreamSynchronize", .device = 0, .has_ret = 1 };
+
+			assert_int_equal(cw_writer_event(w, &r), 0);
+			if (hog && k == 0 && seen) {
+				struct cw_offcpu_row o = { .pid = PID, .tid = PID, .comm = "python",
+							   .start_mono_ns = t + 100 * US, .end_mono_ns = t + d - 100 * US,
+							   .wall_ns = t + 100 * US + OFF, .reason = "preempted", .cpu = 3,
+							   .by_pid = HOG, .by_tid = HOG, .by_comm = "stress-ng" };
+				assert_int_equal(cw_writer_offcpu(w, &o), 0);
+			}
+			t += d + 20 * US;
+		}
+	}
+	assert_int_equal(cw_writer_free(w), 0);
+}
+
+/* An incident whose slow calls are under 1 % of its calls is still
+ * probed with every rule (it is slow by its seconds' means, not its
+ * p99), and its first second is no start-up: the op ran before it. */
+static void test_incident_of_few_whole_calls(void **state)
+{
+	struct cw_explain_opts o = { .from_wall_ns = T0 + OFF + 4 * SEC, .to_wall_ns = T0 + OFF + 11 * SEC - 1 };
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+	struct fx f;
+
+	(void)state;
+	build_whole_call_hog(&f, 1);
+	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+	c = find(&r, CW_KIND_CPU_PREEMPTION);
+	assert_non_null(c);
+	assert_int_equal(c->culprit.pid, HOG);
+	assert_int_equal(c->slow_count, 3);
+	near(evidence(c, "incident_from_ns"), (double)(T0 + OFF + 5 * SEC));
+	assert_null(find(&r, CW_KIND_COLD_START));
+	cw_explain_result_free(&r);
+	destroy(&f);
+	/* The hog unseen (no off-CPU interval): no rule explains the
+	 * incident, and the 950 ms call in its first second is not read as
+	 * the op's start-up. */
+	build_whole_call_hog(&f, 0);
+	assert_int_equal(cw_explain_run(f.st->db, &o, &r), 0);
+	assert_null(find(&r, CW_KIND_COLD_START));
+	assert_null(find(&r, CW_KIND_CPU_PREEMPTION));
+	cw_explain_result_free(&r);
+	destroy(&f);
+}
+
 static void test_healthy_hour(void **state)
 {
 	struct fx f;
@@ -506,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_incident_beside_noise),
 		cmocka_unit_test(test_incidents_each_their_own),
 		cmocka_unit_test(test_incident_of_the_window_culprit),
+		cmocka_unit_test(test_incident_of_few_whole_calls),
 		cmocka_unit_test(test_healthy_hour),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
