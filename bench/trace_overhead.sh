@@ -42,7 +42,7 @@ D=$(mktemp -d); trap 'rm -rf "$D"' EXIT
 FLOOR=
 if clang -g -O2 -target bpf -D__TARGET_ARCH_x86 -I"$BUILD/gen" -c bench/timer_floor/floor.bpf.c -o "$D/floor.bpf.o" &&
 	bpftool gen skeleton "$D/floor.bpf.o" name floor_bpf >"$D/floor.skel.h" &&
-	cc -O2 -Wall -I"$D" bench/timer_floor/floor.c -o "$D/floor" $(pkg-config --cflags --libs libbpf libelf); then
+	cc -O2 -Wall -I"$D" -Isrc bench/timer_floor/floor.c "$BUILD/libcauseway.a" -o "$D/floor" $(pkg-config --cflags --libs libbpf libelf); then
 	FLOOR=$D/floor
 else
 	echo "  note: the floor timer did not build; no floor column"

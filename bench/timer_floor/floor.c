@@ -5,8 +5,6 @@
  * (bench/trace_overhead.sh builds it); exits 2 when the kernel has no
  * uprobe sessions. */
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
 #include <linux/bpf.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "floor.skel.h"
+#include "loader/elfsyms.h"
 
 /* floor.bpf.c's per-CPU value. */
 struct floor_total {
@@ -35,53 +34,21 @@ struct link_create_umulti {
 	__u32 cnt, umulti_flags, pid;
 };
 
-/* FUNCTION's file offset in LIBRARY: its dynamic symbol's address, moved
- * into the file by the loadable segment that holds it. */
+/* FUNCTION's file offset in LIBRARY, the way trace finds its hooks
+ * (src/loader/elfsyms.h); -1 when it has none. */
 static long func_offset(const char *path, const char *func)
 {
-	long off = -1;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	size_t nph, i;
-	Elf *e;
-	int fd;
+	struct cw_elf_sym sym;
+	struct cw_elf *e;
+	uint64_t off;
+	long r = -1;
 
-	elf_version(EV_CURRENT);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || !(e = elf_begin(fd, ELF_C_READ, NULL)))
+	if (cw_elf_open(&e, path))
 		return -1;
-	while (off < 0 && (scn = elf_nextscn(e, scn))) {
-		Elf_Data *d;
-		GElf_Sym s;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
-			const char *n;
-
-			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC || !s.st_value)
-				continue;
-			n = elf_strptr(e, sh.sh_link, s.st_name);
-			if (n && !strcmp(n, func)) {
-				off = (long)s.st_value;
-				break;
-			}
-		}
-	}
-	if (off >= 0 && !elf_getphdrnum(e, &nph)) {
-		for (i = 0; i < nph; i++) {
-			GElf_Phdr ph;
-
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
-			    (GElf_Addr)off >= ph.p_vaddr && (GElf_Addr)off < ph.p_vaddr + ph.p_memsz) {
-				off = off - (long)ph.p_vaddr + (long)ph.p_offset;
-				break;
-			}
-		}
-	}
-	elf_end(e);
-	close(fd);
-	return off;
+	if (!cw_elf_find_sym(e, func, &sym) && !cw_elf_vaddr_to_offset(e, sym.value, &off))
+		r = (long)off;
+	cw_elf_close(e);
+	return r;
 }
 
 static volatile sig_atomic_t stop;

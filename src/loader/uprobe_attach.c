@@ -547,14 +547,16 @@ static int attach_multi(struct cw_cuda_probes *cp, struct cw_elf *e, const char 
 		goto out;
 	}
 	if (cp->session) {
-		fe = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_session), CW_BPF_TRACE_UPROBE_SESSION, path,
-				 offs, cookies, n, 0);
 		/* No fallback to the pairs: they are not loaded
 		 * (cw_cuda_probes_open). */
-		if (fe < 0 || (rc = push_mfd(cp, fe))) {
-			rc = fe < 0 ? fe : rc;
+		fe = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_session), CW_BPF_TRACE_UPROBE_SESSION, path,
+				 offs, cookies, n, 0);
+		if (fe < 0) {
+			rc = fe;
 			goto out;
 		}
+		if ((rc = push_mfd(cp, fe)))
+			goto out;
 		fe = -1;
 		rc = (int)n;
 		goto out;

@@ -97,23 +97,9 @@ struct fx {
 	struct cw_store *st;
 };
 
-/* `seconds` of a training loop (20 syncs/s of 1 ms, spinning); from
- * second `at` for 3 s a hog on the thread's CPU makes each sync 20 ms,
- * 19 of them preempted. */
-static void build_noisy(struct fx *f, int seconds, int at, int at2, int noisy);
-/* Who preempts the noisy calls: another task, or the hog itself. */
-static int noise_by_hog;
-
-static void build(struct fx *f, int seconds, int at)
-{
-	build_noisy(f, seconds, at, -1, 0);
-}
-
-/* noisy: every 25th call of the loop is also 5 ms, preempted by another
- * task (pid 555): a tail over the whole window, with its own culprit.
- * at2 >= 0: a second incident from second at2, by another hog (ffmpeg,
- * pid HOG2). */
-static void build_noisy(struct fx *f, int seconds, int at, int at2, int noisy)
+/* A new store in f with one session and the loop's process (PID),
+ * and its writer. */
+static struct cw_writer *open_store(struct fx *f)
 {
 	struct cw_session_info si = { .node = "n1", .kind = "test", .started_wall_ns = T0 + OFF, .mono_to_wall_ns = OFF,
 				      .rank = -1, .local_rank = -1, .world_size = -1 };
@@ -134,6 +120,29 @@ static void build_noisy(struct fx *f, int seconds, int at, int at2, int noisy)
 	wo.session_id = sid;
 	assert_int_equal(cw_writer_new(&w, f->st, &wo), 0);
 	assert_int_equal(cw_writer_process(w, &pr), 0);
+	return w;
+}
+
+/* `seconds` of a training loop (20 syncs/s of 1 ms, spinning); from
+ * second `at` for 3 s a hog on the thread's CPU makes each sync 20 ms,
+ * 19 of them preempted. */
+static void build_noisy(struct fx *f, int seconds, int at, int at2, int noisy);
+/* Who preempts the noisy calls: another task, or the hog itself. */
+static int noise_by_hog;
+
+static void build(struct fx *f, int seconds, int at)
+{
+	build_noisy(f, seconds, at, -1, 0);
+}
+
+/* noisy: every 25th call of the loop is also 5 ms, preempted by another
+ * task (pid 555): a tail over the whole window, with its own culprit.
+ * at2 >= 0: a second incident from second at2, by another hog (ffmpeg,
+ * pid HOG2). */
+static void build_noisy(struct fx *f, int seconds, int at, int at2, int noisy)
+{
+	struct cw_writer *w = open_store(f);
+
 	for (int s = 0; s < seconds; s++)
 		for (int k = 0; k < 20; k++) {
 			uint64_t t = T0 + (uint64_t)s * SEC + (uint64_t)k * 50 * MS;
@@ -281,25 +290,8 @@ static void test_find_all_cap(void **state)
  * incident_ms(i) each, preempted all but 1 ms. */
 static void build_many(struct fx *f)
 {
-	struct cw_session_info si = { .node = "n1", .kind = "test", .started_wall_ns = T0 + OFF, .mono_to_wall_ns = OFF,
-				      .rank = -1, .local_rank = -1, .world_size = -1 };
-	struct cw_writer_opts wo = { .node = "n1" };
-	struct cw_process_row pr = { .pid = PID, .comm = "python", .rank = -1, .local_rank = -1, .world_size = -1,
-				     .start_wall_ns = T0 + OFF };
-	struct cw_writer *w;
-	char err[256];
-	int64_t sid;
-	int fd;
+	struct cw_writer *w = open_store(f);
 
-	strcpy(f->path, "/tmp/cw-test-incident-XXXXXX");
-	fd = mkstemp(f->path);
-	close(fd);
-	unlink(f->path);
-	assert_int_equal(cw_store_open(&f->st, f->path, CW_STORE_CREATE, err, sizeof(err)), 0);
-	assert_int_equal(cw_session_begin(f->st, &si, &sid), 0);
-	wo.session_id = sid;
-	assert_int_equal(cw_writer_new(&w, f->st, &wo), 0);
-	assert_int_equal(cw_writer_process(w, &pr), 0);
 	for (int s = 0; s < 30 * MANY + 20; s++)
 		for (int k = 0; k < 20; k++) {
 			uint64_t t = T0 + (uint64_t)s * SEC + (uint64_t)k * 50 * MS;
@@ -488,25 +480,8 @@ static void test_incident_of_the_window_culprit(void **state)
  * seconds average ~6x the normal. */
 static void build_whole_call_hog(struct fx *f, int seen)
 {
-	struct cw_session_info si = { .node = "n1", .kind = "test", .started_wall_ns = T0 + OFF, .mono_to_wall_ns = OFF,
-				      .rank = -1, .local_rank = -1, .world_size = -1 };
-	struct cw_writer_opts wo = { .node = "n1" };
-	struct cw_process_row pr = { .pid = PID, .comm = "python", .rank = -1, .local_rank = -1, .world_size = -1,
-				     .start_wall_ns = T0 + OFF };
-	struct cw_writer *w;
-	char err[256];
-	int64_t sid;
-	int fd;
+	struct cw_writer *w = open_store(f);
 
-	strcpy(f->path, "/tmp/cw-test-incident-XXXXXX");
-	fd = mkstemp(f->path);
-	close(fd);
-	unlink(f->path);
-	assert_int_equal(cw_store_open(&f->st, f->path, CW_STORE_CREATE, err, sizeof(err)), 0);
-	assert_int_equal(cw_session_begin(f->st, &si, &sid), 0);
-	wo.session_id = sid;
-	assert_int_equal(cw_writer_new(&w, f->st, &wo), 0);
-	assert_int_equal(cw_writer_process(w, &pr), 0);
 	for (int s = 0; s < 12; s++) {
 		int hog = s >= 5 && s < 8;
 		uint64_t t = T0 + (uint64_t)s * SEC;
