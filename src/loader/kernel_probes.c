@@ -29,6 +29,7 @@
 
 #include "bpf/events.h"
 #include "loader/kernel_probes.h"
+#include "loader/kernel_features.h"
 #include "loader/libbpf_log.h"
 #include "loader/bpf_arch.h"
 
@@ -117,6 +118,7 @@ static int open_sched(struct cw_kernel_probes *kp, struct cw_kp_fam *f)
 	if (!s)
 		return -errno;
 	s->rodata->cfg_min_offcpu_ns = kp->o.min_offcpu_ns;
+	s->rodata->cfg_switch_state = cw_kfeature_has(CW_KF_SWITCH_STATE);
 	f->skel = s;
 	f->obj = s->obj;
 	return 0;
