@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <linux/bpf.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -130,6 +131,22 @@ static enum cw_tri exists(const struct btf *vm, const char *name, int kind)
 	return btf__find_by_name_kind(vm, name, kind) >= 0 ? CW_YES : CW_NO;
 }
 
+/* CW_KFEATURES_OFF=key[,key...]: features taken as absent, so the suite
+ * runs trace's fallbacks on a kernel that has everything (the kernel
+ * matrix runs them on kernels that lack them). It can only take features
+ * away. */
+static void turn_off_named(struct cw_kfeatures *kf, const char *list)
+{
+	while (list && *list) {
+		size_t n = strcspn(list, ",");
+
+		for (int i = 0; i < CW_KF_N; i++)
+			if (strlen(cw_kfeature_defs[i].key) == n && !strncmp(cw_kfeature_defs[i].key, list, n))
+				kf->has[i] = CW_NO;
+		list += n + (list[n] == ',');
+	}
+}
+
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	(void)level;
@@ -171,6 +188,7 @@ void cw_kfeatures_probe(struct cw_kfeatures *kf)
 		kf->has[CW_KF_UPROBE_SESSION] = CW_NO;
 	btf__free(vm);
 	libbpf_set_print(old);
+	turn_off_named(kf, getenv("CW_KFEATURES_OFF"));
 }
 
 static struct cw_kfeatures probed;

@@ -688,3 +688,8 @@ int cw_kernel_probes_flush(struct cw_kernel_probes *kp, int all)
 	}
 	return n;
 }
+
+struct bpf_object *cw_kernel_probes_object(struct cw_kernel_probes *kp, int idx)
+{
+	return kp && idx >= 0 && idx < CW_KP_NFAMILIES && kp->fam[idx].skel ? kp->fam[idx].obj : NULL;
+}

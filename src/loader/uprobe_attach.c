@@ -972,3 +972,8 @@ int cw_cuda_probes_pystack_fds(struct cw_cuda_probes *cp, int *procs_fd, int *ts
 	*tstate_fd = bpf_map__fd(cp->skel->maps.cw_py_tstate);
 	return *procs_fd < 0 || *tstate_fd < 0 ? -EBADF : 0;
 }
+
+struct bpf_object *cw_cuda_probes_object(struct cw_cuda_probes *cp)
+{
+	return cp && cp->skel ? cp->skel->obj : NULL;
+}
