@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/log.h"
@@ -62,25 +63,40 @@ static void note(const char *line, size_t n)
 
 static int print_fn(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char buf[1024], *line, *save = NULL;
+	char small[512], *buf = small, *line, *save = NULL;
+	va_list again;
+	int len;
 
-	if (level == LIBBPF_DEBUG && !cw_verbose)
+	/* libbpf's debug level narrates every section and relocation: not
+	 * even --verbose wants it. */
+	if (level == LIBBPF_DEBUG)
 		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	/* A verifier log comes as one message of many lines. */
+	va_copy(again, ap);
+	len = vsnprintf(small, sizeof(small), fmt, ap);
+	if (len >= (int)sizeof(small) && (buf = malloc((size_t)len + 1)))
+		vsnprintf(buf, (size_t)len + 1, fmt, again);
+	else if (!buf)
+		buf = small;
+	va_end(again);
 	pthread_mutex_lock(&mu);
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		size_t n = strlen(line);
+		size_t n;
 
+		if (!strncmp(line, "libbpf: ", 8))
+			line += 8;
+		n = strlen(line);
 		while (n && line[n - 1] == ' ')
 			line[--n] = '\0';
 		if (!n)
 			continue;
 		if (cw_verbose)
 			cw_debug("libbpf: %s", line);
-		if (level != LIBBPF_DEBUG)
-			note(line, n);
+		note(line, n);
 	}
 	pthread_mutex_unlock(&mu);
+	if (buf != small)
+		free(buf);
 	return 0;
 }
 
