@@ -77,6 +77,7 @@ test:
 	@$(MAKE) --no-print-directory -j$(NPROC) all unit fixtures
 	@$(MAKE) --no-print-directory -j$(NPROC) release
 	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit
+	@echo "toolchain: $$($(CC) --version | head -1); $$($(CLANG) --version | head -1); libbpf $$(pkg-config --modversion libbpf); kernel $$(uname -r)"
 	@scripts/run-tests.sh $(BUILD) build-asan
 
 $(BUILD)/causeway: $(BUILD)/obj/main.o $(BUILD)/libcauseway.a
@@ -134,6 +135,23 @@ $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 # for, the fuzz build's generated sources) would compile the BPF programs
 # again and re-link everything after them.
 .SECONDARY: $(BPF_OBJS) $(BPF_SKELS)
+
+# causeway with its BPF objects built by another clang (clang-N), for
+# tests/integration/test_bpf_compilers.sh: the objects and skeletons in
+# $(BUILD)/clang-N, the four files that embed them compiled again, the rest
+# of this build linked as it is.
+SKEL_USERS := src/loader/bpf_arch.c src/loader/kernel_probes.c src/loader/live_discover.c src/loader/uprobe_attach.c
+$(BUILD)/clang-%/causeway: $(BUILD)/obj/main.o $(BUILD)/libcauseway.a $(SKEL_USERS) $(BPF_SRCS) $(wildcard src/bpf/*.h)
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/clang-$* CLANG=clang-$* \
+		$(patsubst $(BUILD)/%,$(BUILD)/clang-$*/%,$(BPF_SKELS))
+	@mkdir -p $(BUILD)/clang-$*/obj
+	@for f in $(SKEL_USERS); do \
+		echo "  CC    $$f (clang-$* BPF)"; \
+		$(CC) -I$(BUILD)/clang-$*/gen $(CFLAGS) $(BANNED) -c -o $(BUILD)/clang-$*/obj/$$(basename $$f .c).o $$f || exit 1; \
+	done
+	@echo '  LD    $@'
+	@$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/main.o $(SKEL_USERS:src/loader/%.c=$(BUILD)/clang-$*/obj/%.o) \
+		$(BUILD)/libcauseway.a $(LDLIBS)
 
 # Unit tests: cmocka, linked against the product library.
 unit: $(UNIT_BINS)

@@ -914,7 +914,14 @@ static __always_inline int fold_call(const struct cw_call_state *s, __u32 op, __
 	struct cw_fold_key k;
 	__u64 th, *w, me, v;
 
-	th = fold_thresh[op & (CW_OP_MAX - 1)];
+	/* The mask is the verifier's bound on the index: clang 16 and 19 knew
+	 * op < CW_OP_MAX from an earlier test and dropped it, and the
+	 * verifier, which had not tied that test to this register, refused
+	 * the load ("R2 max value is outside of the allowed memory range").
+	 * barrier_var hides what clang knows, so the mask stays. */
+	i = op;
+	barrier_var(i);
+	th = fold_thresh[i & (CW_OP_MAX - 1)];
 	if (d >= th || d >= CW_FOLD_MAX_NS) {
 		cs_count(CW_CS_KEPT_SLOW);
 		return 0;

@@ -258,7 +258,12 @@ static int family_load(struct cw_kernel_probes *kp, int idx, char *err, size_t e
 	uint64_t t0 = mono_ns();
 	int rc = 0;
 
-	for (int raw = kp->o.raw_tp_only ? 1 : 0; raw <= 1; raw++) {
+	/* raw_tp where the kernel has no tp_btf (probed); tp_btf first
+	 * otherwise, raw_tp still tried when a family's tp_btf programs do
+	 * not load (an arm64 kernel before 6.0 loads none). */
+	int first_raw = kp->o.raw_tp_only || cw_kfeatures()->has[CW_KF_TP_BTF] == CW_NO;
+
+	for (int raw = first_raw; raw <= 1; raw++) {
 		cw_libbpf_log_reset();
 		rc = open_fns[idx](kp, f);
 		if (rc)
