@@ -23,7 +23,8 @@ const struct cw_kfeature_def cw_kfeature_defs[CW_KF_N] = {
 	[CW_KF_ATTACH_COOKIE] = { "attach_cookie", "5.15", "bpf_get_attach_cookie() in uprobes",
 				  "CUDA, driver and NCCL calls cannot be traced (each probe's function is its cookie)" },
 	[CW_KF_BPF_LOOP] = { "bpf_loop", "5.17", "bpf_loop()",
-			     "CUDA, driver and NCCL calls cannot be traced (the Python stack walk is a loop)" },
+			     "the call probes walk Python stacks in a bounded loop (the cuda_noloop build): "
+			     "the verifier takes longer at start-up" },
 	[CW_KF_SWITCH_STATE] = { "sched_switch_state", "5.18", "sched_switch passes the previous task's state",
 				 "the state is read from the task (same result)" },
 	[CW_KF_SLEEPABLE_UPROBE] = { "sleepable_uprobe", "6.0", "sleepable uprobes",
@@ -212,7 +213,7 @@ int cw_kfeature_has(enum cw_kfeature f)
 
 int cw_kfeatures_cuda_blocker(const struct cw_kfeatures *kf)
 {
-	static const enum cw_kfeature needed[] = { CW_KF_TASK_BTF, CW_KF_ATTACH_COOKIE, CW_KF_BPF_LOOP };
+	static const enum cw_kfeature needed[] = { CW_KF_TASK_BTF, CW_KF_ATTACH_COOKIE };
 	size_t i;
 
 	for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
