@@ -118,6 +118,9 @@ void trace_session_end(struct trace *t, struct cw_trace_result *res);
 /* start.c: after the steps, the first rescan done; lets the command run. */
 void trace_started(struct trace *t);
 
+/* One line per kernel fallback in effect for this trace (trace/fallbacks.c). */
+void trace_say_fallbacks(struct trace *t);
+
 /* attach.c */
 int trace_attach_path(struct trace *t, const char *path);
 int trace_live_attach(void *ctx, const struct cw_lib_copy *lib);

@@ -433,6 +433,7 @@ void trace_started(struct trace *t)
 			     t->o.command ? t->o.command[0] : t->o.npids ? "the named processes" : "every CUDA process",
 			     cw_cuda_probes_nlibs(t->cp), cw_cuda_probes_npairs(t->cp), attach_ns / 1e6,
 			     cw_cuda_probes_kind(t->cp), t->o.db);
+	trace_say_fallbacks(t);
 	say_default_cap(t);
 	if (t->gate_fd >= 0) {
 		if (write(t->gate_fd, "g", 1) != 1)
