@@ -239,7 +239,8 @@ struct cw_chain {
 	char error_family[24];
 	struct {
 		char op[48];
-		double share; /* of its calls that failed */
+		uint64_t failing, calls; /* its own failing calls and all its calls */
+		double share;            /* of its calls that failed */
 	} failed_ops[CW_CHAIN_MAX_FAILED_OPS];
 	int nfailed_ops;
 };

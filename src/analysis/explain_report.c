@@ -148,8 +148,10 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 		json_t *ops = json_array();
 
 		for (int i = 0; i < c->nfailed_ops; i++)
-			json_array_append_new(ops, json_pack("{s:o, s:o}", "op", cw_json_str(c->failed_ops[i].op),
-							     "failing_share", jreal(c->failed_ops[i].share, 1000)));
+			json_array_append_new(ops, json_pack("{s:o, s:I, s:I, s:o}", "op", cw_json_str(c->failed_ops[i].op),
+							     "failing", (json_int_t)c->failed_ops[i].failing, "calls",
+							     (json_int_t)c->failed_ops[i].calls, "failing_share",
+							     jreal(c->failed_ops[i].share, 1000)));
 		json_object_set_new(o, "error", json_pack("{s:I, s:o, s:s, s:o}", "code", (json_int_t)c->error_code,
 							  "name",
 							  c->error_name[0] ? cw_json_str(c->error_name) : json_null(),
@@ -366,10 +368,13 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 		if (c->kind == CW_KIND_OOM_KILL) /* an event, not a latency distribution */
 			fprintf(f, "  OOM kills in the window: %llu\n", (unsigned long long)c->count);
 		else if (c->error_family[0]) /* failing calls: counts, not latency */
-			fprintf(f, "  calls %llu, failing %llu (%.0f %%), error %s (%lld), %s\n",
+			/* The group's totals: over every failing op when there are several. */
+			fprintf(f, "  calls %llu, failing %llu (%.0f %%)%s%.0d%s, error %s (%lld), %s\n",
 				(unsigned long long)c->count, (unsigned long long)c->slow_count,
 				c->count ? 100.0 * (double)c->slow_count / (double)c->count : 0,
-				c->error_name[0] ? c->error_name : "unknown", (long long)c->error_code, c->error_family);
+				c->nfailed_ops > 1 ? " over " : "", c->nfailed_ops > 1 ? c->nfailed_ops : 0,
+				c->nfailed_ops > 1 ? " ops" : "", c->error_name[0] ? c->error_name : "unknown",
+				(long long)c->error_code, c->error_family);
 		else if (!cw_chain_has_latency(c)) {
 			char t[32];
 

@@ -242,8 +242,12 @@ void trace_report_end(struct trace *t, int failed, struct cw_trace_result *res)
 	struct cw_writer_stats ws;
 	struct loss_totals lt;
 	const char *why;
-	char lim[32], cap[32];
+	char lim[32], cap[32], traced[32];
 
+	/* How long the probes were on: from the "attached" line to the stop
+	 * (what --duration counts). */
+	cw_format_duration(t->traced_to_ns > t->traced_from_ns ? t->traced_to_ns - t->traced_from_ns : 0, traced,
+			   sizeof(traced));
 	cw_consumer_lock(&t->cons);
 	trace_store_counters(t, &lt);
 	cw_writer_get_stats(t->w, &ws);
@@ -251,9 +255,9 @@ void trace_report_end(struct trace *t, int failed, struct cw_trace_result *res)
 	why = trace_store_problem(lt.store_error_ever);
 	if (!t->o.json)
 		cw_trace_say(&t->o.say,
-			     "causeway: stopped; ring drops %llu, aggregated %llu, pipeline losses %llu, "
+			     "causeway: stopped after tracing %s; ring drops %llu, aggregated %llu, pipeline losses %llu, "
 			     "store losses %llu%s%s%s; discovery: %llu held, %llu late%s\n",
-			     (unsigned long long)lt.ring_drops, (unsigned long long)lt.aggregated,
+			     traced, (unsigned long long)lt.ring_drops, (unsigned long long)lt.aggregated,
 			     (unsigned long long)lt.pipeline, (unsigned long long)(lt.store_failed + lt.held_dropped),
 			     why && lt.store_failed ? " (" : "", why && lt.store_failed ? why : "",
 			     why && lt.store_failed ? ")" : "", (unsigned long long)lt.held,

@@ -84,6 +84,10 @@ struct trace {
 	int gate_fd; /* the launched command waits on it; -1 none */
 	int child_done, status;
 	uint64_t start_ns, start_wall_ns;
+	/* The traced span: from the "attached" line (trace_started) to the
+	 * loop's end. --duration counts from its start, not from start_ns:
+	 * loading the probes can take seconds. */
+	uint64_t traced_from_ns, traced_to_ns;
 	/* The session row, written with the first batch the store takes
 	 * (late when another process holds the write lock at start). */
 	struct cw_session_info sess;

@@ -424,6 +424,7 @@ void trace_started(struct trace *t)
 	uint64_t attach_ns = cw_monotonic_ns() - t->start_ns;
 
 	t->started = 1;
+	t->traced_from_ns = cw_monotonic_ns();
 	cw_consumer_lock(&t->cons);
 	cw_writer_counter_set(t->w, "trace.startup_ms", attach_ns / 1000000);
 	cw_consumer_unlock(&t->cons);
