@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "symbol/procmaps.h"
+#include "util/root_open.h"
 
 #ifdef CW_NO_LIBDW
 
@@ -81,9 +82,9 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 	if (!cur || modname[0] != '/') /* [vdso]: read from memory by libdwfl */
 		return dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
 	m = cw_procmaps_find(cur->maps, cur->nmaps, base);
-	if (!m || !m->path[0] || cw_procmaps_open_path(cur->pid, m, path, sizeof(path)))
+	if (!m || !m->path[0])
 		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = cw_procmaps_open(cur->pid, m, path, sizeof(path));
 	if (fd < 0)
 		return -1;
 	*file_name = strdup(path);
@@ -100,21 +101,23 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 {
 	const unsigned char *bits;
 	GElf_Addr vaddr;
-	char path[300];
-	int n, i, len, fd;
+	char id[130], path[300], shown[340];
+	int n, i, fd;
 
 	(void)userdata; (void)modname; (void)base; (void)file_name; (void)debuglink_file; (void)debuglink_crc;
 	n = dwfl_module_build_id(mod, &bits, &vaddr);
 	if (!cur || n < 2 || n > 64)
 		return -1;
-	len = snprintf(path, sizeof(path), "/proc/%d/root/usr/lib/debug/.build-id/%02x/", (int)cur->pid, bits[0]);
-	for (i = 1; i < n && len + 8 < (int)sizeof(path); i++)
-		len += snprintf(path + len, sizeof(path) - (size_t)len, "%02x", bits[i]);
-	snprintf(path + len, sizeof(path) - (size_t)len, ".debug");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	for (i = 0; i < n; i++)
+		snprintf(id + 2 * i, sizeof(id) - 2 * (size_t)i, "%02x", bits[i]);
+	if (cw_build_id_debug_path(id, path, sizeof(path)))
+		return -1;
+	/* inside the target's root: it chooses what lies there */
+	fd = cw_proc_root_open(cur->pid, path, CW_ROOT_DEBUG_MAX);
 	if (fd < 0)
 		return -1;
-	*debuginfo_file_name = strdup(path);
+	snprintf(shown, sizeof(shown), "/proc/%d/root%s", (int)cur->pid, path);
+	*debuginfo_file_name = strdup(shown);
 	return fd;
 }
 
