@@ -1,6 +1,7 @@
 #include "symbol/symbolizer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
