@@ -9,8 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#ifndef PROC_SUPER_MAGIC
+#define PROC_SUPER_MAGIC 0x9fa0
+#endif
 #ifndef SYS_openat2
 #define SYS_openat2 437 /* the same number on every architecture */
 #endif
@@ -182,8 +186,17 @@ int cw_root_openat_walk(int rootfd, const char *path, uint64_t max_size)
 			break;
 		}
 		if (S_ISLNK(st.st_mode)) {
+			struct statfs sf;
+
 			/* a link's text is resolved here, inside the root; the
-			 * kernel never follows it (nor a /proc magic link) */
+			 * kernel never follows it. No link of procfs is followed
+			 * at all: its magic links (/proc/PID/root, /fd/N, /exe)
+			 * have no text that names their file (openat2's
+			 * RESOLVE_NO_MAGICLINKS refuses them too) */
+			if (fstatfs(fd, &sf) || sf.f_type == PROC_SUPER_MAGIC) {
+				rc = -ELOOP;
+				break;
+			}
 			ln = readlinkat(fd, "", link, sizeof(link) - 1);
 			close(fd);
 			fd = -1;

@@ -180,6 +180,15 @@ static void test_proc_root(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 	assert_int_equal(cw_proc_root_open(0x7ffffff0, p, 100), -ESRCH);
+	/* /proc's magic links are not followed, by either form */
+	assert_int_equal(cw_proc_root_open(getpid(), "/proc/self/exe", CW_ROOT_ELF_MAX), -ELOOP);
+	{
+		int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		assert_int_equal(cw_root_openat_walk(rootfd, "/proc/self/exe", CW_ROOT_ELF_MAX), -ELOOP);
+		assert_int_equal(cw_root_openat_walk(rootfd, "/proc/self/root/etc/hostname", CW_ROOT_ELF_MAX), -ELOOP);
+		close(rootfd);
+	}
 }
 
 static void test_build_id_path(void **state)
