@@ -153,6 +153,24 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 		rc = -ENOMEM;
 		goto out;
 	}
+	/* Every file of the process (its Python runtime, its objects and
+	 * debug files) is opened before it is stopped: they are its own to
+	 * choose (util/root_open.h), and it must never wait on one stopped. */
+	p = cw_pyres_proc(res, (uint32_t)pid, why, sizeof(why));
+	if (!p && strstr(why, "no process")) {
+		snprintf(err, errlen, "where: %s", why);
+		rc = -ESRCH;
+		goto out;
+	}
+	if (native == CW_WHERE_FP_ONLY) {
+		snprintf(dw_err, sizeof(dw_err), "not asked for (--frame-pointers)");
+	} else if (native) {
+		int e = cw_dwstack_open((pid_t)pid, &dw);
+
+		if (e)
+			snprintf(dw_err, sizeof(dw_err), "%s", e == -ENOTSUP ? "this build has no DWARF unwinder" :
+				 strerror(-e));
+	}
 	if (native) {
 		nstopped = cw_threads_stop((pid_t)pid, &stopped);
 		if (nstopped == -ESRCH) {
@@ -161,22 +179,8 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 			goto out;
 		}
 	}
-	if (nstopped > 0 && native == CW_WHERE_FP_ONLY) {
-		snprintf(dw_err, sizeof(dw_err), "not asked for (--frame-pointers)");
-	} else if (nstopped > 0) {
-		int e = cw_dwstack_open((pid_t)pid, &dw);
-
-		if (e)
-			snprintf(dw_err, sizeof(dw_err), "%s", e == -ENOTSUP ? "this build has no DWARF unwinder" :
-				 strerror(-e));
-		deadline = mono_ns() + DWARF_BUDGET_NS;
-	}
-	p = cw_pyres_proc(res, (uint32_t)pid, why, sizeof(why));
-	if (!p && strstr(why, "no process")) {
-		snprintf(err, errlen, "where: %s", why);
-		rc = -ESRCH;
-		goto out;
-	}
+	cw_dwstack_freeze(dw);
+	deadline = mono_ns() + DWARF_BUDGET_NS;
 	root = json_pack("{s:I}", "pid", (json_int_t)pid);
 	threads = json_array();
 	json_object_set_new(root, "threads", threads);

@@ -104,10 +104,11 @@ wait_worker "$D/benign.out" || exit 1
 # trace: stops at --duration (under strace: every open it makes, -y names
 # the file; the limit is on causeway, so that strace leaves nothing behind)
 t0=$(date +%s)
-strace -f -qq -y -e trace=open,openat,openat2 -o "$D/trace.strace" \
+strace -f --seccomp-bpf -qq -y -e trace=open,openat,openat2 -o "$D/trace.strace" \
 	timeout -s KILL 60 "$CW_BIN" trace --native-stacks --capture full --duration 5s --db "$D/t.db" --no-view > "$D/trace.out" 2> "$D/trace.err"
 rc=$?
 el=$(( $(date +%s) - t0 ))
+echo "trace --duration 5s ran ${el}s (under strace)"
 [ "$rc" = 0 ] || bad "trace rc=$rc after ${el}s: $(tail -3 "$D/trace.err")"
 [ "$el" -lt 60 ] || bad "trace took ${el}s for --duration 5s"
 grep -q 'probes attached' "$D/trace.err" || bad "no attached line: $(head -5 "$D/trace.err")"
@@ -119,7 +120,7 @@ n=$(sqlite3 "$D/t.db" "SELECT count(*) FROM events e JOIN stacks s ON s.id=e.sta
 # where: answers in its limit, both run on afterwards
 for p in $pfifo $plink; do
 	t0=$(date +%s)
-	strace -f -qq -y -e trace=open,openat,openat2 -o "$D/where.$p.strace" \
+	strace -f --seccomp-bpf -qq -y -e trace=open,openat,openat2 -o "$D/where.$p.strace" \
 		timeout -s KILL 20 "$CW_BIN" where --json "$p" > "$D/where.$p" 2>&1
 	rc=$?
 	el=$(( $(date +%s) - t0 ))
