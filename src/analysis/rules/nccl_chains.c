@@ -24,6 +24,7 @@
 
 #include "analysis/rules/rules.h"
 #include "analysis/nccl_arrival.h"
+#include "analysis/ras_report.h"
 #include "analysis/rules/nccl_load.h"
 #include "analysis/thread_states.h"
 #include "pipeline/ops.h"
@@ -633,7 +634,6 @@ static void ras_answer(sqlite3 *db, int64_t hang_started, struct cw_chain *c)
 	sqlite3_stmt *st = NULL;
 	int64_t min_id = 0;
 	json_t *d;
-	char *s;
 
 	c->ras[0] = '\0';
 	if (cw_events_id_at(db, hang_started > 60 * (int64_t)NSEC_PER_SEC
@@ -643,13 +643,15 @@ static void ras_answer(sqlite3 *db, int64_t hang_started, struct cw_chain *c)
 		return;
 	}
 	sqlite3_bind_int64(st, 1, min_id);
+	/* A stored row past what trace stores is not its answer (a jansson
+	 * tree of a hostile file's megabytes is not built). */
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT &&
+	    sqlite3_column_bytes(st, 0) <= CW_CHAIN_RAS_STORED_MAX &&
 	    (d = json_loadb((const char *)sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0), 0, NULL))) {
-		/* Stored content is hostile too: re-encoded, and kept only whole. */
-		s = json_is_object(d) ? json_dumps(d, JSON_COMPACT) : NULL;
-		if (s && strlen(s) < sizeof(c->ras))
-			snprintf(c->ras, sizeof(c->ras), "%s", s);
-		free(s);
+		/* Stored content is hostile too: re-encoded, its lists cut to
+		 * the room kept when it is longer. */
+		if (json_is_object(d))
+			(void)cw_ras_fit(d, c->ras, sizeof(c->ras));
 		json_decref(d);
 	}
 	sqlite3_finalize(st);
