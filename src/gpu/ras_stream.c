@@ -508,7 +508,7 @@ int cw_ras_stream_end(struct cw_ras_stream *s, int truncated)
 	if (s->state == S_ROOT)
 		return bad(s, "the report is empty");
 	if (truncated) {
-		s->out->truncated = 1;
+		s->out->truncated = truncated;
 		/* The communicator being read when the cap came: what was read. */
 		if (s->state >= S_COMM_KEY0 && s->state <= S_RANKS_NEXT)
 			comm_done(s);
