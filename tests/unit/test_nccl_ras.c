@@ -23,6 +23,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "gpu/nccl_ras.h"
 #include "gpu/ras_stream.h"
@@ -442,6 +443,36 @@ static void test_source(void **state)
 	j = cw_ras_status_json(&st);
 	assert_string_equal(json_string_value(json_object_get(j, "status")), "answered");
 	json_decref(j);
+
+	/* A process holding a socket, not the listener: not vouched for. */
+	{
+		int sv[2];
+		pid_t child;
+		uint32_t other;
+
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		child = fork();
+		assert_true(child >= 0);
+		if (child == 0) {
+			char c;
+
+			close(sv[0]);
+			if (read(sv[1], &c, 1) < 0)
+				_exit(1);
+			_exit(0);
+		}
+		close(sv[1]);
+		other = (uint32_t)child;
+		o.verify_arg = &other;
+		start(&s, M_JSON);
+		o.port = s.port;
+		/* The child forked before the listener: it holds only its end of the pair. */
+		assert_int_equal(cw_ras_query(&o, &st), 0);
+		finish(&s);
+		close(sv[0]);
+		waitpid(child, NULL, 0);
+		assert_int_equal(st.source, CW_RAS_SOURCE_UNVERIFIED);
+	}
 
 	o.verify_arg = &init;
 	start(&s, M_JSON);
