@@ -1,4 +1,5 @@
 /* Stored text shown on a terminal (term.h). */
+#define _GNU_SOURCE
 #include "util/term.h"
 
 #include <errno.h>
@@ -108,4 +109,95 @@ char *cw_term_escape(const char *s)
 		return NULL;
 	}
 	return buf;
+}
+
+/* --- JSON to a terminal ------------------------------------------------ */
+
+struct jstream {
+	FILE *under;
+	unsigned char carry[4]; /* a character cut between two writes */
+	size_t ncarry;
+};
+
+/* Writes n bytes of p, escaping C1 and bidi characters; returns the bytes
+ * at its end that may begin a character still to come (0-3). */
+static size_t jwrite(FILE *f, const unsigned char *p, size_t n, int last)
+{
+	size_t i = 0, from = 0;
+
+	while (i < n) {
+		char esc[16];
+		size_t k;
+
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		/* A lead byte whose character is not all here yet. */
+		if (!last && ((p[i] & 0xe0) == 0xc0 ? 2u : (p[i] & 0xf0) == 0xe0 ? 3u : (p[i] & 0xf8) == 0xf0 ? 4u : 1u) > n - i)
+			break;
+		k = cw_term_char(p + i, n - i, 1, esc);
+		/* Only the characters JSON leaves raw: C1 and bidi (a byte that
+		 * is not UTF-8 is kept as it is). */
+		if (esc[0] == '\\' && esc[1] == 'u') {
+			fwrite(p + from, 1, i - from, f);
+			fputs(esc, f);
+			from = i + k;
+		}
+		i += k;
+	}
+	fwrite(p + from, 1, i - from, f);
+	return n - i;
+}
+
+static ssize_t jstream_write(void *cookie, const char *buf, size_t size)
+{
+	struct jstream *j = cookie;
+	unsigned char tmp[8];
+	size_t used = 0;
+
+	/* A character cut at the last write: completed from this one first. */
+	while (j->ncarry && used < size) {
+		size_t left;
+
+		memcpy(tmp, j->carry, j->ncarry);
+		tmp[j->ncarry] = (unsigned char)buf[used++];
+		left = jwrite(j->under, tmp, j->ncarry + 1, 0);
+		memcpy(j->carry, tmp + j->ncarry + 1 - left, left);
+		j->ncarry = left;
+	}
+	if (used < size) {
+		size_t left = jwrite(j->under, (const unsigned char *)buf + used, size - used, 0);
+
+		memcpy(j->carry, buf + size - left, left);
+		j->ncarry = left;
+	}
+	return ferror(j->under) ? -1 : (ssize_t)size;
+}
+
+static int jstream_close(void *cookie)
+{
+	struct jstream *j = cookie;
+	int ret;
+
+	if (j->ncarry)
+		jwrite(j->under, j->carry, j->ncarry, 1);
+	ret = fflush(j->under) ? -1 : 0;
+	free(j);
+	return ret;
+}
+
+FILE *cw_term_json_stream(FILE *under)
+{
+	cookie_io_functions_t io = {.write = jstream_write, .close = jstream_close};
+	struct jstream *j = calloc(1, sizeof(*j));
+	FILE *f;
+
+	if (!j)
+		return NULL;
+	j->under = under;
+	f = fopencookie(j, "w", io);
+	if (!f)
+		free(j);
+	return f;
 }

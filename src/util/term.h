@@ -24,5 +24,10 @@ int cw_term_put_lines(FILE *f, const char *s);
 size_t cw_term_width(const char *s);
 /* A malloc'd escaped copy of s, or NULL on ENOMEM. */
 char *cw_term_escape(const char *s);
+/* JSON bound for a terminal: a stream writing to under (not closed with
+ * it) that passes everything through but C1 and bidirectional controls,
+ * written "\u009b" (in JSON they occur only inside strings, where that is
+ * the same text; jansson already escapes C0). NULL on ENOMEM. */
+FILE *cw_term_json_stream(FILE *under);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace/view.h"
 #include "util/table.h"
 #include "util/term.h"
 
@@ -110,6 +111,59 @@ static void test_table(void **state)
 	cw_table_free(t);
 }
 
+/* JSON to a terminal: C1 and bidi become JSON escapes, whatever the
+ * write boundaries; everything else (UTF-8, bytes not UTF-8) as it is. */
+static void test_json_stream(void **state)
+{
+	static const char in[] = "{\"host\": \"a\xc2\x9b" "31m\xe2\x80\xae" "b\xc3\xa9\xf0\x9f\x9a\x80\xd8\x9c\x9b\"}\n";
+	static const char want[] = "{\"host\": \"a\\u009b31m\\u202eb\xc3\xa9\xf0\x9f\x9a\x80\\u061c\x9b\"}\n";
+
+	(void)state;
+	for (size_t step = 1; step <= sizeof(in); step++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *under = open_memstream(&buf, &len), *j;
+
+		assert_non_null(under);
+		j = cw_term_json_stream(under);
+		assert_non_null(j);
+		setvbuf(j, NULL, _IONBF, 0);
+		for (size_t off = 0; off < sizeof(in) - 1; off += step)
+			fwrite(in + off, 1, off + step > sizeof(in) - 1 ? sizeof(in) - 1 - off : step, j);
+		assert_int_equal(fclose(j), 0);
+		fclose(under);
+		assert_string_equal(buf, want);
+		free(buf);
+	}
+}
+
+/* trace's live view: an op name and an alert with controls shown escaped,
+ * the screen's own clear sequence kept (on a terminal). */
+static void test_view(void **state)
+{
+	struct cw_trace_view *v = NULL;
+	struct cw_trace_view_status st = {.elapsed_ns = 1000000000ULL, .db = "x.db"};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(f);
+	assert_int_equal(cw_trace_view_new(&v), 0);
+	cw_trace_view_set_aggregated(v, "cuda", "op\x1b]0;pwn\x07\xe2\x80\xae", 5);
+	cw_trace_view_alert(v, "host \xc2\x9b" "31m");
+	cw_trace_view_render(v, f, &st, 1);
+	fclose(f);
+	assert_memory_equal(buf, "\033[H\033[2J", 7);
+	assert_null(strchr(buf + 7, '\033'));
+	assert_null(strstr(buf, "\xe2\x80\xae"));
+	assert_null(strstr(buf, "\xc2\x9b"));
+	assert_non_null(strstr(buf, "op^[]0;pwn^G\\u202e"));
+	assert_non_null(strstr(buf, "warning: host \\u009b31m\n"));
+	free(buf);
+	cw_trace_view_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -118,6 +172,8 @@ int main(void)
 		cmocka_unit_test(test_bidi),
 		cmocka_unit_test(test_text_kept),
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_json_stream),
+		cmocka_unit_test(test_view),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
