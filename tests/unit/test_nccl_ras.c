@@ -25,6 +25,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "analysis/chain.h"
+#include "analysis/ras_report.h"
 #include "gpu/nccl_ras.h"
 #include "gpu/ras_stream.h"
 #include "trace/ras_source.h"
@@ -516,6 +518,65 @@ static void test_source_env(void **state)
 	rmdir(dir);
 }
 
+/* explain's line tells not asked, asked without an answer, truncated,
+ * unverified and answered apart; an answer too long for the chain keeps
+ * its status with its lists cut, never dropped. */
+static void test_report_text(void **state)
+{
+	struct cw_chain *c = calloc(1, sizeof(*c));
+	char line[1600];
+	json_t *d, *comms;
+
+	(void)state;
+	assert_non_null(c);
+	cw_chain_ras_text(c, line, sizeof(line));
+	assert_true(!strncmp(line, "not asked (", 11));
+	snprintf(c->ras, sizeof(c->ras), "{\"status\":\"no_answer\",\"why\":\"stopped before an answer\"}");
+	cw_chain_ras_text(c, line, sizeof(line));
+	assert_string_equal(line, "asked, did not answer (stopped before an answer)");
+	snprintf(c->ras, sizeof(c->ras), "{\"status\":\"answered\",\"truncated\":true,\"nccl_version\":\"2.29.1\","
+		 "\"communicators\":3}");
+	cw_chain_ras_text(c, line, sizeof(line));
+	assert_string_equal(line, "answered, answer truncated at 1 MiB or a value over 16 KiB skipped (NCCL 2.29.1, 3 communicators)");
+	snprintf(c->ras, sizeof(c->ras), "{\"status\":\"unverified\",\"answer\":\"answered\",\"source_why\":\"w\","
+		 "\"nccl_version\":\"2.29.1\",\"communicators\":1}");
+	cw_chain_ras_text(c, line, sizeof(line));
+	assert_string_equal(line, "answered by a listener not of the traced job, unverified (w): it claims (NCCL 2.29.1, 1 communicator)");
+	snprintf(c->ras, sizeof(c->ras), "{\"status\":\"answered\",\"nccl_version\":\"2.29.1\",\"communicators\":1}");
+	cw_chain_ras_text(c, line, sizeof(line));
+	assert_string_equal(line, "answered (NCCL 2.29.1, 1 communicator)");
+
+	/* 8 communicators of 32 listed ranks with 63-byte control hosts:
+	 * ~100 KiB, fitted into the chain's room. */
+	d = json_pack("{s:s, s:i}", "status", "answered", "communicators", 8);
+	comms = json_array();
+	for (int k = 0; k < 8; k++) {
+		json_t *co = json_pack("{s:s, s:[], s:[]}", "hash", "0x1", "behind", "missing");
+		char host[64];
+
+		memset(host, 0x01, 63);
+		host[63] = '\0';
+		for (int r = 0; r < 16; r++) {
+			json_array_append_new(json_object_get(co, "behind"), json_pack("{s:i, s:s}", "rank", r, "host", host));
+			json_array_append_new(json_object_get(co, "missing"), json_pack("{s:i, s:s}", "rank", r, "host", host));
+		}
+		json_array_append_new(comms, co);
+	}
+	json_object_set_new(d, "comms", comms);
+	assert_int_equal(cw_ras_fit(d, c->ras, sizeof(c->ras)), 0);
+	json_decref(d);
+	assert_true(strlen(c->ras) < sizeof(c->ras));
+	d = json_loads(c->ras, 0, NULL);
+	assert_non_null(d);
+	assert_string_equal(json_string_value(json_object_get(d, "status")), "answered");
+	assert_true(json_is_true(json_object_get(d, "listed_cut")));
+	assert_true(json_array_size(json_object_get(json_array_get(json_object_get(d, "comms"), 0), "behind")) > 0);
+	json_decref(d);
+	cw_chain_ras_text(c, line, sizeof(line));
+	assert_true(!strncmp(line, "answered, lists cut to fit (NCCL", 32));
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -528,6 +589,7 @@ int main(void)
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_source),
 		cmocka_unit_test(test_source_env),
+		cmocka_unit_test(test_report_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
