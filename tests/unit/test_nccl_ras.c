@@ -32,7 +32,7 @@
 #include "trace/ras_source.h"
 #include "util/timeutil.h"
 
-enum mode { M_JSON, M_TEXT, M_GARBAGE, M_SILENT, M_HUGE };
+enum mode { M_JSON, M_TEXT, M_GARBAGE, M_SILENT, M_HUGE, M_TEXT_LONG };
 
 struct srv {
 	int fd, port;
@@ -85,12 +85,19 @@ static void *serve(void *arg)
 			else if (!strncasecmp(buf, "TIMEOUT ", 8))
 				put(c, "OK\n");
 			else if (!strcasecmp(buf, "SET FORMAT json"))
-				put(c, s->mode == M_TEXT ? "ERROR: Unknown command SET FORMAT json\n" : "OK\n");
+				put(c, s->mode == M_TEXT || s->mode == M_TEXT_LONG ? "ERROR: Unknown command SET FORMAT json\n"
+										   : "OK\n");
 			else if (!strcasecmp(buf, "STATUS")) {
 				if (s->mode == M_JSON)
 					put(c, report);
 				else if (s->mode == M_TEXT)
 					put(c, "NCCL version 2.24.3 compiled with CUDA 12.8\n");
+				else if (s->mode == M_TEXT_LONG) {
+					static char txt[6000];
+
+					memset(txt, 'r', sizeof(txt) - 1);
+					put(c, txt);
+				}
 				else if (s->mode == M_HUGE) {
 					/* 4 MiB of empty communicators, never closed. */
 					static char blk[65535];
@@ -199,6 +206,15 @@ static void test_not_answered(void **state)
 	finish(&s);
 	assert_int_equal(st.state, CW_RAS_TEXT_ONLY);
 	assert_string_equal(st.text, "NCCL version 2.24.3 compiled with CUDA 12.8\n");
+
+	/* A text report longer than the room kept: kept up to it, truncated. */
+	start(&s, M_TEXT_LONG);
+	o.port = s.port;
+	assert_int_equal(cw_ras_query(&o, &st), 0);
+	finish(&s);
+	assert_int_equal(st.state, CW_RAS_TEXT_ONLY);
+	assert_int_equal(st.truncated, 1);
+	assert_int_equal(strlen(st.text), sizeof(st.text) - 1);
 
 	/* Not RAS. */
 	start(&s, M_GARBAGE);
@@ -327,6 +343,13 @@ static void test_stream_behind(void **state)
 	assert_int_equal(st.comms[0].nbehind, CW_RAS_MAX_LISTED);
 	for (int k = 0; k < CW_RAS_MAX_LISTED; k++)
 		assert_int_equal(st.comms[0].behind[k].rank, k);
+	/* Ranks at the most are not behind. */
+	off = (size_t)snprintf(doc, sizeof(doc), "{\"communicators\":[{\"ranks\":[{\"rank\":0,\"collective_counts\":"
+			       "{\"x\":9}},{\"rank\":1,\"collective_counts\":{\"x\":9}},{\"rank\":2,"
+			       "\"collective_counts\":{\"x\":1}}]}]}");
+	assert_int_equal(cw_ras_parse_json(doc, off, &st), 0);
+	assert_int_equal(st.comms[0].nbehind, 1);
+	assert_int_equal(st.comms[0].behind[0].rank, 2);
 	/* A rank value over the piece cap is skipped, the answer marked truncated. */
 	{
 		char *big = malloc(CW_RAS_PIECE_MAX + 200);
