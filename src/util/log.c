@@ -70,7 +70,7 @@ void cw_report_error(int json, const char *fmt, ...)
 		json_decref(o);
 	} else {
 		fputs("causeway: ", stderr);
-		(void)cw_term_put_lines(stderr, msg);
+		(void)cw_term_put_lines(stderr, msg); /* the error line */
 		fputc('\n', stderr);
 	}
 }
