@@ -22,9 +22,12 @@ void trace_drain(struct trace *t, struct cw_trace_result *res)
 	 * launched command is stopped: a hang or stall read later names what
 	 * each thread was blocked in (its last off-CPU interval never ends
 	 * inside the trace). */
+	/* A RAS query still in flight is given up at once, outside the lock
+	 * (a listener that never answers must not hold the stop up). */
+	trace_ras_abandon(t->ras);
 	cw_consumer_lock(&t->cons);
 	trace_gpu_end_snapshot(t->gpu, cw_monotonic_ns());
-	/* A RAS answer on its way is stored with the rest. */
+	/* Its answer (or the giving up) is stored with the rest. */
 	trace_ras_finish(t->ras);
 	cw_consumer_unlock(&t->cons);
 	/* Nothing stays stopped past this point. */

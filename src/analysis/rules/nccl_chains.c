@@ -24,6 +24,7 @@
 
 #include "analysis/rules/rules.h"
 #include "analysis/nccl_arrival.h"
+#include "analysis/ras_report.h"
 #include "analysis/rules/nccl_load.h"
 #include "analysis/thread_states.h"
 #include "pipeline/ops.h"
@@ -624,8 +625,8 @@ static int wavefront(sqlite3 *db, const struct cw_nccl_loaded *l, const struct c
  * before it, as the wavefront's thread states), on any node: RAS answers
  * for the whole job, and trace asks where it sees ranks diverge, which
  * need not be the missing rank's node. Its JSON in c->ras.
- * A file without the table (older layout) or a row that is not a JSON
- * object leaves it empty. */
+ * A file without the table (older layout) or without a row leaves it
+ * empty ("not_asked"); a row that cannot be read is "bad_reply". */
 static void ras_answer(sqlite3 *db, int64_t hang_started, struct cw_chain *c)
 {
 	static const char sql[] = "SELECT detail FROM kevents WHERE id >= ?1 AND source = 'ras'"
@@ -633,7 +634,6 @@ static void ras_answer(sqlite3 *db, int64_t hang_started, struct cw_chain *c)
 	sqlite3_stmt *st = NULL;
 	int64_t min_id = 0;
 	json_t *d;
-	char *s;
 
 	c->ras[0] = '\0';
 	if (cw_events_id_at(db, hang_started > 60 * (int64_t)NSEC_PER_SEC
@@ -643,13 +643,21 @@ static void ras_answer(sqlite3 *db, int64_t hang_started, struct cw_chain *c)
 		return;
 	}
 	sqlite3_bind_int64(st, 1, min_id);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT &&
-	    (d = json_loadb((const char *)sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0), 0, NULL))) {
-		/* Stored content is hostile too: re-encoded, and kept only whole. */
-		s = json_is_object(d) ? json_dumps(d, JSON_COMPACT) : NULL;
-		if (s && strlen(s) < sizeof(c->ras))
-			snprintf(c->ras, sizeof(c->ras), "%s", s);
-		free(s);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		/* Stored content is hostile too: a row past what trace stores is
+		 * not parsed (no jansson tree of a damaged file's megabytes), the
+		 * rest re-encoded with its lists cut to the room kept. A row that
+		 * is there is never shown as "not asked". */
+		d = sqlite3_column_type(st, 0) == SQLITE_TEXT && sqlite3_column_bytes(st, 0) <= CW_CHAIN_RAS_STORED_MAX
+			    ? json_loadb((const char *)sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0), 0,
+					 NULL)
+			    : NULL;
+		if (!json_is_object(d) || !json_is_string(json_object_get(d, "status"))) {
+			json_decref(d);
+			d = json_pack("{s:s, s:s}", "status", "bad_reply", "why", "the stored answer cannot be read");
+		}
+		if (d)
+			(void)cw_ras_fit(d, c->ras, sizeof(c->ras));
 		json_decref(d);
 	}
 	sqlite3_finalize(st);
