@@ -69,7 +69,7 @@ void trace_drain(struct trace *t, struct cw_trace_result *res)
 	cw_consumer_lock(&t->cons);
 	if (!t->lock_failed)
 		trace_fold_tick(t, trace_measure_offset(), 1);
-	if (!t->lock_failed && cw_pipeline_flush(t->pipe, cw_monotonic_ns(), 1))
+	if (!t->lock_failed && cw_pipeline_finish(t->pipe, cw_monotonic_ns()))
 		failed = 1;
 	cw_consumer_unlock(&t->cons);
 	/* The last stretch's chains, with the rows they rest on still there. */

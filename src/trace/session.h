@@ -159,6 +159,7 @@ void trace_loop(struct trace *t);
 /* report.c */
 struct loss_totals {
 	uint64_t ring_drops, aggregated, pipeline;
+	uint64_t open_at_end; /* calls still open at stop: stored unfinished, a hang's evidence, not lost */
 	uint64_t folded, fold_lost, fold_full, kept_first, kept_sampled, kept_slow; /* --capture summary */
 	uint64_t held, late; /* discovery: processes stopped, copies attached late */
 	uint64_t store_failed; /* rows the store refused or lost with a failed batch */
