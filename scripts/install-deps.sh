@@ -6,7 +6,11 @@ PKGS="build-essential pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-
 libsqlite3-dev sqlite3 libjansson-dev libyaml-dev libmicrohttpd-dev libgnutls28-dev
 gnutls-bin libcurl4-openssl-dev libcmocka-dev python3 curl openssl jq"
 if [ "${CW_TEST_DEPS:-0}" = 1 ]; then
-	PKGS="$PKGS stress-ng fio util-linux iproute2 nftables faketime libfaketime bpftrace prometheus nodejs chromium runc mmdebstrap"
+	PKGS="$PKGS stress-ng fio util-linux iproute2 nftables faketime libfaketime bpftrace prometheus nodejs chromium runc mmdebstrap
+qemu-system-x86 qemu-system-arm busybox-static cpio"
+	# qemu-system-*, busybox-static, cpio: the kernel matrix boots stock
+	# Debian kernels (scripts/install-test-kernels.sh) under emulation with
+	# an initramfs (tests/lib/kernel_vm.sh).
 	# mmdebstrap: real root filesystems of other Debian releases (tests/lib/debian_root.sh).
 	# runc: the container runtime test (tests/integration/test_tenants_runc.sh)
 	# runs an OCI bundle assembled locally; no registry, no daemon.

@@ -1,0 +1,109 @@
+# shellcheck shell=sh
+# Runs inside the kernel matrix's VM (busybox sh, tests/lib/kernel_vm.sh's
+# /init), on the kernel under test: the release file at /cw/causeway, the
+# stand-in libcudart at /cw/fakecuda, fake_workload at /cw/fake_workload.
+# Every result is one line "CWR KEY VALUE" on the console; the outputs the
+# host keeps are lines "CWO NAME| TEXT". The host
+# (tests/integration/kernel_matrix_lib.sh) judges them.
+CW=/cw/causeway
+W=/cw/fake_workload
+LIB=/cw/fakecuda/libcudart.so.13
+export LD_LIBRARY_PATH=/cw/fakecuda HOME=/root
+r() { echo "CWR $*"; }
+out() { sed "s/^/CWO $1| /" "$2"; }
+t0() { cut -d' ' -f1 /proc/uptime; }
+# n SQL DB: one number from the store, through causeway's own SQL.
+n() { $CW query --db "$2" --csv "$1" 2>/dev/null | tail -n 1 | tr -d '\r"'; }
+r cpus "$(grep -c ^processor /proc/cpuinfo)"
+r btf "$([ -r /sys/kernel/btf/vmlinux ] && echo yes || echo no)"
+
+# Which of causeway's BPF programs the kernel holds while a trace runs:
+# sampled every half second into /tmp/progs.$1 until /tmp/stop.$1 exists.
+progs_watch() {
+	command -v bpftool >/dev/null 2>&1 || return 0
+	(while [ ! -e "/tmp/stop.$1" ]; do
+		bpftool prog show 2>/dev/null | sed -n 's/^[0-9]*: [a-z_]*  *name \([^ ]*\) .*/\1/p' >>"/tmp/progs.$1"
+		sleep 0.5
+	done) &
+}
+progs_done() { : >"/tmp/stop.$1"; wait; [ -f "/tmp/progs.$1" ] && sort -u "/tmp/progs.$1" | tr '\n' ' '; }
+
+# 1. check: its verdict and its lines.
+s=$(t0)
+$CW check >/tmp/check.out 2>&1
+r check_rc $?
+out check /tmp/check.out
+$CW check --json >/tmp/check.json 2>/dev/null
+out check_json /tmp/check.json
+r check_s "$s $(t0)"
+
+# 2. A launched workload: 1 cudaMalloc, 30,000 launches, 3,000 syncs from
+# its first call, every call stored (--capture full).
+s=$(t0)
+progs_watch launch
+$CW trace --db /tmp/launch.db --no-view --capture full -- $W -n 30000 -m launch >/tmp/launch.out 2>/tmp/launch.err
+r launch_rc $?
+r launch_progs "$(progs_done launch)"
+out launch_err /tmp/launch.err
+out launch_out /tmp/launch.out
+for op in cudaMalloc cudaLaunchKernel cudaStreamSynchronize; do
+	r "agg_$op" "$(n "SELECT coalesce(sum(count),0) FROM aggregates WHERE op = '$op'" /tmp/launch.db)"
+	r "events_$op" "$(n "SELECT count(*) FROM events WHERE op = '$op'" /tmp/launch.db)"
+done
+$CW query --db /tmp/launch.db >/tmp/launch.sum 2>&1
+out launch_summary /tmp/launch.sum
+r launch_s "$s $(t0)"
+
+# 3. --pid of a process already running (paced: 2,000 syncs a second).
+s=$(t0)
+$W -T 30 -r 2000 -m sync >/tmp/pidw.out 2>&1 &
+wp=$!
+while ! grep -q '^worker 0' /tmp/pidw.out 2>/dev/null; do sleep 0.1; done
+$CW trace --db /tmp/pid.db --no-view --capture full --pid $wp --duration 4s >/tmp/pid.out 2>/tmp/pid.err
+r pid_rc $?
+kill $wp 2>/dev/null
+wait $wp 2>/dev/null
+out pid_err /tmp/pid.err
+r pid_calls "$(n "SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $wp" /tmp/pid.db)"
+r pid_s "$s $(t0)"
+
+# 4. A container's cgroup (docker's scheme) named with --container: its
+# process's calls only, not those of the same workload in another cgroup.
+s=$(t0)
+id=c0ffee5eed0123456789abcdef0123456789abcdef0123456789abcdef012345
+A=/sys/fs/cgroup/system.slice/docker-$id.scope
+B=/sys/fs/cgroup/other.slice/other.scope
+mkdir -p $A $B
+sh -c "echo \$\$ >$A/cgroup.procs && exec $W -T 30 -r 1000 -m sync" >/tmp/cga.out 2>&1 &
+pa=$!
+sh -c "echo \$\$ >$B/cgroup.procs && exec $W -T 30 -r 1000 -m sync" >/tmp/cgb.out 2>&1 &
+pb=$!
+while ! grep -q '^worker 0' /tmp/cga.out 2>/dev/null || ! grep -q '^worker 0' /tmp/cgb.out 2>/dev/null; do sleep 0.1; done
+progs_watch cg
+$CW trace --db /tmp/cg.db --no-view --capture full --container "${id%"${id#????????????}"}" --cuda-lib $LIB \
+	--duration 4s >/tmp/cg.out 2>/tmp/cg.err
+r cg_rc $?
+r cg_progs "$(progs_done cg)"
+kill $pa $pb 2>/dev/null
+wait $pa $pb 2>/dev/null
+out cg_err /tmp/cg.err
+r cg_in "$(n "SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $pa" /tmp/cg.db)"
+r cg_out "$(n "SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid <> $pa" /tmp/cg.db)"
+r cg_s "$s $(t0)"
+
+# 5. The scheduler layer: a CPU hog (busybox's yes, comm "yes") pinned to
+# the workload's CPU for part of its loop; explain names it.
+s=$(t0)
+: >/tmp/hog.out
+(while ! grep -q '^worker 0' /tmp/hog.out; do sleep 0.05; done
+ sleep 1; exec timeout 2 nice -n -10 taskset -c 1 yes >/dev/null) &
+hp=$!
+CW_FAKE_SYNC_US=1000 $CW trace --db /tmp/hog.db --no-view -- $W -T 4 -m sync -p 1 >/tmp/hog.out 2>/tmp/hog.err
+r hog_rc $?
+wait $hp 2>/dev/null
+out hog_err /tmp/hog.err
+r hog_offcpu "$(n "SELECT count(*) FROM offcpu WHERE reason = 'preempted' AND by_comm = 'yes'" /tmp/hog.db)"
+$CW explain --db /tmp/hog.db --no-store --json >/tmp/explain.out 2>&1
+r explain_rc $?
+out explain /tmp/explain.out
+r hog_s "$s $(t0)"
