@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 TARGET = {"cudaMalloc": 1, "cudaLaunchKernel": 30000, "cudaStreamSynchronize": 3000}
-TRACES = ("launch_err", "pid_err", "cg_err", "hog_err")
+TRACES = ("launch_err", "pid_err", "cg_err")
 # What each Debian kernel stands for (docs/kernels.md; the facts of
 # December 2026).
 STANDS_FOR = {
@@ -77,7 +77,7 @@ def observe(log, stamp, bpf_dir):
     obs["check_can_run"] = any(l.strip() == "trace can run here" for l in outs.get("check", []))
     obs["check_lines"] = [l for l in outs.get("check", []) if re.match(r"\s*(ok|warn|fail)\b", l)]
     loaded = set()
-    for k in ("launch_progs", "cg_progs"):
+    for k in ("launch_progs", "pid_progs"):
         loaded |= set(res.get(k, "").split())
     obs["programs_seen"] = bool(loaded)
     # A kernel keeps 15 characters of a program's name (BPF_OBJ_NAME_LEN).
@@ -104,7 +104,7 @@ def num(res, key):
 
 def traces_ran(obs):
     res = obs["results"]
-    return all(res.get(k) == "0" for k in ("launch_rc", "pid_rc", "cg_rc", "hog_rc"))
+    return all(res.get(k) == "0" for k in ("launch_rc", "pid_rc", "cg_rc"))
 
 
 def hog_named(obs):
@@ -138,8 +138,8 @@ def cells(obs):
         cg = "others too"
     else:
         cg = "records nothing"
-    if res.get("hog_rc") != "0":
-        hog = "fails (exit %s)" % res.get("hog_rc", "?")
+    if res.get("pid_rc") != "0":
+        hog = "fails (exit %s)" % res.get("pid_rc", "?")
     else:
         hog = "names the hog" if hog_named(obs) else "does not name the hog"
     libbpf = sum(1 for k in TRACES for l in obs["outputs"].get(k, []) if l.startswith("libbpf:"))
@@ -160,7 +160,7 @@ def judge(obs):
     miss = []
     if "guest_rc" not in obs:
         return ["the VM did not finish its guest script (booted: %s)" % obs.get("booted", "no")]
-    for k in ("launch_rc", "pid_rc", "cg_rc", "hog_rc"):
+    for k in ("launch_rc", "pid_rc", "cg_rc"):
         if res.get(k) != "0":
             err = outs.get(k.replace("_rc", "_err"), [])
             last = [l for l in err if l and not l.startswith("libbpf:")][-3:]
@@ -177,12 +177,14 @@ def judge(obs):
                             % (want, op, got, res.get("events_" + op)))
     if res.get("pid_rc") == "0" and not (num(res, "pid_calls") or 0) > 0:
         miss.append("pid: the running process's calls were not recorded")
+    if res.get("pid_rc") == "0" and num(res, "pid_others") != 0:
+        miss.append("pid: %s calls of other processes recorded" % res.get("pid_others"))
     if res.get("cg_rc") == "0":
         if not (num(res, "cg_in") or 0) > 0:
             miss.append("container: the container's process's calls were not recorded")
         if num(res, "cg_out") != 0:
             miss.append("container: %s calls of a process in another cgroup recorded" % res.get("cg_out"))
-    if res.get("hog_rc") == "0" and not hog_named(obs):
+    if res.get("pid_rc") == "0" and not hog_named(obs):
         ex = obs.get("explain") or {}
         top = [(c.get("root_cause") or {}).get("summary") for c in (ex.get("chains") or [])][:2]
         miss.append("sched: explain does not name the pinned hog 'yes' (offcpu rows by it: %s; chains: %s)"

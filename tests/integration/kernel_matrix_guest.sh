@@ -54,17 +54,41 @@ $CW query --db /tmp/launch.db >/tmp/launch.sum 2>&1
 out launch_summary /tmp/launch.sum
 r launch_s "$s $(t0)"
 
-# 3. --pid of a process already running (paced: 2,000 syncs a second).
+# attached FILE: waits until trace's start-up line (probes attached) is in
+# FILE, or trace (pid $2) has ended.
+attached() {
+	while ! grep -q 'attached' "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 0.2; done
+}
+
+# 3. --pid of a process already running, and the scheduler layer: a CPU
+# hog (busybox's yes, comm "yes") pinned to the workload's CPU for two
+# seconds once the probes are in; explain names it. The trace ends when
+# the process does. One trace for both: each start-up costs this
+# emulated machine a minute or more.
 s=$(t0)
-$W -T 30 -r 2000 -m sync >/tmp/pidw.out 2>&1 &
+CW_FAKE_SYNC_US=1000 $W -T 600 -m sync -p 1 >/tmp/pidw.out 2>&1 &
 wp=$!
 while ! grep -q '^worker 0' /tmp/pidw.out 2>/dev/null; do sleep 0.1; done
-$CW trace --db /tmp/pid.db --no-view --capture full --pid $wp --duration 4s >/tmp/pid.out 2>/tmp/pid.err
+progs_watch pid
+$CW trace --db /tmp/pid.db --no-view --capture full --pid $wp >/tmp/pid.out 2>/tmp/pid.err &
+tp=$!
+attached /tmp/pid.err $tp
+r pid_attached_s "$(t0)"
+sleep 1
+timeout 2 nice -n -10 taskset -c 1 yes >/dev/null
+sleep 1
+kill $wp
+wait $tp
 r pid_rc $?
-kill $wp 2>/dev/null
+r pid_progs "$(progs_done pid)"
 wait $wp 2>/dev/null
 out pid_err /tmp/pid.err
 r pid_calls "$(n "SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $wp" /tmp/pid.db)"
+r pid_others "$(n "SELECT count(*) FROM events WHERE source = 'cuda' AND pid <> $wp" /tmp/pid.db)"
+r hog_offcpu "$(n "SELECT count(*) FROM offcpu WHERE reason = 'preempted' AND by_comm = 'yes'" /tmp/pid.db)"
+$CW explain --db /tmp/pid.db --no-store --json >/tmp/explain.out 2>&1
+r explain_rc $?
+out explain /tmp/explain.out
 r pid_s "$s $(t0)"
 
 # 4. A container's cgroup (docker's scheme) named with --container: its
@@ -74,36 +98,22 @@ id=c0ffee5eed0123456789abcdef0123456789abcdef0123456789abcdef012345
 A=/sys/fs/cgroup/system.slice/docker-$id.scope
 B=/sys/fs/cgroup/other.slice/other.scope
 mkdir -p $A $B
-sh -c "echo \$\$ >$A/cgroup.procs && exec $W -T 30 -r 1000 -m sync" >/tmp/cga.out 2>&1 &
+sh -c "echo \$\$ >$A/cgroup.procs && exec $W -T 600 -r 500 -m sync" >/tmp/cga.out 2>&1 &
 pa=$!
-sh -c "echo \$\$ >$B/cgroup.procs && exec $W -T 30 -r 1000 -m sync" >/tmp/cgb.out 2>&1 &
+sh -c "echo \$\$ >$B/cgroup.procs && exec $W -T 600 -r 500 -m sync" >/tmp/cgb.out 2>&1 &
 pb=$!
 while ! grep -q '^worker 0' /tmp/cga.out 2>/dev/null || ! grep -q '^worker 0' /tmp/cgb.out 2>/dev/null; do sleep 0.1; done
-progs_watch cg
 $CW trace --db /tmp/cg.db --no-view --capture full --container "${id%"${id#????????????}"}" --cuda-lib $LIB \
-	--duration 4s >/tmp/cg.out 2>/tmp/cg.err
+	>/tmp/cg.out 2>/tmp/cg.err &
+tp=$!
+attached /tmp/cg.err $tp
+sleep 2
+kill -INT $tp
+wait $tp
 r cg_rc $?
-r cg_progs "$(progs_done cg)"
 kill $pa $pb 2>/dev/null
 wait $pa $pb 2>/dev/null
 out cg_err /tmp/cg.err
 r cg_in "$(n "SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $pa" /tmp/cg.db)"
 r cg_out "$(n "SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid <> $pa" /tmp/cg.db)"
 r cg_s "$s $(t0)"
-
-# 5. The scheduler layer: a CPU hog (busybox's yes, comm "yes") pinned to
-# the workload's CPU for part of its loop; explain names it.
-s=$(t0)
-: >/tmp/hog.out
-(while ! grep -q '^worker 0' /tmp/hog.out; do sleep 0.05; done
- sleep 1; exec timeout 2 nice -n -10 taskset -c 1 yes >/dev/null) &
-hp=$!
-CW_FAKE_SYNC_US=1000 $CW trace --db /tmp/hog.db --no-view -- $W -T 4 -m sync -p 1 >/tmp/hog.out 2>/tmp/hog.err
-r hog_rc $?
-wait $hp 2>/dev/null
-out hog_err /tmp/hog.err
-r hog_offcpu "$(n "SELECT count(*) FROM offcpu WHERE reason = 'preempted' AND by_comm = 'yes'" /tmp/hog.db)"
-$CW explain --db /tmp/hog.db --no-store --json >/tmp/explain.out 2>&1
-r explain_rc $?
-out explain /tmp/explain.out
-r hog_s "$s $(t0)"
