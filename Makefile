@@ -41,8 +41,12 @@ GEN_SRCS := $(BUILD)/gen/schema_sql.c $(BUILD)/gen/web_assets.c $(BUILD)/gen/mcp
 GEN_OBJS := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRCS))
 
 BPF_SRCS := $(sort $(wildcard src/bpf/*.bpf.c))
-BPF_OBJS := $(patsubst src/bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
-BPF_SKELS := $(patsubst src/bpf/%.bpf.c,$(BUILD)/gen/%.skel.h,$(BPF_SRCS))
+# Variants: one source built again with other settings. cuda_sessctx is
+# cuda.bpf.c for kernels whose session kfuncs take the context
+# (src/bpf/cuda.bpf.c says why it must be a second object).
+BPF_VARIANTS := cuda_sessctx
+BPF_OBJS := $(patsubst src/bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS)) $(BPF_VARIANTS:%=$(BUILD)/bpf/%.bpf.o)
+BPF_SKELS := $(patsubst src/bpf/%.bpf.c,$(BUILD)/gen/%.skel.h,$(BPF_SRCS)) $(BPF_VARIANTS:%=$(BUILD)/gen/%.skel.h)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/gen -Isrc -Wall -Werror -Wno-unused-function
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -119,6 +123,11 @@ $(BUILD)/bpf/%.bpf.o: src/bpf/%.bpf.c src/bpf/events.h $(wildcard src/bpf/*.bpf.
 	@mkdir -p $(dir $@)
 	@echo '  BPF   $<'
 	@$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bpf/cuda_sessctx.bpf.o: src/bpf/cuda.bpf.c src/bpf/events.h $(wildcard src/bpf/*.bpf.h) $(BUILD)/gen/vmlinux.h
+	@mkdir -p $(dir $@)
+	@echo '  BPF   $< (session kfuncs with a context)'
+	@$(CLANG) $(BPF_CFLAGS) -DCW_SESSION_KFUNC_CTX=1 -c $< -o $@
 
 $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@

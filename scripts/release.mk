@@ -18,7 +18,7 @@ release-x86_64: CW_REL_ENV :=
 release-aarch64: CW_REL_ENV := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
 $(addprefix release-,$(RELEASE_ARCHES)): release-%:
 	@$(CW_REL_ENV) $(MAKE) --no-print-directory BUILD=$(RELEASE_DIR)/$* CW_RELEASE=$* $(RELEASE_DIR)/$*/causeway \
-		$(patsubst src/bpf/%.bpf.c,$(RELEASE_DIR)/$*/bpf/%.bpf.o,$(BPF_SRCS))
+		$(patsubst src/bpf/%.bpf.c,$(RELEASE_DIR)/$*/bpf/%.bpf.o,$(BPF_SRCS)) $(BPF_VARIANTS:%=$(RELEASE_DIR)/$*/bpf/%.bpf.o)
 	@cp $(RELEASE_DIR)/$*/causeway $(RELEASE_DIR)/causeway-linux-$*.tmp
 	@mv $(RELEASE_DIR)/causeway-linux-$*.tmp $(RELEASE_DIR)/causeway-linux-$*
 	@echo '  REL   $(RELEASE_DIR)/causeway-linux-$*'

@@ -5,6 +5,7 @@
 #include "cmd/cmd.h"
 #include "cmd/opt_error.h"
 #include "config/config.h"
+#include "loader/libbpf_log.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -152,6 +153,8 @@ int main(int argc, char **argv)
 	const struct cw_command *c;
 	int i = 1;
 
+	/* libbpf speaks through causeway's log (--verbose), never on its own. */
+	cw_libbpf_log_init();
 	while (i < argc && argv[i][0] == '-') {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);

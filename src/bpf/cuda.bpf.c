@@ -1119,24 +1119,55 @@ int BPF_PROG(cw_thread_exit, struct task_struct *p)
  * the pair of links per library copy it falls back to: one unregister
  * synchronization at detach instead of one per probe (~100 ms each on
  * 6.x). The plain programs are the per-probe perf-event fallback. */
+/* The session kfuncs took no argument in 6.12 and take the program's
+ * context in later kernels (sid's 7.2, for fsession programs). libbpf
+ * (1.1) refuses to load an object whose extern's prototype differs from
+ * the kernel's, weak or not, so the object is built twice (Makefile: cuda_sessctx, with
+ * CW_SESSION_KFUNC_CTX) and the loader opens the one whose prototype
+ * matches the running kernel's BTF (loader/kernel_features.c). */
+#if CW_SESSION_KFUNC_CTX
+extern __u64 *bpf_session_cookie(void *ctx) __ksym __weak;
+extern bool bpf_session_is_return(void *ctx) __ksym __weak;
+#define CW_SESSION_COOKIE(ctx) bpf_session_cookie(ctx)
+#define CW_SESSION_IS_RETURN(ctx) bpf_session_is_return(ctx)
+#else
 extern __u64 *bpf_session_cookie(void) __ksym __weak;
 extern bool bpf_session_is_return(void) __ksym __weak;
+#define CW_SESSION_COOKIE(ctx) bpf_session_cookie()
+#define CW_SESSION_IS_RETURN(ctx) bpf_session_is_return()
+#endif
+
+/* The session program's two halves are subprograms, not inlined: their
+ * locals (an open call's state at entry, the record at return) then share
+ * the 512-byte stack instead of adding up in one frame. Inlined, clang 14
+ * gave one frame of 512 bytes, and the Python walk's bpf_loop callback
+ * took the combined stack to 544 ("combined stack size of 2 calls is 544.
+ * Too large"): rejected on every kernel without private BPF stacks (x86-64
+ * JIT before 6.13, arm64). */
+static __noinline int session_enter(struct pt_regs *ctx, __u64 c, __u32 *tid)
+{
+	return enter_call(ctx, c, tid);
+}
+
+static __noinline int session_return(struct pt_regs *ctx, __u64 c)
+{
+	return return_call(ctx, CW_COOKIE_OP(c), CW_COOKIE_SRC(c), (__u32)(c >> 32));
+}
 
 SEC("uprobe")
 int cw_call_session(struct pt_regs *ctx)
 {
-	__u64 *sc = bpf_session_cookie(), c;
+	__u64 *sc = CW_SESSION_COOKIE(ctx), c;
 	__u32 tid = 0;
 
-	if (!bpf_session_is_return()) {
+	if (!CW_SESSION_IS_RETURN(ctx)) {
 		c = bpf_get_attach_cookie(ctx);
-		if (enter_call(ctx, c, &tid))
+		if (session_enter(ctx, c, &tid))
 			return 1; /* no return probe */
 		*sc = ((__u64)tid << 32) | (__u32)c;
 		return 0;
 	}
-	c = *sc;
-	return return_call(ctx, CW_COOKIE_OP(c), CW_COOKIE_SRC(c), (__u32)(c >> 32));
+	return session_return(ctx, *sc);
 }
 
 SEC("uprobe")

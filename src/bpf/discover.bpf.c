@@ -45,9 +45,11 @@ struct {
 	__type(value, __u64);
 } disc_stats SEC(".maps");
 
-extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __ksym;
-extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym;
-extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
+/* Weak: the programs that walk the mappings load only where the kernel
+ * has the iterator (6.7); the *_maps programs below serve older kernels. */
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __ksym __weak;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym __weak;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym __weak;
 
 static __always_inline void ds(__u32 idx)
 {
@@ -149,7 +151,10 @@ static __always_inline void scan(struct cw_disc_event *ev, int want_loader)
 	bpf_iter_task_vma_destroy(&it);
 }
 
-static __always_inline int report(__u32 kind, int want_loader)
+/* walk: 1 to look at the mappings here (the VMA iterator); 0 to stop the
+ * process at every event and let userspace read its maps (kernels before
+ * 6.7; loaded for tracked processes only: a launched command and --pid). */
+static __always_inline int report(__u32 kind, int want_loader, const int walk)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -159,9 +164,13 @@ static __always_inline int report(__u32 kind, int want_loader)
 		return 0;
 	ds(kind == CW_DISC_LOAD ? CW_DS_LOADS : CW_DS_EXECS);
 	__builtin_memset(&ev, 0, sizeof(ev));
-	scan(&ev, want_loader);
-	if (!ev.nfiles)
-		return 0;
+	if (walk) {
+		scan(&ev, want_loader);
+		if (!ev.nfiles)
+			return 0;
+	} else {
+		ev.more = 1; /* nothing listed: userspace reads the maps */
+	}
 	ev.ts_ns = bpf_ktime_get_ns();
 	ev.pid = tgid;
 	ev.tid = (__u32)id;
@@ -189,11 +198,24 @@ static __always_inline int report(__u32 kind, int want_loader)
 SEC("uprobe")
 int cw_loader_state(struct pt_regs *ctx)
 {
-	return report(CW_DISC_LOAD, 0);
+	return report(CW_DISC_LOAD, 0, 1);
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(cw_exec_loader, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	return report(CW_DISC_EXEC, 1);
+	return report(CW_DISC_EXEC, 1, 1);
+}
+
+/* The same events without the VMA iterator (before 6.7). */
+SEC("uprobe")
+int cw_loader_state_maps(struct pt_regs *ctx)
+{
+	return report(CW_DISC_LOAD, 0, 0);
+}
+
+SEC("raw_tp/sched_process_exec")
+int cw_exec_loader_maps(void *ctx)
+{
+	return report(CW_DISC_EXEC, 1, 0);
 }

@@ -96,12 +96,30 @@ struct cw_py_walk {
 	__u32 truncated;
 };
 
+/* The walk's state lives in a map value, not on the stack: the verifier
+ * tracks a stack variable's exact value, so with the frame count on the
+ * stack it verified the bpf_loop body once per count (kernels that
+ * verify callbacks until their states converge, 6.7+), some 350,000
+ * instructions and seconds of start-up for the call programs. A map
+ * value's contents are unknown to it: the body converges at once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cw_py_walk);
+} cw_py_walk_scratch SEC(".maps");
+
 /* One frame per bpf_loop iteration (kernel >= 5.17): the verifier checks
  * the body once instead of unrolling 64 paths of branches. Returns 1 to
  * stop. */
+/* bpf_loop's context must be on the stack: it holds the map value. */
+struct cw_py_walk_ref {
+	struct cw_py_walk *w;
+};
+
 static long cw_py_step(__u64 i, void *arg)
 {
-	struct cw_py_walk *w = arg;
+	struct cw_py_walk *w = ((struct cw_py_walk_ref *)arg)->w;
 	const struct cw_py_bpf_proc *o = &w->o;
 	__u32 zero = 0, lasti, slot;
 	struct cw_pystack *s;
@@ -165,7 +183,8 @@ static __always_inline int cw_emit_pystack(void *ring, const struct cw_hdr *h)
 {
 	__u32 pid = h->pid, tid = h->tid, zero = 0;
 	const struct cw_py_bpf_proc *o;
-	struct cw_py_walk w = {};
+	struct cw_py_walk_ref ref;
+	struct cw_py_walk *w;
 	struct cw_pystack *s;
 	__u64 *tsp;
 
@@ -175,15 +194,21 @@ static __always_inline int cw_emit_pystack(void *ring, const struct cw_hdr *h)
 	tsp = bpf_map_lookup_elem(&cw_py_tstate, &tid);
 	if (!tsp || !*tsp)
 		return 0;
-	w.o = *o;
-	w.frame = cw_py_read_u64(*tsp + o->ts_frame);
-	if (w.frame && o->cframe_current >= 0)
-		w.frame = cw_py_read_u64(w.frame + (__u32)o->cframe_current);
-	if (!w.frame)
+	w = bpf_map_lookup_elem(&cw_py_walk_scratch, &zero);
+	if (!w)
+		return 0;
+	w->o = *o;
+	w->n = 0;
+	w->truncated = 0;
+	w->frame = cw_py_read_u64(*tsp + o->ts_frame);
+	if (w->frame && o->cframe_current >= 0)
+		w->frame = cw_py_read_u64(w->frame + (__u32)o->cframe_current);
+	if (!w->frame)
 		return 0; /* the thread holds no Python frame right now */
 	/* 2x the depth: skipped shim frames do not eat recorded depth */
-	bpf_loop(2 * CW_PY_MAX_FRAMES, cw_py_step, &w, 0);
-	if (!w.n)
+	ref.w = w;
+	bpf_loop(2 * CW_PY_MAX_FRAMES, cw_py_step, &ref, 0);
+	if (!w->n)
 		return 0;
 	s = bpf_map_lookup_elem(&cw_py_scratch, &zero);
 	if (!s)
@@ -193,8 +218,8 @@ static __always_inline int cw_emit_pystack(void *ring, const struct cw_hdr *h)
 	s->hdr.size = sizeof(*s);
 	s->hdr.source = CW_SRC_PYTHON;
 	s->hdr.op = CW_OP_pystack;
-	s->nframes = w.n;
-	s->truncated = w.truncated || (w.frame && w.n >= CW_PY_MAX_FRAMES);
+	s->nframes = w->n;
+	s->truncated = w->truncated || (w->frame && w->n >= CW_PY_MAX_FRAMES);
 	s->py_version = o->py_version;
 	s->pad = 0;
 	/* Default wakeup (an idle consumer is woken), unlike call records:

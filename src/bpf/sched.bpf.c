@@ -203,19 +203,43 @@ static __always_inline int on_wakeup(struct task_struct *p, const bool btf)
 	return 0;
 }
 
-/* prev_state became the last argument in kernel 5.18. */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+/* sched_switch passes prev_state as its last argument from 5.18; the
+ * loader sets cfg_switch_state from the kernel's BTF
+ * (loader/kernel_features.c). Before, the program may not even read that
+ * argument (tp_btf: the verifier refuses the context access; raw_tp: the
+ * attach refuses a program that reads past the tracepoint's arguments),
+ * so it reads the task's state instead, a dead branch the verifier skips
+ * where the argument exists. */
+const volatile __u8 cfg_switch_state = 0;
+
+/* task_struct.state became __state in 5.14. */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 switch_prev_state(unsigned long long *ctx, struct task_struct *prev)
 {
-	return on_switch(preempt, prev, next, prev_state, true);
+	if (cfg_switch_state)
+		return (unsigned int)ctx[3];
+	if (bpf_core_field_exists(prev->__state))
+		return BPF_CORE_READ(prev, __state);
+	return (__u64)BPF_CORE_READ((struct task_struct___pre514 *)prev, state);
+}
+
+SEC("tp_btf/sched_switch")
+int sched_switch_btf(unsigned long long *ctx)
+{
+	struct task_struct *prev = (struct task_struct *)ctx[1];
+
+	return on_switch((bool)ctx[0], prev, (struct task_struct *)ctx[2], switch_prev_state(ctx, prev), true);
 }
 
 SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+int sched_switch_raw(unsigned long long *ctx)
 {
-	return on_switch(preempt, prev, next, prev_state, false);
+	struct task_struct *prev = (struct task_struct *)ctx[1];
+
+	return on_switch((bool)ctx[0], prev, (struct task_struct *)ctx[2], switch_prev_state(ctx, prev), false);
 }
 
 SEC("tp_btf/sched_wakeup")

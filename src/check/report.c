@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check/report.h"
+#include "check/report_int.h"
 #include "config/config.h"
 #include "gpu/kmsg.h"
 #include "gpu/nvml.h"
@@ -23,18 +24,14 @@
 #include "util/fileset.h"
 #include "util/utf8.h"
 
-enum status { ST_OK, ST_WARN, ST_FAIL };
+#define ST_OK CW_CHECK_OK
+#define ST_WARN CW_CHECK_WARN
+#define ST_FAIL CW_CHECK_FAIL
+#define item cw_check_item
 static const char *const status_name[] = { "ok", "warn", "fail" };
 
-struct report {
-	json_t *checks, *libs, *pythons, *gpus;
-	int worst;
-};
-
-static void item(struct report *r, const char *name, enum status st, const char *fix, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static void item(struct report *r, const char *name, enum status st, const char *fix, const char *fmt, ...)
+void cw_check_item(struct cw_check_report *r, const char *name, enum cw_check_status st, const char *fix,
+		   const char *fmt, ...)
 {
 	char detail[512];
 	va_list ap;
@@ -56,7 +53,7 @@ static const char *tri_name(enum cw_tri t)
 	return t == CW_YES ? "yes" : t == CW_NO ? "no" : "unknown";
 }
 
-static void check_kernel(struct report *r, const struct cw_features *f)
+static void check_kernel(struct cw_check_report *r, const struct cw_features *f)
 {
 	/* BPF ring buffers (5.8) are the floor; tp_btf and CAP_BPF came in
 	 * the same releases. */
@@ -70,7 +67,7 @@ static void check_kernel(struct report *r, const struct cw_features *f)
 }
 
 /* main.c already refused a bad file; this says which one applies. */
-static void check_config(struct report *r, const struct cw_check_env *env)
+static void check_config(struct cw_check_report *r, const struct cw_check_env *env)
 {
 	const struct cw_config *c = NULL;
 	char err[512];
@@ -84,7 +81,7 @@ static void check_config(struct report *r, const struct cw_check_env *env)
 		     CW_CONFIG_SYSTEM_PATH, CW_CONFIG_USER_PATH, env->node, env->store);
 }
 
-static void check_privileges(struct report *r, const struct cw_features *f)
+static void check_privileges(struct cw_check_report *r, const struct cw_features *f)
 {
 	if (f->euid == 0)
 		item(r, "privileges", ST_OK, NULL, "running as root");
@@ -99,7 +96,7 @@ static void check_privileges(struct report *r, const struct cw_features *f)
 		     f->cap_bpf ? "yes" : "no", f->cap_perfmon ? "yes" : "no");
 }
 
-static void check_tracefs(struct report *r, const struct cw_features *f)
+static void check_tracefs(struct cw_check_report *r, const struct cw_features *f)
 {
 	/* tp_btf and the uprobe PMU need no tracefs; the classic-tracepoint
 	 * and legacy-uprobe fallbacks do. */
@@ -111,7 +108,7 @@ static void check_tracefs(struct report *r, const struct cw_features *f)
 		     f->tracefs_dir ? " (/sys/kernel/tracing exists)" : "");
 }
 
-static void check_bpf(struct report *r, const struct cw_features *f)
+static void check_bpf(struct cw_check_report *r, const struct cw_features *f)
 {
 	const char *priv_fix = "run check as root (or with CAP_BPF and CAP_PERFMON) to probe BPF features";
 	/* Without the capabilities the kernel refuses every load, and
@@ -150,7 +147,7 @@ static void check_bpf(struct report *r, const struct cw_features *f)
 /* ---- libraries ---- */
 
 struct lib_seen {
-	struct report *r;
+	struct cw_check_report *r;
 	int found[CW_LIB_NKINDS], hooked[CW_LIB_NKINDS], real[CW_LIB_NKINDS];
 	char example[CW_LIB_NKINDS][PATH_MAX + 512];
 	struct cw_fileset listed; /* library files listed, by identity */
@@ -229,7 +226,7 @@ static int on_mapped(void *ctx, const struct cw_lib_copy *lib)
 	return 0;
 }
 
-static void check_libs(struct report *r)
+static void check_libs(struct cw_check_report *r)
 {
 	static const char *const label[CW_LIB_NKINDS] = { "cuda runtime", "cuda driver", "nccl" };
 	static const char *const fix[CW_LIB_NKINDS] = {
@@ -267,7 +264,7 @@ static void check_libs(struct report *r)
 /* ---- CPython ---- */
 
 struct py_seen {
-	struct report *r;
+	struct cw_check_report *r;
 	int supported, found;
 	char list[512];
 };
@@ -298,7 +295,7 @@ static int on_python(void *ctx, const struct cw_python_install *py)
 	return 0;
 }
 
-static void check_python(struct report *r)
+static void check_python(struct cw_check_report *r)
 {
 	struct py_seen s;
 
@@ -315,7 +312,7 @@ static void check_python(struct report *r)
 		     s.found);
 }
 
-static void check_gpu(struct report *r, const struct cw_features *f)
+static void check_gpu(struct cw_check_report *r, const struct cw_features *f)
 {
 	if (f->gpu_dev && f->nvidia_driver[0])
 		item(r, "gpu", ST_OK, NULL, "/dev/nvidia0, NVIDIA driver %s", f->nvidia_driver);
@@ -332,7 +329,7 @@ static void check_gpu(struct report *r, const struct cw_features *f)
 /* NVML through the same dlopen path trace's sampler uses ($CW_NVML_LIB or
  * libnvidia-ml.so.1): found, driver version, devices; or "no GPU
  * telemetry" and why. Not a failure: tracing works without it. */
-static void check_gpu_telemetry(struct report *r, const char *nvml_lib)
+static void check_gpu_telemetry(struct cw_check_report *r, const char *nvml_lib)
 {
 	struct cw_nvml *n = NULL;
 	char why[256], list[400] = "";
@@ -373,7 +370,7 @@ static void check_gpu_telemetry(struct report *r, const char *nvml_lib)
  * without the host's /dev/kmsg), CAP_SYSLOG (kernel.dmesg_restrict), or
  * the device cgroup (an unprivileged container's runtime allows only the
  * standard devices). Not a failure: tracing works without it. */
-static void check_kmsg(struct report *r, const struct cw_features *f)
+static void check_kmsg(struct cw_check_report *r, const struct cw_features *f)
 {
 	int fd = cw_kmsg_open(NULL);
 	int restricted = cw_kmsg_restricted();
@@ -401,7 +398,7 @@ static void check_kmsg(struct report *r, const struct cw_features *f)
 
 int cw_check_report(const struct cw_check_env *env, json_t **out)
 {
-	struct report r = { NULL, NULL, NULL, NULL, ST_OK };
+	struct cw_check_report r = { 0 };
 	struct cw_features f;
 	int rc;
 
@@ -410,11 +407,15 @@ int cw_check_report(const struct cw_check_env *env, json_t **out)
 	r.libs = json_array();
 	r.pythons = json_array();
 	r.gpus = json_array();
-	if (!r.checks || !r.libs || !r.pythons || !r.gpus) {
+	r.features = json_object();
+	r.programs = json_array();
+	if (!r.checks || !r.libs || !r.pythons || !r.gpus || !r.features || !r.programs) {
 		json_decref(r.checks);
 		json_decref(r.libs);
 		json_decref(r.pythons);
 		json_decref(r.gpus);
+		json_decref(r.features);
+		json_decref(r.programs);
 		return -ENOMEM;
 	}
 	cw_features_probe(&f);
@@ -422,6 +423,9 @@ int cw_check_report(const struct cw_check_env *env, json_t **out)
 	check_privileges(&r, &f);
 	check_tracefs(&r, &f);
 	check_bpf(&r, &f);
+	cw_check_kernel_features(&r, cw_features_privileged(&f));
+	if (cw_features_privileged(&f) && f.btf && env->load)
+		cw_check_load(&r);
 	check_libs(&r);
 	check_python(&r);
 	check_gpu(&r, &f);
@@ -429,7 +433,8 @@ int cw_check_report(const struct cw_check_env *env, json_t **out)
 	check_kmsg(&r, &f);
 	check_config(&r, env);
 	rc = r.worst == ST_FAIL ? env->fail_exit : 0;
-	*out = json_pack("{s:b, s:i, s:o, s:o, s:o, s:o}", "ok", rc == 0, "exit", rc, "checks", r.checks,
-			 "libraries", r.libs, "python", r.pythons, "gpus", r.gpus);
+	*out = json_pack("{s:b, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "ok", rc == 0, "exit", rc, "checks", r.checks,
+			 "libraries", r.libs, "python", r.pythons, "gpus", r.gpus, "kernel_features", r.features,
+			 "bpf_programs", r.programs);
 	return *out ? 0 : -ENOMEM;
 }

@@ -13,9 +13,11 @@ struct cw_check_env {
 	const char *store;    /* the default store path */
 	const char *nvml_lib; /* NULL: $CW_NVML_LIB or libnvidia-ml.so.1 */
 	int fail_exit;        /* the report's "exit" when an item failed (0 otherwise) */
+	int load;             /* load (and unload) the BPF objects as trace would */
 };
 
-/* *out = {"ok", "exit", "checks", "libraries", "python", "gpus"}.
+/* *out = {"ok", "exit", "checks", "libraries", "python", "gpus",
+ * "kernel_features", "bpf_programs"}.
  * Returns 0 or -ENOMEM (*out NULL). */
 int cw_check_report(const struct cw_check_env *env, json_t **out);
 

@@ -14,7 +14,7 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: causeway check [--json]\n"
+	fputs("usage: causeway check [--json] [--no-load]\n"
 	      "\n"
 	      "Reports what this host offers trace: kernel and BTF, privileges,\n"
 	      "tracefs, BPF program and map types, tp_btf, uprobes, the CUDA\n"
@@ -22,13 +22,17 @@ static void usage(FILE *f)
 	      "hooked symbols each exports), CPython installations, the GPU and\n"
 	      "its telemetry (NVML: driver version and devices).\n"
 	      "Each item is ok, warn or fail; failures come with a recommendation.\n"
-	      "Libraries are only read, never run.\n"
+	      "Libraries are only read, never run. As root, check loads the BPF\n"
+	      "programs trace would load (and unloads them at once): each kernel\n"
+	      "feature says what trace uses or does instead, and each program is\n"
+	      "named loaded or left out on this kernel.\n"
 	      "\n"
 	      "exit status: 0 when trace can run here (warnings allowed),\n"
 	      "             4 when an item failed.\n"
 	      "\n"
-	      "  --json   one JSON object (see docs/check.md)\n"
-	      "  --help   this text\n"
+	      "  --json     one JSON object (see docs/check.md)\n"
+	      "  --no-load  probe the features, but load no BPF object (quicker)\n"
+	      "  --help     this text\n"
 	      "\n"
 	      "examples:\n"
 	      "  causeway check\n"
@@ -82,9 +86,12 @@ int cmd_check(int argc, char **argv)
 	struct cw_check_env env;
 	json_t *o;
 	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "json", no_argument, NULL, 'j' },
+		{ "no-load", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
-	int json = 0, i, rc, c;
+	int json = 0, no_load = 0, i, rc, c;
 
 	for (i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
@@ -96,12 +103,15 @@ int cmd_check(int argc, char **argv)
 			usage(stdout);
 			return CW_EXIT_OK;
 		}
-		if (c != 'j')
+		if (c == 'n')
+			no_load = 1;
+		else if (c != 'j')
 			return cw_opt_error(json, "check", c, argv);
 	}
 	if (optind < argc)
 		return cw_opt_unexpected(json, "check", argv[optind]);
 	cw_check_env_default(&env);
+	env.load = !no_load;
 	if (cw_check_report(&env, &o)) {
 		cw_report_error(json, "check: out of memory");
 		return CW_EXIT_FAIL;

@@ -29,6 +29,8 @@
 
 #include "bpf/events.h"
 #include "loader/kernel_probes.h"
+#include "loader/kernel_features.h"
+#include "loader/libbpf_log.h"
 #include "loader/bpf_arch.h"
 
 #include "io.skel.h"
@@ -85,27 +87,6 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* libbpf reports load failures through its print callback; keep the last
- * warning so the error line can say what the verifier or kernel refused,
- * and print nothing ourselves. */
-static char libbpf_last[256];
-
-static int capture_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char line[256];
-	size_t n;
-
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	n = strlen(line);
-	while (n && (line[n - 1] == '\n' || line[n - 1] == ' '))
-		line[--n] = 0;
-	if (n)
-		memcpy(libbpf_last, line, n + 1);
-	return 0;
-}
-
 void cw_kernel_probes_opts_init(struct cw_kernel_probes_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -137,6 +118,7 @@ static int open_sched(struct cw_kernel_probes *kp, struct cw_kp_fam *f)
 	if (!s)
 		return -errno;
 	s->rodata->cfg_min_offcpu_ns = kp->o.min_offcpu_ns;
+	s->rodata->cfg_switch_state = cw_kfeature_has(CW_KF_SWITCH_STATE);
 	f->skel = s;
 	f->obj = s->obj;
 	return 0;
@@ -277,7 +259,7 @@ static int family_load(struct cw_kernel_probes *kp, int idx, char *err, size_t e
 	int rc = 0;
 
 	for (int raw = kp->o.raw_tp_only ? 1 : 0; raw <= 1; raw++) {
-		libbpf_last[0] = 0;
+		cw_libbpf_log_reset();
 		rc = open_fns[idx](kp, f);
 		if (rc)
 			break;
@@ -291,8 +273,11 @@ static int family_load(struct cw_kernel_probes *kp, int idx, char *err, size_t e
 		family_unload(f, idx);
 	}
 	if (rc) {
+		char why[256];
+
+		cw_libbpf_log_reason(why, sizeof(why));
 		snprintf(err, errlen, "cannot load the %s probes: %s%s%s", family_names[idx], strerror(-rc),
-			 libbpf_last[0] ? ": " : "", libbpf_last);
+			 why[0] ? ": " : "", why);
 		return rc;
 	}
 	for (int i = 0; i < CW_SHARED_N; i++) {
@@ -364,7 +349,6 @@ int cw_kernel_probes_open(struct cw_kernel_probes **out, const struct cw_kernel_
 			  char *err, size_t errlen)
 {
 	struct cw_kernel_probes *kp;
-	libbpf_print_fn_t prev;
 	uint64_t t0 = mono_ns();
 	int rc = 0;
 
@@ -409,7 +393,6 @@ int cw_kernel_probes_open(struct cw_kernel_probes **out, const struct cw_kernel_
 		kp->fam[i].info.enabled = !!(kp->o.families & (1u << i));
 	}
 
-	prev = libbpf_set_print(capture_print);
 	kp->vmlinux = btf__load_vmlinux_btf();
 	if (!kp->vmlinux) {
 		rc = -errno;
@@ -433,11 +416,9 @@ int cw_kernel_probes_open(struct cw_kernel_probes **out, const struct cw_kernel_
 			goto fail;
 	}
 	kp->startup_ns = mono_ns() - t0;
-	libbpf_set_print(prev);
 	*out = kp;
 	return 0;
 fail:
-	libbpf_set_print(prev);
 	cw_kernel_probes_close(kp);
 	return rc;
 }
@@ -706,4 +687,9 @@ int cw_kernel_probes_flush(struct cw_kernel_probes *kp, int all)
 		}
 	}
 	return n;
+}
+
+struct bpf_object *cw_kernel_probes_object(struct cw_kernel_probes *kp, int idx)
+{
+	return kp && idx >= 0 && idx < CW_KP_NFAMILIES && kp->fam[idx].skel ? kp->fam[idx].obj : NULL;
 }

@@ -124,6 +124,8 @@ struct cw_kernel_family_info {
 };
 /* Returns CW_KP_NFAMILIES and points *out at an internal array. */
 int cw_kernel_probes_families(struct cw_kernel_probes *kp, const struct cw_kernel_family_info **out);
+/* Family idx's loaded object, NULL when it is not loaded. */
+struct bpf_object *cw_kernel_probes_object(struct cw_kernel_probes *kp, int idx);
 /* Wall time from the start of cw_kernel_probes_open() to the last attach. */
 uint64_t cw_kernel_probes_startup_ns(struct cw_kernel_probes *kp);
 

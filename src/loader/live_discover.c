@@ -5,6 +5,7 @@
 #include "loader/live_discover.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <pthread.h>
@@ -23,6 +24,8 @@
 #include "bpf/discover.bpf.h"
 #include "discover.skel.h"
 #include "loader/elfsyms.h"
+#include "loader/kernel_features.h"
+#include "loader/libbpf_log.h"
 #include "util/timeutil.h"
 
 #define MAX_LOADERS 64
@@ -40,6 +43,7 @@ struct cw_live_discover {
 	struct bpf_link *loader_links[MAX_LOADERS];
 	struct cw_disc_file loaders[MAX_LOADERS]; /* hooked, by stat identity */
 	int nloaders;
+	int walk; /* the VMA iterator programs (6.7), else the *_maps ones */
 	struct ring_buffer *rb;
 	pthread_t thread;
 	int running;
@@ -76,6 +80,22 @@ int cw_live_open(struct cw_live_discover **out, const struct cw_live_opts *o, ch
 		snprintf(err, errlen, "cannot open the discovery bpf object: %s", strerror(-rc));
 		goto fail;
 	}
+	/* Without the VMA iterator (before 6.7) the *_maps programs stop the
+	 * process at every library load and exec and this side reads its
+	 * maps: affordable for the processes trace follows (a launched
+	 * command, --pid), not for every process of the host, whose libraries
+	 * the one-second rescan finds instead. */
+	ld->walk = cw_kfeature_has(CW_KF_VMA_ITER);
+	if (!ld->walk && !o->filter_tracked) {
+		snprintf(err, errlen, "this kernel has no %s (Linux %s)", cw_kfeature_defs[CW_KF_VMA_ITER].what,
+			 cw_kfeature_defs[CW_KF_VMA_ITER].since);
+		rc = -EOPNOTSUPP;
+		goto fail;
+	}
+	bpf_program__set_autoload(ld->skel->progs.cw_loader_state, ld->walk);
+	bpf_program__set_autoload(ld->skel->progs.cw_exec_loader, ld->walk);
+	bpf_program__set_autoload(ld->skel->progs.cw_loader_state_maps, !ld->walk);
+	bpf_program__set_autoload(ld->skel->progs.cw_exec_loader_maps, !ld->walk);
 	ld->skel->rodata->cfg_filter_tracked = o->filter_tracked ? 1 : 0;
 	ld->skel->rodata->cfg_hold = o->hold ? 1 : 0;
 	ld->skel->rodata->cfg_self_tgid = (__u32)getpid();
@@ -85,11 +105,14 @@ int cw_live_open(struct cw_live_discover **out, const struct cw_live_opts *o, ch
 		snprintf(err, errlen, "cannot share the tracked-process maps: %s", strerror(-rc));
 		goto fail;
 	}
+	cw_libbpf_log_reset();
 	rc = discover_bpf__load(ld->skel);
 	if (rc) {
-		/* The VMA iterator kfuncs came with Linux 6.7. */
-		snprintf(err, errlen, "cannot load the discovery programs (Linux >= 6.7 needed): %s", strerror(-rc));
-		rc = -EOPNOTSUPP;
+		char why[256];
+
+		cw_libbpf_log_reason(why, sizeof(why));
+		snprintf(err, errlen, "cannot load the discovery programs: %s%s%s", strerror(-rc), why[0] ? ": " : "",
+			 why);
 		goto fail;
 	}
 	*out = ld;
@@ -151,7 +174,9 @@ static int cw_live_hook_loader(struct cw_live_discover *ld, const char *path)
 	}
 	if ((rc = cw_elf_find_sym(e, "_dl_debug_state", &sym)) || (rc = cw_elf_vaddr_to_offset(e, sym.value, &off)))
 		goto out;
-	l = bpf_program__attach_uprobe_opts(ld->skel->progs.cw_loader_state, -1, path, off, &uo);
+	l = bpf_program__attach_uprobe_opts(ld->walk ? ld->skel->progs.cw_loader_state
+					       : ld->skel->progs.cw_loader_state_maps,
+					    -1, path, off, &uo);
 	if (!l) {
 		rc = errno ? -errno : -EINVAL;
 		goto out;
@@ -245,6 +270,39 @@ static void note_latency(struct cw_live_discover *ld, uint64_t ts_ns)
 	pthread_mutex_unlock(&ld->lock);
 }
 
+/* Right after exec (no VMA iterator): every executable file mapping but
+ * the image itself is its dynamic loader, whose _dl_debug_state is hooked
+ * (a file without it is skipped by cw_live_hook_loader). */
+static void hook_mapped_loaders(struct cw_live_discover *ld, uint32_t pid)
+{
+	char maps[64], exe[PATH_MAX], line[PATH_MAX + 128];
+	ssize_t n;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%u/exe", pid);
+	n = readlink(maps, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char perms[8], *path = strchr(line, '/'), root[PATH_MAX + 32];
+		size_t len;
+
+		if (sscanf(line, "%*x-%*x %7s", perms) != 1 || perms[2] != 'x' || !path)
+			continue;
+		len = strcspn(path, "\n");
+		path[len] = '\0';
+		if (!strcmp(path, exe))
+			continue;
+		/* the process's own file, through its root (a container's ld.so) */
+		snprintf(root, sizeof(root), "/proc/%u/root%s", pid, path);
+		cw_live_hook_loader(ld, root);
+	}
+	fclose(f);
+}
+
 /* One stopped or reporting process: hook its new loader or attach its new
  * copies, mark the files seen, resume it. */
 static void handle(struct cw_live_discover *ld, uint32_t pid, uint32_t kind, const struct cw_disc_file *files,
@@ -254,7 +312,9 @@ static void handle(struct cw_live_discover *ld, uint32_t pid, uint32_t kind, con
 	char path[PATH_MAX];
 	uint32_t i;
 
-	if (kind == CW_DISC_EXEC) {
+	if (kind == CW_DISC_EXEC && !ld->walk) {
+		hook_mapped_loaders(ld, pid);
+	} else if (kind == CW_DISC_EXEC) {
 		for (i = 0; i < nfiles; i++)
 			if (!cw_discover_find_file(pid, files[i].dev, files[i].ino, path, sizeof(path)))
 				cw_live_hook_loader(ld, path);
@@ -396,7 +456,8 @@ int cw_live_start(struct cw_live_discover *ld, char *err, size_t errlen)
 		snprintf(err, errlen, "no dynamic loader with _dl_debug_state found");
 		return -ENOENT;
 	}
-	ld->exec_link = bpf_program__attach(ld->skel->progs.cw_exec_loader);
+	ld->exec_link = bpf_program__attach(ld->walk ? ld->skel->progs.cw_exec_loader
+						    : ld->skel->progs.cw_exec_loader_maps);
 	if (!ld->exec_link) {
 		rc = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "cannot attach the exec probe: %s", strerror(-rc));
@@ -504,4 +565,9 @@ void cw_live_close(struct cw_live_discover *ld, struct cw_live_stats *last)
 	discover_bpf__destroy(ld->skel);
 	pthread_mutex_destroy(&ld->lock);
 	free(ld);
+}
+
+struct bpf_object *cw_live_object(struct cw_live_discover *ld)
+{
+	return ld && ld->skel ? ld->skel->obj : NULL;
 }

@@ -41,6 +41,9 @@ struct cw_live_opts {
  * iterator, Linux 6.7): trace then relies on its rescan alone. */
 int cw_live_open(struct cw_live_discover **out, const struct cw_live_opts *o, char *err, size_t errlen);
 
+/* The loaded object (loader/prog_report.h lists its programs). */
+struct bpf_object *cw_live_object(struct cw_live_discover *ld);
+
 /* Marks a file as handled so no process is stopped for it: by path
  * (stat), or by kernel device (cw_kdev) and inode. */
 void cw_live_mark_path(struct cw_live_discover *ld, const char *path);

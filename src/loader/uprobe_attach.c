@@ -18,6 +18,10 @@
 
 #include "bpf/events.h"
 #include "cuda.skel.h"
+#include "cuda_sessctx.skel.h"
+#include "loader/kernel_features.h"
+#include "loader/libbpf_log.h"
+#include "loader/umulti_link.h"
 #include "loader/elfsyms.h"
 #include "util/timeutil.h"
 
@@ -142,25 +146,6 @@ struct attached_file {
 	uint64_t dev, ino;
 };
 
-/* Kernel ABI of BPF_LINK_CREATE for uprobe_multi links (Linux 6.6,
- * include/uapi/linux/bpf.h); libbpf 1.1's headers predate it. */
-#define CW_BPF_TRACE_UPROBE_MULTI 48
-#define CW_BPF_TRACE_UPROBE_SESSION 57 /* Linux 6.12 */
-#define CW_BPF_F_UPROBE_MULTI_RETURN 1u
-struct cw_link_create_umulti {
-	__u32 prog_fd;
-	__u32 target_fd;
-	__u32 attach_type;
-	__u32 flags;
-	__u64 path;
-	__u64 offsets;
-	__u64 ref_ctr_offsets;
-	__u64 cookies;
-	__u32 cnt;
-	__u32 umulti_flags;
-	__u32 pid;
-};
-
 struct cw_cuda_probes {
 	struct cuda_bpf *skel;
 	int multi;         /* uprobe_multi links available */
@@ -195,9 +180,63 @@ static unsigned ring_bytes(unsigned kb)
 	return b;
 }
 
+/* The sessctx object is cuda.bpf.c built for kernels whose session
+ * kfuncs take the context: the same programs, maps and settings, so the
+ * one skeleton drives either. */
+_Static_assert(sizeof(struct cuda_bpf) == sizeof(struct cuda_sessctx_bpf), "cuda skeletons differ");
+_Static_assert(sizeof(*((struct cuda_bpf *)0)->rodata) == sizeof(*((struct cuda_sessctx_bpf *)0)->rodata),
+	       "cuda settings differ");
+
+static struct cuda_bpf *open_cuda(int sessctx)
+{
+	struct cuda_bpf *obj;
+	int err;
+
+	if (!sessctx)
+		return cuda_bpf__open();
+	obj = calloc(1, sizeof(*obj));
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = cuda_bpf__create_skeleton(obj);
+	if (!err) {
+		obj->skeleton->data = (void *)cuda_sessctx_bpf__elf_bytes(&obj->skeleton->data_sz);
+		err = bpf_object__open_skeleton(obj->skeleton, NULL);
+	}
+	if (err) {
+		cuda_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
+}
+
+/* Which programs load, from what the kernel was probed to have
+ * (loader/kernel_features.c); nothing is learned from a failed load. */
+static void choose_programs(struct cw_cuda_probes *cp)
+{
+	struct cuda_bpf *sk = cp->skel;
+
+	bpf_program__set_autoload(sk->progs.cw_call_session, cp->session);
+	bpf_program__set_autoload(sk->progs.cw_call_enter_multi, cp->multi && !cp->session);
+	bpf_program__set_autoload(sk->progs.cw_call_return_multi, cp->multi && !cp->session);
+	bpf_program__set_autoload(sk->progs.cw_call_enter, !cp->multi);
+	bpf_program__set_autoload(sk->progs.cw_call_return, !cp->multi);
+	bpf_program__set_autoload(sk->progs.cw_register_function, cp->sleepable);
+	if (cp->session)
+		bpf_program__set_expected_attach_type(sk->progs.cw_call_session, CW_BPF_TRACE_UPROBE_SESSION);
+	if (cp->multi && !cp->session) {
+		bpf_program__set_expected_attach_type(sk->progs.cw_call_enter_multi, CW_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(sk->progs.cw_call_return_multi, CW_BPF_TRACE_UPROBE_MULTI);
+	}
+}
+
 int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes_opts *o, char *err,
 			size_t errlen)
 {
+	const struct cw_kfeatures *kf = cw_kfeatures();
+	int blocker = cw_kfeatures_cuda_blocker(kf);
 	struct cw_cuda_probes *cp;
 	unsigned rb;
 	int rc;
@@ -205,26 +244,32 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	*out = NULL;
 	if ((rc = cw_bpf_objects_check(err, errlen)))
 		return rc;
+	if (blocker >= 0) {
+		snprintf(err, errlen, "this kernel cannot trace CUDA calls: it lacks %s (Linux %s)",
+			 cw_kfeature_defs[blocker].what, cw_kfeature_defs[blocker].since);
+		return -EOPNOTSUPP;
+	}
 	cp = calloc(1, sizeof(*cp));
 	if (!cp)
 		return -ENOMEM;
-	/* uprobe_multi links by default: detaching a perf-event uprobe waits
-	 * ~0.1 s under a lock that serializes them on 6.18 (200 probes: 20 s
-	 * to stop, even from parallel threads), a multi link detaches at
-	 * once. Per-hit cost was not measurably different on this VM (bench/
-	 * RESULTS.md, "trace"). no_multi (trace --no-uprobe-multi) forces
-	 * per-probe links. */
-	cp->multi = !o->no_multi;
-	/* Sessions where the kernel has them (>= 6.12) and some processes
-	 * are not traced: a process not traced then pays the entry probe
-	 * only, ~0.8 us a call instead of ~1.4 us. When every process is
-	 * traced, every call runs its return anyway, and the pair costs a
-	 * traced call ~25 ns less than a session (bench/RESULTS.md, "trace").
-	 * no_session (trace --no-uprobe-session) keeps the pair. */
-	cp->session = cp->multi && !o->no_session && (o->filter_tracked || o->filter_cgroup);
-	cp->sleepable = 1;
-again:
-	cp->skel = cuda_bpf__open();
+	/* uprobe_multi links where the kernel has them (6.6): detaching a
+	 * perf-event uprobe waits ~0.1 s under a lock that serializes them
+	 * on 6.18 (200 probes: 20 s to stop, even from parallel threads), a
+	 * multi link detaches at once. Per-hit cost was not measurably
+	 * different on this VM (bench/RESULTS.md, "trace"). no_multi (trace
+	 * --no-uprobe-multi) forces per-probe links. */
+	cp->multi = !o->no_multi && kf->has[CW_KF_UPROBE_MULTI] == CW_YES;
+	/* Sessions where the kernel has them (6.12) and some processes are
+	 * not traced: a process not traced then pays the entry probe only,
+	 * ~0.8 us a call instead of ~1.4 us. When every process is traced,
+	 * every call runs its return anyway, and the pair costs a traced call
+	 * ~25 ns less than a session (bench/RESULTS.md, "trace"). no_session
+	 * (trace --no-uprobe-session) keeps the pair. */
+	cp->session = cp->multi && !o->no_session && (o->filter_tracked || o->filter_cgroup) &&
+		      kf->has[CW_KF_UPROBE_SESSION] == CW_YES;
+	cp->sleepable = kf->has[CW_KF_SLEEPABLE_UPROBE] == CW_YES;
+	cw_libbpf_log_reset();
+	cp->skel = open_cuda(kf->has[CW_KF_SESSION_CTX] == CW_YES);
 	if (!cp->skel) {
 		rc = -errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "cannot open the cuda bpf object: %s", strerror(-rc));
@@ -260,45 +305,14 @@ again:
 		snprintf(err, errlen, "cannot share the tracked-process maps: %s", strerror(-rc));
 		goto fail;
 	}
-	if (cp->multi) {
-		bpf_program__set_expected_attach_type(cp->skel->progs.cw_call_enter_multi, CW_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(cp->skel->progs.cw_call_return_multi, CW_BPF_TRACE_UPROBE_MULTI);
-	} else {
-		bpf_program__set_autoload(cp->skel->progs.cw_call_enter_multi, false);
-		bpf_program__set_autoload(cp->skel->progs.cw_call_return_multi, false);
-	}
-	if (cp->session) {
-		/* A kernel that verifies the session program (its kfuncs came
-		 * with session links, 6.12) attaches it: the pairs, whose
-		 * verification costs ~0.5 s each, are not loaded. */
-		bpf_program__set_expected_attach_type(cp->skel->progs.cw_call_session, CW_BPF_TRACE_UPROBE_SESSION);
-		bpf_program__set_autoload(cp->skel->progs.cw_call_enter_multi, false);
-		bpf_program__set_autoload(cp->skel->progs.cw_call_return_multi, false);
-		bpf_program__set_autoload(cp->skel->progs.cw_call_enter, false);
-		bpf_program__set_autoload(cp->skel->progs.cw_call_return, false);
-	} else {
-		bpf_program__set_autoload(cp->skel->progs.cw_call_session, false);
-	}
-	if (!cp->sleepable)
-		bpf_program__set_autoload(cp->skel->progs.cw_register_function, false);
+	choose_programs(cp);
 	rc = cuda_bpf__load(cp->skel);
-	if (rc && (cp->session || cp->sleepable || cp->multi)) {
-		/* Older kernels: first without the session program (no session
-		 * kfuncs, < 6.12), then without the sleepable registration
-		 * probe (< 6.0), then with per-probe links (no uprobe_multi,
-		 * < 6.6). */
-		cuda_bpf__destroy(cp->skel);
-		cp->skel = NULL;
-		if (cp->session)
-			cp->session = 0;
-		else if (cp->sleepable)
-			cp->sleepable = 0;
-		else
-			cp->multi = 0;
-		goto again;
-	}
 	if (rc) {
-		snprintf(err, errlen, "cannot load the cuda bpf programs: %s", strerror(-rc));
+		char why[256];
+
+		cw_libbpf_log_reason(why, sizeof(why));
+		snprintf(err, errlen, "cannot load the cuda bpf programs (%s): %s%s%s", cw_cuda_probes_kind(cp),
+			 strerror(-rc), why[0] ? ": " : "", why);
 		goto fail;
 	}
 	cp->slots = mmap(NULL, CALL_SLOTS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -485,29 +499,6 @@ static int attach_one(struct cw_cuda_probes *cp, const char *path, uint64_t off,
 			   cookie, ret);
 }
 
-/* attach_type: CW_BPF_TRACE_UPROBE_MULTI (ret: the return probes) or
- * CW_BPF_TRACE_UPROBE_SESSION. */
-static int link_umulti(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
-		       const uint64_t *cookies, uint32_t n, int ret)
-{
-	union bpf_attr attr;
-	struct cw_link_create_umulti *lc = (struct cw_link_create_umulti *)&attr;
-	int fd;
-
-	_Static_assert(sizeof(struct cw_link_create_umulti) <= sizeof(union bpf_attr), "attr size");
-	memset(&attr, 0, sizeof(attr));
-	lc->prog_fd = (__u32)prog_fd;
-	lc->attach_type = attach_type;
-	lc->path = (__u64)(uintptr_t)path;
-	lc->offsets = (__u64)(uintptr_t)offs;
-	lc->cookies = (__u64)(uintptr_t)cookies;
-	lc->cnt = n;
-	lc->umulti_flags = ret ? CW_BPF_F_UPROBE_MULTI_RETURN : 0;
-	lc->pid = 0; /* every process mapping the file */
-	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
-	return fd < 0 ? -errno : fd;
-}
-
 static int push_mfd(struct cw_cuda_probes *cp, int fd)
 {
 	if (cp->nmfds == cp->mfds_alloc) {
@@ -549,7 +540,7 @@ static int attach_multi(struct cw_cuda_probes *cp, struct cw_elf *e, const char 
 	if (cp->session) {
 		/* No fallback to the pairs: they are not loaded
 		 * (cw_cuda_probes_open). */
-		fe = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_session), CW_BPF_TRACE_UPROBE_SESSION, path,
+		fe = cw_link_umulti(bpf_program__fd(cp->skel->progs.cw_call_session), CW_BPF_TRACE_UPROBE_SESSION, path,
 				 offs, cookies, n, 0);
 		if (fe < 0) {
 			rc = fe;
@@ -561,13 +552,13 @@ static int attach_multi(struct cw_cuda_probes *cp, struct cw_elf *e, const char 
 		rc = (int)n;
 		goto out;
 	}
-	fe = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_enter_multi), CW_BPF_TRACE_UPROBE_MULTI, path, offs,
+	fe = cw_link_umulti(bpf_program__fd(cp->skel->progs.cw_call_enter_multi), CW_BPF_TRACE_UPROBE_MULTI, path, offs,
 			 cookies, n, 0);
 	if (fe < 0) {
 		rc = fe;
 		goto out;
 	}
-	fr = link_umulti(bpf_program__fd(cp->skel->progs.cw_call_return_multi), CW_BPF_TRACE_UPROBE_MULTI, path, offs,
+	fr = cw_link_umulti(bpf_program__fd(cp->skel->progs.cw_call_return_multi), CW_BPF_TRACE_UPROBE_MULTI, path, offs,
 			 cookies, n, 1);
 	if (fr < 0) {
 		rc = fr;
@@ -653,13 +644,13 @@ int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw
 			r.attached += m;
 			goto attached;
 		}
-		if (cp->session || (m != -EINVAL && m != -EOPNOTSUPP && m != -ENOSYS)) {
-			rc = m;
-			snprintf(err, errlen, "cannot attach to \"%s\": %s%s", path, strerror(-m),
-				 cp->session ? " (as uprobe sessions; trace --no-uprobe-session attaches pairs)" : "");
-			goto out;
-		}
-		cp->multi = 0; /* this kernel has no uprobe_multi links */
+		/* No fallback to per-probe links: the kernel was probed to
+		 * have these links, and the per-probe programs are not loaded. */
+		rc = m;
+		snprintf(err, errlen, "cannot attach to \"%s\": %s%s", path, strerror(-m),
+			 cp->session ? " (as uprobe sessions; trace --no-uprobe-session attaches pairs)"
+				     : " (as uprobe_multi links; trace --no-uprobe-multi attaches one link a probe)");
+		goto out;
 	}
 	for (i = 0; i < sc.n; i++) {
 		const struct cw_hook_def *h = sc.v[i].hook;
@@ -980,4 +971,9 @@ int cw_cuda_probes_pystack_fds(struct cw_cuda_probes *cp, int *procs_fd, int *ts
 	*procs_fd = bpf_map__fd(cp->skel->maps.cw_py_procs);
 	*tstate_fd = bpf_map__fd(cp->skel->maps.cw_py_tstate);
 	return *procs_fd < 0 || *tstate_fd < 0 ? -EBADF : 0;
+}
+
+struct bpf_object *cw_cuda_probes_object(struct cw_cuda_probes *cp)
+{
+	return cp && cp->skel ? cp->skel->obj : NULL;
 }

@@ -52,6 +52,9 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 			size_t errlen);
 void cw_cuda_probes_close(struct cw_cuda_probes *cp);
 
+/* The loaded object (loader/prog_report.h lists its programs). */
+struct bpf_object *cw_cuda_probes_object(struct cw_cuda_probes *cp);
+
 /* What attach found in one file. */
 struct cw_attach_report {
 	int symbols;   /* hooked symbols (variants included) the file exports */
