@@ -76,6 +76,13 @@ def observe(log, stamp, bpf_dir):
     res, outs = obs["results"], obs["outputs"]
     obs["check_can_run"] = any(l.strip() == "trace can run here" for l in outs.get("check", []))
     obs["check_lines"] = [l for l in outs.get("check", []) if re.match(r"\s*(ok|warn|fail)\b", l)]
+    # check's own account (from the lead's check of this era on): per BPF
+    # object, the programs it loads on this kernel and those left out.
+    obs["check_loads"] = {}
+    for l in outs.get("check", []):
+        m = re.match(r"(ok|warn|fail)\s+load (\S+(?: \([^)]*\))?)\s+(.*)$", l)
+        if m:
+            obs["check_loads"][m.group(2)] = "%s: %s" % (m.group(1), m.group(3))
     loaded = set()
     for k in ("launch_progs", "pid_progs"):
         loaded |= set(res.get(k, "").split())
@@ -159,7 +166,8 @@ def judge(obs):
     res, outs = obs["results"], obs["outputs"]
     miss = []
     if "guest_rc" not in obs:
-        return ["the VM did not finish its guest script (booted: %s)" % obs.get("booted", "no")]
+        miss.append("the VM did not finish its guest script (booted: %s; results up to %s)"
+                    % (obs.get("booted", "no"), list(res)[-1] if res else "none"))
     for k in ("launch_rc", "pid_rc", "cg_rc"):
         if res.get(k) != "0":
             err = outs.get(k.replace("_rc", "_err"), [])

@@ -46,12 +46,18 @@ r launch_rc $?
 r launch_progs "$(progs_done launch)"
 out launch_err /tmp/launch.err
 out launch_out /tmp/launch.out
+# One query for the six numbers: each causeway start costs seconds here.
+q=""
 for op in cudaMalloc cudaLaunchKernel cudaStreamSynchronize; do
-	r "agg_$op" "$(n "SELECT coalesce(sum(count),0) FROM aggregates WHERE op = '$op'" /tmp/launch.db)"
-	r "events_$op" "$(n "SELECT count(*) FROM events WHERE op = '$op'" /tmp/launch.db)"
+	q="$q${q:+, }(SELECT coalesce(sum(count),0) FROM aggregates WHERE op = '$op'),"
+	q="$q (SELECT count(*) FROM events WHERE op = '$op')"
 done
-$CW query --db /tmp/launch.db >/tmp/launch.sum 2>&1
-out launch_summary /tmp/launch.sum
+set -- $(n "SELECT $q" /tmp/launch.db | tr ',' ' ')
+for op in cudaMalloc cudaLaunchKernel cudaStreamSynchronize; do
+	r "agg_$op" "${1:-}"
+	r "events_$op" "${2:-}"
+	shift 2 2>/dev/null
+done
 r launch_s "$s $(t0)"
 
 # attached FILE: waits until trace's start-up line (probes attached) is in
@@ -83,9 +89,12 @@ r pid_rc $?
 r pid_progs "$(progs_done pid)"
 wait $wp 2>/dev/null
 out pid_err /tmp/pid.err
-r pid_calls "$(n "SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $wp" /tmp/pid.db)"
-r pid_others "$(n "SELECT count(*) FROM events WHERE source = 'cuda' AND pid <> $wp" /tmp/pid.db)"
-r hog_offcpu "$(n "SELECT count(*) FROM offcpu WHERE reason = 'preempted' AND by_comm = 'yes'" /tmp/pid.db)"
+set -- $(n "SELECT (SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $wp),
+	(SELECT count(*) FROM events WHERE source = 'cuda' AND pid <> $wp),
+	(SELECT count(*) FROM offcpu WHERE reason = 'preempted' AND by_comm = 'yes')" /tmp/pid.db | tr ',' ' ')
+r pid_calls "${1:-}"
+r pid_others "${2:-}"
+r hog_offcpu "${3:-}"
 $CW explain --db /tmp/pid.db --no-store --json >/tmp/explain.out 2>&1
 r explain_rc $?
 out explain /tmp/explain.out
@@ -114,6 +123,8 @@ r cg_rc $?
 kill $pa $pb 2>/dev/null
 wait $pa $pb 2>/dev/null
 out cg_err /tmp/cg.err
-r cg_in "$(n "SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $pa" /tmp/cg.db)"
-r cg_out "$(n "SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid <> $pa" /tmp/cg.db)"
+set -- $(n "SELECT (SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $pa),
+	(SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid <> $pa)" /tmp/cg.db | tr ',' ' ')
+r cg_in "${1:-}"
+r cg_out "${2:-}"
 r cg_s "$s $(t0)"

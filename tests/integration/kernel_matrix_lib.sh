@@ -85,6 +85,9 @@ for k, v in o["results"].items():
 print("check:")
 for l in o["outputs"].get("check", []):
     print("  | " + l)
+print("check's BPF loads:" if o["check_loads"] else "check names no BPF loads")
+for obj, d in o["check_loads"].items():
+    print("  %s: %s" % (obj, d))
 print("programs (seen loaded while trace ran):" if o["programs_seen"] else "programs: none seen loaded (no bpftool in the guest, or trace loaded none)")
 for obj, p in o["programs"].items():
     print("  %s: loaded %s; not loaded %s" % (obj, " ".join(p["loaded"]) or "-", " ".join(p["not_loaded"]) or "-"))
