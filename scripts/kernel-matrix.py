@@ -5,6 +5,7 @@ with docs/kernels.md (tests/integration/kernel_matrix_lib.sh).
   observe LOG STAMP BPF_DIR     the VM's console log -> JSON on stdout
   judge JSON                    the issue's "done when", one line per miss; exit 1 on any
   doc DOC JSON                  the doc's row for that kernel against the JSON; exit 1 on a contradiction
+  header                        the doc table's header
   table JSON...                 the doc table's rows, as the matrix observed them
 
 The doc's cells use a fixed vocabulary (cells() below) so that a row can be
@@ -158,6 +159,17 @@ HEADER = ["kernel", "stands for", "`check`", "`trace -- workload` (1 / 30,000 / 
           "`--pid`", "`--container`", "sched + `explain`"]
 
 
+def lacks(obs):
+    """check's warn/fail items that are kernel features (free text)."""
+    skip = {"cuda driver", "nccl", "python", "gpu", "gpu telemetry", "cuda runtime", "cuda processes", "config"}
+    items = []
+    for l in obs["check_lines"]:
+        m = re.match(r"(warn|fail)\s+(\S+(?: \S+)?)\s\s", l)
+        if m and m.group(2) not in skip and not m.group(2).startswith("load"):
+            items.append(m.group(2) + (" (fail)" if m.group(1) == "fail" else ""))
+    return ", ".join(items) or "nothing"
+
+
 def row_key(obs):
     return "%s/%s" % (obs["suite"], obs["arch"])
 
@@ -240,7 +252,10 @@ def main():
             obs = json.load(open(path))
             s = obs["suite"]
             kern = "`%s` %s, %s (%s)" % (row_key(obs), DEBIAN.get(s, s), obs.get("release", "?"), obs.get("version", "?"))
-            print("| " + " | ".join([kern, STANDS_FOR.get(s, "")] + cells(obs)) + " |")
+            print("| " + " | ".join([kern, STANDS_FOR.get(s, "")] + cells(obs) + [lacks(obs)]) + " |")
+    elif cmd == "header":
+        print("| " + " | ".join(HEADER + ["what `check` says it lacks (not compared)"]) + " |")
+        print("|" + " --- |" * (len(HEADER) + 1))
     else:
         sys.exit("usage: kernel-matrix.py observe|judge|doc|table ...")
 
