@@ -119,7 +119,7 @@ def hog_named(obs):
     ex = obs.get("explain") or {}
     for c in ex.get("chains") or []:
         rc = c.get("root_cause") or {}
-        if rc.get("kind") == "cpu_preemption" and re.search(r"\byes\b", rc.get("summary", "")):
+        if rc.get("kind") == "cpu_preemption" and re.search(r"\bcwhog\b", rc.get("summary", "")):
             return True
     return False
 
@@ -207,7 +207,7 @@ def judge(obs):
     if res.get("pid_rc") == "0" and not hog_named(obs):
         ex = obs.get("explain") or {}
         top = [(c.get("root_cause") or {}).get("summary") for c in (ex.get("chains") or [])][:2]
-        miss.append("sched: explain does not name the pinned hog 'yes' (offcpu rows by it: %s; chains: %s)"
+        miss.append("sched: explain does not name the pinned hog 'cwhog' (offcpu rows by it: %s; chains: %s)"
                     % (res.get("hog_offcpu"), top or "none"))
     if obs["check_can_run"] != traces_ran(obs):
         miss.append("check says %r but trace %s" % ("trace can run here" if obs["check_can_run"] else "cannot run",

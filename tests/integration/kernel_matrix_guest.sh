@@ -67,21 +67,25 @@ attached() {
 }
 
 # 3. --pid of a process already running, and the scheduler layer: a CPU
-# hog (busybox's yes, comm "yes") pinned to the workload's CPU for two
-# seconds once the probes are in; explain names it. The trace ends when
-# the process does. One trace for both: each start-up costs this
-# emulated machine a minute or more.
+# hog (/tmp/cwhog, a shell loop: its comm is the script's name whichever
+# busybox applets run in-process) pinned to the workload's CPU for four
+# seconds once the probes are in; explain names it. trace itself is kept
+# on CPU 0: on two emulated CPUs the agent was the workload's main
+# neighbour. The trace ends when the process does. One trace for both:
+# each start-up costs this emulated machine a minute or more.
 s=$(t0)
+printf '#!/bin/sh\nwhile :; do :; done\n' >/tmp/cwhog
+chmod +x /tmp/cwhog
 CW_FAKE_SYNC_US=1000 $W -T 600 -m sync -p 1 >/tmp/pidw.out 2>&1 &
 wp=$!
 while ! grep -q '^worker 0' /tmp/pidw.out 2>/dev/null; do sleep 0.1; done
 progs_watch pid
-$CW trace --db /tmp/pid.db --no-view --capture full --pid $wp >/tmp/pid.out 2>/tmp/pid.err &
+taskset -c 0 $CW trace --db /tmp/pid.db --no-view --capture full --pid $wp >/tmp/pid.out 2>/tmp/pid.err &
 tp=$!
 attached /tmp/pid.err $tp
 r pid_attached_s "$(t0)"
 sleep 1
-timeout 2 nice -n -10 taskset -c 1 yes >/dev/null
+taskset -c 1 nice -n -10 timeout 4 /tmp/cwhog
 sleep 1
 kill $wp
 wait $tp
@@ -91,7 +95,7 @@ wait $wp 2>/dev/null
 out pid_err /tmp/pid.err
 set -- $(n "SELECT (SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $wp),
 	(SELECT count(*) FROM events WHERE source = 'cuda' AND pid <> $wp),
-	(SELECT count(*) FROM offcpu WHERE reason = 'preempted' AND by_comm = 'yes')" /tmp/pid.db | tr ',' ' ')
+	(SELECT count(*) FROM offcpu WHERE reason = 'preempted' AND by_comm = 'cwhog')" /tmp/pid.db | tr ',' ' ')
 r pid_calls "${1:-}"
 r pid_others "${2:-}"
 r hog_offcpu "${3:-}"
