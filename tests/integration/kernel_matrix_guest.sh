@@ -13,7 +13,11 @@ r() { echo "CWR $*"; }
 out() { sed "s/^/CWO $1| /" "$2"; }
 t0() { cut -d' ' -f1 /proc/uptime; }
 # n SQL DB: one number from the store, through causeway's own SQL.
-n() { $CW query --db "$2" --csv "$1" 2>/dev/null | tail -n 1 | tr -d '\r"'; }
+# A query that fails says why on the console (stderr), as "CWO query_err".
+n() {
+	$CW query --db "$2" --csv "$1" >/tmp/q.out 2>/tmp/q.err || sed "s/^/CWO query_err| /" /tmp/q.err >&2
+	tail -n 1 /tmp/q.out | tr -d '\r"'
+}
 r cpus "$(grep -c ^processor /proc/cpuinfo)"
 r btf "$([ -r /sys/kernel/btf/vmlinux ] && echo yes || echo no)"
 
