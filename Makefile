@@ -75,6 +75,7 @@ test:
 	@scripts/install-mcp-tests.sh || [ $$? = 77 ]
 	@scripts/install-browser-tests.sh || [ $$? = 77 ]
 	-@scripts/install-test-roots.sh
+	-@scripts/install-test-kernels.sh
 	@$(MAKE) --no-print-directory -j$(NPROC) all unit fixtures
 	@$(MAKE) --no-print-directory -j$(NPROC) release
 	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit

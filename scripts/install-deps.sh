@@ -8,9 +8,13 @@ gnutls-bin libcurl4-openssl-dev libcmocka-dev python3 curl openssl jq"
 if [ "${CW_TEST_DEPS:-0}" = 1 ]; then
 	# clang-16, clang-19: the BPF objects are built and loaded with each
 	# compiler Debian 12 carries (tests/integration/test_bpf_compilers.sh).
-	PKGS="$PKGS clang-16 clang-19 stress-ng fio util-linux iproute2 nftables faketime libfaketime bpftrace prometheus nodejs chromium runc mmdebstrap strace"
+	PKGS="$PKGS clang-16 clang-19 stress-ng fio util-linux iproute2 nftables faketime libfaketime bpftrace prometheus nodejs chromium runc mmdebstrap strace
+qemu-system-x86 qemu-system-arm busybox-static cpio"
 	# strace: test_trace_hostile_debug_files.sh names every file causeway
 	# opens on a hostile process's behalf (util-linux: setpriv, unshare).
+	# qemu-system-*, busybox-static, cpio: the kernel matrix boots stock
+	# Debian kernels (scripts/install-test-kernels.sh) under emulation with
+	# an initramfs (tests/lib/kernel_vm.sh).
 	# mmdebstrap: real root filesystems of other Debian releases (tests/lib/debian_root.sh).
 	# runc: the container runtime test (tests/integration/test_tenants_runc.sh)
 	# runs an OCI bundle assembled locally; no registry, no daemon.

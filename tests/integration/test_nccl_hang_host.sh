@@ -36,7 +36,7 @@ sleep 3.5
 kill -INT "$tp"
 wait "$tp" || fail "trace: $(cat "$D/trace.out")"
 tp=
-grep -Eq '^causeway: stopped; ring drops [0-9]+, aggregated [0-9]+, pipeline losses 0, ' "$D/trace.out" ||
+grep -Eq '^causeway: stopped after tracing [^;]*; ring drops [0-9]+, aggregated [0-9]+, pipeline losses 0, ' "$D/trace.out" ||
 	fail "open calls counted as losses: $(grep stopped "$D/trace.out")"
 grep -Eq '; [0-9]+ calls still open stored unfinished$' "$D/trace.out" ||
 	fail "no open calls named at the stop: $(grep stopped "$D/trace.out")"
