@@ -38,10 +38,10 @@ const struct cw_kfeature_def cw_kfeature_defs[CW_KF_N] = {
 	[CW_KF_VMA_ITER] = { "vma_iter", "6.7", "task VMA iterator kfuncs (libraries seen as they load)",
 			     "a launched command is held at each library load and its maps read; other processes "
 			     "are found by the one-second rescan and their first calls before it are lost (counted)" },
-	[CW_KF_UPROBE_SESSION] = { "uprobe_session", "6.12", "uprobe sessions (one program at entry and return)",
+	[CW_KF_UPROBE_SESSION] = { "uprobe_session", "6.13", "uprobe sessions (one program at entry and return)",
 				   "uprobe_multi pairs: a process that is not traced pays the return probe too "
 				   "(~1.4 us a call instead of ~0.8 us)" },
-	[CW_KF_SESSION_CTX] = { "session_kfunc_ctx", "after 6.12", "session kfuncs that take the context",
+	[CW_KF_SESSION_CTX] = { "session_kfunc_ctx", "after 6.13", "session kfuncs that take the context",
 				"the session object built for the older prototype" },
 };
 
