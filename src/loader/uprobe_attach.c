@@ -278,8 +278,9 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	 * --no-uprobe-multi) forces per-probe links. */
 	cp->multi = !o->no_multi && kf->has[CW_KF_UPROBE_MULTI] == CW_YES;
 	/* Sessions where the kernel has them (6.13; Debian 13's 6.12 has
-	 * kprobe sessions only) and some processes are not traced: a process not traced then pays the entry probe only,
-	 * ~0.8 us a call instead of ~1.4 us. When every process is traced,
+	 * kprobe sessions only) and some processes are not traced: a
+	 * process not traced then pays the entry probe only, ~0.8 us a call
+	 * instead of ~1.4 us. When every process is traced,
 	 * every call runs its return anyway, and the pair costs a traced call
 	 * ~25 ns less than a session (bench/RESULTS.md, "trace"). no_session
 	 * (trace --no-uprobe-session) keeps the pair. */
