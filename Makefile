@@ -145,9 +145,10 @@ $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 
 # causeway with its BPF objects built by another clang (clang-N), for
 # tests/integration/test_bpf_compilers.sh: the objects and skeletons in
-# $(BUILD)/clang-N, the four files that embed them compiled again, the rest
+# $(BUILD)/clang-N, the files that include them compiled again, the rest
 # of this build linked as it is.
-SKEL_USERS := src/loader/bpf_arch.c src/loader/kernel_probes.c src/loader/live_discover.c src/loader/uprobe_attach.c
+SKEL_USERS := src/loader/bpf_arch.c src/loader/cuda_maps.c src/loader/kernel_probes.c src/loader/live_discover.c \
+	src/loader/uprobe_attach.c
 $(BUILD)/clang-%/causeway: $(BUILD)/obj/main.o $(BUILD)/libcauseway.a $(SKEL_USERS) $(BPF_SRCS) $(wildcard src/bpf/*.h)
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/clang-$* CLANG=clang-$* \
 		$(patsubst $(BUILD)/%,$(BUILD)/clang-$*/%,$(BPF_SKELS))

@@ -1,4 +1,5 @@
-/* uprobe_attach: cuda.bpf.c loaded once, attached per library copy. */
+/* uprobe_attach: cuda.bpf.c loaded once (the build and programs this
+ * kernel takes), attached per library copy. */
 #include "loader/uprobe_attach.h"
 #include "loader/bpf_arch.h"
 
@@ -23,153 +24,9 @@
 #include "loader/kernel_features.h"
 #include "loader/libbpf_log.h"
 #include "loader/umulti_link.h"
+#include "loader/uprobe_int.h"
 #include "loader/elfsyms.h"
 #include "util/timeutil.h"
-
-#define H(n, o, s, l) { #n, CW_OP_##o, CW_SRC_##s, CW_LIB_##l }
-#define HK(n, o, l) { #n, CW_HOOK_##o, CW_SRC_CUDA, CW_LIB_##l }
-
-/* Names as exported by CUDA 13.0 / NCCL 2.2x. The driver's versioned names
- * are what cuda.h #defines the plain names to since CUDA 3.2 (cuMemAlloc
- * -> cuMemAlloc_v2), so those are the ones programs call. _ptsz/_ptds
- * variants are found by suffix at attach time. */
-static const struct cw_hook_def hook_table[] = {
-	/* runtime */
-	H(cudaMalloc, cudaMalloc, CUDA, CUDART),
-	H(cudaFree, cudaFree, CUDA, CUDART),
-	H(cudaMallocAsync, cudaMallocAsync, CUDA, CUDART),
-	H(cudaFreeAsync, cudaFreeAsync, CUDA, CUDART),
-	H(cudaMallocManaged, cudaMallocManaged, CUDA, CUDART),
-	H(cudaMallocHost, cudaMallocHost, CUDA, CUDART),
-	H(cudaHostAlloc, cudaHostAlloc, CUDA, CUDART),
-	H(cudaLaunchKernel, cudaLaunchKernel, CUDA, CUDART),
-	H(cudaLaunchKernelExC, cudaLaunchKernelExC, CUDA, CUDART),
-	H(cudaMemcpy, cudaMemcpy, CUDA, CUDART),
-	H(cudaMemcpyAsync, cudaMemcpyAsync, CUDA, CUDART),
-	H(cudaMemcpy2D, cudaMemcpy2D, CUDA, CUDART),
-	H(cudaMemcpy2DAsync, cudaMemcpy2DAsync, CUDA, CUDART),
-	H(cudaMemcpyPeer, cudaMemcpyPeer, CUDA, CUDART),
-	H(cudaMemcpyPeerAsync, cudaMemcpyPeerAsync, CUDA, CUDART),
-	H(cudaMemset, cudaMemset, CUDA, CUDART),
-	H(cudaMemsetAsync, cudaMemsetAsync, CUDA, CUDART),
-	H(cudaStreamSynchronize, cudaStreamSynchronize, CUDA, CUDART),
-	H(cudaDeviceSynchronize, cudaDeviceSynchronize, CUDA, CUDART),
-	H(cudaEventSynchronize, cudaEventSynchronize, CUDA, CUDART),
-	H(cudaStreamWaitEvent, cudaStreamWaitEvent, CUDA, CUDART),
-	H(cudaSetDevice, cudaSetDevice, CUDA, CUDART),
-	H(cudaStreamBeginCapture, cudaStreamBeginCapture, GRAPH, CUDART),
-	H(cudaStreamEndCapture, cudaStreamEndCapture, GRAPH, CUDART),
-	H(cudaGraphInstantiate, cudaGraphInstantiate, GRAPH, CUDART),
-	H(cudaGraphLaunch, cudaGraphLaunch, GRAPH, CUDART),
-	H(cudaGraphInstantiateWithFlags, cudaGraphInstantiateWithFlags, GRAPH, CUDART),
-	H(cudaGraphExecUpdate, cudaGraphExecUpdate, GRAPH, CUDART),
-	H(cudaGraphUpload, cudaGraphUpload, GRAPH, CUDART),
-	H(cudaGraphExecDestroy, cudaGraphExecDestroy, GRAPH, CUDART),
-	H(cudaGraphDestroy, cudaGraphDestroy, GRAPH, CUDART),
-	H(cudaHostRegister, cudaHostRegister, CUDA, CUDART),
-	HK(__cudaRegisterFunction, REGISTER_FUNCTION, CUDART),
-	/* driver */
-	H(cuLaunchKernel, cuLaunchKernel, DRIVER, CUDA),
-	H(cuLaunchKernelEx, cuLaunchKernelEx, DRIVER, CUDA),
-	H(cuMemAlloc_v2, cuMemAlloc, DRIVER, CUDA),
-	H(cuMemFree_v2, cuMemFree, DRIVER, CUDA),
-	H(cuMemAllocAsync, cuMemAllocAsync, DRIVER, CUDA),
-	H(cuMemAllocManaged, cuMemAllocManaged, DRIVER, CUDA),
-	H(cuMemcpy, cuMemcpy, DRIVER, CUDA),
-	H(cuMemcpyAsync, cuMemcpyAsync, DRIVER, CUDA),
-	H(cuMemcpyHtoD_v2, cuMemcpyHtoD, DRIVER, CUDA),
-	H(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync, DRIVER, CUDA),
-	H(cuMemcpyDtoH_v2, cuMemcpyDtoH, DRIVER, CUDA),
-	H(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync, DRIVER, CUDA),
-	H(cuMemcpyDtoD_v2, cuMemcpyDtoD, DRIVER, CUDA),
-	H(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, DRIVER, CUDA),
-	H(cuCtxSynchronize, cuCtxSynchronize, DRIVER, CUDA),
-	H(cuCtxSynchronize_v2, cuCtxSynchronize, DRIVER, CUDA), /* CUDA 13: (CUcontext) */
-	H(cuStreamSynchronize, cuStreamSynchronize, DRIVER, CUDA),
-	H(cuEventSynchronize, cuEventSynchronize, DRIVER, CUDA),
-	H(cuMemCreate, cuMemCreate, DRIVER, CUDA),
-	H(cuMemMap, cuMemMap, DRIVER, CUDA),
-	H(cuCtxSetCurrent, cuCtxSetCurrent, DRIVER, CUDA),
-	H(cuModuleGetFunction, cuModuleGetFunction, DRIVER, CUDA),
-	H(cuLibraryGetKernel, cuLibraryGetKernel, DRIVER, CUDA),
-	H(cuGraphLaunch, cuGraphLaunch, GRAPH, CUDA),
-	H(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, GRAPH, CUDA),
-	H(cuGraphExecUpdate_v2, cuGraphExecUpdate, GRAPH, CUDA),
-	H(cuGraphExecDestroy, cuGraphExecDestroy, GRAPH, CUDA),
-	H(cuMemHostAlloc, cuMemHostAlloc, DRIVER, CUDA),
-	H(cuMemAllocHost_v2, cuMemAllocHost, DRIVER, CUDA),
-	H(cuMemHostRegister_v2, cuMemHostRegister, DRIVER, CUDA),
-	HK(cuDevicePrimaryCtxRetain, PRIMARY_CTX_RETAIN, CUDA),
-	HK(cuCtxCreate, CTX_CREATE_V2, CUDA), /* the exported v1 has the v2 layout */
-	HK(cuCtxCreate_v2, CTX_CREATE_V2, CUDA),
-	HK(cuCtxCreate_v3, CTX_CREATE_V3, CUDA),
-	HK(cuCtxCreate_v4, CTX_CREATE_V4, CUDA),
-	/* NCCL */
-	H(ncclCommInitRank, ncclCommInitRank, NCCL, NCCL),
-	H(ncclCommInitRankConfig, ncclCommInitRankConfig, NCCL, NCCL),
-	H(ncclCommInitAll, ncclCommInitAll, NCCL, NCCL),
-	H(ncclCommSplit, ncclCommSplit, NCCL, NCCL),
-	H(ncclCommDestroy, ncclCommDestroy, NCCL, NCCL),
-	H(ncclAllReduce, ncclAllReduce, NCCL, NCCL),
-	H(ncclAllGather, ncclAllGather, NCCL, NCCL),
-	H(ncclReduceScatter, ncclReduceScatter, NCCL, NCCL),
-	H(ncclBroadcast, ncclBroadcast, NCCL, NCCL),
-	H(ncclBcast, ncclBcast, NCCL, NCCL),
-	H(ncclReduce, ncclReduce, NCCL, NCCL),
-	H(ncclSend, ncclSend, NCCL, NCCL),
-	H(ncclRecv, ncclRecv, NCCL, NCCL),
-	H(ncclGroupStart, ncclGroupStart, NCCL, NCCL),
-	H(ncclGroupEnd, ncclGroupEnd, NCCL, NCCL),
-	H(ncclAlltoAll, ncclAlltoAll, NCCL, NCCL), /* NCCL >= 2.28 */
-	H(ncclCommInitRankScalable, ncclCommInitRankScalable, NCCL, NCCL),
-	H(ncclCommAbort, ncclCommAbort, NCCL, NCCL),
-	H(ncclCommFinalize, ncclCommFinalize, NCCL, NCCL),
-	H(ncclCommGetAsyncError, ncclCommGetAsyncError, NCCL, NCCL),
-	{ NULL, 0, 0, 0 },
-};
-
-const struct cw_hook_def *cw_hooks(void)
-{
-	return hook_table;
-}
-
-int cw_hooks_count(enum cw_lib_kind kind)
-{
-	const struct cw_hook_def *h;
-	int n = 0;
-
-	for (h = hook_table; h->name; h++)
-		n += h->lib == kind;
-	return n;
-}
-
-struct attached_file {
-	uint64_t dev, ino;
-};
-
-struct cw_cuda_probes {
-	struct cuda_bpf *skel;
-	const char *object; /* which build of cuda.bpf.c: "cuda", "cuda_sessctx", "cuda_noloop" */
-	int multi;         /* uprobe_multi links available */
-	int session;       /* uprobe session links (cw_call_session) available */
-	int sleepable;     /* cw_register_function (uprobe.s) loaded */
-	int *mfds;         /* uprobe_multi link fds */
-	size_t nmfds, mfds_alloc;
-	struct bpf_link **links;
-	size_t nlinks, links_alloc;
-	struct attached_file *files;
-	size_t nfiles, files_alloc;
-	int npairs;
-	unsigned fold_max; /* fold_hist's entries */
-	unsigned fold_nslots; /* fold_slots' entries, a power of two */
-	struct cw_call_slot *slots; /* call_slots, mapped */
-	struct cw_fold_slot *fold_slots; /* fold_slots, mapped */
-	struct bpf_link *exit_link; /* cw_thread_exit */
-};
-
-/* call_slots is an mmapable array: its elements lie value after value. */
-#define CALL_SLOTS_BYTES (sizeof(struct cw_call_slot) * CW_CALL_SLOTS)
-#define FOLD_SLOTS_BYTES(cp) (sizeof(struct cw_fold_slot) * (cp)->fold_nslots)
 
 static unsigned ring_bytes(unsigned kb)
 {
@@ -395,91 +252,6 @@ void cw_cuda_probes_close(struct cw_cuda_probes *cp)
 	free(cp);
 }
 
-static const struct cw_hook_def *hook_for(const char *sym)
-{
-	size_t len = strlen(sym);
-	const struct cw_hook_def *h;
-
-	/* Per-thread default stream variants: cudaMemcpy_ptds (blocking ops)
-	 * and cudaMemcpyAsync_ptsz (stream ops), same signature. */
-	if (len > 5 && (!strcmp(sym + len - 5, "_ptsz") || !strcmp(sym + len - 5, "_ptds")))
-		len -= 5;
-	for (h = hook_table; h->name; h++)
-		if (strlen(h->name) == len && !strncmp(h->name, sym, len))
-			return h;
-	return NULL;
-}
-
-struct found_sym {
-	const struct cw_hook_def *hook;
-	uint64_t vaddr;
-};
-
-struct scan {
-	struct found_sym *v;
-	size_t n, alloc;
-};
-
-static int scan_sym(const struct cw_elf_sym *s, void *arg)
-{
-	struct scan *sc = arg;
-	const struct cw_hook_def *h;
-	size_t i;
-
-	if (s->type != STT_FUNC || !s->value)
-		return 0;
-	h = hook_for(s->name);
-	if (!h)
-		return 0;
-	/* Aliases (pncclAllReduce = ncclAllReduce) share an address: one
-	 * probe per address, or each call would be seen twice. */
-	for (i = 0; i < sc->n; i++)
-		if (sc->v[i].vaddr == s->value)
-			return 0;
-	if (sc->n == sc->alloc) {
-		size_t na = sc->alloc ? sc->alloc * 2 : 64;
-		struct found_sym *nv = realloc(sc->v, na * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		sc->v = nv;
-		sc->alloc = na;
-	}
-	sc->v[sc->n].hook = h;
-	sc->v[sc->n].vaddr = s->value;
-	sc->n++;
-	return 0;
-}
-
-static int scan_file(struct cw_elf *e, struct scan *sc)
-{
-	int rc = cw_elf_foreach_sym(e, 1, scan_sym, sc);
-
-	return rc == -ENOENT ? 0 : rc;
-}
-
-int cw_hooks_in_file(const char *path, int *total_hooks)
-{
-	struct scan sc = { 0 };
-	struct cw_elf *e;
-	int rc;
-
-	if (total_hooks) {
-		const struct cw_hook_def *h;
-
-		*total_hooks = 0;
-		for (h = hook_table; h->name; h++)
-			(*total_hooks)++;
-	}
-	rc = cw_elf_open(&e, path);
-	if (rc)
-		return rc;
-	rc = scan_file(e, &sc);
-	cw_elf_close(e);
-	free(sc.v);
-	return rc < 0 ? rc : (int)sc.n;
-}
-
 static int push_link(struct cw_cuda_probes *cp, struct bpf_link *l)
 {
 	if (cp->nlinks == cp->links_alloc) {
@@ -536,7 +308,7 @@ static int push_mfd(struct cw_cuda_probes *cp, int fd)
 /* All hooks of one file as one uprobe session link, or (no sessions) two
  * uprobe_multi links (entries, returns).
  * Returns the pairs attached or -errno. */
-static int attach_multi(struct cw_cuda_probes *cp, struct cw_elf *e, const char *path, const struct scan *sc)
+static int attach_multi(struct cw_cuda_probes *cp, struct cw_elf *e, const char *path, const struct cw_hook_scan *sc)
 {
 	uint64_t *offs = calloc(sc->n, sizeof(*offs)), *cookies = calloc(sc->n, sizeof(*cookies));
 	uint32_t n = 0;
@@ -601,7 +373,7 @@ int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw
 			  char *err, size_t errlen)
 {
 	struct cw_attach_report r = { 0 };
-	struct scan sc = { 0 };
+	struct cw_hook_scan sc = { 0 };
 	struct cw_elf *e = NULL;
 	uint64_t t0 = cw_monotonic_ns();
 	struct stat st;
@@ -629,7 +401,7 @@ int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw
 		rc = -ENOEXEC;
 		goto out;
 	}
-	rc = scan_file(e, &sc);
+	rc = cw_hook_scan_file(e, &sc);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot read the symbols of \"%s\": %s", path, strerror(-rc));
 		goto out;
@@ -720,253 +492,6 @@ out:
 		*rep = r;
 	cw_elf_close(e);
 	free(sc.v);
-	return rc;
-}
-
-int cw_cuda_probes_add_ring(struct cw_cuda_probes *cp, struct ring_buffer **rb, ring_buffer_sample_fn fn,
-			    void *ctx)
-{
-	int fd = bpf_map__fd(cp->skel->maps.rb_cuda);
-
-	if (!*rb) {
-		*rb = ring_buffer__new(fd, fn, ctx, NULL);
-		return *rb ? 0 : (errno ? -errno : -ENOMEM);
-	}
-	return ring_buffer__add(*rb, fd, fn, ctx);
-}
-
-int cw_cuda_probes_stats(struct cw_cuda_probes *cp, uint64_t out[CW_CS_MAX])
-{
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(cp->skel->maps.cuda_stats), c;
-	uint64_t *vals;
-	uint32_t k;
-
-	if (ncpu <= 0)
-		return -EINVAL;
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	for (k = 0; k < CW_CS_MAX; k++) {
-		out[k] = 0;
-		if (bpf_map_lookup_elem(fd, &k, vals))
-			continue;
-		for (c = 0; c < ncpu; c++)
-			out[k] += vals[c];
-	}
-	free(vals);
-	return 0;
-}
-
-/* Bounds one sweep of call_state. */
-#define INFLIGHT_SWEEP_MAX 16384
-
-static void hand_over(struct cw_call_state *st, void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
-{
-	st->e.hdr.type = CW_REC_CALL_ENTRY;
-	st->e.hdr.size = sizeof(st->e);
-	fn(ctx, &st->e);
-}
-
-/* Open calls in call_slots. A slot is taken with the probes' own protocol
- * (cuda.bpf.h): the owner word is swapped to 0 only if it still names the
- * call that was copied, and the return that loses that race discards its
- * record. One window stays: the call returns and its thread enters the
- * same op again between the copy and the swap (a call older than the
- * cutoff, within a few instructions); the old call is then stored twice
- * and the new one's return is counted as orphaned. */
-static int take_slots(struct cw_call_slot *slots, uint64_t cutoff_mono_ns,
-		      void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
-{
-	struct cw_call_state st;
-	uint64_t owner;
-	int n = 0;
-	size_t i;
-
-	for (i = 0; i < CW_CALL_SLOTS; i++) {
-		owner = __atomic_load_n(&slots[i].owner, __ATOMIC_ACQUIRE);
-		if (!owner || __atomic_load_n(&slots[i].st.e.hdr.type, __ATOMIC_ACQUIRE) != CW_REC_CALL)
-			continue;
-		memcpy(&st, &slots[i].st, sizeof(st));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (st.e.hdr.type != CW_REC_CALL || st.e.hdr.ts_ns >= cutoff_mono_ns ||
-		    !__atomic_compare_exchange_n(&slots[i].owner, &owner, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			continue;
-		hand_over(&st, fn, ctx);
-		n++;
-	}
-	return n;
-}
-
-/* Open calls in call_state, the table of calls whose slot was held: those
- * older than the cutoff taken (deleted and handed over), or with peek_pid,
- * those of that process handed over as copies. */
-static int walk_hashed(int fd, uint64_t cutoff_mono_ns, uint32_t peek_pid,
-		       void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
-{
-	struct cw_call_key key, next;
-	struct cw_call_state st;
-	int n = 0, i, more;
-
-	if (bpf_map_get_next_key(fd, NULL, &key))
-		return 0;
-	/* The next key is read before the current one is deleted: a walk
-	 * from a deleted key restarts at the first (so does one from a key
-	 * the probes just deleted; the bound keeps that finite). The side
-	 * whose delete succeeds owns the call: a return that loses discards
-	 * its record. */
-	for (i = 0; i < INFLIGHT_SWEEP_MAX; i++, key = next) {
-		more = !bpf_map_get_next_key(fd, &key, &next);
-		if (!bpf_map_lookup_elem(fd, &key, &st) && st.e.hdr.type == CW_REC_CALL &&
-		    (peek_pid ? st.e.hdr.pid == peek_pid
-			      : st.e.hdr.ts_ns < cutoff_mono_ns && !bpf_map_delete_elem(fd, &key))) {
-			hand_over(&st, fn, ctx);
-			n++;
-		}
-		if (!more)
-			break;
-	}
-	return n;
-}
-
-int cw_cuda_probes_peek_inflight(struct cw_cuda_probes *cp, uint32_t pid,
-				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
-{
-	int fd = bpf_map__fd(cp->skel->maps.call_state), n = 0;
-	struct cw_call_state st;
-
-	if (fd < 0 || !cp->slots)
-		return -EBADF;
-	if (!pid) /* walk_hashed() would take, not peek */
-		return 0;
-	/* A copy that races with the return is at worst a call that just
-	 * ended: the caller only reads it. */
-	for (size_t k = 0; k < CW_CALL_SLOTS; k++) {
-		if (!__atomic_load_n(&cp->slots[k].owner, __ATOMIC_ACQUIRE))
-			continue;
-		memcpy(&st, &cp->slots[k].st, sizeof(st));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (st.e.hdr.type != CW_REC_CALL || st.e.hdr.pid != pid)
-			continue;
-		hand_over(&st, fn, ctx);
-		n++;
-	}
-	return n + walk_hashed(fd, 0, pid, fn, ctx);
-}
-
-int cw_cuda_probes_take_inflight(struct cw_cuda_probes *cp, uint64_t cutoff_mono_ns,
-				 void (*fn)(void *ctx, const struct cw_call_entry *e), void *ctx)
-{
-	int fd = bpf_map__fd(cp->skel->maps.call_state);
-
-	if (fd < 0 || !cp->slots)
-		return -EBADF;
-	return take_slots(cp->slots, cutoff_mono_ns, fn, ctx) + walk_hashed(fd, cutoff_mono_ns, 0, fn, ctx);
-}
-
-int cw_cuda_probes_agg(struct cw_cuda_probes *cp, unsigned op, struct cw_cuda_agg *out)
-{
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(cp->skel->maps.agg_hist), c, b;
-	struct cw_cuda_agg *vals;
-	uint32_t k = op;
-	int rc = 0;
-
-	memset(out, 0, sizeof(*out));
-	if (ncpu <= 0 || op >= CW_OP_MAX)
-		return -EINVAL;
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	if (bpf_map_lookup_elem(fd, &k, vals)) {
-		rc = -errno;
-		goto out;
-	}
-	for (c = 0; c < ncpu; c++) {
-		out->count += vals[c].count;
-		out->sum_ns += vals[c].sum_ns;
-		if (vals[c].max_ns > out->max_ns)
-			out->max_ns = vals[c].max_ns;
-		for (b = 0; b < CW_AGG_BUCKETS; b++)
-			out->buckets[b] += vals[c].buckets[b];
-	}
-out:
-	free(vals);
-	return rc;
-}
-
-void cw_cuda_probes_fold_set(struct cw_cuda_probes *cp, int64_t mono_to_wall_ns, const uint64_t thresh[CW_OP_MAX])
-{
-	/* Plain stores into the mmapped .bss: each probe hit loads a whole
-	 * 8-byte word, old or new. */
-	cp->skel->bss->fold_wall_off = mono_to_wall_ns;
-	memcpy((void *)cp->skel->bss->fold_thresh, thresh, sizeof(cp->skel->bss->fold_thresh));
-}
-
-/* The closed seconds of fold_slots (cuda.bpf.h): each LIVE slot of a
- * second up to last_second is copied, zeroed and freed (FREE stored last,
- * so a claimant starts from zero), then handed to fn. Returns the slots
- * drained. */
-static int drain_fold_slots(struct cw_cuda_probes *cp, int64_t last_second, struct cw_fold_val *v,
-			    void (*fn)(void *ctx, const struct cw_fold_key *k, const struct cw_fold_val *v),
-			    void *ctx)
-{
-	struct cw_fold_key k;
-	unsigned i;
-	int n = 0;
-
-	for (i = 0; cp->fold_slots && i < cp->fold_nslots; i++) {
-		struct cw_fold_slot *s = &cp->fold_slots[i];
-
-		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != CW_FOLD_SLOT_LIVE || s->key.second > last_second)
-			continue;
-		memcpy(&k, &s->key, sizeof(k));
-		memcpy(v, &s->val, sizeof(*v));
-		memset(&s->key, 0, sizeof(s->key));
-		memset(&s->val, 0, sizeof(s->val));
-		__atomic_store_n(&s->state, CW_FOLD_SLOT_FREE, __ATOMIC_RELEASE);
-		fn(ctx, &k, v);
-		n++;
-	}
-	return n;
-}
-
-int cw_cuda_probes_fold_drain(struct cw_cuda_probes *cp, int64_t last_second,
-			      void (*fn)(void *ctx, const struct cw_fold_key *k, const struct cw_fold_val *v),
-			      void *ctx)
-{
-	int fd = bpf_map__fd(cp->skel->maps.fold_hist), n = 0, nk = 0, i, rc = 0;
-	struct cw_fold_key *keys, cur, next;
-	struct cw_fold_val *v;
-	const void *prev = NULL;
-
-	if (fd < 0)
-		return -EBADF;
-	keys = calloc(cp->fold_max, sizeof(*keys));
-	v = malloc(sizeof(*v));
-	if (!keys || !v) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	n = drain_fold_slots(cp, last_second, v, fn, ctx);
-	/* Keys first, then lookups and deletes: deleting while walking can
-	 * restart the walk. */
-	while (nk < (int)cp->fold_max && !bpf_map_get_next_key(fd, prev, &next)) {
-		if (next.second <= last_second)
-			keys[nk++] = next;
-		cur = next;
-		prev = &cur;
-	}
-	for (i = 0; i < nk; i++) {
-		if (bpf_map_lookup_and_delete_elem(fd, &keys[i], v)) {
-			if (bpf_map_lookup_elem(fd, &keys[i], v) || bpf_map_delete_elem(fd, &keys[i]))
-				continue;
-		}
-		fn(ctx, &keys[i], v);
-		n++;
-	}
-	rc = n;
-out:
-	free(keys);
-	free(v);
 	return rc;
 }
 

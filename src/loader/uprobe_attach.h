@@ -1,11 +1,8 @@
 /* uprobe_attach: the CUDA-side BPF programs (cuda.bpf.c) and their
  * attachments to every hooked function of every library copy.
- *
- * The hook table maps exported symbol names to ops. Every variant a library
- * exports is attached, not the first that resolves: per-thread default
- * stream builds call cuLaunchKernel_ptsz and cudaMemcpy_ptds, legacy builds
- * the plain names, and one process may use both. Symbol offsets come from
- * the file's .dynsym via libelf (elfsyms.h); the target is never run. */
+ * Which functions are hooked: loader/hook_table.h. The maps the programs
+ * share with userspace (open calls, folds, aggregates) are read in
+ * loader/cuda_maps.c. */
 #ifndef CW_LOADER_UPROBE_ATTACH_H
 #define CW_LOADER_UPROBE_ATTACH_H
 
@@ -16,20 +13,9 @@
 
 #include "bpf/cuda.bpf.h"
 #include "loader/discover.h"
+#include "loader/hook_table.h"
 
 struct cw_cuda_probes;
-
-/* One hooked name: the symbol without its _ptsz/_ptds suffix. */
-struct cw_hook_def {
-	const char *name;
-	uint16_t op;     /* enum cw_op, or enum cw_hook for bookkeeping */
-	uint8_t source;  /* enum cw_source */
-	uint8_t lib;     /* enum cw_lib_kind it lives in */
-};
-
-/* The table, terminated by a NULL name. */
-const struct cw_hook_def *cw_hooks(void);
-int cw_hooks_count(enum cw_lib_kind kind);
 
 struct cw_cuda_probes_opts {
 	unsigned ring_kb;      /* the calls ring; 0 = 8192 */
@@ -70,10 +56,6 @@ struct cw_attach_report {
  * another -errno. */
 int cw_cuda_probes_attach(struct cw_cuda_probes *cp, const char *path, struct cw_attach_report *rep,
 			  char *err, size_t errlen);
-
-/* Counts the hooked symbols a file exports, without attaching (check and
- * --cuda-lib validation). Returns the count or -errno. */
-int cw_hooks_in_file(const char *path, int *total_hooks);
 
 /* Lets calls of threads in cgroup v2 id through (filter_cgroup). Returns
  * 0 or -errno (-E2BIG when the map is full). */
