@@ -11,8 +11,9 @@
 # Then, beside a benign root process calling the stand-in:
 #   - trace --native-stacks --duration stops on time, says it attached and
 #     stores the benign process's calls;
-#   - where answers within its limit for both, and they run on (not in
-#     tracing stop, no tracer);
+#   - where answers within its limit for both, opens none of their files
+#     while they are held stopped, and they run on (not in tracing stop, no
+#     tracer);
 #   - causeway opens no file outside the process's root: strace -y names
 #     every descriptor it opened, and the root-only file is never among
 #     them (nor its path among the paths opened).
@@ -120,12 +121,18 @@ n=$(sqlite3 "$D/t.db" "SELECT count(*) FROM events e JOIN stacks s ON s.id=e.sta
 # where: answers in its limit, both run on afterwards
 for p in $pfifo $plink; do
 	t0=$(date +%s)
-	strace -f --seccomp-bpf -qq -y -e trace=open,openat,openat2 -o "$D/where.$p.strace" \
+	strace -f --seccomp-bpf -qq -y -e trace=open,openat,openat2,ptrace -o "$D/where.$p.strace" \
 		timeout -s KILL 20 "$CW_BIN" where --json "$p" > "$D/where.$p" 2>&1
 	rc=$?
 	el=$(( $(date +%s) - t0 ))
 	[ "$rc" != 137 ] || bad "where $p did not answer in 20 s"
 	grep -q '"native"' "$D/where.$p" || bad "where $p: no native stack: $(head -c 300 "$D/where.$p")"
+	# none of the process's files is opened while it is held: every open
+	# inside its root comes before the first seize or after the last detach
+	awk '/PTRACE_SEIZE/ && !s {s=NR} /PTRACE_DETACH/ {d=NR} {l[NR]=$0}
+		END {for (i=s; s && i<=d; i++) if (l[i] ~ /openat2\(|map_files/) {print "opened while stopped: " l[i]; bad=1}; exit bad}' \
+		"$D/where.$p.strace" || bad "where $p opened a file of the process while it was stopped"
+	grep -q PTRACE_SEIZE "$D/where.$p.strace" || bad "where $p stopped nothing (strace shows no seize)"
 	sleep 0.2
 	st=$(awk '{print $3}' "/proc/$p/stat")
 	[ "$st" != t ] && [ "$st" != T ] || bad "where left $p stopped (state $st)"
