@@ -253,9 +253,10 @@ static int step_writer(struct trace *t, char *err, size_t errlen)
 	memset(&wo, 0, sizeof(wo));
 	wo.node = t->o.node;
 	wo.size_cap_bytes = (int64_t)t->o.size_cap;
-	/* Batches end at the consumer's flushes only, each begun through
-	 * trace_store_gate(): a lock another process takes between two
-	 * batches holds records in memory instead of failing rows. */
+	/* Batches end at the consumer's flushes (under a size cap also after
+	 * a transaction's share of rows, store/footprint.h), each begun
+	 * through trace_store_gate(): a lock another process takes between
+	 * two batches holds records in memory instead of failing rows. */
 	wo.immediate = 1;
 	/* SQLite on a thread of its own: decoding goes on while it inserts. */
 	wo.threaded = 1;
