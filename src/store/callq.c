@@ -118,6 +118,16 @@ void cw_callq_drain(struct cw_callq *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
+int cw_callq_idle(struct cw_callq *q)
+{
+	int idle;
+
+	pthread_mutex_lock(&q->mu);
+	idle = !q->len && !q->busy;
+	pthread_mutex_unlock(&q->mu);
+	return idle;
+}
+
 void cw_callq_close(struct cw_callq *q)
 {
 	pthread_mutex_lock(&q->mu);

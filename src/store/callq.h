@@ -39,6 +39,8 @@ void cw_callq_done(struct cw_callq *q);
 /* Producer: returns once every item pushed so far has been taken and the
  * consumer is done with it. */
 void cw_callq_drain(struct cw_callq *q);
+/* 1 when nothing is queued and the consumer works on nothing. */
+int cw_callq_idle(struct cw_callq *q);
 void cw_callq_close(struct cw_callq *q);
 void cw_callq_stats(struct cw_callq *q, uint64_t *waits, uint64_t *wait_ns);
 

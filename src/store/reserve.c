@@ -1,4 +1,5 @@
 #include "store/reserve.h"
+#include "store/footprint.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -7,8 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int cw_store_reserve_take(struct cw_store_reserve *r, const char *db_path)
+int cw_store_reserve_take(struct cw_store_reserve *r, const char *db_path, int64_t cap)
 {
+	struct cw_footprint f;
 	int fd, err;
 
 	memset(r, 0, sizeof(*r));
@@ -19,7 +21,8 @@ int cw_store_reserve_take(struct cw_store_reserve *r, const char *db_path)
 		return -errno;
 	/* Allocated, not sparse: the blocks must be the filesystem's until
 	 * the file goes (tmpfs and ext4/xfs support it). */
-	err = posix_fallocate(fd, 0, CW_STORE_RESERVE_BYTES);
+	cw_footprint_plan(cap, 0, &f);
+	err = posix_fallocate(fd, 0, cap > 0 ? f.reserve : CW_STORE_RESERVE_BYTES);
 	close(fd);
 	if (err) {
 		unlink(r->path);

@@ -7,6 +7,7 @@
 #define CW_STORE_RESERVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CW_STORE_RESERVE_BYTES (1u << 20)
 
@@ -15,11 +16,12 @@ struct cw_store_reserve {
 	int held; /* the file is ours and in place */
 };
 
-/* Creates "<db_path>-reserve" with CW_STORE_RESERVE_BYTES allocated. Only
+/* Creates "<db_path>-reserve" with CW_STORE_RESERVE_BYTES allocated, or
+ * under a size cap (cap > 0) the reserve's share of it (footprint.h). Only
  * a file this call creates is used (O_EXCL, no links followed); anything
  * already there is left alone and no room is kept. Returns 0 or -errno
  * (the trace goes on without the reserve). */
-int cw_store_reserve_take(struct cw_store_reserve *r, const char *db_path);
+int cw_store_reserve_take(struct cw_store_reserve *r, const char *db_path, int64_t cap);
 /* Deletes the file, freeing its room; nothing when none is held. */
 void cw_store_reserve_release(struct cw_store_reserve *r);
 

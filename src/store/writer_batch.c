@@ -3,9 +3,11 @@
 #include "store/writer_core.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/footprint.h"
 #include "store/retention.h"
 
 #define DEFAULT_BATCH_ROWS 50000
@@ -13,34 +15,45 @@
  * 136 bytes, 2.2 MB; a quarter second of SQLite's rate here. */
 #define DEFAULT_QUEUE_ROWS 16384
 
-/* Under a cap the WAL is bounded too: checkpointed once it holds a
- * sixteenth of the cap (SQLite's default, 1000 pages of 16 KiB, is 16 MiB:
- * more than a small cap) and cut back to that size after the checkpoint,
- * so database and WAL together stay within about 1.07 times the cap plus
- * one batch (docs/schema.md, "Retention"). */
-static int bound_wal(sqlite3 *db, int64_t cap)
+/* Under a cap the WAL is bounded too: checkpointed once it holds its
+ * share of the cap (footprint.h; SQLite's default, 1000 pages of 16 KiB,
+ * is 16 MiB: more than a small cap) and cut back to that size after the
+ * checkpoint. The database's pages in use are pruned to its own share, and
+ * a transaction holds at most its share of rows, so database, WAL and the
+ * reserve file together stay within the cap (docs/trace.md "Size cap"). */
+static int bound_wal(struct cw_writer *w)
 {
-	int64_t page = 16384, bytes = cap / 16, pages;
+	int64_t page = 16384;
+	struct cw_footprint f;
 	sqlite3_stmt *s;
 	char sql[96];
 	int err;
 
-	if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &s, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(w->db, "PRAGMA page_size", -1, &s, NULL) == SQLITE_OK) {
 		if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) > 0)
 			page = sqlite3_column_int64(s, 0);
 		sqlite3_finalize(s);
 	}
-	pages = bytes / page;
-	if (pages < 16)
-		pages = 16;
-	if (pages > 1000)
-		pages = 1000;
-	snprintf(sql, sizeof(sql), "PRAGMA wal_autocheckpoint = %lld", (long long)pages);
-	err = cw_exec(db, sql);
+	cw_footprint_plan(w->size_cap, page, &f);
+	w->db_budget = f.db;
+	/* A call's row and its index entries take ~60 bytes; the first
+	 * batches' bytes per row refine it (cap_tx_learn). */
+	w->cap_tx_rows = (int)(f.tx / 64 > 1000 ? f.tx / 64 : 1000);
+	snprintf(sql, sizeof(sql), "PRAGMA wal_autocheckpoint = %lld", (long long)(f.wal / page));
+	err = cw_exec(w->db, sql);
 	if (err)
 		return err;
-	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %lld", (long long)(pages * page));
-	return cw_exec(db, sql);
+	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %lld", (long long)f.wal);
+	return cw_exec(w->db, sql);
+}
+
+/* Under a cap: the WAL back into the database and cut to its share
+ * (journal_size_limit); a reader's snapshot may keep part of it, then the
+ * next checkpoint does. */
+static void checkpoint(struct cw_writer *w)
+{
+	if (sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) != SQLITE_OK)
+		sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
 
 int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct cw_writer_opts *o)
@@ -68,8 +81,11 @@ int cw_writer_new(struct cw_writer **out, struct cw_store *store, const struct c
 		err = -ENOMEM;
 		goto fail;
 	}
-	if (w->size_cap > 0 && (err = bound_wal(w->db, w->size_cap)))
+	if (w->size_cap > 0 && (err = bound_wal(w)))
 		goto fail;
+	/* A new file's schema is a WAL of ~60 pages until a checkpoint. */
+	if (w->size_cap > 0)
+		checkpoint(w);
 	/* The cap a session ran under, beside what it pruned. */
 	if (w->size_cap > 0)
 		cw_writer_counter_set(w, "store.size_cap", (uint64_t)w->size_cap);
@@ -164,6 +180,50 @@ void cw_writer_get_stats(const struct cw_writer *w, struct cw_writer_stats *out)
 	}
 }
 
+/* After a commit, under a cap: the database's pages in use pruned to its
+ * share (footprint.h), the WAL checkpointed before and after. */
+static int enforce_cap(struct cw_writer *w)
+{
+	int err = 0;
+
+	if (w->size_cap > 0 && cw_store_used_bytes(w->store) > w->db_budget) {
+		struct cw_retention_counts rc = { 0 };
+
+		/* The batch's pages out of the WAL first: the deletes' pages
+		 * come on top of them otherwise. */
+		checkpoint(w);
+		err = cw_retention_enforce_tiers(w->store, w->db_budget, (int64_t)CW_RETENTION_WINDOW_NS, &rc);
+		if (!err)
+			checkpoint(w);
+		/* Retention drops thread rows of old stretches. */
+		cw_keycache_clear(&w->threads);
+		if (rc.events > 0 || rc.evidence > 0 || rc.context > 0 || rc.chains > 0) {
+			w->stats.pruned_events += (uint64_t)rc.events;
+			w->stats.pruned_ordinary += (uint64_t)rc.ordinary;
+			w->stats.pruned_evidence += (uint64_t)rc.evidence;
+			w->stats.pruned_recent += (uint64_t)rc.recent;
+			w->stats.pruned_kept += (uint64_t)rc.kept;
+			w->stats.pruned_context += (uint64_t)rc.context;
+			w->stats.pruned_chains += (uint64_t)rc.chains;
+			cw_writer_counter_set(w, "store.pruned_events", w->stats.pruned_events);
+			cw_writer_counter_set(w, "store.pruned.ordinary", w->stats.pruned_ordinary);
+			cw_writer_counter_set(w, "store.pruned.evidence", w->stats.pruned_evidence);
+			cw_writer_counter_set(w, "store.pruned.recent", w->stats.pruned_recent);
+			cw_writer_counter_set(w, "store.pruned.kept", w->stats.pruned_kept);
+			cw_writer_counter_set(w, "store.pruned.context", w->stats.pruned_context);
+			if (w->stats.pruned_chains)
+				cw_writer_counter_set(w, "store.pruned.chains", w->stats.pruned_chains);
+			/* Where explain starts to read kept rows only (docs/schema.md). */
+			if (rc.through_wall_ns > w->stats.pruned_through_wall_ns)
+				w->stats.pruned_through_wall_ns = rc.through_wall_ns;
+			if (w->stats.pruned_through_wall_ns)
+				cw_writer_counter_set(w, "store.pruned_through_wall_ns",
+						      (uint64_t)w->stats.pruned_through_wall_ns);
+		}
+	}
+	return err;
+}
+
 int cw_writer_flush(struct cw_writer *w)
 {
 	int err, e;
@@ -209,36 +269,8 @@ int cw_writer_flush(struct cw_writer *w)
 	e = writer_commit(w);
 	if (!err)
 		err = e;
-	if (!err && w->size_cap > 0 && cw_store_used_bytes(w->store) > w->size_cap) {
-		struct cw_retention_counts rc = { 0 };
-
-		err = cw_retention_enforce_tiers(w->store, w->size_cap, (int64_t)CW_RETENTION_WINDOW_NS, &rc);
-		/* Retention drops thread rows of old stretches. */
-		cw_keycache_clear(&w->threads);
-		if (rc.events > 0 || rc.evidence > 0 || rc.context > 0 || rc.chains > 0) {
-			w->stats.pruned_events += (uint64_t)rc.events;
-			w->stats.pruned_ordinary += (uint64_t)rc.ordinary;
-			w->stats.pruned_evidence += (uint64_t)rc.evidence;
-			w->stats.pruned_recent += (uint64_t)rc.recent;
-			w->stats.pruned_kept += (uint64_t)rc.kept;
-			w->stats.pruned_context += (uint64_t)rc.context;
-			w->stats.pruned_chains += (uint64_t)rc.chains;
-			cw_writer_counter_set(w, "store.pruned_events", w->stats.pruned_events);
-			cw_writer_counter_set(w, "store.pruned.ordinary", w->stats.pruned_ordinary);
-			cw_writer_counter_set(w, "store.pruned.evidence", w->stats.pruned_evidence);
-			cw_writer_counter_set(w, "store.pruned.recent", w->stats.pruned_recent);
-			cw_writer_counter_set(w, "store.pruned.kept", w->stats.pruned_kept);
-			cw_writer_counter_set(w, "store.pruned.context", w->stats.pruned_context);
-			if (w->stats.pruned_chains)
-				cw_writer_counter_set(w, "store.pruned.chains", w->stats.pruned_chains);
-			/* Where explain starts to read kept rows only (docs/schema.md). */
-			if (rc.through_wall_ns > w->stats.pruned_through_wall_ns)
-				w->stats.pruned_through_wall_ns = rc.through_wall_ns;
-			if (w->stats.pruned_through_wall_ns)
-				cw_writer_counter_set(w, "store.pruned_through_wall_ns",
-						      (uint64_t)w->stats.pruned_through_wall_ns);
-		}
-	}
+	if (!err)
+		err = enforce_cap(w);
 	return err;
 }
 
@@ -247,12 +279,22 @@ int cw_writer_flush(struct cw_writer *w)
  * events. */
 static inline int batch_tick(struct cw_writer *w)
 {
-	if (++w->rows_in_batch < w->batch_rows)
+	if (++w->rows_in_batch < writer_batch_limit(w))
 		return 0;
 	/* A flush waits for the writer thread, which needs mu: not while a
 	 * public function holds it. */
 	if (w->threaded && w->api_depth) {
 		w->flush_due = 1;
+		/* Under a cap, rows of the public functions alone (processes,
+		 * names, intervals: a trace's start-up writes thousands before
+		 * any call) commit here when no call is queued, and are pruned;
+		 * the aggregates wait for the next flush, never ahead of their
+		 * calls. */
+		if (w->size_cap > 0 && w->in_tx && cw_callq_idle(&w->q)) {
+			int err = writer_commit(w);
+
+			return err ? err : enforce_cap(w);
+		}
 		return 0;
 	}
 	return cw_writer_flush(w);
@@ -305,7 +347,7 @@ static int event_threaded(struct cw_writer *w, const struct cw_event_row *r)
 		WLOCK(w);
 		return writer_row_done(w, err);
 	}
-	if (++w->rows_in_batch >= w->batch_rows || w->flush_due)
+	if (++w->rows_in_batch >= writer_batch_limit(w) || w->flush_due)
 		return cw_writer_flush(w);
 	return 0;
 }

@@ -137,6 +137,10 @@ struct cw_writer {
 	int64_t session_id;
 	int batch_rows;
 	int64_t size_cap;
+	/* Under a cap: the database's share of it (footprint.h), and the
+	 * rows one transaction may hold (its share, at the bytes a row took). */
+	int64_t db_budget;
+	int cap_tx_rows;
 	sqlite3_stmt *st[ST_MAX];
 	int in_tx;
 	int immediate;      /* BEGIN IMMEDIATE: take the write lock up front */
@@ -270,5 +274,12 @@ void *writer_main(void *arg);
 /* writer_batch.c: counts a row toward the batch (not events: they count
  * themselves when stored); commits a full one. */
 int writer_row_done(struct cw_writer *w, int err);
+
+/* Rows a transaction holds before it commits: the batch's, or under a
+ * size cap fewer (a transaction's share of the cap, footprint.h). */
+static inline int writer_batch_limit(const struct cw_writer *w)
+{
+	return w->size_cap > 0 && w->cap_tx_rows < w->batch_rows ? w->cap_tx_rows : w->batch_rows;
+}
 
 #endif

@@ -12,6 +12,7 @@
 #include "loader/prog_stats.h"
 #include "metrics/live_metrics.h"
 #include "metrics/writer_lag.h"
+#include "store/footprint.h"
 #include "trace/cap.h"
 #include "trace/gpu.h"
 #include "trace/ras.h"
@@ -71,15 +72,48 @@ static int step_libs(struct trace *t, char *err, size_t errlen)
 	return 0;
 }
 
+static void trace_default_cap(struct trace *t);
+
+/* The cap holds the database, its WAL and the reserve file (footprint.h):
+ * one too small for the empty store and room for rows is refused, with
+ * the least that works; a default cap that small (a nearly full
+ * filesystem) is raised to it. */
+static int check_cap(struct trace *t, char *err, size_t errlen)
+{
+	int64_t empty = cw_footprint_empty_bytes(t->st->db), min;
+	char cap[32], least[32];
+
+	if (!t->o.size_cap)
+		trace_default_cap(t);
+	if (empty < 0)
+		return 0;
+	min = cw_footprint_min_cap(empty, 0);
+	if ((int64_t)t->o.size_cap >= min)
+		return 0;
+	if (t->cap_defaulted) {
+		t->o.size_cap = (uint64_t)min;
+		return 0;
+	}
+	cw_trace_format_bytes(t->o.size_cap, cap, sizeof(cap));
+	cw_trace_format_bytes((uint64_t)min, least, sizeof(least));
+	snprintf(err, errlen,
+		 "size cap %s is below what the store needs: at least %s (the empty database, its WAL and the "
+		 "reserve beside it; --size-cap or store.max_size)",
+		 cap, least);
+	return -EINVAL;
+}
+
 static int step_store(struct trace *t, char *err, size_t errlen)
 {
 	int rc = cw_store_open(&t->st, t->o.db, CW_STORE_CREATE, err, errlen);
 
 	if (rc)
 		return rc < 0 ? rc : -EIO;
+	if ((rc = check_cap(t, err, errlen)))
+		return rc;
 	/* Best effort: without it, a full disk may keep the loss counters
 	 * out of the database (they are still said on stderr). */
-	if (cw_store_reserve_take(&t->reserve, t->o.db))
+	if (cw_store_reserve_take(&t->reserve, t->o.db, (int64_t)t->o.size_cap))
 		cw_debug("no room reserved beside \"%s\"", t->o.db);
 	return 0;
 }
@@ -216,14 +250,13 @@ static int step_writer(struct trace *t, char *err, size_t errlen)
 	int rc;
 
 	trace_session_prepare(t);
-	if (!t->o.size_cap)
-		trace_default_cap(t);
 	memset(&wo, 0, sizeof(wo));
 	wo.node = t->o.node;
 	wo.size_cap_bytes = (int64_t)t->o.size_cap;
-	/* Batches end at the consumer's flushes only, each begun through
-	 * trace_store_gate(): a lock another process takes between two
-	 * batches holds records in memory instead of failing rows. */
+	/* Batches end at the consumer's flushes (under a size cap also after
+	 * a transaction's share of rows, store/footprint.h), each begun
+	 * through trace_store_gate(): a lock another process takes between
+	 * two batches holds records in memory instead of failing rows. */
 	wo.immediate = 1;
 	/* SQLite on a thread of its own: decoding goes on while it inserts. */
 	wo.threaded = 1;
