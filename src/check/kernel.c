@@ -148,11 +148,6 @@ static void load_discover(struct cw_check_report *r)
 	}
 	loaded_item(r, "load discover", cw_live_object(ld), cw_monotonic_ns() - t0);
 	cw_live_close(ld, NULL);
-	if (!cw_kfeature_has(CW_KF_VMA_ITER))
-		cw_check_item(r, "discovery", CW_CHECK_WARN, NULL,
-			      "a launched command or --pid process is held at each library load; in whole-host "
-			      "traces, first calls of processes started later are lost until the one-second rescan "
-			      "(counted as late attaches)");
 }
 
 void cw_check_load(struct cw_check_report *r)
@@ -164,6 +159,6 @@ void cw_check_load(struct cw_check_report *r)
 	}
 	load_cuda(r, 1, "load cuda");
 	if (cw_kfeature_has(CW_KF_UPROBE_SESSION))
-		load_cuda(r, 0, "load cuda (every process)");
+		load_cuda(r, 0, "load cuda whole host");
 	load_discover(r);
 }
