@@ -137,6 +137,8 @@ def cells(obs):
     check = "can run" if obs["check_can_run"] else "cannot run"
     if ran(res, "launch_rc"):
         launch = ran(res, "launch_rc")
+    elif any(num(res, "agg_" + op) is None for op in TARGET):
+        launch = "not counted (the store query failed)"
     elif all(num(res, "agg_" + op) == n for op, n in TARGET.items()):
         launch = "1 / 30,000 / 3,000"
     else:
