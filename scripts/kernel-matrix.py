@@ -88,12 +88,15 @@ def observe(log, stamp, bpf_dir):
     for k in ("launch_progs", "pid_progs"):
         loaded |= set(res.get(k, "").split())
     obs["programs_seen"] = bool(loaded)
-    # A kernel keeps 15 characters of a program's name (BPF_OBJ_NAME_LEN).
+    # A kernel keeps 15 characters of a program's name (BPF_OBJ_NAME_LEN);
+    # bpftool shows the whole name where BTF gives it.
+    def seen(n):
+        return n in loaded or (len(n) > 15 and n[:15] in loaded)
     obs["programs"] = {}
     for objname, names in bpf_programs(bpf_dir).items():
         obs["programs"][objname] = {
-            "loaded": [n for n in names if n in loaded or n[:15] in loaded],
-            "not_loaded": [n for n in names if n not in loaded and n[:15] not in loaded],
+            "loaded": [n for n in names if seen(n)],
+            "not_loaded": [n for n in names if not seen(n)],
         }
     for k in ("explain",):
         try:
