@@ -88,10 +88,11 @@ def observe(log, stamp, bpf_dir):
     for k in ("launch_progs", "pid_progs"):
         loaded |= set(res.get(k, "").split())
     obs["programs_seen"] = bool(loaded)
-    # A kernel keeps 15 characters of a program's name (BPF_OBJ_NAME_LEN);
-    # bpftool shows the whole name where BTF gives it.
+    # The kernel keeps 15 characters of a program's name; bpftool prints
+    # the whole one from the program's BTF, so names match exactly (a
+    # prefix would take cw_loader_state for cw_loader_state_maps).
     def seen(n):
-        return n in loaded or (len(n) > 15 and n[:15] in loaded)
+        return n in loaded
     obs["programs"] = {}
     for objname, names in bpf_programs(bpf_dir).items():
         obs["programs"][objname] = {
