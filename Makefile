@@ -43,8 +43,9 @@ GEN_OBJS := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRCS))
 BPF_SRCS := $(sort $(wildcard src/bpf/*.bpf.c))
 # Variants: one source built again with other settings. cuda_sessctx is
 # cuda.bpf.c for kernels whose session kfuncs take the context
-# (src/bpf/cuda.bpf.c says why it must be a second object).
-BPF_VARIANTS := cuda_sessctx
+# (src/bpf/cuda.bpf.c says why it must be a second object); cuda_noloop for
+# kernels without bpf_loop (before 5.17: src/bpf/pystack.bpf.h).
+BPF_VARIANTS := cuda_sessctx cuda_noloop
 BPF_OBJS := $(patsubst src/bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS)) $(BPF_VARIANTS:%=$(BUILD)/bpf/%.bpf.o)
 BPF_SKELS := $(patsubst src/bpf/%.bpf.c,$(BUILD)/gen/%.skel.h,$(BPF_SRCS)) $(BPF_VARIANTS:%=$(BUILD)/gen/%.skel.h)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/gen -Isrc -Wall -Werror -Wno-unused-function
@@ -78,6 +79,7 @@ test:
 	@$(MAKE) --no-print-directory -j$(NPROC) all unit fixtures
 	@$(MAKE) --no-print-directory -j$(NPROC) release
 	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-asan OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all unit
+	@echo "toolchain: $$($(CC) --version | head -1); $$($(CLANG) --version | head -1); libbpf $$(pkg-config --modversion libbpf); kernel $$(uname -r)"
 	@scripts/run-tests.sh $(BUILD) build-asan
 
 $(BUILD)/causeway: $(BUILD)/obj/main.o $(BUILD)/libcauseway.a
@@ -129,12 +131,34 @@ $(BUILD)/bpf/cuda_sessctx.bpf.o: src/bpf/cuda.bpf.c src/bpf/events.h $(wildcard 
 	@echo '  BPF   $< (session kfuncs with a context)'
 	@$(CLANG) $(BPF_CFLAGS) -DCW_SESSION_KFUNC_CTX=1 -c $< -o $@
 
+$(BUILD)/bpf/cuda_noloop.bpf.o: src/bpf/cuda.bpf.c src/bpf/events.h $(wildcard src/bpf/*.bpf.h) $(BUILD)/gen/vmlinux.h
+	@mkdir -p $(dir $@)
+	@echo '  BPF   $< (no bpf_loop)'
+	@$(CLANG) $(BPF_CFLAGS) -DCW_NO_BPF_LOOP=1 -c $< -o $@
+
 $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 # Kept: deleted as intermediates, the next make (the fixtures a test asks
 # for, the fuzz build's generated sources) would compile the BPF programs
 # again and re-link everything after them.
 .SECONDARY: $(BPF_OBJS) $(BPF_SKELS)
+
+# causeway with its BPF objects built by another clang (clang-N), for
+# tests/integration/test_bpf_compilers.sh: the objects and skeletons in
+# $(BUILD)/clang-N, the four files that embed them compiled again, the rest
+# of this build linked as it is.
+SKEL_USERS := src/loader/bpf_arch.c src/loader/kernel_probes.c src/loader/live_discover.c src/loader/uprobe_attach.c
+$(BUILD)/clang-%/causeway: $(BUILD)/obj/main.o $(BUILD)/libcauseway.a $(SKEL_USERS) $(BPF_SRCS) $(wildcard src/bpf/*.h)
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/clang-$* CLANG=clang-$* \
+		$(patsubst $(BUILD)/%,$(BUILD)/clang-$*/%,$(BPF_SKELS))
+	@mkdir -p $(BUILD)/clang-$*/obj
+	@for f in $(SKEL_USERS); do \
+		echo "  CC    $$f (clang-$* BPF)"; \
+		$(CC) -I$(BUILD)/clang-$*/gen $(CFLAGS) $(BANNED) -c -o $(BUILD)/clang-$*/obj/$$(basename $$f .c).o $$f || exit 1; \
+	done
+	@echo '  LD    $@'
+	@$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/main.o $(SKEL_USERS:src/loader/%.c=$(BUILD)/clang-$*/obj/%.o) \
+		$(BUILD)/libcauseway.a $(LDLIBS)
 
 # Unit tests: cmocka, linked against the product library.
 unit: $(UNIT_BINS)

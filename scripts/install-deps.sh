@@ -6,8 +6,12 @@ PKGS="build-essential pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-
 libsqlite3-dev sqlite3 libjansson-dev libyaml-dev libmicrohttpd-dev libgnutls28-dev
 gnutls-bin libcurl4-openssl-dev libcmocka-dev python3 curl openssl jq"
 if [ "${CW_TEST_DEPS:-0}" = 1 ]; then
-	PKGS="$PKGS stress-ng fio util-linux iproute2 nftables faketime libfaketime bpftrace prometheus nodejs chromium runc mmdebstrap
+	# clang-16, clang-19: the BPF objects are built and loaded with each
+	# compiler Debian 12 carries (tests/integration/test_bpf_compilers.sh).
+	PKGS="$PKGS clang-16 clang-19 stress-ng fio util-linux iproute2 nftables faketime libfaketime bpftrace prometheus nodejs chromium runc mmdebstrap strace
 qemu-system-x86 qemu-system-arm busybox-static cpio"
+	# strace: test_trace_hostile_debug_files.sh names every file causeway
+	# opens on a hostile process's behalf (util-linux: setpriv, unshare).
 	# qemu-system-*, busybox-static, cpio: the kernel matrix boots stock
 	# Debian kernels (scripts/install-test-kernels.sh) under emulation with
 	# an initramfs (tests/lib/kernel_vm.sh).

@@ -12,6 +12,13 @@
 #   fuzz:        a short smoke run of every fuzz target (scripts/build-fuzz.sh),
 #                CW_TEST_JOBS targets at a time
 # Scripts exit 0 (pass), 77 (skip, after printing why) or anything else (fail).
+# Each test runs in a session of its own (setsid: its own process group),
+# with CW_TEST_TOKEN=<its token> in its environment, under CW_TEST_TIMEOUT
+# (default 300 s). When it ends (or times out) every process still in its
+# session or carrying its token (a daemon that called setsid itself) is a
+# process it left behind: after CW_TEST_GRACE seconds (default 5) those
+# still there are listed in its log and killed, and the test fails. The
+# runner kills every test's processes when it is stopped (Ctrl-C, SIGTERM).
 # Each test's output goes to BUILD/test-logs/NAME.log and is shown on failure.
 # CW_TEST_FILTER=regex runs only matching tests.
 # Unit, golden and sanitizer tests run CW_TEST_JOBS at a time (default: one
@@ -27,6 +34,83 @@ LOGS=$BUILD/test-logs
 mkdir -p "$LOGS"
 export CW_BIN="$BUILD/causeway" CW_BUILD="$BUILD" CW_ROOT="$ROOT"
 pass=0 fail=0 skip=0 failed=()
+# A runner started by a test (tests/golden/test_runner_cleanup.sh) extends
+# its caller's token: the outer runner still finds what the inner one left.
+RUN_TOKEN="${CW_TEST_TOKEN:+$CW_TEST_TOKEN/}cwtest-$$"
+ntests=0
+
+# The live processes of a test: in session SID, or with TOKEN in their
+# environment (zombies are left to their parents).
+test_procs() { # TOKEN SID
+	local p
+	{
+		[ "$2" -gt 0 ] && pgrep -s "$2" 2>/dev/null
+		grep -lzsE "^CW_TEST_TOKEN=$1(/|\$)" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
+	} | sort -un | while read -r p; do
+		[ "$p" != $$ ] && [ -r "/proc/$p/stat" ] &&
+			[ "$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f1)" != Z ] && echo "$p"
+	done
+}
+
+# After a test: what it left running, listed and killed; 0 when it left
+# something (then the test fails).
+reap_test() { # TOKEN SID
+	local token=$1 sid=$2 left p i
+	left=$(test_procs "$token" "$sid")
+	[ -n "$left" ] || return 1
+	for ((i = 0; i < ${CW_TEST_GRACE:-5} * 10; i++)); do
+		sleep 0.1
+		left=$(test_procs "$token" "$sid")
+		[ -n "$left" ] || return 1
+	done
+	echo "run-tests: the test left $(wc -w <<<"$left") process(es) running ${CW_TEST_GRACE:-5}s after it ended; killed:"
+	for p in $left; do
+		printf '  pid %s (%s): %s\n' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)" \
+			"$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-200)"
+	done
+	# Again until none is left: a killed parent's children are found next.
+	for ((i = 0; i < 20 && ${#left}; i++)); do
+		kill -KILL -- "-$sid" 2>/dev/null
+		kill -KILL $left 2>/dev/null
+		sleep 0.05
+		left=$(test_procs "$token" "$sid")
+	done
+	return 0
+}
+
+# Runs a test in a session of its own under the timeout, then reaps what
+# it left; its exit status (1 for a test that passed but left processes).
+run_test() { # LOG COMMAND...
+	local log=$1 token="$RUN_TOKEN-$ntests" sid rc
+	shift
+	(cd "$ROOT" && CW_TEST_TOKEN=$token exec setsid -w timeout "${CW_TEST_TIMEOUT:-300}" "$@") >"$log" 2>&1 &
+	sid=$!
+	echo "$sid" >"$LOGS/.sid.$$.$ntests"
+	wait "$sid"
+	rc=$?
+	if reap_test "$token" "$sid" >>"$log" 2>&1 && { [ $rc -eq 0 ] || [ $rc -eq 77 ]; }; then
+		rc=1
+	fi
+	rm -f "$LOGS/.sid.$$.$ntests"
+	return $rc
+}
+
+# Stopped or ending: no test's process outlives the runner.
+kill_tests() {
+	local f sid left i
+	for f in "$LOGS"/.sid.$$.*; do
+		[ -f "$f" ] && read -r sid <"$f" && kill -KILL -- "-$sid" 2>/dev/null && rm -f "$f"
+	done
+	for ((i = 0; i < 20; i++)); do
+		left=$(test_procs "$RUN_TOKEN-[0-9]+" 0)
+		[ -n "$left" ] || break
+		kill -KILL $left 2>/dev/null
+		sleep 0.05
+	done
+}
+trap 'kill_tests' EXIT
+trap 'kill_tests; trap - EXIT; exit 130' INT
+trap 'kill_tests; trap - EXIT; exit 143' TERM
 
 selected() {
 	[ -z "${CW_TEST_FILTER:-}" ] || [[ $1 =~ $CW_TEST_FILTER ]]
@@ -49,7 +133,8 @@ run_one() { # NAME COMMAND...: runs now, alone
 	local name=$1; shift
 	selected "$name" || return
 	local log="$LOGS/${name//\//_}.log" start=$SECONDS rc
-	(cd "$ROOT" && timeout "${CW_TEST_TIMEOUT:-300}" "$@") >"$log" 2>&1
+	ntests=$((ntests + 1))
+	run_test "$log" "$@"
 	rc=$?
 	report "$name" $rc $((SECONDS - start)) "$log"
 }
@@ -73,10 +158,11 @@ queue_beside() {
 }
 start_job() { # INDEX
 	local i=$1 name=${q_names[$1]}
+	ntests=$((ntests + 1))
 	(
-		start=$SECONDS
-		cd "$ROOT" && eval "timeout \"\${CW_TEST_TIMEOUT:-300}\" ${q_cmds[$i]}" \
-			>"$LOGS/${name//\//_}.log" 2>&1
+		trap - EXIT INT TERM # the runner's own: they kill every test
+		start=$SECONDS log="$LOGS/${name//\//_}.log"
+		eval "run_test \"\$log\" ${q_cmds[$i]}"
 		rc=$?
 		echo "$rc $((SECONDS - start))" >"$rcdir/$i.tmp" && mv "$rcdir/$i.tmp" "$rcdir/$i"
 	) &

@@ -87,6 +87,8 @@ enum cw_layer {
 #define CW_CHAIN_MAX_FAILED_OPS 8
 #define CW_CHAIN_MAX_THREADS 8
 #define CW_CHAIN_MAX_WAVEFRONT 8
+#define CW_CHAIN_RAS_MAX 32768
+#define CW_CHAIN_RAS_STORED_MAX (1 << 20) /* a stored RAS row read at most */
 
 struct cw_timeline_entry {
 	enum cw_layer layer;
@@ -216,8 +218,10 @@ struct cw_chain {
 	int nwavefront, nwavefront_total;
 	/* nccl_hang: what the job's NCCL RAS service answered when trace
 	 * asked at the hang (trace/ras.h), its stored JSON; "" when trace
-	 * never asked (shown as "not_asked"). */
-	char ras[2048];
+	 * never asked (shown as "not_asked"). Room for any answer trace
+	 * stores (8 communicators of 16 + 16 listed ranks): a longer stored
+	 * row is kept with its lists cut to fit ("listed_cut"), never dropped. */
+	char ras[CW_CHAIN_RAS_MAX];
 	/* training_stall: each thread of the stalled process (the silent one
 	 * first) and where its states come from ("stall", "end_of_trace",
 	 * "" none). */
@@ -239,7 +243,8 @@ struct cw_chain {
 	char error_family[24];
 	struct {
 		char op[48];
-		double share; /* of its calls that failed */
+		uint64_t failing, calls; /* its own failing calls and all its calls */
+		double share;            /* of its calls that failed */
 	} failed_ops[CW_CHAIN_MAX_FAILED_OPS];
 	int nfailed_ops;
 };

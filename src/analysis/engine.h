@@ -216,6 +216,7 @@ struct cw_nccl_peers {
 		char node[64];
 		int64_t pid;
 	} v[CW_NCCL_MAX_PEERS];
+	char note[320]; /* a warning about the communicators read (nccl_load.h) */
 };
 int cw_rule_nccl(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wall, uint64_t to_wall,
 		 struct cw_chain *out, int max_out, struct cw_nccl_peers *peers);

@@ -321,6 +321,8 @@ static int run_rules(unsigned phase, struct cw_rule_ctx *ctx, struct cw_chain_li
 		ctx->peers = &peers;
 		if ((n = rule->fn(ctx, buf)) < 0)
 			return n;
+		if (peers.note[0] && cw_explain_warn(out, "%s", peers.note))
+			return -ENOMEM;
 		if (n > 0 && (rule->flags & CW_RULE_PEERS) && peers.pid)
 			point_at_straggler(cs, out, &peers);
 		for (int k = 0; k < n; k++) {

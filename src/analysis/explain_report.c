@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/ras_report.h"
+#include "util/term.h"
 #include "analysis/thread_states.h"
 #include "analysis/engine.h"
 #include "analysis/explain.h"
@@ -148,8 +149,10 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 		json_t *ops = json_array();
 
 		for (int i = 0; i < c->nfailed_ops; i++)
-			json_array_append_new(ops, json_pack("{s:o, s:o}", "op", cw_json_str(c->failed_ops[i].op),
-							     "failing_share", jreal(c->failed_ops[i].share, 1000)));
+			json_array_append_new(ops, json_pack("{s:o, s:I, s:I, s:o}", "op", cw_json_str(c->failed_ops[i].op),
+							     "failing", (json_int_t)c->failed_ops[i].failing, "calls",
+							     (json_int_t)c->failed_ops[i].calls, "failing_share",
+							     jreal(c->failed_ops[i].share, 1000)));
 		json_object_set_new(o, "error", json_pack("{s:I, s:o, s:s, s:o}", "code", (json_int_t)c->error_code,
 							  "name",
 							  c->error_name[0] ? cw_json_str(c->error_name) : json_null(),
@@ -292,8 +295,7 @@ int cw_explain_print_text(FILE *f, const struct cw_explain_result *r, int color)
  * content): control characters are printed as '?'. */
 static void put_plain(FILE *f, const char *s)
 {
-	for (; s && *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+	(void)cw_term_put(f, s);
 }
 
 /* Which rows the window was explained from, and the chains trace stored
@@ -334,6 +336,7 @@ static void print_history(FILE *f, const struct cw_explain_result *r)
 
 int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int color, int stacks)
 {
+	FILE *const out = f;
 	static const char *const sev_color[] = {"\033[1;31m", "\033[1;33m", "\033[1;36m"};
 	char from[40], to[40];
 
@@ -356,20 +359,31 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 		const struct cw_chain *c = &r->chains[i];
 		char p50[32], p99[32], oneline[800];
 
+		char *body = NULL;
+		size_t blen = 0;
+
 		cw_format_duration(c->p50_ns, p50, sizeof(p50));
 		cw_format_duration(c->p99_ns, p99, sizeof(p99));
-		fprintf(f, "\n%s[%s]%s %s  %s (%s) on %s\n", color ? sev_color[c->severity] : "",
-			cw_severity_name(c->severity), color ? "\033[0m" : "", cw_kind_name(c->kind), c->op,
-			c->source, c->node);
+		fprintf(f, "\n%s[%s]%s %s  ", color ? sev_color[c->severity] : "", cw_severity_name(c->severity),
+			color ? "\033[0m" : "", cw_kind_name(c->kind));
+		/* Everything below holds stored text (a traced process's names, a
+		 * RAS listener's hosts): written out escaped (util/term.h). */
+		f = open_memstream(&body, &blen);
+		if (!f)
+			return -ENOMEM;
+		fprintf(f, "%s (%s) on %s\n", c->op, c->source, c->node);
 		cw_chain_oneline(c, oneline, sizeof(oneline));
 		fprintf(f, "  %s\n", oneline);
 		if (c->kind == CW_KIND_OOM_KILL) /* an event, not a latency distribution */
 			fprintf(f, "  OOM kills in the window: %llu\n", (unsigned long long)c->count);
 		else if (c->error_family[0]) /* failing calls: counts, not latency */
-			fprintf(f, "  calls %llu, failing %llu (%.0f %%), error %s (%lld), %s\n",
+			/* The group's totals: over every failing op when there are several. */
+			fprintf(f, "  calls %llu, failing %llu (%.0f %%)%s%.0d%s, error %s (%lld), %s\n",
 				(unsigned long long)c->count, (unsigned long long)c->slow_count,
 				c->count ? 100.0 * (double)c->slow_count / (double)c->count : 0,
-				c->error_name[0] ? c->error_name : "unknown", (long long)c->error_code, c->error_family);
+				c->nfailed_ops > 1 ? " over " : "", c->nfailed_ops > 1 ? c->nfailed_ops : 0,
+				c->nfailed_ops > 1 ? " ops" : "", c->error_name[0] ? c->error_name : "unknown",
+				(long long)c->error_code, c->error_family);
 		else if (!cw_chain_has_latency(c)) {
 			char t[32];
 
@@ -475,6 +489,13 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 				fprintf(f, "    %s %s\n", c->fix_kind[k] == CW_FIX_ADVICE ? "-" : c->fix_kind[k] == CW_FIX_CODE ? ">>>" : "$",
 					c->fix[k]);
 		}
+		if (fclose(f)) {
+			free(body);
+			return -ENOMEM;
+		}
+		f = out;
+		(void)cw_term_put_lines(f, body);
+		free(body);
 	}
 	print_history(f, r);
 	for (int i = 0; i < r->nwarnings; i++)

@@ -322,6 +322,9 @@ int cw_nccl_arrival_analyse(struct cw_nccl_call *c, size_t n, struct cw_nccl_ran
 					out->hang_seq = maxseq;
 					out->hang_started = c[lastlo].entry;
 					out->hang_for_ns = waited;
+					out->hang_members = (int)members;
+					for (int r = 0; r < nranks && r < CW_NCCL_MAX_RANKS; r++)
+						out->hang_member[r] = seen[r];
 					for (k = lastlo; k < j; k++)
 						if (c[k].rank_idx < CW_NCCL_MAX_RANKS)
 							in_last[c[k].rank_idx] = 1;

@@ -43,6 +43,7 @@ struct cw_nccl_call {
 	int64_t bytes;      /* -1 unknown */
 	int32_t rank_idx;   /* into the ranks array */
 	int32_t op;         /* enum cw_op */
+	int32_t rank;       /* the caller's rank in this communicator; -1 unknown */
 };
 
 struct cw_nccl_rank {
@@ -78,6 +79,10 @@ struct cw_nccl_arrival {
 	uint64_t hang_threshold_ns;
 	int missing[16]; /* rank indexes */
 	int nmissing;
+	/* The hung communicator's members (rank indexes): a merged file may
+	 * hold other jobs' ranks beside them. */
+	int hang_members;
+	uint8_t hang_member[CW_NCCL_MAX_RANKS];
 	/* Communication. */
 	double comm_share;  /* median over ranks of wait / step time */
 	double busbw_gbps;  /* median implied bus bandwidth, GB/s */

@@ -914,7 +914,14 @@ static __always_inline int fold_call(const struct cw_call_state *s, __u32 op, __
 	struct cw_fold_key k;
 	__u64 th, *w, me, v;
 
-	th = fold_thresh[op & (CW_OP_MAX - 1)];
+	/* The mask is the verifier's bound on the index: clang 16 and 19 knew
+	 * op < CW_OP_MAX from an earlier test and dropped it, and the
+	 * verifier, which had not tied that test to this register, refused
+	 * the load ("R2 max value is outside of the allowed memory range").
+	 * barrier_var hides what clang knows, so the mask stays. */
+	i = op;
+	barrier_var(i);
+	th = fold_thresh[i & (CW_OP_MAX - 1)];
 	if (d >= th || d >= CW_FOLD_MAX_NS) {
 		cs_count(CW_CS_KEPT_SLOW);
 		return 0;
@@ -1110,7 +1117,7 @@ int BPF_PROG(cw_thread_exit, struct task_struct *p)
 }
 
 /* Three attach flavours of the same bodies. cw_call_session is loaded
- * with expected_attach_type BPF_TRACE_UPROBE_SESSION (kernel >= 6.12):
+ * with expected_attach_type BPF_TRACE_UPROBE_SESSION (kernel >= 6.13):
  * one program at entry and return, one link per library copy; the entry
  * keeps the thread and the attach cookie in the session's own cookie, so
  * the return calls no helper to find them, and an entry with nothing to
@@ -1119,7 +1126,7 @@ int BPF_PROG(cw_thread_exit, struct task_struct *p)
  * the pair of links per library copy it falls back to: one unregister
  * synchronization at detach instead of one per probe (~100 ms each on
  * 6.x). The plain programs are the per-probe perf-event fallback. */
-/* The session kfuncs took no argument in 6.12 and take the program's
+/* The session kfuncs took no argument in 6.13 and take the program's
  * context in later kernels (sid's 7.2, for fsession programs). libbpf
  * (1.1) refuses to load an object whose extern's prototype differs from
  * the kernel's, weak or not, so the object is built twice (Makefile: cuda_sessctx, with

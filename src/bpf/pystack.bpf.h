@@ -117,7 +117,7 @@ struct cw_py_walk_ref {
 	struct cw_py_walk *w;
 };
 
-static long cw_py_step(__u64 i, void *arg)
+static __noinline long cw_py_step(__u64 i, void *arg)
 {
 	struct cw_py_walk *w = ((struct cw_py_walk_ref *)arg)->w;
 	const struct cw_py_bpf_proc *o = &w->o;
@@ -207,7 +207,16 @@ static __always_inline int cw_emit_pystack(void *ring, const struct cw_hdr *h)
 		return 0; /* the thread holds no Python frame right now */
 	/* 2x the depth: skipped shim frames do not eat recorded depth */
 	ref.w = w;
+#if CW_NO_BPF_LOOP
+	/* Kernels before 5.17 (Ubuntu 22.04's 5.15): a bounded loop (5.3),
+	 * which the verifier walks once per iteration (the cuda_noloop
+	 * object, Makefile). */
+	for (__u32 i = 0; i < 2 * CW_PY_MAX_FRAMES; i++)
+		if (cw_py_step(i, &ref))
+			break;
+#else
 	bpf_loop(2 * CW_PY_MAX_FRAMES, cw_py_step, &ref, 0);
+#endif
 	if (!w->n)
 		return 0;
 	s = bpf_map_lookup_elem(&cw_py_scratch, &zero);

@@ -20,6 +20,7 @@
 #include "store/store.h"
 #include "util/atomic_file.h"
 #include "util/log.h"
+#include "util/term.h"
 #include "util/parse.h"
 #include "util/progress.h"
 #include "util/timeutil.h"
@@ -128,7 +129,7 @@ int cmd_export(int argc, char **argv)
 	 * long as af. */
 	const char *inputs[1] = { NULL };
 	char err[512];
-	FILE *out = stdout;
+	FILE *out = stdout, *tty_out = NULL;
 	int json = 0, fleet = 0, db_given = 0, c, ret, rc = CW_EXIT_OK, li;
 	struct cw_tenant_opts tf = { .n = 0 };
 	int64_t *pids = NULL;
@@ -259,6 +260,12 @@ int cmd_export(int argc, char **argv)
 			goto out;
 		}
 		out = af.f;
+	} else if (isatty(STDOUT_FILENO)) {
+		/* JSON on a terminal: its C1 and bidi controls written as JSON
+		 * escapes (util/term.h), the same JSON. */
+		tty_out = cw_term_json_stream(stdout);
+		if (tty_out)
+			out = tty_out;
 	}
 	/* One store reads whole by default, as explain and query do; the
 	 * --max-events cap still bounds the file. */
@@ -277,6 +284,11 @@ int cmd_export(int argc, char **argv)
 		cw_progress_watch_fd(&pg, fileno(out));
 		ret = cw_export_perfetto(st->db, &o, out, &stats, err, sizeof(err));
 		cw_progress_end(&pg);
+	}
+	if (tty_out) {
+		fclose(tty_out);
+		tty_out = NULL;
+		out = stdout;
 	}
 	if (af.f) {
 		int cr = cw_atomic_close(&af, !ret, ret ? NULL : err, ret ? 0 : sizeof(err));

@@ -13,6 +13,7 @@
 #include "cmd/opt_error.h"
 #include "util/log.h"
 #include "util/parse.h"
+#include "util/term.h"
 #include "where/where.h"
 
 static void usage(FILE *f)
@@ -44,43 +45,59 @@ static void usage(FILE *f)
 	      f);
 }
 
-static void print_text(json_t *root)
+static void print_text_to(FILE *out, json_t *root)
 {
 	json_t *threads = json_object_get(root, "threads"), *t;
 	size_t i, j;
 
-	printf("process %lld", json_integer_value(json_object_get(root, "pid")));
+	fprintf(out, "process %lld", json_integer_value(json_object_get(root, "pid")));
 	if (json_object_get(root, "python"))
-		printf(" (python %s%s, %s)", json_string_value(json_object_get(root, "python")),
+		fprintf(out, " (python %s%s, %s)", json_string_value(json_object_get(root, "python")),
 		       json_is_true(json_object_get(root, "free_threaded")) ? " free-threaded" : "",
 		       json_string_value(json_object_get(root, "runtime_binary")));
 	else if (json_object_get(root, "python_error"))
-		printf(" (python: %s)", json_string_value(json_object_get(root, "python_error")));
-	printf("\n");
+		fprintf(out, " (python: %s)", json_string_value(json_object_get(root, "python_error")));
+	fprintf(out, "\n");
 	json_array_foreach(threads, i, t) {
 		json_t *py = json_object_get(t, "python"), *nat = json_object_get(t, "native"), *f;
 
-		printf("\nthread %lld%s\n", json_integer_value(json_object_get(t, "tid")),
+		fprintf(out, "\nthread %lld%s\n", json_integer_value(json_object_get(t, "tid")),
 		       json_is_true(json_object_get(t, "main")) ? " (main)" : "");
 		json_array_foreach(py, j, f)
-			printf("  [py] %s:%lld in %s\n", json_string_value(json_object_get(f, "file")),
+			fprintf(out, "  [py] %s:%lld in %s\n", json_string_value(json_object_get(f, "file")),
 			       json_integer_value(json_object_get(f, "line")),
 			       json_string_value(json_object_get(f, "function")));
 		if (json_is_true(json_object_get(t, "python_truncated")))
-			printf("  [py] ... (stack truncated)\n");
+			fprintf(out, "  [py] ... (stack truncated)\n");
 		if (nat) {
 			json_t *derr = json_object_get(t, "native_dwarf_error");
 
-			printf("  native (%s%s%s):\n", json_string_value(json_object_get(t, "native_unwinder")),
+			fprintf(out, "  native (%s%s%s):\n", json_string_value(json_object_get(t, "native_unwinder")),
 			       derr ? "; dwarf: " : "", derr ? json_string_value(derr) : "");
 		}
 		json_array_foreach(nat, j, f)
-			printf("  %s\n", json_string_value(f));
+			fprintf(out, "  %s\n", json_string_value(f));
 		if (json_is_true(json_object_get(t, "native_truncated")))
-			printf("  ... (native stack truncated)\n");
+			fprintf(out, "  ... (native stack truncated)\n");
 		if (json_object_get(t, "native_error"))
-			printf("  (native stack: %s)\n", json_string_value(json_object_get(t, "native_error")));
+			fprintf(out, "  (native stack: %s)\n", json_string_value(json_object_get(t, "native_error")));
 	}
+}
+
+/* The stack holds stored text (a traced process's file and function
+ * names): written out escaped (util/term.h). */
+static void print_text(json_t *root)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return;
+	print_text_to(f, root);
+	if (!fclose(f))
+		(void)cw_term_put_lines(stdout, buf);
+	free(buf);
 }
 
 int cmd_where(int argc, char **argv)

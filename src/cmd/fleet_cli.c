@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "analysis/explain.h"
+#include "analysis/ras_report.h"
 #include "cmd/cmd.h"
 #include "cmd/opt_error.h"
 #include "cmd/tenant_opts.h"
@@ -593,6 +594,17 @@ static void chain_from_json(json_t *j, struct cw_chain *c)
 		tenant_from_json(json_object_get(cu, "container"), &c->culprit.container);
 	}
 	tenant_from_json(json_object_get(j, "container"), &c->container);
+	/* The agent's NCCL RAS answer: shown as the agent stored it, never
+	 * as "not asked" (the agent's JSON is re-encoded, lists cut to fit). */
+	v = json_object_get(j, "ras");
+	if (json_is_object(v) && json_is_string(json_object_get(v, "status")) &&
+	    strcmp(json_string_value(json_object_get(v, "status")), "not_asked")) {
+		json_t *copy = json_deep_copy(v);
+
+		if (copy)
+			(void)cw_ras_fit(copy, c->ras, sizeof(c->ras));
+		json_decref(copy);
+	}
 	{
 		const char *key;
 

@@ -157,7 +157,7 @@ int cw_demo_generate(struct cw_store *st, const struct cw_demo_opts *o, struct c
 	if (!err)
 		cw_writer_counter_set(w, "host.cgroup_layout", CW_CGROUP_UNIFIED);
 	if (!err)
-		err = cw_pipeline_flush(p, g.last_ns, 1); /* calls still open (a hang) end unfinished */
+		err = cw_pipeline_finish(p, g.last_ns); /* calls still open (a hang) end unfinished */
 	cw_pipeline_get_counters(p, &pc);
 	res->calls = pc.calls;
 	cw_demo_gen_release(&g);

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "gpu/ras_stream.h"
 #include "util/utf8.h"
 #include "util/timeutil.h"
 
@@ -41,16 +42,22 @@ static int left_ms(uint64_t deadline)
 	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
 
+/* The cancel fd (cw_ras_opts.cancel_fd) of the exchange in progress on
+ * this thread: a stop wakes every wait at once. */
+static _Thread_local int cancel_fd = -1;
+
 static int wait_fd(int fd, short ev, uint64_t deadline)
 {
-	struct pollfd p = {.fd = fd, .events = ev};
+	struct pollfd p[2] = {{.fd = fd, .events = ev}, {.fd = cancel_fd, .events = POLLIN}};
 	int r;
 
 	do {
-		r = poll(&p, 1, left_ms(deadline));
+		r = poll(p, cancel_fd > 0 ? 2 : 1, left_ms(deadline));
 	} while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return -errno;
+	if (cancel_fd > 0 && p[1].revents)
+		return -ECANCELED;
 	return r == 0 ? -ETIMEDOUT : 0;
 }
 
@@ -179,24 +186,65 @@ static void no_answer(struct cw_ras_status *out, enum cw_ras_state st, const cha
 		snprintf(out->why, sizeof(out->why), "%s", what);
 }
 
+/* The JSON report, read as it arrives into the stream parser, at most
+ * CW_RAS_REPLY_MAX bytes (then kept as read, truncated). Returns 0 with
+ * out filled (answered or bad_reply), or a read error. */
+static int read_report(int fd, struct cw_ras_stream *st, uint64_t deadline)
+{
+	char chunk[16384];
+	size_t total = 0;
+
+	for (;;) {
+		size_t want = sizeof(chunk);
+		ssize_t r;
+
+		if (total >= CW_RAS_REPLY_MAX)
+			break;
+		if (want > CW_RAS_REPLY_MAX - total)
+			want = CW_RAS_REPLY_MAX - total;
+		r = recv(fd, chunk, want, MSG_DONTWAIT);
+		if (r > 0) {
+			total += (size_t)r;
+			if (cw_ras_stream_feed(st, chunk, (size_t)r))
+				return 0; /* bad_reply: no need to read on */
+			continue;
+		}
+		if (r == 0) {
+			(void)cw_ras_stream_end(st, 0);
+			return 0;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		int e = wait_fd(fd, POLLIN, deadline);
+		if (e)
+			return e;
+	}
+	(void)cw_ras_stream_end(st, 1);
+	return 0;
+}
+
 int cw_ras_query(const struct cw_ras_opts *o, struct cw_ras_status *out)
 {
 	uint64_t now = cw_monotonic_ns();
 	uint64_t deadline = now + (uint64_t)(o->timeout_ms ? o->timeout_ms : 12000) * 1000000ULL;
 	uint64_t cdeadline = now + (uint64_t)(o->connect_ms ? o->connect_ms : 1000) * 1000000ULL;
-	char line[LINE_MAX_BYTES], cmd[64];
-	char *report = NULL;
+	char line[LINE_MAX_BYTES], cmd[64], vwhy[sizeof(out->source_why)] = "";
+	struct cw_ras_stream *st = NULL;
+	enum cw_ras_source source = CW_RAS_SOURCE_UNCHECKED;
 	ssize_t n;
 	int fd, e, ret = 0;
 
 	memset(out, 0, sizeof(*out));
+	cancel_fd = o->cancel_fd > 0 ? o->cancel_fd : -1;
 	fd = connect_to(o, cdeadline < deadline ? cdeadline : deadline, out->why, sizeof(out->why));
 	if (fd == -ENOTCONN) {
 		out->state = CW_RAS_NO_ANSWER;
-		return 0;
+		goto stopped;
 	}
-	if (fd < 0)
+	if (fd < 0) {
+		cancel_fd = -1;
 		return fd;
+	}
 	e = command(fd, "CLIENT PROTOCOL " "2" "\n", line, sizeof(line), deadline);
 	if (e) {
 		no_answer(out, e == -EMSGSIZE ? CW_RAS_BAD_REPLY : CW_RAS_NO_ANSWER, "handshake", e);
@@ -206,6 +254,10 @@ int cw_ras_query(const struct cw_ras_opts *o, struct cw_ras_status *out)
 		no_answer(out, CW_RAS_BAD_REPLY, "not the NCCL RAS protocol", 0);
 		goto out;
 	}
+	/* Who answers, asked while the connection is open. */
+	if (o->verify)
+		source = o->verify(o->verify_arg, fd, vwhy, sizeof(vwhy)) == 1 ? CW_RAS_SOURCE_VERIFIED
+									   : CW_RAS_SOURCE_UNVERIFIED;
 	/* NCCL waits for its peers up to this long; our deadline covers it. */
 	snprintf(cmd, sizeof(cmd), "TIMEOUT %u\n", (o->timeout_ms ? o->timeout_ms : 12000) / 2000 + 1);
 	e = command(fd, cmd, line, sizeof(line), deadline);
@@ -218,198 +270,68 @@ int cw_ras_query(const struct cw_ras_opts *o, struct cw_ras_status *out)
 		no_answer(out, e == -EMSGSIZE ? CW_RAS_BAD_REPLY : CW_RAS_NO_ANSWER, "set format", e);
 		goto out;
 	}
-	/* NCCL < 2.28.7 has no JSON: its text report, kept short. */
+	/* NCCL < 2.28.7 has no JSON: its text report, up to the room kept. */
 	if (strncasecmp(line, "OK", 2)) {
 		e = send_all(fd, "STATUS\n", deadline);
 		n = e ? e : read_until(fd, out->text, sizeof(out->text), 0, deadline);
 		if (n == -EMSGSIZE || n >= 0) {
 			out->state = CW_RAS_TEXT_ONLY;
+			out->truncated = n == -EMSGSIZE;
 			snprintf(out->why, sizeof(out->why), "no JSON report (NCCL before 2.28.7)");
 		} else {
 			no_answer(out, CW_RAS_NO_ANSWER, "status", (int)n);
 		}
 		goto out;
 	}
-	report = malloc(CW_RAS_REPLY_MAX + 1);
-	if (!report) {
+	st = malloc(sizeof(*st));
+	if (!st) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	cw_ras_stream_init(st, out);
 	e = send_all(fd, "STATUS\n", deadline);
-	n = e ? e : read_until(fd, report, CW_RAS_REPLY_MAX + 1, 0, deadline);
-	if (n < 0) {
-		no_answer(out, n == -EMSGSIZE ? CW_RAS_BAD_REPLY : CW_RAS_NO_ANSWER,
-			  n == -EMSGSIZE ? "report over 4 MiB" : "status", n == -EMSGSIZE ? 0 : (int)n);
-		goto out;
+	if (!e)
+		e = read_report(fd, st, deadline);
+	if (e) {
+		memset(out, 0, sizeof(*out));
+		no_answer(out, CW_RAS_NO_ANSWER, "status", e);
 	}
-	(void)cw_ras_parse_json(report, (size_t)n, out);
 out:
-	free(report);
+	free(st);
 	close(fd);
+stopped:
+	if (out->state == CW_RAS_NO_ANSWER && strstr(out->why, strerror(ECANCELED)))
+		snprintf(out->why, sizeof(out->why), "stopped before an answer");
+	if (out->state == CW_RAS_ANSWERED || out->state == CW_RAS_TEXT_ONLY) {
+		out->source = source;
+		snprintf(out->source_why, sizeof(out->source_why), "%s", vwhy);
+	}
+	cancel_fd = -1;
 	return ret;
 }
 
 /* --- the report ------------------------------------------------------ */
 
-static void copy_str(char *dst, size_t cap, const json_t *v)
-{
-	const char *s = json_string_value(v);
-
-	snprintf(dst, cap, "%s", s ? s : "");
-}
-
-static int64_t int_of(const json_t *v, int64_t lo, int64_t hi, int64_t dflt)
-{
-	json_int_t x;
-
-	if (!json_is_integer(v))
-		return dflt;
-	x = json_integer_value(v);
-	return x < lo || x > hi ? dflt : x;
-}
-
-static void rank_of(const json_t *r, struct cw_ras_rank *out)
-{
-	const json_t *st = json_object_get(r, "status");
-
-	memset(out, 0, sizeof(*out));
-	out->rank = (int)int_of(json_object_get(r, "rank"), 0, 1 << 24, -1);
-	out->pid = int_of(json_object_get(r, "pid"), -1, 1 << 30, -1);
-	copy_str(out->host, sizeof(out->host), json_object_get(r, "host"));
-	if (json_is_object(st)) {
-		out->async_error = (int)int_of(json_object_get(st, "async_error"), 0, 1 << 16, 0);
-		out->abort = json_is_true(json_object_get(st, "abort_flag"));
-		out->unresponsive = json_is_true(json_object_get(st, "unresponsive"));
-		out->dead = json_is_true(json_object_get(st, "considered_dead"));
-	}
-}
-
-static uint64_t collectives_of(const json_t *r)
-{
-	const json_t *cc = json_object_get(r, "collective_counts"), *v;
-	const char *k;
-	uint64_t sum = 0;
-	int keys = 0;
-
-	if (!json_is_object(cc))
-		return 0;
-	json_object_foreach((json_t *)cc, k, v) {
-		int64_t x = int_of(v, 0, INT64_MAX, 0);
-
-		(void)k;
-		if (++keys > 64)
-			break;
-		sum = (uint64_t)x > UINT64_MAX - sum ? UINT64_MAX : sum + (uint64_t)x;
-	}
-	return sum;
-}
-
-static int trouble(const struct cw_ras_comm *c)
-{
-	return c->missing_count + c->nbehind + c->async_errors;
-}
-
-static void comm_of(const json_t *c, struct cw_ras_comm *out)
-{
-	const json_t *ranks = json_object_get(c, "ranks"), *miss = json_object_get(c, "missing_ranks"), *r;
-	size_t i, n;
-	int first = 1;
-
-	memset(out, 0, sizeof(*out));
-	copy_str(out->hash, sizeof(out->hash), json_object_get(c, "hash"));
-	out->size = (int)int_of(json_object_get(c, "size"), 0, 1 << 24, 0);
-	out->ranks_count = (int)int_of(json_object_get(c, "ranks_count"), 0, 1 << 24, 0);
-	out->missing_count = (int)int_of(json_object_get(c, "missing_ranks_count"), 0, 1 << 24, 0);
-	n = json_is_array(ranks) ? json_array_size(ranks) : 0;
-	if (n > 65536)
-		n = 65536;
-	for (i = 0; i < n; i++) {
-		uint64_t k = collectives_of(json_array_get(ranks, i));
-
-		if (first || k > out->max_collectives)
-			out->max_collectives = k;
-		if (first || k < out->min_collectives)
-			out->min_collectives = k;
-		first = 0;
-	}
-	for (i = 0; i < n; i++) {
-		struct cw_ras_rank rk;
-
-		r = json_array_get(ranks, i);
-		if (!json_is_object(r))
-			continue;
-		rank_of(r, &rk);
-		rk.collectives = collectives_of(r);
-		if (rk.async_error)
-			out->async_errors++;
-		if (rk.collectives < out->max_collectives) {
-			if (out->nbehind < CW_RAS_MAX_LISTED)
-				out->behind[out->nbehind] = rk;
-			out->nbehind++;
-		}
-	}
-	if (out->nbehind > CW_RAS_MAX_LISTED)
-		out->nbehind = CW_RAS_MAX_LISTED;
-	n = json_is_array(miss) ? json_array_size(miss) : 0;
-	for (i = 0; i < n && out->nmissing_listed < CW_RAS_MAX_LISTED; i++) {
-		r = json_array_get(miss, i);
-		if (json_is_object(r))
-			rank_of(r, &out->missing[out->nmissing_listed++]);
-	}
-	/* The listed count never exceeds what the report declares, and a
-	 * report that lists more than it counts is counted by its list. */
-	if (out->missing_count < out->nmissing_listed)
-		out->missing_count = out->nmissing_listed;
-}
-
 int cw_ras_parse_json(const char *buf, size_t len, struct cw_ras_status *out)
 {
-	json_error_t jerr;
-	json_t *root, *comms, *ras;
-	size_t i, n;
+	struct cw_ras_stream *st = malloc(sizeof(*st));
+	int ret;
 
-	memset(out, 0, sizeof(*out));
+	if (!st) {
+		memset(out, 0, sizeof(*out));
+		no_answer(out, CW_RAS_BAD_REPLY, "out of memory", 0);
+		return -EBADMSG;
+	}
+	cw_ras_stream_init(st, out);
 	if (len > CW_RAS_REPLY_MAX) {
-		no_answer(out, CW_RAS_BAD_REPLY, "report over 4 MiB", 0);
-		return -EBADMSG;
+		(void)cw_ras_stream_feed(st, buf, CW_RAS_REPLY_MAX);
+		ret = cw_ras_stream_end(st, 1);
+	} else {
+		(void)cw_ras_stream_feed(st, buf, len);
+		ret = cw_ras_stream_end(st, 0);
 	}
-	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!json_is_object(root)) {
-		json_decref(root);
-		no_answer(out, CW_RAS_BAD_REPLY, "the report is not a JSON object", 0);
-		return -EBADMSG;
-	}
-	out->state = CW_RAS_ANSWERED;
-	copy_str(out->nccl_version, sizeof(out->nccl_version), json_object_get(root, "nccl_version"));
-	ras = json_object_get(root, "ras");
-	if (json_is_object(ras))
-		out->timeouts = (int)int_of(json_object_get(ras, "timeouts_count"), 0, 1 << 24, 0);
-	comms = json_object_get(root, "communicators");
-	n = json_is_array(comms) ? json_array_size(comms) : 0;
-	if (n > 4096)
-		n = 4096;
-	for (i = 0; i < n; i++) {
-		struct cw_ras_comm c;
-		int slot = -1;
-
-		if (!json_is_object(json_array_get(comms, i)))
-			continue;
-		comm_of(json_array_get(comms, i), &c);
-		out->ncomms++;
-		/* Keep the communicators with the most trouble. */
-		if (out->ncomms <= CW_RAS_MAX_COMMS) {
-			slot = out->ncomms - 1;
-		} else {
-			for (int k = 0; k < CW_RAS_MAX_COMMS; k++)
-				if (trouble(&out->comms[k]) < trouble(&c) &&
-				    (slot < 0 || trouble(&out->comms[k]) < trouble(&out->comms[slot])))
-					slot = k;
-		}
-		if (slot >= 0)
-			out->comms[slot] = c;
-	}
-	json_decref(root);
-	return 0;
+	free(st);
+	return ret;
 }
 
 static json_t *rank_json(const struct cw_ras_rank *r, int missing)
@@ -436,9 +358,24 @@ json_t *cw_ras_status_json(const struct cw_ras_status *s)
 
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "status", json_string(cw_ras_state_name(s->state)));
+	/* An answer from a listener not vouched for is never NCCL's: its
+	 * status says so, whatever it claims (what it was is in "answer"). */
+	if ((s->state == CW_RAS_ANSWERED || s->state == CW_RAS_TEXT_ONLY) && s->source == CW_RAS_SOURCE_UNVERIFIED) {
+		json_object_set_new(o, "status", json_string("unverified"));
+		json_object_set_new(o, "answer", json_string(cw_ras_state_name(s->state)));
+	} else {
+		json_object_set_new(o, "status", json_string(cw_ras_state_name(s->state)));
+	}
 	if (s->why[0])
 		json_object_set_new(o, "why", cw_json_str(s->why));
+	if (s->state == CW_RAS_ANSWERED || s->state == CW_RAS_TEXT_ONLY) {
+		json_object_set_new(o, "truncated", json_boolean(s->truncated));
+		json_object_set_new(o, "source", json_string(s->source == CW_RAS_SOURCE_VERIFIED ? "verified"
+							    : s->source == CW_RAS_SOURCE_UNVERIFIED ? "unverified"
+							    : "unchecked"));
+		if (s->source_why[0])
+			json_object_set_new(o, "source_why", cw_json_str(s->source_why));
+	}
 	if (s->state == CW_RAS_TEXT_ONLY)
 		json_object_set_new(o, "text", cw_json_str(s->text));
 	if (s->state != CW_RAS_ANSWERED)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cuda.skel.h"
+#include "cuda_noloop.skel.h"
 #include "cuda_sessctx.skel.h"
 #include "discover.skel.h"
 #include "io.skel.h"
@@ -144,6 +145,7 @@ int cw_bpf_objects_check(char *why, size_t whylen)
 		const void *(*bytes)(size_t *sz);
 	} objs[] = {
 		{ "cuda", cuda_bpf__elf_bytes },   { "cuda_sessctx", cuda_sessctx_bpf__elf_bytes },
+		{ "cuda_noloop", cuda_noloop_bpf__elf_bytes },
 		{ "discover", discover_bpf__elf_bytes },
 		{ "io", io_bpf__elf_bytes },       { "mem", mem_bpf__elf_bytes },
 		{ "net", net_bpf__elf_bytes },     { "proc", proc_bpf__elf_bytes },

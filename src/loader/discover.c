@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "util/fileset.h"
+#include "util/root_open.h"
 
 const char *cw_lib_kind_name(enum cw_lib_kind k)
 {
@@ -69,6 +70,20 @@ int cw_pid_exists(uint32_t pid)
 	return access(p, F_OK) == 0;
 }
 
+/* Whether mapped, resolved inside pid's root, is a regular file with this
+ * device and inode. */
+static int in_root_is(uint32_t pid, const char *mapped, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	int fd = cw_proc_root_open((pid_t)pid, mapped, CW_ROOT_ELF_MAX), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = !fstat(fd, &st) && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev;
+	close(fd);
+	return ok;
+}
+
 /* A path the tracer can open for a file the process maps: its mount
  * namespace's view through /proc/PID/root first (containers), then the
  * map_files link (works for deleted or overmounted files). The inode must
@@ -78,8 +93,12 @@ static int resolve_path(uint32_t pid, const char *range, const char *mapped, uin
 {
 	struct stat st;
 
-	/* A path that does not fit is not opened truncated. */
-	if ((size_t)snprintf(out, outlen, "/proc/%u/root%s", pid, mapped) < outlen && !stat(out, &st) && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev) {
+	/* A path that does not fit is not opened truncated. The uprobe API
+	 * takes a path, which the kernel resolves following links: it is kept
+	 * only when the same path resolved inside the process's root
+	 * (util/root_open.h: no link out of it, a regular file) is the mapped
+	 * file too, so a process cannot point it at a file of the host. */
+	if ((size_t)snprintf(out, outlen, "/proc/%u/root%s", pid, mapped) < outlen && !stat(out, &st) && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev && in_root_is(pid, mapped, dev, ino)) {
 		/* Outside a container the plain path is the same file and reads
 		 * better in reports; keep /proc/PID/root only when needed. */
 		struct stat st2;

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/root_open.h"
+
 struct cw_elf {
 	int fd;
 	Elf *elf;
@@ -57,9 +59,11 @@ int cw_elf_open(struct cw_elf **out, const char *path)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	e->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* path may be a file a traced process named (its libraries through
+	 * /proc/PID/root): a regular file only, never an open that waits */
+	e->fd = cw_open_regular(path, CW_ROOT_ELF_MAX);
 	if (e->fd < 0) {
-		err = -errno;
+		err = e->fd;
 		free(e);
 		return err;
 	}

@@ -23,7 +23,8 @@ const struct cw_kfeature_def cw_kfeature_defs[CW_KF_N] = {
 	[CW_KF_ATTACH_COOKIE] = { "attach_cookie", "5.15", "bpf_get_attach_cookie() in uprobes",
 				  "CUDA, driver and NCCL calls cannot be traced (each probe's function is its cookie)" },
 	[CW_KF_BPF_LOOP] = { "bpf_loop", "5.17", "bpf_loop()",
-			     "CUDA, driver and NCCL calls cannot be traced (the Python stack walk is a loop)" },
+			     "the call probes walk Python stacks in a bounded loop (the cuda_noloop build): "
+			     "the verifier takes longer at start-up" },
 	[CW_KF_SWITCH_STATE] = { "sched_switch_state", "5.18", "sched_switch passes the previous task's state",
 				 "the state is read from the task (same result)" },
 	[CW_KF_SLEEPABLE_UPROBE] = { "sleepable_uprobe", "6.0", "sleepable uprobes",
@@ -37,10 +38,10 @@ const struct cw_kfeature_def cw_kfeature_defs[CW_KF_N] = {
 	[CW_KF_VMA_ITER] = { "vma_iter", "6.7", "task VMA iterator kfuncs (libraries seen as they load)",
 			     "a launched command is held at each library load and its maps read; other processes "
 			     "are found by the one-second rescan and their first calls before it are lost (counted)" },
-	[CW_KF_UPROBE_SESSION] = { "uprobe_session", "6.12", "uprobe sessions (one program at entry and return)",
+	[CW_KF_UPROBE_SESSION] = { "uprobe_session", "6.13", "uprobe sessions (one program at entry and return)",
 				   "uprobe_multi pairs: a process that is not traced pays the return probe too "
 				   "(~1.4 us a call instead of ~0.8 us)" },
-	[CW_KF_SESSION_CTX] = { "session_kfunc_ctx", "after 6.12", "session kfuncs that take the context",
+	[CW_KF_SESSION_CTX] = { "session_kfunc_ctx", "after 6.13", "session kfuncs that take the context",
 				"the session object built for the older prototype" },
 };
 
@@ -212,7 +213,7 @@ int cw_kfeature_has(enum cw_kfeature f)
 
 int cw_kfeatures_cuda_blocker(const struct cw_kfeatures *kf)
 {
-	static const enum cw_kfeature needed[] = { CW_KF_TASK_BTF, CW_KF_ATTACH_COOKIE, CW_KF_BPF_LOOP };
+	static const enum cw_kfeature needed[] = { CW_KF_TASK_BTF, CW_KF_ATTACH_COOKIE };
 	size_t i;
 
 	for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)

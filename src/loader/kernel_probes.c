@@ -227,6 +227,13 @@ static int family_prepare(struct cw_kernel_probes *kp, struct cw_kp_fam *f, int 
 			if (btf__find_by_name_kind(kp->vmlinux, tname, BTF_KIND_TYPEDEF) < 0)
 				want = 0; /* this kernel has no such tracepoint */
 		}
+		/* the tracepoints of the feature table, as it says (the same
+		 * answer on a real kernel; CW_KFEATURES_OFF can take them away) */
+		if (want && tp && !strcmp(tp + 1, "block_io_start") && !cw_kfeature_has(CW_KF_BLOCK_IO_START))
+			want = 0;
+		if (want && tp && strstr(tp + 1, "_length") && !strncmp(tp + 1, "sock_", 5) &&
+		    !cw_kfeature_has(CW_KF_SOCK_LENGTH))
+			want = 0;
 		bpf_program__set_autoload(prog, want);
 		f->nprogs += want;
 	}
@@ -258,7 +265,12 @@ static int family_load(struct cw_kernel_probes *kp, int idx, char *err, size_t e
 	uint64_t t0 = mono_ns();
 	int rc = 0;
 
-	for (int raw = kp->o.raw_tp_only ? 1 : 0; raw <= 1; raw++) {
+	/* raw_tp where the kernel has no tp_btf (probed); tp_btf first
+	 * otherwise, raw_tp still tried when a family's tp_btf programs do
+	 * not load (an arm64 kernel before 6.0 loads none). */
+	int first_raw = kp->o.raw_tp_only || cw_kfeatures()->has[CW_KF_TP_BTF] == CW_NO;
+
+	for (int raw = first_raw; raw <= 1; raw++) {
 		cw_libbpf_log_reset();
 		rc = open_fns[idx](kp, f);
 		if (rc)

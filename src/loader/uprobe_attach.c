@@ -18,6 +18,7 @@
 
 #include "bpf/events.h"
 #include "cuda.skel.h"
+#include "cuda_noloop.skel.h"
 #include "cuda_sessctx.skel.h"
 #include "loader/kernel_features.h"
 #include "loader/libbpf_log.h"
@@ -148,6 +149,7 @@ struct attached_file {
 
 struct cw_cuda_probes {
 	struct cuda_bpf *skel;
+	const char *object; /* which build of cuda.bpf.c: "cuda", "cuda_sessctx", "cuda_noloop" */
 	int multi;         /* uprobe_multi links available */
 	int session;       /* uprobe session links (cw_call_session) available */
 	int sleepable;     /* cw_register_function (uprobe.s) loaded */
@@ -180,20 +182,36 @@ static unsigned ring_bytes(unsigned kb)
 	return b;
 }
 
-/* The sessctx object is cuda.bpf.c built for kernels whose session
- * kfuncs take the context: the same programs, maps and settings, so the
- * one skeleton drives either. */
+/* The variants are cuda.bpf.c built for kernels whose session kfuncs
+ * take the context (sessctx) and for kernels without bpf_loop (noloop):
+ * the same programs, maps and settings, so the one skeleton drives each. */
 _Static_assert(sizeof(struct cuda_bpf) == sizeof(struct cuda_sessctx_bpf), "cuda skeletons differ");
+_Static_assert(sizeof(struct cuda_bpf) == sizeof(struct cuda_noloop_bpf), "cuda skeletons differ");
 _Static_assert(sizeof(*((struct cuda_bpf *)0)->rodata) == sizeof(*((struct cuda_sessctx_bpf *)0)->rodata),
 	       "cuda settings differ");
+_Static_assert(sizeof(*((struct cuda_bpf *)0)->rodata) == sizeof(*((struct cuda_noloop_bpf *)0)->rodata),
+	       "cuda settings differ");
 
-static struct cuda_bpf *open_cuda(int sessctx)
+/* The build of cuda.bpf.c this kernel loads. */
+static const void *cuda_object_bytes(const struct cw_kfeatures *kf, size_t *sz, const char **name)
+{
+	if (kf->has[CW_KF_SESSION_CTX] == CW_YES) {
+		*name = "cuda_sessctx";
+		return cuda_sessctx_bpf__elf_bytes(sz);
+	}
+	if (kf->has[CW_KF_BPF_LOOP] == CW_NO) {
+		*name = "cuda_noloop";
+		return cuda_noloop_bpf__elf_bytes(sz);
+	}
+	*name = "cuda";
+	return cuda_bpf__elf_bytes(sz);
+}
+
+static struct cuda_bpf *open_cuda(const struct cw_kfeatures *kf, const char **name)
 {
 	struct cuda_bpf *obj;
 	int err;
 
-	if (!sessctx)
-		return cuda_bpf__open();
 	obj = calloc(1, sizeof(*obj));
 	if (!obj) {
 		errno = ENOMEM;
@@ -201,7 +219,7 @@ static struct cuda_bpf *open_cuda(int sessctx)
 	}
 	err = cuda_bpf__create_skeleton(obj);
 	if (!err) {
-		obj->skeleton->data = (void *)cuda_sessctx_bpf__elf_bytes(&obj->skeleton->data_sz);
+		obj->skeleton->data = (void *)cuda_object_bytes(kf, &obj->skeleton->data_sz, name);
 		err = bpf_object__open_skeleton(obj->skeleton, NULL);
 	}
 	if (err) {
@@ -259,9 +277,10 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 	 * different on this VM (bench/RESULTS.md, "trace"). no_multi (trace
 	 * --no-uprobe-multi) forces per-probe links. */
 	cp->multi = !o->no_multi && kf->has[CW_KF_UPROBE_MULTI] == CW_YES;
-	/* Sessions where the kernel has them (6.12) and some processes are
-	 * not traced: a process not traced then pays the entry probe only,
-	 * ~0.8 us a call instead of ~1.4 us. When every process is traced,
+	/* Sessions where the kernel has them (6.13; Debian 13's 6.12 has
+	 * kprobe sessions only) and some processes are not traced: a
+	 * process not traced then pays the entry probe only, ~0.8 us a call
+	 * instead of ~1.4 us. When every process is traced,
 	 * every call runs its return anyway, and the pair costs a traced call
 	 * ~25 ns less than a session (bench/RESULTS.md, "trace"). no_session
 	 * (trace --no-uprobe-session) keeps the pair. */
@@ -269,7 +288,7 @@ int cw_cuda_probes_open(struct cw_cuda_probes **out, const struct cw_cuda_probes
 		      kf->has[CW_KF_UPROBE_SESSION] == CW_YES;
 	cp->sleepable = kf->has[CW_KF_SLEEPABLE_UPROBE] == CW_YES;
 	cw_libbpf_log_reset();
-	cp->skel = open_cuda(kf->has[CW_KF_SESSION_CTX] == CW_YES);
+	cp->skel = open_cuda(kf, &cp->object);
 	if (!cp->skel) {
 		rc = -errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "cannot open the cuda bpf object: %s", strerror(-rc));

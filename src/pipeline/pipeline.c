@@ -760,6 +760,7 @@ static void store_counters(struct cw_pipeline *p)
 	cw_writer_counter_set(w, "pipeline.rejected_type", p->c.rejected_type);
 	cw_writer_counter_set(w, "pipeline.unpaired_returns", p->c.unpaired_returns);
 	cw_writer_counter_set(w, "pipeline.unfinished_entries", p->c.unfinished_entries);
+	cw_writer_counter_set(w, "pipeline.open_at_end", p->c.open_at_end);
 	cw_writer_counter_set(w, "pipeline.overflow_entries", p->c.overflow_entries);
 	cw_writer_counter_set(w, "pipeline.orphan_stacks", p->c.orphan_stacks);
 	cw_writer_counter_set(w, "pipeline.py_unresolved", p->c.py_unresolved);
@@ -768,14 +769,16 @@ static void store_counters(struct cw_pipeline *p)
 	cw_writer_counter_set(w, "pipeline.offcpu", p->c.offcpu);
 }
 
-/* Emits every open entry of t older than cutoff as unfinished. */
-static void close_stale(struct cw_pipeline *p, struct thread_state *t, uint64_t now, uint64_t cutoff)
+/* Emits every open entry of t older than cutoff as unfinished, counted in
+ * *count. */
+static void close_stale(struct cw_pipeline *p, struct thread_state *t, uint64_t now, uint64_t cutoff,
+			uint64_t *count)
 {
 	int i, keep = 0;
 
 	for (i = 0; i < t->depth; i++) {
 		if (t->open[i].e.hdr.ts_ns < cutoff) {
-			p->c.unfinished_entries++;
+			(*count)++;
 			emit_call(p, &t->open[i], now, 0, 0);
 		} else {
 			t->open[keep++] = t->open[i];
@@ -790,7 +793,17 @@ int cw_pipeline_flush(struct cw_pipeline *p, uint64_t now, uint64_t max_open_ns)
 
 	if (max_open_ns && now > max_open_ns)
 		for (i = 0; i < p->nthreads; i++)
-			close_stale(p, &p->threads[i], now, now - max_open_ns);
+			close_stale(p, &p->threads[i], now, now - max_open_ns, &p->c.unfinished_entries);
+	store_counters(p);
+	return cw_writer_flush(p->o.writer);
+}
+
+int cw_pipeline_finish(struct cw_pipeline *p, uint64_t now)
+{
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++)
+		close_stale(p, &p->threads[i], now, UINT64_MAX, &p->c.open_at_end);
 	store_counters(p);
 	return cw_writer_flush(p->o.writer);
 }
@@ -806,7 +819,7 @@ void cw_pipeline_free(struct cw_pipeline *p)
 		uint64_t last = t->depth ? t->open[t->depth - 1].e.hdr.ts_ns : 0;
 		int j;
 
-		close_stale(p, t, last, UINT64_MAX);
+		close_stale(p, t, last, UINT64_MAX, &p->c.unfinished_entries);
 		for (j = 0; j < MAX_PENDING_STACKS; j++)
 			orphan_pending(p, &t->pending[j]);
 	}

@@ -38,6 +38,7 @@ struct cw_pipeline_counters {
 	uint64_t rejected_type;      /* unknown record type or op */
 	uint64_t unpaired_returns;   /* return without an open entry */
 	uint64_t unfinished_entries; /* entry whose return never came */
+	uint64_t open_at_end;        /* still open when the trace ended: stored unfinished, not lost */
 	uint64_t overflow_entries;   /* entries beyond the per-thread nesting limit */
 	uint64_t orphan_stacks;      /* stack records whose call never arrived */
 	uint64_t py_unresolved;      /* frames the resolver could not name */
@@ -62,6 +63,11 @@ void cw_pipeline_set_clock(struct cw_pipeline *p, int64_t mono_to_wall_ns);
  * and commits the writer's batch, writing counters under the "pipeline."
  * prefix. */
 int cw_pipeline_flush(struct cw_pipeline *p, uint64_t now_mono_ns, uint64_t max_open_ns);
+
+/* The end of a recording: every entry still open is stored unfinished
+ * with now_mono_ns as its end and counted in open_at_end (the evidence of
+ * a hang, not a loss); then flushes as cw_pipeline_flush. */
+int cw_pipeline_finish(struct cw_pipeline *p, uint64_t now_mono_ns);
 
 void cw_pipeline_get_counters(const struct cw_pipeline *p, struct cw_pipeline_counters *out);
 

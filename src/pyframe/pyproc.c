@@ -71,7 +71,7 @@ static int find_runtime(pid_t pid, const struct cw_map *maps, int n, struct foun
 		for (i = 0; i < n; i++) {
 			struct cw_symfile *sf;
 			uint64_t v, sz, base, bias;
-			int dup = 0;
+			int dup = 0, fd, err;
 
 			if (!maps[i].path[0] || !is_candidate(maps[i].path, exe))
 				continue;
@@ -80,9 +80,11 @@ static int find_runtime(pid_t pid, const struct cw_map *maps, int n, struct foun
 			for (j = 0; j < i; j++)
 				if (!strcmp(maps[j].path, maps[i].path))
 					dup = 1;
-			if (dup || cw_procmaps_open_path(pid, &maps[i], host, sizeof(host)))
+			if (dup || (fd = cw_procmaps_open(pid, &maps[i], host, sizeof(host))) < 0)
 				continue;
-			if (cw_symfile_open(&sf, host))
+			err = cw_symfile_open_fd(&sf, fd);
+			close(fd);
+			if (err)
 				continue;
 			if (cw_symfile_find(sf, "_PyRuntime", &v, &sz) || cw_symfile_offset_to_vaddr(sf, 0, &base) ||
 			    cw_procmaps_bias(maps, n, maps[i].path, base, &bias)) {

@@ -74,5 +74,10 @@ void cw_ro_heap_begin(int64_t limit);
 /* Returns 1 when an allocation was refused since begin. */
 int cw_ro_heap_end(void);
 int cw_ro_heap_refused(void);
+/* Charges n bytes (negative: gives them back) that the statement's caller
+ * holds on this thread between begin and end to the same bound: memory a
+ * result takes as it is built counts with SQLite's. 0, or -ENOMEM (and
+ * refused) when it would pass the limit; 0 outside begin..end. */
+int cw_ro_heap_charge(int64_t n);
 
 #endif

@@ -11,6 +11,7 @@
  * only. Every other thread pays one thread-local load per call. Memory a
  * statement frees that was allocated before it started (page cache) only
  * loosens the count, by at most the connection's cache. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -119,4 +120,14 @@ int cw_ro_heap_end(void)
 int cw_ro_heap_refused(void)
 {
 	return heap.refused;
+}
+
+int cw_ro_heap_charge(int64_t n)
+{
+	if (!heap.limit)
+		return 0;
+	if (n > 0 && charge(n))
+		return -ENOMEM;
+	heap.used += n;
+	return 0;
 }

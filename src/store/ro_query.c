@@ -671,7 +671,7 @@ void cw_ro_result_free(struct cw_ro_result *r)
 	free(r);
 }
 
-static int collect_names(struct cw_ro_db *q, const char *sql, struct cw_ro_result *r)
+int cw_ro_result_names(struct cw_ro_db *q, const char *sql, struct cw_ro_result *r)
 {
 	/* A result with no rows still has column names (the text table prints
 	 * its header); prepare again only to read them. */
@@ -729,7 +729,7 @@ int cw_ro_query_collect_cancel(const char *db_path, const char *sql, const struc
 	else if (rc == -ENOMEM && errlen && !err[0]) /* from collect_row */
 		snprintf(err, errlen, "out of memory");
 	if (!rc && !c.r->names)
-		rc = collect_names(q, sql, c.r);
+		rc = cw_ro_result_names(q, sql, c.r);
 	cw_ro_close(q);
 	if (rc) {
 		cw_ro_result_free(c.r);

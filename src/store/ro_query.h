@@ -115,6 +115,33 @@ void cw_ro_result_free(struct cw_ro_result *r);
 int cw_ro_query_collect_cancel(const char *db_path, const char *sql, const struct cw_ro_value *params,
 			       int nparams, const struct cw_ro_query_limits *lim, const atomic_int *cancel,
 			       struct cw_ro_result **out, char *err, size_t errlen);
+/* A result's column names when it has no rows (a text table still prints
+ * its header): sql prepared again on q only to read them. 0 or -ENOMEM. */
+int cw_ro_result_names(struct cw_ro_db *q, const char *sql, struct cw_ro_result *r);
+
+/* A result as the JSON text the HTTPS API sends, built row by row
+ * (ro_rows.c): text holds {"rows":[[cell, ...], ...] and the caller
+ * closes the object (cw_ro_json_finish). The text is capped at cap bytes
+ * (-E2BIG, "result is larger than N MiB") and, while the statement runs,
+ * counted with SQLite's own memory against the statement's heap bound
+ * (-ENOMEM, "query exceeded the 256 MiB memory limit"), so one query
+ * holds at most that much, rows and answer together. */
+struct cw_ro_json {
+	char *text; /* malloc'd */
+	size_t len, alloc, cap;
+	int ncols;
+	char **names;
+	struct cw_ro_query_info info;
+};
+int cw_ro_query_json(const char *db_path, const char *sql, const struct cw_ro_value *params, int nparams,
+		     const struct cw_ro_query_limits *lim, size_t cap, struct cw_ro_json *out, char *err,
+		     size_t errlen);
+/* Appends "]," and the members of meta (a JSON object) and closes the
+ * object; the text is then the caller's (out->text, out->len). 0 or
+ * -ENOMEM. */
+int cw_ro_json_finish(struct cw_ro_json *out, json_t *meta);
+void cw_ro_json_free(struct cw_ro_json *out);
+
 /* Runs on db stop when *flag becomes non-zero (NULL: never). */
 void cw_ro_set_cancel(struct cw_ro_db *db, const atomic_int *flag);
 

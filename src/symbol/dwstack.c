@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "symbol/procmaps.h"
+#include "util/root_open.h"
 
 #ifdef CW_NO_LIBDW
 
@@ -23,6 +24,11 @@ int cw_dwstack_open(pid_t pid, struct cw_dwstack **out)
 	(void)pid;
 	*out = NULL;
 	return -ENOTSUP;
+}
+
+void cw_dwstack_freeze(struct cw_dwstack *d)
+{
+	(void)d;
 }
 
 void cw_dwstack_close(struct cw_dwstack *d)
@@ -44,6 +50,7 @@ int cw_dwstack_thread(struct cw_dwstack *d, pid_t tid, uint64_t *ips, int max, u
 
 struct cw_dwstack {
 	pid_t pid;
+	int frozen; /* no file is opened any more: the process is stopped */
 	Dwfl *dwfl;
 	struct cw_map *maps; /* the target's view, for opening its files */
 	int nmaps;
@@ -80,10 +87,12 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 
 	if (!cur || modname[0] != '/') /* [vdso]: read from memory by libdwfl */
 		return dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
-	m = cw_procmaps_find(cur->maps, cur->nmaps, base);
-	if (!m || !m->path[0] || cw_procmaps_open_path(cur->pid, m, path, sizeof(path)))
+	if (cur->frozen)
 		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	m = cw_procmaps_find(cur->maps, cur->nmaps, base);
+	if (!m || !m->path[0])
+		return -1;
+	fd = cw_procmaps_open(cur->pid, m, path, sizeof(path));
 	if (fd < 0)
 		return -1;
 	*file_name = strdup(path);
@@ -100,22 +109,37 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 {
 	const unsigned char *bits;
 	GElf_Addr vaddr;
-	char path[300];
-	int n, i, len, fd;
+	char id[130], path[300], shown[340];
+	int n, i, fd;
 
 	(void)userdata; (void)modname; (void)base; (void)file_name; (void)debuglink_file; (void)debuglink_crc;
 	n = dwfl_module_build_id(mod, &bits, &vaddr);
-	if (!cur || n < 2 || n > 64)
+	if (!cur || cur->frozen || n < 2 || n > 64)
 		return -1;
-	len = snprintf(path, sizeof(path), "/proc/%d/root/usr/lib/debug/.build-id/%02x/", (int)cur->pid, bits[0]);
-	for (i = 1; i < n && len + 8 < (int)sizeof(path); i++)
-		len += snprintf(path + len, sizeof(path) - (size_t)len, "%02x", bits[i]);
-	snprintf(path + len, sizeof(path) - (size_t)len, ".debug");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	for (i = 0; i < n; i++)
+		snprintf(id + 2 * i, sizeof(id) - 2 * (size_t)i, "%02x", bits[i]);
+	if (cw_build_id_debug_path(id, path, sizeof(path)))
+		return -1;
+	/* inside the target's root: it chooses what lies there */
+	fd = cw_proc_root_open(cur->pid, path, CW_ROOT_DEBUG_MAX);
 	if (fd < 0)
 		return -1;
-	*debuginfo_file_name = strdup(path);
+	snprintf(shown, sizeof(shown), "/proc/%d/root%s", (int)cur->pid, path);
+	*debuginfo_file_name = strdup(shown);
 	return fd;
+}
+
+/* Opens a module's object and, when it has no DWARF of its own, its
+ * build-id debug file: done while the process runs, so that no file of
+ * its is opened while it is held stopped. */
+static int preload(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+	Dwarf_Addr bias;
+
+	(void)userdata; (void)name; (void)start; (void)arg;
+	if (dwfl_module_getelf(mod, &bias))
+		(void)dwfl_module_getdwarf(mod, &bias);
+	return DWARF_CB_OK;
 }
 
 static const Dwfl_Callbacks callbacks = {
@@ -149,8 +173,9 @@ int cw_dwstack_open(pid_t pid, struct cw_dwstack **out)
 		err = err > 0 ? -err : -ENOEXEC;
 		goto fail;
 	}
-	/* the threads are held stopped by cw_threads_stop: libdwfl neither
-	 * attaches nor detaches them */
+	dwfl_getmodules(d->dwfl, preload, NULL, 0);
+	/* the threads are held stopped by cw_threads_stop before they are
+	 * unwound: libdwfl neither attaches nor detaches them */
 	err = dwfl_linux_proc_attach(d->dwfl, pid, true);
 	if (err) {
 		err = err > 0 ? -err : -ENOEXEC;
@@ -163,6 +188,12 @@ fail:
 	cur = NULL;
 	cw_dwstack_close(d);
 	return err;
+}
+
+void cw_dwstack_freeze(struct cw_dwstack *d)
+{
+	if (d)
+		d->frozen = 1;
 }
 
 void cw_dwstack_close(struct cw_dwstack *d)

@@ -19,10 +19,16 @@
 
 struct cw_dwstack;
 
-/* Reports the modules of pid and attaches libdwfl to its threads, which
- * the caller must keep ptrace-stopped until cw_dwstack_close. Returns 0,
- * -ENOTSUP when this build has no DWARF unwinder, or -errno. */
+/* Reports the modules of pid, opens their objects and debug files, and
+ * attaches libdwfl to its threads, which the caller must then stop
+ * (cw_threads_stop) and keep stopped until cw_dwstack_close. Called while
+ * the process runs: its files are its own to choose, and none is opened
+ * while it is held stopped. Returns 0, -ENOTSUP when this build has no
+ * DWARF unwinder, or -errno. */
 int cw_dwstack_open(pid_t pid, struct cw_dwstack **out);
+/* From now on no file is opened (the process is stopped): a module not
+ * opened before unwinds without its CFI. */
+void cw_dwstack_freeze(struct cw_dwstack *d);
 void cw_dwstack_close(struct cw_dwstack *d);
 
 /* Unwinds thread tid: ips[0] is its pc, then each caller's return address.

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <elf.h>
+#include <signal.h>
+#include <stdint.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -19,7 +21,7 @@ int cw_threads_stop(pid_t pid, struct cw_stopped *s)
 	char path[64];
 	struct dirent *de;
 	DIR *d;
-	int i, stopped = 0, first_err = 0;
+	int i, r, stopped = 0, first_err = 0;
 
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
@@ -42,10 +44,18 @@ int cw_threads_stop(pid_t pid, struct cw_stopped *s)
 				first_err = -errno;
 			continue;
 		}
-		if (ptrace(PTRACE_INTERRUPT, s->tids[i], 0, 0) || waitpid(s->tids[i], &status, __WALL) < 0) {
-			ptrace(PTRACE_DETACH, s->tids[i], 0, 0);
+		/* A seized thread that is not stopped cannot be detached
+		 * (PTRACE_DETACH needs a ptrace-stop): one whose interrupt
+		 * failed has exited, and a wait cut by a signal is waited
+		 * again, so no thread stays seized after this. */
+		if (ptrace(PTRACE_INTERRUPT, s->tids[i], 0, 0))
 			continue;
-		}
+		while ((r = waitpid(s->tids[i], &status, __WALL)) < 0 && errno == EINTR)
+			;
+		if (r < 0 || !WIFSTOPPED(status))
+			continue; /* gone: nothing to detach */
+		if (status >> 16 != PTRACE_EVENT_STOP && WSTOPSIG(status) != SIGTRAP)
+			s->sig[i] = (unsigned char)WSTOPSIG(status);
 		s->held[i] = 1;
 		stopped++;
 	}
@@ -60,8 +70,9 @@ void cw_threads_resume(struct cw_stopped *s)
 
 	for (i = 0; i < s->n; i++) {
 		if (s->held[i])
-			ptrace(PTRACE_DETACH, s->tids[i], 0, 0);
+			ptrace(PTRACE_DETACH, s->tids[i], 0, (void *)(uintptr_t)s->sig[i]);
 		s->held[i] = 0;
+		s->sig[i] = 0;
 	}
 }
 

@@ -21,6 +21,9 @@ struct cw_stopped {
 	int n;
 	pid_t tids[CW_FP_MAX_TIDS];
 	char held[CW_FP_MAX_TIDS]; /* 1 when this thread is stopped by us */
+	/* a signal that arrived before our interrupt (its delivery stop is
+	 * the one held): handed back at detach, never swallowed */
+	unsigned char sig[CW_FP_MAX_TIDS];
 };
 
 /* Lists the threads of pid and stops those it can. Returns the number

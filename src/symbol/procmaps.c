@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/root_open.h"
+
 #define MAX_MAPS 65536
 
 /* The target's root directory as this process sees it ("" for "/", for
@@ -101,22 +103,28 @@ const struct cw_map *cw_procmaps_find(const struct cw_map *maps, int n, uint64_t
 	return lo < n && maps[lo].start <= addr && addr < maps[lo].end ? &maps[lo] : NULL;
 }
 
-int cw_procmaps_open_path(pid_t pid, const struct cw_map *m, char *buf, size_t len)
+int cw_procmaps_open(pid_t pid, const struct cw_map *m, char *name, size_t len)
 {
 	struct stat st;
-	int r;
+	char mf[96];
+	int fd;
 
 	if (m->path[0]) {
-		r = snprintf(buf, len, "/proc/%d/root%s", (int)pid, m->path);
-		if (r < 0 || (size_t)r >= len)
-			return -ENAMETOOLONG;
-		if (!stat(buf, &st) && (!m->inode || (uint64_t)st.st_ino == m->inode))
-			return 0;
+		fd = cw_proc_root_open(pid, m->path, CW_ROOT_ELF_MAX);
+		if (fd >= 0 && !fstat(fd, &st) && (!m->inode || (uint64_t)st.st_ino == m->inode)) {
+			snprintf(name, len, "/proc/%d/root%s", (int)pid, m->path);
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
 	}
-	r = snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start, m->end);
-	if (r < 0 || (size_t)r >= len)
-		return -ENAMETOOLONG;
-	return stat(buf, &st) ? -ENOENT : 0;
+	/* the kernel's link to the mapped file: the process cannot redirect it */
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start, m->end);
+	fd = cw_open_regular(mf, CW_ROOT_ELF_MAX);
+	if (fd < 0)
+		return fd == -EINVAL || fd == -EFBIG ? fd : -ENOENT;
+	snprintf(name, len, "%s", mf);
+	return fd;
 }
 
 int cw_procmaps_bias(const struct cw_map *maps, int n, const char *path, uint64_t min_vaddr, uint64_t *bias)

@@ -27,12 +27,14 @@ void cw_procmaps_target_view(pid_t pid, char *path, size_t len);
 /* The mapping holding addr, or NULL. */
 const struct cw_map *cw_procmaps_find(const struct cw_map *maps, int n, uint64_t addr);
 
-/* Path to open the file behind mapping m from here, never the host path:
- * /proc/PID/root + path (a container or chroot resolves its own file) when
- * that is the mapped inode, else /proc/PID/map_files/START-END (the mapped
- * file itself: deleted, replaced or overmounted since). Returns 0, -ENOENT
- * when neither can be opened, or -ENAMETOOLONG. */
-int cw_procmaps_open_path(pid_t pid, const struct cw_map *m, char *buf, size_t len);
+/* Opens the file behind mapping m, never the host path: path inside the
+ * process's root (util/root_open.h: links resolved within it, a regular
+ * file only, non-blocking) when that is the mapped inode, else
+ * /proc/PID/map_files/START-END (the mapped file itself: deleted,
+ * replaced or overmounted since; the same regular-file rule). name gets
+ * a path naming it for messages. Returns the descriptor or -errno
+ * (-ENOENT when neither is the mapped file). */
+int cw_procmaps_open(pid_t pid, const struct cw_map *m, char *name, size_t len);
 
 /* Load bias of the object whose mappings carry this path: the start of
  * its offset-0 mapping minus the first PT_LOAD's page-aligned vaddr

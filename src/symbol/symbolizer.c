@@ -1,15 +1,18 @@
 #include "symbol/symbolizer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "symbol/demangle.h"
 #include "symbol/procmaps.h"
 #include "symbol/symfile.h"
+#include "util/root_open.h"
 
 #define MAX_PROCS 64
 #define MAX_FILES 256
@@ -100,16 +103,20 @@ static int add_slot(struct cw_symz *z, const char *key, struct cw_symfile *sf, i
 
 /* A stripped file's full symbol table from its build-id debug file, looked
  * up in the process's own root (a container's debug files are its own):
- * /proc/PID/root/usr/lib/debug/.build-id/xx/yyyy.debug. */
+ * /usr/lib/debug/.build-id/xx/yyyy.debug there, opened inside that root
+ * (util/root_open.h: the process chooses what lies at that path). */
 static void add_debug_file(uint32_t pid, struct cw_symfile *sf)
 {
-	const char *id = cw_symfile_build_id(sf);
 	char path[300];
+	int fd;
 
-	if (strlen(id) < 3)
+	if (cw_build_id_debug_path(cw_symfile_build_id(sf), path, sizeof(path)))
 		return;
-	snprintf(path, sizeof(path), "/proc/%u/root/usr/lib/debug/.build-id/%.2s/%s.debug", pid, id, id + 2);
-	cw_symfile_add_debug(sf, path); /* none, or not this file's: keep what we have */
+	fd = cw_proc_root_open((pid_t)pid, path, CW_ROOT_DEBUG_MAX);
+	if (fd < 0)
+		return;
+	cw_symfile_add_debug_fd(sf, fd); /* none, or not this file's: keep what we have */
+	close(fd);
 }
 
 /* Opens (or finds) the indexed file behind a mapping. The build-id is only
@@ -120,17 +127,28 @@ static struct cw_symfile *file_for(struct cw_symz *z, uint32_t pid, const struct
 	char host[512], key[300], bkey[300];
 	struct cw_symfile *sf;
 	struct stat st;
-	int i;
+	int i, fd, err;
 
-	if (cw_procmaps_open_path((pid_t)pid, m, host, sizeof(host)) || stat(host, &st))
+	fd = cw_procmaps_open((pid_t)pid, m, host, sizeof(host));
+	if (fd < 0)
 		return NULL;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return NULL;
+	}
 	snprintf(key, sizeof(key), "p:%s@%" PRIu64 ":%" PRIu64, m->path, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
 	for (i = 0; i < z->nfiles; i++)
-		if (!strcmp(z->files[i].key, key))
+		if (!strcmp(z->files[i].key, key)) {
+			close(fd);
 			return z->files[i].sf;
-	if (z->nfiles + 2 > MAX_FILES)
+		}
+	if (z->nfiles + 2 > MAX_FILES) {
+		close(fd);
 		return NULL;
-	if (cw_symfile_open(&sf, host)) {
+	}
+	err = cw_symfile_open_fd(&sf, fd);
+	close(fd);
+	if (err) {
 		add_slot(z, key, NULL, 0); /* remember the failure */
 		return NULL;
 	}

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/root_open.h"
+
 #define MAX_LOADS 16
 /* Symbol names beyond this are truncated in the pool: a hostile file with
  * megabyte-long names must not blow up memory. */
@@ -194,24 +196,31 @@ static int cmp_sym(const void *a, const void *b)
 
 int cw_symfile_open(struct cw_symfile **out, const char *path)
 {
+	int fd = cw_open_regular(path, CW_ROOT_ELF_MAX), err;
+
+	*out = NULL;
+	if (fd < 0)
+		return fd;
+	err = cw_symfile_open_fd(out, fd);
+	close(fd);
+	return err;
+}
+
+int cw_symfile_open_fd(struct cw_symfile **out, int fd)
+{
 	struct cw_symfile *f;
 	Elf *elf = NULL;
 	Elf_Scn *scn = NULL, *debugdata = NULL;
 	GElf_Ehdr eh;
 	size_t i, nph, cap = 0, ocap = 0, shstrndx;
-	int fd, err = 0, have_symtab = 0;
+	int err = 0, have_symtab = 0;
 
 	*out = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOEXEC;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	f = calloc(1, sizeof(*f));
-	if (!f) {
-		close(fd);
+	if (!f)
 		return -ENOMEM;
-	}
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph)) {
 		err = -ENOEXEC;
@@ -261,7 +270,6 @@ int cw_symfile_open(struct cw_symfile **out, const char *path)
 out:
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	if (err) {
 		cw_symfile_free(f);
 		return err;
@@ -272,14 +280,26 @@ out:
 
 int cw_symfile_add_debug(struct cw_symfile *f, const char *path)
 {
+	int fd = cw_open_regular(path, CW_ROOT_DEBUG_MAX), err;
+
+	if (fd < 0)
+		return fd;
+	err = cw_symfile_add_debug_fd(f, fd);
+	close(fd);
+	return err;
+}
+
+int cw_symfile_add_debug_fd(struct cw_symfile *f, int fd)
+{
 	struct cw_symfile *d;
 	Elf *elf = NULL;
 	Elf_Scn *scn = NULL;
-	int fd, err = 0;
+	int err = 0;
 
 	/* the debug file must be this file's: same build-id, read by the
-	 * same code as any ELF */
-	err = cw_symfile_open(&d, path);
+	 * same code as any ELF (libelf reads at offsets: the descriptor is
+	 * read twice) */
+	err = cw_symfile_open_fd(&d, fd);
 	if (err)
 		return err;
 	if (!f->build_id[0] || strcmp(d->build_id, f->build_id)) {
@@ -287,9 +307,6 @@ int cw_symfile_add_debug(struct cw_symfile *f, const char *path)
 		return -ENOEXEC;
 	}
 	cw_symfile_free(d);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		err = -ENOEXEC;
@@ -308,7 +325,6 @@ int cw_symfile_add_debug(struct cw_symfile *f, const char *path)
 out:
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	return err;
 }
 

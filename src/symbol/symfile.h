@@ -10,9 +10,14 @@
 
 struct cw_symfile;
 
-/* Opens and indexes path. Returns 0, -ENOENT/-EACCES, or -ENOEXEC for a
- * file that is not a readable ELF object. */
+/* Opens and indexes path, a path of the agent's own (a process's files
+ * are opened with util/root_open.h and given as a descriptor). Only a
+ * regular file is read (util/root_open.h cw_open_regular). Returns 0,
+ * -ENOENT/-EACCES/-EINVAL/-EFBIG, or -ENOEXEC for a file that is not a
+ * readable ELF object. */
 int cw_symfile_open(struct cw_symfile **out, const char *path);
+/* The same from an open descriptor, which stays the caller's. */
+int cw_symfile_open_fd(struct cw_symfile **out, int fd);
 void cw_symfile_free(struct cw_symfile *f);
 
 /* Whether the file (or a debug file added below) had a .symtab: without
@@ -24,6 +29,8 @@ int cw_symfile_has_symtab(const struct cw_symfile *f);
  * are f's own. Refused (-ENOEXEC) unless its build-id is f's. Returns 0 or
  * -errno. */
 int cw_symfile_add_debug(struct cw_symfile *f, const char *path);
+/* The same from an open descriptor, which stays the caller's. */
+int cw_symfile_add_debug_fd(struct cw_symfile *f, int fd);
 
 /* Hex GNU build-id ("" when the file has none). */
 const char *cw_symfile_build_id(const struct cw_symfile *f);

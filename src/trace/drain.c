@@ -22,9 +22,12 @@ void trace_drain(struct trace *t, struct cw_trace_result *res)
 	 * launched command is stopped: a hang or stall read later names what
 	 * each thread was blocked in (its last off-CPU interval never ends
 	 * inside the trace). */
+	/* A RAS query still in flight is given up at once, outside the lock
+	 * (a listener that never answers must not hold the stop up). */
+	trace_ras_abandon(t->ras);
 	cw_consumer_lock(&t->cons);
 	trace_gpu_end_snapshot(t->gpu, cw_monotonic_ns());
-	/* A RAS answer on its way is stored with the rest. */
+	/* Its answer (or the giving up) is stored with the rest. */
 	trace_ras_finish(t->ras);
 	cw_consumer_unlock(&t->cons);
 	/* Nothing stays stopped past this point. */
@@ -66,7 +69,7 @@ void trace_drain(struct trace *t, struct cw_trace_result *res)
 	cw_consumer_lock(&t->cons);
 	if (!t->lock_failed)
 		trace_fold_tick(t, trace_measure_offset(), 1);
-	if (!t->lock_failed && cw_pipeline_flush(t->pipe, cw_monotonic_ns(), 1))
+	if (!t->lock_failed && cw_pipeline_finish(t->pipe, cw_monotonic_ns()))
 		failed = 1;
 	cw_consumer_unlock(&t->cons);
 	/* The last stretch's chains, with the rows they rest on still there. */

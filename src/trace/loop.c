@@ -1,6 +1,7 @@
-/* A trace's main loop: until a stop signal, --duration, the launched
- * command's exit or the end of every --pid, a rescan and the counters
- * every second, Python enrolment every 100 ms. */
+/* A trace's main loop: until a stop signal, --duration (counted from the
+ * "attached" line), the launched command's exit or the end of every
+ * --pid, a rescan and the counters every second, Python enrolment every
+ * 100 ms. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
@@ -64,7 +65,7 @@ static void tick(struct trace *t)
 		cw_writer_lag_commits(t->wlag, trace_writer_commits_locked(t), cw_monotonic_ns());
 	if (t->view_on) {
 		struct cw_trace_view_status vs = {
-			.elapsed_ns = cw_monotonic_ns() - t->start_ns,
+			.elapsed_ns = cw_monotonic_ns() - t->traced_from_ns,
 			.nprocs = t->nknown,
 			.nlibs = cw_cuda_probes_nlibs(t->cp),
 			.nprobes = cw_cuda_probes_npairs(t->cp),
@@ -124,7 +125,7 @@ void trace_loop(struct trace *t)
 			t->child_done = 1;
 			break;
 		}
-		if (t->o.duration_ns && now - t->start_ns >= t->o.duration_ns)
+		if (t->o.duration_ns && now - t->traced_from_ns >= t->o.duration_ns)
 			break;
 		if (now - last_tick >= NSEC_PER_SEC) {
 			last_tick = now;
@@ -140,4 +141,8 @@ void trace_loop(struct trace *t)
 			trace_chains_pass(t, cw_realtime_ns(), CW_TRACE_CHAINS_NOW);
 		}
 	}
+	t->traced_to_ns = cw_monotonic_ns();
+	cw_consumer_lock(&t->cons);
+	cw_writer_counter_set(t->w, "trace.traced_ms", (t->traced_to_ns - t->traced_from_ns) / 1000000);
+	cw_consumer_unlock(&t->cons);
 }

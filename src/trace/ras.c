@@ -8,9 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "gpu/nccl_ras.h"
 #include "trace/nccl_live.h"
+#include "trace/ras_source.h"
 #include "util/timeutil.h"
 
 struct trace_ras {
@@ -18,6 +21,9 @@ struct trace_ras {
 	struct cw_writer *w;
 	struct cw_nccl_live live;
 	pthread_t th;
+	int cancel_fd;      /* an eventfd: written at stop, the query gives up at once */
+	uint32_t pids[CW_NCCL_LIVE_MAX]; /* the job's rank processes, for the query thread */
+	int npids;
 	int started;        /* the query thread was started (once per trace) */
 	atomic_int done;    /* it has finished: st and qerr are set */
 	int stored, joined;
@@ -63,14 +69,37 @@ int trace_ras_parse_addr(const char *s, struct trace_ras_opts *o)
 	return 0;
 }
 
+static int verify(void *arg, int fd, char *why, size_t wlen)
+{
+	struct trace_ras *r = arg;
+
+	return trace_ras_source_check(fd, r->pids, r->npids, NULL, why, wlen);
+}
+
 static void *query(void *arg)
 {
 	struct trace_ras *r = arg;
+	char host[64];
+	int port = r->o.port, enabled = 1;
 	struct cw_ras_opts qo = {
-		.host = r->o.host[0] ? r->o.host : NULL, .port = r->o.port, .timeout_ms = r->o.timeout_ms ? r->o.timeout_ms : 6000,
+		.timeout_ms = r->o.timeout_ms ? r->o.timeout_ms : 6000, .verify = verify, .verify_arg = r,
+		.cancel_fd = r->cancel_fd,
 	};
 
-	r->qerr = cw_ras_query(&qo, &r->st);
+	snprintf(host, sizeof(host), "%s", r->o.host);
+	/* Where the ranks say RAS listens, unless --nccl-ras said where. */
+	for (int i = 0; i < r->npids && !port; i++)
+		if (!trace_ras_source_env(r->pids[i], NULL, &enabled, host, sizeof(host), &port))
+			break;
+	if (!enabled) {
+		memset(&r->st, 0, sizeof(r->st));
+		r->st.state = CW_RAS_NO_ANSWER;
+		snprintf(r->st.why, sizeof(r->st.why), "not asked: NCCL_RAS_ENABLE=0 in the job's environment");
+	} else {
+		qo.host = host[0] ? host : NULL;
+		qo.port = port;
+		r->qerr = cw_ras_query(&qo, &r->st);
+	}
 	atomic_store(&r->done, 1);
 	return NULL;
 }
@@ -87,6 +116,11 @@ int trace_ras_start(struct trace_ras **out, const struct trace_ras_opts *o, stru
 		return -ENOMEM;
 	r->o = *o;
 	r->w = w;
+	r->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->cancel_fd < 0) {
+		free(r);
+		return -errno;
+	}
 	*out = r;
 	return 0;
 }
@@ -136,6 +170,8 @@ void trace_ras_tick(struct trace_ras *r)
 		if (!cw_nccl_live_hang(&r->live, cw_realtime_ns(), r->o.hang_after_ns, r->why, sizeof(r->why)))
 			return;
 		r->asked_wall = cw_realtime_ns();
+		for (int i = 0; i < r->live.n && i < CW_NCCL_LIVE_MAX; i++)
+			r->pids[r->npids++] = r->live.r[i].pid;
 		if (pthread_create(&r->th, NULL, query, r)) {
 			r->qerr = -EAGAIN;
 			atomic_store(&r->done, 1);
@@ -153,14 +189,22 @@ void trace_ras_tick(struct trace_ras *r)
 	}
 }
 
+void trace_ras_abandon(struct trace_ras *r)
+{
+	uint64_t one = 1;
+
+	if (!r || !r->started || r->joined)
+		return;
+	if (!atomic_load(&r->done) && write(r->cancel_fd, &one, sizeof(one)) != sizeof(one))
+		(void)0; /* an eventfd write fails only at its maximum: already woken */
+	pthread_join(r->th, NULL);
+	r->joined = 1;
+}
+
 void trace_ras_finish(struct trace_ras *r)
 {
-	if (!r || !r->started || r->stored)
+	if (!r || !r->started || r->stored || !r->joined)
 		return;
-	if (!r->joined) {
-		pthread_join(r->th, NULL);
-		r->joined = 1;
-	}
 	store(r);
 }
 
@@ -177,7 +221,7 @@ void trace_ras_stop(struct trace_ras *r)
 {
 	if (!r)
 		return;
-	if (r->started && !r->joined)
-		pthread_join(r->th, NULL);
+	trace_ras_abandon(r);
+	close(r->cancel_fd);
 	free(r);
 }

@@ -7,7 +7,9 @@
  * when nothing answered. explain merges it into the nccl_hang chain.
  *
  * Threads: observe/tick/finish run with the consumer lock held (the
- * writer is used under it); stop is called without it. */
+ * writer is used under it); abandon and stop are called without it. The
+ * query itself (connect, exchange, the source check of ras_source.h, the
+ * ranks' environment) runs on its thread, never under the lock. */
 #ifndef CW_TRACE_RAS_H
 #define CW_TRACE_RAS_H
 
@@ -32,8 +34,11 @@ int trace_ras_start(struct trace_ras **out, const struct trace_ras_opts *o, stru
 void trace_ras_observe(struct trace_ras *r, const struct cw_event_row *row);
 /* Asks RAS when a hang is first suspected; stores an answer that came. */
 void trace_ras_tick(struct trace_ras *r);
-/* At the end of a trace: waits for a query in flight (its own deadline
- * bounds the wait) and stores its answer. */
+/* At the end of a trace, without the consumer lock: a query still in
+ * flight gives up at once (its answer: "stopped before an answer"), so a
+ * listener that never answers cannot hold up the stop. */
+void trace_ras_abandon(struct trace_ras *r);
+/* Then, with the lock: stores the answer (or the giving up). */
 void trace_ras_finish(struct trace_ras *r);
 /* Queries asked and answers stored, for the session's counters. */
 void trace_ras_counters(struct trace_ras *r);

@@ -173,6 +173,7 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 	 * by one, in store.failed_rows (a failed batch is many rows). */
 	lt->pipeline = pc.rejected_size + pc.rejected_version + pc.rejected_type + pc.unpaired_returns +
 		       pc.unfinished_entries + pc.overflow_entries;
+	lt->open_at_end = pc.open_at_end;
 	{
 		struct cw_writer_stats ws;
 
@@ -242,22 +243,32 @@ void trace_report_end(struct trace *t, int failed, struct cw_trace_result *res)
 	struct cw_writer_stats ws;
 	struct loss_totals lt;
 	const char *why;
-	char lim[32], cap[32];
+	char lim[32], cap[32], traced[32], open_note[64] = "";
 
+	/* How long the probes were on: from the "attached" line to the stop
+	 * (what --duration counts). */
+	cw_format_duration(t->traced_to_ns > t->traced_from_ns ? t->traced_to_ns - t->traced_from_ns : 0, traced,
+			   sizeof(traced));
 	cw_consumer_lock(&t->cons);
 	trace_store_counters(t, &lt);
 	cw_writer_get_stats(t->w, &ws);
 	cw_consumer_unlock(&t->cons);
 	why = trace_store_problem(lt.store_error_ever);
+	/* Calls that never returned by the stop are data (a hang shows as
+	 * them), so they are named apart from the losses. */
+	if (lt.open_at_end)
+		snprintf(open_note, sizeof(open_note), "; %llu call%s still open stored unfinished",
+			 (unsigned long long)lt.open_at_end, lt.open_at_end == 1 ? "" : "s");
 	if (!t->o.json)
 		cw_trace_say(&t->o.say,
-			     "causeway: stopped; ring drops %llu, aggregated %llu, pipeline losses %llu, "
-			     "store losses %llu%s%s%s; discovery: %llu held, %llu late%s\n",
-			     (unsigned long long)lt.ring_drops, (unsigned long long)lt.aggregated,
+			     "causeway: stopped after tracing %s; ring drops %llu, aggregated %llu, pipeline losses %llu, "
+			     "store losses %llu%s%s%s; discovery: %llu held, %llu late%s%s\n",
+			     traced, (unsigned long long)lt.ring_drops, (unsigned long long)lt.aggregated,
 			     (unsigned long long)lt.pipeline, (unsigned long long)(lt.store_failed + lt.held_dropped),
 			     why && lt.store_failed ? " (" : "", why && lt.store_failed ? why : "",
 			     why && lt.store_failed ? ")" : "", (unsigned long long)lt.held,
-			     (unsigned long long)lt.late, lt.late ? " (calls before those attaches may be missing)" : "");
+			     (unsigned long long)lt.late, lt.late ? " (calls before those attaches may be missing)" : "",
+			     open_note);
 	if (!t->o.json && t->o.capture_summary)
 		cw_trace_say(&t->o.say,
 			     "causeway: summary capture: %llu calls folded in the kernel into per-second histograms; "

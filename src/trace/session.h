@@ -84,6 +84,10 @@ struct trace {
 	int gate_fd; /* the launched command waits on it; -1 none */
 	int child_done, status;
 	uint64_t start_ns, start_wall_ns;
+	/* The traced span: from the "attached" line (trace_started) to the
+	 * loop's end. --duration counts from its start, not from start_ns:
+	 * loading the probes can take seconds. */
+	uint64_t traced_from_ns, traced_to_ns;
 	/* The session row, written with the first batch the store takes
 	 * (late when another process holds the write lock at start). */
 	struct cw_session_info sess;
@@ -117,6 +121,9 @@ void trace_session_end(struct trace *t, struct cw_trace_result *res);
 
 /* start.c: after the steps, the first rescan done; lets the command run. */
 void trace_started(struct trace *t);
+
+/* One line per kernel fallback in effect for this trace (trace/fallbacks.c). */
+void trace_say_fallbacks(struct trace *t);
 
 /* attach.c */
 int trace_attach_path(struct trace *t, const char *path);
@@ -152,6 +159,7 @@ void trace_loop(struct trace *t);
 /* report.c */
 struct loss_totals {
 	uint64_t ring_drops, aggregated, pipeline;
+	uint64_t open_at_end; /* calls still open at stop: stored unfinished, a hang's evidence, not lost */
 	uint64_t folded, fold_lost, fold_full, kept_first, kept_sampled, kept_slow; /* --capture summary */
 	uint64_t held, late; /* discovery: processes stopped, copies attached late */
 	uint64_t store_failed; /* rows the store refused or lost with a failed batch */

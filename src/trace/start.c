@@ -424,6 +424,7 @@ void trace_started(struct trace *t)
 	uint64_t attach_ns = cw_monotonic_ns() - t->start_ns;
 
 	t->started = 1;
+	t->traced_from_ns = cw_monotonic_ns();
 	cw_consumer_lock(&t->cons);
 	cw_writer_counter_set(t->w, "trace.startup_ms", attach_ns / 1000000);
 	cw_consumer_unlock(&t->cons);
@@ -433,6 +434,7 @@ void trace_started(struct trace *t)
 			     t->o.command ? t->o.command[0] : t->o.npids ? "the named processes" : "every CUDA process",
 			     cw_cuda_probes_nlibs(t->cp), cw_cuda_probes_npairs(t->cp), attach_ns / 1e6,
 			     cw_cuda_probes_kind(t->cp), t->o.db);
+	trace_say_fallbacks(t);
 	say_default_cap(t);
 	if (t->gate_fd >= 0) {
 		if (write(t->gate_fd, "g", 1) != 1)

@@ -10,6 +10,7 @@
 #include "util/hist.h"
 #include "bpf/events.h"
 #include "util/timeutil.h"
+#include "util/term.h"
 
 #define MAX_OPS 160
 #define MAX_THREADS 4096 /* open addressing; power of two */
@@ -284,8 +285,17 @@ void cw_trace_view_render(struct cw_trace_view *v, FILE *f, const struct cw_trac
 		dt = 1;
 	memcpy(sorted, v->ops, sizeof(v->ops[0]) * (size_t)v->nops);
 	qsort(sorted, (size_t)v->nops, sizeof(sorted[0]), cmp_count);
+	char *body = NULL;
+	size_t blen = 0;
+	FILE *const out = f;
+
 	if (tty)
 		fputs("\033[H\033[2J", f);
+	/* The screen shows stored text (op and library symbol names, the
+	 * comm of a preempting task): written out escaped (util/term.h). */
+	f = open_memstream(&body, &blen);
+	if (!f)
+		return;
 	cw_format_duration(st->elapsed_ns, el, sizeof(el));
 	fprintf(f, "causeway trace  %s  processes %d  libraries %d  probes %d  db %s\n", el, st->nprocs,
 		st->nlibs, st->nprobes, st->db ? st->db : "-");
@@ -344,6 +354,10 @@ void cw_trace_view_render(struct cw_trace_view *v, FILE *f, const struct cw_trac
 		fprintf(f, "warning: %s\n", v->alerts[i]);
 	for (i = 0; i < nw; i++)
 		fprintf(f, "warning: %s\n", warn[i]);
+	if (!fclose(f))
+		(void)cw_term_put_lines(out, body);
+	free(body);
+	f = out;
 	fflush(f);
 	for (i = 0; i < v->nops; i++)
 		v->ops[i].interval_count = 0;

@@ -1,4 +1,6 @@
+#define _GNU_SOURCE
 #include "util/log.h"
+#include "util/term.h"
 #include "util/utf8.h"
 
 #include <jansson.h>
@@ -8,10 +10,16 @@
 
 int cw_verbose;
 
+/* Messages name what a user or a traced process gave (a path, a comm, a
+ * library's symbol): written escaped for the terminal (util/term.h). */
 static void vlog(const char *prefix, const char *fmt, va_list ap)
 {
+	char *msg = NULL;
+
 	fprintf(stderr, "causeway: %s", prefix);
-	vfprintf(stderr, fmt, ap);
+	if (vasprintf(&msg, fmt, ap) >= 0)
+		(void)cw_term_put_lines(stderr, msg);
+	free(msg);
 	fputc('\n', stderr);
 }
 
@@ -61,6 +69,8 @@ void cw_report_error(int json, const char *fmt, ...)
 		free(s);
 		json_decref(o);
 	} else {
-		fprintf(stderr, "causeway: %s\n", msg);
+		fputs("causeway: ", stderr);
+		(void)cw_term_put_lines(stderr, msg); /* the error line */
+		fputc('\n', stderr);
 	}
 }

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE /* vasprintf */
 #include "util/table.h"
+#include "util/term.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -114,51 +115,16 @@ size_t cw_table_nrows(const struct cw_table *t)
 	return t->nrows;
 }
 
-static int is_ctl(unsigned char c)
-{
-	return c < 0x20 || c == 0x7f;
-}
-
 size_t cw_text_width(const char *s)
 {
-	size_t w = 0;
-
-	if (!s)
-		return 0;
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c & 0xc0) == 0x80)
-			continue; /* UTF-8 continuation byte */
-		w += is_ctl(c) ? 2 : 1;
-	}
-	return w;
+	return cw_term_width(s);
 }
 
+/* Cells are stored text: escaped as util/term.h says (C0, C1, bidi,
+ * bytes not UTF-8), one row one line, widths to match. */
 static int put_escaped(FILE *f, const char *s)
 {
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (!is_ctl(c)) {
-			if (fputc(c, f) == EOF)
-				return -EIO;
-			continue;
-		}
-		/* Two columns per control byte, matching cw_text_width. */
-		if (c == '\n')
-			fputs("\\n", f);
-		else if (c == '\t')
-			fputs("\\t", f);
-		else if (c == '\r')
-			fputs("\\r", f);
-		else {
-			/* Caret notation: ^A, ^[, ^? */
-			fputc('^', f);
-			fputc(c ^ 0x40, f);
-		}
-	}
-	return ferror(f) ? -EIO : 0;
+	return cw_term_put(f, s);
 }
 
 static void print_line(const struct cw_table *t, FILE *f, char *const *cells, const size_t *width)

@@ -34,7 +34,8 @@ size_t cw_table_nrows(const struct cw_table *t);
 
 /* Text: headers, then rows, columns separated by two spaces, padded to
  * the widest cell in display columns (UTF-8 aware); control characters in
- * cells are shown escaped ("\n") so one row stays one line. Trailing
+ * cells (C0, C1, bidi: util/term.h) are shown escaped ("\n", "\u202e") so
+ * one row stays one line and a terminal acts on none. Trailing
  * spaces are not written. */
 int cw_table_print(const struct cw_table *t, FILE *f);
 /* RFC 4180: header line then rows, CRLF line ends, fields quoted when they
@@ -46,7 +47,8 @@ int cw_csv_field(FILE *f, const char *s);
 /* CRLF. */
 int cw_csv_end_row(FILE *f);
 
-/* Display width of a UTF-8 string (code points; escapes count as two). */
+/* Display width of a UTF-8 string as printed (code points; an escape of
+ * util/term.h counts its length). */
 size_t cw_text_width(const char *s);
 
 #endif

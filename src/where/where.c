@@ -45,8 +45,8 @@ static uint64_t mono_ns(void)
  * fallback when it yields no caller (no CFI for the pc, unreadable module,
  * budget spent) or when the frame-pointer chain is deeper (code whose CFI
  * ends early, such as a JIT's frames that keep frame pointers). */
-static void native_stack(json_t *t, struct cw_symz *symz, struct cw_dwstack *dw, const char *dw_err, long pid,
-			 pid_t tid, struct cw_rmem *mem, uint64_t deadline)
+static void native_stack(json_t *t, struct cw_dwstack *dw, const char *dw_err, long pid, pid_t tid,
+			 struct cw_rmem *mem, uint64_t deadline)
 {
 	static uint64_t dips[NATIVE_MAX], fips[NATIVE_MAX];
 	const uint64_t *ips;
@@ -76,17 +76,34 @@ static void native_stack(json_t *t, struct cw_symz *symz, struct cw_dwstack *dw,
 		if (n == NATIVE_MAX)
 			json_object_set_new(t, "native_truncated", json_true());
 	}
-	for (k = 0; k < n; k++) {
+	/* raw addresses now, names after the process is resumed: opening its
+	 * files must never be done while it is held stopped */
+	for (k = 0; k < n; k++)
+		json_array_append_new(nat, json_integer((json_int_t)ips[k]));
+	json_object_set_new(t, "native", nat);
+}
+
+/* The raw addresses of one thread's "native" into symbols. */
+static void symbolize_native(json_t *t, struct cw_symz *symz, long pid)
+{
+	json_t *nat = json_object_get(t, "native"), *syms, *v;
+	size_t k;
+
+	if (!nat)
+		return;
+	syms = json_array();
+	json_array_foreach(nat, k, v) {
+		uint64_t ip = (uint64_t)json_integer_value(v);
 		char sym[600];
 
 		/* a return address can be the first byte after a noreturn
 		 * call, i.e. the next function: look up the call instruction
 		 * instead (ip - 1), as perf and gdb do */
-		if (cw_symz_symbolize(symz, (uint32_t)pid, k ? ips[k] - 1 : ips[k], sym, sizeof(sym)))
-			snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)ips[k]);
-		json_array_append_new(nat, cw_json_str(sym));
+		if (cw_symz_symbolize(symz, (uint32_t)pid, k ? ip - 1 : ip, sym, sizeof(sym)))
+			snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)ip);
+		json_array_append_new(syms, cw_json_str(sym));
 	}
-	json_object_set_new(t, "native", nat);
+	json_object_set_new(t, "native", syms);
 }
 
 static json_t *python_frames(struct cw_pyres *r, struct cw_py_proc *p, uint64_t frame, int *truncated)
@@ -122,7 +139,8 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 	struct cw_rmem mem;
 	int npy = 0, i, rc = 0, nstopped = -1, pyerr = 0;
 	char why[256] = "", ver[32];
-	json_t *root = NULL, *threads;
+	json_t *root = NULL, *threads, *jt;
+	size_t jk;
 	struct cw_dwstack *dw = NULL;
 	char dw_err[128] = "";
 	uint64_t deadline = 0;
@@ -135,6 +153,24 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 		rc = -ENOMEM;
 		goto out;
 	}
+	/* Every file of the process (its Python runtime, its objects and
+	 * debug files) is opened before it is stopped: they are its own to
+	 * choose (util/root_open.h), and it must never wait on one stopped. */
+	p = cw_pyres_proc(res, (uint32_t)pid, why, sizeof(why));
+	if (!p && strstr(why, "no process")) {
+		snprintf(err, errlen, "where: %s", why);
+		rc = -ESRCH;
+		goto out;
+	}
+	if (native == CW_WHERE_FP_ONLY) {
+		snprintf(dw_err, sizeof(dw_err), "not asked for (--frame-pointers)");
+	} else if (native) {
+		int e = cw_dwstack_open((pid_t)pid, &dw);
+
+		if (e)
+			snprintf(dw_err, sizeof(dw_err), "%s", e == -ENOTSUP ? "this build has no DWARF unwinder" :
+				 strerror(-e));
+	}
 	if (native) {
 		nstopped = cw_threads_stop((pid_t)pid, &stopped);
 		if (nstopped == -ESRCH) {
@@ -143,22 +179,8 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 			goto out;
 		}
 	}
-	if (nstopped > 0 && native == CW_WHERE_FP_ONLY) {
-		snprintf(dw_err, sizeof(dw_err), "not asked for (--frame-pointers)");
-	} else if (nstopped > 0) {
-		int e = cw_dwstack_open((pid_t)pid, &dw);
-
-		if (e)
-			snprintf(dw_err, sizeof(dw_err), "%s", e == -ENOTSUP ? "this build has no DWARF unwinder" :
-				 strerror(-e));
-		deadline = mono_ns() + DWARF_BUDGET_NS;
-	}
-	p = cw_pyres_proc(res, (uint32_t)pid, why, sizeof(why));
-	if (!p && strstr(why, "no process")) {
-		snprintf(err, errlen, "where: %s", why);
-		rc = -ESRCH;
-		goto out;
-	}
+	cw_dwstack_freeze(dw);
+	deadline = mono_ns() + DWARF_BUDGET_NS;
 	root = json_pack("{s:I}", "pid", (json_int_t)pid);
 	threads = json_array();
 	json_object_set_new(root, "threads", threads);
@@ -207,7 +229,7 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 		if (!json_object_get(t, "python"))
 			json_object_set_new(t, "python", json_array());
 		if (native && stopped.held[i]) {
-			native_stack(t, symz, dw, dw_err, pid, stopped.tids[i], &mem, deadline);
+			native_stack(t, dw, dw_err, pid, stopped.tids[i], &mem, deadline);
 		} else if (native) {
 			json_object_set_new(t, "native_error",
 					    cw_json_str(nstopped < 0 ? strerror(-nstopped) : "thread could not be stopped"));
@@ -228,6 +250,8 @@ int cw_where_collect(long pid, int native, json_t **out, char *err, size_t errle
 	dw = NULL;
 	if (nstopped >= 0)
 		cw_threads_resume(&stopped);
+	json_array_foreach(threads, jk, jt)
+		symbolize_native(jt, symz, pid);
 	if (pyerr)
 		rc = -ENOEXEC;
 	*out = root;

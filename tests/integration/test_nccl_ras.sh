@@ -26,15 +26,16 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# run NAME PORT: trace the hanging job for 5.5 s, asking RAS at PORT
-# (the hang is seen after about 2.5 s: trace goes on for a few ticks,
-# in which it must not ask again).
+# run NAME PORT [JOB ARGS]: trace the hanging job for 5.5 s, asking RAS
+# at PORT (the hang is seen after about 2.5 s: trace goes on for a few
+# ticks, in which it must not ask again).
 run() {
 	local name=$1 port=$2
+	shift 2
 	"$CW_BIN" trace --db "$D/$name.db" --no-view --hang-after 2s --nccl-ras "127.0.0.1:$port" -- \
-		"$FIX/nccl_job" -n 4 -s 1000 -H 3 -N 10 -m sleep -o "$D/$name.pid" >"$D/$name.out" 2>&1 &
+		"$FIX/nccl_job" -n 4 -s 1000 -H 3 -N 10 -m sleep -o "$D/$name.pid" "$@" >"$D/$name.out" 2>&1 &
 	local tp=$!
-	for _ in $(seq 50); do [ -s "$D/$name.pid" ] && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -s "$D/$name.pid" ] && break; sleep 0.1; done
 	[ -s "$D/$name.pid" ] || fail "$name: the job did not start: $(cat "$D/$name.out")"
 	groups+=("$(cat "$D/$name.pid")")
 	sleep 5.5
@@ -45,13 +46,10 @@ run() {
 	kill -KILL -- "-$(cat "$D/$name.pid")"
 }
 
-# With the service.
+# With the service, on a socket rank 0 of the job listens on (as NCCL's
+# RAS thread does): the answer is verified as the job's.
 port=$(free_port)
-"$FIX/ras_server" -p "$port" -n 4 -s 10 -b 3 -r "$D/ready" -c "$D/asked" &
-srv=$!
-for _ in $(seq 50); do [ -e "$D/ready" ] && break; sleep 0.1; done
-[ -e "$D/ready" ] || fail "ras_server did not start"
-run ras "$port"
+run ras "$port" -R "$port" -C "exec '$FIX/ras_server' -f 3 -n 4 -s 10 -b 3 -c '$D/asked'"
 python3 - "$D/ras.json" "$D/ras.txt" <<'PY' || fail "with RAS: $(head -c 3000 "$D/ras.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -60,6 +58,8 @@ assert top["root_cause"]["kind"] == "nccl_hang", [c["root_cause"]["kind"] for c 
 assert top["root_cause"]["missing_ranks"] == [3] and top["root_cause"]["seq"] == 10, top["root_cause"]
 ras = top["ras"]
 assert ras["status"] == "answered" and ras["nccl_version"] == "2.29.1" and ras["communicators"] == 1, ras
+assert ras["source"] == "verified" and ras["truncated"] is False, ras
+assert ras["source_why"].startswith("the listener on 127.0.0.1:"), ras
 c = ras["comms"][0]
 assert c["hash"] == "0x6e63636c2d6a6f62" and c["size"] == 4 and c["ranks_answered"] == 4, c
 assert c["collectives_max"] == 10 and c["collectives_min"] == 9 and c["missing_count"] == 0, c
@@ -77,7 +77,6 @@ PY
 	fail "stored RAS rows: $(sqlite3 "$D/ras.db" "SELECT count(*) FROM events WHERE source = 'ras'")"
 [ "$(sqlite3 "$D/ras.db" "SELECT sum(value) FROM counters WHERE name = 'trace.nccl_ras.asked'")" = 1 ] ||
 	fail "counter trace.nccl_ras.asked"
-kill "$srv"; wait "$srv" 2>/dev/null; srv=
 
 # Without it: nothing listens on the port.
 port=$(free_port)
@@ -92,7 +91,7 @@ assert ras["status"] == "no_answer", ras
 assert ras["why"] == "connect 127.0.0.1:%s: Connection refused" % sys.argv[3], ras
 assert "comms" not in ras, ras
 text = open(sys.argv[2]).read()
-assert "  nccl ras did not answer (connect 127.0.0.1:%s: Connection refused)\n" % sys.argv[3] in text, text
+assert "  nccl ras asked, did not answer (connect 127.0.0.1:%s: Connection refused)\n" % sys.argv[3] in text, text
 print("ok without RAS:", ras["why"])
 PY
 echo ok

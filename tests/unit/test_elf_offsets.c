@@ -11,6 +11,9 @@
 #include <cmocka.h>
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,11 +76,31 @@ static void test_libc_function(void **state)
 	check_fn(path, "getpid", fn, (uint64_t)(uintptr_t)di.dli_fbase);
 }
 
+/* A path a traced process chose can name a FIFO: refused at once (a
+ * plain open would wait for a writer; alarm ends the test if it does). */
+static void test_not_regular(void **state)
+{
+	char dir[] = "/tmp/cw_elfopen_XXXXXX", fifo[64];
+	struct cw_elf *e = NULL;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/lib.so", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(10);
+	assert_int_equal(cw_elf_open(&e, fifo), -EINVAL);
+	assert_int_equal(cw_elf_open(&e, "/dev/null"), -EINVAL);
+	alarm(0);
+	assert_null(e);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_own_function),
 		cmocka_unit_test(test_libc_function),
+		cmocka_unit_test(test_not_regular),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

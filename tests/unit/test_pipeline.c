@@ -170,6 +170,27 @@ static void test_counts_losses(void **state)
 	assert_int_equal(scalar(f, "SELECT value FROM counters WHERE name='pipeline.unpaired_returns'"), 1);
 }
 
+/* Calls still open when the recording ends (a hang) are stored unfinished
+ * up to the end, and counted apart from the losses. */
+static void test_finish_keeps_open_calls(void **state)
+{
+	struct fixture *f = *state;
+	struct cw_pipeline_counters c;
+
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaStreamSynchronize, 1000, 7, 0), 0);
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaStreamSynchronize, 2000, 8, 0), 0);
+	assert_int_equal(entry(f->p, CW_SRC_CUDA, CW_OP_cudaMalloc, 3000, 9, 64), 0);
+	assert_int_equal(ret(f->p, CW_SRC_CUDA, CW_OP_cudaMalloc, 3500, 9, 0), 0);
+	assert_int_equal(cw_pipeline_finish(f->p, 9000), 0);
+	cw_pipeline_get_counters(f->p, &c);
+	assert_int_equal(c.open_at_end, 2);
+	assert_int_equal(c.unfinished_entries, 0);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM events WHERE detail = 'unfinished' AND ret IS NULL"), 2);
+	assert_int_equal(scalar(f, "SELECT duration_ns FROM events WHERE tid = 7"), 8000);
+	assert_int_equal(scalar(f, "SELECT value FROM counters WHERE name = 'pipeline.open_at_end'"), 2);
+	assert_int_equal(scalar(f, "SELECT value FROM counters WHERE name = 'pipeline.unfinished_entries'"), 0);
+}
+
 static int call(struct cw_pipeline *p, unsigned src, unsigned op, uint64_t ts, uint64_t end, uint32_t tid,
 		int64_t rv, uint32_t flags)
 {
@@ -487,6 +508,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pairs_nested_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counts_losses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_finish_keeps_open_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_whole_call_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offcpu_and_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_decode_rejections, setup, teardown),

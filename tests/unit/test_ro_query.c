@@ -291,6 +291,55 @@ static void test_value_size_capped(void **state)
 	assert_non_null(strstr(err, "too big"));
 }
 
+/* The API's answer as text, row by row: the same cells, capped on its
+ * length, and its growth counted with SQLite's memory against the
+ * statement's 256 MiB bound. */
+static void test_json_text(void **state)
+{
+	struct cw_ro_value p = { .type = CW_RO_INT, .i = 5000 };
+	struct cw_ro_json j;
+	char err[256];
+	json_t *meta;
+
+	(void)state;
+	assert_int_equal(cw_ro_query_json(path,
+					  "SELECT seq, detail, duration_ns / 1000.0 AS us, NULL AS n, x'ff00' AS b"
+					  " FROM events WHERE duration_ns > ?1 AND op = 'cudaMalloc' ORDER BY seq LIMIT 2",
+					  &p, 1, NULL, 1 << 20, &j, err, sizeof(err)),
+			 0);
+	assert_int_equal(j.info.rows, 2);
+	assert_int_equal(j.ncols, 5);
+	assert_string_equal(j.names[4], "b");
+	meta = json_pack("{s:i}", "row_count", 2);
+	assert_int_equal(cw_ro_json_finish(&j, meta), 0);
+	json_decref(meta);
+	assert_string_equal(j.text, "{\"rows\":[[5,\"a,b\",6.0,null,\"ff00\"],[6,\"a,b\",7.0,null,\"ff00\"]],"
+				    "\"row_count\":2}");
+	assert_int_equal(j.len, strlen(j.text));
+	cw_ro_json_free(&j);
+	/* No rows: the names still. */
+	assert_int_equal(cw_ro_query_json(path, "SELECT seq, op FROM events WHERE 0", NULL, 0, NULL, 1 << 20, &j, err,
+					  sizeof(err)),
+			 0);
+	assert_int_equal(j.ncols, 2);
+	assert_string_equal(j.text, "{\"rows\":[");
+	cw_ro_json_free(&j);
+	/* Past the cap. */
+	assert_int_equal(cw_ro_query_json(path, "SELECT hex(zeroblob(1000)) FROM events", NULL, 0, NULL, 4000, &j, err,
+					  sizeof(err)),
+			 -E2BIG);
+	assert_string_equal(err, "result is larger than 0 MiB; select fewer columns or rows");
+	assert_null(j.text);
+	/* 20 blobs of 16 MB, 640 MB as hex under a 1 GiB cap: the bound on
+	 * what the statement holds stops it first. */
+	assert_int_equal(cw_ro_query_json(path,
+					  "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 20)"
+					  " SELECT zeroblob(16000000) FROM r",
+					  NULL, 0, NULL, (size_t)1 << 30, &j, err, sizeof(err)),
+			 -ENOMEM);
+	assert_string_equal(err, "query exceeded the 256 MiB memory limit");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_one_statement),  cmocka_unit_test(test_sql_errors),
 		cmocka_unit_test(test_time_limit),     cmocka_unit_test(test_row_cap),
 		cmocka_unit_test(test_params_and_json), cmocka_unit_test(test_value_size_capped),
+		cmocka_unit_test(test_json_text),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

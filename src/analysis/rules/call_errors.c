@@ -32,6 +32,12 @@
 #define MAX_CODES 4
 #define MAX_OPS CW_CHAIN_MAX_FAILED_OPS
 
+/* One op of a group: its failing calls and all its calls. */
+struct err_op {
+	char op[48];
+	uint64_t failing, calls;
+};
+
 /* One (process, chain kind) group of failing calls. */
 struct err_group {
 	int64_t pid;
@@ -44,10 +50,7 @@ struct err_group {
 	uint64_t first_wall, last_wall;
 	char op[48];                  /* the op with most failures */
 	uint64_t op_failing;
-	struct {
-		char op[48];
-		uint64_t failing, calls;
-	} ops[MAX_OPS];                /* the ops that failed */
+	struct err_op ops[MAX_OPS];   /* the ops that failed */
 	int nops;
 	int device;
 	struct {
@@ -546,9 +549,60 @@ static void add_fixes(struct cw_chain *c, const struct err_group *e)
 	}
 }
 
+/* "all" or "44 %": the share of calls that failed. */
+static void format_share(uint64_t failing, uint64_t calls, char *buf, size_t len)
+{
+	if (failing == calls)
+		snprintf(buf, len, "all");
+	else
+		snprintf(buf, len, "%.0f %%", 100.0 * (double)failing / (double)(calls ? calls : 1));
+}
+
+/* Most failures first: the headline names each op with its own count. */
+static int by_failing(const void *a, const void *b)
+{
+	const struct err_op *x = a, *y = b;
+
+	if (x->failing != y->failing)
+		return x->failing < y->failing ? 1 : -1;
+	return strcmp(x->op, y->op);
+}
+
+#define HEADLINE_OPS 4
+
+/* "cudaMalloc failed 2000 times (all of 2000 calls), cudaStreamSynchronize
+ * 1500 times (75 % of 2000 calls)": each failing op with its own count
+ * and calls, never the group's sum under the first op's name; past
+ * HEADLINE_OPS (and one more), the rest in one clause. */
+static void format_ops(const struct err_group *e, char *buf, size_t size)
+{
+	struct err_op ops[MAX_OPS];
+	uint64_t rest = 0;
+	size_t len = 0;
+	int n = e->nops;
+	char share[16];
+
+	memcpy(ops, e->ops, sizeof(ops[0]) * (size_t)n);
+	qsort(ops, (size_t)n, sizeof(ops[0]), by_failing);
+	buf[0] = '\0';
+	for (int o = 0; o < n && len < size; o++) {
+		if (o >= HEADLINE_OPS && n > HEADLINE_OPS + 1) {
+			rest += ops[o].failing;
+			continue;
+		}
+		format_share(ops[o].failing, ops[o].calls, share, sizeof(share));
+		len += (size_t)snprintf(buf + len, size - len, "%s%s%s %llu time%s (%s of %llu calls)", o ? ", " : "",
+					ops[o].op, o ? "" : " failed", (unsigned long long)ops[o].failing,
+					ops[o].failing == 1 ? "" : "s", share, (unsigned long long)ops[o].calls);
+	}
+	if (rest && len < size)
+		snprintf(buf + len, size - len, ", %d more ops %llu times", n - HEADLINE_OPS,
+			 (unsigned long long)rest);
+}
+
 static void fill_chain(const struct cw_rule_ctx *ctx, const struct err_group *e, struct cw_chain *c)
 {
-	char first[40], last[40], codes[200] = "", share[16];
+	char first[40], last[40], codes[200] = "", ops[400];
 	const char *name;
 	int64_t req;
 	size_t len = 0;
@@ -578,14 +632,12 @@ static void fill_chain(const struct cw_rule_ctx *ctx, const struct err_group *e,
 	}
 	cw_format_time(e->first_wall, first, sizeof(first));
 	cw_format_time(e->last_wall, last, sizeof(last));
-	if (e->failing == e->calls)
-		snprintf(share, sizeof(share), "all");
-	else
-		snprintf(share, sizeof(share), "%.0f %%", 100.0 * (double)e->failing / (double)(e->calls ? e->calls : 1));
-	cw_chain_summary(c, "%s failed %llu time%s (%s of %llu calls), %s: %s; first %s, last %s%s", e->op,
-			 (unsigned long long)e->failing, e->failing == 1 ? "" : "s", share,
-			 (unsigned long long)e->calls, cw_error_family_text(e->family), codes, first, last,
-			 recovered(e) ? "; later calls succeeded" : "; no call of it succeeded after");
+	format_ops(e, ops, sizeof(ops));
+	cw_chain_summary(c, "%s, %s: %s; first %s, last %s%s", ops, cw_error_family_text(e->family), codes, first,
+			 last,
+			 recovered(e)    ? "; later calls succeeded"
+			 : e->nops > 1 ? "; no call of them succeeded after"
+				       : "; no call of it succeeded after");
 	if (req > 0) {
 		len = strlen(c->summary);
 		snprintf(c->summary + len, sizeof(c->summary) - len, "; the failing request was %.1f MiB",
@@ -610,6 +662,8 @@ static void fill_chain(const struct cw_rule_ctx *ctx, const struct err_group *e,
 		cw_chain_add_evidence(c, "device", e->device, 1);
 	for (int o = 0; o < e->nops; o++) {
 		snprintf(c->failed_ops[o].op, sizeof(c->failed_ops[o].op), "%s", e->ops[o].op);
+		c->failed_ops[o].failing = e->ops[o].failing;
+		c->failed_ops[o].calls = e->ops[o].calls;
 		c->failed_ops[o].share = (double)e->ops[o].failing / (double)(e->ops[o].calls ? e->ops[o].calls : 1);
 	}
 	c->nfailed_ops = e->nops;

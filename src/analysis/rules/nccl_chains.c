@@ -24,6 +24,7 @@
 
 #include "analysis/rules/rules.h"
 #include "analysis/nccl_arrival.h"
+#include "analysis/ras_report.h"
 #include "analysis/rules/nccl_load.h"
 #include "analysis/thread_states.h"
 #include "pipeline/ops.h"
@@ -604,11 +605,13 @@ static int wavefront(sqlite3 *db, const struct cw_nccl_loaded *l, const struct c
 	if ((ret = cw_events_id_at(db, a->hang_started > 60 * (int64_t)NSEC_PER_SEC
 					       ? (uint64_t)(a->hang_started - 60 * (int64_t)NSEC_PER_SEC) : 0, &min_id)) < 0)
 		return ret;
-	c->nwavefront_total = l->nranks;
+	c->nwavefront_total = a->hang_members;
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < l->nranks && c->nwavefront < CW_CHAIN_MAX_WAVEFRONT; i++) {
 			int missing = 0;
 
+			if (i < CW_NCCL_MAX_RANKS && !a->hang_member[i])
+				continue;
 			for (int k = 0; k < a->nmissing; k++)
 				missing |= a->missing[k] == i;
 			if ((pass == 0) != missing)
@@ -624,8 +627,8 @@ static int wavefront(sqlite3 *db, const struct cw_nccl_loaded *l, const struct c
  * before it, as the wavefront's thread states), on any node: RAS answers
  * for the whole job, and trace asks where it sees ranks diverge, which
  * need not be the missing rank's node. Its JSON in c->ras.
- * A file without the table (older layout) or a row that is not a JSON
- * object leaves it empty. */
+ * A file without the table (older layout) or without a row leaves it
+ * empty ("not_asked"); a row that cannot be read is "bad_reply". */
 static void ras_answer(sqlite3 *db, int64_t hang_started, struct cw_chain *c)
 {
 	static const char sql[] = "SELECT detail FROM kevents WHERE id >= ?1 AND source = 'ras'"
@@ -633,7 +636,6 @@ static void ras_answer(sqlite3 *db, int64_t hang_started, struct cw_chain *c)
 	sqlite3_stmt *st = NULL;
 	int64_t min_id = 0;
 	json_t *d;
-	char *s;
 
 	c->ras[0] = '\0';
 	if (cw_events_id_at(db, hang_started > 60 * (int64_t)NSEC_PER_SEC
@@ -643,13 +645,21 @@ static void ras_answer(sqlite3 *db, int64_t hang_started, struct cw_chain *c)
 		return;
 	}
 	sqlite3_bind_int64(st, 1, min_id);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT &&
-	    (d = json_loadb((const char *)sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0), 0, NULL))) {
-		/* Stored content is hostile too: re-encoded, and kept only whole. */
-		s = json_is_object(d) ? json_dumps(d, JSON_COMPACT) : NULL;
-		if (s && strlen(s) < sizeof(c->ras))
-			snprintf(c->ras, sizeof(c->ras), "%s", s);
-		free(s);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		/* Stored content is hostile too: a row past what trace stores is
+		 * not parsed (no jansson tree of a damaged file's megabytes), the
+		 * rest re-encoded with its lists cut to the room kept. A row that
+		 * is there is never shown as "not asked". */
+		d = sqlite3_column_type(st, 0) == SQLITE_TEXT && sqlite3_column_bytes(st, 0) <= CW_CHAIN_RAS_STORED_MAX
+			    ? json_loadb((const char *)sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0), 0,
+					 NULL)
+			    : NULL;
+		if (!json_is_object(d) || !json_is_string(json_object_get(d, "status"))) {
+			json_decref(d);
+			d = json_pack("{s:s, s:s}", "status", "bad_reply", "why", "the stored answer cannot be read");
+		}
+		if (d)
+			(void)cw_ras_fit(d, c->ras, sizeof(c->ras));
 		json_decref(d);
 	}
 	sqlite3_finalize(st);
@@ -685,19 +695,20 @@ static int hang_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const struct 
 	if (snprintf(c->summary, sizeof(c->summary),
 		     "NCCL hang: collective #%lld was entered by %d of %d ranks %s ago (threshold %s); never entered"
 		     " by %s. %s",
-		     (long long)a->hang_seq, l->nranks - a->nmissing, l->nranks, f, thr, who,
+		     (long long)a->hang_seq, a->hang_members - a->nmissing, a->hang_members, f, thr, who,
 		     c->missing_state[0]) >= (int)sizeof(c->summary))
 		c->summary[sizeof(c->summary) - 1] = '\0';
 	c->count = a->complete;
 	c->slow_count = 1;
 	/* The time lost is every waiting rank's: they all sit in it. */
-	c->slow_time_ns = c->explained_ns = (uint64_t)a->hang_for_ns * (uint64_t)(l->nranks - a->nmissing);
+	c->slow_time_ns = c->explained_ns = (uint64_t)a->hang_for_ns * (uint64_t)(a->hang_members - a->nmissing);
 	c->explained_share = 1;
 	c->p50_ns = (uint64_t)a->median_step_ns;
 	c->p99_ns = c->max_ns = (uint64_t)a->hang_for_ns;
 	c->tail_ratio = c->p50_ns ? (double)c->p99_ns / (double)c->p50_ns : 0;
 	cw_chain_add_timeline(c, CW_LAYER_NCCL, (uint64_t)a->hang_started, "collective #%lld entered by %d rank%s",
-			      (long long)a->hang_seq, l->nranks - a->nmissing, l->nranks - a->nmissing == 1 ? "" : "s");
+			      (long long)a->hang_seq, a->hang_members - a->nmissing,
+			      a->hang_members - a->nmissing == 1 ? "" : "s");
 	for (int i = 0; i < c->nmissing && i < CW_CHAIN_MAX_FIX; i++)
 		cw_chain_add_fix(c, "causeway where %lld  # on %s: why rank %d never reached collective #%lld",
 				 (long long)l->ranks[a->missing[i]].pid, l->ranks[a->missing[i]].node,
@@ -757,6 +768,7 @@ int cw_rule_nccl(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wal
 	memset(peers, 0, sizeof(*peers));
 	if ((ret = cw_nccl_load(db, o->node_filter, from_wall, to_wall, &l)) < 0 || l.nranks < 2)
 		goto out;
+	snprintf(peers->note, sizeof(peers->note), "%s", l.note);
 	if (!(a = malloc(sizeof(*a)))) {
 		ret = -ENOMEM;
 		goto out;
@@ -779,6 +791,8 @@ int cw_rule_nccl(sqlite3 *db, const struct cw_explain_opts *o, uint64_t from_wal
 		for (int i = 0; i < l.nranks && peers->n < CW_NCCL_MAX_PEERS; i++) {
 			int missing = 0;
 
+			if (i < CW_NCCL_MAX_RANKS && !a->hang_member[i])
+				continue;
 			for (int k = 0; k < a->nmissing; k++)
 				missing |= a->missing[k] == i;
 			if (missing)

@@ -57,6 +57,88 @@ static int rank_index(struct cw_nccl_loaded *l, const char *node, int64_t pid, i
 	return *last = l->nranks++;
 }
 
+/* The id a communicator shared by two jobs takes on one node: its own id
+ * mixed with the node's name (FNV-1a), never 0. */
+static int64_t node_comm(int64_t comm, const char *node)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (const unsigned char *p = (const unsigned char *)node; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return (int64_t)(((uint64_t)comm ^ h) | 1);
+}
+
+struct comm_rank {
+	int64_t comm;
+	int rank, ri;
+};
+
+/* A communicator on which processes of different nodes claim the same
+ * rank is not one job: a merged file holds two whose unique ids hashed
+ * alike. Its calls (and its members by ncclCommInitRank) are split by
+ * node, each node's part a communicator of its own, and l->note says so.
+ * A rank number taken again on one node (a restarted process) is left as
+ * it is. */
+static int split_shared_comms(struct cw_nccl_loaded *l)
+{
+	struct comm_rank *v = NULL, last[CW_NCCL_MAX_RANKS];
+	int64_t dup[16];
+	size_t nv = 0, cap = 0, ndup = 0, i, k;
+
+	for (i = 0; i < (size_t)l->nranks && i < CW_NCCL_MAX_RANKS; i++)
+		last[i].comm = 0, last[i].rank = -2;
+	for (i = 0; i < l->n; i++) {
+		const struct cw_nccl_call *c = &l->calls[i];
+		struct comm_rank *lp = &last[c->rank_idx];
+
+		if (c->rank < 0 || (lp->comm == c->comm_id && lp->rank == c->rank))
+			continue;
+		lp->comm = c->comm_id;
+		lp->rank = c->rank;
+		for (k = 0; k < nv; k++)
+			if (v[k].comm == c->comm_id && v[k].rank == c->rank && v[k].ri == c->rank_idx)
+				break;
+		if (k < nv)
+			continue;
+		for (k = 0; k < nv; k++) {
+			const struct cw_nccl_rank *a = &l->ranks[v[k].ri], *b = &l->ranks[c->rank_idx];
+			size_t d;
+
+			if (v[k].comm != c->comm_id || v[k].rank != c->rank)
+				continue;
+			for (d = 0; d < ndup && dup[d] != c->comm_id; d++)
+				;
+			if (d == ndup && ndup < sizeof(dup) / sizeof(dup[0]) && strcmp(a->node, b->node))
+				dup[ndup++] = c->comm_id;
+			if (!l->note[0] && strcmp(a->node, b->node))
+				snprintf(l->note, sizeof(l->note),
+					 "NCCL communicator %016llx has two rank %d (pid %lld on %s, pid %lld on %s): two"
+					 " jobs with the same communicator id, read apart by node",
+					 (unsigned long long)c->comm_id, c->rank, (long long)a->pid, a->node,
+					 (long long)b->pid, b->node);
+			break;
+		}
+		if (cw_vec_reserve(&v, &cap, nv + 1, sizeof(*v), 64) < 0) {
+			free(v);
+			return -ENOMEM;
+		}
+		v[nv].comm = c->comm_id;
+		v[nv].rank = c->rank;
+		v[nv++].ri = c->rank_idx;
+	}
+	free(v);
+	for (size_t d = 0; d < ndup; d++) {
+		for (i = 0; i < l->n; i++)
+			if (l->calls[i].comm_id == dup[d])
+				l->calls[i].comm_id = node_comm(dup[d], l->ranks[l->calls[i].rank_idx].node);
+		for (int r = 0; r < l->nranks; r++)
+			if (l->ranks[r].init_comm == dup[d])
+				l->ranks[r].init_comm = node_comm(dup[d], l->ranks[r].node);
+	}
+	l->split = (int)ndup;
+	return 0;
+}
+
 /* Collectives of the window (failed calls entered nothing; p2p calls are
  * not collectives), entries moved onto one clock with merge's offsets. */
 int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uint64_t to, struct cw_nccl_loaded *l)
@@ -142,6 +224,7 @@ int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uint64_t t
 		c->entry_mono = sqlite3_column_int64(st, 8);
 		c->done = sqlite3_column_type(st, 9) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(st, 9) - off;
 		c->rank_idx = ri;
+		c->rank = sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 10);
 		if (c->entry > l->observed_until)
 			l->observed_until = c->entry;
 		if (c->done != INT64_MIN && c->done > l->observed_until)
@@ -189,6 +272,8 @@ int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uint64_t t
 			st = NULL;
 		}
 	}
+	if (!ret && l->n)
+		ret = split_shared_comms(l);
 	/* Each rank's thread name, for the chains. */
 	if (!ret && l->nranks &&
 	    sqlite3_prepare_v2(db, "SELECT comm FROM threads WHERE node = ?1 AND tid = ?2", -1, &st, NULL) == SQLITE_OK)

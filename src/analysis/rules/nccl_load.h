@@ -17,6 +17,11 @@ struct cw_nccl_loaded {
 	struct cw_nccl_rank *ranks;
 	int nranks;
 	int64_t observed_until;
+	/* Communicators where ranks of different nodes claimed the same rank
+	 * (two jobs whose ids hashed alike, met in a merged file): split by
+	 * node, and the first one said in note. */
+	int split;
+	char note[320];
 };
 
 /* The clock offset (ns) of node in a merged file's "merge.skew" nodes
