@@ -82,7 +82,7 @@ fetch_kernel() {
 		mkdir -p "$tmp/out"
 		cp "$vmlinuz" "$tmp/out/vmlinuz" || exit 1
 		if [ -x "$tmp/x/bin/busybox" ] || [ -x "$tmp/x/usr/bin/busybox" ]; then
-			cp "$(ls "$tmp/x/bin/busybox" "$tmp/x/usr/bin/busybox" 2>/dev/null | head -1)" "$tmp/out/busybox" || exit 1
+			cp "$(find "$tmp/x/bin/busybox" "$tmp/x/usr/bin/busybox" 2>/dev/null | head -1)" "$tmp/out/busybox" || exit 1
 		fi
 		# The release name (6.1.0-28-cloud-amd64) and the package version
 		# (6.1.119-1): what the matrix's results and docs/kernels.md cite.
@@ -94,6 +94,7 @@ fetch_kernel() {
 }
 
 if [ $# = 0 ]; then
+	# shellcheck disable=SC2086 # the lists are words
 	set -- $CW_KERNELS_X86 $CW_KERNELS_ARM64
 fi
 rc=0

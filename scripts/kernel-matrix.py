@@ -88,12 +88,16 @@ def observe(log, stamp, bpf_dir):
     for k in ("launch_progs", "pid_progs"):
         loaded |= set(res.get(k, "").split())
     obs["programs_seen"] = bool(loaded)
-    # A kernel keeps 15 characters of a program's name (BPF_OBJ_NAME_LEN).
+    # The kernel keeps 15 characters of a program's name; bpftool prints
+    # the whole one from the program's BTF, so names match exactly (a
+    # prefix would take cw_loader_state for cw_loader_state_maps).
+    def seen(n):
+        return n in loaded
     obs["programs"] = {}
     for objname, names in bpf_programs(bpf_dir).items():
         obs["programs"][objname] = {
-            "loaded": [n for n in names if n[:15] in loaded],
-            "not_loaded": [n for n in names if n[:15] not in loaded],
+            "loaded": [n for n in names if seen(n)],
+            "not_loaded": [n for n in names if not seen(n)],
         }
     for k in ("explain",):
         try:
@@ -124,30 +128,39 @@ def hog_named(obs):
     return False
 
 
+def ran(res, key):
+    """A trace's cell prefix: None when it exited 0."""
+    if key not in res:
+        return "not reached (the VM's time ran out)"
+    return None if res[key] == "0" else "fails (exit %s)" % res[key]
+
+
 def cells(obs):
     """The doc row's compared cells, in the fixed vocabulary."""
     res = obs["results"]
     check = "can run" if obs["check_can_run"] else "cannot run"
-    if res.get("launch_rc") != "0":
-        launch = "fails (exit %s)" % res.get("launch_rc", "?")
+    if ran(res, "launch_rc"):
+        launch = ran(res, "launch_rc")
+    elif any(num(res, "agg_" + op) is None for op in TARGET):
+        launch = "not counted (the store query failed)"
     elif all(num(res, "agg_" + op) == n for op, n in TARGET.items()):
         launch = "1 / 30,000 / 3,000"
     else:
         launch = "loses calls"
-    if res.get("pid_rc") != "0":
-        pid = "fails (exit %s)" % res.get("pid_rc", "?")
+    if ran(res, "pid_rc"):
+        pid = ran(res, "pid_rc")
     else:
         pid = "records" if (num(res, "pid_calls") or 0) > 0 else "records nothing"
-    if res.get("cg_rc") != "0":
-        cg = "fails (exit %s)" % res.get("cg_rc", "?")
+    if ran(res, "cg_rc"):
+        cg = ran(res, "cg_rc")
     elif (num(res, "cg_in") or 0) > 0 and num(res, "cg_out") == 0:
         cg = "its process only"
     elif (num(res, "cg_in") or 0) > 0:
         cg = "others too"
     else:
         cg = "records nothing"
-    if res.get("pid_rc") != "0":
-        hog = "fails (exit %s)" % res.get("pid_rc", "?")
+    if ran(res, "pid_rc"):
+        hog = ran(res, "pid_rc")
     else:
         hog = "names the hog" if hog_named(obs) else "does not name the hog"
     libbpf = sum(1 for k in TRACES for l in obs["outputs"].get(k, []) if l.startswith("libbpf:"))
@@ -181,7 +194,7 @@ def judge(obs):
         miss.append("the VM did not finish its guest script (booted: %s; results up to %s)"
                     % (obs.get("booted", "no"), list(res)[-1] if res else "none"))
     for k in ("launch_rc", "pid_rc", "cg_rc"):
-        if res.get(k) != "0":
+        if k in res and res[k] != "0":
             err = outs.get(k.replace("_rc", "_err"), [])
             last = [l for l in err if l and not l.startswith("libbpf:")][-3:]
             miss.append("%s: trace exits %s: %s" % (k[:-3], res.get(k, "?"), " / ".join(last) or "(no message)"))
@@ -209,7 +222,8 @@ def judge(obs):
         top = [(c.get("root_cause") or {}).get("summary") for c in (ex.get("chains") or [])][:2]
         miss.append("sched: explain does not name the pinned hog 'cwhog' (offcpu rows by it: %s; chains: %s)"
                     % (res.get("hog_offcpu"), top or "none"))
-    if obs["check_can_run"] != traces_ran(obs):
+    reached = all(k in res for k in ("launch_rc", "pid_rc", "cg_rc"))
+    if reached and obs["check_can_run"] != traces_ran(obs):
         miss.append("check says %r but trace %s" % ("trace can run here" if obs["check_can_run"] else "cannot run",
                                                      "runs" if traces_ran(obs) else "does not run"))
     return miss

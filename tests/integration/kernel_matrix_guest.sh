@@ -57,6 +57,7 @@ for op in cudaMalloc cudaLaunchKernel cudaStreamSynchronize; do
 	q="$q${q:+, }(SELECT coalesce(sum(count),0) FROM aggregates WHERE op = '$op'),"
 	q="$q (SELECT count(*) FROM events WHERE op = '$op')"
 done
+# shellcheck disable=SC2046 # the numbers are words
 set -- $(n "SELECT $q" /tmp/launch.db | tr ',' ' ')
 for op in cudaMalloc cudaLaunchKernel cudaStreamSynchronize; do
 	r "agg_$op" "${1:-}"
@@ -90,7 +91,12 @@ tp=$!
 attached /tmp/pid.err $tp
 r pid_attached_s "$(t0)"
 sleep 1
-taskset -c 1 nice -n -10 timeout 4 /tmp/cwhog
+# busybox has no nice applet (renice, after the start); its timeout execs
+# the command in the process it started, so $! is the hog itself.
+taskset -c 1 timeout 4 /tmp/cwhog &
+hp=$!
+renice -n -10 -p $hp >/dev/null
+wait $hp
 sleep 1
 kill $wp
 wait $tp
@@ -98,6 +104,7 @@ r pid_rc $?
 r pid_progs "$(progs_done pid)"
 wait $wp 2>/dev/null
 out pid_err /tmp/pid.err
+# shellcheck disable=SC2046 # the numbers are words
 set -- $(n "SELECT (SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $wp),
 	(SELECT count(*) FROM events WHERE source = 'cuda' AND pid <> $wp),
 	(SELECT count(*) FROM offcpu WHERE reason = 'preempted' AND by_comm = 'cwhog')" /tmp/pid.db | tr ',' ' ')
@@ -132,6 +139,7 @@ r cg_rc $?
 kill $pa $pb 2>/dev/null
 wait $pa $pb 2>/dev/null
 out cg_err /tmp/cg.err
+# shellcheck disable=SC2046 # the numbers are words
 set -- $(n "SELECT (SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid = $pa),
 	(SELECT count(*) FROM events WHERE op = 'cudaStreamSynchronize' AND pid <> $pa)" /tmp/cg.db | tr ',' ' ')
 r cg_in "${1:-}"

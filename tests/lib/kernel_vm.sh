@@ -20,6 +20,7 @@ CW_KERNEL_CACHE=${CW_KERNEL_CACHE:-$CW_FIXTURE_CACHE/kernels}
 # Bump when what install-test-kernels.sh caches changes.
 CW_KERNEL_FORMAT=1
 # make test's kernels, and the long form's (bench/long-suite.sh).
+# shellcheck disable=SC2034 # used by the scripts that source this file
 CW_KERNELS_X86="bullseye/amd64 bookworm/amd64 trixie/amd64 sid/amd64"
 CW_KERNELS_ARM64="trixie/arm64 sid/arm64"
 
@@ -88,7 +89,7 @@ kernel_vm_initramfs() {
 	mkdir -p "$stage"/{bin,sbin,dev,proc,sys,tmp,etc,root} || return 1
 	local bb=/bin/busybox
 	[ "$arch" = "$(dpkg --print-architecture)" ] || bb=$(kernel_vm_dir trixie "$arch")/busybox
-	[ -x "$bb" ] || bb=$(ls "$CW_KERNEL_CACHE"/*-"$arch"/busybox 2>/dev/null | head -1)
+	[ -x "$bb" ] || bb=$(find "$CW_KERNEL_CACHE" -path "*-$arch/busybox" 2>/dev/null | head -1)
 	[ -x "$bb" ] || { echo "kernel_vm: no static busybox for $arch" >&2; rm -rf "$stage"; return 1; }
 	cp "$bb" "$stage/bin/busybox" || return 1
 	# The console must exist before /init runs: the kernel opens it for
