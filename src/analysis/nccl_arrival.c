@@ -309,7 +309,17 @@ int cw_nccl_arrival_analyse(struct cw_nccl_call *c, size_t n, struct cw_nccl_ran
 			if (cnt < members && c[lastlo].seq == maxseq) {
 				uint64_t thr = (uint64_t)CW_NCCL_HANG_STEPS * (uint64_t)out->median_step_ns;
 				uint64_t floor = hang_min_ns ? hang_min_ns : CW_NCCL_HANG_MIN_NS;
-				int64_t waited = observed_until - c[lastlo].entry;
+				int64_t until = 0, waited;
+
+				/* The newest end among the communicator's nodes: a
+				 * node whose trace went on longer says nothing of
+				 * this job. */
+				for (int r = 0; r < nranks; r++)
+					if (seen[r] && ranks[r].node_end > until)
+						until = ranks[r].node_end;
+				if (!until || until > observed_until)
+					until = observed_until;
+				waited = until - c[lastlo].entry;
 
 				if (thr < floor)
 					thr = floor;
@@ -322,6 +332,7 @@ int cw_nccl_arrival_analyse(struct cw_nccl_call *c, size_t n, struct cw_nccl_ran
 					out->hang_seq = maxseq;
 					out->hang_started = c[lastlo].entry;
 					out->hang_for_ns = waited;
+					out->hang_until = until;
 					out->hang_members = (int)members;
 					for (int r = 0; r < nranks && r < CW_NCCL_MAX_RANKS; r++)
 						out->hang_member[r] = seen[r];

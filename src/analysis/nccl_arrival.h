@@ -55,6 +55,10 @@ struct cw_nccl_rank {
 	 * member that never entered a collective still counts (a hang at
 	 * the first collective). */
 	int64_t init_comm;
+	/* Where its node's trace ended (wall, offset removed; 0 unknown): in
+	 * a merged file an unfinished call ends there, not at the newest
+	 * time of every node. */
+	int64_t node_end;
 	/* Filled by the analysis. */
 	uint64_t calls, late, lag_ns, wait_ns, step_ns;
 	uint64_t waited_ns; /* waiting for the straggler where it was late */
@@ -82,6 +86,7 @@ struct cw_nccl_arrival {
 	/* The hung communicator's members (rank indexes): a merged file may
 	 * hold other jobs' ranks beside them. */
 	int hang_members;
+	int64_t hang_until; /* the hang's clock: its ranks' nodes' newest end */
 	uint8_t hang_member[CW_NCCL_MAX_RANKS];
 	/* Communication. */
 	double comm_share;  /* median over ranks of wait / step time */

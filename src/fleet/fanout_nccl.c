@@ -137,6 +137,8 @@ int cw_fleet_nccl_chains(const struct cw_fleet_opts *fo, const struct cw_fleet_r
 		snprintf(err, errlen, "NCCL arrival analysis: %s", strerror(-ret));
 		goto out;
 	}
+	if (peers.note[0] && warn)
+		warn(warn_arg, peers.note);
 	for (int i = 0; i < n; i++) {
 		json_t *j;
 

@@ -76,7 +76,10 @@ hang() { # MODE WCHAN BLOCKED_IN [SEQ]
 	"$CW_BIN" trace --db "$D/$f.db" --no-view -- "$FIX/nccl_job" -n 4 -s 1000 -H 3 -N "$seq" -m "$m" -o "$D/$f.pid" \
 		>"$D/$f.out" 2>&1 &
 	local tp=$!
-	for _ in $(seq 50); do [ -s "$D/$f.pid" ] && break; sleep 0.1; done
+	# The job starts once the probes are attached: seconds on a fresh or
+	# loaded host. The hang's 3.5 s count from then.
+	for _ in $(seq 600); do [ -s "$D/$f.pid" ] && break; sleep 0.1; done
+	[ -s "$D/$f.pid" ] || fail "$m: the job did not start: $(cat "$D/$f.out")"
 	groups+=("$(cat "$D/$f.pid")")
 	sleep 3.5
 	kill -INT $tp

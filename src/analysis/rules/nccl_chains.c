@@ -593,6 +593,12 @@ static int wavefront_rank(sqlite3 *db, const struct cw_nccl_rank *r, int missing
 	return 0;
 }
 
+/* Where r's node's trace ended: until, or earlier in a merged file. */
+static int64_t rank_end(const struct cw_nccl_rank *r, int64_t until)
+{
+	return r->node_end > 0 && r->node_end < until ? r->node_end : until;
+}
+
 /* The wavefront: the missing ranks first, then those waiting in the
  * collective, as many as the chain holds. */
 static int wavefront(sqlite3 *db, const struct cw_nccl_loaded *l, const struct cw_nccl_arrival *a, int64_t until,
@@ -616,7 +622,8 @@ static int wavefront(sqlite3 *db, const struct cw_nccl_loaded *l, const struct c
 				missing |= a->missing[k] == i;
 			if ((pass == 0) != missing)
 				continue;
-			if ((ret = wavefront_rank(db, &l->ranks[i], missing, until, min_id, &c->wavefront[c->nwavefront])) < 0)
+			if ((ret = wavefront_rank(db, &l->ranks[i], missing, rank_end(&l->ranks[i], until), min_id,
+						  &c->wavefront[c->nwavefront])) < 0)
 				return ret;
 			c->nwavefront++;
 		}
@@ -681,7 +688,7 @@ static int hang_chain(sqlite3 *db, const struct cw_nccl_loaded *l, const struct 
 					r->rank >= 0 ? "rank " : "pid ", r->rank >= 0 ? r->rank : (int)r->pid,
 					(long long)r->pid, r->node);
 		if (i < CW_CHAIN_MAX_MISSING &&
-		    (ret = missing_state(db, r, until, c->missing_state[i], sizeof(c->missing_state[i]))) < 0)
+		    (ret = missing_state(db, r, rank_end(r, until), c->missing_state[i], sizeof(c->missing_state[i]))) < 0)
 			return ret;
 	}
 	if ((ret = wavefront(db, l, a, until, c)) < 0)

@@ -297,7 +297,33 @@ void cw_nccl_loaded_free(struct cw_nccl_loaded *l)
 }
 
 /* The newest time any node's store saw (offset removed): the hang clock. */
-int cw_nccl_observed_until(sqlite3 *db, const struct cw_nccl_loaded *l, int64_t *out)
+/* Each rank's node_end (nccl_load.h): its node's sessions' end where every
+ * one of them ended before until, else until. */
+static void node_ends(sqlite3 *db, json_t *nodes, struct cw_nccl_loaded *l, int64_t until)
+{
+	sqlite3_stmt *st = NULL;
+
+	for (int i = 0; i < l->nranks; i++)
+		l->ranks[i].node_end = until;
+	if (!has_table(db, "sessions") ||
+	    sqlite3_prepare_v2(db, "SELECT node, max(ended_wall_ns) FROM sessions WHERE kind != 'merge' GROUP BY node"
+				   " HAVING count(*) = count(ended_wall_ns)", -1, &st, NULL) != SQLITE_OK)
+		return;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *node = (const char *)sqlite3_column_text(st, 0);
+		int64_t t;
+
+		if (!node || sqlite3_column_type(st, 1) == SQLITE_NULL)
+			continue;
+		t = sqlite3_column_int64(st, 1) - cw_merge_offset_of(nodes, node);
+		for (int i = 0; i < l->nranks; i++)
+			if (t > 0 && t < until && !strcmp(l->ranks[i].node, node))
+				l->ranks[i].node_end = t;
+	}
+	sqlite3_finalize(st);
+}
+
+int cw_nccl_observed_until(sqlite3 *db, struct cw_nccl_loaded *l, int64_t *out)
 {
 	static const char sql[] = "SELECT node, max(wall_ns + duration_ns) FROM events WHERE id >= ?1 GROUP BY node"
 				  " UNION ALL SELECT node, max(wall_ns) FROM snapshots GROUP BY node";
@@ -329,6 +355,8 @@ int cw_nccl_observed_until(sqlite3 *db, const struct cw_nccl_loaded *l, int64_t 
 			*out = t;
 	}
 	sqlite3_finalize(st);
+	if (rc == SQLITE_DONE)
+		node_ends(db, nodes, l, *out);
 	json_decref(sk);
 	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
 }

@@ -31,7 +31,9 @@ int64_t cw_merge_offset_of(json_t *nodes, const char *node);
  * node) into l. Returns 0 or -errno; l is empty without nccl_calls. */
 int cw_nccl_load(sqlite3 *db, const char *node_filter, uint64_t from, uint64_t to, struct cw_nccl_loaded *l);
 void cw_nccl_loaded_free(struct cw_nccl_loaded *l);
-/* The newest time any node's store saw (offset removed): the hang clock. */
-int cw_nccl_observed_until(sqlite3 *db, const struct cw_nccl_loaded *l, int64_t *out);
+/* The newest time any node's store saw (offset removed): the hang clock;
+ * and each rank's node_end: where its node's trace ended (its sessions'
+ * end, when every one ended) when that is earlier, else the same. */
+int cw_nccl_observed_until(sqlite3 *db, struct cw_nccl_loaded *l, int64_t *out);
 
 #endif
