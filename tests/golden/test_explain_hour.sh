@@ -12,9 +12,10 @@
 # A busy hour: three incidents by three hogs (stress-ng, ffmpeg, gzip) at
 # 00:10, 00:30 and 00:50, over a machine whose rcu_preempt preempts the
 # loop every second (more preempted time over the hour than any hog's):
-# explain over the whole hour, under a 4 MiB cap, gives each incident a
-# chain of its own at its own seconds naming its own hog, beside the
-# hour's chain naming rcu_preempt.
+# explain over the whole hour, under a 6 MiB cap (database, WAL and reserve
+# together; 4 MiB held all three only while the cap left WAL and reserve
+# out), gives each incident a chain of its own at its own seconds naming
+# its own hog, beside the hour's chain naming rcu_preempt.
 set -u
 fix=$CW_BUILD/fixtures/hour_db
 [ -x "$fix" ] || { echo "FAIL: fixture $fix not built (make fixtures)"; exit 1; }
@@ -89,7 +90,7 @@ if not h or h["source"] != "kept rows" or h["pruned_through_ns"] < (T0 + 2400) *
     sys.exit("FAIL capped: no pruning recorded: %r" % (h,))
 print("ok: %s in the hour, the capped hour, a 20 s window and a 20 s trace" % ref["severity"])
 PY
-"$fix" "$tmp/busy.db" 3600 200 600,1800,3000 4 1 >/dev/null || fail "hour_db (busy, three incidents)"
+"$fix" "$tmp/busy.db" 3600 200 600,1800,3000 6 1 >/dev/null || fail "hour_db (busy, three incidents)"
 "$CW_BIN" explain --db "$tmp/busy.db" --json --no-store >"$tmp/busy.json" || fail "explain busy exited $?"
 python3 - "$tmp/busy.json" <<'PY' || exit 1
 import json, sys
