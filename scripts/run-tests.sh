@@ -14,7 +14,8 @@
 # Scripts exit 0 (pass), 77 (skip, after printing why) or anything else (fail).
 # Each test runs in a session of its own (setsid: its own process group),
 # with CW_TEST_TOKEN=<its token> in its environment, under CW_TEST_TIMEOUT
-# (default 300 s). When it ends (or times out) every process still in its
+# (default 300 s; a script may declare more in its first lines:
+# "# cw-test-timeout: 600"). When it ends (or times out) every process still in its
 # session or carrying its token (a daemon that called setsid itself) is a
 # process it left behind: after CW_TEST_GRACE seconds (default 5) those
 # still there are listed in its log and killed, and the test fails. The
@@ -81,9 +82,17 @@ reap_test() { # TOKEN SID
 # Runs a test in a session of its own under the timeout, then reaps what
 # it left; its exit status (1 for a test that passed but left processes).
 run_test() { # LOG COMMAND...
-	local log=$1 token="$RUN_TOKEN-$ntests" sid rc
+	local log=$1 token="$RUN_TOKEN-$ntests" sid rc limit=${CW_TEST_TIMEOUT:-300} a declared
 	shift
-	(cd "$ROOT" && CW_TEST_TOKEN=$token exec setsid -w timeout "${CW_TEST_TIMEOUT:-300}" "$@") >"$log" 2>&1 &
+	# A script may ask for more time in its first lines ("# cw-test-timeout:
+	# N", a kernel booted under emulation); never less than the default.
+	for a in "$@"; do
+		case $a in *.sh)
+			declared=$(sed -n '1,20s/^# cw-test-timeout: \([0-9][0-9]*\)$/\1/p' "$a" 2>/dev/null | head -1)
+			[ -n "$declared" ] && [ "$declared" -gt "$limit" ] && limit=$declared ;;
+		esac
+	done
+	(cd "$ROOT" && CW_TEST_TOKEN=$token exec setsid -w timeout "$limit" "$@") >"$log" 2>&1 &
 	sid=$!
 	echo "$sid" >"$LOGS/.sid.$$.$ntests"
 	wait "$sid"

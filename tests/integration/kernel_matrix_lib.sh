@@ -54,8 +54,8 @@ kernel_matrix() {
 	local t0=$SECONDS
 	kernel_vm_initramfs "$D/initrd" "$arch" "$CW_ROOT/tests/integration/kernel_matrix_guest.sh" "${files[@]}" ||
 		{ echo "FAIL: cannot build the initramfs"; exit 1; }
-	local log=$out/$suite-$arch.log limit=${CW_KERNEL_VM_LIMIT:-240}
-	[ "$arch" = arm64 ] && limit=${CW_KERNEL_VM_LIMIT:-600}
+	local log=$out/$suite-$arch.log limit=${CW_KERNEL_VM_LIMIT:-540}
+	[ "$arch" = arm64 ] && limit=${CW_KERNEL_VM_LIMIT:-840}
 	kernel_vm_boot "$suite" "$arch" "$D/initrd" "$log" "$limit"
 	local qrc=$?
 	echo "$suite/$arch: $(kernel_vm_stamp "$suite" "$arch" release) ($(kernel_vm_stamp "$suite" "$arch" version)): qemu exit $qrc after $((SECONDS - t0)) s"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# cw-test-timeout: 900
 # The kernel matrix on Debian's trixie and sid arm64 cloud kernels under
 # qemu-system-aarch64 (minutes each under emulation): the long form only
 # (bench/long-suite.sh sets CW_LONG=1); make test runs the x86-64 kernels.
