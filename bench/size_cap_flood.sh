@@ -1,9 +1,14 @@
 #!/bin/bash
-# --size-cap bounds the whole footprint: under a flood of calls (two
+# size_cap_flood.sh BUILD: --size-cap bounds the whole footprint: under a flood of calls (two
 # threads of fake_workload calling as fast as they can, --capture full)
 # the database, its WAL and the reserve file beside it, sampled every
 # 100 ms, stay within 1.1 times a 2 MiB cap. A cap below what the store
 # needs is refused before any probe loads, with the least that works.
+# Run as root: CW_BIN=build/causeway CW_BUILD=build bench/size_cap_flood.sh.
+# Kept out of the suite while it fails: on a quiet machine the WAL grows by
+# the pages one pruning pass touches (its rows and every index's leaves),
+# 1.13-1.18x the cap at 2 MiB (bench/RESULTS.md, "Size cap under a flood");
+# the writer-level bound (tests/unit/test_size_cap_footprint.c) holds.
 set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 FIX=$CW_BUILD/fixtures
