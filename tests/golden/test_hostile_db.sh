@@ -1,4 +1,5 @@
 #!/bin/bash
+# cw-test-timeout: 600
 # Hostile databases (tests/hostile/hostile_db.py: invalid UTF-8 in every
 # text column, INT64 extremes and negative times, NULLs, wrong types, huge
 # strings, broken JSON, wrong user_version, missing tables, truncated and
