@@ -7,6 +7,7 @@
 #include "store/footprint.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <sqlite3.h>
 
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi)

@@ -68,7 +68,9 @@ export async function open(b, origin, { width = 1280, height = 800, scale = 1, s
 	if (tok && signedIn) await page.setCookie({ name: `causeway_token_${new URL(origin).port}`, value: tok, url: origin });
 	const rec = { errors: [], outside: [], fake: null };
 	page.on('console', (m) => {
-		if (m.type() === 'error') rec.errors.push(m.text());
+		// "Failed to load resource" names no URL; its location is the resource.
+		const at = m.location() && m.location().url;
+		if (m.type() === 'error') rec.errors.push(m.text() + (at ? ` (${at})` : ''));
 	});
 	page.on('pageerror', (e) => rec.errors.push('pageerror: ' + e.message));
 	await page.setRequestInterception(true);
