@@ -449,7 +449,9 @@ int cmd_trace_exit_code(const struct cw_trace_result *r)
 	case CW_TRACE_WRITER:
 		return CW_EXIT_DB;
 	case CW_TRACE_KERNEL_PROBES:
-		return r->err == -EPERM ? CW_EXIT_NOPERM : r->err == -ENOENT ? CW_EXIT_NOFEATURE : CW_EXIT_FAIL;
+		return r->err == -EPERM ? CW_EXIT_NOPERM
+		       : r->err == -ENOENT || r->err == -EOPNOTSUPP ? CW_EXIT_NOFEATURE
+								  : CW_EXIT_FAIL;
 	case CW_TRACE_CUDA_PROBES:
 		return r->err == -EPERM ? CW_EXIT_NOPERM : CW_EXIT_NOFEATURE;
 	case CW_TRACE_PYTHON:

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "loader/discover.h"
+#include "loader/kernel_features.h"
 #include "loader/probe_features.h"
 #include "loader/prog_stats.h"
 #include "metrics/live_metrics.h"
@@ -131,7 +132,15 @@ static int step_spawn(struct trace *t, char *err, size_t errlen)
 static int step_kernel_probes(struct trace *t, char *err, size_t errlen)
 {
 	struct cw_kernel_probes_opts ko;
+	int blocker = cw_kfeatures_cuda_blocker(cw_kfeatures());
 
+	/* A kernel that cannot trace CUDA calls is named for that first (on
+	 * 5.10 the kernel families fail too, for a reason that says less). */
+	if (blocker >= 0) {
+		snprintf(err, errlen, "this kernel cannot trace CUDA calls: it lacks %s (Linux %s)",
+			 cw_kfeature_defs[blocker].what, cw_kfeature_defs[blocker].since);
+		return -EOPNOTSUPP;
+	}
 	cw_kernel_probes_opts_init(&ko);
 	if (t->o.ring_kb)
 		ko.ring_kb = t->o.ring_kb;

@@ -47,7 +47,9 @@ rc=$?
 grep -q '^trace cannot run here' "$D/5.10.check" || fail "5.10: check did not say trace cannot run"
 grep -q '^fail.*attach_cookie' "$D/5.10.check" || fail "5.10: check did not name attach_cookie"
 CW_KFEATURES_OFF=attach_cookie "$CW_BIN" trace --db "$D/510.db" --no-view -- "$FIX/fake_workload" -L "$LIB" -n 10 \
-	>"$D/510.out" 2>"$D/510.err" && fail "5.10: trace ran"
+	>"$D/510.out" 2>"$D/510.err"
+rc=$?
+[ $rc = 4 ] || fail "5.10: trace exit $rc, want 4 (a missing kernel feature): $(cat "$D/510.err")"
 grep -q '^libbpf' "$D/510.err" && fail "5.10: libbpf printed"
 grep -q 'cannot trace CUDA calls.*attach_cookie\|cannot trace CUDA calls.*bpf_get_attach_cookie' "$D/510.err" ||
 	fail "5.10: trace's error does not say why: $(cat "$D/510.err")"
