@@ -15,11 +15,6 @@
 #include "util/timeutil.h"
 #include "util/utf8.h"
 
-static const char *tri_word(enum cw_tri t)
-{
-	return t == CW_YES ? "yes" : t == CW_NO ? "no" : "unknown";
-}
-
 void cw_check_kernel_features(struct cw_check_report *r, int privileged)
 {
 	const struct cw_kfeatures *kf = cw_kfeatures();
@@ -28,17 +23,16 @@ void cw_check_kernel_features(struct cw_check_report *r, int privileged)
 	for (int i = 0; i < CW_KF_N; i++) {
 		const struct cw_kfeature_def *d = &cw_kfeature_defs[i];
 		enum cw_tri has = kf->has[i];
-		char name[64];
+		const char *name = d->key;
 
 		json_object_set_new(r->features, d->key,
-				    json_pack("{s:s, s:s, s:s, s:s}", "has", tri_word(has), "since", d->since, "what",
+				    json_pack("{s:s, s:s, s:s, s:s}", "has", cw_check_tri_name(has), "since", d->since, "what",
 					      d->what, "without", d->without));
-		snprintf(name, sizeof(name), "%s", d->key);
 		if (i == CW_KF_TP_BTF)
 			continue; /* the tp_btf item above says it */
 		if (i == CW_KF_SESSION_CTX) {
 			/* not a fallback: which of two builds loads */
-			cw_check_item(r, name, CW_CHECK_OK, NULL, "%s: %s", d->what, tri_word(has));
+			cw_check_item(r, name, CW_CHECK_OK, NULL, "%s: %s", d->what, cw_check_tri_name(has));
 		} else if (has == CW_YES) {
 			cw_check_item(r, name, CW_CHECK_OK, NULL, "%s (Linux %s)", d->what, d->since);
 		} else if (has == CW_UNKNOWN || !privileged) {

@@ -48,7 +48,7 @@ void cw_check_item(struct cw_check_report *r, const char *name, enum cw_check_st
 		r->worst = st;
 }
 
-static const char *tri_name(enum cw_tri t)
+const char *cw_check_tri_name(enum cw_tri t)
 {
 	return t == CW_YES ? "yes" : t == CW_NO ? "no" : "unknown";
 }
@@ -126,7 +126,8 @@ static void check_bpf(struct cw_check_report *r, const struct cw_features *f)
 		item(r, "bpf", ok ? ST_OK : ST_FAIL,
 		     "use a kernel with CONFIG_BPF_SYSCALL, CONFIG_UPROBE_EVENTS and BPF ring buffers (5.8+)",
 		     "kprobe/uprobe programs %s, tracing programs %s, raw tracepoints %s, ring buffer %s",
-		     tri_name(f->prog_kprobe), tri_name(f->prog_tracing), tri_name(f->prog_raw_tp), tri_name(f->map_ringbuf));
+		     cw_check_tri_name(f->prog_kprobe), cw_check_tri_name(f->prog_tracing),
+		     cw_check_tri_name(f->prog_raw_tp), cw_check_tri_name(f->map_ringbuf));
 	}
 	if (f->tp_btf_sched_switch == CW_YES)
 		item(r, "tp_btf", ST_OK, NULL, "tp_btf/sched_switch loads");

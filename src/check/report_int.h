@@ -5,6 +5,8 @@
 
 #include <jansson.h>
 
+#include "loader/probe_features.h"
+
 enum cw_check_status { CW_CHECK_OK, CW_CHECK_WARN, CW_CHECK_FAIL };
 
 struct cw_check_report {
@@ -14,6 +16,9 @@ struct cw_check_report {
 
 void cw_check_item(struct cw_check_report *r, const char *name, enum cw_check_status st, const char *fix,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* "yes", "no" or "unknown". */
+const char *cw_check_tri_name(enum cw_tri t);
 
 /* check/kernel.c: one item per optional kernel feature (what trace uses
  * or does instead), then the BPF objects loaded and unloaded as trace
