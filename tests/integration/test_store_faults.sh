@@ -20,7 +20,7 @@ MNT=$D/mnt
 mkdir -p "$MNT"
 chmod 755 "$D"
 cleanup() {
-	[ -n "${LOCKER:-}" ] && kill "$LOCKER" 2>/dev/null
+	stop_locker
 	mountpoint -q "$MNT" && umount "$MNT"
 	rm -rf "$D"
 }
@@ -33,7 +33,15 @@ c() { sqlite3 "$1" "SELECT coalesce((SELECT sum(value) FROM counters WHERE name=
 # An empty causeway database in WAL mode, and a writer holding its lock
 # for $2 seconds (BEGIN IMMEDIATE kept open).
 fresh_db() { "$CW_BIN" demo healthy --db "$1" >/dev/null && q "$1" "DELETE FROM sessions; DELETE FROM events; DELETE FROM counters; DELETE FROM offcpu; DELETE FROM snapshots; DELETE FROM processes;" || fail "fresh db"; }
-hold_lock() { ( (echo "BEGIN IMMEDIATE;"; echo "INSERT INTO meta VALUES ('locker', 'x');"; sleep "$2"; echo "COMMIT;") | sqlite3 "$1" ) & LOCKER=$!; sleep 0.5; }
+# The holder runs in its own process group (setsid) so that stopping it
+# stops the sqlite3 and the sleep it feeds as well.
+hold_lock() {
+	setsid bash -c '(echo "BEGIN IMMEDIATE;"; echo "INSERT INTO meta VALUES ('"'locker', 'x'"');"; sleep "$2"; echo "COMMIT;") | sqlite3 "$1"' \
+		hold_lock "$1" "$2" &
+	LOCKER=$!
+	sleep 0.5
+}
+stop_locker() { [ -n "${LOCKER:-}" ] && kill -- "-$LOCKER" 2>/dev/null; wait "$LOCKER" 2>/dev/null; LOCKER=; }
 
 # 1. A short lock: held from before the trace starts until after the
 # workload ends. Nothing is lost and the session row, counters and
@@ -76,7 +84,7 @@ part2() {
 		"$FIX/fake_workload" -T 20 -r 5000 -m sync >"$D/out" 2>"$D/err"
 	rc=$?
 	took=$((SECONDS - start))
-	kill "$LOCKER" 2>/dev/null; wait "$LOCKER" 2>/dev/null; LOCKER=
+	stop_locker
 	[ $rc = 6 ] || fail "long lock: exit $rc, want 6: $(cat "$D/err")"
 	[ $took -lt 15 ] || fail "long lock: trace ran $took s, past its 2 s lock wait"
 	grep -q 'error\|stayed locked by another process past --lock-wait 2.00s: [1-9][0-9]* records were not stored' "$D/err" \
