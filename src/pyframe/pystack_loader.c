@@ -23,7 +23,15 @@ struct cw_pystack_loader {
 	struct lproc *procs[MAX_PROCS];
 	int nprocs;
 	struct cw_py_thread th[CW_PY_MAX_THREADS];
+	cw_pystack_attached_fn on_attached;
+	void *on_attached_ctx;
 };
+
+void cw_pystack_loader_on_attached(struct cw_pystack_loader *l, cw_pystack_attached_fn fn, void *ctx)
+{
+	l->on_attached = fn;
+	l->on_attached_ctx = ctx;
+}
 
 int cw_pystack_loader_new(struct cw_pystack_loader **out, int procs_map_fd, int tstate_map_fd)
 {
@@ -160,6 +168,8 @@ int cw_pystack_loader_add(struct cw_pystack_loader *l, pid_t pid, char *why, siz
 		free(lp);
 		return err;
 	}
+	if (l->on_attached)
+		l->on_attached(l->on_attached_ctx, pid);
 	err = sync_threads(l, lp);
 	if (err < 0) {
 		snprintf(why, whylen, "cannot read the thread list of process %d", (int)pid);

@@ -27,6 +27,13 @@ void cw_pystack_loader_free(struct cw_pystack_loader *l);
  * -errno with a lower-case reason in why (-ENOENT: not a Python process). */
 int cw_pystack_loader_add(struct cw_pystack_loader *l, pid_t pid, char *why, size_t whylen);
 
+/* Called by cw_pystack_loader_add once a process is attached (its
+ * interpreter is initialized) and before its maps are written, that is,
+ * before BPF can capture a stack of it: whoever resolves those stacks
+ * forgets an earlier failure to read the process there. */
+typedef void (*cw_pystack_attached_fn)(void *ctx, pid_t pid);
+void cw_pystack_loader_on_attached(struct cw_pystack_loader *l, cw_pystack_attached_fn fn, void *ctx);
+
 /* Re-reads the thread lists of every added process: new threads are
  * added, exited ones removed; a process that is gone is dropped. Trace
  * calls it periodically (new threads are captured from the next refresh).

@@ -214,6 +214,14 @@ void cw_pyres_forget(struct cw_pyres *r, uint32_t pid)
 			entry_clear(&r->cache[i]);
 }
 
+void cw_pyres_retry(struct cw_pyres *r, uint32_t pid)
+{
+	struct proc_slot *s = &r->procs[pid % MAX_PROCS];
+
+	if (s->pid == pid && s->state < 0)
+		memset(s, 0, sizeof(*s));
+}
+
 static uint32_t hash_key(uint32_t pid, uint64_t code)
 {
 	uint64_t h = (code >> 3) * 0x9e3779b97f4a7c15ull ^ (uint64_t)pid * 0xc2b2ae3d27d4eb4full;

@@ -44,6 +44,9 @@ int cw_pyres_attribute(struct cw_pyres *r, uint32_t pid, uint32_t tid, struct cw
 
 /* Drops everything cached for pid (the process exited). */
 void cw_pyres_forget(struct cw_pyres *r, uint32_t pid);
+/* A failure to read pid is forgotten: the next resolve tries at once
+ * (its interpreter is known to be initialized now). */
+void cw_pyres_retry(struct cw_pyres *r, uint32_t pid);
 
 /* Revalidation window in ns (default 100 ms; 0 re-reads the fingerprint on
  * every hit). */

@@ -1,9 +1,11 @@
 /* A trace's main loop: until a stop signal, --duration (counted from the
  * "attached" line), the launched command's exit or the end of every
- * --pid, a rescan and the counters every second, Python enrolment every
- * 100 ms. */
+ * --pid, a rescan and the counters every second, Python enrolment as
+ * soon as a process is enrolled (at most 100 ms apart otherwise). */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -96,6 +98,19 @@ static int any_alive(const struct trace *t)
 	return 0;
 }
 
+/* Up to 100 ms, less when a Python process is due for a try, and cut
+ * short by an enrollment (an exec or fork to try at once) or a signal. */
+static void wait_for_work(struct trace *t)
+{
+	struct pollfd pf = { .fd = trace_python_wake_fd(t->py), .events = POLLIN };
+	uint64_t wait = trace_python_wait_ns(t->py, cw_monotonic_ns(), 100 * 1000000ULL), drained;
+
+	if (poll(&pf, 1, (int)((wait + 999999) / 1000000)) > 0 && (pf.revents & POLLIN) &&
+	    read(pf.fd, &drained, sizeof(drained)) < 0) {
+		/* EAGAIN: another reader cannot exist; nothing to drain */
+	}
+}
+
 void trace_loop(struct trace *t)
 {
 	struct sigaction sa;
@@ -110,10 +125,9 @@ void trace_loop(struct trace *t)
 	signal(SIGPIPE, SIG_IGN);
 	last_tick = cw_monotonic_ns();
 	while (!stop_signal) {
-		struct timespec ts = { 0, 100 * 1000000L };
 		uint64_t now;
 
-		nanosleep(&ts, NULL);
+		wait_for_work(t);
 		now = cw_monotonic_ns();
 		trace_python_poll(t->py, now);
 		if (t->o.capture_summary) {

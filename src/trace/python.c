@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "pyframe/pystack_loader.h"
 #include "pyframe/resolver.h"
@@ -14,15 +16,24 @@
 
 #define MAX_CANDIDATES 256
 #define MAX_EXITED 256
-/* A process is tried from enrollment (or its last exec) on: often at first,
- * because CPython initializes its runtime a few ms after exec and the first
- * CUDA calls follow soon, then every second, and given up after this. */
+/* A process is tried from enrollment (or its last exec) on: every 10 ms at
+ * first, because CPython initializes its runtime a few ms after exec and a
+ * short script's CUDA calls can all fall in its first 100 ms; then every
+ * 100 ms, then every second, and given up after this. A call made before
+ * its thread is registered has no Python stack. */
+#define FIRST_RETRY_NS (10ULL * 1000000)
+#define FIRST_WINDOW_NS (500ULL * 1000000)
 #define FAST_RETRY_NS (100ULL * 1000000)
 #define FAST_WINDOW_NS (3ULL * NSEC_PER_SEC)
 #define SLOW_RETRY_NS (1ULL * NSEC_PER_SEC)
 #define GIVE_UP_NS (20ULL * NSEC_PER_SEC)
-/* Threads created after a refresh have no stack until the next one. */
+/* Threads created after a refresh have no stack until the next one. A
+ * process registered less than YOUNG_NS ago is refreshed every
+ * FIRST_RETRY_NS: its main thread may not have run Python code yet, and its
+ * first worker threads start now. */
 #define REFRESH_NS (100ULL * 1000000)
+#define YOUNG_NS (1ULL * NSEC_PER_SEC)
+#define MAX_YOUNG 64
 /* Records of an exited process can still sit in another ring when its exit
  * record is read: keep its code objects a while. */
 #define FORGET_GRACE_NS (2ULL * NSEC_PER_SEC)
@@ -37,6 +48,11 @@ struct candidate {
 struct exited {
 	uint32_t pid;
 	uint64_t at_ns;
+};
+
+struct young {
+	uint32_t pid;
+	uint64_t since_ns;
 };
 
 struct trace_python {
@@ -54,10 +70,26 @@ struct trace_python {
 	struct exited gone[MAX_EXITED];
 	int ngone;
 	uint64_t cand_lost;
+	int wake_fd; /* eventfd: an enrollment wakes the main loop's wait */
 	/* Main thread only. */
+	struct young young[MAX_YOUNG];
+	int nyoung;
 	uint64_t last_refresh_ns;
 	struct trace_python_stats st;
 };
+
+/* Loader: pid's interpreter is initialized and its stacks are about to be
+ * captured. The resolver may have failed to read it a moment ago (a call
+ * without a stack, attributed before the interpreter started) and would
+ * refuse its stacks for a second: it tries again instead. */
+static void resolver_retry(void *ctx, pid_t pid)
+{
+	struct trace_python *tp = ctx;
+
+	cw_consumer_lock(tp->cons);
+	cw_pyres_retry(tp->res, (uint32_t)pid);
+	cw_consumer_unlock(tp->cons);
+}
 
 int trace_python_new(struct trace_python **out, struct cw_cuda_probes *cp, struct cw_consumer *cons,
 		     int py_stacks, int json, const struct cw_trace_sink *say)
@@ -70,6 +102,11 @@ int trace_python_new(struct trace_python **out, struct cw_cuda_probes *cp, struc
 		return -ENOMEM;
 	tp->cons = cons;
 	tp->json = json;
+	tp->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (tp->wake_fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
 	tp->say = say;
 	if ((rc = cw_pyres_new(&tp->res)) || (rc = cw_symz_new(&tp->symz)))
 		goto fail;
@@ -79,6 +116,7 @@ int trace_python_new(struct trace_python **out, struct cw_cuda_probes *cp, struc
 		if ((rc = cw_cuda_probes_pystack_fds(cp, &pfd, &tfd)) ||
 		    (rc = cw_pystack_loader_new(&tp->ld, pfd, tfd)))
 			goto fail;
+		cw_pystack_loader_on_attached(tp->ld, resolver_retry, tp);
 	}
 	*out = tp;
 	return 0;
@@ -92,6 +130,8 @@ void trace_python_free(struct trace_python *tp)
 	if (!tp)
 		return;
 	cw_pystack_loader_free(tp->ld);
+	if (tp->wake_fd >= 0)
+		close(tp->wake_fd);
 	cw_pyres_free(tp->res);
 	cw_symz_free(tp->symz);
 	free(tp);
@@ -124,6 +164,21 @@ void trace_python_enroll(struct trace_python *tp, uint32_t pid)
 	}
 	memset(&tp->cand[tp->ncand], 0, sizeof(tp->cand[0]));
 	tp->cand[tp->ncand++].pid = pid;
+	trace_python_wake(tp);
+}
+
+void trace_python_wake(struct trace_python *tp)
+{
+	uint64_t one = 1;
+
+	if (tp->wake_fd >= 0 && write(tp->wake_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: already signalled past the counter's limit; a wake is pending */
+	}
+}
+
+int trace_python_wake_fd(struct trace_python *tp)
+{
+	return tp->ld ? tp->wake_fd : -1;
 }
 
 static void drop_candidate(struct trace_python *tp, uint32_t pid)
@@ -188,6 +243,8 @@ static int try_add(struct trace_python *tp, struct candidate *c, uint64_t now)
 	rc = cw_pystack_loader_add(tp->ld, (pid_t)c->pid, c->why, sizeof(c->why));
 	if (!rc) {
 		tp->st.attached++;
+		if (tp->nyoung < MAX_YOUNG)
+			tp->young[tp->nyoung++] = (struct young){ .pid = c->pid, .since_ns = now };
 		report(tp, c->pid, "capturing Python stacks");
 		return 1;
 	}
@@ -200,8 +257,27 @@ static int try_add(struct trace_python *tp, struct candidate *c, uint64_t now)
 		}
 		return 1;
 	}
-	c->next_ns = now + (now - c->since_ns < FAST_WINDOW_NS ? FAST_RETRY_NS : SLOW_RETRY_NS);
+	c->next_ns = now + (now - c->since_ns < FIRST_WINDOW_NS ? FIRST_RETRY_NS
+			    : now - c->since_ns < FAST_WINDOW_NS ? FAST_RETRY_NS
+								  : SLOW_RETRY_NS);
 	return 0;
+}
+
+/* Young processes: their thread lists again, until they are YOUNG_NS old
+ * (the every-REFRESH_NS pass covers every process after that). */
+static void refresh_young(struct trace_python *tp, uint64_t now)
+{
+	char why[160];
+	int i = 0;
+
+	while (i < tp->nyoung) {
+		if (now - tp->young[i].since_ns >= YOUNG_NS ||
+		    cw_pystack_loader_add(tp->ld, (pid_t)tp->young[i].pid, why, sizeof(why))) {
+			tp->young[i] = tp->young[--tp->nyoung];
+			continue;
+		}
+		i++;
+	}
 }
 
 void trace_python_poll(struct trace_python *tp, uint64_t now_ns)
@@ -240,6 +316,7 @@ void trace_python_poll(struct trace_python *tp, uint64_t now_ns)
 				break;
 			}
 	cw_consumer_unlock(tp->cons);
+	refresh_young(tp, now_ns);
 	if (now_ns - tp->last_refresh_ns >= REFRESH_NS) {
 		int nt = cw_pystack_loader_refresh(tp->ld);
 
@@ -247,6 +324,26 @@ void trace_python_poll(struct trace_python *tp, uint64_t now_ns)
 		if (nt >= 0)
 			tp->st.threads = (uint64_t)nt;
 	}
+}
+
+uint64_t trace_python_wait_ns(struct trace_python *tp, uint64_t now_ns, uint64_t longest_ns)
+{
+	uint64_t due = now_ns + longest_ns;
+	int i;
+
+	if (!tp->ld)
+		return longest_ns;
+	if (tp->nyoung)
+		due = now_ns + FIRST_RETRY_NS < due ? now_ns + FIRST_RETRY_NS : due;
+	cw_consumer_lock(tp->cons);
+	for (i = 0; i < tp->ncand; i++) {
+		uint64_t next = tp->cand[i].since_ns ? tp->cand[i].next_ns : now_ns;
+
+		if (next < due)
+			due = next;
+	}
+	cw_consumer_unlock(tp->cons);
+	return due > now_ns ? due - now_ns : 0;
 }
 
 void trace_python_get_stats(struct trace_python *tp, struct trace_python_stats *out)

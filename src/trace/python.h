@@ -46,9 +46,18 @@ void trace_python_enroll(struct trace_python *tp, uint32_t pid);
  * later, once its last records have been read. Consumer lock held. */
 void trace_python_exited(struct trace_python *tp, uint32_t pid);
 
-/* Main thread, often (every 100 ms): registers pending processes, and
- * refreshes thread maps every refresh interval. Lock not held. */
+/* Main thread, often: registers pending processes, and refreshes thread
+ * maps every refresh interval (more often for a process just registered).
+ * Lock not held. */
 void trace_python_poll(struct trace_python *tp, uint64_t now_ns);
+/* Main thread: how long the main loop may wait before the next poll has
+ * work, at most longest_ns. Takes the consumer lock. */
+uint64_t trace_python_wait_ns(struct trace_python *tp, uint64_t now_ns, uint64_t longest_ns);
+/* Readable when an enrollment wants a poll sooner than the main loop's
+ * wait: the loop polls it (and drains it) in place of sleeping; -1 when
+ * capture is off. trace_python_wake signals it (any thread). */
+int trace_python_wake_fd(struct trace_python *tp);
+void trace_python_wake(struct trace_python *tp);
 /* Consumer lock held: drops what was cached for processes that exited
  * more than a grace period ago. */
 void trace_python_forget_exited(struct trace_python *tp, uint64_t now_ns);
