@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "bpf/cuda.bpf.h"
 #include "bpf/events.h"
@@ -176,9 +177,30 @@ int cw_consumer_store_ready(struct cw_consumer *c)
 	return gate_check(c) && c->spool_head == c->spool_len;
 }
 
+/* A round of the reader thread reads at least this many records before a
+ * waiting thread cuts it short: ring_buffer__consume reads a ring until it
+ * is empty, which under a flood is never, and the lock is held all along
+ * (the main loop, and with it --duration and Ctrl-C, waited a minute). */
+#define ROUND_MIN_RECORDS 4096
+#define ROUND_CUT (-EAGAIN)
+
+static int consume_one(struct cw_consumer *c, void *data, size_t size);
+
 int cw_consumer_sample(void *ctx, void *data, size_t size)
 {
 	struct cw_consumer *c = ctx;
+	int rc = consume_one(c, data, size);
+
+	/* The record is consumed either way; a negative return stops libbpf
+	 * after it (the ring's consumer position already passed it). */
+	if (c->in_round && c->records - c->round_from >= ROUND_MIN_RECORDS &&
+	    __atomic_load_n(&c->lock_waiters, __ATOMIC_SEQ_CST))
+		return ROUND_CUT;
+	return rc;
+}
+
+static int consume_one(struct cw_consumer *c, void *data, size_t size)
+{
 	struct cw_kernel_name kn;
 	const struct cw_hdr *h = data;
 
@@ -211,9 +233,26 @@ int cw_consumer_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Other threads (trace's main loop, the snapshot thread) count
+ * themselves while they wait, so the reader hands the lock over under a
+ * flood instead of taking it straight back: a mutex is not fair, and the
+ * main loop starved for a minute was a --duration not kept. */
 void cw_consumer_lock(struct cw_consumer *c)
 {
+	__atomic_add_fetch(&c->lock_waiters, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&c->lock);
+	__atomic_sub_fetch(&c->lock_waiters, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The reader, lock released: a waiter takes it first (for at most ~2 ms,
+ * a waiter on a busy CPU may be slow to run). */
+static void hand_over(struct cw_consumer *c)
+{
+	for (int i = 0; i < 40 && __atomic_load_n(&c->lock_waiters, __ATOMIC_SEQ_CST); i++) {
+		struct timespec pause = { 0, 50000 };
+
+		nanosleep(&pause, NULL);
+	}
 }
 
 void cw_consumer_unlock(struct cw_consumer *c)
@@ -225,8 +264,8 @@ int cw_consumer_feed(struct cw_consumer *c, const void *data, size_t size)
 {
 	int rc;
 
-	pthread_mutex_lock(&c->lock);
-	rc = cw_consumer_sample(c, (void *)data, size);
+	cw_consumer_lock(c);
+	rc = consume_one(c, (void *)data, size);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -275,13 +314,19 @@ static void *run(void *arg)
 			flush_locked(c);
 			last_flush = cw_monotonic_ns();
 		}
+		c->in_round = 1;
+		c->round_from = c->records;
 		n = ring_buffer__consume(c->rb);
+		c->in_round = 0;
+		if (n == ROUND_CUT)
+			n = 256; /* records are left: straight on after the waiter */
 		now = cw_monotonic_ns();
 		if (!c->held && now - last_flush >= flush_ns) {
 			flush_locked(c);
 			last_flush = now;
 		}
 		pthread_mutex_unlock(&c->lock);
+		hand_over(c);
 	}
 	return NULL;
 }

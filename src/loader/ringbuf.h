@@ -29,6 +29,9 @@ struct cw_consumer {
 	struct cw_pipeline *pipe;
 	struct ring_buffer *rb;
 	pthread_mutex_t lock;
+	int lock_waiters; /* threads in cw_consumer_lock: the ring reader hands the lock over */
+	int in_round;        /* the reader thread's ring_buffer__consume, which a waiter may cut short */
+	uint64_t round_from; /* records when that round began */
 	pthread_t thread;
 	int running;
 	volatile int stop;

@@ -30,3 +30,19 @@ line=$(grep '^causeway: stopped after tracing ' "$D/a.err") || fail "no stop lin
 secs=$(sed -n 's/^causeway: stopped after tracing \([0-9.]*\)s;.*/\1/p' <<<"$line")
 awk -v s="$secs" 'BEGIN { exit !(s >= 2.95 && s <= 4.5) }' || fail "stop line says '$secs' s: $line"
 echo "duration from attach: ok"
+
+# Under a flood (two threads calling without pause, every call stored, a
+# small cap that makes the writer prune all along) the ring never empties:
+# --duration is still kept, and so is the stop (the reader thread used to
+# hold its lock for as long as the flood lasted, 30 s here).
+start=$(date +%s%N)
+CW_FAKE_SYNC_US=0 LD_LIBRARY_PATH=$FIX/fakecuda "$CW_BIN" trace --db "$D/f.db" --no-view --capture full \
+	--size-cap 4MiB --duration 3s -- "$FIX/fake_workload" -T 30 -m sync -t 2 >"$D/f.out" 2>"$D/f.err"
+rc=$?
+took=$((($(date +%s%N) - start) / 1000000))
+[ $rc = 0 ] || [ $rc = 143 ] || fail "flood: trace exited $rc: $(cat "$D/f.err")"
+traced=$(sqlite3 "$D/f.db" "SELECT value FROM counters WHERE name='trace.traced_ms'")
+echo "flood: traced ${traced} ms, trace ran ${took} ms"
+[ -n "$traced" ] && [ "$traced" -ge 2950 ] && [ "$traced" -le 4500 ] || fail "flood: trace.traced_ms '$traced' for --duration 3s"
+[ "$took" -le 15000 ] || fail "flood: trace ran ${took} ms for --duration 3s"
+echo "duration under a flood: ok"
