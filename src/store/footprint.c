@@ -3,12 +3,22 @@
  * (SQLite's default, 1000 pages of 16 KiB, is more than a small cap);
  * the reserve a sixteenth within 128 KiB (the last batch of counters
  * touches a few pages) and 1 MiB; a transaction a thirty-second, at
- * least 8 pages. What is left is the database's: at 2 MiB, 1.4 MiB. */
+ * least 64 pages: a batch of calls touches a page of every table and
+ * index it writes, 60-70 in all, and a step of a pruning pass up to ~100
+ * (measured by tests/integration/test_trace_size_cap_flood.sh). What is left is the
+ * database's: at 2 MiB (4 KiB pages), 1.25 MiB. */
 #include "store/footprint.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <sqlite3.h>
+
+#include "store/store.h"
+
+int cw_footprint_page_size(int64_t cap)
+{
+	return cap > 0 && cap < (64LL << 20) ? 4096 : CW_STORE_PAGE_SIZE;
+}
 
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 {
@@ -22,7 +32,7 @@ void cw_footprint_plan(int64_t cap, int64_t page, struct cw_footprint *f)
 	f->cap = cap;
 	f->reserve = clamp(cap / 16, 128 << 10, 1 << 20);
 	f->wal = clamp(cap / 16 / page, 16, 1000) * page;
-	f->tx = cap / 32 > 8 * page ? cap / 32 : 8 * page;
+	f->tx = cap / 32 > 64 * page ? cap / 32 : 64 * page;
 	/* The database may pass its share by one transaction before it is
 	 * pruned, and the WAL its own by one. */
 	f->db = cap - f->reserve - f->wal - 2 * f->tx;
@@ -48,18 +58,25 @@ int64_t cw_footprint_min_cap(int64_t empty_bytes, int64_t page)
 	return hi;
 }
 
+int64_t cw_footprint_page_of(sqlite3 *db)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t page = -EIO;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		page = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return page > 0 ? page : -EIO;
+}
+
 int64_t cw_footprint_empty_bytes(sqlite3 *db)
 {
 	sqlite3_stmt *s = NULL;
-	int64_t n = -EIO, page = -EIO;
+	int64_t n = -EIO, page = cw_footprint_page_of(db);
 
 	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE rootpage > 0", -1, &s, NULL) == SQLITE_OK &&
 	    sqlite3_step(s) == SQLITE_ROW)
 		n = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	s = NULL;
-	if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		page = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
 	if (n < 0 || page <= 0)
 		return -EIO;

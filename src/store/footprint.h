@@ -17,6 +17,12 @@ struct cw_footprint {
 	int64_t db;      /* the database's pages in use; retention prunes above it */
 };
 
+/* The page size for a new store under cap (0: none): 4 KiB under 64 MiB,
+ * else the store's default. A transaction touches a page of every table
+ * and index it writes (~20 for a batch of calls, ~40 for a pruning pass):
+ * at 16 KiB that is up to 640 KiB of WAL and of file growth, a third of a
+ * 2 MiB cap. */
+int cw_footprint_page_size(int64_t cap);
 /* The shares of cap for a database of page_size-byte pages; db may come
  * out below the empty schema's size when cap is under cw_footprint_min_cap(). */
 void cw_footprint_plan(int64_t cap, int64_t page_size, struct cw_footprint *f);
@@ -27,5 +33,7 @@ int64_t cw_footprint_min_cap(int64_t empty_bytes, int64_t page_size);
  * index, and the schema's own; -errno. */
 struct sqlite3;
 int64_t cw_footprint_empty_bytes(struct sqlite3 *db);
+/* The database's page size, or -EIO. */
+int64_t cw_footprint_page_of(struct sqlite3 *db);
 
 #endif

@@ -317,9 +317,33 @@ static int64_t prune_chains(struct cw_store *st, int64_t *used, int64_t target)
 	return n;
 }
 
+static void add_counts(struct cw_retention_counts *out, const struct cw_retention_counts *c)
+{
+	out->ordinary += c->ordinary, out->evidence += c->evidence, out->recent += c->recent;
+	out->kept += c->kept, out->context += c->context, out->events += c->events;
+	out->chains += c->chains;
+	if (c->through_wall_ns > out->through_wall_ns)
+		out->through_wall_ns = c->through_wall_ns;
+}
+
+/* Between the steps of a pass: what was deleted is committed and
+ * checkpointed, so the WAL holds one step's pages at a time and not the
+ * whole pass's (under a 2 MiB cap, a pass of several steps was a WAL of
+ * 576 KiB; docs/trace.md "Size cap"). */
+static int step_done(sqlite3 *db, const struct cw_retention_counts *c, struct cw_retention_counts *committed)
+{
+	int err = cw_exec(db, "COMMIT");
+
+	if (err)
+		return err;
+	*committed = *c;
+	sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	return cw_exec(db, "BEGIN IMMEDIATE");
+}
+
 int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_ns, struct cw_retention_counts *out)
 {
-	struct cw_retention_counts cc = { 0 }, *c = &cc;
+	struct cw_retention_counts cc = { 0 }, *c = &cc, committed = { 0 };
 	int64_t used, target = cap / 10 * 9, ncalls, nk, newest, id, n, kev = 0, win_id = 0, win_mono = 0;
 	sqlite3 *db = st->db;
 	int err, r, evidence_done = 0;
@@ -372,7 +396,7 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 			goto fail_n;
 		c->ordinary += n, c->events += n, ncalls -= n;
 		dry = n < want;
-		if ((err = learn(st, &used, n, &bpr)))
+		if ((err = learn(st, &used, n, &bpr)) || (err = step_done(db, c, &committed)))
 			goto fail;
 		/* 2. evidence older than the window that no kept call needs */
 		if (dry && win_id > 0 && !evidence_done && used > target) {
@@ -381,7 +405,7 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 				goto fail_n;
 			evidence_done = 1;
 			c->evidence += n, c->events += kev, nk -= kev;
-			if ((err = learn(st, &used, n, &bpr)))
+			if ((err = learn(st, &used, n, &bpr)) || (err = step_done(db, c, &committed)))
 				goto fail;
 		}
 		/* 3. ordinary calls of the window: it shrinks, oldest first */
@@ -391,7 +415,7 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 				goto fail_n;
 			c->recent += n, c->events += n, ncalls -= n;
 			dry = n < want;
-			if ((err = learn(st, &used, n, &bpr)))
+			if ((err = learn(st, &used, n, &bpr)) || (err = step_done(db, c, &committed)))
 				goto fail;
 		}
 		/* 4. what is left, oldest first: kernel events and kept calls */
@@ -412,7 +436,7 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 			c->kept += got, c->events += got;
 			ncalls = pragma_int(db, "SELECT count(*) FROM calls");
 			nk = pragma_int(db, "SELECT count(*) FROM kevents");
-			if ((err = learn(st, &used, got, &bpr)))
+			if ((err = learn(st, &used, got, &bpr)) || (err = step_done(db, c, &committed)))
 				goto fail;
 		}
 		if (c->events + c->evidence == before)
@@ -444,17 +468,15 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 	err = cw_exec(db, "COMMIT");
 	if (err)
 		goto fail;
-	out->ordinary += c->ordinary, out->evidence += c->evidence, out->recent += c->recent;
-	out->kept += c->kept, out->context += c->context, out->events += c->events;
-	out->chains += c->chains;
-	if (c->through_wall_ns > out->through_wall_ns)
-		out->through_wall_ns = c->through_wall_ns;
+	add_counts(out, c);
 	return 0;
 fail_n:
 	err = (int)n;
 fail:
 	if (!sqlite3_get_autocommit(db))
 		cw_exec(db, "ROLLBACK");
+	/* The steps committed before the failure stay pruned: counted. */
+	add_counts(out, &committed);
 	return err;
 }
 

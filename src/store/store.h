@@ -43,6 +43,13 @@ struct cw_store {
  * -shm file, opens the file as immutable. */
 int cw_store_open(struct cw_store **out, const char *path, enum cw_store_mode mode,
 		  char *err, size_t errlen);
+/* cw_store_open(CREATE) whose file, when it is new, has page_size-byte
+ * pages (a power of two, 512 to 65536; 0: CW_STORE_PAGE_SIZE). A small
+ * size cap wants small pages (cw_footprint_page_size): every transaction
+ * touches a page of each table it writes, in the WAL and in the file. An
+ * existing file keeps its own. */
+#define CW_STORE_PAGE_SIZE 16384
+int cw_store_create(struct cw_store **out, const char *path, int page_size, char *err, size_t errlen);
 void cw_store_close(struct cw_store *st);
 /* cw_store_open read-only, keeping only the connection (*db, closed with
  * sqlite3_close_v2): for readers that own one per request (the API's

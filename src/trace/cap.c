@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/statvfs.h>
 
 uint64_t cw_trace_default_cap(uint64_t avail_bytes)
@@ -24,8 +25,21 @@ int cw_trace_default_cap_for(const char *path, uint64_t *cap, uint64_t *avail)
 
 	*cap = CW_TRACE_CAP_FIXED;
 	*avail = 0;
-	if (statvfs(path, &sv))
-		return -errno;
+	if (statvfs(path, &sv)) {
+		/* A store not made yet: the filesystem of its folder. */
+		char dir[4096], *slash;
+
+		if (errno != ENOENT)
+			return -errno;
+		snprintf(dir, sizeof(dir), "%s", path);
+		slash = strrchr(dir, '/');
+		if (!slash)
+			snprintf(dir, sizeof(dir), ".");
+		else
+			slash[slash == dir] = '\0';
+		if (statvfs(dir, &sv))
+			return -errno;
+	}
 	/* f_bavail: what a non-root writer may use; root's reserved blocks
 	 * are the system's margin, not the store's. */
 	*avail = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;

@@ -84,11 +84,9 @@ static int check_cap(struct trace *t, char *err, size_t errlen)
 	int64_t empty = cw_footprint_empty_bytes(t->st->db), min;
 	char cap[32], least[32];
 
-	if (!t->o.size_cap)
-		trace_default_cap(t);
 	if (empty < 0)
 		return 0;
-	min = cw_footprint_min_cap(empty, 0);
+	min = cw_footprint_min_cap(empty, cw_footprint_page_of(t->st->db));
 	if ((int64_t)t->o.size_cap >= min)
 		return 0;
 	if (t->cap_defaulted) {
@@ -106,7 +104,12 @@ static int check_cap(struct trace *t, char *err, size_t errlen)
 
 static int step_store(struct trace *t, char *err, size_t errlen)
 {
-	int rc = cw_store_open(&t->st, t->o.db, CW_STORE_CREATE, err, errlen);
+	int rc;
+
+	/* The cap before the file: a new file's page size follows it. */
+	if (!t->o.size_cap)
+		trace_default_cap(t);
+	rc = cw_store_create(&t->st, t->o.db, cw_footprint_page_size((int64_t)t->o.size_cap), err, errlen);
 
 	if (rc)
 		return rc < 0 ? rc : -EIO;

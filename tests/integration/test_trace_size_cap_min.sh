@@ -1,7 +1,7 @@
 #!/bin/bash
 # A cap below what the store needs is refused before any probe loads, with
 # the least that works. (The footprint under a flood of calls:
-# bench/size_cap_flood.sh; the writer's bound: test_size_cap_footprint.)
+# test_trace_size_cap_flood.sh; the writer's bound: test_size_cap_footprint.)
 set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 FIX=$CW_BUILD/fixtures
