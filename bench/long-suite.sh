@@ -7,7 +7,7 @@
 #     file is and run under qemu-user (test_release_aarch64 with CW_LONG=1;
 #     the suite's form checks the file and runs it in an arm64 root)
 #   - every hostile-database variant with the ordinary binary as well
-#     (HOSTILE_ALL=1; the suite runs them all with the sanitizer binary)
+#     (HOSTILE_ALL=1, with both binaries; the suite splits them between the two)
 #   - every golden test with the ASan/UBSan binary (CW_ASAN_ALL=1; the suite
 #     runs only those that feed causeway hostile input, tests/golden/asan.list)
 #   - every fuzz target for 60 s instead of the suite's 6 s
@@ -31,7 +31,7 @@ CW_LONG=1 HOSTILE_ALL=1 CW_NO_FUZZ=1 \
 	CW_TEST_FILTER='^(integration/test_release_aarch64|golden/test_hostile_db)$' \
 	scripts/run-tests.sh "$BUILD"
 rc=$?
-CW_ASAN_ALL=1 CW_NO_FUZZ=1 CW_TEST_FILTER='^asan/golden/' scripts/run-tests.sh "$BUILD" build-asan || rc=1
+HOSTILE_ALL=1 CW_ASAN_ALL=1 CW_NO_FUZZ=1 CW_TEST_FILTER='^asan/golden/' scripts/run-tests.sh "$BUILD" build-asan || rc=1
 scripts/build-fuzz.sh "$BUILD" --smoke 60 --jobs "$NPROC" || rc=1
 scripts/install-test-kernels.sh $CW_KERNELS_ARM64 || rc=1
 CW_LONG=1 CW_NO_FUZZ=1 CW_TEST_TIMEOUT=3600 CW_TEST_FILTER='^integration/test_kernel_matrix_arm64$' \
