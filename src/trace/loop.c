@@ -111,10 +111,9 @@ static void wait_for_work(struct trace *t)
 	}
 }
 
-void trace_loop(struct trace *t)
+void trace_signals_install(void)
 {
 	struct sigaction sa;
-	uint64_t last_tick;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -123,6 +122,12 @@ void trace_loop(struct trace *t)
 	sa.sa_handler = on_chains_signal;
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+void trace_loop(struct trace *t)
+{
+	uint64_t last_tick;
+
 	last_tick = cw_monotonic_ns();
 	while (!stop_signal) {
 		uint64_t now;

@@ -155,6 +155,7 @@ int cw_trace_run(const struct cw_trace_opts *o, const struct cw_trace_hooks *h, 
 	struct trace *t;
 
 	memset(res, 0, sizeof(*res));
+	trace_signals_install();
 	if (!(t = trace_session_new(o, h))) {
 		cw_trace_fail(&o->say, "out of memory");
 		res->step = CW_TRACE_SESSION;

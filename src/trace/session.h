@@ -154,6 +154,11 @@ void trace_take_inflight(struct trace *t, uint64_t cutoff_mono_ns);
 int trace_spawn_command(struct trace *t);
 
 /* loop.c */
+/* SIGINT and SIGTERM stop the trace, SIGUSR1 asks for a chains pass:
+ * installed before the probes load, so that a Ctrl-C while they attach
+ * (seconds on a busy host) ends the trace as soon as they are attached,
+ * with the stop line, instead of killing it halfway. */
+void trace_signals_install(void);
 void trace_loop(struct trace *t);
 
 /* report.c */
