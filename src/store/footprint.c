@@ -33,6 +33,10 @@ void cw_footprint_plan(int64_t cap, int64_t page, struct cw_footprint *f)
 	f->reserve = clamp(cap / 16, 128 << 10, 1 << 20);
 	f->wal = clamp(cap / 16 / page, 16, 1000) * page;
 	f->tx = cap / 32 > 64 * page ? cap / 32 : 64 * page;
+	/* A file of large pages under a small cap (made before the cap, or
+	 * by another writer) keeps a share for its rows. */
+	if (f->tx > cap / 8)
+		f->tx = cap / 8;
 	/* The database may pass its share by one transaction before it is
 	 * pruned, and the WAL its own by one. */
 	f->db = cap - f->reserve - f->wal - 2 * f->tx;

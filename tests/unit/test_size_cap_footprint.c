@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/footprint.h"
 #include "store/reserve.h"
 #include "store/retention.h"
 #include "store/store.h"
@@ -75,7 +76,8 @@ static void test_flood_within_cap(void **state)
 	strcpy(path, "/tmp/cw-test-capfoot-XXXXXX");
 	close(mkstemp(path));
 	unlink(path);
-	assert_int_equal(cw_store_open(&st, path, CW_STORE_CREATE, err, sizeof(err)), 0);
+	/* The page size trace gives a store under this cap. */
+	assert_int_equal(cw_store_create(&st, path, cw_footprint_page_size(CAP), err, sizeof(err)), 0);
 	assert_int_equal(cw_store_reserve_take(&rs, path, CAP), 0);
 	assert_int_equal(cw_writer_new(&w, st, &wo), 0);
 	sampling = 1;
