@@ -9,7 +9,10 @@ if [ "${CW_TEST_DEPS:-0}" = 1 ]; then
 	# clang-16, clang-19: the BPF objects are built and loaded with each
 	# compiler Debian 12 carries (tests/integration/test_bpf_compilers.sh).
 	PKGS="$PKGS clang-16 clang-19 stress-ng fio util-linux iproute2 nftables faketime libfaketime bpftrace prometheus nodejs chromium runc mmdebstrap strace
-qemu-system-x86 qemu-system-arm busybox-static cpio"
+qemu-system-x86 qemu-system-arm busybox-static cpio fuse3 python3-fusepy"
+	# fuse3, python3-fusepy: a traced process that serves its own library
+	# from a FUSE mount and never answers causeway
+	# (tests/integration/test_trace_hostile_fuse.sh).
 	# strace: test_trace_hostile_debug_files.sh names every file causeway
 	# opens on a hostile process's behalf (util-linux: setpriv, unshare).
 	# qemu-system-*, busybox-static, cpio: the kernel matrix boots stock

@@ -63,6 +63,7 @@ static int symbolize_cb(void *ctx, uint32_t pid, uint64_t ip, char *out, size_t 
 void cw_symz_as_symbolizer(struct cw_symz *z, struct cw_symbolizer *out)
 {
 	out->symbolize = symbolize_cb;
+	out->symbolize_stack = NULL;
 	out->ctx = z;
 }
 

@@ -10,7 +10,7 @@
 
 #include "pyframe/pystack_loader.h"
 #include "pyframe/resolver.h"
-#include "symbol/symbolizer.h"
+#include "symbol/symworker.h"
 #include "util/log.h"
 #include "util/timeutil.h"
 
@@ -34,6 +34,11 @@
 #define REFRESH_NS (100ULL * 1000000)
 #define YOUNG_NS (1ULL * NSEC_PER_SEC)
 #define MAX_YOUNG 64
+/* How long the ring thread waits for a native stack's names: a file the
+ * traced process serves (FUSE) may never answer (symbol/symworker.h). A
+ * large library's first index takes part of a second: that is waited for,
+ * as it was on the ring thread. */
+#define SYMBOLIZE_DEADLINE_NS (2ULL * NSEC_PER_SEC)
 /* Records of an exited process can still sit in another ring when its exit
  * record is read: keep its code objects a while. */
 #define FORGET_GRACE_NS (2ULL * NSEC_PER_SEC)
@@ -59,7 +64,7 @@ struct trace_python {
 	struct cw_consumer *cons;
 	struct cw_pystack_loader *ld; /* NULL when capture is off */
 	struct cw_pyres *res;
-	struct cw_symz *symz;
+	struct cw_symworker *symw; /* native stacks, named off the ring thread */
 	struct cw_py_resolver py;
 	struct cw_symbolizer sym;
 	int json;
@@ -108,10 +113,10 @@ int trace_python_new(struct trace_python **out, struct cw_cuda_probes *cp, struc
 		goto fail;
 	}
 	tp->say = say;
-	if ((rc = cw_pyres_new(&tp->res)) || (rc = cw_symz_new(&tp->symz)))
+	if ((rc = cw_pyres_new(&tp->res)) || (rc = cw_symworker_new(&tp->symw, SYMBOLIZE_DEADLINE_NS)))
 		goto fail;
 	cw_pyres_as_resolver(tp->res, &tp->py);
-	cw_symz_as_symbolizer(tp->symz, &tp->sym);
+	cw_symworker_as_symbolizer(tp->symw, &tp->sym);
 	if (py_stacks) {
 		if ((rc = cw_cuda_probes_pystack_fds(cp, &pfd, &tfd)) ||
 		    (rc = cw_pystack_loader_new(&tp->ld, pfd, tfd)))
@@ -133,7 +138,7 @@ void trace_python_free(struct trace_python *tp)
 	if (tp->wake_fd >= 0)
 		close(tp->wake_fd);
 	cw_pyres_free(tp->res);
-	cw_symz_free(tp->symz);
+	cw_symworker_free(tp->symw);
 	free(tp);
 }
 
@@ -211,7 +216,7 @@ void trace_python_forget_exited(struct trace_python *tp, uint64_t now_ns)
 			continue;
 		}
 		cw_pyres_forget(tp->res, tp->gone[i].pid);
-		cw_symz_forget(tp->symz, tp->gone[i].pid);
+		cw_symworker_forget(tp->symw, tp->gone[i].pid);
 		tp->gone[i] = tp->gone[--tp->ngone];
 	}
 }
@@ -348,5 +353,10 @@ uint64_t trace_python_wait_ns(struct trace_python *tp, uint64_t now_ns, uint64_t
 
 void trace_python_get_stats(struct trace_python *tp, struct trace_python_stats *out)
 {
+	struct cw_symworker_stats ss;
+
+	cw_symworker_get_stats(tp->symw, &ss);
+	tp->st.native_stalled = ss.stalled;
+	tp->st.native_skipped = ss.skipped;
 	*out = tp->st;
 }

@@ -27,6 +27,9 @@ struct trace_python_stats {
 	uint64_t attached;    /* processes whose Python stacks are captured */
 	uint64_t unsupported; /* CPython processes that cannot be captured (reason reported) */
 	uint64_t threads;     /* thread states currently mapped */
+	/* Native stacks stored with raw addresses: the symbolizing thread
+	 * passed its deadline on them, or was still held by a file. */
+	uint64_t native_stalled, native_skipped;
 };
 
 /* py_stacks 0: the resolver and symbolizer are still provided (demo-like

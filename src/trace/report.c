@@ -153,6 +153,8 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 		cw_writer_counter_set(t->w, "trace.py_processes", ps.attached);
 		cw_writer_counter_set(t->w, "trace.py_unsupported", ps.unsupported);
 		cw_writer_counter_set(t->w, "trace.py_threads", ps.threads);
+		cw_writer_counter_set(t->w, "trace.native_stacks_unnamed.stalled", ps.native_stalled);
+		cw_writer_counter_set(t->w, "trace.native_stacks_unnamed.skipped", ps.native_skipped);
 	}
 	store_discovery(t, lt);
 	if (t->otlp) {
