@@ -18,11 +18,25 @@ int trace_spawn_command(struct trace *t)
 {
 	char **cmd = t->o.command;
 	pid_t parent = getpid(), pid;
-	int p[2];
+	sigset_t stop, old;
+	int p[2], err;
 
 	if (pipe2(p, O_CLOEXEC))
 		return -errno;
+	/* trace's SIGINT/SIGTERM handlers are installed by now: the child must
+	 * not run them (a SIGTERM of the stop, caught between the gate and
+	 * exec, was lost and the command ran on). Blocked across the fork, set
+	 * back to their defaults in the child, then let through. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop, &old);
 	pid = fork();
+	if (pid != 0) {
+		err = errno;
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		errno = err;
+	}
 	if (pid < 0) {
 		close(p[0]);
 		close(p[1]);
@@ -30,6 +44,10 @@ int trace_spawn_command(struct trace *t)
 	}
 	if (pid == 0) {
 		char c;
+
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 
 		close(p[1]);
 		/* The death signal survives exec (not of a set-user-ID, set-group-ID
@@ -42,8 +60,6 @@ int trace_spawn_command(struct trace *t)
 			_exit(126);
 		if (read(p[0], &c, 1) != 1)
 			_exit(126);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
 		execvp(cmd[0], cmd);
 		cw_trace_say(&t->o.say, "causeway: cannot run \"%s\": %s\n", cmd[0], strerror(errno));
 		_exit(127);

@@ -36,11 +36,13 @@ top_kind() { python3 -c 'import json,sys; c=json.load(sys.stdin).get("chains") o
 # timed from the loop's own start (the workload's "worker 0" line, after
 # its 1.2 s of setup), not from trace's start-up, which varies with the
 # time probes take to attach: a hog on the loop's first calls reads as
-# start-up cost.
+# start-up cost. taskset pins it before stress-ng's first instruction:
+# pinned only by its own --taskset, its few ms of start-up at nice -10 ran
+# on whatever CPU it started on and could preempt worker 1 in d).
 hog() {
 	: >"$D/w.out"
 	(for _ in $(seq 1 1000); do grep -q '^worker 0' "$D/w.out" && break; sleep 0.02; done
-	 sleep 1.2; exec nice -n -10 stress-ng --cpu 1 --taskset $CPU --timeout 1.2s >/dev/null 2>&1) &
+	 sleep 1.2; exec taskset -c $CPU nice -n -10 stress-ng --cpu 1 --taskset $CPU --timeout 1.2s >/dev/null 2>&1) &
 	bg+=($!)
 }
 
@@ -106,7 +108,7 @@ echo "d) slow calls preempted by the hog: worker0 $s0, worker1 $s1"
 
 # e) a short incident in a long window: ~150 us syncs for 40 s, the hog
 # for 3 s from 20 s into the loop.
-(sleep 21.2; exec nice -n -10 stress-ng --cpu 1 --taskset $CPU --timeout 3s >/dev/null 2>&1) & bg+=($!)
+(sleep 21.2; exec taskset -c $CPU nice -n -10 stress-ng --cpu 1 --taskset $CPU --timeout 3s >/dev/null 2>&1) & bg+=($!)
 hog_from=$(date +%s)
 CW_FAKE_SYNC_US=150 run "$D/e.db" -T 40 -m sync -p $CPU
 wait ${bg[-1]} 2>/dev/null

@@ -17,7 +17,7 @@ CAP=$((2 << 20))
 "$CW_BIN" trace --db "$D/small.db" --no-view --size-cap 1KiB -- true >"$D/small.out" 2>&1
 rc=$?
 [ $rc = 6 ] || fail "--size-cap 1KiB: exit $rc: $(cat "$D/small.out")"
-grep -q '^causeway: size cap 1 KiB is below what the store needs: at least [0-9.]* MiB' "$D/small.out" ||
+grep -Eq '^causeway: size cap 1 KiB is below what the store needs: at least [0-9.]+ (KiB|MiB)' "$D/small.out" ||
 	fail "--size-cap 1KiB: $(cat "$D/small.out")"
 grep -q 'probes attached' "$D/small.out" && fail "--size-cap 1KiB traced: $(cat "$D/small.out")"
 echo "--size-cap 1KiB refused before any probe loaded: $(head -1 "$D/small.out")"
