@@ -83,8 +83,11 @@ check sync "cuda call" "inside cudaStreamSynchronize for" last_sync
 
 run_quiet() { # mode helper_kind helper_function
 	local mode=$1 kind=$2 fn=$3 i
+	# 3 s of steps: the first second's calls are kept whole (before their
+	# op's estimate), and the folded rest must span two wall-clock seconds
+	# for the rhythm to show; with 2 s it fell in one second in ~1 run of 6.
 	CW_FAKE_SYNC_US=500 "$CW_BIN" trace --db "$D/$mode.db" --no-view --no-gpu -- \
-		"$PY" "$STALL" "$LIB" 2 "$mode" >"$D/out" 2>"$D/err" &
+		"$PY" "$STALL" "$LIB" 3 "$mode" >"$D/out" 2>"$D/err" &
 	tp=$!
 	for i in $(seq 1 100); do
 		grep -q "stalling $mode" "$D/out" && break
