@@ -96,7 +96,7 @@ int64_t cw_ustack_intern(struct cw_writer *w, const struct cw_symbolizer *sym, c
 	uint32_t n = s->nips < CW_USTACK_MAX ? s->nips : CW_USTACK_MAX, i;
 	uint64_t hash = CW_FNV_INIT;
 	struct strbuf sb;
-	char line[512];
+	char lines[CW_USTACK_MAX][512]; /* 16 KiB */
 	int64_t id;
 
 	if (!n)
@@ -106,26 +106,12 @@ int64_t cw_ustack_intern(struct cw_writer *w, const struct cw_symbolizer *sym, c
 	hash = cw_fnv1a(hash, &s->hdr.pid, sizeof(s->hdr.pid));
 	hash = cw_fnv1a(hash, s->ips, n * sizeof(s->ips[0]));
 	strbuf_init(&sb, 64 * 1024);
-	if (sym && sym->symbolize_stack) {
-		char lines[CW_USTACK_MAX][512]; /* 16 KiB */
-
-		if (sym->symbolize_stack(sym->ctx, s->hdr.pid, (const uint64_t *)s->ips, n, &lines[0][0], sizeof(lines[0])))
-			for (i = 0; i < n; i++)
-				snprintf(lines[i], sizeof(lines[i]), "0x%llx", (unsigned long long)s->ips[i]);
+	if (!sym || !sym->symbolize_stack || sym->symbolize_stack(sym->ctx, s->hdr.pid, (const uint64_t *)s->ips, n, &lines[0][0],
+					 sizeof(lines[0])))
 		for (i = 0; i < n; i++)
-			strbuf_addf(&sb, "%s%s", i ? "\n" : "", lines[i]);
-	} else {
-		for (i = 0; i < n; i++) {
-			/* Frames after the first are return addresses: the call is
-			 * the instruction before, which matters when it ends a
-			 * function. */
-			uint64_t ip = i && s->ips[i] ? s->ips[i] - 1 : s->ips[i];
-
-			if (!sym || !sym->symbolize || sym->symbolize(sym->ctx, s->hdr.pid, ip, line, sizeof(line)))
-				snprintf(line, sizeof(line), "0x%llx", (unsigned long long)s->ips[i]);
-			strbuf_addf(&sb, "%s%s", i ? "\n" : "", line);
-		}
-	}
+			snprintf(lines[i], sizeof(lines[i]), "0x%llx", (unsigned long long)s->ips[i]);
+	for (i = 0; i < n; i++)
+		strbuf_addf(&sb, "%s%s", i ? "\n" : "", lines[i]);
 	id = cw_writer_intern_stack(w, hash, (int)n, strbuf_str(&sb));
 	strbuf_release(&sb);
 	return id;

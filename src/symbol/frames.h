@@ -30,15 +30,12 @@ struct cw_py_resolver {
 	void *ctx;
 };
 
-/* Turns native return addresses of process pid into one symbolized line
- * per frame ("libfoo.so!bar+0x12"). Returns 0 or -errno.
- * symbolize_stack, when set, is used instead for a whole stack: ips as
- * captured (the first the call's own address, the others return
- * addresses), one line per frame into lines[i * linelen], each a name or
- * the raw address; returns 0, or -errno with nothing written (the caller
- * writes raw addresses). */
+/* Turns a native stack of process pid into one symbolized line per frame
+ * ("libfoo.so!bar+0x12"): ips as captured (the first the call's own
+ * address, the others return addresses), each line a name or the raw
+ * address, into lines[i * linelen]. Returns 0, or -errno with nothing
+ * written (the caller writes raw addresses). */
 struct cw_symbolizer {
-	int (*symbolize)(void *ctx, uint32_t pid, uint64_t ip, char *out, size_t outlen);
 	int (*symbolize_stack)(void *ctx, uint32_t pid, const uint64_t *ips, uint32_t n, char *lines, size_t linelen);
 	void *ctx;
 };

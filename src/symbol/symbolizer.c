@@ -55,18 +55,6 @@ void cw_symz_free(struct cw_symz *z)
 	free(z);
 }
 
-static int symbolize_cb(void *ctx, uint32_t pid, uint64_t ip, char *out, size_t outlen)
-{
-	return cw_symz_symbolize(ctx, pid, ip, out, outlen);
-}
-
-void cw_symz_as_symbolizer(struct cw_symz *z, struct cw_symbolizer *out)
-{
-	out->symbolize = symbolize_cb;
-	out->symbolize_stack = NULL;
-	out->ctx = z;
-}
-
 void cw_symz_forget(struct cw_symz *z, uint32_t pid)
 {
 	struct proc_maps *pm = &z->procs[pid % MAX_PROCS];

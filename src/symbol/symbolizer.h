@@ -1,5 +1,5 @@
-/* Native address -> "object!function+0xoff", for struct cw_symbolizer
- * (symbol/frames.h) and `causeway where`.
+/* Native address -> "object!function+0xoff", for the symbolizing thread
+ * (symbol/symworker.h) and `causeway where`.
  *
  * Per process, the memory map is cached and re-read when an address falls
  * outside it (a library loaded later). ELF files are indexed once and
@@ -17,7 +17,6 @@ struct cw_symz;
 
 int cw_symz_new(struct cw_symz **out);
 void cw_symz_free(struct cw_symz *z);
-void cw_symz_as_symbolizer(struct cw_symz *z, struct cw_symbolizer *out);
 
 /* Symbolizes ip of pid into out: "libc.so.6!__libc_read+0x12",
  * "app!main+0x1d", or "app+0x1234" / "[anon]+0x..." when no symbol covers

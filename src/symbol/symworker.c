@@ -188,7 +188,6 @@ void cw_symworker_free(struct cw_symworker *w)
 
 void cw_symworker_as_symbolizer(struct cw_symworker *w, struct cw_symbolizer *out)
 {
-	out->symbolize = NULL;
 	out->symbolize_stack = symbolize_stack;
 	out->ctx = w;
 }
