@@ -106,8 +106,8 @@ int64_t cw_ustack_intern(struct cw_writer *w, const struct cw_symbolizer *sym, c
 	hash = cw_fnv1a(hash, &s->hdr.pid, sizeof(s->hdr.pid));
 	hash = cw_fnv1a(hash, s->ips, n * sizeof(s->ips[0]));
 	strbuf_init(&sb, 64 * 1024);
-	if (!sym || !sym->symbolize_stack || sym->symbolize_stack(sym->ctx, s->hdr.pid, (const uint64_t *)s->ips, n, &lines[0][0],
-					 sizeof(lines[0])))
+	if (!sym || !sym->symbolize_stack ||
+	    sym->symbolize_stack(sym->ctx, s->hdr.pid, (const uint64_t *)s->ips, n, &lines[0][0], sizeof(lines[0])))
 		for (i = 0; i < n; i++)
 			snprintf(lines[i], sizeof(lines[i]), "0x%llx", (unsigned long long)s->ips[i]);
 	for (i = 0; i < n; i++)
