@@ -429,6 +429,13 @@ static int static_asset(const char *url, struct cw_reply *r)
 
 	if (!strcmp(url, "/"))
 		url = "/index.html";
+	/* The page names no icon (index.html links "data:,"), yet a browser
+	 * may still ask for the conventional one before it has read the page:
+	 * an empty answer, not a 404 in its console. */
+	if (!strcmp(url, "/favicon.ico")) {
+		r->status = 204;
+		return 1;
+	}
 	for (a = cw_web_assets; a->path; a++) {
 		if (strcmp(a->path, url))
 			continue;
