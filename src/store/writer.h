@@ -78,6 +78,26 @@ struct cw_offcpu_row {
 	const char *waker_comm;
 };
 
+/* One HTTP request a traced server answered (inference/http_conn.h), a
+ * row of the requests table. */
+struct cw_request_row {
+	uint32_t pid, tid, resp_tid; /* resp_tid 0: no response */
+	uint64_t cgroup_id;
+	const char *comm;
+	uint64_t conn_id;            /* the connection, unique within the session */
+	uint32_t port;               /* the server's port, 0 unknown */
+	uint64_t start_mono_ns, wall_ns; /* the request's first bytes were read */
+	uint64_t duration_ns;        /* to the last response bytes */
+	int64_t ttft_ns;             /* to the first response body bytes; -1 no body */
+	const char *method, *path;   /* NULL unknown */
+	int status;                  /* 0 none seen (stored NULL) */
+	uint64_t bytes_in, bytes_out;
+	int streamed;
+	uint32_t body_events;
+	int64_t itl_max_ns, itl_mean_ns; /* -1 fewer than two body events */
+	const char *end;             /* "complete", "next", "closed", "idle", "flush" */
+};
+
 struct cw_snapshot_row {
 	uint64_t mono_ns, wall_ns;
 	double cpu_pct, mem_pct, load1, io_busy_pct;
@@ -163,6 +183,7 @@ int cw_writer_free(struct cw_writer *w);
 
 int cw_writer_event(struct cw_writer *w, const struct cw_event_row *row);
 int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *row);
+int cw_writer_request(struct cw_writer *w, const struct cw_request_row *row);
 int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *row);
 int cw_writer_process(struct cw_writer *w, const struct cw_process_row *row);
 int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char *comm);
