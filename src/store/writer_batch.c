@@ -153,6 +153,7 @@ int cw_writer_free(struct cw_writer *w)
 	}
 	for (i = 0; i < w->ncounters; i++)
 		free(w->counters[i].name);
+	writer_requests_free(w);
 	cw_keycache_free(&w->threads);
 	cw_strcache_free(&w->strings);
 	cw_argcache_free(&w->args);
