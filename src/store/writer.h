@@ -180,6 +180,9 @@ struct cw_writer_stats {
 	 * request_totals under route "other" (the node's route cap was
 	 * reached), and engine metric samples stored. */
 	uint64_t requests, requests_other_route, engine_metrics;
+	/* Requests the size cap pruned, of those slow or failed ones (last),
+	 * and engine metric samples pruned (store/retention.h). */
+	uint64_t pruned_requests, pruned_requests_kept, pruned_engine_metrics;
 	/* Rows the size cap pruned, per tier (store/retention.h). */
 	uint64_t pruned_ordinary, pruned_evidence, pruned_recent, pruned_kept, pruned_context, pruned_chains;
 	int64_t pruned_through_wall_ns; /* ordinary calls before it are pruned; 0 none */
