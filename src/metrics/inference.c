@@ -1,4 +1,4 @@
-/* /metrics, inference serving (docs/inference.md, docs/metrics.md): the
+/* /metrics, inference serving (docs/metrics.md "Inference serving"): the
  * request duration and TTFT histograms and the requests by status, from
  * request_totals (one row per node, port, method, route and status, never
  * pruned: the counters never go back while the file lives), and the

@@ -274,7 +274,7 @@ static const char schema_folded_sql[] =
  * that succeeded; rows written before v10 hold both in count. */
 static const char schema_errors_sql[] = "ALTER TABLE aggregates ADD COLUMN errors INTEGER NOT NULL DEFAULT 0;";
 
-/* v11: inference serving (docs/inference.md). requests: one row per HTTP
+/* v11: inference serving (docs/schema.md). requests: one row per HTTP
  * request a traced server answered, pruned by the tiers (slow and failed
  * ones last); request_totals: per node, port, method, route and status,
  * the count and the cumulative duration and TTFT bucket counts on the

@@ -1,4 +1,4 @@
-/* Inference requests in the store (schema v11, docs/inference.md): the
+/* Inference requests in the store (schema v11, docs/schema.md): the
  * buckets of request_totals, the bounds on what the wire may put into a
  * label, and the retention rule for slow and failed requests. Shared by
  * the writer, retention and the /metrics renderer (metrics/inference.c). */
