@@ -312,8 +312,8 @@ static void feed_in(struct cw_http_conns *t, struct conn *c, const struct view *
 	char method[CW_HTTP_METHOD_MAX], path[CW_HTTP_PATH_MAX];
 	const uint8_t *buf;
 	size_t n;
-	int rc, cut;
-	uint64_t bytes;
+	int rc, cut, start_of_pend = c->pend_on;
+	uint64_t bytes, lent;
 
 	memset(method, 0, sizeof(method));
 	memset(path, 0, sizeof(path));
@@ -326,7 +326,8 @@ static void feed_in(struct cw_http_conns *t, struct conn *c, const struct view *
 	if (c->pend_on) {
 		size_t room = sizeof(c->pend) - c->pend_len, take = v->hl < room ? v->hl : room;
 
-		memcpy(c->pend + c->pend_len, v->head, take);
+		if (take)
+			memcpy(c->pend + c->pend_len, v->head, take);
 		c->pend_len = (uint16_t)(c->pend_len + take);
 		c->pend_bytes += s->len;
 		buf = c->pend;
@@ -368,21 +369,22 @@ static void feed_in(struct cw_http_conns *t, struct conn *c, const struct view *
 	if (rc == CW_REQLINE_MORE)
 		rc = CW_REQLINE_OK; /* a valid start of a line longer than can be seen */
 	bytes = c->pend_on ? c->pend_bytes : s->len;
+	lent = c->pend_on ? c->pend_lent : 0;
+	c->pend_on = 0;
+	c->pend_lent = 0;
 	if (rc == CW_REQLINE_OK) {
-		uint64_t start = c->pend_on ? c->pend_start : s->ts_ns;
-		uint32_t tid = c->pend_on ? c->pend_tid : s->tid;
+		uint64_t start = start_of_pend ? c->pend_start : s->ts_ns;
+		uint32_t tid = start_of_pend ? c->pend_tid : s->tid;
 
-		c->pend_on = 0;
 		if (c->active) {
-			c->req.bytes_in -= c->pend_lent;
+			c->req.bytes_in -= lent; /* they were this line's */
 			end_request(t, c, CW_HTTP_END_NEXT, last_moved(c));
 		}
 		begin_request(c, start, tid, method, path, bytes, s->ts_ns);
 		return;
 	}
-	c->pend_on = 0;
 	if (c->active) { /* a request body read after its response began */
-		c->req.bytes_in += bytes - c->pend_lent;
+		c->req.bytes_in += bytes - lent;
 		c->last_in = s->ts_ns;
 	} else if (!c->seen_req) {
 		c->not_http = 1;
@@ -485,6 +487,8 @@ static int head_byte(struct conn *c, uint8_t b)
 
 static void win_push(struct conn *c, const uint8_t *p, size_t n)
 {
+	if (!n)
+		return; /* p may be NULL */
 	if (n >= WIN) {
 		memcpy(c->win, p + n - WIN, WIN);
 		c->win_len = WIN;
