@@ -144,6 +144,18 @@ static void test_sse_chunked_ttft_itl(void **state)
 	assert_int_equal(got[0].end, CW_HTTP_END_COMPLETE);
 	assert_int_equal(got[0].end_ns, 1350 * MS + 500000);
 	assert_int_equal(got[0].bytes_out, strlen(sse_head) + 3 * strlen(sse_chunk) + 5);
+	/* An event stream running to the close (no chunked framing). */
+	in(t, 3, 2000 * MS, "GET /events HTTP/1.1\r\n\r\n");
+	out(t, 3, 2001 * MS, "HTTP/1.1 200 OK\r\nContent-Type: Text/Event-Stream; charset=utf-8\r\n"
+			     "Connection: close\r\n\r\n");
+	out(t, 3, 2100 * MS, "data: 1\n\n");
+	out(t, 3, 2200 * MS, "data: 2\n\n");
+	cw_http_conns_close(t, PID, 3, 2300 * MS);
+	assert_int_equal(ngot, 2);
+	assert_int_equal(got[1].streamed, 1);
+	assert_int_equal(got[1].body_events, 2);
+	assert_int_equal(got[1].end, CW_HTTP_END_COMPLETE);
+	assert_int_equal(got[1].end_ns, 2200 * MS);
 	cw_http_conns_free(t);
 }
 
@@ -350,6 +362,16 @@ static void test_headers_longer_than_capture(void **state)
 	assert_int_equal(got[1].first_body_ns, 41 * MS);
 	assert_int_equal(got[1].body_events, 2);
 	assert_int_equal(got[1].end, CW_HTTP_END_COMPLETE);
+	/* No header end in what was seen: taken to be in the bytes not
+	 * copied, and the tail is body. */
+	in(t, 2, 70 * MS, "GET /c HTTP/1.1\r\n\r\n");
+	big_head_write(t, 71 * MS, "data: {}\n\n\r\n");
+	assert_int_equal(ngot, 2);
+	out(t, 2, 90 * MS, "\r\n0\r\n\r\n");
+	assert_int_equal(ngot, 3);
+	assert_int_equal(got[2].first_body_ns, 71 * MS);
+	assert_int_equal(got[2].body_events, 2);
+	assert_int_equal(got[2].end, CW_HTTP_END_COMPLETE);
 	cw_http_conns_free(t);
 }
 
