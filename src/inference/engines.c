@@ -70,8 +70,8 @@ const size_t cw_nengines = sizeof(cw_engines) / sizeof(cw_engines[0]);
 static const char *const figure_names[CW_EF_N] = {
 	[CW_EF_QUEUE_DEPTH] = "queue_depth",
 	[CW_EF_RUNNING] = "running",
-	[CW_EF_KV_CACHE_USAGE] = "kv_cache_usage",
-	[CW_EF_PREEMPTIONS] = "preemptions",
+	[CW_EF_KV_CACHE_USAGE] = "kv_cache_usage_ratio",
+	[CW_EF_PREEMPTIONS] = "preemptions_total",
 };
 
 const char *cw_engine_figure_name(enum cw_engine_figure f)

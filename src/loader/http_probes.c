@@ -23,7 +23,7 @@ struct http_fd_key {
 
 struct cw_http_probes {
 	struct http_bpf *skel;
-	struct bpf_link *enter, *exit;
+	struct bpf_link *exit;
 };
 
 /* The syscall numbers of the architecture causeway was built for, which
@@ -114,12 +114,6 @@ int cw_http_probes_open(struct cw_http_probes **out, const struct cw_http_probes
 		snprintf(err, errlen, "cannot load the server probes: %s%s%s", strerror(-rc), why[0] ? ": " : "", why);
 		goto fail;
 	}
-	hp->enter = bpf_program__attach(hp->skel->progs.http_sys_enter);
-	if (!hp->enter) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot attach to sys_enter: %s", strerror(-rc));
-		goto fail;
-	}
 	hp->exit = bpf_program__attach(hp->skel->progs.http_sys_exit);
 	if (!hp->exit) {
 		rc = -errno;
@@ -137,7 +131,6 @@ void cw_http_probes_close(struct cw_http_probes *hp)
 {
 	if (!hp)
 		return;
-	bpf_link__destroy(hp->enter);
 	bpf_link__destroy(hp->exit);
 	http_bpf__destroy(hp->skel);
 	free(hp);
