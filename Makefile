@@ -148,7 +148,7 @@ $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 # $(BUILD)/clang-N, the files that include them compiled again, the rest
 # of this build linked as it is.
 SKEL_USERS := src/loader/bpf_arch.c src/loader/cuda_maps.c src/loader/kernel_probes.c src/loader/live_discover.c \
-	src/loader/uprobe_attach.c
+	src/loader/uprobe_attach.c src/loader/http_probes.c
 $(BUILD)/clang-%/causeway: $(BUILD)/obj/main.o $(BUILD)/libcauseway.a $(SKEL_USERS) $(BPF_SRCS) $(wildcard src/bpf/*.h)
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/clang-$* CLANG=clang-$* \
 		$(patsubst $(BUILD)/%,$(BUILD)/clang-$*/%,$(BPF_SKELS))

@@ -33,6 +33,7 @@ enum cw_drop_idx {
 	CW_DROP_PYSTACK = 9,
 	CW_DROP_USTACK = 10,
 	CW_DROP_KNAME = 11,
+	CW_DROP_HTTP = 12,   /* a traced server's socket calls */
 	CW_DROP_MAX = 16
 };
 
@@ -47,6 +48,7 @@ enum cw_stat_idx {
 	CW_STAT_MEM_MAPFULL = 5,     /* page-alloc aggregation map full */
 	CW_STAT_NET_MAPFULL = 6,     /* socket volume aggregation map full */
 	CW_STAT_OFFCPU_SLOT_TAKEN = 7, /* switch-out into a slot another off-CPU thread held */
+	CW_STAT_HTTP_CONNS_FULL = 8,   /* a server's accepted connection not followed: the map was full */
 	CW_STAT_MAX = 16
 };
 

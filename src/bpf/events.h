@@ -37,6 +37,7 @@ enum cw_rec_type {
 	CW_REC_SNAPSHOT = 10,   /* struct cw_snapshot (userspace sampler) */
 	CW_REC_USTACK = 11,     /* struct cw_ustack */
 	CW_REC_CALL = 12,       /* struct cw_call: a whole call, entry and return */
+	CW_REC_HTTP_IO = 13,    /* struct cw_http_io */
 	CW_REC_TYPE_MAX
 };
 
@@ -160,6 +161,11 @@ enum cw_op {
 	CW_OP_tcp_retransmit = 170,
 	CW_OP_sock_send,
 	CW_OP_sock_recv,
+	/* a traced server's connections (http.bpf.c) */
+	CW_OP_http_accept = 175,
+	CW_OP_http_read,
+	CW_OP_http_write,
+	CW_OP_http_close,
 	/* process lifecycle */
 	CW_OP_exec = 180,
 	CW_OP_fork,
@@ -349,6 +355,30 @@ struct cw_snapshot {
 };
 _Static_assert(sizeof(struct cw_snapshot) == 48 + 48, "cw_snapshot layout");
 
-#define CW_MAX_RECORD_SIZE sizeof(struct cw_pystack)
+/* Bytes a server moved on one of its accepted connections (http.bpf.c):
+ * one read/recv (op http_read) or write/send (http_write) system call, or
+ * the connection's accept (http_accept, len 0) or close (http_close).
+ * hdr.ts_ns is when the call returned. head holds the call's first
+ * head_len bytes, tail its last tail_len when it moved more than head
+ * holds (0 when the bytes were not one contiguous buffer). */
+#define CW_HTTP_IO_HEAD 512
+#define CW_HTTP_IO_TAIL 16
+struct cw_http_io {
+	struct cw_hdr hdr;
+	__s64 len;      /* bytes the call moved */
+	__s32 fd;
+	__u16 port;     /* the server's listening port */
+	__u16 head_len;
+	__u16 tail_len;
+	__u16 pad0;
+	__u32 pad1;
+	__u8 tail[CW_HTTP_IO_TAIL];
+	__u8 head[CW_HTTP_IO_HEAD];
+};
+_Static_assert(sizeof(struct cw_http_io) == 48 + 24 + 16 + 512, "cw_http_io layout");
+
+#define CW_MAX_RECORD_SIZE                                                                          \
+	(sizeof(struct cw_http_io) > sizeof(struct cw_pystack) ? sizeof(struct cw_http_io)          \
+								: sizeof(struct cw_pystack))
 
 #endif

@@ -16,6 +16,8 @@
 #include "cmd/otlp_setup.h"
 #include "cmd/serve_setup.h"
 #include "config/config.h"
+#include "inference/listeners.h"
+#include "trace/inference.h"
 #include "trace/ras.h"
 #include "trace/tenant.h"
 #include "trace/trace.h"
@@ -72,6 +74,12 @@ static const char usage_text[] =
 	"                     (NCCL >= 2.24) and store its answer for explain: PORT,\n"
 	"                     HOST:PORT (numeric; default: the ranks' NCCL_RAS_ADDR,\n"
 	"                     else 127.0.0.1:28028) or off\n"
+	"  --inference PORT[,PORT...]|auto\n"
+	"                     also follow the HTTP/1.1 requests of the servers listening\n"
+	"                     on these TCP ports, or (auto) of the inference engines\n"
+	"                     running (vLLM, SGLang, TGI, llama.cpp, Triton, Ollama):\n"
+	"                     one row each in requests (TTFT, duration, status), with\n"
+	"                     their threads' scheduling; plain HTTP only (docs/inference.md)\n"
 	"  --no-hold          never stop a process that loads a library copy not yet\n"
 	"                     attached (by default it is stopped until its probes are\n"
 	"                     in place, so its first calls are recorded)\n"
@@ -103,6 +111,7 @@ static const char usage_text[] =
 	"  sudo causeway trace -- python train.py\n"
 	"  sudo causeway trace --pid 4821 --duration 5m --db /var/lib/causeway/causeway.db\n"
 	"  sudo causeway trace --node gpu-node-01 --serve 0.0.0.0:8443\n"
+	"  sudo causeway trace --inference auto --duration 10m\n"
 	"\n"
 	"exit status: the command's when one was launched; 1 another start-up failure\n"
 	"(said in one line), 3 no privilege, 4 no BTF, 5 unknown pid or a library\n"
@@ -153,6 +162,13 @@ static int parse_value(struct cw_trace_opts *o, const char *a, const char *v, in
 		o->libs[o->nlibs++] = v;
 	} else if (!strcmp(a, "--db")) {
 		o->db = v;
+	} else if (!strcmp(a, "--inference")) {
+		if (!trace_inference_spec_ok(v)) {
+			cw_report_error(json, "trace: bad --inference \"%s\" (PORT[,PORT...], at most %d, or auto)",
+					cw_shown(v, shown), CW_INFERENCE_MAX_PORTS);
+			return CW_EXIT_USAGE;
+		}
+		o->inference = v;
 	} else if (!strcmp(a, "--nccl-ras")) {
 		struct trace_ras_opts ro = { 0 };
 
@@ -274,7 +290,7 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 			    !strcmp(a, "--serve") || !strcmp(a, "--otlp") || !strcmp(a, "--lock-wait") ||
 			    !strcmp(a, "--lock-buffer") || trace_tenant_is_flag(a) ||
 			    !strcmp(a, "--gpu-interval") || !strcmp(a, "--stall-after") ||
-			    !strcmp(a, "--hang-after") || !strcmp(a, "--nccl-ras");
+			    !strcmp(a, "--hang-after") || !strcmp(a, "--nccl-ras") || !strcmp(a, "--inference");
 
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
@@ -329,7 +345,7 @@ static int parse_args(struct cw_trace_opts *o, int argc, char **argv, int *json_
 				"--pid", "--cgroup", "--container", "--pod", "--slurm-job", "--namespace", "--cuda-lib",
 				"--db", "--duration", "--node", "--size-cap", "--lock-wait", "--lock-buffer",
 				"--ring-kb", "--agg-pct", "--py-stacks", "--capture", "--native-stacks", "--hang-after",
-				"--nccl-ras",
+				"--nccl-ras", "--inference",
 				"--no-hold", "--no-uprobe-multi", "--no-uprobe-session", "--serve", "--bpf-stats", "--otlp",
 				"--gpu-interval", "--no-gpu", "--stall-after", "--json", "--no-view",
 				"--kill-on-exit", "--help", NULL,
@@ -456,6 +472,8 @@ int cmd_trace_exit_code(const struct cw_trace_result *r)
 		return r->err == -EPERM ? CW_EXIT_NOPERM : CW_EXIT_NOFEATURE;
 	case CW_TRACE_PYTHON:
 		return errno_exit(r->err, CW_EXIT_NOFEATURE);
+	case CW_TRACE_INFERENCE:
+		return r->err == -EPERM ? CW_EXIT_NOPERM : errno_exit(r->err, CW_EXIT_NOFEATURE);
 	case CW_TRACE_RINGS:
 	case CW_TRACE_GPU:
 	case CW_TRACE_RESOLVER:

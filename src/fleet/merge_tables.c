@@ -152,6 +152,30 @@ const struct cw_merge_table_sql cw_merge_tables[CW_MT_MAX] = {
 	[CW_MT_FOLDED] = { "folded", 1,
 		"INSERT INTO main.folded (node, pid, source, op, second, count, sum_ns, max_ns, hist)"
 		" SELECT " N_ ", pid, source, op, second, count, sum_ns, max_ns, hist FROM src.folded" },
+	/* Inference (schema v11). A request's id is referenced by nothing:
+	 * the merged store numbers them afresh, in each input's order. The
+	 * totals keep each node's own routes (its cap is per node). */
+	[CW_MT_REQUESTS] = { "requests", 1,
+		"INSERT INTO main.requests (node, session_id, wall_ns, mono_ns, pid, tid, resp_tid, cgroup_id, comm,"
+		" conn_id, port, method, path, status, bytes_in, bytes_out, ttft_ns, duration_ns, streamed,"
+		" body_events, itl_max_ns, itl_mean_ns, end_reason)"
+		" SELECT " N_ ", session_id + :soff, wall_ns, mono_ns, pid, tid, resp_tid, cgroup_id, comm,"
+		" conn_id, port, method, path, status, bytes_in, bytes_out, ttft_ns, duration_ns, streamed,"
+		" body_events, itl_max_ns, itl_mean_ns, end_reason FROM src.requests ORDER BY id" },
+	[CW_MT_REQUEST_TOTALS] = { "request_totals", 1,
+		"INSERT INTO main.request_totals (node, port, method, route, status, count, duration_sum_ns,"
+		" dur_le_10ms, dur_le_25ms, dur_le_50ms, dur_le_100ms, dur_le_250ms, dur_le_500ms, dur_le_1s,"
+		" dur_le_2500ms, dur_le_5s, dur_le_10s, ttft_count, ttft_sum_ns, ttft_le_10ms, ttft_le_25ms,"
+		" ttft_le_50ms, ttft_le_100ms, ttft_le_250ms, ttft_le_500ms, ttft_le_1s, ttft_le_2500ms, ttft_le_5s,"
+		" ttft_le_10s, first_wall_ns, last_wall_ns) SELECT " N_ ", port, method, route, status, count,"
+		" duration_sum_ns, dur_le_10ms, dur_le_25ms, dur_le_50ms, dur_le_100ms, dur_le_250ms, dur_le_500ms,"
+		" dur_le_1s, dur_le_2500ms, dur_le_5s, dur_le_10s, ttft_count, ttft_sum_ns, ttft_le_10ms,"
+		" ttft_le_25ms, ttft_le_50ms, ttft_le_100ms, ttft_le_250ms, ttft_le_500ms, ttft_le_1s, ttft_le_2500ms,"
+		" ttft_le_5s, ttft_le_10s, first_wall_ns, last_wall_ns FROM src.request_totals" },
+	[CW_MT_ENGINE_METRICS] = { "engine_metrics", 1,
+		"INSERT INTO main.engine_metrics (node, session_id, wall_ns, pid, port, engine, name, value)"
+		" SELECT " N_ ", session_id + :soff, wall_ns, pid, port, engine, name, value FROM src.engine_metrics"
+		" ORDER BY rowid" },
 };
 
 /* Tables of the schema that merge fills through another one: the events
@@ -170,7 +194,7 @@ const enum cw_merge_table cw_merge_copy_order[CW_MT_MAX] = {
 	CW_MT_OFFCPU,    CW_MT_SNAPSHOTS, CW_MT_PROCESSES, CW_MT_THREADS,      CW_MT_CGROUPS,
 	CW_MT_KERNEL_NAMES, CW_MT_CHAINS, CW_MT_AGGREGATES, CW_MT_COUNTERS,
 	CW_MT_NCCL_COMMS, CW_MT_NCCL_CALLS, CW_MT_CGROUP_PRESSURE, CW_MT_GPU_DEVICES, CW_MT_GPU_SAMPLES,
-	CW_MT_GPU_PROCESSES, CW_MT_FOLDED,
+	CW_MT_GPU_PROCESSES, CW_MT_FOLDED, CW_MT_REQUESTS, CW_MT_REQUEST_TOTALS, CW_MT_ENGINE_METRICS,
 };
 
 const char *cw_merge_table_name(enum cw_merge_table t)

@@ -21,8 +21,9 @@
 #define CW_HTTP_METHOD_MAX 16
 #define CW_HTTP_PATH_MAX 256 /* path kept (query string never kept: it can hold secrets) */
 /* Body writes closer than this to the previous one are one event (a
- * chunked answer's size line, data and CRLF may be three writes). */
-#define CW_HTTP_WRITE_MERGE_NS 1000000ull
+ * chunked answer's size line, data and CRLF may be three writes, microseconds
+ * apart; tokens of even a tiny model on a CPU come 0.3 ms or more apart). */
+#define CW_HTTP_WRITE_MERGE_NS 200000ull
 
 enum cw_http_dir { CW_HTTP_IN = 0, CW_HTTP_OUT = 1 };
 

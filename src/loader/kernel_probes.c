@@ -594,6 +594,7 @@ const char *cw_kernel_drop_name(unsigned idx)
 		[CW_DROP_MEM] = "mem",       [CW_DROP_PROC] = "proc",       [CW_DROP_OOM] = "oom",
 		[CW_DROP_CUDA] = "cuda",     [CW_DROP_DRIVER] = "driver",   [CW_DROP_NCCL] = "nccl",
 		[CW_DROP_PYSTACK] = "pystack", [CW_DROP_USTACK] = "ustack", [CW_DROP_KNAME] = "kernel_name",
+		[CW_DROP_HTTP] = "http",
 	};
 
 	return idx < CW_DROP_MAX ? n[idx] : NULL;
@@ -609,6 +610,7 @@ const char *cw_kernel_stat_name(unsigned idx)
 		[CW_STAT_MEM_MAPFULL] = "mem_map_full",
 		[CW_STAT_NET_MAPFULL] = "net_map_full",
 		[CW_STAT_OFFCPU_SLOT_TAKEN] = "offcpu_slot_taken",
+		[CW_STAT_HTTP_CONNS_FULL] = "http_conns_full",
 	};
 
 	return idx < CW_STAT_MAX ? n[idx] : NULL;

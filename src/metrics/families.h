@@ -1,6 +1,7 @@
 /* Prometheus families read from the store (/metrics without a live
  * session, and the store's part with one): per-op histograms, losses and
- * session counters, chains, the host, NCCL ranks, GPU health, pressure.
+ * session counters, chains, the host, NCCL ranks, GPU health, pressure,
+ * inference requests and engines.
  * Each renderer appends to sb and returns 0 or -errno. */
 #ifndef CW_METRICS_FAMILIES_H
 #define CW_METRICS_FAMILIES_H
@@ -34,5 +35,8 @@ int cw_metrics_render_nccl(sqlite3 *db, struct strbuf *sb);
 int cw_metrics_render_gpu(sqlite3 *db, struct strbuf *sb);
 /* PSI and CFS throttling of the traced cgroups (pressure.c). */
 int cw_metrics_render_pressure(sqlite3 *db, struct strbuf *sb);
+/* Inference serving: request duration and TTFT histograms, requests by
+ * status (request_totals), the engines' newest gauges (inference.c). */
+int cw_metrics_render_inference(sqlite3 *db, struct strbuf *sb);
 
 #endif

@@ -17,6 +17,7 @@ size_t cw_record_size(unsigned type)
 	case CW_REC_SNAPSHOT: return sizeof(struct cw_snapshot);
 	case CW_REC_USTACK: return sizeof(struct cw_ustack);
 	case CW_REC_CALL: return sizeof(struct cw_call);
+	case CW_REC_HTTP_IO: return sizeof(struct cw_http_io);
 	default: return 0;
 	}
 }

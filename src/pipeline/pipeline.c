@@ -7,6 +7,7 @@
 
 #include "bpf/events.h"
 #include "pipeline/decode.h"
+#include "pipeline/http_track.h"
 #include "pipeline/nccl_track.h"
 #include "pipeline/ops.h"
 #include "pipeline/pystack.h"
@@ -56,6 +57,7 @@ struct cw_pipeline {
 	char **kernel_names;
 	size_t nkernel_names, kernel_names_alloc;
 	struct cw_nccl_track *nccl; /* communicators, sequence numbers */
+	struct cw_http_track *http; /* a traced server's requests, made on its first record */
 	struct cw_pystack attr_scratch; /* attributed_pystack's frames */
 };
 
@@ -84,6 +86,8 @@ int cw_pipeline_new(struct cw_pipeline **out, const struct cw_pipeline_opts *o)
 void cw_pipeline_set_clock(struct cw_pipeline *p, int64_t mono_to_wall_ns)
 {
 	p->o.mono_to_wall_ns = mono_to_wall_ns;
+	if (p->http)
+		cw_http_track_set_clock(p->http, mono_to_wall_ns);
 }
 
 void cw_pipeline_get_counters(const struct cw_pipeline *p, struct cw_pipeline_counters *out)
@@ -680,6 +684,8 @@ static int on_proc(struct cw_pipeline *p, const struct cw_proc *pr)
 		(void)u64map_put(&p->seen_pids, (uint64_t)pr->hdr.pid + 1, 1);
 		break;
 	case CW_OP_exit:
+		if (p->http)
+			cw_http_track_exit(p->http, pr->hdr.pid, pr->hdr.ts_ns);
 		prow.pid = pr->hdr.pid;
 		prow.has_exit = 1;
 		prow.exit_code = pr->exit_code;
@@ -713,6 +719,21 @@ static int on_snapshot(struct cw_pipeline *p, const struct cw_snapshot *s)
 	return err;
 }
 
+/* A traced server's socket call (trace --inference). Its thread is
+ * named like any other, so explain can say whose requests these are. */
+static int on_http(struct cw_pipeline *p, const struct cw_http_io *r)
+{
+	int err;
+
+	if (!p->http) {
+		if ((err = cw_http_track_new(&p->http, p->o.writer)))
+			return err;
+		cw_http_track_set_clock(p->http, p->o.mono_to_wall_ns);
+	}
+	(void)thread_get(p, &r->hdr, 1);
+	return cw_http_track_record(p->http, r);
+}
+
 int cw_pipeline_feed(struct cw_pipeline *p, const void *data, size_t size)
 {
 	const struct cw_hdr *h;
@@ -744,6 +765,7 @@ int cw_pipeline_feed(struct cw_pipeline *p, const void *data, size_t size)
 	case CW_REC_USTACK: return on_ustack(p, data);
 	case CW_REC_KERNEL_NAME: return on_kernel_name(p, data);
 	case CW_REC_SNAPSHOT: return on_snapshot(p, data);
+	case CW_REC_HTTP_IO: return on_http(p, data);
 	default:
 		p->c.rejected_type++;
 		return -EINVAL;
@@ -794,6 +816,8 @@ int cw_pipeline_flush(struct cw_pipeline *p, uint64_t now, uint64_t max_open_ns)
 	if (max_open_ns && now > max_open_ns)
 		for (i = 0; i < p->nthreads; i++)
 			close_stale(p, &p->threads[i], now, now - max_open_ns, &p->c.unfinished_entries);
+	if (p->http)
+		cw_http_track_tick(p->http, now);
 	store_counters(p);
 	return cw_writer_flush(p->o.writer);
 }
@@ -804,6 +828,8 @@ int cw_pipeline_finish(struct cw_pipeline *p, uint64_t now)
 
 	for (i = 0; i < p->nthreads; i++)
 		close_stale(p, &p->threads[i], now, UINT64_MAX, &p->c.open_at_end);
+	if (p->http)
+		cw_http_track_finish(p->http, now);
 	store_counters(p);
 	return cw_writer_flush(p->o.writer);
 }
@@ -832,5 +858,6 @@ void cw_pipeline_free(struct cw_pipeline *p)
 	u64map_free(&p->seen_pids);
 	u64map_free(&p->kernel_index);
 	cw_nccl_track_free(p->nccl);
+	cw_http_track_free(p->http);
 	free(p);
 }

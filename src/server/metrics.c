@@ -168,6 +168,8 @@ void cw_metrics_render(struct cw_server *s, struct cw_reply *r)
 		rc = cw_metrics_render_gpu(db, &sb);
 	if (!rc)
 		rc = cw_metrics_render_pressure(db, &sb);
+	if (!rc)
+		rc = cw_metrics_render_inference(db, &sb);
 	cw_server_close_db(db);
 	if (rc || sb.overflow) {
 		strbuf_release(&sb);

@@ -274,6 +274,43 @@ static const char schema_folded_sql[] =
  * that succeeded; rows written before v10 hold both in count. */
 static const char schema_errors_sql[] = "ALTER TABLE aggregates ADD COLUMN errors INTEGER NOT NULL DEFAULT 0;";
 
+/* v11: inference serving (docs/schema.md). requests: one row per HTTP
+ * request a traced server answered, pruned by the tiers (slow and failed
+ * ones last); request_totals: per node, port, method, route and status,
+ * the count and the cumulative duration and TTFT bucket counts on the
+ * monitoring chapter's buckets (store/requests.h), updated in the
+ * transaction of each request row and never pruned, so /metrics counters
+ * never go back; engine_metrics: what a server's own /metrics said. The
+ * bucket columns are cumulative (le), as Prometheus exposes them. */
+#define REQ_BUCKET_COLS(p)                                                                                  \
+	" " p "_le_10ms INTEGER NOT NULL DEFAULT 0, " p "_le_25ms INTEGER NOT NULL DEFAULT 0,"              \
+	" " p "_le_50ms INTEGER NOT NULL DEFAULT 0, " p "_le_100ms INTEGER NOT NULL DEFAULT 0,"             \
+	" " p "_le_250ms INTEGER NOT NULL DEFAULT 0, " p "_le_500ms INTEGER NOT NULL DEFAULT 0,"            \
+	" " p "_le_1s INTEGER NOT NULL DEFAULT 0, " p "_le_2500ms INTEGER NOT NULL DEFAULT 0,"              \
+	" " p "_le_5s INTEGER NOT NULL DEFAULT 0, " p "_le_10s INTEGER NOT NULL DEFAULT 0,"
+static const char schema_requests_sql[] =
+	"CREATE TABLE IF NOT EXISTS requests ("
+	" id INTEGER PRIMARY KEY, node TEXT NOT NULL, session_id INTEGER, wall_ns INTEGER NOT NULL,"
+	" mono_ns INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL, resp_tid INTEGER,"
+	" cgroup_id INTEGER, comm TEXT, conn_id INTEGER NOT NULL, port INTEGER, method TEXT, path TEXT,"
+	" status INTEGER, bytes_in INTEGER NOT NULL, bytes_out INTEGER NOT NULL, ttft_ns INTEGER,"
+	" duration_ns INTEGER NOT NULL, streamed INTEGER NOT NULL DEFAULT 0,"
+	" body_events INTEGER NOT NULL DEFAULT 0, itl_max_ns INTEGER, itl_mean_ns INTEGER,"
+	" end_reason TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS requests_mono ON requests (mono_ns);"
+	"CREATE TABLE IF NOT EXISTS request_totals ("
+	" node TEXT NOT NULL, port INTEGER NOT NULL, method TEXT NOT NULL, route TEXT NOT NULL,"
+	" status INTEGER NOT NULL, count INTEGER NOT NULL DEFAULT 0, duration_sum_ns INTEGER NOT NULL DEFAULT 0,"
+	REQ_BUCKET_COLS("dur")
+	" ttft_count INTEGER NOT NULL DEFAULT 0, ttft_sum_ns INTEGER NOT NULL DEFAULT 0,"
+	REQ_BUCKET_COLS("ttft")
+	" first_wall_ns INTEGER, last_wall_ns INTEGER,"
+	" PRIMARY KEY (node, port, method, route, status));"
+	"CREATE TABLE IF NOT EXISTS engine_metrics ("
+	" node TEXT NOT NULL, session_id INTEGER, wall_ns INTEGER NOT NULL, pid INTEGER, port INTEGER,"
+	" engine TEXT NOT NULL, name TEXT NOT NULL, value REAL NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS engine_metrics_name ON engine_metrics (name, wall_ns);";
+
 /* Migration n turns version n into n+1. Version 0 is an empty file. */
 static const char *const migrations[] = {
 	cw_schema_v1_sql,
@@ -286,6 +323,7 @@ static const char *const migrations[] = {
 	schema_pyvia_sql,
 	schema_folded_sql,
 	schema_errors_sql,
+	schema_requests_sql,
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CW_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -4,7 +4,7 @@
 
 #include <sqlite3.h>
 
-#define CW_SCHEMA_VERSION 10
+#define CW_SCHEMA_VERSION 11
 
 /* The TID a Python stack was attributed through (docs/python.md, "Threads
  * without Python frames"), read from a py_stacks row's frames JSON, whose

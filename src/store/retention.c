@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "store/requests.h"
+
 static int64_t pragma_int(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *s;
@@ -225,6 +227,94 @@ static int64_t prune_evidence(sqlite3 *db, int64_t win_id, int64_t win_mono, int
 	return a + b;
 }
 
+/* ---- inference requests (store/requests.h) ---- */
+
+/* A request retention keeps longest: failed, or slow (over 2 s, or over
+ * 3x its route's mean duration in request_totals; a route the node's cap
+ * counted as "other" is judged by the mean of "other"). */
+#define REQ_SLOW                                                                                            \
+	"(r.duration_ns > 2000000000 OR r.duration_ns > 3 * coalesce("                                      \
+	"(SELECT m.mean FROM temp.req_route_mean m WHERE m.node = r.node AND m.route = coalesce(r.path, '"  \
+	CW_REQ_UNKNOWN "')),"                                                                               \
+	" (SELECT m.mean FROM temp.req_route_mean m WHERE m.node = r.node AND m.route = '" CW_REQ_OTHER_ROUTE \
+	"'), 2000000000))"
+#define REQ_KEPT "(" CW_REQ_FAILED_SQL("r") " OR " REQ_SLOW ")"
+_Static_assert(CW_REQ_SLOW_NS == 2000000000LL, "REQ_SLOW's bound");
+
+/* The mean duration of each (node, route) over every request counted,
+ * one row per route: what the slow rule compares with. A file before v11
+ * has no requests: 0 rows then, and the callers find no table either. */
+static int refresh_request_means(sqlite3 *db)
+{
+	if (pragma_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'requests'") <= 0)
+		return 1;
+	return cw_exec(db, "CREATE TEMP TABLE IF NOT EXISTS req_route_mean (node TEXT, route TEXT, mean INTEGER,"
+			   " PRIMARY KEY (node, route));"
+			   "DELETE FROM temp.req_route_mean;"
+			   "INSERT INTO temp.req_route_mean SELECT node, route, sum(duration_sum_ns) / sum(count)"
+			   " FROM request_totals GROUP BY node, route HAVING sum(count) > 0;");
+}
+
+/* Tier 2: requests neither slow nor failed that ended over the recent
+ * window before the newest request. */
+static int64_t prune_request_evidence(sqlite3 *db, int64_t window_ns)
+{
+	int64_t newest = pragma_int(db, "SELECT mono_ns FROM requests ORDER BY id DESC LIMIT 1");
+
+	if (newest < 0)
+		return 0;
+	return run3(db,
+		    "DELETE FROM requests WHERE id IN (SELECT r.id FROM requests r WHERE r.mono_ns < ?1"
+		    " AND r.mono_ns + r.duration_ns < ?1 AND NOT " REQ_KEPT ")",
+		    newest - window_ns, 0, 0);
+}
+
+/* After every event: requests oldest first, ordinary ones, then engine
+ * samples older than the oldest request left, then slow and failed ones;
+ * until used is at most target. */
+static int prune_requests(struct cw_store *st, int64_t *used, int64_t target, struct cw_retention_counts *c)
+{
+	static const char *const del[2] = {
+		"DELETE FROM requests WHERE id IN (SELECT r.id FROM requests r WHERE NOT " REQ_KEPT
+		" ORDER BY r.id LIMIT ?1)",
+		"DELETE FROM requests WHERE id IN (SELECT id FROM requests ORDER BY id LIMIT ?1)",
+	};
+	int64_t rows = pragma_int(st->db, "SELECT count(*) FROM requests"), got, want, e;
+	double bpr;
+	int err;
+
+	if (rows <= 0)
+		return rows < 0 ? (int)rows : 0;
+	bpr = (double)*used / (double)rows;
+	for (int k = 0; k < 2; k++) {
+		for (int pass = 0; pass < 16 && *used > target; pass++) {
+			want = rows_for(*used, target, bpr);
+			got = run3(st->db, del[k], want, 0, 0);
+			if (got < 0)
+				return (int)got;
+			c->requests += got;
+			if (k)
+				c->requests_kept += got;
+			if ((err = learn(st, used, got, &bpr)))
+				return err;
+			if (got < want)
+				break;
+		}
+		if (k == 0 && *used > target) {
+			e = run3(st->db,
+				 "DELETE FROM engine_metrics WHERE wall_ns < coalesce((SELECT wall_ns FROM requests"
+				 " ORDER BY id LIMIT 1), (SELECT max(wall_ns) FROM engine_metrics))",
+				 0, 0, 0);
+			if (e < 0)
+				return (int)e;
+			c->engine_metrics += e;
+			if ((err = learn(st, used, 0, &bpr)))
+				return err;
+		}
+	}
+	return 0;
+}
+
 /* The oldest n calls or kernel events of one flag, over both tables
  * shared by their row counts (both are in id order). */
 static int64_t delete_oldest(sqlite3 *db, const char *table, int64_t n, int anomalous)
@@ -322,6 +412,8 @@ static void add_counts(struct cw_retention_counts *out, const struct cw_retentio
 	out->ordinary += c->ordinary, out->evidence += c->evidence, out->recent += c->recent;
 	out->kept += c->kept, out->context += c->context, out->events += c->events;
 	out->chains += c->chains;
+	out->requests += c->requests, out->requests_kept += c->requests_kept;
+	out->engine_metrics += c->engine_metrics;
 	if (c->through_wall_ns > out->through_wall_ns)
 		out->through_wall_ns = c->through_wall_ns;
 }
@@ -346,7 +438,7 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 	struct cw_retention_counts cc = { 0 }, *c = &cc, committed = { 0 };
 	int64_t used, target = cap / 10 * 9, ncalls, nk, newest, id, n, kev = 0, win_id = 0, win_mono = 0;
 	sqlite3 *db = st->db;
-	int err, r, evidence_done = 0;
+	int err, r, evidence_done = 0, no_requests;
 	double bpr;
 
 	used = cw_store_used_bytes(st);
@@ -360,6 +452,11 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 	err = refresh_keep_tables(db);
 	if (err)
 		goto fail;
+	no_requests = refresh_request_means(db);
+	if (no_requests < 0) {
+		err = no_requests;
+		goto fail;
+	}
 	ncalls = pragma_int(db, "SELECT count(*) FROM calls");
 	nk = pragma_int(db, "SELECT count(*) FROM kevents");
 	if (ncalls < 0 || nk < 0) {
@@ -387,7 +484,7 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 	 * second pass (rarely a third) meets the target. */
 	bpr = ncalls + nk > 0 ? (double)used / (double)(ncalls + nk) : 1.0;
 	for (int pass = 0; pass < 16 && used > target; pass++) {
-		int64_t before = c->events + c->evidence, want;
+		int64_t before = c->events + c->evidence + c->requests, want;
 		int dry;
 
 		/* 1. ordinary calls older than the window, oldest first */
@@ -398,14 +495,23 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 		dry = n < want;
 		if ((err = learn(st, &used, n, &bpr)) || (err = step_done(db, c, &committed)))
 			goto fail;
-		/* 2. evidence older than the window that no kept call needs */
-		if (dry && win_id > 0 && !evidence_done && used > target) {
-			n = prune_evidence(db, win_id, win_mono, &kev);
-			if (n < 0)
+		/* 2. evidence older than the window that no kept call needs,
+		 * and requests older than theirs that are neither slow nor
+		 * failed */
+		if (dry && !evidence_done && used > target) {
+			int64_t q = 0;
+
+			n = 0;
+			if (win_id > 0 && (n = prune_evidence(db, win_id, win_mono, &kev)) < 0)
 				goto fail_n;
+			if (!no_requests && (q = prune_request_evidence(db, window_ns)) < 0) {
+				n = q;
+				goto fail_n;
+			}
 			evidence_done = 1;
 			c->evidence += n, c->events += kev, nk -= kev;
-			if ((err = learn(st, &used, n, &bpr)) || (err = step_done(db, c, &committed)))
+			c->requests += q;
+			if ((err = learn(st, &used, n + q, &bpr)) || (err = step_done(db, c, &committed)))
 				goto fail;
 		}
 		/* 3. ordinary calls of the window: it shrinks, oldest first */
@@ -439,7 +545,7 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 			if ((err = learn(st, &used, got, &bpr)) || (err = step_done(db, c, &committed)))
 				goto fail;
 		}
-		if (c->events + c->evidence == before)
+		if (c->events + c->evidence + c->requests == before)
 			break;
 	}
 	n = prune_context(db);
@@ -448,6 +554,11 @@ int cw_retention_enforce_tiers(struct cw_store *st, int64_t cap, int64_t window_
 	c->context += n;
 	if ((err = learn(st, &used, 0, &bpr)))
 		goto fail;
+	/* 5b. requests, the slow and failed ones last, after every event */
+	if (used > target && !no_requests) {
+		if ((err = prune_requests(st, &used, target, c)) || (err = step_done(db, c, &committed)))
+			goto fail;
+	}
 	/* 6. chains, oldest first: the history of diagnoses outlives every
 	 * raw row and goes only when nothing else is left. */
 	if (used > target) {

@@ -4,9 +4,12 @@
  * overlaps no kept call, then ordinary calls of the recent window (the
  * window shrinks), and only then the kept calls themselves, oldest first.
  * Kept calls: anomalous (slower than 3x their op's running median),
- * failing, NCCL collectives, a process's first call of each op. Chains go
+ * failing, NCCL collectives, a process's first call of each op.
+ * Inference requests that are neither slow nor failed go with the
+ * evidence once older than the window; what is left of them goes after
+ * every event (ordinary ones first, slow and failed ones last). Chains go
  * last, oldest first, once nothing else is left; per-second aggregates,
- * stacks and process metadata are never pruned. */
+ * request_totals, stacks and process metadata are never pruned. */
 #ifndef CW_STORE_RETENTION_H
 #define CW_STORE_RETENTION_H
 
@@ -26,6 +29,10 @@ struct cw_retention_counts {
 	int64_t kept;     /* kept calls and remaining kernel events, oldest first */
 	int64_t context;  /* intervals, snapshots, GPU samples older than the oldest kept row */
 	int64_t chains;   /* chains rows, oldest first, once no event is left to prune */
+	/* Inference requests (store/requests.h): every request row pruned,
+	 * and of those the slow or failed ones (pruned last); engine metric
+	 * samples pruned with them. */
+	int64_t requests, requests_kept, engine_metrics;
 	int64_t events;
 	/* Ordinary calls before this wall time (ns) are pruned: the wall start
 	 * of the oldest ordinary call left (of the newest call when none is);

@@ -98,6 +98,20 @@ struct cw_request_row {
 	const char *end;             /* "complete", "next", "closed", "idle", "flush" */
 };
 
+/* One sample of a metric an inference engine exposes on its own /metrics
+ * (queue depth, running requests, KV-cache usage, preemptions), a row of
+ * engine_metrics. name is causeway's name for it (the engine's table of
+ * names maps the engine's own), e.g. "queue_depth", "running",
+ * "kv_cache_usage_ratio", "preemptions_total". */
+struct cw_engine_metric_row {
+	uint32_t pid;        /* the engine's process, 0 unknown (stored NULL) */
+	uint32_t port;       /* the port scraped, 0 unknown (stored NULL) */
+	const char *engine;  /* "vllm", "sglang", "tgi", "llama.cpp", "triton", ... */
+	const char *name;
+	double value;        /* finite or infinite; NaN is refused (-EINVAL, not stored) */
+	uint64_t wall_ns;    /* when it was scraped */
+};
+
 struct cw_snapshot_row {
 	uint64_t mono_ns, wall_ns;
 	double cpu_pct, mem_pct, load1, io_busy_pct;
@@ -162,6 +176,13 @@ struct cw_nccl_comm_row {
 
 struct cw_writer_stats {
 	uint64_t events, offcpu, snapshots, batches, pruned_events;
+	/* Inference (schema v11): request rows stored, of those counted in
+	 * request_totals under route "other" (the node's route cap was
+	 * reached), and engine metric samples stored. */
+	uint64_t requests, requests_other_route, engine_metrics;
+	/* Requests the size cap pruned, of those slow or failed ones (last),
+	 * and engine metric samples pruned (store/retention.h). */
+	uint64_t pruned_requests, pruned_requests_kept, pruned_engine_metrics;
 	/* Rows the size cap pruned, per tier (store/retention.h). */
 	uint64_t pruned_ordinary, pruned_evidence, pruned_recent, pruned_kept, pruned_context, pruned_chains;
 	int64_t pruned_through_wall_ns; /* ordinary calls before it are pruned; 0 none */
@@ -183,7 +204,11 @@ int cw_writer_free(struct cw_writer *w);
 
 int cw_writer_event(struct cw_writer *w, const struct cw_event_row *row);
 int cw_writer_offcpu(struct cw_writer *w, const struct cw_offcpu_row *row);
+/* A request's row and its count in request_totals, in one savepoint of
+ * the open batch: both are stored or neither. Text from the wire is
+ * stored bounded and printable (store/requests.h). */
 int cw_writer_request(struct cw_writer *w, const struct cw_request_row *row);
+int cw_writer_engine_metric(struct cw_writer *w, const struct cw_engine_metric_row *r);
 int cw_writer_snapshot(struct cw_writer *w, const struct cw_snapshot_row *row);
 int cw_writer_process(struct cw_writer *w, const struct cw_process_row *row);
 int cw_writer_thread(struct cw_writer *w, uint32_t pid, uint32_t tid, const char *comm);

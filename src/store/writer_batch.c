@@ -153,6 +153,7 @@ int cw_writer_free(struct cw_writer *w)
 	}
 	for (i = 0; i < w->ncounters; i++)
 		free(w->counters[i].name);
+	writer_requests_free(w);
 	cw_keycache_free(&w->threads);
 	cw_strcache_free(&w->strings);
 	cw_argcache_free(&w->args);
@@ -197,6 +198,14 @@ static int enforce_cap(struct cw_writer *w)
 			checkpoint(w);
 		/* Retention drops thread rows of old stretches. */
 		cw_keycache_clear(&w->threads);
+		if (rc.requests > 0 || rc.engine_metrics > 0) {
+			w->stats.pruned_requests += (uint64_t)rc.requests;
+			w->stats.pruned_requests_kept += (uint64_t)rc.requests_kept;
+			w->stats.pruned_engine_metrics += (uint64_t)rc.engine_metrics;
+			cw_writer_counter_set(w, "store.pruned.requests", w->stats.pruned_requests);
+			cw_writer_counter_set(w, "store.pruned.requests_kept", w->stats.pruned_requests_kept);
+			cw_writer_counter_set(w, "store.pruned.engine_metrics", w->stats.pruned_engine_metrics);
+		}
 		if (rc.events > 0 || rc.evidence > 0 || rc.context > 0 || rc.chains > 0) {
 			w->stats.pruned_events += (uint64_t)rc.events;
 			w->stats.pruned_ordinary += (uint64_t)rc.ordinary;
@@ -260,6 +269,12 @@ int cw_writer_flush(struct cw_writer *w)
 	if (w->stats.failed_rows)
 		cw_writer_counter_set(w, "store.failed_rows", w->stats.failed_rows);
 	cw_writer_counter_set(w, "store.events", w->stats.events);
+	if (w->stats.requests)
+		cw_writer_counter_set(w, "store.requests", w->stats.requests);
+	if (w->stats.requests_other_route)
+		cw_writer_counter_set(w, "store.requests_other_route", w->stats.requests_other_route);
+	if (w->stats.engine_metrics)
+		cw_writer_counter_set(w, "store.engine_metrics", w->stats.engine_metrics);
 	e = writer_write_pending(w);
 	if (e) {
 		writer_note_error(w, e);

@@ -52,7 +52,13 @@ void writer_lose_tx(struct cw_writer *w)
 	w->stats.events -= w->tx_events;
 	w->stats.offcpu -= w->tx_offcpu;
 	w->stats.snapshots -= w->tx_snapshots;
+	w->stats.requests -= w->tx_requests;
+	w->stats.requests_other_route -= w->tx_req_other;
+	w->stats.engine_metrics -= w->tx_engine;
 	w->tx_rows = w->tx_events = w->tx_offcpu = w->tx_snapshots = 0;
+	w->tx_requests = w->tx_req_other = w->tx_engine = 0;
+	/* Routes first counted in it are gone from request_totals. */
+	w->routes_loaded = 0;
 	w->in_tx = 0;
 	w->rows_in_batch = 0;
 	/* A session row written in it is gone as well: written again. */
@@ -88,6 +94,7 @@ int writer_begin_tx(struct cw_writer *w)
 	}
 	w->in_tx = 1;
 	w->tx_rows = w->tx_events = w->tx_offcpu = w->tx_snapshots = 0;
+	w->tx_requests = w->tx_req_other = w->tx_engine = 0;
 	return 0;
 }
 
@@ -129,6 +136,7 @@ int writer_commit(struct cw_writer *w)
 	w->in_tx = 0;
 	w->rows_in_batch = 0;
 	w->tx_rows = w->tx_events = w->tx_offcpu = w->tx_snapshots = 0;
+	w->tx_requests = w->tx_req_other = w->tx_engine = 0;
 	w->session_in_tx = 0;
 	w->stats.batches++;
 	w->stats.failing = 0;

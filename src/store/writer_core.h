@@ -16,6 +16,7 @@
 #include "store/keycache.h"
 #include "store/writer.h"
 #include "util/hist.h"
+#include "util/strbuf.h"
 #include "util/u64map.h"
 
 #define MAX_COUNTERS 128
@@ -50,6 +51,12 @@ enum stmt_id {
 	ST_STR_GET,
 	ST_STR_PUT,
 	ST_ARGS_PUT,
+	ST_REQUEST,
+	ST_REQ_TOTAL, /* built at run time: writer_requests.c */
+	ST_REQ_SAVEPOINT,
+	ST_REQ_RELEASE,
+	ST_REQ_ROLLBACK,
+	ST_ENGINE_METRIC,
 	ST_MAX
 };
 
@@ -148,6 +155,12 @@ struct cw_writer {
 	/* Rows stored in the open transaction: lost with it when it rolls
 	 * back (a failed COMMIT, or SQLite's own rollback on a full disk). */
 	uint64_t tx_rows, tx_events, tx_offcpu, tx_snapshots;
+	uint64_t tx_requests, tx_req_other, tx_engine;
+	/* The node's routes in request_totals ("method\npath"), at most
+	 * CW_REQ_MAX_ROUTES; loaded from the file at the first request and
+	 * again after a lost transaction (writer_requests.c). */
+	char **routes;
+	int nroutes, routes_loaded;
 	int session_in_tx; /* the session row is in the open transaction */
 	int64_t next_seq;
 	int64_t next_id; /* one id sequence over calls and kevents */
@@ -267,6 +280,10 @@ int writer_is_anomalous(struct op_state *s, uint64_t dur);
 int writer_call_failed(const struct op_state *s, const struct cw_event_row *r);
 int writer_aggregate(struct cw_writer *w, int opi, const struct cw_event_row *r);
 int writer_write_pending(struct cw_writer *w);
+
+/* writer_requests.c */
+int writer_req_total_sql(struct strbuf *sb);
+void writer_requests_free(struct cw_writer *w);
 
 /* writer_thread.c */
 void *writer_main(void *arg);

@@ -23,6 +23,16 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_OFFCPU] = "INSERT INTO offcpu (node, session_id, pid, tid, comm, start_mono_ns, end_mono_ns, wall_ns,"
 		      " duration_ns, reason, cpu, by_pid, by_tid, by_comm, by_cgroup_id, waker_pid, waker_comm)"
 		      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
+	[ST_REQUEST] = "INSERT INTO requests (node, session_id, wall_ns, mono_ns, pid, tid, resp_tid, cgroup_id, comm,"
+		       " conn_id, port, method, path, status, bytes_in, bytes_out, ttft_ns, duration_ns, streamed,"
+		       " body_events, itl_max_ns, itl_mean_ns, end_reason)"
+		       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)",
+	/* ST_REQ_TOTAL is built at run time: writer_req_total_sql(). */
+	[ST_REQ_SAVEPOINT] = "SAVEPOINT cw_request",
+	[ST_REQ_RELEASE] = "RELEASE cw_request",
+	[ST_REQ_ROLLBACK] = "ROLLBACK TO cw_request",
+	[ST_ENGINE_METRIC] = "INSERT INTO engine_metrics (node, session_id, wall_ns, pid, port, engine, name, value)"
+			     " VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
 	[ST_SNAPSHOT] = "INSERT INTO snapshots (node, session_id, mono_ns, wall_ns, cpu_pct, mem_pct,"
 			" swap_used_bytes, load1, ncpu, page_alloc_per_s, io_bytes_per_s, io_busy_pct)"
 			" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
@@ -147,6 +157,9 @@ int writer_prepare(struct cw_writer *w, enum stmt_id id)
 
 	if (id == ST_EVENT || id == ST_EVENT_MULTI) {
 		err = event_sql(&sb, id == ST_EVENT ? 1 : EVENTS_PER_STMT);
+		sql = strbuf_str(&sb);
+	} else if (id == ST_REQ_TOTAL) {
+		err = writer_req_total_sql(&sb);
 		sql = strbuf_str(&sb);
 	}
 	if (!err) {

@@ -16,6 +16,7 @@
 #include "metrics/writer_lag.h"
 #include "trace/chains.h"
 #include "trace/gpu.h"
+#include "trace/inference.h"
 #include "trace/ras.h"
 #include "trace/python.h"
 #include "trace/session.h"
@@ -135,6 +136,7 @@ void trace_loop(struct trace *t)
 		wait_for_work(t);
 		now = cw_monotonic_ns();
 		trace_python_poll(t->py, now);
+		trace_inference_poll(t->inf, now);
 		if (t->o.capture_summary) {
 			cw_consumer_lock(&t->cons);
 			trace_fold_thresholds(t);

@@ -12,6 +12,7 @@
 #include "loader/session.h"
 #include "metrics/live_metrics.h"
 #include "metrics/writer_lag.h"
+#include "trace/inference.h"
 #include "trace/ras.h"
 #include "trace/gpu.h"
 #include "trace/python.h"
@@ -139,6 +140,7 @@ void trace_session_end(struct trace *t, struct cw_trace_result *res)
 	cw_sysinfo_free(t->si);
 	trace_tenant_free(t->tenant);
 	cw_cuda_probes_close(t->cp);
+	trace_inference_free(t->inf); /* its probes share the kernel probes' maps */
 	cw_kernel_probes_close(t->kp);
 	cw_trace_view_free(t->view);
 	cw_store_close(t->st);

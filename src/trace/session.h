@@ -50,6 +50,7 @@ struct trace {
 	struct trace_tenant *tenant;
 	struct trace_gpu *gpu;
 	struct trace_ras *ras; /* NCCL RAS at a hang (ras.h); NULL: off */
+	struct trace_inference *inf; /* --inference (inference.h); NULL: off */
 	/* Chains while tracing (chains.h): their own connection, the end of
 	 * the last pass (wall ns; 0 none yet), what the passes did. */
 	struct cw_store *chains_st;

@@ -14,6 +14,7 @@
 #include "metrics/live_metrics.h"
 #include "metrics/writer_lag.h"
 #include "store/footprint.h"
+#include "trace/inference.h"
 #include "trace/cap.h"
 #include "trace/gpu.h"
 #include "trace/ras.h"
@@ -326,6 +327,14 @@ static int step_pipeline(struct trace *t, char *err, size_t errlen)
 	return 0;
 }
 
+/* After the pipeline: a server found at once is enrolled like a --pid. */
+static int step_inference(struct trace *t, char *err, size_t errlen)
+{
+	if (!t->o.inference)
+		return 0;
+	return trace_inference_start(&t->inf, t, t->o.inference, err, errlen);
+}
+
 static int step_rings(struct trace *t, char *err, size_t errlen)
 {
 	int rc;
@@ -333,6 +342,7 @@ static int step_rings(struct trace *t, char *err, size_t errlen)
 	(void)err, (void)errlen;
 	if ((rc = cw_kernel_probes_add_rings(t->kp, &t->rb, cw_consumer_sample, &t->cons)) < 0 ||
 	    (rc = cw_cuda_probes_add_ring(t->cp, &t->rb, cw_consumer_sample, &t->cons)) < 0 ||
+	    (t->inf && (rc = trace_inference_add_ring(t->inf, &t->rb, cw_consumer_sample, &t->cons)) < 0) ||
 	    (rc = cw_consumer_start(&t->cons, t->rb)))
 		return rc < 0 ? rc : -EIO;
 	if (cw_sysinfo_new(&t->si, NULL))
@@ -452,6 +462,7 @@ const struct trace_step trace_start_steps[] = {
 	{ CW_TRACE_WRITER, NULL, 0, step_writer },
 	{ CW_TRACE_PYTHON, "cannot set up Python stack capture", 1, step_python },
 	{ CW_TRACE_PIPELINE, "cannot start the pipeline", 1, step_pipeline },
+	{ CW_TRACE_INFERENCE, NULL, 0, step_inference },
 	{ CW_TRACE_RINGS, "cannot read the ring buffers", 0, step_rings },
 	{ CW_TRACE_BPF_STATS, "trace: cannot enable BPF statistics", 1, step_bpf_stats },
 	{ CW_TRACE_METRICS, "out of memory", 0, step_metrics },

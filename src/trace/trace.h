@@ -56,6 +56,7 @@ struct cw_trace_opts {
 	const char *kubelet_url; /* NULL: pods are not looked up */
 	const char *serve;       /* --serve ADDR:PORT: hooks.serve_start is called */
 	const char *otlp;        /* --otlp URL, for hooks.otlp_start */
+	const char *inference;   /* --inference PORT[,PORT...]|auto; NULL: off */
 	int bpf_stats;           /* --bpf-stats */
 	char **command;
 	struct cw_tenant_filter tenants[CW_TENANT_FILTERS_MAX];
@@ -90,6 +91,7 @@ enum cw_trace_step {
 	CW_TRACE_SERVE,         /* hooks.serve_start */
 	CW_TRACE_WRITER_LAG,    /* --serve's writer lag */
 	CW_TRACE_RESOLVER,      /* the cgroup resolver */
+	CW_TRACE_INFERENCE,     /* --inference: the server probes */
 };
 
 struct cw_trace_result {

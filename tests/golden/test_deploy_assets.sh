@@ -33,7 +33,8 @@ cmp -s "$R/deploy/prometheus/causeway-rules.yaml" "$R/deploy/helm/causeway/files
 	fail "the chart's files/causeway-rules.yaml differs from deploy/prometheus/causeway-rules.yaml"
 for alert in TrainingJobStalled StragglerRank CUDATailLatencyHigh NoisyNeighbour AgentLosingEvents AgentDown \
 	GPUXidCritical GPUXidError GPUThermalThrottling GPUPowerBrake GPUTemperatureHigh GPUFramebufferFull \
-	GPUDoubleBitECC GPUUnderutilizedTraining GPUClockDropWithHeat; do
+	GPUDoubleBitECC GPUUnderutilizedTraining GPUClockDropWithHeat InferenceLatencyP99High InferenceLatencyP95High \
+	InferenceTTFTHigh InferenceErrorRateHigh InferenceAvailabilityLow; do
 	grep -q "alertname: $alert\$" "$R/tests/prometheus/causeway-rules.test.yaml" || fail "no test case for $alert"
 done
 # Runbooks name commands that exist, and their SQL runs on a store with

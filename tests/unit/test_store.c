@@ -163,7 +163,7 @@ static void test_v7_python_via(void **state)
 }
 
 /* One past the newest version this build writes. */
-#define CW_SCHEMA_VERSION_NEXT 11
+#define CW_SCHEMA_VERSION_NEXT 12
 _Static_assert(CW_SCHEMA_VERSION_NEXT == CW_SCHEMA_VERSION + 1, "the next schema version");
 #define CW_STR_(x) #x
 #define CW_STR(x) CW_STR_(x)

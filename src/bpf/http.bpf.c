@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0
+/* http: the bytes a traced server moves on the connections it accepts on
+ * its listening ports (trace --inference), for src/inference/http_conn.c
+ * to read HTTP/1.1 requests from.
+ *
+ * Hook: the raw tracepoint sys_exit (raw_syscalls), on every kernel since
+ * long before 5.10 and needing no tracefs; the call's number and
+ * arguments are read from the registers it was entered with
+ * (PT_REGS_PARM*_CORE_SYSCALL, per architecture), and the syscall
+ * numbers, which differ per architecture, come from the loader
+ * (cfg_nr_*). kprobes on sock_recvmsg would see no
+ * user buffer and may be compiled out; sock:sock_*_length (>= 6.3) sees
+ * no bytes either.
+ *
+ * Only threads of tracked processes go past the first test (the shared
+ * tracked bitmap), and only calls on a descriptor in http_listen (the
+ * listening sockets userspace found for the port) or http_conns
+ * (connections accepted from them, or found open at start) are kept:
+ *   accept/accept4 on a listener  -> the new fd joins http_conns, a record
+ *   read/recv*  on a connection   -> a record with the bytes read
+ *   write/send* on a connection   -> a record with the bytes written
+ *   close       on a connection   -> it leaves http_conns, a record
+ * A record copies the call's first CW_HTTP_IO_HEAD bytes and, when it
+ * moved more, its last CW_HTTP_IO_TAIL (a chunked answer's last chunk is
+ * at its end). Vectored calls (readv, writev, sendmsg, recvmsg) copy from
+ * their first buffer only.
+ *
+ * io_uring, sendfile and splice move bytes without these calls: a server
+ * answering that way is seen accepting and closing only
+ * (docs/inference.md). */
+#include "common.bpf.h"
+
+/* Syscall numbers of the running architecture; -1: none. */
+const volatile long cfg_nr_read = -1;
+const volatile long cfg_nr_write = -1;
+const volatile long cfg_nr_readv = -1;
+const volatile long cfg_nr_writev = -1;
+const volatile long cfg_nr_recvfrom = -1;
+const volatile long cfg_nr_sendto = -1;
+const volatile long cfg_nr_recvmsg = -1;
+const volatile long cfg_nr_sendmsg = -1;
+const volatile long cfg_nr_accept = -1;
+const volatile long cfg_nr_accept4 = -1;
+const volatile long cfg_nr_close = -1;
+
+CW_DECLARE_RING(rb_http, 4 << 20);
+
+/* (tgid, fd) of a listening socket or an accepted connection. */
+struct http_fd {
+	__u32 tgid;
+	__s32 fd;
+};
+
+/* Listening sockets on the traced ports: filled by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct http_fd);
+	__type(value, __u32); /* port */
+} http_listen SEC(".maps");
+
+/* Connections followed. A full map leaves the newest connection out
+ * (counted: CW_STAT_HTTP_CONNS_FULL). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct http_fd);
+	__type(value, __u32); /* port */
+} http_conns SEC(".maps");
+
+/* Where a call's bytes are: a plain buffer (buf_len ~0), or the first
+ * buffer of a vectored call. */
+struct http_buf {
+	__u64 buf;
+	__u64 buf_len;
+};
+
+static __always_inline void emit(__u16 op, __s32 fd, __u32 port, __s64 len, const struct http_buf *b)
+{
+	struct cw_http_io *r = cw_reserve(&rb_http, sizeof(*r), CW_DROP_HTTP);
+	__u64 n = 0;
+
+	if (!r)
+		return;
+	cw_hdr_current(&r->hdr, CW_REC_HTTP_IO, sizeof(*r), CW_SRC_NET, op);
+	r->len = len;
+	r->fd = fd;
+	r->port = (__u16)port;
+	r->head_len = 0;
+	r->tail_len = 0;
+	r->pad0 = 0;
+	r->pad1 = 0;
+	if (b && len > 0 && b->buf) {
+		n = (__u64)len;
+		if (n > b->buf_len)
+			n = b->buf_len;
+		if (n > CW_HTTP_IO_HEAD)
+			n = CW_HTTP_IO_HEAD;
+		/* Bounds the register the verifier sees (n <= 512 already). */
+		n &= 2 * CW_HTTP_IO_HEAD - 1;
+		if (n > CW_HTTP_IO_HEAD)
+			n = CW_HTTP_IO_HEAD;
+		if (n && bpf_probe_read_user(r->head, n, (const void *)b->buf) == 0)
+			r->head_len = (__u16)n;
+		/* The tail: only from one contiguous buffer holding it all. */
+		if (r->head_len && (__u64)len > n && b->buf_len >= (__u64)len &&
+		    bpf_probe_read_user(r->tail, CW_HTTP_IO_TAIL,
+					(const void *)(b->buf + (__u64)len - CW_HTTP_IO_TAIL)) == 0)
+			r->tail_len = CW_HTTP_IO_TAIL;
+	}
+	cw_submit(&rb_http, r, sizeof(*r));
+}
+
+/* The first buffer of an iovec array at uaddr. */
+static __always_inline void first_iov(__u64 uaddr, __u64 count, struct http_buf *b)
+{
+	struct iovec v;
+
+	b->buf = 0;
+	if (!uaddr || count < 1 || bpf_probe_read_user(&v, sizeof(v), (const void *)uaddr))
+		return;
+	b->buf = (__u64)v.iov_base;
+	b->buf_len = (__u64)v.iov_len;
+}
+
+/* The syscall's number, from the registers it was entered with. */
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ(regs, syscallno);
+#else
+	return BPF_CORE_READ(regs, orig_ax);
+#endif
+}
+
+/* Everything happens at the call's return: the registers still hold its
+ * arguments (x86-64 keeps them all in pt_regs; arm64 keeps the first in
+ * orig_x0, which PT_REGS_PARM1_CORE_SYSCALL reads), so no state is kept
+ * between entry and return, one program runs per call instead of two,
+ * and an accept that was already waiting when its listener was
+ * registered (a server idle at start) is followed too. */
+SEC("raw_tp/sys_exit")
+int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct http_fd key;
+	struct http_buf b;
+	__u32 *port;
+	long nr;
+
+	if (!cw_tgid_tracked(id >> 32))
+		return 0;
+	nr = syscall_nr(regs);
+	key.tgid = id >> 32;
+	key.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
+	if (nr == cfg_nr_accept || nr == cfg_nr_accept4) {
+		struct http_fd conn;
+		__u32 p;
+
+		if (ret < 0 || !(port = bpf_map_lookup_elem(&http_listen, &key)))
+			return 0;
+		conn.tgid = key.tgid;
+		conn.fd = (__s32)ret;
+		p = *port;
+		if (bpf_map_update_elem(&http_conns, &conn, &p, BPF_ANY))
+			cw_stat(CW_STAT_HTTP_CONNS_FULL);
+		else
+			emit(CW_OP_http_accept, conn.fd, p, 0, NULL);
+		return 0;
+	}
+	if (nr == cfg_nr_close) {
+		/* A failed close (EBADF, EINTR after the release) changes nothing
+		 * the server relies on; only a closed descriptor ends it. */
+		if (ret || !(port = bpf_map_lookup_elem(&http_conns, &key)))
+			return 0;
+		emit(CW_OP_http_close, key.fd, *port, 0, NULL);
+		bpf_map_delete_elem(&http_conns, &key);
+		return 0;
+	}
+	if (ret <= 0)
+		return 0;
+	if (nr != cfg_nr_read && nr != cfg_nr_recvfrom && nr != cfg_nr_write && nr != cfg_nr_sendto &&
+	    nr != cfg_nr_readv && nr != cfg_nr_writev && nr != cfg_nr_recvmsg && nr != cfg_nr_sendmsg)
+		return 0;
+	if (!(port = bpf_map_lookup_elem(&http_conns, &key)))
+		return 0;
+	if (nr == cfg_nr_readv || nr == cfg_nr_writev) {
+		first_iov(PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs), &b);
+	} else if (nr == cfg_nr_recvmsg || nr == cfg_nr_sendmsg) {
+		struct user_msghdr m;
+		__u64 a = PT_REGS_PARM2_CORE_SYSCALL(regs);
+
+		b.buf = 0;
+		if (a && !bpf_probe_read_user(&m, sizeof(m), (const void *)a))
+			first_iov((__u64)m.msg_iov, m.msg_iovlen, &b);
+	} else {
+		b.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		b.buf_len = ~0ull;
+	}
+	emit(nr == cfg_nr_read || nr == cfg_nr_recvfrom || nr == cfg_nr_readv || nr == cfg_nr_recvmsg
+		     ? CW_OP_http_read
+		     : CW_OP_http_write,
+	     key.fd, *port, ret, &b);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
