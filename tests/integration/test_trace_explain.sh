@@ -3,7 +3,8 @@
 # times): trace records them, explain names the cause.
 #  a) a CPU hog pinned to the workload thread's CPU -> cpu_preemption, naming the hog
 #  b) bursts of direct-I/O writes while each sync waits on its own small
-#     direct write -> io_contention
+#     direct write, queued behind them on a throttled loop device ->
+#     io_contention
 #  c) a clean run -> no chain
 #  d) two workers, only worker 0 shares its CPU with the hog -> the
 #     preemptions and the slow calls land on worker 0's tid, not worker 1's
@@ -16,7 +17,16 @@ FIX=$CW_BUILD/fixtures
 command -v stress-ng >/dev/null || { echo "stress-ng not installed"; exit 77; }
 D=$(mktemp -d)
 bg=()
-cleanup() { for p in "${bg[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$D"; }
+LA= LB= CG= MNT=
+cleanup() {
+	for p in "${bg[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	[ -n "$LA" ] && losetup -d "$LA"
+	[ -n "$LB" ] && losetup -d "$LB"
+	[ -n "$MNT" ] && { umount "$MNT" 2>/dev/null || umount -l "$MNT"; }
+	[ -n "$CG" ] && for _ in 1 2 3 4 5; do rmdir "$CG" 2>/dev/null && break; sleep 0.2; done
+	rm -rf "$D"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 ncpu=$(nproc)
@@ -56,22 +66,72 @@ echo "a) $res"
 [ "$(echo "$res" | head -1)" = cpu_preemption ] || fail "a) top chain is not cpu_preemption"
 echo "$res" | grep -q stress-ng || fail "a) the hog is not named"
 
-# b) bursts of direct-I/O writes: 250 ms of two 4 MiB writers, 250 ms
-# quiet, for the whole loop. Writers running throughout slow every sync
-# alike on some disks (no tail, so rightly no chain) and hardly at all on
-# others; bursts make a tail on any disk: syncs between bursts take
-# ~100 us, syncs inside one wait behind the writers' requests.
-( end=$((SECONDS + 6)); while [ $SECONDS -lt $end ]; do
-	for k in 1 2; do timeout 0.25 sh -c "while :; do dd if=/dev/zero of=$D/big$k oflag=direct bs=4M count=4 2>/dev/null; done" & done
-	wait; sleep 0.25
-done ) &
-bg+=($!)
-CW_FAKE_SYNC_US=0 CW_FAKE_SYNC_IO=$D/syncfile run "$D/b.db" -T 3 -m sync
-kill ${bg[-1]} 2>/dev/null; wait ${bg[-1]} 2>/dev/null
-explain "$D/b.db" >"$D/b.json" || fail "explain b"
-res=$(top_kind <"$D/b.json")
-echo "b) $res"
-[ "$(echo "$res" | head -1)" = io_contention ] || fail "b) top chain is not io_contention"
+# b) bursts of direct-I/O writes: 250 ms of two writers, 250 ms quiet,
+# for the whole loop, while each sync waits on its own 4 KiB O_DIRECT|
+# O_DSYNC write. Written to the real disk, the tail depended on the disk
+# (on a fast one the small write never waited and there was no chain), so
+# the writes go to a loop device whose pace the kernel sets instead: loop
+# A (direct I/O) is backed by loop B, backed by a file on a tmpfs of its
+# own, and a cgroup-v1 blkio cgroup holding the writers and the traced
+# workload throttles writes to loop B at 128 MiB/s. Loop A issues its
+# requests to B from the requester's cgroup, so a sync's write waits FIFO
+# in the throttle queue behind the writers' (each keeps 1 MiB queued; a
+# sync took 90-100 ms in a burst here, and no disk is written), while
+# loop A's requests, the writers' and its own, are in flight: the thread
+# is blocked while block I/O is in flight. Between bursts a sync takes
+# ~1.1 ms: its 1 ms spin keeps its own writes near 4 MiB/s, far below the
+# limit, so alone it never waits.
+b_setup() {
+	local blkio
+	blkio=$(awk '$3 == "cgroup" && $4 ~ /(^|,)blkio(,|$)/ {print $2; exit}' /proc/mounts)
+	[ -n "$blkio" ] && [ -e "$blkio/blkio.throttle.write_bps_device" ] || { echo "no cgroup-v1 blkio throttling"; return 1; }
+	command -v losetup >/dev/null || { echo "no losetup"; return 1; }
+	MNT=$D/tmpfs
+	mkdir "$MNT" && mount -t tmpfs -o size=80m cw-explain-b "$MNT" || { MNT=; echo "cannot mount a tmpfs"; return 1; }
+	truncate -s 64M "$MNT/back" || return 1
+	LB=$(losetup -f --show "$MNT/back") || { LB=; echo "no loop device"; return 1; }
+	LA=$(losetup -f --show --direct-io=on "$LB") || { LA=; echo "no loop device"; return 1; }
+	[ "$(losetup -n -O DIO "$LA" | tr -d ' ')" = 1 ] || { echo "loop device without direct I/O"; return 1; }
+	# No volatile cache: O_DSYNC adds no flushes, whose sequencing runs on
+	# kblockd, which a busy CPU delays (a tail with no writers at all).
+	echo "write through" >"/sys/block/${LA#/dev/}/queue/write_cache" &&
+		echo "write through" >"/sys/block/${LB#/dev/}/queue/write_cache" || { echo "cannot set the loop devices write-through"; return 1; }
+	CG=$blkio/cw-explain-$$
+	mkdir "$CG" || { CG=; echo "cannot make a blkio cgroup"; return 1; }
+	echo "$(cat "/sys/block/${LB#/dev/}/dev") $((128 << 20))" >"$CG/blkio.throttle.write_bps_device" ||
+		{ echo "cannot throttle $LB"; return 1; }
+}
+if b_setup >"$D/b.why"; then
+	# The writers: one process (named in the chain as the requests' pid),
+	# two threads, each rewriting 1 MiB at an offset of its own.
+	( echo $BASHPID >"$CG/cgroup.procs" || exit 1
+	  exec python3 - "$LA" <<'PY'
+import mmap, os, sys, threading, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_DIRECT)
+t0 = time.monotonic()
+def writer(k):
+    buf = mmap.mmap(-1, 1 << 20)
+    while (t := time.monotonic() - t0) < 6:
+        if int(t / 0.25) % 2:
+            time.sleep(0.25 - t % 0.25)
+        else:
+            os.pwrite(fd, buf, (k + 1) << 24)
+ts = [threading.Thread(target=writer, args=(k,)) for k in range(2)]
+for t in ts: t.start()
+for t in ts: t.join()
+PY
+	) &
+	bg+=($!)
+	( echo $BASHPID >"$CG/cgroup.procs" || fail "b) cannot join $CG"
+	  CW_FAKE_SYNC_US=1000 CW_FAKE_SYNC_IO=$LA run "$D/b.db" -T 3 -m sync ) || exit 1
+	kill ${bg[-1]} 2>/dev/null; wait ${bg[-1]} 2>/dev/null
+	explain "$D/b.db" >"$D/b.json" || fail "explain b"
+	res=$(top_kind <"$D/b.json")
+	echo "b) $res"
+	[ "$(echo "$res" | head -1)" = io_contention ] || fail "b) top chain is not io_contention"
+else
+	echo "b) skipped: $(cat "$D/b.why")"
+fi
 
 # c) clean: calls that sleep a steady 1 ms, nothing else running for them.
 CW_FAKE_MODE=sleep CW_FAKE_SYNC_US=1000 run "$D/c.db" -T 2 -m sync
