@@ -322,6 +322,58 @@ static void test_row_and_count_together(void **state)
 	cw_store_close(st);
 }
 
+/* A batch whose COMMIT fails takes its requests and their counts with
+ * it: the stats stop counting them, and routes first seen in it are
+ * forgotten (the file does not have them). */
+static void test_lost_batch(void **state)
+{
+	struct cw_store *st = fresh();
+	struct cw_writer *w;
+	struct cw_writer_stats ws;
+	struct cw_request_row r;
+	const char *ok[] = { "/a", "/b", "/c" };
+	char p[32];
+
+	(void)state;
+	/* a deferred foreign key fails at COMMIT, when the batch has a /lose request */
+	assert_int_equal(cw_exec(st->db, "PRAGMA foreign_keys = ON;"
+					 "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+					 "CREATE TABLE child (p INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);"
+					 "CREATE TRIGGER lose AFTER INSERT ON requests WHEN NEW.path = '/lose'"
+					 " BEGIN INSERT INTO child VALUES (42); END;"),
+			 0);
+	w = writer(st, 0);
+	for (int i = 0; i < 3; i++) {
+		r = req("GET", ok[i], 200, MS, -1);
+		assert_int_equal(cw_writer_request(w, &r), 0);
+	}
+	assert_int_equal(cw_writer_flush(w), 0);
+	r = req("GET", "/lose", 200, MS, -1);
+	assert_int_equal(cw_writer_request(w, &r), 0);
+	/* 29 new routes: the cap (32) is full, in memory only */
+	for (int i = 0; i < 28; i++) {
+		snprintf(p, sizeof(p), "/lost/%d", i);
+		r = req("GET", p, 200, MS, -1);
+		assert_int_equal(cw_writer_request(w, &r), 0);
+	}
+	assert_true(cw_writer_flush(w) < 0);
+	cw_writer_get_stats(w, &ws);
+	assert_int_equal(ws.requests, 3);
+	assert_int_equal(ws.failed_rows, 29);
+	/* the routes of the lost batch are not taken: /new keeps its path */
+	r = req("GET", "/new", 200, MS, -1);
+	assert_int_equal(cw_writer_request(w, &r), 0);
+	assert_int_equal(cw_writer_flush(w), 0);
+	cw_writer_get_stats(w, &ws);
+	assert_int_equal(ws.requests, 4);
+	assert_int_equal(ws.requests_other_route, 0);
+	assert_int_equal(cw_writer_free(w), 0);
+	assert_int_equal(q1(st, "SELECT count(*) FROM requests"), 4);
+	assert_int_equal(q1(st, "SELECT sum(count) FROM request_totals"), 4);
+	assert_int_equal(q1(st, "SELECT count(*) FROM request_totals WHERE route = '/new'"), 1);
+	cw_store_close(st);
+}
+
 /* Retention: ordinary requests go first (the old ones with the evidence),
  * slow (over 2 s, or 3x the route's mean) and failed ones last;
  * request_totals never. */
@@ -335,6 +387,8 @@ static int kind_of(int i)
 		return 3; /* slow: over 2 s */
 	if (i % 100 == 40)
 		return 4; /* slow: 10x the route's mean (20 ms) but under 2 s */
+	if (i % 100 == 50)
+		return -1; /* ordinary: no status, but the connection went idle (not closed) */
 	return 0;
 }
 
@@ -354,7 +408,11 @@ static void test_retention_keeps_slow_and_failed(void **state)
 
 		if (k == 2)
 			r.end = "closed";
-		kept += k != 0;
+		if (k == -1) {
+			r.status = 0;
+			r.end = "idle";
+		}
+		kept += k > 0;
 		assert_int_equal(cw_writer_request(w, &r), 0);
 	}
 	{
@@ -374,16 +432,20 @@ static void test_retention_keeps_slow_and_failed(void **state)
 	assert_true(c.requests > 0);
 	assert_int_equal(c.requests_kept, 0);
 	assert_int_equal(q1(st, "SELECT count(*) FROM requests"), n - c.requests);
-	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE status = 503 OR status IS NULL"
+	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE status = 503 OR end_reason = 'closed'"
 				" OR duration_ns > 20000000"),
 			 kept);
-	/* oldest first: the ordinary requests left are the newest ones */
+	/* with the evidence (tier 2): exactly the ordinary requests that
+	 * ended over 60 s before the newest one started (10 ms apart, 20 ms
+	 * long: all but the last 6003) */
 	{
-		int64_t m = q1(st, "SELECT min(id) FROM requests WHERE status = 200 AND duration_ns = 20000000"), k = 0;
+		int64_t k = 0;
 
-		for (int64_t id = m; id <= n; id++)
-			k += kind_of((int)id - 1) == 0;
-		assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE status = 200 AND duration_ns = 20000000"), k);
+		for (int64_t j = 0; j < n; j++)
+			k += kind_of((int)j) > 0 || j >= n - 6003;
+		assert_int_equal(q1(st, "SELECT count(*) FROM requests"), k);
+		assert_int_equal(c.requests, n - k);
+		assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE end_reason = 'idle'"), 60);
 	}
 	assert_int_equal(q1(st, "SELECT sum(count) FROM request_totals"), totals);
 
@@ -393,13 +455,14 @@ static void test_retention_keeps_slow_and_failed(void **state)
 	used = cw_store_used_bytes(st);
 	assert_int_equal(cw_retention_enforce_tiers(st, used / 10, 60LL * 1000 * MS, &c), 0);
 	assert_true(c.requests_kept > 0);
-	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE status = 200 AND duration_ns = 20000000"), 0);
+	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE duration_ns = 20000000 AND end_reason != 'closed' AND status IS NOT 503"),
+			 0);
 	assert_int_equal(q1(st, "SELECT count(*) FROM requests"), kept - c.requests_kept);
 	if (kept > c.requests_kept) {
 		int64_t m = q1(st, "SELECT min(id) FROM requests"), k = 0;
 
 		for (int64_t id = m; id <= n; id++)
-			k += kind_of((int)id - 1) != 0;
+			k += kind_of((int)id - 1) > 0;
 		assert_int_equal(kept - c.requests_kept, k);
 	}
 	assert_int_equal(q1(st, "SELECT count(*) FROM engine_metrics"), c.engine_metrics ? 0 : 1);
@@ -596,6 +659,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_route_cap, teardown),
 		cmocka_unit_test_teardown(test_hostile_strings, teardown),
 		cmocka_unit_test_teardown(test_row_and_count_together, teardown),
+		cmocka_unit_test_teardown(test_lost_batch, teardown),
 		cmocka_unit_test_teardown(test_retention_keeps_slow_and_failed, teardown),
 		cmocka_unit_test_teardown(test_query_reads_tables, teardown),
 		cmocka_unit_test_teardown(test_metrics_golden, teardown),
