@@ -59,7 +59,7 @@ const char *cw_req_code_class(int status_key);
 #define CW_REQ_SLOW_NS 2000000000LL
 /* Never NULL: a NULL status would make "NOT failed" NULL, and a request
  * without a status that merely went idle would never count as ordinary. */
-#define CW_REQ_FAILED_SQL(r)                                                                                \
+#define CW_REQ_FAILED_SQL(r) \
 	"(coalesce(" r ".status, 0) >= 500 OR (" r ".status IS NULL AND " r ".end_reason = 'closed'))"
 
 #endif
