@@ -261,7 +261,9 @@ static int head_byte(struct conn *c, uint8_t b)
 		line_reset(c);
 		return 0;
 	}
-	if (n == 0 && !c->line_over)
+	/* The header end is an empty line, CRLF only: "\n\n" is common in
+	 * event-stream bodies, which a tail after bytes not seen can hold. */
+	if (c->line_len == 1 && c->line[0] == '\r')
 		return 1;
 	h = cw_http_header_line(c->line, n, c->line_over, &clen);
 	if ((h & CW_HDR_CLEN) && !c->have_clen) {

@@ -176,13 +176,16 @@ static void test_chunk_writes_merged(void **state)
 		out(t, 3, ts + 300000, "hello");
 		out(t, 3, ts + 600000, "\r\n");
 	}
+	/* Writes 0.6 ms apart chain into one event (2.4 ms long). */
+	for (c = 0; c < 5; c++)
+		out(t, 3, ts + 10 * MS + c * 600000, "1\r\nx\r\n");
 	out(t, 3, ts + 20 * MS, "0\r\n");
 	assert_int_equal(ngot, 0);
 	out(t, 3, ts + 20 * MS + 100, "\r\n");
 	assert_int_equal(ngot, 1);
-	assert_int_equal(got[0].body_events, 3);
+	assert_int_equal(got[0].body_events, 4);
 	assert_int_equal(got[0].itl_max_ns, 20 * MS);
-	assert_int_equal(got[0].itl_sum_ns, 40 * MS);
+	assert_int_equal(got[0].itl_sum_ns, 40 * MS); /* 30, 50, 60 (to 62.4), 70 ms */
 	assert_int_equal(got[0].first_body_ns, 30 * MS);
 	assert_int_equal(got[0].end, CW_HTTP_END_COMPLETE);
 	/* A chunk whose data ends in "10\r\n\r\n" is not the last chunk. */
@@ -365,7 +368,7 @@ static void test_headers_longer_than_capture(void **state)
 	/* No header end in what was seen: taken to be in the bytes not
 	 * copied, and the tail is body. */
 	in(t, 2, 70 * MS, "GET /c HTTP/1.1\r\n\r\n");
-	big_head_write(t, 71 * MS, "data: {}\n\n\r\n");
+	big_head_write(t, 71 * MS, "data: {}\n\n");
 	assert_int_equal(ngot, 2);
 	out(t, 2, 90 * MS, "\r\n0\r\n\r\n");
 	assert_int_equal(ngot, 3);
