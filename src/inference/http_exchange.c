@@ -335,7 +335,7 @@ void cw_http_conn_out(struct cw_http_conns *t, struct conn *c, const struct view
 	size_t plen[2] = { v->hl, v->tl };
 	uint64_t poff[2] = { 0, s->len - v->tl };
 	int carries = 0; /* this write has body bytes */
-	int assume = 0;  /* the head went on into bytes not seen and has not ended since */
+	int assume = 0;	 /* the head went on into bytes not seen and has not ended since */
 	uint64_t body_n = 0;
 	size_t k, i;
 

@@ -40,8 +40,7 @@ static struct cw_http_conns *table(size_t max)
 
 /* One system call moving bytes[0..len): head and tail as the kernel side
  * captures them. */
-static void seg(struct cw_http_conns *t, int32_t fd, enum cw_http_dir dir, uint64_t ts, const void *bytes,
-		size_t len)
+static void seg(struct cw_http_conns *t, int32_t fd, enum cw_http_dir dir, uint64_t ts, const void *bytes, size_t len)
 {
 	struct cw_http_segment s = { .ts_ns = ts, .tid = dir == CW_HTTP_IN ? 7 : 8, .dir = dir, .len = len };
 
@@ -146,8 +145,9 @@ static void test_sse_chunked_ttft_itl(void **state)
 	assert_int_equal(got[0].bytes_out, strlen(sse_head) + 3 * strlen(sse_chunk) + 5);
 	/* An event stream running to the close (no chunked framing). */
 	in(t, 3, 2000 * MS, "GET /events HTTP/1.1\r\n\r\n");
-	out(t, 3, 2001 * MS, "HTTP/1.1 200 OK\r\nContent-Type: Text/Event-Stream; charset=utf-8\r\n"
-			     "Connection: close\r\n\r\n");
+	out(t, 3, 2001 * MS,
+	    "HTTP/1.1 200 OK\r\nContent-Type: Text/Event-Stream; charset=utf-8\r\n"
+	    "Connection: close\r\n\r\n");
 	out(t, 3, 2100 * MS, "data: 1\n\n");
 	out(t, 3, 2200 * MS, "data: 2\n\n");
 	cw_http_conns_close(t, PID, 3, 2300 * MS);
@@ -548,7 +548,9 @@ static void test_non_printable_path(void **state)
 	static const char req[] = "GET /a\0b HTTP/1.1\r\n\r\n";
 
 	(void)state;
-	in(t, 1, 1, "GET /a\x01" "b HTTP/1.1\r\n\r\n");
+	in(t, 1, 1,
+	   "GET /a\x01"
+	   "b HTTP/1.1\r\n\r\n");
 	seg(t, 2, CW_HTTP_IN, 1, req, sizeof(req) - 1);
 	in(t, 3, 1, "get / HTTP/1.1\r\n\r\n");
 	in(t, 4, 1, "GETTINGLONGERTHAN / HTTP/1.1\r\n\r\n");
