@@ -20,6 +20,7 @@
  *   read/recv*  on a connection   -> a record with the bytes read
  *   write/send* on a connection   -> a record with the bytes written
  *   close       on a connection   -> it leaves http_conns, a record
+ *   dup*        of a connection   -> the copy is the same connection
  * A record copies the call's first CW_HTTP_IO_HEAD bytes and, when it
  * moved more, its last CW_HTTP_IO_TAIL (a chunked answer's last chunk is
  * at its end). Vectored calls (readv, writev, sendmsg, recvmsg) copy from
@@ -42,6 +43,9 @@ const volatile long cfg_nr_sendmsg = -1;
 const volatile long cfg_nr_accept = -1;
 const volatile long cfg_nr_accept4 = -1;
 const volatile long cfg_nr_close = -1;
+const volatile long cfg_nr_dup = -1;
+const volatile long cfg_nr_dup2 = -1;
+const volatile long cfg_nr_dup3 = -1;
 
 CW_DECLARE_RING(rb_http, 4 << 20);
 
@@ -59,14 +63,34 @@ struct {
 	__type(value, __u32); /* port */
 } http_listen SEC(".maps");
 
-/* Connections followed. A full map leaves the newest connection out
- * (counted: CW_STAT_HTTP_CONNS_FULL). */
+/* A followed connection: its port, and the descriptor it was accepted
+ * as, which names it in the records even where the server reads and
+ * writes through a duplicate (an inetd-style child serving it on its
+ * stdin and stdout). */
+struct http_conn {
+	__u32 port;
+	__s32 conn_fd;
+};
+
+/* Connections followed, by every descriptor that refers to one. A full
+ * map leaves the newest connection out (counted: CW_STAT_HTTP_CONNS_FULL). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct http_fd);
-	__type(value, __u32); /* port */
+	__type(value, struct http_conn);
 } http_conns SEC(".maps");
+
+/* The connection a process accepted last, for a server that forks a
+ * child per connection (busybox httpd, inetd-style, pre-fork servers):
+ * the child inherits it at the fork that follows, while the parent
+ * closes its own copy. Keyed by tgid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct http_fd);
+} http_last_accept SEC(".maps");
 
 /* Where a call's bytes are: a plain buffer (buf_len ~0), or the first
  * buffer of a vectored call. */
@@ -145,6 +169,7 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct http_fd key;
 	struct http_buf b;
+	struct http_conn *cn;
 	__u32 *port;
 	long nr;
 
@@ -155,26 +180,53 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 	key.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
 	if (nr == cfg_nr_accept || nr == cfg_nr_accept4) {
 		struct http_fd conn;
-		__u32 p;
+		struct http_conn v;
 
-		if (ret < 0 || !(port = bpf_map_lookup_elem(&http_listen, &key)))
+		if (ret < 0)
+			return 0;
+		port = bpf_map_lookup_elem(&http_listen, &key);
+		/* A pre-fork server's child accepts on the listener it
+		 * inherited: its parent's. */
+		if (!port) {
+			struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+			struct http_fd pkey = { .tgid = BPF_CORE_READ(task, real_parent, tgid), .fd = key.fd };
+
+			port = bpf_map_lookup_elem(&http_listen, &pkey);
+		}
+		if (!port)
 			return 0;
 		conn.tgid = key.tgid;
 		conn.fd = (__s32)ret;
-		p = *port;
-		if (bpf_map_update_elem(&http_conns, &conn, &p, BPF_ANY))
+		v.port = *port;
+		v.conn_fd = conn.fd;
+		if (bpf_map_update_elem(&http_conns, &conn, &v, BPF_ANY)) {
 			cw_stat(CW_STAT_HTTP_CONNS_FULL);
-		else
-			emit(CW_OP_http_accept, conn.fd, p, 0, NULL);
+			return 0;
+		}
+		emit(CW_OP_http_accept, conn.fd, v.port, 0, NULL);
+		bpf_map_update_elem(&http_last_accept, &key.tgid, &conn, BPF_ANY);
 		return 0;
 	}
 	if (nr == cfg_nr_close) {
 		/* A failed close (EBADF, EINTR after the release) changes nothing
 		 * the server relies on; only a closed descriptor ends it. */
-		if (ret || !(port = bpf_map_lookup_elem(&http_conns, &key)))
+		if (ret || !(cn = bpf_map_lookup_elem(&http_conns, &key)))
 			return 0;
-		emit(CW_OP_http_close, key.fd, *port, 0, NULL);
+		emit(CW_OP_http_close, cn->conn_fd, cn->port, 0, NULL);
 		bpf_map_delete_elem(&http_conns, &key);
+		return 0;
+	}
+	if (nr == cfg_nr_dup || nr == cfg_nr_dup2 || nr == cfg_nr_dup3) {
+		struct http_conn v;
+		struct http_fd dup;
+
+		if (ret < 0 || ret == key.fd || !(cn = bpf_map_lookup_elem(&http_conns, &key)))
+			return 0;
+		v = *cn;
+		dup.tgid = key.tgid;
+		dup.fd = (__s32)ret;
+		if (bpf_map_update_elem(&http_conns, &dup, &v, BPF_ANY))
+			cw_stat(CW_STAT_HTTP_CONNS_FULL);
 		return 0;
 	}
 	if (ret <= 0)
@@ -182,7 +234,7 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 	if (nr != cfg_nr_read && nr != cfg_nr_recvfrom && nr != cfg_nr_write && nr != cfg_nr_sendto &&
 	    nr != cfg_nr_readv && nr != cfg_nr_writev && nr != cfg_nr_recvmsg && nr != cfg_nr_sendmsg)
 		return 0;
-	if (!(port = bpf_map_lookup_elem(&http_conns, &key)))
+	if (!(cn = bpf_map_lookup_elem(&http_conns, &key)))
 		return 0;
 	if (nr == cfg_nr_readv || nr == cfg_nr_writev) {
 		first_iov(PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs), &b);
@@ -200,7 +252,34 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 	emit(nr == cfg_nr_read || nr == cfg_nr_recvfrom || nr == cfg_nr_readv || nr == cfg_nr_recvmsg
 		     ? CW_OP_http_read
 		     : CW_OP_http_write,
-	     key.fd, *port, ret, &b);
+	     cn->conn_fd, cn->port, ret, &b);
+	return 0;
+}
+
+/* A tracked server forks: the connection it accepted last is the child's
+ * too (the child of a fork-per-connection server serves it). Raw
+ * tracepoint: the BTF-typed one would need a second variant for kernels
+ * without it, for a hook that runs once per fork. */
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(http_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	struct http_fd *last, conn;
+	struct http_conn *cn;
+
+	if (!cw_tgid_tracked(ptgid) || !(last = bpf_map_lookup_elem(&http_last_accept, &ptgid)))
+		return 0;
+	conn = *last;
+	bpf_map_delete_elem(&http_last_accept, &ptgid);
+	if (!(cn = bpf_map_lookup_elem(&http_conns, &conn)))
+		return 0;
+	conn.tgid = BPF_CORE_READ(child, tgid);
+	{
+		struct http_conn v = *cn;
+
+		if (bpf_map_update_elem(&http_conns, &conn, &v, BPF_ANY))
+			cw_stat(CW_STAT_HTTP_CONNS_FULL);
+	}
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "check/report_int.h"
 #include "loader/kernel_features.h"
+#include "loader/http_probes.h"
 #include "loader/kernel_probes.h"
 #include "loader/live_discover.h"
 #include "loader/prog_report.h"
@@ -89,6 +90,29 @@ static void loaded_item(struct cw_check_report *r, const char *name, struct bpf_
 		      l.left[0] ? "; left out on this kernel: " : "", l.left);
 }
 
+/* The server probes of trace --inference, on the kernel probes' maps as
+ * trace loads them. */
+static void load_http(struct cw_check_report *r, struct cw_kernel_probes *kp)
+{
+	struct cw_http_probes_opts o = {
+		.tracked_fd = cw_kernel_probes_tracked_fd(kp),
+		.drops_fd = cw_kernel_probes_drops_fd(kp),
+		.stats_fd = cw_kernel_probes_stats_fd(kp),
+	};
+	struct cw_http_probes *hp = NULL;
+	uint64_t t0 = cw_monotonic_ns();
+	char err[512];
+
+	if (cw_http_probes_open(&hp, &o, err, sizeof(err))) {
+		cw_check_item(r, "load http", CW_CHECK_FAIL, "run causeway --verbose check for libbpf's log; trace "
+							     "--inference cannot run",
+			      "%s", err);
+		return;
+	}
+	loaded_item(r, "load http", cw_http_probes_object(hp), cw_monotonic_ns() - t0);
+	cw_http_probes_close(hp);
+}
+
 static void load_kernel_probes(struct cw_check_report *r)
 {
 	static const char *const names[CW_KP_NFAMILIES] = { "load sched", "load io", "load net", "load mem",
@@ -106,6 +130,7 @@ static void load_kernel_probes(struct cw_check_report *r)
 	n = cw_kernel_probes_families(kp, &fam);
 	for (int i = 0; i < n && i < CW_KP_NFAMILIES; i++)
 		loaded_item(r, names[i], cw_kernel_probes_object(kp, i), fam[i].load_ns + fam[i].attach_ns);
+	load_http(r, kp);
 	cw_kernel_probes_close(kp);
 }
 

@@ -9,7 +9,7 @@
 #include "inference/http_conn.h"
 
 #define CW_HTTP_LINE_KEPT 64 /* of a response header line */
-#define CW_HTTP_WIN 8        /* last body bytes kept */
+#define CW_HTTP_WIN 8	     /* last body bytes kept */
 #define CW_HTTP_DROPPED_CACHE 64
 
 enum phase {
@@ -25,7 +25,7 @@ struct conn {
 	uint8_t used;
 	uint8_t not_http; /* its first bytes were not a request, or it upgraded */
 	uint8_t seen_req; /* a request began on it */
-	uint8_t active;   /* a request in progress */
+	uint8_t active;	  /* a request in progress */
 	uint8_t pend_on;  /* a request line being read, in pend */
 	uint8_t resp_begun;
 	/* Response parsing. */

@@ -261,7 +261,9 @@ static int head_byte(struct conn *c, uint8_t b)
 		line_reset(c);
 		return 0;
 	}
-	if (n == 0 && !c->line_over)
+	/* The header end is an empty line, CRLF only: "\n\n" is common in
+	 * event-stream bodies, which a tail after bytes not seen can hold. */
+	if (c->line_len == 1 && c->line[0] == '\r')
 		return 1;
 	h = cw_http_header_line(c->line, n, c->line_over, &clen);
 	if ((h & CW_HDR_CLEN) && !c->have_clen) {
@@ -333,7 +335,7 @@ void cw_http_conn_out(struct cw_http_conns *t, struct conn *c, const struct view
 	size_t plen[2] = { v->hl, v->tl };
 	uint64_t poff[2] = { 0, s->len - v->tl };
 	int carries = 0; /* this write has body bytes */
-	int assume = 0;  /* the head went on into bytes not seen and has not ended since */
+	int assume = 0;	 /* the head went on into bytes not seen and has not ended since */
 	uint64_t body_n = 0;
 	size_t k, i;
 

@@ -32,9 +32,9 @@ int cw_http_parse_status(const char *line, size_t n);
 
 /* What a response header line (line[0..n), no CRLF; complete when
  * !truncated) says about the body's framing. */
-#define CW_HDR_CLEN 1u    /* Content-Length: *clen */
+#define CW_HDR_CLEN 1u	  /* Content-Length: *clen */
 #define CW_HDR_CHUNKED 2u /* Transfer-Encoding: ... chunked */
-#define CW_HDR_SSE 4u     /* Content-Type: text/event-stream */
+#define CW_HDR_SSE 4u	  /* Content-Type: text/event-stream */
 unsigned cw_http_header_line(const char *line, size_t n, int truncated, uint64_t *clen);
 
 #endif

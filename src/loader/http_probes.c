@@ -23,7 +23,7 @@ struct http_fd_key {
 
 struct cw_http_probes {
 	struct http_bpf *skel;
-	struct bpf_link *exit;
+	struct bpf_link *exit, *fork;
 };
 
 /* The syscall numbers of the architecture causeway was built for, which
@@ -63,6 +63,15 @@ static void set_syscall_numbers(struct http_bpf *s)
 #endif
 #ifdef SYS_close
 	s->rodata->cfg_nr_close = SYS_close;
+#endif
+#ifdef SYS_dup
+	s->rodata->cfg_nr_dup = SYS_dup;
+#endif
+#ifdef SYS_dup2
+	s->rodata->cfg_nr_dup2 = SYS_dup2;
+#endif
+#ifdef SYS_dup3
+	s->rodata->cfg_nr_dup3 = SYS_dup3;
 #endif
 }
 
@@ -120,6 +129,12 @@ int cw_http_probes_open(struct cw_http_probes **out, const struct cw_http_probes
 		snprintf(err, errlen, "cannot attach to sys_exit: %s", strerror(-rc));
 		goto fail;
 	}
+	hp->fork = bpf_program__attach(hp->skel->progs.http_fork);
+	if (!hp->fork) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot attach to sched_process_fork: %s", strerror(-rc));
+		goto fail;
+	}
 	*out = hp;
 	return 0;
 fail:
@@ -127,11 +142,17 @@ fail:
 	return rc;
 }
 
+struct bpf_object *cw_http_probes_object(struct cw_http_probes *hp)
+{
+	return hp->skel->obj;
+}
+
 void cw_http_probes_close(struct cw_http_probes *hp)
 {
 	if (!hp)
 		return;
 	bpf_link__destroy(hp->exit);
+	bpf_link__destroy(hp->fork);
 	http_bpf__destroy(hp->skel);
 	free(hp);
 }
@@ -148,24 +169,31 @@ int cw_http_probes_add_ring(struct cw_http_probes *hp, struct ring_buffer **rb, 
 	return ring_buffer__add(*rb, fd, fn, ctx) ? -EINVAL : 1;
 }
 
-static int put_fd(int map_fd, uint32_t tgid, int fd, uint16_t port)
+static int put_fd(int map_fd, uint32_t tgid, int fd, const void *val)
 {
 	struct http_fd_key k = { .tgid = tgid, .fd = fd };
-	uint32_t v = port;
 
-	if (bpf_map_update_elem(map_fd, &k, &v, BPF_NOEXIST) == 0)
+	if (bpf_map_update_elem(map_fd, &k, val, BPF_NOEXIST) == 0)
 		return 0;
 	return errno == EEXIST ? 1 : -errno;
 }
 
 int cw_http_probes_listen(struct cw_http_probes *hp, uint32_t tgid, int fd, uint16_t port)
 {
-	return put_fd(bpf_map__fd(hp->skel->maps.http_listen), tgid, fd, port);
+	uint32_t v = port;
+
+	return put_fd(bpf_map__fd(hp->skel->maps.http_listen), tgid, fd, &v);
 }
 
 int cw_http_probes_conn(struct cw_http_probes *hp, uint32_t tgid, int fd, uint16_t port)
 {
-	return put_fd(bpf_map__fd(hp->skel->maps.http_conns), tgid, fd, port);
+	/* struct http_conn in http.bpf.c: the port, the descriptor naming it */
+	struct {
+		uint32_t port;
+		int32_t conn_fd;
+	} v = { port, fd };
+
+	return put_fd(bpf_map__fd(hp->skel->maps.http_conns), tgid, fd, &v);
 }
 
 /* Deletes tgid's keys from a map keyed by struct http_fd_key: gathered

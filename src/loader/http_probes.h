@@ -33,6 +33,8 @@ int cw_http_probes_add_ring(struct cw_http_probes *hp, struct ring_buffer **rb, 
 int cw_http_probes_listen(struct cw_http_probes *hp, uint32_t tgid, int fd, uint16_t port);
 /* A connection (tgid, fd) already accepted on port; 0, 1 known, -errno. */
 int cw_http_probes_conn(struct cw_http_probes *hp, uint32_t tgid, int fd, uint16_t port);
+/* The loaded object (for `causeway check`). */
+struct bpf_object *cw_http_probes_object(struct cw_http_probes *hp);
 /* Forgets every listener of tgid (the process exited). */
 void cw_http_probes_forget(struct cw_http_probes *hp, uint32_t tgid);
 

@@ -62,13 +62,15 @@ static int histogram(sqlite3 *db, struct strbuf *sb, const char *family, const c
 	int rc, err, i;
 
 	strbuf_addf(sb, "# HELP %s %s\n# TYPE %s histogram\n", family, help, family);
-	err = strbuf_addf(&sql, "SELECT node, port, method, route, sum(%s), sum(%s)", !strcmp(prefix, "dur") ? "count" : "ttft_count",
+	err = strbuf_addf(&sql, "SELECT node, port, method, route, sum(%s), sum(%s)",
+			  !strcmp(prefix, "dur") ? "count" : "ttft_count",
 			  !strcmp(prefix, "dur") ? "duration_sum_ns" : "ttft_sum_ns");
 	for (i = 0; i < CW_REQ_BUCKETS && !err; i++)
 		err = strbuf_addf(&sql, ", sum(%s_le_%s)", prefix, cw_req_bucket_col[i]);
 	if (!err)
-		err = strbuf_addf(&sql, " FROM request_totals GROUP BY node, port, method, route HAVING sum(%s) > 0"
-					" ORDER BY node, port, method, route",
+		err = strbuf_addf(&sql,
+				  " FROM request_totals GROUP BY node, port, method, route HAVING sum(%s) > 0"
+				  " ORDER BY node, port, method, route",
 				  !strcmp(prefix, "dur") ? "count" : "ttft_count");
 	if (!err)
 		err = prepare(db, strbuf_str(&sql), &st);

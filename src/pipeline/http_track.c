@@ -12,6 +12,12 @@
  * per request; both maps are cleared when full (a port read as 0, a
  * name as unknown, for requests in flight then). */
 #define MAX_PIDS 4096
+/* A process's exit is read from the lifecycle ring, its last socket
+ * calls from the server ring, in either order: its connections end
+ * this long after the exit was read, when the calls it made before
+ * exiting have been read too. */
+#define EXIT_GRACE_NS 1000000000ull
+#define MAX_EXITS 1024
 
 struct pid_info {
 	uint64_t cgroup_id;
@@ -27,6 +33,11 @@ struct cw_http_track {
 	struct pid_info pids[MAX_PIDS];
 	size_t npids;
 	uint64_t malformed, write_errors, stored;
+	struct {
+		uint32_t pid;
+		uint64_t ts_ns; /* of the exit */
+	} exits[MAX_EXITS];
+	size_t nexits;
 };
 
 static uint64_t conn_key(uint32_t pid, int32_t fd)
@@ -190,7 +201,29 @@ int cw_http_track_record(struct cw_http_track *t, const struct cw_http_io *r)
 
 void cw_http_track_exit(struct cw_http_track *t, uint32_t pid, uint64_t ts_ns)
 {
-	cw_http_conns_close_pid(t->conns, pid, ts_ns);
+	if (t->nexits == MAX_EXITS) {
+		cw_http_conns_close_pid(t->conns, pid, ts_ns);
+		return;
+	}
+	t->exits[t->nexits].pid = pid;
+	t->exits[t->nexits].ts_ns = ts_ns;
+	t->nexits++;
+}
+
+/* The exits read at least EXIT_GRACE_NS before now (all of them when
+ * now is 0) end their processes' connections. */
+static void close_exited(struct cw_http_track *t, uint64_t now_ns)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < t->nexits; i++) {
+		if (now_ns && now_ns < t->exits[i].ts_ns + EXIT_GRACE_NS) {
+			t->exits[keep++] = t->exits[i];
+			continue;
+		}
+		cw_http_conns_close_pid(t->conns, t->exits[i].pid, t->exits[i].ts_ns);
+	}
+	t->nexits = keep;
 }
 
 static void store_counters(struct cw_http_track *t)
@@ -211,12 +244,14 @@ static void store_counters(struct cw_http_track *t)
 
 void cw_http_track_tick(struct cw_http_track *t, uint64_t now_ns)
 {
+	close_exited(t, now_ns);
 	cw_http_conns_tick(t->conns, now_ns, CW_HTTP_IDLE_NS);
 	store_counters(t);
 }
 
 void cw_http_track_finish(struct cw_http_track *t, uint64_t now_ns)
 {
+	close_exited(t, 0);
 	cw_http_conns_flush(t->conns, now_ns);
 	store_counters(t);
 }

@@ -57,6 +57,9 @@ const char *cw_req_code_class(int status_key);
  * The mean is what request_totals gives in one row per route: a median
  * would need a sort of every request of the route at each pruning. */
 #define CW_REQ_SLOW_NS 2000000000LL
-#define CW_REQ_FAILED_SQL(r) "(" r ".status >= 500 OR (" r ".status IS NULL AND " r ".end_reason = 'closed'))"
+/* Never NULL: a NULL status would make "NOT failed" NULL, and a request
+ * without a status that merely went idle would never count as ordinary. */
+#define CW_REQ_FAILED_SQL(r) \
+	"(coalesce(" r ".status, 0) >= 500 OR (" r ".status IS NULL AND " r ".end_reason = 'closed'))"
 
 #endif

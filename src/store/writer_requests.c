@@ -12,7 +12,7 @@
 #include "store/requests.h"
 
 const uint64_t cw_req_bucket_ns[CW_REQ_BUCKETS] = {
-	10000000ull,  25000000ull,  50000000ull,   100000000ull,  250000000ull,
+	10000000ull,  25000000ull,   50000000ull,   100000000ull,  250000000ull,
 	500000000ull, 1000000000ull, 2500000000ull, 5000000000ull, 10000000000ull,
 };
 const char *const cw_req_bucket_col[CW_REQ_BUCKETS] = {
@@ -41,7 +41,8 @@ size_t cw_req_clean(char *dst, size_t cap, const char *src, int stop_at_query)
 
 const char *cw_req_method_label(const char *m)
 {
-	static const char *const known[] = { "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE" };
+	static const char *const known[] = { "GET",  "POST",	"PUT",	   "DELETE", "PATCH",
+					     "HEAD", "OPTIONS", "CONNECT", "TRACE" };
 
 	if (!m || !*m)
 		return CW_REQ_UNKNOWN;
@@ -77,19 +78,23 @@ int writer_req_total_sql(struct strbuf *sb)
 	if (!err)
 		err = strbuf_adds(sb, ") VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7 IS NOT NULL, coalesce(?7, 0), ?8, ?8");
 	for (i = 0; i < CW_REQ_BUCKETS && !err; i++)
-		err = strbuf_addf(sb, ", ?6 <= %llu, coalesce(?7 <= %llu, 0)",
-				  (unsigned long long)cw_req_bucket_ns[i], (unsigned long long)cw_req_bucket_ns[i]);
+		err = strbuf_addf(sb, ", ?6 <= %llu, coalesce(?7 <= %llu, 0)", (unsigned long long)cw_req_bucket_ns[i],
+				  (unsigned long long)cw_req_bucket_ns[i]);
 	if (!err)
-		err = strbuf_adds(sb, ") ON CONFLICT (node, port, method, route, status) DO UPDATE SET"
-				      " count = count + 1, duration_sum_ns = duration_sum_ns + excluded.duration_sum_ns,"
-				      " ttft_count = ttft_count + excluded.ttft_count,"
-				      " ttft_sum_ns = ttft_sum_ns + excluded.ttft_sum_ns,"
-				      " first_wall_ns = min(coalesce(first_wall_ns, excluded.first_wall_ns), excluded.first_wall_ns),"
-				      " last_wall_ns = max(coalesce(last_wall_ns, 0), excluded.last_wall_ns)");
+		err = strbuf_adds(
+			sb,
+			") ON CONFLICT (node, port, method, route, status) DO UPDATE SET"
+			" count = count + 1, duration_sum_ns = duration_sum_ns + excluded.duration_sum_ns,"
+			" ttft_count = ttft_count + excluded.ttft_count,"
+			" ttft_sum_ns = ttft_sum_ns + excluded.ttft_sum_ns,"
+			" first_wall_ns = min(coalesce(first_wall_ns, excluded.first_wall_ns), excluded.first_wall_ns),"
+			" last_wall_ns = max(coalesce(last_wall_ns, 0), excluded.last_wall_ns)");
 	for (i = 0; i < CW_REQ_BUCKETS && !err; i++)
-		err = strbuf_addf(sb, ", dur_le_%s = dur_le_%s + excluded.dur_le_%s, ttft_le_%s = ttft_le_%s + excluded.ttft_le_%s",
-				  cw_req_bucket_col[i], cw_req_bucket_col[i], cw_req_bucket_col[i], cw_req_bucket_col[i],
-				  cw_req_bucket_col[i], cw_req_bucket_col[i]);
+		err = strbuf_addf(
+			sb,
+			", dur_le_%s = dur_le_%s + excluded.dur_le_%s, ttft_le_%s = ttft_le_%s + excluded.ttft_le_%s",
+			cw_req_bucket_col[i], cw_req_bucket_col[i], cw_req_bucket_col[i], cw_req_bucket_col[i],
+			cw_req_bucket_col[i], cw_req_bucket_col[i]);
 	return err;
 }
 

@@ -47,7 +47,8 @@ static void check(void *ctx, const struct cw_http_request *r)
 		abort();
 	if (r->first_byte_ns && (r->first_byte_ns < r->start_ns || r->first_byte_ns > r->end_ns))
 		abort();
-	if (r->first_body_ns && (!r->first_byte_ns || r->first_body_ns < r->first_byte_ns || r->first_body_ns > r->end_ns))
+	if (r->first_body_ns &&
+	    (!r->first_byte_ns || r->first_body_ns < r->first_byte_ns || r->first_body_ns > r->end_ns))
 		abort();
 	if (!r->first_byte_ns && (r->bytes_out || r->status || r->first_body_ns || r->body_events))
 		abort();

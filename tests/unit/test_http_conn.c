@@ -40,8 +40,7 @@ static struct cw_http_conns *table(size_t max)
 
 /* One system call moving bytes[0..len): head and tail as the kernel side
  * captures them. */
-static void seg(struct cw_http_conns *t, int32_t fd, enum cw_http_dir dir, uint64_t ts, const void *bytes,
-		size_t len)
+static void seg(struct cw_http_conns *t, int32_t fd, enum cw_http_dir dir, uint64_t ts, const void *bytes, size_t len)
 {
 	struct cw_http_segment s = { .ts_ns = ts, .tid = dir == CW_HTTP_IN ? 7 : 8, .dir = dir, .len = len };
 
@@ -146,8 +145,9 @@ static void test_sse_chunked_ttft_itl(void **state)
 	assert_int_equal(got[0].bytes_out, strlen(sse_head) + 3 * strlen(sse_chunk) + 5);
 	/* An event stream running to the close (no chunked framing). */
 	in(t, 3, 2000 * MS, "GET /events HTTP/1.1\r\n\r\n");
-	out(t, 3, 2001 * MS, "HTTP/1.1 200 OK\r\nContent-Type: Text/Event-Stream; charset=utf-8\r\n"
-			     "Connection: close\r\n\r\n");
+	out(t, 3, 2001 * MS,
+	    "HTTP/1.1 200 OK\r\nContent-Type: Text/Event-Stream; charset=utf-8\r\n"
+	    "Connection: close\r\n\r\n");
 	out(t, 3, 2100 * MS, "data: 1\n\n");
 	out(t, 3, 2200 * MS, "data: 2\n\n");
 	cw_http_conns_close(t, PID, 3, 2300 * MS);
@@ -176,13 +176,16 @@ static void test_chunk_writes_merged(void **state)
 		out(t, 3, ts + 300000, "hello");
 		out(t, 3, ts + 600000, "\r\n");
 	}
+	/* Writes 0.6 ms apart chain into one event (2.4 ms long). */
+	for (c = 0; c < 5; c++)
+		out(t, 3, ts + 10 * MS + c * 600000, "1\r\nx\r\n");
 	out(t, 3, ts + 20 * MS, "0\r\n");
 	assert_int_equal(ngot, 0);
 	out(t, 3, ts + 20 * MS + 100, "\r\n");
 	assert_int_equal(ngot, 1);
-	assert_int_equal(got[0].body_events, 3);
+	assert_int_equal(got[0].body_events, 4);
 	assert_int_equal(got[0].itl_max_ns, 20 * MS);
-	assert_int_equal(got[0].itl_sum_ns, 40 * MS);
+	assert_int_equal(got[0].itl_sum_ns, 40 * MS); /* 30, 50, 60 (to 62.4), 70 ms */
 	assert_int_equal(got[0].first_body_ns, 30 * MS);
 	assert_int_equal(got[0].end, CW_HTTP_END_COMPLETE);
 	/* A chunk whose data ends in "10\r\n\r\n" is not the last chunk. */
@@ -365,7 +368,7 @@ static void test_headers_longer_than_capture(void **state)
 	/* No header end in what was seen: taken to be in the bytes not
 	 * copied, and the tail is body. */
 	in(t, 2, 70 * MS, "GET /c HTTP/1.1\r\n\r\n");
-	big_head_write(t, 71 * MS, "data: {}\n\n\r\n");
+	big_head_write(t, 71 * MS, "data: {}\n\n");
 	assert_int_equal(ngot, 2);
 	out(t, 2, 90 * MS, "\r\n0\r\n\r\n");
 	assert_int_equal(ngot, 3);
@@ -545,7 +548,9 @@ static void test_non_printable_path(void **state)
 	static const char req[] = "GET /a\0b HTTP/1.1\r\n\r\n";
 
 	(void)state;
-	in(t, 1, 1, "GET /a\x01" "b HTTP/1.1\r\n\r\n");
+	in(t, 1, 1,
+	   "GET /a\x01"
+	   "b HTTP/1.1\r\n\r\n");
 	seg(t, 2, CW_HTTP_IN, 1, req, sizeof(req) - 1);
 	in(t, 3, 1, "get / HTTP/1.1\r\n\r\n");
 	in(t, 4, 1, "GETTINGLONGERTHAN / HTTP/1.1\r\n\r\n");

@@ -25,7 +25,6 @@
 #include "store/writer.h"
 #include "rule_assert.h"
 
-
 static char path[64];
 
 static int64_t q1(struct cw_store *st, const char *sql)
@@ -47,11 +46,26 @@ static struct cw_request_row req(const char *method, const char *p, int status, 
 {
 	static uint64_t t = 1000 * MS, conn;
 	struct cw_request_row r = {
-		.pid = 100, .tid = 101, .resp_tid = 102, .cgroup_id = 7, .comm = "llama-server",
-		.conn_id = ++conn, .port = 8080, .start_mono_ns = t, .wall_ns = t + 5000,
-		.duration_ns = dur, .ttft_ns = ttft, .method = method, .path = p, .status = status,
-		.bytes_in = 120, .bytes_out = 4000, .streamed = ttft >= 0, .body_events = ttft >= 0 ? 3 : 0,
-		.itl_max_ns = ttft >= 0 ? 20 * (int64_t)MS : -1, .itl_mean_ns = ttft >= 0 ? 10 * (int64_t)MS : -1,
+		.pid = 100,
+		.tid = 101,
+		.resp_tid = 102,
+		.cgroup_id = 7,
+		.comm = "llama-server",
+		.conn_id = ++conn,
+		.port = 8080,
+		.start_mono_ns = t,
+		.wall_ns = t + 5000,
+		.duration_ns = dur,
+		.ttft_ns = ttft,
+		.method = method,
+		.path = p,
+		.status = status,
+		.bytes_in = 120,
+		.bytes_out = 4000,
+		.streamed = ttft >= 0,
+		.body_events = ttft >= 0 ? 3 : 0,
+		.itl_max_ns = ttft >= 0 ? 20 * (int64_t)MS : -1,
+		.itl_mean_ns = ttft >= 0 ? 10 * (int64_t)MS : -1,
 		.end = "complete",
 	};
 
@@ -80,7 +94,8 @@ static void counts_equal_rows(int threaded)
 
 	for (i = 0; i < n; i++) {
 		struct cw_request_row r = req(i % 7 ? "POST" : "GET", paths[i % 3], i % 50 ? 200 : 503,
-					      (uint64_t)(i % 40) * 7 * MS, i % 2 ? (int64_t)(i % 30) * (int64_t)MS : -1);
+					      (uint64_t)(i % 40) * 7 * MS,
+					      i % 2 ? (int64_t)(i % 30) * (int64_t)MS : -1);
 
 		assert_int_equal(cw_writer_request(w, &r), 0);
 	}
@@ -110,18 +125,22 @@ static void counts_equal_rows(int threaded)
 		assert_int_equal(q1(st, a), q1(st, b));
 	}
 	/* the row as written */
-	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE id = 2 AND node = 'n1' AND pid = 100 AND tid = 101"
-				" AND resp_tid = 102 AND cgroup_id = 7 AND comm = 'llama-server' AND port = 8080"
-				" AND method = 'POST' AND path = '/v1/chat/completions' AND status = 200 AND bytes_in = 120"
-				" AND bytes_out = 4000 AND ttft_ns = 1000000 AND duration_ns = 7000000 AND streamed = 1"
-				" AND body_events = 3 AND itl_max_ns = 20000000 AND itl_mean_ns = 10000000"
-				" AND end_reason = 'complete' AND wall_ns = mono_ns + 5000"),
+	assert_int_equal(q1(st,
+			    "SELECT count(*) FROM requests WHERE id = 2 AND node = 'n1' AND pid = 100 AND tid = 101"
+			    " AND resp_tid = 102 AND cgroup_id = 7 AND comm = 'llama-server' AND port = 8080"
+			    " AND method = 'POST' AND path = '/v1/chat/completions' AND status = 200 AND bytes_in = 120"
+			    " AND bytes_out = 4000 AND ttft_ns = 1000000 AND duration_ns = 7000000 AND streamed = 1"
+			    " AND body_events = 3 AND itl_max_ns = 20000000 AND itl_mean_ns = 10000000"
+			    " AND end_reason = 'complete' AND wall_ns = mono_ns + 5000"),
 			 1);
 	/* no body: NULL TTFT and inter-token figures */
 	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE id = 1 AND ttft_ns IS NULL AND itl_max_ns IS NULL"
 				" AND itl_mean_ns IS NULL AND streamed = 0"),
 			 1);
-	assert_int_equal(q1(st, "SELECT count(*) FROM request_totals WHERE method = 'GET' AND route = '/health' AND status = 200"), 1);
+	assert_int_equal(
+		q1(st,
+		   "SELECT count(*) FROM request_totals WHERE method = 'GET' AND route = '/health' AND status = 200"),
+		1);
 	cw_store_close(st);
 }
 
@@ -211,7 +230,8 @@ static void test_route_cap(void **state)
 	assert_int_equal(ws.requests, 42);
 	assert_int_equal(ws.requests_other_route, 9);
 	assert_int_equal(cw_writer_free(w), 0);
-	assert_int_equal(q1(st, "SELECT count(DISTINCT method || ' ' || route) FROM request_totals WHERE route != 'other'"),
+	assert_int_equal(q1(st,
+			    "SELECT count(DISTINCT method || ' ' || route) FROM request_totals WHERE route != 'other'"),
 			 CW_REQ_MAX_ROUTES);
 	assert_int_equal(q1(st, "SELECT sum(count) FROM request_totals WHERE route = 'other'"), 9);
 	assert_int_equal(q1(st, "SELECT count(*) FROM request_totals WHERE route = '/scan/39'"), 0);
@@ -261,10 +281,14 @@ static void test_hostile_strings(void **state)
 	free(longp);
 
 	assert_int_equal(q1(st, "SELECT max(length(path)) FROM requests"), CW_REQ_PATH_MAX - 1);
-	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE method = 'G?T?" "?' AND path = '/x?" "?\"q\\?[31m?" "?'"
+	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE method = 'G?T?"
+				"?' AND path = '/x?"
+				"?\"q\\?[31m?"
+				"?'"
 				" AND comm = 'evil?comm-that-' AND end_reason = 'closed?'"),
 			 1);
-	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE instr(path, 'secret') OR instr(path, 'token')"), 0);
+	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE instr(path, 'secret') OR instr(path, 'token')"),
+			 0);
 	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE path = '/' AND length(method) = 15"
 				" AND end_reason = 'unknown' AND status IS NULL"),
 			 1);
@@ -282,7 +306,9 @@ static void test_hostile_strings(void **state)
 	/* the exposition escapes what it labels */
 	strbuf_init(&sb, 1 << 20);
 	assert_int_equal(cw_metrics_render_inference(st->db, &sb), 0);
-	assert_non_null(strstr(strbuf_str(&sb), "route=\"/x?" "?\\\"q\\\\?[31m?" "?\""));
+	assert_non_null(strstr(strbuf_str(&sb), "route=\"/x?"
+						"?\\\"q\\\\?[31m?"
+						"?\""));
 	assert_null(strstr(strbuf_str(&sb), "secret"));
 	strbuf_release(&sb);
 	cw_store_close(st);
@@ -322,6 +348,59 @@ static void test_row_and_count_together(void **state)
 	cw_store_close(st);
 }
 
+/* A batch whose COMMIT fails takes its requests and their counts with
+ * it: the stats stop counting them, and routes first seen in it are
+ * forgotten (the file does not have them). */
+static void test_lost_batch(void **state)
+{
+	struct cw_store *st = fresh();
+	struct cw_writer *w;
+	struct cw_writer_stats ws;
+	struct cw_request_row r;
+	const char *ok[] = { "/a", "/b", "/c" };
+	char p[32];
+
+	(void)state;
+	/* a deferred foreign key fails at COMMIT, when the batch has a /lose request */
+	assert_int_equal(cw_exec(st->db,
+				 "PRAGMA foreign_keys = ON;"
+				 "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+				 "CREATE TABLE child (p INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);"
+				 "CREATE TRIGGER lose AFTER INSERT ON requests WHEN NEW.path = '/lose'"
+				 " BEGIN INSERT INTO child VALUES (42); END;"),
+			 0);
+	w = writer(st, 0);
+	for (int i = 0; i < 3; i++) {
+		r = req("GET", ok[i], 200, MS, -1);
+		assert_int_equal(cw_writer_request(w, &r), 0);
+	}
+	assert_int_equal(cw_writer_flush(w), 0);
+	r = req("GET", "/lose", 200, MS, -1);
+	assert_int_equal(cw_writer_request(w, &r), 0);
+	/* 29 new routes: the cap (32) is full, in memory only */
+	for (int i = 0; i < 28; i++) {
+		snprintf(p, sizeof(p), "/lost/%d", i);
+		r = req("GET", p, 200, MS, -1);
+		assert_int_equal(cw_writer_request(w, &r), 0);
+	}
+	assert_true(cw_writer_flush(w) < 0);
+	cw_writer_get_stats(w, &ws);
+	assert_int_equal(ws.requests, 3);
+	assert_int_equal(ws.failed_rows, 29);
+	/* the routes of the lost batch are not taken: /new keeps its path */
+	r = req("GET", "/new", 200, MS, -1);
+	assert_int_equal(cw_writer_request(w, &r), 0);
+	assert_int_equal(cw_writer_flush(w), 0);
+	cw_writer_get_stats(w, &ws);
+	assert_int_equal(ws.requests, 4);
+	assert_int_equal(ws.requests_other_route, 0);
+	assert_int_equal(cw_writer_free(w), 0);
+	assert_int_equal(q1(st, "SELECT count(*) FROM requests"), 4);
+	assert_int_equal(q1(st, "SELECT sum(count) FROM request_totals"), 4);
+	assert_int_equal(q1(st, "SELECT count(*) FROM request_totals WHERE route = '/new'"), 1);
+	cw_store_close(st);
+}
+
 /* Retention: ordinary requests go first (the old ones with the evidence),
  * slow (over 2 s, or 3x the route's mean) and failed ones last;
  * request_totals never. */
@@ -335,6 +414,8 @@ static int kind_of(int i)
 		return 3; /* slow: over 2 s */
 	if (i % 100 == 40)
 		return 4; /* slow: 10x the route's mean (20 ms) but under 2 s */
+	if (i % 100 == 50)
+		return -1; /* ordinary: no status, but the connection went idle (not closed) */
 	return 0;
 }
 
@@ -349,17 +430,28 @@ static void test_retention_keeps_slow_and_failed(void **state)
 	(void)state;
 	for (i = 0; i < n; i++) {
 		int k = kind_of(i);
-		struct cw_request_row r = req("POST", "/v1/completions", k == 1 ? 503 : k == 2 ? 0 : 200,
-					      k == 3 ? 3000 * MS : k == 4 ? 200 * MS : 20 * MS, 5 * (int64_t)MS);
+		struct cw_request_row r = req("POST", "/v1/completions",
+					      k == 1   ? 503
+					      : k == 2 ? 0
+						       : 200,
+					      k == 3   ? 3000 * MS
+					      : k == 4 ? 200 * MS
+						       : 20 * MS,
+					      5 * (int64_t)MS);
 
 		if (k == 2)
 			r.end = "closed";
-		kept += k != 0;
+		if (k == -1) {
+			r.status = 0;
+			r.end = "idle";
+		}
+		kept += k > 0;
 		assert_int_equal(cw_writer_request(w, &r), 0);
 	}
 	{
-		struct cw_engine_metric_row e = { .pid = 100, .port = 8080, .engine = "llama.cpp", .name = "queue_depth",
-						  .value = 3, .wall_ns = 1 };
+		struct cw_engine_metric_row e = {
+			.pid = 100, .port = 8080, .engine = "llama.cpp", .name = "queue_depth", .value = 3, .wall_ns = 1
+		};
 
 		assert_int_equal(cw_writer_engine_metric(w, &e), 0);
 	}
@@ -374,16 +466,20 @@ static void test_retention_keeps_slow_and_failed(void **state)
 	assert_true(c.requests > 0);
 	assert_int_equal(c.requests_kept, 0);
 	assert_int_equal(q1(st, "SELECT count(*) FROM requests"), n - c.requests);
-	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE status = 503 OR status IS NULL"
+	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE status = 503 OR end_reason = 'closed'"
 				" OR duration_ns > 20000000"),
 			 kept);
-	/* oldest first: the ordinary requests left are the newest ones */
+	/* with the evidence (tier 2): exactly the ordinary requests that
+	 * ended over 60 s before the newest one started (10 ms apart, 20 ms
+	 * long: all but the last 6003) */
 	{
-		int64_t m = q1(st, "SELECT min(id) FROM requests WHERE status = 200 AND duration_ns = 20000000"), k = 0;
+		int64_t k = 0;
 
-		for (int64_t id = m; id <= n; id++)
-			k += kind_of((int)id - 1) == 0;
-		assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE status = 200 AND duration_ns = 20000000"), k);
+		for (int64_t j = 0; j < n; j++)
+			k += kind_of((int)j) > 0 || j >= n - 6003;
+		assert_int_equal(q1(st, "SELECT count(*) FROM requests"), k);
+		assert_int_equal(c.requests, n - k);
+		assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE end_reason = 'idle'"), 60);
 	}
 	assert_int_equal(q1(st, "SELECT sum(count) FROM request_totals"), totals);
 
@@ -393,13 +489,16 @@ static void test_retention_keeps_slow_and_failed(void **state)
 	used = cw_store_used_bytes(st);
 	assert_int_equal(cw_retention_enforce_tiers(st, used / 10, 60LL * 1000 * MS, &c), 0);
 	assert_true(c.requests_kept > 0);
-	assert_int_equal(q1(st, "SELECT count(*) FROM requests WHERE status = 200 AND duration_ns = 20000000"), 0);
+	assert_int_equal(
+		q1(st,
+		   "SELECT count(*) FROM requests WHERE duration_ns = 20000000 AND end_reason != 'closed' AND status IS NOT 503"),
+		0);
 	assert_int_equal(q1(st, "SELECT count(*) FROM requests"), kept - c.requests_kept);
 	if (kept > c.requests_kept) {
 		int64_t m = q1(st, "SELECT min(id) FROM requests"), k = 0;
 
 		for (int64_t id = m; id <= n; id++)
-			k += kind_of((int)id - 1) != 0;
+			k += kind_of((int)id - 1) > 0;
 		assert_int_equal(kept - c.requests_kept, k);
 	}
 	assert_int_equal(q1(st, "SELECT count(*) FROM engine_metrics"), c.engine_metrics ? 0 : 1);
@@ -412,8 +511,9 @@ static void test_query_reads_tables(void **state)
 {
 	struct cw_store *st = fresh();
 	struct cw_writer *w = writer(st, 0);
-	struct cw_engine_metric_row e = { .pid = 9, .port = 8000, .engine = "vllm", .name = "running", .value = 4,
-					  .wall_ns = 5 };
+	struct cw_engine_metric_row e = {
+		.pid = 9, .port = 8000, .engine = "vllm", .name = "running", .value = 4, .wall_ns = 5
+	};
 	struct cw_request_row r = req("POST", "/v1/completions", 200, 30 * MS, 10 * (int64_t)MS);
 	const char *sqls[] = {
 		"SELECT path, ttft_ns FROM requests",
@@ -571,7 +671,8 @@ static void test_metrics_old_file(void **state)
 	struct strbuf sb;
 
 	(void)state;
-	assert_int_equal(cw_exec(st->db, "DROP TABLE requests; DROP TABLE request_totals; DROP TABLE engine_metrics"), 0);
+	assert_int_equal(cw_exec(st->db, "DROP TABLE requests; DROP TABLE request_totals; DROP TABLE engine_metrics"),
+			 0);
 	strbuf_init(&sb, 1 << 20);
 	assert_int_equal(cw_metrics_render_inference(st->db, &sb), 0);
 	assert_non_null(strstr(strbuf_str(&sb), "# TYPE causeway_inference_requests_total counter\n"));
@@ -596,6 +697,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_route_cap, teardown),
 		cmocka_unit_test_teardown(test_hostile_strings, teardown),
 		cmocka_unit_test_teardown(test_row_and_count_together, teardown),
+		cmocka_unit_test_teardown(test_lost_batch, teardown),
 		cmocka_unit_test_teardown(test_retention_keeps_slow_and_failed, teardown),
 		cmocka_unit_test_teardown(test_query_reads_tables, teardown),
 		cmocka_unit_test_teardown(test_metrics_golden, teardown),
