@@ -112,7 +112,7 @@ static __always_inline void emit(__u16 op, __s32 fd, __u32 port, __s64 len, cons
 	r->port = (__u16)port;
 	r->head_len = 0;
 	r->tail_len = 0;
-	r->pad0 = 0;
+	r->peer_port = 0;
 	r->pad1 = 0;
 	if (b && len > 0 && b->buf) {
 		n = (__u64)len;
@@ -132,6 +132,30 @@ static __always_inline void emit(__u16 op, __s32 fd, __u32 port, __s64 len, cons
 					(const void *)(b->buf + (__u64)len - CW_HTTP_IO_TAIL)) == 0)
 			r->tail_len = CW_HTTP_IO_TAIL;
 	}
+	cw_submit(&rb_http, r, sizeof(*r));
+}
+
+/* An accepted connection, with the client's port from the address the
+ * kernel wrote to the server's buffer (AF_INET and AF_INET6 both keep
+ * the port right after the family); 0 when it passed none. */
+static __always_inline void emit_accept(__s32 fd, __u32 port, __u64 uaddr)
+{
+	struct cw_http_io *r;
+	__u16 sa[2] = {};
+
+	if (uaddr)
+		bpf_probe_read_user(sa, sizeof(sa), (const void *)uaddr);
+	r = cw_reserve(&rb_http, sizeof(*r), CW_DROP_HTTP);
+	if (!r)
+		return;
+	cw_hdr_current(&r->hdr, CW_REC_HTTP_IO, sizeof(*r), CW_SRC_NET, CW_OP_http_accept);
+	r->len = 0;
+	r->fd = fd;
+	r->port = (__u16)port;
+	r->head_len = 0;
+	r->tail_len = 0;
+	r->peer_port = sa[0] == 2 || sa[0] == 10 ? __builtin_bswap16(sa[1]) : 0;
+	r->pad1 = 0;
 	cw_submit(&rb_http, r, sizeof(*r));
 }
 
@@ -203,7 +227,7 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 			cw_stat(CW_STAT_HTTP_CONNS_FULL);
 			return 0;
 		}
-		emit(CW_OP_http_accept, conn.fd, v.port, 0, NULL);
+		emit_accept(conn.fd, v.port, PT_REGS_PARM2_CORE_SYSCALL(regs));
 		bpf_map_update_elem(&http_last_accept, &key.tgid, &conn, BPF_ANY);
 		return 0;
 	}
