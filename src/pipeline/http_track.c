@@ -175,6 +175,18 @@ static void note_port(struct cw_http_track *t, const struct cw_http_io *r)
 	}
 }
 
+void cw_http_track_totals(const struct cw_http_track *t, struct cw_http_track_totals *out)
+{
+	struct cw_http_stats st;
+
+	cw_http_conns_stats(t->conns, &st);
+	out->stored = t->stored;
+	out->own = t->own;
+	out->not_http = st.not_http;
+	out->tls = st.tls;
+	out->dropped = st.conns_dropped + t->write_errors + t->malformed;
+}
+
 void cw_http_track_own_client(struct cw_http_track *t, uint16_t port)
 {
 	if (!port || own_client(t, port))

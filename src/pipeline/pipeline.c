@@ -743,6 +743,13 @@ static int on_http(struct cw_pipeline *p, const struct cw_http_io *r)
 	return cw_http_track_record(p->http, r);
 }
 
+void cw_pipeline_http_totals(const struct cw_pipeline *p, struct cw_http_track_totals *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (p->http)
+		cw_http_track_totals(p->http, out);
+}
+
 int cw_pipeline_http_own_client(struct cw_pipeline *p, uint16_t port)
 {
 	int err = http_track(p);

@@ -11,6 +11,7 @@
 
 #include "export/otlp.h"
 #include "pipeline/ops.h"
+#include "pipeline/http_track.h"
 #include "trace/ras.h"
 #include "trace/cap.h"
 #include "trace/gpu.h"
@@ -292,6 +293,19 @@ void trace_report_end(struct trace *t, int failed, struct cw_trace_result *res)
 			     cap, (unsigned long long)ws.pruned_ordinary, (unsigned long long)ws.pruned_evidence,
 			     (unsigned long long)ws.pruned_recent, (unsigned long long)ws.pruned_kept,
 			     (unsigned long long)ws.pruned_context, chains);
+	}
+	if (!t->o.json && t->inf) {
+		struct cw_http_track_totals ht;
+
+		cw_consumer_lock(&t->cons);
+		cw_pipeline_http_totals(t->pipe, &ht);
+		cw_consumer_unlock(&t->cons);
+		cw_trace_say(&t->o.say,
+			     "causeway: inference: %llu requests stored; %llu connections were not HTTP/1.x, %llu of them "
+			     "TLS (encrypted by the server: not seen; docs/inference.md); %llu not followed (http.* in "
+			     "the database)\n",
+			     (unsigned long long)ht.stored, (unsigned long long)ht.not_http, (unsigned long long)ht.tls,
+			     (unsigned long long)ht.dropped);
 	}
 	cw_format_duration(t->o.lock_wait_ns, lim, sizeof(lim));
 	if (t->lock_failed) {
