@@ -132,10 +132,17 @@ static void print_header(const struct cw_demo_scenario *sc, const char *db, cons
 
 	printf("causeway demo: %s\n", sc->name);
 	printf("  simulates: %s\n", sc->title);
-	printf("  synthetic run: %.0f s, %llu training steps of pid 4821 (python) on GPU 0, seed %llu\n",
-	       (double)r->synthetic_ns / 1e9, (unsigned long long)r->steps, (unsigned long long)seed);
-	printf("  wrote %llu events, %llu off-CPU intervals, %llu snapshots to \"%s\"\n",
-	       (unsigned long long)r->events, (unsigned long long)r->offcpu, (unsigned long long)r->snapshots, db);
+	if (r->requests && !r->steps)
+		printf("  synthetic run: %.0f s, an inference server answering HTTP requests, seed %llu\n",
+		       (double)r->synthetic_ns / 1e9, (unsigned long long)seed);
+	else
+		printf("  synthetic run: %.0f s, %llu training steps of pid 4821 (python) on GPU 0, seed %llu\n",
+		       (double)r->synthetic_ns / 1e9, (unsigned long long)r->steps, (unsigned long long)seed);
+	printf("  wrote %llu events, %llu off-CPU intervals, %llu snapshots", (unsigned long long)r->events,
+	       (unsigned long long)r->offcpu, (unsigned long long)r->snapshots);
+	if (r->requests)
+		printf(", %llu requests", (unsigned long long)r->requests);
+	printf(" to \"%s\"\n", db);
 	printf("  fed %llu raw records in %.2f s (%.0f records/s), %llu rejected\n\n",
 	       (unsigned long long)r->records, r->elapsed_s, rate, (unsigned long long)r->rejected);
 }
