@@ -17,7 +17,7 @@
  * a counter's "_total" is part of the name asked for). */
 struct cw_prom_want {
 	const char *name;
-	double sum;     /* of the samples' values, whatever their labels */
+	double sum;	/* of the samples' values, whatever their labels */
 	size_t samples; /* how many samples were summed (NaN ones are not) */
 };
 

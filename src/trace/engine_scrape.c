@@ -48,8 +48,7 @@ struct trace_engine_scrape {
 
 enum outcome { SCRAPE_OK, SCRAPE_USELESS, SCRAPE_UNANSWERED };
 
-int trace_engine_figures(const struct cw_engine *e, const char *buf, size_t len, double v[CW_EF_N],
-			 int have[CW_EF_N])
+int trace_engine_figures(const struct cw_engine *e, const char *buf, size_t len, double v[CW_EF_N], int have[CW_EF_N])
 {
 	struct cw_prom_want want[CW_EF_N * 3];
 	size_t nw = 0;

@@ -32,12 +32,12 @@ struct trace_engine_scrape;
 
 struct trace_engine_scrape_stats {
 	uint64_t targets;     /* servers added */
-	uint64_t ok;          /* scrapes that gave at least one figure */
+	uint64_t ok;	      /* scrapes that gave at least one figure */
 	uint64_t failed;      /* scrapes that did not */
 	uint64_t figures;     /* rows stored */
 	uint64_t given_up;    /* servers no longer asked */
 	uint64_t other_netns; /* servers in another network namespace: not asked */
-	uint64_t lost;        /* servers beyond CW_SCRAPE_MAX_TARGETS */
+	uint64_t lost;	      /* servers beyond CW_SCRAPE_MAX_TARGETS */
 	uint64_t store_busy;  /* figures not stored: the store was held elsewhere */
 };
 
@@ -61,7 +61,6 @@ void trace_engine_scrape_counters(struct trace_engine_scrape *s, struct cw_write
  * v[f] is their sum, or their mean for the KV-cache usage (a ratio per
  * engine core: vLLM's data-parallel engines each expose one), times the
  * engine's scale. Returns how many figures it has. */
-int trace_engine_figures(const struct cw_engine *e, const char *buf, size_t len, double v[CW_EF_N],
-			 int have[CW_EF_N]);
+int trace_engine_figures(const struct cw_engine *e, const char *buf, size_t len, double v[CW_EF_N], int have[CW_EF_N]);
 
 #endif

@@ -98,10 +98,10 @@ static void test_escaped_labels(void **state)
 
 static void test_malformed_labels(void **state)
 {
-	const char *t = "q{a=\"1} 1\n"     /* unterminated value */
+	const char *t = "q{a=\"1} 1\n"	   /* unterminated value */
 			"q{a=\"1\\\"} 2\n" /* its quote escaped */
-			"q{a=1} 4\n"       /* unquoted */
-			"q{=\"1\"} 8\n"    /* no label name */
+			"q{a=1} 4\n"	   /* unquoted */
+			"q{=\"1\"} 8\n"	   /* no label name */
 			"q{a=\"1\" b=\"2\"} 16\n"
 			"q{a=\"1\"}32\n" /* no blank before the value */
 			"q{a=\"1\" 64\n"
@@ -155,9 +155,9 @@ static void test_timestamps_exemplars(void **state)
 			"q 2 1712345678.5\n"
 			"q 4 # {trace_id=\"abc\"} 1.0\n"
 			"q 8 1712345678901 # {} 1\n"
-			"q 16 12 13\n"   /* two timestamps */
-			"q 32 later\n"   /* a word for a timestamp */
-			"q 64 +Inf\n";   /* an infinite timestamp */
+			"q 16 12 13\n" /* two timestamps */
+			"q 32 later\n" /* a word for a timestamp */
+			"q 64 +Inf\n"; /* an infinite timestamp */
 	double v;
 	size_t s;
 
