@@ -15,6 +15,7 @@
 #include "trace/ras.h"
 #include "trace/cap.h"
 #include "trace/gpu.h"
+#include "trace/inference.h"
 #include "trace/python.h"
 #include "trace/session.h"
 #include "trace/tenant.h"
@@ -169,6 +170,7 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 	}
 	trace_gpu_counters(t->gpu);
 	trace_ras_counters(t->ras);
+	trace_inference_counters(t->inf);
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
 	cw_pipeline_get_counters(t->pipe, &pc);
