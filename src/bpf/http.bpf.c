@@ -135,17 +135,32 @@ static __always_inline void emit(__u16 op, __s32 fd, __u32 port, __s64 len, cons
 	cw_submit(&rb_http, r, sizeof(*r));
 }
 
-/* An accepted connection, with the client's port from the address the
- * kernel wrote to the server's buffer (AF_INET and AF_INET6 both keep
- * the port right after the family); 0 when it passed none. */
-static __always_inline void emit_accept(__s32 fd, __u32 port, __u64 uaddr)
+/* The client's port of the connection fd of the current process: the
+ * accepted socket's destination port (task->files->fdt->fd[fd] ->
+ * socket -> sock). Read from the socket, not from the address buffer
+ * the server passed to accept, which many servers leave NULL. 0 when
+ * any read fails. */
+static __always_inline __u16 peer_port_of(__s32 fd)
 {
-	struct cw_http_io *r;
-	__u16 sa[2] = {};
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct file **fds = BPF_CORE_READ(task, files, fdt, fd);
+	struct file *f = NULL;
+	struct socket *sock;
 
-	if (uaddr)
-		bpf_probe_read_user(sa, sizeof(sa), (const void *)uaddr);
-	r = cw_reserve(&rb_http, sizeof(*r), CW_DROP_HTTP);
+	if (!fds || fd < 0 || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	sock = BPF_CORE_READ(f, private_data);
+	if (!sock)
+		return 0;
+	return __builtin_bswap16(BPF_CORE_READ(sock, sk, __sk_common.skc_dport));
+}
+
+/* An accepted connection, with its client's port. */
+static __always_inline void emit_accept(__s32 fd, __u32 port)
+{
+	__u16 peer = peer_port_of(fd);
+	struct cw_http_io *r = cw_reserve(&rb_http, sizeof(*r), CW_DROP_HTTP);
+
 	if (!r)
 		return;
 	cw_hdr_current(&r->hdr, CW_REC_HTTP_IO, sizeof(*r), CW_SRC_NET, CW_OP_http_accept);
@@ -154,7 +169,7 @@ static __always_inline void emit_accept(__s32 fd, __u32 port, __u64 uaddr)
 	r->port = (__u16)port;
 	r->head_len = 0;
 	r->tail_len = 0;
-	r->peer_port = sa[0] == 2 || sa[0] == 10 ? __builtin_bswap16(sa[1]) : 0;
+	r->peer_port = peer;
 	r->pad1 = 0;
 	cw_submit(&rb_http, r, sizeof(*r));
 }
@@ -227,7 +242,7 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 			cw_stat(CW_STAT_HTTP_CONNS_FULL);
 			return 0;
 		}
-		emit_accept(conn.fd, v.port, PT_REGS_PARM2_CORE_SYSCALL(regs));
+		emit_accept(conn.fd, v.port);
 		bpf_map_update_elem(&http_last_accept, &key.tgid, &conn, BPF_ANY);
 		return 0;
 	}
