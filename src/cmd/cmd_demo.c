@@ -38,9 +38,10 @@ static void usage(FILE *f)
 	fputs("usage: causeway demo [SCENARIO] [--db PATH] [--json] [--speed X] [--seed N]\n"
 	      "                     [--now] [--list] [--force] [--no-gpu]\n"
 	      "\n"
-	      "Simulates a PyTorch training process (pid 4821) on GPU 0 and one cause of\n"
-	      "slowness, writes it through the same decode -> pairing -> store path live\n"
-	      "tracing uses, then prints explain's diagnosis. No GPU and no root needed.\n"
+	      "Simulates a PyTorch training process (pid 4821) on GPU 0 (inference-ttft:\n"
+	      "an inference server answering HTTP requests) and one cause of slowness,\n"
+	      "writes it through the same decode -> pairing -> store path live tracing\n"
+	      "uses, then prints explain's diagnosis. No GPU and no root needed.\n"
 	      "An existing demo database at PATH is replaced; any other file is left\n"
 	      "alone. Scenarios: causeway demo --list (default: incident).\n"
 	      "\n"
@@ -63,6 +64,7 @@ static void usage(FILE *f)
 	      "  causeway demo && causeway explain --db causeway-demo.db\n"
 	      "  causeway demo gpu-steal --db steal.db --json\n"
 	      "  causeway demo io-contention --speed 100\n"
+	      "  causeway demo inference-ttft --db serve.db\n"
 	      "  causeway demo --no-gpu incident\n",
 	      f);
 }

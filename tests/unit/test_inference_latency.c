@@ -254,6 +254,51 @@ static void test_unexplained(void **state)
 	close_fx(&f, &r);
 }
 
+/* The engine thread (another thread of the server) sat in 1.45 s
+ * synchronizations through the slow requests: the GPU call is named, with
+ * its Python line. */
+static void test_cuda_call(void **state)
+{
+	struct fx f;
+	struct cw_explain_result r;
+	const struct cw_chain *c;
+	int64_t py;
+
+	(void)state;
+	open_fx(&f);
+	py = cw_writer_intern_pystack(f.w, 77, 1, "[]", "/srv/engine.py", 120, "step", 0);
+	assert_true(py > 0);
+	route_with_slow(&f, 1500 * MS, 0);
+	/* rows in time order: 5 ms syncs every 500 ms, 1.45 s ones in the slow requests */
+	for (uint64_t t = T0; t < T0 + 40 * SEC; t += 500 * MS) {
+		int k = (int)((t - T0) / SEC);
+		int slow = k >= 20 && k < 23 && (t - T0) % SEC == 0;
+		struct cw_event_row e = {
+			.mono_ns = slow ? t + 120 * MS : t, .duration_ns = slow ? 1450 * MS : 5 * MS, .pid = PID, .tid = 4825,
+			.comm = "llama-server", .source = "cuda", .op = "cudaStreamSynchronize", .device = 0,
+			.py_stack_id = py, .has_ret = 1,
+		};
+
+		if (k >= 20 && k < 23 && !slow)
+			continue;
+		e.wall_ns = e.mono_ns + OFF;
+		assert_int_equal(cw_writer_event(f.w, &e), 0);
+	}
+	run(&f, &r);
+	assert_non_null(c = find(&r, CW_KIND_INFERENCE_LATENCY));
+	assert_string_equal(c->because, "cuda_call");
+	assert_int_equal(c->tid, 4825);
+	assert_true(c->has_python);
+	assert_int_equal(c->py_line, 120);
+	/* the requests (1.58 s each, a second apart) cover 20.1-23.68 s, the
+	 * syncs 20.12-23.57 s */
+	near(c->explained_share, 3450.0 / 3580);
+	contains(c->summary, "the server was inside slow GPU calls for 96 % of it, the longest cudaStreamSynchronize 1.45s"
+			     " on thread 4825 at engine.py:120");
+	assert_true(has_fix_part(c, "cudaStreamSynchronize waits for at engine.py:120"));
+	close_fx(&f, &r);
+}
+
 /* Streamed answers are judged by TTFT and by their largest gap between
  * tokens, never by their length. */
 static void test_streamed_judgement(void **state)
@@ -294,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_preemption_named),
 		cmocka_unit_test(test_below_factor_or_floor),
 		cmocka_unit_test(test_queueing),
+		cmocka_unit_test(test_cuda_call),
 		cmocka_unit_test(test_slo_route),
 		cmocka_unit_test(test_unexplained),
 		cmocka_unit_test(test_streamed_judgement),
