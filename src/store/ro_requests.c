@@ -159,9 +159,11 @@ static struct route_acc *route_of(struct route_acc *v, size_t *n, const unsigned
 	return a;
 }
 
+/* Milliseconds to the microsecond: a histogram percentile carries no
+ * more than that, and a row's own nanoseconds are in its _ns fields. */
 static json_t *ms(uint64_t ns)
 {
-	return json_real((double)ns / 1e6);
+	return json_real((double)((ns + 500) / 1000) / 1e3);
 }
 
 static json_t *ms_col(sqlite3_stmt *st, int i)
