@@ -105,6 +105,20 @@ for u in "requests?status=9xx" "requests?status=" "requests?order=fastest" "requ
 done
 [ "$(code "${AUTH[@]}" -X POST "$B/requests")" = 405 ] || fail "POST requests not 405"
 
+# since counts back from the newest data, a request included: a request an
+# hour after the last call is in the last 30 s.
+cp "$T/req.db" "$T/late.db"
+sqlite3 "$T/late.db" "INSERT INTO requests (node, wall_ns, mono_ns, pid, tid, conn_id, method, path, status, bytes_in,
+	bytes_out, duration_ns, end_reason) SELECT node, wall_ns + 3600000000000, mono_ns, pid, tid, 9999, 'GET', '/late',
+	200, 1, 1, 1000, 'complete' FROM requests ORDER BY wall_ns DESC LIMIT 1" || fail "late request"
+start_agent "late-$$" "$T/late.db" --no-tls
+curl -s "${AUTH[@]}" "http://127.0.0.1:$PORT/api/v1/requests?since=30s" >"$T/body"
+python3 - "$T/body" <<'EOF' || fail "since with a late request: $(head -c 300 "$T/body")"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert [r["path"] for r in a["requests"]] == ["/late"] and a["to_ns"] == a["requests"][0]["wall_ns"], (a["to_ns"], [r["path"] for r in a["requests"]])
+EOF
+
 # A file without the requests table (recorded before schema v11).
 start_agent "old-$$" "$T/old.db" --no-tls
 c=$(code "${AUTH[@]}" "http://127.0.0.1:$PORT/api/v1/requests")
