@@ -36,7 +36,7 @@
 static const char summary_sql[] =
 	"SELECT r.method, r.path, r.status, r.duration_ns, r.ttft_ns, r.end_reason FROM requests r" REQ_WHERE;
 
-static const char list_sql[2][1024] = {
+static const char *const list_sql[2] = {
 	[CW_REQ_ORDER_SLOWEST] = "SELECT r.id, r.node, r.wall_ns, r.mono_ns, r.method, r.path, r.status, r.ttft_ns,"
 				 " r.duration_ns, r.streamed, r.bytes_in, r.bytes_out, r.body_events, r.itl_max_ns,"
 				 " r.itl_mean_ns, r.end_reason, r.pid, r.tid, r.resp_tid, r.comm, r.conn_id, r.port,"
