@@ -16,15 +16,55 @@
  * HTTP thread blocked in epoll is not: its blocked time says nothing). */
 #define WORKING_SHARE 0.05
 #define MAX_HOGS 8
+/* The server's own threads must take this share of its preempted time to
+ * be named over another process (they compete with each other). */
+#define OWN_SHARE 0.75
 
 struct thr {
 	int64_t pid, tid;
 	char comm[16];
 	int seen;
 	uint64_t pre, blocked, mem, io;
-	struct cw_culprit_acc hogs[MAX_HOGS];
-	int nhogs;
 };
+
+/* An off-CPU piece of a server thread in the window, and who took its
+ * CPU at the switch-out. */
+struct pre_iv {
+	uint64_t a, b, wall;
+	int preempted; /* else blocked: only its taker is of use */
+	int cpu;
+	int64_t by_pid;
+	uint64_t cg;
+	char comm[16];
+};
+
+/* The window's preempted pieces of every server thread (bounded). */
+#define MAX_PRE_IVS 65536
+struct pre_ivs {
+	struct pre_iv *v;
+	size_t n, cap;
+};
+
+static void push_iv(struct pre_ivs *p, const struct pre_iv *iv)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 256;
+		struct pre_iv *m;
+
+		if (cap > MAX_PRE_IVS || !(m = realloc(p->v, cap * sizeof(*m))))
+			return;
+		p->v = m;
+		p->cap = cap;
+	}
+	p->v[p->n++] = *iv;
+}
+
+static int iv_cmp(const void *x, const void *y)
+{
+	const struct pre_iv *a = x, *b = y;
+
+	return a->a < b->a ? -1 : a->a > b->a;
+}
 
 static int has_pid(const struct cw_req_causes *c, int64_t pid)
 {
@@ -126,15 +166,16 @@ static int find_tids(sqlite3 *db, const char *node, const struct cw_req_set *s, 
 	return n;
 }
 
-static void add_hog(struct thr *t, const char *comm, int64_t pid, uint64_t cg, int cpu, uint64_t ns, uint64_t wall)
+static void add_hog(struct cw_culprit_acc *hogs, int *nhogs, const char *comm, int64_t pid, uint64_t cg, int cpu,
+		    uint64_t ns, uint64_t wall)
 {
 	struct cw_culprit_acc *a = NULL;
 
-	for (int i = 0; i < t->nhogs && !a; i++)
-		if (t->hogs[i].pid == pid && t->hogs[i].cpu == cpu && !strcmp(t->hogs[i].comm, comm))
-			a = &t->hogs[i];
-	if (!a && t->nhogs < MAX_HOGS) {
-		a = &t->hogs[t->nhogs++];
+	for (int i = 0; i < *nhogs && !a; i++)
+		if (hogs[i].pid == pid && hogs[i].cpu == cpu && !strcmp(hogs[i].comm, comm))
+			a = &hogs[i];
+	if (!a && *nhogs < MAX_HOGS) {
+		a = &hogs[(*nhogs)++];
 		memset(a, 0, sizeof(*a));
 		snprintf(a->comm, sizeof(a->comm), "%s", comm);
 		a->pid = pid;
@@ -153,8 +194,8 @@ static void add_hog(struct thr *t, const char *comm, int64_t pid, uint64_t cg, i
 /* The off-CPU intervals of t that overlap window piece [s, e): those
  * starting inside it and the last one starting before it (a thread's
  * intervals never overlap): seeks on (tid, start_mono_ns). */
-static int measure_thread(sqlite3_stmt *st, const char *node, struct cw_sysctx *sys, struct thr *t, uint64_t s,
-			  uint64_t e)
+static int measure_thread(sqlite3_stmt *st, const char *node, struct cw_sysctx *sys, struct thr *t,
+			  struct pre_ivs *ivs, uint64_t s, uint64_t e)
 {
 	int rc;
 
@@ -179,13 +220,23 @@ static int measure_thread(sqlite3_stmt *st, const char *node, struct cw_sysctx *
 			a = s;
 		if (b > e)
 			b = e;
-		if (!strcmp(reason, "preempted")) {
+		{
 			const char *bc = (const char *)sqlite3_column_text(st, 5);
+			struct pre_iv iv = {
+				.a = a,
+				.b = b,
+				.wall = cw_sys_wall(sys, a),
+				.preempted = !strcmp(reason, "preempted"),
+				.cpu = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 3),
+				.by_pid = sqlite3_column_int64(st, 4),
+				.cg = (uint64_t)sqlite3_column_int64(st, 6),
+			};
 
+			snprintf(iv.comm, sizeof(iv.comm), "%s", bc ? bc : "?");
+			push_iv(ivs, &iv);
+		}
+		if (!strcmp(reason, "preempted")) {
 			t->pre += len;
-			add_hog(t, bc ? bc : "?", sqlite3_column_int64(st, 4), (uint64_t)sqlite3_column_int64(st, 6),
-				sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 3), len,
-				cw_sys_wall(sys, a));
 		} else {
 			uint64_t mem = cw_intervals_cover(sys->pressure, sys->npressure, a, b);
 			uint64_t io = cw_sysctx_io_of_pid(sys, t->pid, a, b);
@@ -260,9 +311,24 @@ static int measure_cuda(sqlite3 *db, const char *node, struct cw_sysctx *sys, st
 	for (size_t k = 0; k < c->nwin; k++)
 		c->cuda_ns += cw_intervals_cover(v, n, c->win[k].start, c->win[k].end);
 	free(v);
+	/* The longest call's Python stack; when it has none (stacks are
+	 * taken for calls slow for their op's running mean, which a run of
+	 * slow calls raises), the longest of the same op on the same thread
+	 * in the window that has one: a decode loop's line is the same. */
 	if (!ret && best &&
-	    sqlite3_prepare_v2(db, "SELECT py_stack_id FROM events WHERE id = ?1", -1, &st, NULL) == SQLITE_OK) {
+	    sqlite3_prepare_v2(db,
+			       "SELECT py_stack_id FROM events WHERE id = ?1 AND py_stack_id IS NOT NULL"
+			       " UNION ALL SELECT * FROM (SELECT py_stack_id FROM events WHERE id BETWEEN ?2 AND ?3"
+			       " AND node = ?4 AND tid = ?5 AND op = ?6 AND duration_ns >= ?7 AND py_stack_id IS NOT NULL"
+			       " ORDER BY duration_ns DESC LIMIT 1)",
+			       -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, best);
+		sqlite3_bind_int64(st, 2, lo);
+		sqlite3_bind_int64(st, 3, hi);
+		sqlite3_bind_text(st, 4, node, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 5, c->cuda_tid);
+		sqlite3_bind_text(st, 6, c->cuda_op, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 7, (int64_t)CW_REQ_FLOOR_NS);
 		if (sqlite3_step(st) == SQLITE_ROW)
 			c->cuda_py_stack = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
@@ -331,7 +397,10 @@ int cw_req_causes_measure(sqlite3 *db, const char *node, struct cw_sysctx *sys, 
 		" ORDER BY start_mono_ns DESC LIMIT 1)";
 	struct thr *th = NULL;
 	sqlite3_stmt *st = NULL;
-	int nth, ret = 0, rc;
+	struct cw_culprit_acc all[MAX_HOGS], others[MAX_HOGS];
+	struct pre_ivs ivs = { 0 };
+	int nall = 0, nothers = 0, nth, ret = 0, rc;
+	uint64_t pre_all = 0, pre_others = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->hog.cpu = -1;
@@ -364,7 +433,7 @@ int cw_req_causes_measure(sqlite3 *db, const char *node, struct cw_sysctx *sys, 
 		uint64_t on;
 
 		for (size_t k = 0; k < out->nwin; k++)
-			if ((ret = measure_thread(st, node, sys, t, out->win[k].start, out->win[k].end)) < 0)
+			if ((ret = measure_thread(st, node, sys, t, &ivs, out->win[k].start, out->win[k].end)) < 0)
 				goto out;
 		if (!t->seen)
 			continue;
@@ -375,12 +444,8 @@ int cw_req_causes_measure(sqlite3 *db, const char *node, struct cw_sysctx *sys, 
 			out->pre_pid = t->pid;
 			out->pre_tid = t->tid;
 			snprintf(out->pre_comm, sizeof(out->pre_comm), "%s", t->comm);
-			memset(&out->hog, 0, sizeof(out->hog));
-			out->hog.cpu = -1;
-			for (int h = 0; h < t->nhogs; h++)
-				if (t->hogs[h].ns > out->hog.ns)
-					out->hog = t->hogs[h];
 		}
+
 		on = out->window_ns > t->pre + t->blocked ? out->window_ns - t->pre - t->blocked : 0;
 		if (!t->pre && (double)on < WORKING_SHARE * (double)out->window_ns)
 			continue;
@@ -389,9 +454,54 @@ int cw_req_causes_measure(sqlite3 *db, const char *node, struct cw_sysctx *sys, 
 		if (t->io > out->io_ns)
 			out->io_ns = t->io, out->io_tid = t->tid;
 	}
+	/* Who took the CPU at a switch-out is who ran first, not for how
+	 * long: a sibling thread that wakes takes the CPU from another, and
+	 * the hog then takes it from the sibling, or gets it when the sibling
+	 * sleeps again. A preempted piece whose taker is a server thread is
+	 * the server's own only until a server thread is switched out on that
+	 * CPU (preempted or going to sleep) for another process within it;
+	 * from then on it is that process's. */
+	qsort(ivs.v, ivs.n, sizeof(*ivs.v), iv_cmp);
+	for (size_t i = 0; i < ivs.n; i++) {
+		const struct pre_iv *p = &ivs.v[i], *f = NULL;
+		uint64_t own_end = p->b;
+
+		if (!p->preempted)
+			continue;
+		if (has_pid(out, p->by_pid)) {
+			for (size_t j = i + 1; j < ivs.n && ivs.v[j].a < p->b && !f; j++)
+				if (ivs.v[j].cpu == p->cpu && !has_pid(out, ivs.v[j].by_pid))
+					f = &ivs.v[j], own_end = ivs.v[j].a;
+		} else {
+			f = p, own_end = p->a;
+		}
+		if (own_end > p->a)
+			add_hog(all, &nall, p->comm, p->by_pid, p->cg, p->cpu, own_end - p->a, p->wall);
+		if (f) {
+			add_hog(all, &nall, f->comm, f->by_pid, f->cg, f->cpu, p->b - own_end, p->wall);
+			add_hog(others, &nothers, f->comm, f->by_pid, f->cg, f->cpu, p->b - own_end, p->wall);
+			pre_others += p->b - own_end;
+		}
+		pre_all += p->b - p->a;
+	}
+	/* Another process is named when it took any real part; the server's
+	 * own threads only when they took nearly all of it. */
+	{
+		int own = pre_all && (double)(pre_all - pre_others) >= OWN_SHARE * (double)pre_all;
+		const struct cw_culprit_acc *v = own || !nothers ? all : others;
+		int nv = own || !nothers ? nall : nothers;
+
+		out->hog.cpu = -1;
+		for (int h = 0; h < nv; h++)
+			if (v[h].ns > out->hog.ns)
+				out->hog = v[h];
+		out->hog_of_ns = v == others ? pre_others : pre_all;
+		out->hog_own_aside = v == others && pre_others < pre_all;
+	}
 	ret = measure_cuda(db, node, sys, out);
 out:
 	sqlite3_finalize(st);
+	free(ivs.v);
 	free(th);
 	if (ret < 0)
 		cw_req_causes_free(out);

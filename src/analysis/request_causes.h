@@ -29,7 +29,15 @@ struct cw_req_causes {
 	char pre_comm[16];
 	uint64_t pre_ns;
 	int threads_preempted;   /* threads preempted at all in the window */
-	struct cw_culprit_acc hog; /* the first culprit of pre_tid; hog.ns 0: none */
+	/* Who held the CPUs: the process that took them most often from any
+	 * of the server's threads, another process's when other processes
+	 * took them at all (the server's own threads aside: one waking up
+	 * takes the CPU first, then the hog takes it from that thread);
+	 * hog.ns 0: none. hog_of_ns: the preempted time hog.ns is a share
+	 * of (all of it, or the part other processes took). */
+	struct cw_culprit_acc hog;
+	uint64_t hog_of_ns;
+	int hog_own_aside;       /* the server's own threads' part was set aside */
 	/* (c) a working thread blocked under memory pressure or while its
 	 * own process's block I/O was in flight (the most such time) */
 	int64_t mem_tid, io_tid;

@@ -153,7 +153,8 @@ static void preemption(const struct cw_sysctx *sys, const struct cw_req_causes *
 		       size_t len, uint64_t t0)
 {
 	const struct cw_culprit_acc *h = &m->hog;
-	double sh = share(m->pre_ns, m->window_ns), hs = share(h->ns, m->pre_ns);
+	double sh = share(m->pre_ns, m->window_ns), hs = share(h->ns, m->hog_of_ns);
+	const char *aside = m->hog_own_aside ? ", its own threads aside" : "";
 	char pre[32], win[32], held[32];
 	/* The host at the culprit's longest hold (else the window's start). */
 	uint64_t at = h->ns && sys ? (uint64_t)((int64_t)h->worst_wall_ns - sys->mono_to_wall) : m->win[0].start;
@@ -183,14 +184,15 @@ static void preemption(const struct cw_sysctx *sys, const struct cw_req_causes *
 	c->culprit.cpu = h->cpu;
 	c->culprit.overlap_ns = h->ns;
 	cw_format_duration(h->ns, held, sizeof(held));
-	cw_chain_add_timeline(c, CW_LAYER_HOST, h->worst_wall_ns, "CPU %d held by %s (pid %lld, cgroup %llu) for %s of that time",
+	cw_chain_add_timeline(c, CW_LAYER_HOST, h->worst_wall_ns, "CPU %d taken by %s (pid %lld, cgroup %llu) from the server's threads for %s",
 			      h->cpu, h->comm, (long long)h->pid, (unsigned long long)h->cgroup_id, held);
 	if (h->cpu >= 0)
-		snprintf(cause, len, "%s's thread %lld was preempted for %.0f %% of it, %.0f %% of that by %s (pid %lld, cpu %d)",
-			 c->comm, (long long)m->pre_tid, sh * 100, hs * 100, h->comm, (long long)h->pid, h->cpu);
+		snprintf(cause, len,
+			 "%s's thread %lld was preempted for %.0f %% of it, %.0f %% of that by %s (pid %lld, cpu %d)%s",
+			 c->comm, (long long)m->pre_tid, sh * 100, hs * 100, h->comm, (long long)h->pid, h->cpu, aside);
 	else
-		snprintf(cause, len, "%s's thread %lld was preempted for %.0f %% of it, %.0f %% of that by %s (pid %lld)",
-			 c->comm, (long long)m->pre_tid, sh * 100, hs * 100, h->comm, (long long)h->pid);
+		snprintf(cause, len, "%s's thread %lld was preempted for %.0f %% of it, %.0f %% of that by %s (pid %lld)%s",
+			 c->comm, (long long)m->pre_tid, sh * 100, hs * 100, h->comm, (long long)h->pid, aside);
 	if (sn)
 		cw_chain_add_timeline(c, CW_LAYER_SYSTEM, sn->wall_ns, "cpu %.0f %%, load %.1f on %d CPUs", sn->cpu_pct,
 				      sn->load1, ncpu);
@@ -415,7 +417,7 @@ int cw_req_chain_fill(sqlite3 *db, const char *node, const struct cw_sysctx *sys
 	cw_chain_add_evidence(c, "excess_ns", (double)in->excess_ns, 1);
 	cw_chain_add_evidence(c, "preempted_ns", (double)m->pre_ns, 1);
 	if (c->culprit.known)
-		cw_chain_add_evidence(c, "culprit_share", share(m->hog.ns, m->pre_ns), 0);
+		cw_chain_add_evidence(c, "culprit_share", share(m->hog.ns, m->hog_of_ns), 0);
 	cw_chain_add_evidence(c, "gpu_call_ns", (double)m->cuda_ns, 1);
 	cw_chain_add_evidence(c, "blocked_mem_ns", (double)m->mem_ns, 1);
 	cw_chain_add_evidence(c, "blocked_io_ns", (double)m->io_ns, 1);
