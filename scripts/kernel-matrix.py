@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 TARGET = {"cudaMalloc": 1, "cudaLaunchKernel": 30000, "cudaStreamSynchronize": 3000}
-TRACES = ("launch_err", "pid_err", "cg_err")
+TRACES = ("launch_err", "pid_err", "cg_err", "inf_err")
 # What each Debian kernel stands for (docs/kernels.md; the facts of
 # December 2026).
 STANDS_FOR = {
@@ -250,6 +250,14 @@ def judge(obs):
         top = [(c.get("root_cause") or {}).get("summary") for c in (ex.get("chains") or [])][:2]
         miss.append("sched: explain does not name the pinned hog 'cwhog' (offcpu rows by it: %s; chains: %s)"
                     % (res.get("hog_offcpu"), top or "none"))
+    if "guest_rc" in obs:
+        if res.get("inf_rc") != "0":
+            err = [l for l in outs.get("inf_err", []) if l and not l.startswith("libbpf:")][-3:]
+            miss.append("inference: trace --inference exits %s: %s" % (res.get("inf_rc", "(not run)"),
+                                                                       " / ".join(err) or "(no message)"))
+        elif (num(res, "inf_ok"), num(res, "inf_404"), num(res, "inf_all")) != (3, 1, 4):
+            miss.append("inference: busybox httpd's requests stored: %s of 3 pages, %s of 1 404, %s in all (want 4)"
+                        % (res.get("inf_ok"), res.get("inf_404"), res.get("inf_all")))
     reached = all(k in res for k in ("launch_rc", "pid_rc", "cg_rc"))
     if reached and obs["check_can_run"] != traces_ran(obs):
         miss.append("check says %r but trace %s" % ("trace can run here" if obs["check_can_run"] else "cannot run",

@@ -14,6 +14,7 @@ const VIEWS = [
 	{ id: 'timeline', key: '3', title: 'Timeline' },
 	{ id: 'op', key: '4', title: 'Op detail' },
 	{ id: 'fleet', key: '5', title: 'Fleet' },
+	{ id: 'requests', key: '6', title: 'Requests' },
 ];
 const WINDOWS = ['', '1m', '5m', '15m', '1h', '6h', '24h'];
 const POLL_MS = 2000;
@@ -701,9 +702,81 @@ async function viewFleet(root) {
 			h('td', {}, n.top_chain ? h('span', {}, sevBadge(n.top_chain.severity), ' ', n.top_chain.summary) : '–'))))))));
 }
 
+// ---- requests -----------------------------------------------------------------
+
+// Milliseconds from the API as the page prints every duration.
+const fmtMs = (ms) => (ms === null || ms === undefined ? '–' : fmtNs(ms * 1e6));
+
+// The inference requests of a traced server (trace --inference): per-route
+// percentiles, then the slowest (or newest) requests, each linked to its
+// thread's timeline at its time. Method and path come from the network:
+// they reach the page only as text nodes (h()), never as markup.
+async function viewRequests(root) {
+	await loadOverview();
+	const p = state.p;
+	const order = p.order === 'recent' ? 'recent' : 'slowest';
+	const d = await api.get('requests', { ...winParams(), order, status: p.status, path: p.path, min_duration: p.min_duration, limit: p.limit || 100 });
+	state.requests = d;
+	const set = (k, v) => (location.hash = link('requests', { ...state.p, [k]: v || null }));
+	const orderSel = h('select', { 'aria-label': 'order', 'data-testid': 'req-order' },
+		h('option', { value: 'slowest', selected: order === 'slowest' }, 'slowest first'),
+		h('option', { value: 'recent', selected: order === 'recent' }, 'most recent first'));
+	orderSel.addEventListener('change', () => set('order', orderSel.value === 'slowest' ? '' : orderSel.value));
+	const statusSel = h('select', { 'aria-label': 'status class', 'data-testid': 'req-status' },
+		['', '2xx', '3xx', '4xx', '5xx', 'none'].map((v) => h('option', { value: v, selected: (p.status || '') === v }, v ? (v === 'none' ? 'no status' : 'status ' + v) : 'any status')));
+	statusSel.addEventListener('change', () => set('status', statusSel.value));
+	const total = d.routes.reduce((a, r) => a + r.count, 0);
+	root.append(h('div', { class: 'toolbar' }, h('h2', {}, 'Requests'),
+		h('span', {}, `${fmtCount(total)} requests over ${d.routes.length} route(s) · ` + (d.from_ns && d.to_ns ? `${fmtTime(d.from_ns, true)} – ${fmtTime(d.to_ns)}` : 'whole database')),
+		p.path ? h('span', { class: 'filter' }, 'path ', h('code', {}, p.path), ' ', h('a', { href: link('requests', { ...p, path: null }) }, '(all)')) : null,
+		orderSel, statusSel));
+	if (!d.requests_table || !total) {
+		root.append(h('section', { class: 'message', role: 'status', 'data-kind': 'no-requests' },
+			h('h2', {}, d.requests_table ? 'No inference request in this window' : 'No requests table in this database'),
+			h('p', {}, 'Requests are recorded by ', h('code', {}, 'causeway trace --inference PORT'), ' (HTTP served on PORT by the traced process).')));
+		return;
+	}
+	if (d.summary_truncated) root.append(h('p', { class: 'warning', role: 'note' }, 'The summary read its row limit: narrow the window for exact counts.'));
+	root.append(panel('Routes', 'routes wide', (b) => b.replaceChildren(h('table', { class: 'routes-table', 'data-testid': 'routes' },
+		h('thead', {}, h('tr', {}, ['method', 'path', 'requests', 'errors', 'p50', 'p95', 'p99', 'TTFT p50', 'TTFT p99'].map((c, i) => h('th', { class: i > 1 ? 'num' : '' }, c)))),
+		h('tbody', {}, d.routes.map((r) => h('tr', { class: r.errors ? 'bad' : '', dataset: { path: r.path, method: r.method || '' } },
+			h('td', {}, r.method || '*'),
+			h('td', {}, r.other ? h('span', { class: 'muted' }, 'other routes') : h('a', { href: link('requests', { ...p, path: r.path }) }, r.path)),
+			h('td', { class: 'num', 'data-v': r.count }, fmtCount(r.count)),
+			h('td', { class: 'num', 'data-v': r.errors, title: `${r.client_errors} client errors (4xx)` }, fmtCount(r.errors)),
+			[r.p50_ms, r.p95_ms, r.p99_ms, r.ttft_p50_ms, r.ttft_p99_ms].map((v) => h('td', { class: 'num', 'data-v': v ?? '' }, fmtMs(v))))))))));
+	const title = `${order === 'recent' ? 'Most recent' : 'Slowest'} ${d.requests.length} of ${fmtCount(d.matched)} requests`;
+	root.append(panel(title, 'requests wide', (b) => {
+		if (!d.requests.length) {
+			b.replaceChildren(h('p', { class: 'muted' }, 'No request matches these filters.'));
+			return;
+		}
+		b.replaceChildren(h('table', { class: 'slowest req-table', 'data-testid': 'requests' },
+			h('thead', {}, h('tr', {}, ['when', 'method', 'path', 'status', 'duration', 'TTFT', 'streamed', 'bytes in / out', 'thread', 'container', ''].map((c) => h('th', {}, c)))),
+			h('tbody', {}, d.requests.map((q) => {
+				const pad = Math.max(q.duration_ns * 0.2, 5e6);
+				const tid = q.resp_tid || q.tid;
+				const bad = q.status === null || q.status >= 500;
+				return h('tr', { class: bad ? 'bad' : '', dataset: { id: q.id } },
+					h('td', { class: 'nowrap', title: q.wall }, fmtTime(q.wall_ns, true)),
+					h('td', {}, q.method ?? '?'),
+					h('td', { class: 'path' }, h('code', {}, q.path ?? '?')),
+					h('td', { class: 'num' }, q.status ?? (q.end_reason || '–')),
+					h('td', { class: 'num', 'data-v': q.duration_ms }, fmtMs(q.duration_ms)),
+					h('td', { class: 'num' }, fmtMs(q.ttft_ms)),
+					h('td', {}, q.streamed ? 'yes' : 'no'),
+					h('td', { class: 'num' }, `${fmtBytes(q.bytes_in)} / ${fmtBytes(q.bytes_out)}`),
+					h('td', { class: 'nowrap' }, `${q.comm || ''} ${tid}`),
+					h('td', { class: 'container' }, q.container ?? '–'),
+					h('td', {}, h('a', { class: 'open-timeline', href: link('timeline', { tid, from: Math.round(q.wall_ns - pad), to: Math.round(q.wall_ns + q.duration_ns + pad) }) }, 'timeline')));
+			}))));
+		if (d.truncated) b.append(h('p', { class: 'muted' }, `${fmtCount(d.matched - d.requests.length)} more match; narrow the window or raise limit= in the address.`));
+	}));
+}
+
 // ---- router, polling, keys ----------------------------------------------------
 
-const RENDER = { overview: viewOverview, chains: viewChains, timeline: viewTimeline, op: viewOp, fleet: viewFleet };
+const RENDER = { overview: viewOverview, chains: viewChains, timeline: viewTimeline, op: viewOp, fleet: viewFleet, requests: viewRequests };
 
 export async function route() {
 	parseHash();

@@ -40,6 +40,7 @@ const char *cw_kind_name(enum cw_kind k)
 		[CW_KIND_CUDA_ERROR] = "cuda_error",
 		[CW_KIND_DEVICE_OOM] = "device_oom",
 		[CW_KIND_NCCL_ERROR] = "nccl_error",
+		[CW_KIND_INFERENCE_LATENCY] = "inference_latency",
 	};
 	return (unsigned)k < CW_KIND_MAX ? names[k] : "unknown";
 }
@@ -72,7 +73,7 @@ enum cw_layer cw_layer_of_source(const char *source)
 		return CW_LAYER_NCCL;
 	if (!strcmp(source, "io"))
 		return CW_LAYER_IO;
-	if (!strcmp(source, "net"))
+	if (!strcmp(source, "net") || !strcmp(source, "http"))
 		return CW_LAYER_NET;
 	if (!strcmp(source, "python"))
 		return CW_LAYER_PYTHON;

@@ -65,6 +65,7 @@ enum cw_kind {
 	CW_KIND_CUDA_ERROR,     /* rules/call_errors.c */
 	CW_KIND_DEVICE_OOM,
 	CW_KIND_NCCL_ERROR,
+	CW_KIND_INFERENCE_LATENCY, /* rules/inference_latency.c: slow requests of a served route */
 	CW_KIND_MAX
 };
 
@@ -89,6 +90,17 @@ enum cw_layer {
 #define CW_CHAIN_MAX_WAVEFRONT 8
 #define CW_CHAIN_RAS_MAX 32768
 #define CW_CHAIN_RAS_STORED_MAX (1 << 20) /* a stored RAS row read at most */
+#define CW_CHAIN_MAX_REQUESTS 4
+
+/* One slow request an inference_latency chain names (its worst first). */
+struct cw_chain_request {
+	uint64_t wall_ns;  /* its first bytes were read */
+	int64_t ttft_ns;   /* -1: no body */
+	uint64_t dur_ns;
+	int status;        /* 0 none seen */
+	int64_t pid, tid;
+	char why[12];      /* what was slow: "ttft", "duration", "itl" */
+};
 
 struct cw_timeline_entry {
 	enum cw_layer layer;
@@ -247,6 +259,15 @@ struct cw_chain {
 		double share;            /* of its calls that failed */
 	} failed_ops[CW_CHAIN_MAX_FAILED_OPS];
 	int nfailed_ops;
+	/* inference_latency (rules/inference_latency.c): the route, its
+	 * baseline (from the route's own requests, or the SLO thresholds
+	 * when it has too few) and the worst slow requests. */
+	char route_method[16];
+	char route_path[256];
+	uint64_t route_dur_p50_ns, route_ttft_p50_ns; /* 0 unknown */
+	int route_baseline_slo;                        /* judged against the SLOs */
+	struct cw_chain_request requests[CW_CHAIN_MAX_REQUESTS];
+	int nrequests;
 };
 
 const char *cw_kind_name(enum cw_kind k);

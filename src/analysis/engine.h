@@ -125,6 +125,7 @@ struct cw_rule_ctx {
 	const struct cw_chain *chains; /* cross-rank: the chains so far */
 	int nchains;
 	struct cw_nccl_peers *peers;   /* CW_RULE_PEERS: filled by the rule */
+	uint64_t *requests_seen;       /* inference requests read (NULL: not counted) */
 	uint64_t threshold_ns;
 	struct cw_slowcall *calls;
 	size_t ncalls;
@@ -144,6 +145,11 @@ void cw_sysctx_free(struct cw_sysctx *sys);
  * fills ctx->calls, culprits and totals. Returns the slow-call count or -errno. */
 int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid);
 void cw_probe_free(struct cw_rule_ctx *ctx);
+/* Loads the node's block I/O of the window once (io, io_raw, io_pid). */
+int cw_sysctx_need_io(struct cw_sysctx *sys);
+/* How much of mono [s, e) pid's own block I/O was in flight (requests that
+ * began at most 10 s before s; after cw_sysctx_need_io). */
+uint64_t cw_sysctx_io_of_pid(const struct cw_sysctx *sys, int64_t pid, uint64_t s, uint64_t e);
 /* Loads the node's TCP retransmits of the window once (network rule). */
 int cw_sysctx_need_retx(struct cw_sysctx *sys);
 /* Whether the per-second aggregates count any call of source in wall
@@ -155,6 +161,9 @@ int cw_aggregates_have(sqlite3 *db, const char *node, const char *source, int64_
 
 /* The snapshot nearest to mono (NULL when none). */
 const struct cw_snap *cw_sysctx_snap_at(const struct cw_sysctx *sys, uint64_t mono);
+
+/* "0-2,4-7": every CPU of ncpu except skip (rules/cpu_preemption.c). */
+void cw_cpus_except(char *buf, size_t len, int ncpu, int skip);
 
 /* Op families. */
 int cw_op_is_sync(const char *op);

@@ -45,6 +45,16 @@ static enum cw_severity severity_of(const struct cw_chain *c, double window_ns)
 		return CW_SEV_HIGH;
 	if (c->kind == CW_KIND_NCCL_WAIT)
 		return CW_SEV_LOW;
+	/* Slow requests: HIGH when their cause is found for most of their
+	 * time and they broke an objective or cost a second beyond normal. */
+	if (c->kind == CW_KIND_INFERENCE_LATENCY) {
+		int big = cw_chain_evidence_value(c, "slo_breaches", 0) > 0 ||
+			  cw_chain_evidence_value(c, "excess_ns", 0) >= 1e9;
+
+		return c->explained_share >= 0.5 && big ? CW_SEV_HIGH
+		       : c->explained_share >= CW_MIN_EXPLAINED ? CW_SEV_MEDIUM
+								  : CW_SEV_LOW;
+	}
 	/* An incident is judged in its own neighbourhood (its seconds and
 	 * 10 s on each side), so a 3 s incident weighs the same in a minute,
 	 * an hour or a day of data. */
@@ -107,6 +117,38 @@ static int tenant_chain_cmp(const void *a, const void *b)
 	return k ? k : chain_cmp(a, b);
 }
 
+/* Widens [lo, hi] (seconds, -1: none) to the seconds of inference
+ * requests (request_totals: never pruned, like the aggregates): a server
+ * without GPU calls has no aggregates. A file from before schema v11 has
+ * no such table: nothing to widen. */
+static int request_bounds(sqlite3 *db, const char *node, int64_t *lo, int64_t *hi)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db,
+				    "SELECT min(first_wall_ns), max(last_wall_ns) FROM request_totals"
+				    " WHERE ?1 IS NULL OR node = ?1",
+				    -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return 0;
+	if (node)
+		sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		int64_t a = cw_clamp_second(sqlite3_column_int64(st, 0) / (int64_t)NSEC_PER_SEC);
+		int64_t b = cw_clamp_second(sqlite3_column_int64(st, 1) / (int64_t)NSEC_PER_SEC);
+
+		if (a >= 0 && (*lo < 0 || a < *lo))
+			*lo = a;
+		if (b >= 0 && b > *hi)
+			*hi = b;
+	}
+	if (rc == SQLITE_ROW)
+		rc = SQLITE_DONE;
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+}
+
 static int window_bounds(sqlite3 *db, const char *node, int64_t *lo, int64_t *hi)
 {
 	sqlite3_stmt *st = NULL;
@@ -128,7 +170,9 @@ static int window_bounds(sqlite3 *db, const char *node, int64_t *lo, int64_t *hi
 		rc = SQLITE_DONE;
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : cw_sqlite_errno(rc);
+	if (rc != SQLITE_DONE)
+		return cw_sqlite_errno(rc);
+	return request_bounds(db, node, lo, hi);
 }
 
 int cw_explain_newest_wall(sqlite3 *db, uint64_t *out)
@@ -371,6 +415,7 @@ int cw_explain_run(sqlite3 *db, const struct cw_explain_opts *o, struct cw_expla
 		return ret;
 	ctx.window_from_ns = out->from_wall_ns;
 	ctx.window_to_ns = out->to_wall_ns;
+	ctx.requests_seen = &out->requests_analysed;
 	/* A trace that lost records reads as complete unless it says so. */
 	ret = cw_store_losses(db, o->node_filter, out->from_wall_ns, out->to_wall_ns, &out->losses);
 	if (ret < 0)

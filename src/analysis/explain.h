@@ -26,6 +26,7 @@ struct cw_explain_result {
 	uint64_t ops_analysed;             /* distinct (node, op) pairs */
 	uint64_t calls_analysed;           /* calls counted in the aggregates */
 	uint64_t calls_failed;             /* of those, failed: outside every latency figure */
+	uint64_t requests_analysed;        /* inference requests read (rules/inference_latency.c) */
 	char **warnings;
 	int nwarnings;
 	/* Sessions in the window that lost records (store/losses.h); each

@@ -40,14 +40,15 @@ int cw_explain_unmatched(sqlite3 *db, const struct cw_explain_opts *o, const str
 			return 1;
 		}
 	}
-	/* Chains about events (an OOM kill, an Xid fault) need no calls. An
+	/* Chains about events (an OOM kill, an Xid fault) need no calls, a
+	 * served window's requests are data too (inference_latency). An
 	 * empty store explained whole is not a filter that missed. */
-	if ((o->from_wall_ns || o->to_wall_ns) && r->calls_analysed == 0 && r->count == 0) {
+	if ((o->from_wall_ns || o->to_wall_ns) && r->calls_analysed == 0 && r->requests_analysed == 0 && r->count == 0) {
 		char from[40], to[40];
 
 		cw_format_time(r->from_wall_ns, from, (int)sizeof(from));
 		cw_format_time(r->to_wall_ns, to, (int)sizeof(to));
-		snprintf(why, len, "no GPU calls in the window %s .. %s", from, to);
+		snprintf(why, len, "no GPU calls or requests in the window %s .. %s", from, to);
 		return 1;
 	}
 	return 0;

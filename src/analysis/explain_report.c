@@ -166,6 +166,30 @@ static void nccl_fields(json_t *o, const struct cw_chain *c)
 	}
 }
 
+/* inference_latency's "requests": the route, the baseline it was judged
+ * against and the worst slow requests (docs/rules.md). */
+static json_t *requests_json(const struct cw_chain *c)
+{
+	json_t *slow = json_array();
+
+	for (int i = 0; i < c->nrequests; i++) {
+		const struct cw_chain_request *q = &c->requests[i];
+		char t[40];
+
+		cw_format_time(q->wall_ns, t, sizeof(t));
+		json_array_append_new(slow, json_pack("{s:I, s:s, s:o, s:I, s:o, s:I, s:I, s:s}", "wall_ns",
+						      (json_int_t)q->wall_ns, "time", t, "ttft_ns",
+						      q->ttft_ns >= 0 ? json_integer(q->ttft_ns) : json_null(),
+						      "duration_ns", (json_int_t)q->dur_ns, "status",
+						      q->status ? json_integer(q->status) : json_null(), "pid",
+						      (json_int_t)q->pid, "tid", (json_int_t)q->tid, "slow", q->why));
+	}
+	return json_pack("{s:o, s:o, s:{s:s, s:o, s:o}, s:o}", "method", cw_json_str(c->route_method), "path",
+			 cw_json_str(c->route_path), "baseline", "from", c->route_baseline_slo ? "slo" : "route",
+			 "duration_p50_ns", c->route_dur_p50_ns ? jint(c->route_dur_p50_ns) : json_null(),
+			 "ttft_p50_ns", c->route_ttft_p50_ns ? jint(c->route_ttft_p50_ns) : json_null(), "slow", slow);
+}
+
 json_t *cw_chain_to_json(const struct cw_chain *c)
 {
 	json_t *o = json_object(), *tl = json_array(), *fix = json_array(), *ev = json_object();
@@ -195,6 +219,8 @@ json_t *cw_chain_to_json(const struct cw_chain *c)
 	json_object_set_new(o, "expected_from", c->expected_ns ? json_string(c->expected_outside ? "outside_window" : "window")
 								: json_null());
 	nccl_fields(o, c);
+	if (c->kind == CW_KIND_INFERENCE_LATENCY)
+		json_object_set_new(o, "requests", requests_json(c));
 	for (int i = 0; i < c->ntimeline; i++)
 		json_array_append_new(tl, json_pack("{s:s, s:I, s:o}", "layer",
 						    cw_layer_name(c->timeline[i].layer), "t_ns",
@@ -257,6 +283,9 @@ json_t *cw_explain_to_json(const struct cw_explain_result *r)
 				      "to_ns", (json_int_t)r->to_wall_ns, "from", from, "to", to,
 				      "ops_analysed", (json_int_t)r->ops_analysed, "calls_analysed",
 				      (json_int_t)r->calls_analysed, "calls_failed", (json_int_t)r->calls_failed));
+	/* Only where requests were read: other files' windows keep their shape. */
+	if (r->requests_analysed)
+		json_object_set_new(json_object_get(o, "window"), "requests_analysed", jint(r->requests_analysed));
 	for (int i = 0; i < r->count; i++)
 		json_array_append_new(chains, cw_chain_to_json(&r->chains[i]));
 	json_object_set_new(o, "chains", chains);
@@ -340,13 +369,18 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 	static const char *const sev_color[] = {"\033[1;31m", "\033[1;33m", "\033[1;36m"};
 	char from[40], to[40];
 
-	char failed[48] = "";
+	char failed[96] = "";
 
 	cw_format_time(r->from_wall_ns, from, sizeof(from));
 	cw_format_time(r->to_wall_ns, to, sizeof(to));
 	/* Failing calls are counted apart from every latency figure. */
 	if (r->calls_failed)
 		snprintf(failed, sizeof(failed), ", %llu failed", (unsigned long long)r->calls_failed);
+	if (r->requests_analysed) {
+		size_t n = strlen(failed);
+
+		snprintf(failed + n, sizeof(failed) - n, "; %llu requests", (unsigned long long)r->requests_analysed);
+	}
 	if (r->count == 0) {
 		fprintf(f, "no problems found in %s .. %s (%llu calls over %llu ops analysed%s)\n", from, to,
 			(unsigned long long)r->calls_analysed, (unsigned long long)r->ops_analysed, failed);
@@ -374,7 +408,31 @@ int cw_explain_print_text_stacks(FILE *f, const struct cw_explain_result *r, int
 		fprintf(f, "%s (%s) on %s\n", c->op, c->source, c->node);
 		cw_chain_oneline(c, oneline, sizeof(oneline));
 		fprintf(f, "  %s\n", oneline);
-		if (c->kind == CW_KIND_OOM_KILL) /* an event, not a latency distribution */
+		if (c->kind == CW_KIND_INFERENCE_LATENCY) {
+			char t[32], d[32], tt[32];
+
+			cw_format_duration(c->slow_time_ns, t, sizeof(t));
+			cw_format_duration(c->route_dur_p50_ns, d, sizeof(d));
+			cw_format_duration(c->route_ttft_p50_ns, tt, sizeof(tt));
+			fprintf(f, "  requests %llu, slow %llu, slow time %s, explained %.0f %%", (unsigned long long)c->count,
+				(unsigned long long)c->slow_count, t, c->explained_share * 100);
+			if (c->route_baseline_slo)
+				fprintf(f, "; judged against the objectives (too few requests for a baseline)\n");
+			else
+				fprintf(f, "; route p50 %s, TTFT p50 %s\n", d, c->route_ttft_p50_ns ? tt : "none");
+			for (int k = 0; k < c->nrequests; k++) {
+				const struct cw_chain_request *q = &c->requests[k];
+				char when[40];
+
+				clock_of(q->wall_ns, when, sizeof(when));
+				cw_format_duration(q->dur_ns, d, sizeof(d));
+				if (q->ttft_ns >= 0)
+					cw_format_duration((uint64_t)q->ttft_ns, tt, sizeof(tt));
+				fprintf(f, "  slow    %s at %s: %s%s%s%s total, status %d, pid %lld, thread %lld\n", c->op, when,
+					q->ttft_ns >= 0 ? "TTFT " : "", q->ttft_ns >= 0 ? tt : "", q->ttft_ns >= 0 ? ", " : "",
+					d, q->status, (long long)q->pid, (long long)q->tid);
+			}
+		} else if (c->kind == CW_KIND_OOM_KILL) /* an event, not a latency distribution */
 			fprintf(f, "  OOM kills in the window: %llu\n", (unsigned long long)c->count);
 		else if (c->error_family[0]) /* failing calls: counts, not latency */
 			/* The group's totals: over every failing op when there are several. */

@@ -246,7 +246,7 @@ int cw_sysctx_load(sqlite3 *db, const char *node, uint64_t from_wall, uint64_t t
 
 /* Loads the node's block I/O of the window once (a seek on the partial
  * index events_io); called only when a slow call was blocked. */
-static int cw_sysctx_need_io(struct cw_sysctx *sys)
+int cw_sysctx_need_io(struct cw_sysctx *sys)
 {
 	if (sys->io_loaded)
 		return 0;
@@ -375,7 +375,7 @@ static int starts_before(const void *rows, size_t i, const void *key)
 	return ((const struct cw_interval *)rows)[i].start < *(const uint64_t *)key;
 }
 
-static uint64_t io_same_pid(const struct cw_sysctx *sys, int64_t pid, uint64_t s, uint64_t e)
+uint64_t cw_sysctx_io_of_pid(const struct cw_sysctx *sys, int64_t pid, uint64_t s, uint64_t e)
 {
 	struct cw_interval tmp[64];
 	size_t n = 0;
@@ -656,7 +656,7 @@ int cw_probe_op(struct cw_rule_ctx *ctx, int64_t pid)
 
 		if ((ret = measure_offcpu(ctx, off, c, &ccap)) < 0)
 			goto out;
-		c->io_same_pid_ns = io_same_pid(ctx->sys, c->pid, c->mono_ns, c->mono_ns + c->dur_ns);
+		c->io_same_pid_ns = cw_sysctx_io_of_pid(ctx->sys, c->pid, c->mono_ns, c->mono_ns + c->dur_ns);
 		/* A call that never returned is no start-up cost: it is what a
 		 * hang or a stall leaves open, however early it began. */
 		c->early = !began && !c->unfinished && ((op->nsecs && sec <= op->secs[0].second) ||

@@ -370,7 +370,7 @@ struct cw_http_io {
 	__u16 port;     /* the server's listening port */
 	__u16 head_len;
 	__u16 tail_len;
-	__u16 pad0;
+	__u16 peer_port; /* http_accept: the client's port (of the accepted socket); 0 unknown */
 	__u32 pad1;
 	__u8 tail[CW_HTTP_IO_TAIL];
 	__u8 head[CW_HTTP_IO_HEAD];

@@ -112,7 +112,7 @@ static __always_inline void emit(__u16 op, __s32 fd, __u32 port, __s64 len, cons
 	r->port = (__u16)port;
 	r->head_len = 0;
 	r->tail_len = 0;
-	r->pad0 = 0;
+	r->peer_port = 0;
 	r->pad1 = 0;
 	if (b && len > 0 && b->buf) {
 		n = (__u64)len;
@@ -132,6 +132,45 @@ static __always_inline void emit(__u16 op, __s32 fd, __u32 port, __s64 len, cons
 					(const void *)(b->buf + (__u64)len - CW_HTTP_IO_TAIL)) == 0)
 			r->tail_len = CW_HTTP_IO_TAIL;
 	}
+	cw_submit(&rb_http, r, sizeof(*r));
+}
+
+/* The client's port of the connection fd of the current process: the
+ * accepted socket's destination port (task->files->fdt->fd[fd] ->
+ * socket -> sock). Read from the socket, not from the address buffer
+ * the server passed to accept, which many servers leave NULL. 0 when
+ * any read fails. */
+static __always_inline __u16 peer_port_of(__s32 fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct file **fds = BPF_CORE_READ(task, files, fdt, fd);
+	struct file *f = NULL;
+	struct socket *sock;
+
+	if (!fds || fd < 0 || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	sock = BPF_CORE_READ(f, private_data);
+	if (!sock)
+		return 0;
+	return __builtin_bswap16(BPF_CORE_READ(sock, sk, __sk_common.skc_dport));
+}
+
+/* An accepted connection, with its client's port. */
+static __always_inline void emit_accept(__s32 fd, __u32 port)
+{
+	__u16 peer = peer_port_of(fd);
+	struct cw_http_io *r = cw_reserve(&rb_http, sizeof(*r), CW_DROP_HTTP);
+
+	if (!r)
+		return;
+	cw_hdr_current(&r->hdr, CW_REC_HTTP_IO, sizeof(*r), CW_SRC_NET, CW_OP_http_accept);
+	r->len = 0;
+	r->fd = fd;
+	r->port = (__u16)port;
+	r->head_len = 0;
+	r->tail_len = 0;
+	r->peer_port = peer;
+	r->pad1 = 0;
 	cw_submit(&rb_http, r, sizeof(*r));
 }
 
@@ -203,7 +242,7 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 			cw_stat(CW_STAT_HTTP_CONNS_FULL);
 			return 0;
 		}
-		emit(CW_OP_http_accept, conn.fd, v.port, 0, NULL);
+		emit_accept(conn.fd, v.port);
 		bpf_map_update_elem(&http_last_accept, &key.tgid, &conn, BPF_ANY);
 		return 0;
 	}

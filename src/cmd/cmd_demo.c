@@ -38,9 +38,10 @@ static void usage(FILE *f)
 	fputs("usage: causeway demo [SCENARIO] [--db PATH] [--json] [--speed X] [--seed N]\n"
 	      "                     [--now] [--list] [--force] [--no-gpu]\n"
 	      "\n"
-	      "Simulates a PyTorch training process (pid 4821) on GPU 0 and one cause of\n"
-	      "slowness, writes it through the same decode -> pairing -> store path live\n"
-	      "tracing uses, then prints explain's diagnosis. No GPU and no root needed.\n"
+	      "Simulates a PyTorch training process (pid 4821) on GPU 0 (inference-ttft:\n"
+	      "an inference server answering HTTP requests) and one cause of slowness,\n"
+	      "writes it through the same decode -> pairing -> store path live tracing\n"
+	      "uses, then prints explain's diagnosis. No GPU and no root needed.\n"
 	      "An existing demo database at PATH is replaced; any other file is left\n"
 	      "alone. Scenarios: causeway demo --list (default: incident).\n"
 	      "\n"
@@ -63,6 +64,7 @@ static void usage(FILE *f)
 	      "  causeway demo && causeway explain --db causeway-demo.db\n"
 	      "  causeway demo gpu-steal --db steal.db --json\n"
 	      "  causeway demo io-contention --speed 100\n"
+	      "  causeway demo inference-ttft --db serve.db\n"
 	      "  causeway demo --no-gpu incident\n",
 	      f);
 }
@@ -132,10 +134,17 @@ static void print_header(const struct cw_demo_scenario *sc, const char *db, cons
 
 	printf("causeway demo: %s\n", sc->name);
 	printf("  simulates: %s\n", sc->title);
-	printf("  synthetic run: %.0f s, %llu training steps of pid 4821 (python) on GPU 0, seed %llu\n",
-	       (double)r->synthetic_ns / 1e9, (unsigned long long)r->steps, (unsigned long long)seed);
-	printf("  wrote %llu events, %llu off-CPU intervals, %llu snapshots to \"%s\"\n",
-	       (unsigned long long)r->events, (unsigned long long)r->offcpu, (unsigned long long)r->snapshots, db);
+	if (r->requests && !r->steps)
+		printf("  synthetic run: %.0f s, an inference server answering HTTP requests, seed %llu\n",
+		       (double)r->synthetic_ns / 1e9, (unsigned long long)seed);
+	else
+		printf("  synthetic run: %.0f s, %llu training steps of pid 4821 (python) on GPU 0, seed %llu\n",
+		       (double)r->synthetic_ns / 1e9, (unsigned long long)r->steps, (unsigned long long)seed);
+	printf("  wrote %llu events, %llu off-CPU intervals, %llu snapshots", (unsigned long long)r->events,
+	       (unsigned long long)r->offcpu, (unsigned long long)r->snapshots);
+	if (r->requests)
+		printf(", %llu requests", (unsigned long long)r->requests);
+	printf(" to \"%s\"\n", db);
 	printf("  fed %llu raw records in %.2f s (%.0f records/s), %llu rejected\n\n",
 	       (unsigned long long)r->records, r->elapsed_s, rate, (unsigned long long)r->rejected);
 }

@@ -313,6 +313,12 @@ int cmd_export(int argc, char **argv)
 		cw_warn("export: %llu slices left out: each overlapped %d others on its thread (block I/O requests"
 			" in flight at once); query them with causeway query",
 			(unsigned long long)stats.unplaced, CW_EXPORT_MAX_LANES);
+	if (stats.requests_unplaced)
+		cw_warn("export: %llu inference requests left out: each overlapped %d others on its connection",
+			(unsigned long long)stats.requests_unplaced, 4);
+	if (out_path && strcmp(out_path, "-") && stats.requests)
+		fprintf(stderr, "causeway: export: %llu inference requests on their connections' tracks\n",
+			(unsigned long long)stats.requests);
 	if (out_path && strcmp(out_path, "-"))
 		fprintf(stderr,
 			"causeway: export: wrote \"%s\": %d node%s, %d threads, %llu slices (%llu off-CPU, %llu I/O),"

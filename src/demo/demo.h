@@ -41,6 +41,7 @@ struct cw_demo_result {
 	uint64_t records;     /* raw records fed to the pipeline */
 	uint64_t rejected;    /* records the pipeline refused (0 unless a bug) */
 	uint64_t events, offcpu, snapshots; /* rows written */
+	uint64_t requests;    /* inference requests stored (inference-ttft) */
 	uint64_t calls;       /* paired calls */
 	uint64_t steps;       /* training steps simulated */
 	uint64_t synthetic_ns; /* span of synthetic time */

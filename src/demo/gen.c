@@ -253,6 +253,23 @@ void cw_demo_offcpu(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_
 	o->state = reason == CW_OFFCPU_PREEMPTED ? 0 : 1;
 }
 
+void cw_demo_http(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, unsigned op, int fd,
+		  uint16_t port, const char *bytes, uint64_t len)
+{
+	/* http.bpf.c emits a socket call when it returns. */
+	struct cw_http_io *r = queue(g, ts, sizeof(*r), 0);
+	size_t have = bytes ? strlen(bytes) : 0;
+
+	if (!r)
+		return;
+	fill_hdr(&r->hdr, CW_REC_HTTP_IO, sizeof(*r), CW_SRC_NET, op, ts, t);
+	r->fd = fd;
+	r->port = port;
+	r->len = (__s64)(len ? len : have);
+	r->head_len = (__u16)(have < CW_HTTP_IO_HEAD ? have : CW_HTTP_IO_HEAD);
+	memcpy(r->head, bytes ? bytes : "", r->head_len);
+}
+
 void cw_demo_block_io(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t issue, uint64_t complete,
 		      uint32_t bytes, uint64_t sector, int write)
 {

@@ -80,6 +80,11 @@ void cw_demo_call_open(struct cw_demo_gen *g, const struct cw_demo_task *t, uint
  * unknown); waker: who woke it (blocked intervals; NULL unknown). */
 void cw_demo_offcpu(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t start, uint64_t end, int reason,
 		    const struct cw_demo_task *by, const struct cw_demo_task *waker);
+/* A traced server's socket call (struct cw_http_io) returning at ts: op
+ * CW_OP_http_accept/read/write/close on fd, bytes its first bytes (NUL-
+ * terminated; NULL none), len the bytes moved (0: strlen(bytes)). */
+void cw_demo_http(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, unsigned op, int fd,
+		  uint16_t port, const char *bytes, uint64_t len);
 void cw_demo_block_io(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t issue, uint64_t complete,
 		      uint32_t bytes, uint64_t sector, int write);
 void cw_demo_page_alloc(struct cw_demo_gen *g, const struct cw_demo_task *t, uint64_t ts, uint64_t pages,

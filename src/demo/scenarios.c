@@ -47,6 +47,8 @@ extern const struct cw_demo_scenario cw_demo_scenario_comm_bound;
 extern const struct cw_demo_scenario cw_demo_scenario_cuda_no_device;
 extern const struct cw_demo_scenario cw_demo_scenario_cuda_oom;
 extern const struct cw_demo_scenario cw_demo_scenario_nccl_error;
+/* Inference serving (docs/rules.md "inference_latency"). */
+extern const struct cw_demo_scenario cw_demo_scenario_inference_ttft;
 
 static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_incident,
@@ -81,6 +83,7 @@ static const struct cw_demo_scenario *const table[] = {
 	&cw_demo_scenario_cuda_no_device,
 	&cw_demo_scenario_cuda_oom,
 	&cw_demo_scenario_nccl_error,
+	&cw_demo_scenario_inference_ttft,
 };
 
 const struct cw_demo_scenario *const *cw_demo_scenarios(size_t *n)
@@ -185,13 +188,15 @@ out:
 		if (sqlite3_prepare_v2(st->db,
 				       "SELECT (SELECT count(*) FROM events WHERE session_id = ?1),"
 				       " (SELECT count(*) FROM offcpu WHERE session_id = ?1),"
-				       " (SELECT count(*) FROM snapshots WHERE session_id = ?1)",
+				       " (SELECT count(*) FROM snapshots WHERE session_id = ?1),"
+				       " (SELECT count(*) FROM requests WHERE session_id = ?1)",
 				       -1, &s, NULL) == SQLITE_OK) {
 			sqlite3_bind_int64(s, 1, sid);
 			if (sqlite3_step(s) == SQLITE_ROW) {
 				res->events = (uint64_t)sqlite3_column_int64(s, 0);
 				res->offcpu = (uint64_t)sqlite3_column_int64(s, 1);
 				res->snapshots = (uint64_t)sqlite3_column_int64(s, 2);
+				res->requests = (uint64_t)sqlite3_column_int64(s, 3);
 			}
 		}
 		sqlite3_finalize(s);

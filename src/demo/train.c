@@ -330,6 +330,8 @@ int cw_demo_train_meta(struct cw_demo_train *tr, struct cw_writer *w, uint64_t w
 	};
 	int err;
 
+	if (tr->no_trainer)
+		return tr->hooks && tr->hooks->meta ? tr->hooks->meta(tr, w) : 0;
 	if ((err = cw_writer_process(w, &pr)))
 		return err;
 	pr = (struct cw_process_row){

@@ -113,6 +113,9 @@ struct cw_demo_train {
 	 * jobs of scenario_nccl.c): queues the whole run instead of
 	 * cw_demo_train_run(). */
 	void (*run)(struct cw_demo_train *tr);
+	/* Set by a scenario without the training process (inference-ttft):
+	 * no trainer rows are written. */
+	int no_trainer;
 };
 
 /* Processes and threads of the loop. */

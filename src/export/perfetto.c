@@ -519,6 +519,9 @@ static json_t *other_data(const struct pf_ctx *c)
 		      "to", to, "from_wall_ns", (json_int_t)c->st->from_wall_ns, "to_wall_ns",
 		      (json_int_t)c->st->to_wall_ns, "ts_origin_wall_ns", (json_int_t)c->base, "clock_offsets_ns",
 		      offs, "slices", (json_int_t)c->st->slices, "slices_in_window", (json_int_t)c->st->in_window);
+	/* Only when there are some: a training trace's file stays as it was. */
+	if (o && c->st->requests)
+		json_object_set_new(o, "requests", json_integer((json_int_t)c->st->requests));
 	if (o && c->st->cut_from_wall_ns)
 		json_object_set_new(o, "cut", json_string("older slices beyond --max-events were left out"));
 	return o;
@@ -562,6 +565,8 @@ int cw_export_perfetto(sqlite3 *db, const struct cw_export_opts *o, FILE *out, s
 			ret = emit_counters(&c, i);
 		if (!ret)
 			ret = pf_emit_gpu(&c, i);
+		if (!ret)
+			ret = pf_emit_requests(&c, i);
 	}
 	if (!ret && !o->no_chains)
 		ret = pf_emit_chains(&c);

@@ -8,7 +8,9 @@
  *   - causal chains (from the explain engine over the window) as "i"
  *     markers on the slow calls, with "s"/"f" flow arrows from the cause
  *     (the off-CPU interval or I/O that overlapped the call) to the call;
- *   - "C" counters per node from the system snapshots.
+ *   - "C" counters per node from the system snapshots;
+ *   - inference requests (schema v11): a track per connection, a slice
+ *     per request, an instant at its first body byte (TTFT).
  * Times are wall-clock, minus the node's clock offset when merge measured
  * one (meta 'merge.skew'), relative to the window start. */
 #ifndef CW_EXPORT_PERFETTO_H
@@ -46,6 +48,8 @@ struct cw_export_stats {
 	int skew_applied;                  /* nodes whose clock offset was applied */
 	uint64_t in_window;                /* slices in the window before the cap */
 	uint64_t cut_from_wall_ns;         /* != 0: older slices were cut */
+	uint64_t requests;                 /* inference requests (their own tracks) */
+	uint64_t requests_unplaced;        /* requests overlapping 4 others of their connection, left out */
 };
 
 /* Writes the trace of db to out. Returns 0 or -errno with err set (one

@@ -55,6 +55,10 @@ static inline json_t *pf_ts(const struct pf_ctx *c, const struct pf_node *n, int
 /* perfetto_gpu.c: GPU counters and Xid markers of node ni. */
 int pf_emit_gpu(struct pf_ctx *c, int ni);
 
+/* perfetto_requests.c: node ni's inference requests, a track per
+ * connection, a slice per request and an instant at its TTFT. */
+int pf_emit_requests(struct pf_ctx *c, int ni);
+
 /* perfetto_chains.c: markers and flows of the explain engine's chains. */
 int pf_emit_chains(struct pf_ctx *c);
 

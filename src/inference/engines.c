@@ -47,6 +47,8 @@ const struct cw_engine cw_engines[] = {
 		.figures = {
 			[CW_EF_QUEUE_DEPTH] = { "llamacpp:requests_deferred" },
 			[CW_EF_RUNNING] = { "llamacpp:requests_processing" },
+			/* Gone from current builds (Debian's llama.cpp 0.7.0 has
+			 * no KV-cache series); older ones had it. */
 			[CW_EF_KV_CACHE_USAGE] = { "llamacpp:kv_cache_usage_ratio" },
 		},
 	},

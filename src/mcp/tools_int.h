@@ -22,6 +22,7 @@ TOOL_FN(cw_tool_export_timeline);
 TOOL_FN(cw_tool_where);
 TOOL_FN(cw_tool_run_demo);
 TOOL_FN(cw_tool_nccl_ranks);
+TOOL_FN(cw_tool_slow_requests);
 
 /* Argument readers; the schema check has already run, so types are right. */
 const char *tool_str(json_t *args, const char *k);

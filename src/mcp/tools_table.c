@@ -295,6 +295,58 @@ static const struct cw_mcp_tool tools[] = {
 		1,
 	},
 	{
+		"slow_requests",
+		"Slow inference requests",
+		"The HTTP requests a traced inference server answered (`causeway trace --inference PORT`), "
+		"slowest first (order \"recent\": newest first), with a per-route summary: request count, "
+		"p50/p95/p99 of the duration and of the time to first token (TTFT: to the first response body "
+		"bytes), errors (5xx, or no status and the connection closed) and client errors (4xx). Each "
+		"request has its wall time, method, path, status, ttft_ms, duration_ms, streamed, bytes, "
+		"pid/tid/comm and container; its pid and tid feed causal_chains and the timeline of that moment. "
+		"Use it for \"which requests are slow\" on a serving node. Times are milliseconds; percentiles "
+		"within ~4.4 % (log-linear histogram).",
+		"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" WINDOW_PROPS ","
+		"\"path\": {\"type\": \"string\", \"maxLength\": 256, \"description\": \"only this path, or the "
+		"paths starting with a prefix ending in *, e.g. /v1/*\"},"
+		"\"method\": {\"type\": \"string\", \"maxLength\": 16, \"description\": \"only this method, e.g. "
+		"POST\"},"
+		"\"status\": {\"type\": \"string\", \"enum\": [\"1xx\", \"2xx\", \"3xx\", \"4xx\", \"5xx\", "
+		"\"none\"], \"description\": \"only requests of this status class in the list (none: no status "
+		"seen)\"},"
+		"\"min_duration\": {\"type\": \"string\", \"maxLength\": 32, \"description\": \"only requests at "
+		"least this long in the list, a DURATION such as 500ms\"},"
+		"\"pid\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 4194304, \"description\": \"only "
+		"this server process\"},"
+		"\"node\": {\"type\": \"string\", \"maxLength\": 255, \"description\": \"only this node (merged "
+		"databases)\"},"
+		"\"order\": {\"type\": \"string\", \"enum\": [\"slowest\", \"recent\"], \"description\": \"default "
+		"slowest\"},"
+		"\"limit\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 1000, \"description\": \"requests "
+		"(default 20)\"}}}",
+		"{\"type\": \"object\", \"required\": [\"requests\", \"routes\", \"matched\", \"truncated\", "
+		"\"requests_table\"], \"properties\": {\"node\": {\"type\": \"string\"}, \"window\": {\"type\": "
+		"\"object\"}, \"order\": {\"type\": \"string\"}, \"requests_table\": {\"type\": \"boolean\"}, "
+		"\"requests\": {\"type\": \"array\", \"items\": {\"type\": \"object\", \"required\": [\"wall\", "
+		"\"wall_ns\", \"method\", \"path\", \"status\", \"duration_ms\", \"ttft_ms\", \"pid\", \"tid\"], "
+		"\"properties\": {\"wall\": {\"type\": \"string\"}, \"wall_ns\": {\"type\": \"integer\"}, "
+		"\"method\": {\"type\": [\"string\", \"null\"]}, \"path\": {\"type\": [\"string\", \"null\"]}, "
+		"\"status\": {\"type\": [\"integer\", \"null\"]}, \"duration_ms\": {\"type\": \"number\"}, "
+		"\"ttft_ms\": {\"type\": [\"number\", \"null\"]}, \"streamed\": {\"type\": \"boolean\"}, "
+		"\"bytes_in\": {\"type\": \"integer\"}, \"bytes_out\": {\"type\": \"integer\"}, \"pid\": "
+		"{\"type\": \"integer\"}, \"tid\": {\"type\": \"integer\"}, \"comm\": {\"type\": [\"string\", "
+		"\"null\"]}, \"container\": {\"type\": [\"string\", \"null\"]}, \"node\": {\"type\": "
+		"\"string\"}}}}, \"matched\": {\"type\": \"integer\"}, \"truncated\": {\"type\": \"boolean\"}, "
+		"\"routes\": {\"type\": \"array\", \"items\": {\"type\": \"object\", \"required\": [\"path\", "
+		"\"count\", \"errors\", \"p50_ms\", \"p95_ms\", \"p99_ms\"], \"properties\": {\"method\": "
+		"{\"type\": [\"string\", \"null\"]}, \"path\": {\"type\": \"string\"}, \"count\": {\"type\": "
+		"\"integer\"}, \"errors\": {\"type\": \"integer\"}, \"client_errors\": {\"type\": \"integer\"}, "
+		"\"p50_ms\": {\"type\": \"number\"}, \"p95_ms\": {\"type\": \"number\"}, \"p99_ms\": {\"type\": "
+		"\"number\"}, \"ttft_p50_ms\": {\"type\": [\"number\", \"null\"]}, \"ttft_p99_ms\": {\"type\": "
+		"[\"number\", \"null\"]}}}}, \"summary_truncated\": {\"type\": \"boolean\"}}}",
+		cw_tool_slow_requests,
+		1,
+	},
+	{
 		"check",
 		"What this host supports",
 		"What the server's host offers tracing (kernel, BTF, privileges, BPF features, CUDA/NCCL "

@@ -18,6 +18,9 @@
  * exiting have been read too. */
 #define EXIT_GRACE_NS 1000000000ull
 #define MAX_EXITS 1024
+/* Loopback ports causeway's own clients (the engine scraper) used
+ * lately: their requests are not the server's traffic. */
+#define MAX_OWN_PORTS 64
 
 struct pid_info {
 	uint64_t cgroup_id;
@@ -28,11 +31,13 @@ struct cw_http_track {
 	struct cw_writer *w;
 	struct cw_http_conns *conns;
 	int64_t mono_to_wall_ns;
-	struct u64map port_of;  /* (pid << 32 | fd) + 1 -> port */
+	struct u64map port_of;  /* (pid << 32 | fd) + 1 -> port | client port << 16 */
 	struct u64map pid_slot; /* pid + 1 -> pids[] index */
 	struct pid_info pids[MAX_PIDS];
 	size_t npids;
-	uint64_t malformed, write_errors, stored;
+	uint64_t malformed, write_errors, stored, own;
+	uint16_t own_ports[MAX_OWN_PORTS];
+	size_t nown, own_next;
 	struct {
 		uint32_t pid;
 		uint64_t ts_ns; /* of the exit */
@@ -50,12 +55,25 @@ static const char *const end_names[] = {
 	[CW_HTTP_END_IDLE] = "idle",         [CW_HTTP_END_FLUSH] = "flush",
 };
 
+static int own_client(const struct cw_http_track *t, uint16_t port)
+{
+	for (size_t i = 0; port && i < t->nown; i++)
+		if (t->own_ports[i] == port)
+			return 1;
+	return 0;
+}
+
 static void emit(void *ctx, const struct cw_http_request *q)
 {
 	struct cw_http_track *t = ctx;
 	struct cw_request_row row;
 	const struct pid_info *pi = NULL;
-	int64_t v;
+	int64_t v = 0;
+
+	if (u64map_get(&t->port_of, conn_key(q->pid, q->fd), &v) && own_client(t, (uint16_t)(v >> 16))) {
+		t->own++;
+		return;
+	}
 
 	memset(&row, 0, sizeof(row));
 	row.pid = q->pid;
@@ -66,7 +84,7 @@ static void emit(void *ctx, const struct cw_http_request *q)
 	row.cgroup_id = pi ? pi->cgroup_id : 0;
 	row.comm = pi && pi->comm[0] ? pi->comm : NULL;
 	row.conn_id = q->conn_seq;
-	row.port = u64map_get(&t->port_of, conn_key(q->pid, q->fd), &v) ? (uint32_t)v : 0;
+	row.port = u64map_get(&t->port_of, conn_key(q->pid, q->fd), &v) ? (uint32_t)(v & 0xffff) : 0;
 	row.start_mono_ns = q->start_ns;
 	row.wall_ns = (uint64_t)((int64_t)q->start_ns + t->mono_to_wall_ns);
 	row.duration_ns = q->end_ns > q->start_ns ? q->end_ns - q->start_ns : 0;
@@ -140,14 +158,43 @@ static void note_pid(struct cw_http_track *t, const struct cw_hdr *h)
 	pi->comm[CW_COMM_LEN] = 0;
 }
 
+/* The connection's server port, and its client's when the accept said
+ * it (kept from the accept over the calls that follow). */
 static void note_port(struct cw_http_track *t, const struct cw_http_io *r)
 {
 	uint64_t k = conn_key(r->hdr.pid, r->fd);
+	int64_t v = r->port, old;
 
-	if (u64map_put(&t->port_of, k, r->port) == -ENOSPC) {
+	if (r->hdr.op == CW_OP_http_accept)
+		v |= (int64_t)r->peer_port << 16;
+	else if (u64map_get(&t->port_of, k, &old) && (old & 0xffff) == r->port)
+		return;
+	if (u64map_put(&t->port_of, k, v) == -ENOSPC) {
 		u64map_clear(&t->port_of);
-		(void)u64map_put(&t->port_of, k, r->port);
+		(void)u64map_put(&t->port_of, k, v);
 	}
+}
+
+void cw_http_track_totals(const struct cw_http_track *t, struct cw_http_track_totals *out)
+{
+	struct cw_http_stats st;
+
+	cw_http_conns_stats(t->conns, &st);
+	out->stored = t->stored;
+	out->own = t->own;
+	out->not_http = st.not_http;
+	out->tls = st.tls;
+	out->dropped = st.conns_dropped + t->write_errors + t->malformed;
+}
+
+void cw_http_track_own_client(struct cw_http_track *t, uint16_t port)
+{
+	if (!port || own_client(t, port))
+		return;
+	t->own_ports[t->own_next] = port;
+	t->own_next = (t->own_next + 1) % MAX_OWN_PORTS;
+	if (t->nown < MAX_OWN_PORTS)
+		t->nown++;
 }
 
 int cw_http_track_record(struct cw_http_track *t, const struct cw_http_io *r)
@@ -234,6 +281,7 @@ static void store_counters(struct cw_http_track *t)
 	cw_writer_counter_set(t->w, "http.segments", st.segments);
 	cw_writer_counter_set(t->w, "http.requests", st.requests);
 	cw_writer_counter_set(t->w, "http.requests_stored", t->stored);
+	cw_writer_counter_set(t->w, "http.own_requests", t->own);
 	cw_writer_counter_set(t->w, "http.write_errors", t->write_errors);
 	cw_writer_counter_set(t->w, "http.malformed_records", t->malformed);
 	cw_writer_counter_set(t->w, "http.not_http_conns", st.not_http);

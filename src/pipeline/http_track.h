@@ -23,6 +23,15 @@ void cw_http_track_free(struct cw_http_track *t);
 void cw_http_track_set_clock(struct cw_http_track *t, int64_t mono_to_wall_ns);
 /* One record; -EINVAL for a malformed one (counted). */
 int cw_http_track_record(struct cw_http_track *t, const struct cw_http_io *r);
+/* A loopback client port of causeway's own (the engine scraper): the
+ * requests of connections accepted from it are not stored (counted in
+ * http.own_requests). The last 64 are kept. */
+void cw_http_track_own_client(struct cw_http_track *t, uint16_t port);
+/* What the session saw, for trace's closing line. */
+struct cw_http_track_totals {
+	uint64_t stored, own, not_http, tls, dropped;
+};
+void cw_http_track_totals(const struct cw_http_track *t, struct cw_http_track_totals *out);
 /* The process exited: its connections end at the next tick a second on
  * (its last calls may be read after its exit: another ring). */
 void cw_http_track_exit(struct cw_http_track *t, uint32_t pid, uint64_t ts_ns);

@@ -721,7 +721,7 @@ static int on_snapshot(struct cw_pipeline *p, const struct cw_snapshot *s)
 
 /* A traced server's socket call (trace --inference). Its thread is
  * named like any other, so explain can say whose requests these are. */
-static int on_http(struct cw_pipeline *p, const struct cw_http_io *r)
+static int http_track(struct cw_pipeline *p)
 {
 	int err;
 
@@ -730,8 +730,33 @@ static int on_http(struct cw_pipeline *p, const struct cw_http_io *r)
 			return err;
 		cw_http_track_set_clock(p->http, p->o.mono_to_wall_ns);
 	}
+	return 0;
+}
+
+static int on_http(struct cw_pipeline *p, const struct cw_http_io *r)
+{
+	int err = http_track(p);
+
+	if (err)
+		return err;
 	(void)thread_get(p, &r->hdr, 1);
 	return cw_http_track_record(p->http, r);
+}
+
+void cw_pipeline_http_totals(const struct cw_pipeline *p, struct cw_http_track_totals *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (p->http)
+		cw_http_track_totals(p->http, out);
+}
+
+int cw_pipeline_http_own_client(struct cw_pipeline *p, uint16_t port)
+{
+	int err = http_track(p);
+
+	if (!err)
+		cw_http_track_own_client(p->http, port);
+	return err;
 }
 
 int cw_pipeline_feed(struct cw_pipeline *p, const void *data, size_t size)

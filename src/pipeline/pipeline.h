@@ -55,6 +55,12 @@ void cw_pipeline_free(struct cw_pipeline *p);
 /* Feeds one record. Returns 0, or -EINVAL when it was rejected (and
  * counted). Never keeps a pointer to data. */
 int cw_pipeline_feed(struct cw_pipeline *p, const void *data, size_t size);
+/* trace --inference: a loopback client port causeway itself requests a
+ * followed server from (pipeline/http_track.h); 0 or -ENOMEM. */
+int cw_pipeline_http_own_client(struct cw_pipeline *p, uint16_t port);
+/* trace --inference's totals (all 0 before a server's first record). */
+struct cw_http_track_totals;
+void cw_pipeline_http_totals(const struct cw_pipeline *p, struct cw_http_track_totals *out);
 
 /* Re-measured monotonic -> realtime offset (trace does this periodically). */
 void cw_pipeline_set_clock(struct cw_pipeline *p, int64_t mono_to_wall_ns);

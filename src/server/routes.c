@@ -498,6 +498,7 @@ static const struct route routes[] = {
 	{ API("/gpu"), ROUTE_GET, cw_route_gpu, NULL },
 	{ API("/nccl/ranks"), ROUTE_GET, cw_route_nccl_ranks, NULL },
 	{ API("/tenants"), ROUTE_GET, cw_route_tenants, NULL },
+	{ API("/requests"), ROUTE_GET, cw_route_requests, NULL },
 	{ API("/stream"), ROUTE_GET, cw_route_stream, NULL },
 };
 

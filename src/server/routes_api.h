@@ -83,5 +83,6 @@ void cw_route_fleet(struct cw_server *s, struct MHD_Connection *c, struct cw_rep
 void cw_route_gpu(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_nccl_ranks(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 void cw_route_tenants(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
+void cw_route_requests(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r);
 
 #endif

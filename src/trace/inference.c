@@ -8,6 +8,7 @@
 
 #include "inference/listeners.h"
 #include "loader/http_probes.h"
+#include "trace/engine_scrape.h"
 #include "trace/session.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -20,6 +21,7 @@
 struct trace_inference {
 	struct trace *t;
 	struct cw_http_probes *hp;
+	struct trace_engine_scrape *scrape; /* the engines' own /metrics */
 	uint16_t ports[CW_INFERENCE_MAX_PORTS];
 	size_t nports; /* 0: auto */
 	uint64_t started_ns, last_scan_ns;
@@ -58,10 +60,12 @@ static void scan(struct trace_inference *ti)
 	/* A server that exited is forgotten: its pid may come back as
 	 * another process with a listener to say. */
 	for (size_t i = 0; i < ti->nknown;)
-		if (!cw_pid_exists(ti->known[i].pid))
+		if (!cw_pid_exists(ti->known[i].pid)) {
+			trace_engine_scrape_forget(ti->scrape, ti->known[i].pid);
 			ti->known[i] = ti->known[--ti->nknown];
-		else
+		} else {
 			i++;
+		}
 	n = cw_listeners_scan(&q, found, MAX_LISTENERS, conns, MAX_OPEN_CONNS, &nconns);
 	for (int i = 0; i < n; i++) {
 		const struct cw_listener *l = &found[i];
@@ -76,6 +80,7 @@ static void scan(struct trace_inference *ti)
 		for (size_t c = 0; c < nconns; c++)
 			if (conns[c].pid == l->pid && conns[c].port == l->port)
 				(void)cw_http_probes_conn(ti->hp, conns[c].pid, conns[c].fd, conns[c].port);
+		trace_engine_scrape_add(ti->scrape, l->pid, l->port, l->engine);
 		cw_consumer_lock(&t->cons);
 		trace_add_pending(t, l->pid);
 		cw_consumer_unlock(&t->cons);
@@ -120,6 +125,12 @@ int trace_inference_start(struct trace_inference **out, struct trace *t, const c
 		free(ti);
 		return rc;
 	}
+	if ((rc = trace_engine_scrape_start(&ti->scrape, &t->cons, t->w))) {
+		snprintf(err, errlen, "cannot start the engine metrics scraper");
+		cw_http_probes_close(ti->hp);
+		free(ti);
+		return rc;
+	}
 	ti->started_ns = ti->last_scan_ns = cw_monotonic_ns();
 	scan(ti);
 	*out = ti;
@@ -145,10 +156,23 @@ void trace_inference_poll(struct trace_inference *ti, uint64_t now_ns)
 	scan(ti);
 }
 
+void trace_inference_stop(struct trace_inference *ti)
+{
+	if (ti)
+		trace_engine_scrape_stop(ti->scrape);
+}
+
+void trace_inference_counters(struct trace_inference *ti)
+{
+	if (ti)
+		trace_engine_scrape_counters(ti->scrape, ti->t->w);
+}
+
 void trace_inference_free(struct trace_inference *ti)
 {
 	if (!ti)
 		return;
+	trace_engine_scrape_free(ti->scrape);
 	cw_http_probes_close(ti->hp);
 	free(ti);
 }

@@ -24,6 +24,11 @@ int trace_inference_add_ring(struct trace_inference *ti, struct ring_buffer **rb
 /* Looks for listeners again when due (every 200 ms for the first 30 s,
  * then every second). */
 void trace_inference_poll(struct trace_inference *ti, uint64_t now_ns);
+/* Stops the thread that asks the engines' own /metrics
+ * (engine_scrape.h): before the writer goes. */
+void trace_inference_stop(struct trace_inference *ti);
+/* Lock held: the counters of this session (trace.engine_scrape.*). */
+void trace_inference_counters(struct trace_inference *ti);
 void trace_inference_free(struct trace_inference *ti);
 /* 1 when spec is "auto" or a list of at most CW_INFERENCE_MAX_PORTS ports. */
 int trace_inference_spec_ok(const char *spec);

@@ -11,9 +11,11 @@
 
 #include "export/otlp.h"
 #include "pipeline/ops.h"
+#include "pipeline/http_track.h"
 #include "trace/ras.h"
 #include "trace/cap.h"
 #include "trace/gpu.h"
+#include "trace/inference.h"
 #include "trace/python.h"
 #include "trace/session.h"
 #include "trace/tenant.h"
@@ -168,6 +170,7 @@ void trace_store_counters(struct trace *t, struct loss_totals *lt)
 	}
 	trace_gpu_counters(t->gpu);
 	trace_ras_counters(t->ras);
+	trace_inference_counters(t->inf);
 	cw_writer_counter_set(t->w, "trace.libraries", (uint64_t)cw_cuda_probes_nlibs(t->cp));
 	cw_writer_counter_set(t->w, "trace.probes", (uint64_t)cw_cuda_probes_npairs(t->cp));
 	cw_pipeline_get_counters(t->pipe, &pc);
@@ -292,6 +295,19 @@ void trace_report_end(struct trace *t, int failed, struct cw_trace_result *res)
 			     cap, (unsigned long long)ws.pruned_ordinary, (unsigned long long)ws.pruned_evidence,
 			     (unsigned long long)ws.pruned_recent, (unsigned long long)ws.pruned_kept,
 			     (unsigned long long)ws.pruned_context, chains);
+	}
+	if (!t->o.json && t->inf) {
+		struct cw_http_track_totals ht;
+
+		cw_consumer_lock(&t->cons);
+		cw_pipeline_http_totals(t->pipe, &ht);
+		cw_consumer_unlock(&t->cons);
+		cw_trace_say(&t->o.say,
+			     "causeway: inference: %llu requests stored; %llu connections were not HTTP/1.x, %llu of them "
+			     "TLS (encrypted by the server: not seen; docs/inference.md); %llu not followed (http.* in "
+			     "the database)\n",
+			     (unsigned long long)ht.stored, (unsigned long long)ht.not_http, (unsigned long long)ht.tls,
+			     (unsigned long long)ht.dropped);
 	}
 	cw_format_duration(t->o.lock_wait_ns, lim, sizeof(lim));
 	if (t->lock_failed) {

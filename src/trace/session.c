@@ -123,6 +123,7 @@ void trace_session_end(struct trace *t, struct cw_trace_result *res)
 	cw_pipeline_free(t->pipe);
 	trace_python_free(t->py); /* before the probes: it clears their maps */
 	trace_gpu_stop(t->gpu); /* before the writer: it writes with it */
+	trace_inference_stop(t->inf); /* so does its engine scraper */
 	trace_ras_stop(t->ras);
 	t->ras = NULL;
 	if (t->w)

@@ -474,6 +474,56 @@ try {
 		await shot(pm, 'overview-merged-1280x800', true);
 	}
 
+	// ---- requests: the Requests view on a database with inference requests --
+	// (tests/fixtures/requests_db.py: the incident plus 92 requests, two of
+	// them with markup in their path, as the wire may send it.)
+	const rdb = `${D}/requests.db`;
+	if (existsSync(rdb)) {
+		const rs = await start('demo-node', rdb);
+		const pr = await page(b, rs.url);
+		let dialogs = 0;
+		pr.on('dialog', async (dlg) => {
+			dialogs++;
+			await dlg.dismiss();
+		});
+		await go(pr, rs.url + '/#/overview');
+		await navigate(pr, () => pr.keyboard.press('6'));
+		check((await pr.evaluate(() => document.getElementById('main').dataset.view)) === 'requests', 'key 6 opens the requests view');
+		const want = cli('query', '--db', rdb, '--json', "SELECT method, path, count(*) AS n, sum(status >= 500 OR (status IS NULL AND end_reason = 'closed')) AS errors FROM requests GROUP BY method, path");
+		const routes = await pr.$$eval('table[data-testid=routes] tbody tr', (trs) => trs.map((tr) => ({
+			method: tr.dataset.method, path: tr.dataset.path, cells: [...tr.querySelectorAll('td[data-v]')].map((td) => td.dataset.v),
+			shown: tr.children[1].textContent,
+		})));
+		const badRoutes = want.filter((w) => !routes.some((r) => r.method === w.method && r.path === w.path && +r.cells[0] === w.n && +r.cells[1] === w.errors && r.shown === w.path));
+		check(routes.length === want.length && !badRoutes.length, 'requests: one route row per (method, path), counts and errors equal SQL', { routes, badRoutes });
+		const api = await pr.evaluate(() => window.__cw.requests.routes.map((r) => [r.path, r.p50_ms, r.p99_ms]));
+		const pct = await pr.$$eval('table[data-testid=routes] tbody tr', (trs) => trs.map((tr) => [tr.dataset.path, +tr.querySelectorAll('td[data-v]')[2].dataset.v, +tr.querySelectorAll('td[data-v]')[4].dataset.v]));
+		check(JSON.stringify(api) === JSON.stringify(pct), 'requests: the route percentiles are /api/v1/requests\'', { api, pct });
+		const slow = cli('query', '--db', rdb, '--json', 'SELECT path, duration_ns FROM requests ORDER BY duration_ns DESC, id DESC LIMIT 100');
+		const shownRows = await pr.$$eval('table[data-testid=requests] tbody tr', (trs) => trs.map((tr) => ({ path: tr.querySelector('td.path').textContent, ms: +tr.querySelector('td[data-v]').dataset.v })));
+		check(shownRows.length === slow.length && slow.every((r, i) => shownRows[i].path === r.path && Math.abs(shownRows[i].ms * 1e6 - r.duration_ns) < 1000),
+			'requests: the slowest requests, slowest first, equal SQL', { page: shownRows.slice(0, 4), query: slow.slice(0, 4) });
+		// The hostile paths are text: shown character for character, no
+		// element made of them, no script run.
+		const hostile = await pr.evaluate(() => ({
+			imgs: document.querySelectorAll('#main img').length,
+			cells: [...document.querySelectorAll('table[data-testid=requests] td.path')].slice(0, 2).map((td) => td.textContent),
+			routeLinks: [...document.querySelectorAll('table[data-testid=routes] td a')].map((a) => a.textContent).filter((t) => t.includes('<')),
+			tds: document.querySelectorAll('table[data-testid=requests] tbody tr:first-child td').length,
+		}));
+		check(hostile.imgs === 0 && dialogs === 0 && hostile.cells[0] === '/<img src=x onerror=alert(1)>' && hostile.cells[1] === '/a"quote\'&amp;</td>' &&
+			hostile.routeLinks.length === 2 && hostile.tds === 11, 'requests: a path holding markup renders as text', { ...hostile, dialogs });
+		await shot(pr, 'requests-1280x800', true);
+		// A status class narrows the list: the two 500s.
+		await navigate(pr, () => pr.select('select[data-testid=req-status]', '5xx'));
+		const st5 = await pr.$$eval('table[data-testid=requests] tbody tr', (trs) => trs.map((tr) => tr.children[3].textContent));
+		check(st5.length === 2 && st5.every((x) => x === '500'), 'requests: status 5xx lists the two 500s', st5);
+		// A request opens its thread's timeline around it.
+		await navigate(pr, () => pr.click('table[data-testid=requests] a.open-timeline'));
+		const tlr = await pr.evaluate(() => ({ hash: location.hash, rows: window.__cw.timeline ? window.__cw.timeline.rows.map((r) => r.lane + ' ' + r.tid) : [] }));
+		check(/tid=4821/.test(tlr.hash) && tlr.rows.some((r) => r === 'cuda 4821'), 'requests: a request links to its thread\'s timeline at its time', tlr);
+	}
+
 	// ---- every page: no console error, nothing outside the origin --------
 	for (const x of pages) {
 		check(!x.rec.errors.length, `no console errors on ${x.url()}`, x.rec.errors);

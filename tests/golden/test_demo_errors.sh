@@ -22,7 +22,7 @@ expect() { # expect RC DESCRIPTION -- ARGS...: exit code and one stderr line
 expect 0 "help" -- demo --help
 grep -q '^usage: causeway demo' "$tmp/out" || { echo "FAIL help on stdout"; fail=1; }
 expect 0 "list" -- demo --list
-[ "$(wc -l < "$tmp/out")" -eq 32 ] && grep -q '^incident .*(default)' "$tmp/out" || { echo "FAIL list"; cat "$tmp/out"; fail=1; }
+[ "$(wc -l < "$tmp/out")" -eq 33 ] && grep -q '^incident .*(default)' "$tmp/out" || { echo "FAIL list"; cat "$tmp/out"; fail=1; }
 
 expect 2 "unknown scenario" -- demo nosuch --db "$tmp/x.db"
 grep -q 'unknown scenario "nosuch"; valid scenarios: incident, cold-start,.*healthy' "$tmp/err" || { echo "FAIL unknown scenario wording"; cat "$tmp/err"; fail=1; }

@@ -42,6 +42,7 @@ declare -A want=(
 	[cuda-no-device]=cuda_error
 	[cuda-oom]=device_oom
 	[nccl-error]=nccl_error
+	[inference-ttft]=inference_latency
 )
 
 "$BIN" demo --list --json > "$tmp/list.json"
@@ -49,8 +50,9 @@ listed=$(python3 -c 'import json,sys; print("\n".join(sorted(s["name"] + " " + (
 table=$(for s in "${!want[@]}"; do echo "$s ${want[$s]}"; done | sort)
 [ "$listed" = "$table" ] || { echo "demo --list disagrees with the test's table:"; diff <(echo "$table") <(echo "$listed"); exit 1; }
 # The NCCL job scenarios (several ranks, no training-loop tables) are
-# checked by test_demo_nccl.sh.
-scenarios=$(for s in "${!want[@]}"; do case $s in nccl-straggler* | nccl-hang* | comm-*) ;; *) echo "$s" ;; esac; done | sort)
+# checked by test_demo_nccl.sh, the inference server by
+# test_explain_inference.sh.
+scenarios=$(for s in "${!want[@]}"; do case $s in nccl-straggler* | nccl-hang* | comm-* | inference-*) ;; *) echo "$s" ;; esac; done | sort)
 
 q() { "$BIN" query --db "$1" --json "$2"; }
 
@@ -95,6 +97,6 @@ else:
 print(f"ok {name}: {t['events']} events, {t['offcpu']} off-CPU, top {chains[0]['root_cause']['kind'] if chains else 'none'}")
 PY
 done
-[ "$(echo "$scenarios" | wc -l)" -eq $((${#want[@]} - 7)) ] || { echo "expected $((${#want[@]} - 7)) scenarios"; exit 1; }
+[ "$(echo "$scenarios" | wc -l)" -eq $((${#want[@]} - 8)) ] || { echo "expected $((${#want[@]} - 8)) scenarios"; exit 1; }
 # The diagnosis is stored as chain history.
 [ "$(q "$tmp/incident.db" "SELECT count(*) AS n FROM chains WHERE kind = 'cpu_preemption'" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["n"])')" -ge 1 ]

@@ -85,7 +85,7 @@ PY
 "$CW_BIN" demo incident --db "$tmp/inc.db" >/dev/null 2>&1 || fail "demo incident"
 expect 7 'nothing matches: no process 99999 in the store' --db "$tmp/inc.db" --no-store --pid 99999
 expect 7 'nothing matches: no process of the store ran in the tenant' --db "$tmp/inc.db" --no-store --pod nope
-expect 7 'nothing matches: no GPU calls in the window 2030-01-01T00:00:00.000Z' --db "$tmp/inc.db" --no-store \
+expect 7 'nothing matches: no GPU calls or requests in the window 2030-01-01T00:00:00.000Z' --db "$tmp/inc.db" --no-store \
 	--from 2030-01-01T00:00:00Z --to 2030-01-02T00:00:00Z
 "$CW_BIN" explain --db "$tmp/inc.db" --no-store --json --pid 99999 >"$tmp/out" 2>/dev/null; rc=$?
 [ $rc -eq 7 ] || fail "--json --pid 99999 exited $rc"

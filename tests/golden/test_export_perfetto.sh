@@ -7,7 +7,8 @@
 # cuts with a warning, bad input gives one clear error; and the export of
 # the cluster matches tests/golden/export/cluster.json byte for byte
 # (CW_UPDATE_GOLDEN=1 rewrites it), and so does the export of the demo's
-# incident database over two seconds of its CPU storm (demo_incident.json).
+# incident database over two seconds of its CPU storm (demo_incident.json);
+# inference requests get a track per connection (requests_incident.json).
 set -u
 fix=$CW_BUILD/fixtures/cluster_db
 check=$CW_ROOT/tests/golden/export/check.py
@@ -185,4 +186,60 @@ if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then
 	echo "updated $dgold"
 fi
 cmp "$tmp/d.json" "$dgold" || { diff <(tr ',' '\n' < "$dgold") <(tr ',' '\n' < "$tmp/d.json") | head -20; fail "demo golden differs"; }
+# Inference requests (tests/fixtures/requests_db.py adds 92 to the incident):
+# a track per connection after the threads, a slice "METHOD path" per
+# request with status, TTFT and bytes in its args, an instant at its first
+# body byte, on the clock of the CUDA and off-CPU tracks; golden over 300 ms
+# (requests_incident.json). A window narrows them like the slices.
+rgold=$CW_ROOT/tests/golden/export/requests_incident.json
+cp "$tmp/demo.db" "$tmp/req.db"
+python3 "$CW_ROOT/tests/fixtures/requests_db.py" "$tmp/req.db" > /dev/null || fail "requests database"
+"$CW_BIN" export --db "$tmp/req.db" -o "$tmp/req.json" 2> "$tmp/e" || fail "requests export: $(cat "$tmp/e")"
+grep -q 'export: 92 inference requests on their connections' "$tmp/e" || fail "requests summary: $(cat "$tmp/e")"
+python3 "$check" "$tmp/req.json" --min-flows 1 > /dev/null || fail "requests trace structure"
+python3 - "$tmp/req.json" "$tmp/req.db" <<'EOF' || exit 1
+import json, sqlite3, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+def fail(m): print("FAIL:", m); sys.exit(1)
+origin = d["otherData"]["ts_origin_wall_ns"]
+us = lambda ns: round((ns - origin) / 1000, 3)
+names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+http = [e for e in ev if e["ph"] == "X" and e["cat"] == "http"]
+marks = [e for e in ev if e["ph"] == "i" and e["cat"] == "http"]
+rows = sqlite3.connect(sys.argv[2]).execute(
+    "SELECT id, conn_id, method, path, status, wall_ns, duration_ns, ttft_ns, bytes_in, bytes_out FROM requests").fetchall()
+if len(http) != len(rows) or d["otherData"].get("requests") != len(rows): fail(f"{len(http)} request slices for {len(rows)} rows")
+by_id = {e["args"]["request_id"]: e for e in http}
+cuda = [e for e in ev if e["ph"] == "X" and e["tid"] == 4821 and e["cat"] == "cuda"]
+for rid, conn, method, path, status, wall, dur, ttft, bin_, bout in rows:
+    e = by_id.get(rid)
+    if not e: fail(f"request {rid} has no slice")
+    if e["name"] != f"{method} {path}" or names.get(e["tid"]) != f"python :8000 conn {conn}":
+        fail(f"request {rid}: {e['name']!r} on {names.get(e['tid'])!r}")
+    if e["tid"] < 1 << 30 or e["pid"] != 1: fail(f"request {rid} on a thread's track: {e['tid']}")
+    a = e["args"]
+    if a.get("status") != status or (a.get("bytes_in"), a.get("bytes_out")) != (bin_, bout) or \
+            (ttft is None) != ("ttft_ms" not in a) or (ttft is not None and abs(a["ttft_ms"] - ttft / 1e6) > 1e-9):
+        fail(f"request {rid} args {a}")
+    if abs(e["ts"] - us(wall)) > 0.002 or abs(e["dur"] - dur / 1000) > 0.002: fail(f"request {rid} at {e['ts']}/{e['dur']}")
+    m = [x for x in marks if x["tid"] == e["tid"] and abs(x["ts"] - us(wall + ttft)) < 0.002] if ttft is not None else []
+    if ttft is not None and len(m) != 1: fail(f"request {rid}: no TTFT instant at {us(wall + ttft)}")
+    # The same clock as the CUDA track of the thread that served it (from
+    # its first call on: the demo's process starts before it calls CUDA).
+    if e["ts"] >= min(c["ts"] for c in cuda) and not any(c["ts"] <= e["ts"] + e["dur"] and c["ts"] + c["dur"] >= e["ts"] for c in cuda):
+        fail(f"request {rid} overlaps no CUDA call of its thread")
+if len(marks) != sum(r[7] is not None for r in rows): fail(f"{len(marks)} TTFT instants")
+if not any(e["name"] == "GET /<img src=x onerror=alert(1)>" for e in http): fail("hostile path not kept as text")
+print("requests ok:", len(http), "slices,", len(marks), "instants")
+EOF
+"$CW_BIN" export --db "$tmp/req.db" --from 2026-01-01T00:00:37.1Z --to 2026-01-01T00:00:37.4Z --no-chains \
+	-o "$tmp/rg.json" 2> /dev/null || fail "requests window export"
+python3 "$check" "$tmp/rg.json" > /dev/null || fail "requests window structure"
+[ "$(grep -o '"cat":"http","pid":1' "$tmp/rg.json" | wc -l)" = 4 ] || fail "requests window: want 4 requests"
+if [ -n "${CW_UPDATE_GOLDEN:-}" ]; then
+	cp "$tmp/rg.json" "$rgold"
+	echo "updated $rgold"
+fi
+cmp "$tmp/rg.json" "$rgold" || { diff <(tr ',' '\n' < "$rgold") <(tr ',' '\n' < "$tmp/rg.json") | head -20; fail "requests golden differs"; }
 echo "ok"

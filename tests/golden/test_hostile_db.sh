@@ -26,6 +26,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
 "$CW_BIN" demo incident --db "$D/base.db" >/dev/null 2>&1 || fail "demo"
+# Inference requests too, so each variant damages them as well.
+python3 "$CW_ROOT/tests/fixtures/requests_db.py" "$D/base.db" >/dev/null || fail "requests"
 python3 "$CW_ROOT/tests/hostile/hostile_db.py" "$D/base.db" "$D/v" ${HOSTILE_LONG:+--long} >"$D/list" ||
 	fail "generator"
 [ "$(wc -l <"$D/list")" -ge 20 ] || fail "too few variants: $(cat "$D/list")"
@@ -172,7 +174,7 @@ while IFS=$'\t' read -r n flags; do
 	for p in /api/v1/health /api/v1/chains /api/v1/ops "/api/v1/ops?by=line" /api/v1/ops/series \
 		"/api/v1/ops/detail?op=cudaMalloc&source=cuda" "/api/v1/timeline?pid=4821&from=0&to=4102444800&limit=200" \
 		"/api/v1/export/perfetto?from=0&to=4102444800&max_events=2000" /api/v1/gpu /api/v1/tenants /api/v1/nccl/ranks \
-		"/api/v1/query?sql=SELECT%20*%20FROM%20threads" /metrics; do
+		"/api/v1/requests?limit=1000" "/api/v1/requests?order=recent&status=none" "/api/v1/query?sql=SELECT%20*%20FROM%20threads" /metrics; do
 		get "$n" "$flags" "$p"
 	done
 	stop_serve
@@ -184,7 +186,8 @@ start_serve "$D/base.db" || fail "serve base"
 for p in "/api/v1/chains?from=$I64MIN&to=$I64MAX" "/api/v1/overview?from=$I64MIN&to=$I64MAX" \
 	"/api/v1/ops/series?from=0&to=$I64MAX&points=$I64MAX" "/api/v1/timeline?tid=$I64MIN&from=$I64MIN&to=$I64MAX" \
 	"/api/v1/timeline?pid=4821&from=$I64MAX&to=0" "/api/v1/ops?since=$I64MAX" "/api/v1/ops/detail?op=x&limit=$I64MIN" \
-	"/api/v1/export/perfetto?from=$I64MIN&to=$I64MAX&max_events=$I64MAX" "/api/v1/query?sql=SELECT%201&max_rows=$I64MIN"; do
+	"/api/v1/export/perfetto?from=$I64MIN&to=$I64MAX&max_events=$I64MAX" "/api/v1/query?sql=SELECT%201&max_rows=$I64MIN" \
+	"/api/v1/requests?from=$I64MIN&to=$I64MAX&limit=$I64MIN" "/api/v1/requests?min_duration=99999999999d&pid=$I64MAX"; do
 	get base "" "$p"
 done
 stop_serve

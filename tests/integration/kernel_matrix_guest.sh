@@ -145,3 +145,34 @@ set -- $(n "SELECT (SELECT count(*) FROM events WHERE op = 'cudaStreamSynchroniz
 r cg_in "${1:-}"
 r cg_out "${2:-}"
 r cg_s "$s $(t0)"
+
+# 5. A server's HTTP requests (trace --inference): busybox httpd, which
+# forks a child per connection and serves it on the child's stdin and
+# stdout, on the loopback; three fetches and one 404 by wget.
+s=$(t0)
+ifconfig lo 127.0.0.1 up 2>/dev/null
+mkdir -p /tmp/www && echo hello >/tmp/www/index.html
+httpd -f -p 127.0.0.1:8080 -h /tmp/www &
+hp=$!
+$CW trace --db /tmp/inf.db --no-view --inference 8080 >/tmp/inf.out 2>/tmp/inf.err &
+tp=$!
+while ! grep -q 'following the requests' /tmp/inf.err 2>/dev/null && kill -0 $tp 2>/dev/null; do sleep 0.2; done
+attached /tmp/inf.err $tp
+for i in 1 2 3; do wget -q -O /dev/null http://127.0.0.1:8080/index.html; done
+wget -q -O /dev/null http://127.0.0.1:8080/missing 2>/dev/null
+# the children's exits end their connections a second after they are read
+sleep 2
+kill -INT $tp
+wait $tp
+r inf_rc $?
+kill $hp 2>/dev/null
+wait $hp 2>/dev/null
+out inf_err /tmp/inf.err
+# shellcheck disable=SC2046 # the numbers are words
+set -- $(n "SELECT (SELECT count(*) FROM requests WHERE method = 'GET' AND path = '/index.html' AND status = 200),
+	(SELECT count(*) FROM requests WHERE path = '/missing' AND status = 404),
+	(SELECT count(*) FROM requests)" /tmp/inf.db | tr ',' ' ')
+r inf_ok "${1:-}"
+r inf_404 "${2:-}"
+r inf_all "${3:-}"
+r inf_s "$s $(t0)"

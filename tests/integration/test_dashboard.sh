@@ -1,7 +1,7 @@
 #!/bin/bash
 # The dashboard in Debian's headless Chromium, driven by puppeteer-core
 # (tests/browser, pinned in package-lock.json): on the incident, healthy,
-# io-contention and empty demo databases, an unreadable file, a server that
+# io-contention and empty demo databases, one with inference requests, an unreadable file, a server that
 # goes away, a mutual-TLS server and a fleet of four loopback agents, the
 # page shows what explain --json and query --json say; see
 # tests/browser/dashboard.mjs. Screenshots land in $CW_BUILD/screenshots.
@@ -15,6 +15,9 @@ mkcerts
 for s in incident healthy io-contention nccl-straggler thermal-throttling noisy-neighbour; do
 	"$CW_BIN" demo "$s" --db "$T/$s.db" >/dev/null 2>&1 || fail "demo $s"
 done
+# Inference requests (with markup in two paths) added to the incident.
+cp "$T/incident.db" "$T/requests.db" && python3 "$CW_ROOT/tests/fixtures/requests_db.py" "$T/requests.db" >/dev/null ||
+	fail "requests database"
 # Two nodes in one file: the incident on n-b, thermal throttling on n-a.
 "$CW_BIN" merge "$T/thermal-throttling.db" --force-node n-a "$T/incident.db" --force-node n-b -o "$T/merged.db" \
 	>/dev/null || fail "merge"

@@ -6,7 +6,8 @@
 # checked against explain --json / query --json; bad arguments, an unknown
 # tool, a write through run_sql, an oversized request and clients without a
 # certificate or token are refused, and the server keeps serving; nccl_ranks
-# answers explain --ranks --json's rows on an NCCL demo database.
+# answers explain --ranks --json's rows on an NCCL demo database;
+# slow_requests answers SQL's rows and counts on a database with requests.
 . "$CW_ROOT/tests/integration/fleet_lib.sh"
 "$CW_ROOT/scripts/install-mcp-tests.sh"
 rc=$?
@@ -15,6 +16,8 @@ rc=$?
 mkcerts
 "$CW_BIN" demo --db "$T/d.db" >/dev/null 2>&1 || fail "demo database"
 "$CW_BIN" demo nccl-straggler --db "$T/nccl.db" >/dev/null 2>&1 || fail "NCCL demo database"
+cp "$T/d.db" "$T/req.db" && python3 "$CW_ROOT/tests/fixtures/requests_db.py" "$T/req.db" >/dev/null ||
+	fail "requests database"
 echo "mcp-token-$RANDOM$RANDOM" >"$T/token"
 start_agent gpu-1 "$T/d.db" --cert "$PKI/server.crt" --key "$PKI/server.key" \
 	--client-ca "$PKI/ca.crt" --token-file "$T/token"
@@ -34,7 +37,7 @@ mkdir -p "$T/out"
 # export_timeline writes only inside the export directory.
 printf 'mcp:\n  export_dir: %s\n' "$T/out" >"$T/mcp.yaml"
 cd "$CW_ROOT/tests/mcp" || exit 1
-CW_BIN=$CW_BIN MCP_DB=$T/d.db MCP_NCCL_DB=$T/nccl.db MCP_URL=https://127.0.0.1:$PORT/mcp MCP_CA=$PKI/ca.crt \
+CW_BIN=$CW_BIN MCP_DB=$T/d.db MCP_NCCL_DB=$T/nccl.db MCP_REQ_DB=$T/req.db MCP_URL=https://127.0.0.1:$PORT/mcp MCP_CA=$PKI/ca.crt \
 	MCP_CERT=$PKI/client.crt MCP_KEY=$PKI/client.key MCP_WRONG_CERT=$PKI/wrong.crt \
 	MCP_WRONG_KEY=$PKI/wrong.key MCP_TOKEN=$(cat "$T/token") MCP_FLEET=127.0.0.1:$PORT,127.0.0.1:1 \
 	MCP_OUT=$T/out MCP_CONFIG=$T/mcp.yaml timeout 120 node client_test.mjs || fail "SDK client checks failed"

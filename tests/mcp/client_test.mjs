@@ -7,6 +7,7 @@
 //   CW_BIN        the causeway binary
 //   MCP_DB        a demo database (incident scenario)
 //   MCP_NCCL_DB   a demo database of an NCCL job (nccl-straggler scenario)
+//   MCP_REQ_DB    the incident with inference requests (tests/fixtures/requests_db.py)
 //   MCP_URL       https://127.0.0.1:PORT/mcp of a serve with --client-ca
 //   MCP_CA, MCP_CERT, MCP_KEY, MCP_WRONG_CERT, MCP_WRONG_KEY   PEM files
 //   MCP_TOKEN     the bearer token serve requires
@@ -27,7 +28,7 @@ const env = process.env;
 const BIN = env.CW_BIN;
 const DB = env.MCP_DB;
 const TOOLS = ['causal_chains', 'trace_summary', 'explain_call', 'stacks', 'run_sql', 'fleet',
-	'query_fleet', 'export_timeline', 'where', 'run_demo', 'check', 'nccl_ranks'];
+	'query_fleet', 'export_timeline', 'where', 'run_demo', 'check', 'nccl_ranks', 'slow_requests'];
 let checks = 0;
 
 function ok(cond, msg) {
@@ -172,6 +173,11 @@ async function exerciseTools(client, kind) {
 	ok(!nr.isError && nr.structuredContent.ranks.length === 0 && nr.structuredContent.hang === false &&
 		/no NCCL collectives/.test(text(nr)), `${kind}: nccl_ranks without NCCL data`);
 
+	// slow_requests on a database without requests: empty, no error.
+	const sr = await call(client, 'slow_requests', {});
+	ok(!sr.isError && sr.structuredContent.requests.length === 0 && sr.structuredContent.routes.length === 0 &&
+		/no inference request/.test(text(sr)), `${kind}: slow_requests without requests`);
+
 	const ch = await call(client, 'check', {});
 	// The MCP tool probes but loads no BPF object (the CLI's --no-load).
 	const cj = cli('check', '--json', '--no-load');
@@ -302,6 +308,59 @@ async function ncclRanks() {
 	await client.close();
 }
 
+// slow_requests on inference requests (stdio, its own server): the rows,
+// order, filters and per-route counts equal SQL over the same file; the
+// percentiles are within the histogram's 4.4 % of the exact ones.
+async function slowRequests() {
+	const rdb = env.MCP_REQ_DB;
+	const transport = new StdioClientTransport({ command: BIN, args: ['mcp', '--db', rdb], stderr: 'pipe' });
+	const client = new Client({ name: 'causeway-test', version: '1.0.0' });
+	await client.connect(transport);
+	const sql = (q, ...params) => cli('query', '--json', '--limit', '100000', '--db', rdb, q, ...params.flatMap((v) => ['--param', v]));
+	const r = await call(client, 'slow_requests', {});
+	const sc = r.structuredContent;
+	const want = sql('SELECT id, path, status, duration_ns, ttft_ns FROM requests ORDER BY duration_ns DESC, id DESC');
+	ok(!r.isError && sc.requests_table && sc.requests.length === 20 && sc.matched === want.length && sc.truncated,
+		`requests: 20 of ${want.length} by default`);
+	assert.deepEqual(sc.requests.map((x) => [x.id, x.path, x.status, x.duration_ns, x.ttft_ns]),
+		want.slice(0, 20).map((x) => [x.id, x.path, x.status, x.duration_ns, x.ttft_ns]), 'requests: slowest first == SQL');
+	checks++;
+	ok(sc.requests[0].path === '/<img src=x onerror=alert(1)>' && text(r).includes('GET /<img src=x onerror=alert(1)> 404: 12000.0 ms'),
+		'requests: the hostile path comes back as it was stored');
+	ok(sc.requests[0].container === '5f0c2a9e1b7d' && sc.requests[0].comm === 'python' && sc.requests[0].duration_ms === 12000,
+		'requests: container, comm and milliseconds');
+	const routes = sql("SELECT method, path, count(*) AS n, sum(status >= 500 OR (status IS NULL AND end_reason = 'closed')) AS errors,"
+		+ ' sum(status BETWEEN 400 AND 499) AS client_errors, count(ttft_ns) AS nt FROM requests GROUP BY method, path');
+	ok(sc.routes.length === routes.length && routes.every((w) => sc.routes.some((x) => x.method === w.method && x.path === w.path &&
+		x.count === w.n && x.errors === w.errors && x.client_errors === w.client_errors && x.ttft_count === w.nt)),
+	'requests: per-route counts and errors == SQL');
+	// p50 and p99 of every route against the exact nearest-rank values.
+	for (const x of sc.routes) {
+		const d = sql('SELECT duration_ns AS v FROM requests WHERE path = ?1 ORDER BY duration_ns', x.path).map((y) => y.v);
+		for (const [q, got] of [[0.5, x.p50_ms], [0.99, x.p99_ms]]) {
+			const exact = d[Math.max(0, Math.ceil(q * d.length) - 1)] / 1e6;
+			ok(Math.abs(got - exact) <= exact * 0.045 + 0.001, `requests: ${x.path} p${q * 100} ${got} ms ~ ${exact} ms`);
+		}
+	}
+	// Filters: a status class, a path prefix, a shortest duration, the newest first.
+	const s5 = (await call(client, 'slow_requests', { status: '5xx' })).structuredContent;
+	ok(s5.requests.length === 2 && s5.requests.every((x) => x.status === 500) && s5.matched === 2 && !s5.truncated &&
+		s5.routes.length === routes.length, 'requests: status 5xx lists the two 500s, the summary stays');
+	const pv = (await call(client, 'slow_requests', { path: '/v1/*', limit: 100 })).structuredContent;
+	ok(pv.routes.length === 2 && pv.requests.length === 60 && pv.requests.every((x) => x.path.startsWith('/v1/')), 'requests: path prefix /v1/*');
+	const md = (await call(client, 'slow_requests', { min_duration: '5s' })).structuredContent;
+	ok(md.matched === 3 && md.requests.every((x) => x.duration_ns >= 5e9), 'requests: min_duration 5s');
+	const rec = (await call(client, 'slow_requests', { order: 'recent', limit: 3 })).structuredContent;
+	const newest = sql('SELECT id FROM requests ORDER BY wall_ns DESC, id DESC LIMIT 3').map((x) => x.id);
+	assert.deepEqual(rec.requests.map((x) => x.id), newest, 'requests: order recent == SQL');
+	checks++;
+	const none = (await call(client, 'slow_requests', { limit: 0 })).structuredContent;
+	ok(none.requests.length === 0 && none.routes.length === routes.length, 'requests: limit 0 is the summary alone');
+	const bad = await call(client, 'slow_requests', { status: '9xx' });
+	ok(bad.isError && /status/.test(text(bad)), 'requests: a bad status class refused');
+	await client.close();
+}
+
 async function stdio() {
 	// MCP_CONFIG names the export directory (mcp.export_dir) that holds MCP_OUT.
 	const args = [...(env.MCP_CONFIG ? ['--config', env.MCP_CONFIG] : []), 'mcp', '--db', DB];
@@ -397,4 +456,6 @@ if (which === 'all' || which === 'http')
 	await http();
 if ((which === 'all' || which === 'nccl') && env.MCP_NCCL_DB)
 	await ncclRanks();
+if ((which === 'all' || which === 'requests') && env.MCP_REQ_DB)
+	await slowRequests();
 console.log(`mcp sdk client: ${checks} checks passed (${which})`);

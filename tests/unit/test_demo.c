@@ -135,7 +135,9 @@ static void test_scenario_table(void **state)
 					     "nccl-straggler-input", "nccl-straggler-compute", "nccl-hang", "nccl-hang-start",
 					     "comm-bound",
 					     /* failing calls */
-					     "cuda-no-device", "cuda-oom", "nccl-error" };
+					     "cuda-no-device", "cuda-oom", "nccl-error",
+					     /* inference serving */
+					     "inference-ttft" };
 	size_t n;
 	const struct cw_demo_scenario *const *t = cw_demo_scenarios(&n);
 

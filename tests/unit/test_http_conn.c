@@ -130,7 +130,7 @@ static void test_sse_chunked_ttft_itl(void **state)
 	out(t, 3, 1320 * MS, sse_chunk);
 	out(t, 3, 1350 * MS, sse_chunk);
 	assert_int_equal(ngot, 0);
-	out(t, 3, 1350 * MS + 500000, "0\r\n\r\n"); /* within the merge window */
+	out(t, 3, 1350 * MS + CW_HTTP_WRITE_MERGE_NS / 2, "0\r\n\r\n"); /* within the merge window */
 	assert_int_equal(ngot, 1);
 	assert_string_equal(got[0].method, "POST");
 	assert_string_equal(got[0].path, "/v1/chat/completions");
@@ -141,7 +141,7 @@ static void test_sse_chunked_ttft_itl(void **state)
 	assert_int_equal(got[0].itl_sum_ns, 50 * MS);
 	assert_int_equal(got[0].streamed, 1);
 	assert_int_equal(got[0].end, CW_HTTP_END_COMPLETE);
-	assert_int_equal(got[0].end_ns, 1350 * MS + 500000);
+	assert_int_equal(got[0].end_ns, 1350 * MS + CW_HTTP_WRITE_MERGE_NS / 2);
 	assert_int_equal(got[0].bytes_out, strlen(sse_head) + 3 * strlen(sse_chunk) + 5);
 	/* An event stream running to the close (no chunked framing). */
 	in(t, 3, 2000 * MS, "GET /events HTTP/1.1\r\n\r\n");
@@ -173,19 +173,20 @@ static void test_chunk_writes_merged(void **state)
 	for (c = 0; c < 2; c++) {
 		ts += 20 * MS;
 		out(t, 3, ts, "5\r\n");
-		out(t, 3, ts + 300000, "hello");
-		out(t, 3, ts + 600000, "\r\n");
+		out(t, 3, ts + CW_HTTP_WRITE_MERGE_NS / 2, "hello");
+		out(t, 3, ts + CW_HTTP_WRITE_MERGE_NS, "\r\n");
 	}
-	/* Writes 0.6 ms apart chain into one event (2.4 ms long). */
+	/* Writes 0.6 of the merge window apart chain into one event (2.4
+	 * windows long). */
 	for (c = 0; c < 5; c++)
-		out(t, 3, ts + 10 * MS + c * 600000, "1\r\nx\r\n");
+		out(t, 3, ts + 10 * MS + c * (CW_HTTP_WRITE_MERGE_NS * 6 / 10), "1\r\nx\r\n");
 	out(t, 3, ts + 20 * MS, "0\r\n");
 	assert_int_equal(ngot, 0);
 	out(t, 3, ts + 20 * MS + 100, "\r\n");
 	assert_int_equal(ngot, 1);
 	assert_int_equal(got[0].body_events, 4);
 	assert_int_equal(got[0].itl_max_ns, 20 * MS);
-	assert_int_equal(got[0].itl_sum_ns, 40 * MS); /* 30, 50, 60 (to 62.4), 70 ms */
+	assert_int_equal(got[0].itl_sum_ns, 40 * MS); /* 30, 50, 60 (a chain), 70 ms */
 	assert_int_equal(got[0].first_body_ns, 30 * MS);
 	assert_int_equal(got[0].end, CW_HTTP_END_COMPLETE);
 	/* A chunk whose data ends in "10\r\n\r\n" is not the last chunk. */

@@ -8,7 +8,7 @@
 #include "util/timeutil.h"
 
 /* "0-2,4-7": every CPU of ncpu except skip. */
-static void cpus_except(char *buf, size_t len, int ncpu, int skip)
+void cw_cpus_except(char *buf, size_t len, int ncpu, int skip)
 {
 	size_t off = 0;
 	int start = -1;
@@ -169,7 +169,7 @@ int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		 * CPUs and lighter, rather than renicing a "neighbour". */
 		if (hog->cpu >= 0 && ncpu > 1 && hog->pid > 0) {
 			char cpus[128];
-			cpus_except(cpus, sizeof(cpus), ncpu, hog->cpu);
+			cw_cpus_except(cpus, sizeof(cpus), ncpu, hog->cpu);
 			cw_chain_add_fix(c, "taskset -acp %s %lld  # keep causeway off the workload's CPU", cpus,
 					 (long long)hog->pid);
 		}
@@ -180,7 +180,7 @@ int cw_rule_cpu_preemption(const struct cw_rule_ctx *ctx, struct cw_chain *c)
 		cw_chain_add_fix(c, "renice +19 -p %lld", (long long)hog->pid);
 	if (hog && hog->cpu >= 0 && ncpu > 1 && c->pid > 0) {
 		char cpus[128];
-		cpus_except(cpus, sizeof(cpus), ncpu, hog->cpu);
+		cw_cpus_except(cpus, sizeof(cpus), ncpu, hog->cpu);
 		cw_chain_add_fix(c, "taskset -acp %s %lld", cpus, (long long)c->pid);
 	}
 	if (hog && hog->pid > 0 && hog->cpu >= 0 && !agent)

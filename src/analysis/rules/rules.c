@@ -30,6 +30,7 @@ const struct cw_rule cw_rules[] = {
 	{"call_errors", cw_rule_call_errors, CW_RULE_NODE, 8},
 	{"straggler", cw_rule_straggler, CW_RULE_CROSS, 0},
 	{"nccl_arrival", cw_rule_nccl_arrival, CW_RULE_CROSS | CW_RULE_PEERS, 2 + CW_NCCL_MAX_PEERS},
+	{"inference_latency", cw_rule_inference_latency, CW_RULE_CROSS, 8},
 };
 
 const size_t cw_nrules = sizeof(cw_rules) / sizeof(cw_rules[0]);

@@ -85,5 +85,8 @@ int cw_rule_call_errors(const struct cw_rule_ctx *ctx, struct cw_chain *c);
  * straggler's reason): straggler; the NCCL arrival rules (cw_rule_nccl). */
 int cw_rule_straggler(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 int cw_rule_nccl_arrival(const struct cw_rule_ctx *ctx, struct cw_chain *c);
+/* Slow requests of traced inference servers (trace --inference), every
+ * node's: one chain per incident of a route (rules/inference_latency.c). */
+int cw_rule_inference_latency(const struct cw_rule_ctx *ctx, struct cw_chain *c);
 
 #endif
