@@ -25,5 +25,6 @@ bookworm arm64
 bookworm amd64 curl ca-certificates
 sid amd64 python3.14 python3.15
 sid amd64 python3.14 python3-torch
+sid amd64 llama.cpp-tools python3-gguf
 ROOTS
 exit $rc
