@@ -186,11 +186,20 @@ static __always_inline void first_iov(__u64 uaddr, __u64 count, struct http_buf 
 	b->buf_len = (__u64)v.iov_len;
 }
 
+#if defined(__TARGET_ARCH_arm64)
+/* arm64's pt_regs, as much of it as is read here (the BPF objects of
+ * every architecture are built against one vmlinux.h: CO-RE places the
+ * field on the running kernel). */
+struct pt_regs___cw_arm64 {
+	int syscallno;
+} __attribute__((preserve_access_index));
+#endif
+
 /* The syscall's number, from the registers it was entered with. */
 static __always_inline long syscall_nr(struct pt_regs *regs)
 {
 #if defined(__TARGET_ARCH_arm64)
-	return BPF_CORE_READ(regs, syscallno);
+	return BPF_CORE_READ((struct pt_regs___cw_arm64 *)regs, syscallno);
 #else
 	return BPF_CORE_READ(regs, orig_ax);
 #endif
