@@ -127,7 +127,7 @@ int cw_parse_time(const char *s, uint64_t *out_ns)
 	t = timegm(&tm);
 	/* Before the epoch once the offset applies, or past 2262: no
 	 * wall-clock ns to give. */
-	if (t == (time_t)-1 || t - offset < 0 || (uint64_t)(t - offset) >= (uint64_t)INT64_MAX / NSEC_PER_SEC)
+	if (t == (time_t)-1 || t < offset || t - offset >= (time_t)(INT64_MAX / (int64_t)NSEC_PER_SEC))
 		return -EINVAL;
 	*out_ns = (uint64_t)(t - offset) * NSEC_PER_SEC + frac;
 	return 0;
