@@ -160,17 +160,15 @@ int cmd_explain(int argc, char **argv)
 		{"now", required_argument, NULL, OPT_NOW},
 		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
-	const char *db_path = cw_default_db(), *since = NULL, *from = NULL, *to = NULL, *pid_s = NULL, *hang = NULL, *stall = NULL,
-		   *now_s = NULL;
+	const char *db_path = cw_default_db(), *pid_s = NULL, *hang = NULL, *stall = NULL, *now_s = NULL;
 	struct cw_explain_opts o = {.store_chains = 1};
 	struct cw_explain_result r;
 	struct cw_store *st = NULL;
 	json_t *rank_rows = NULL;
-	uint64_t since_ns = 0, now = 0;
+	uint64_t now = 0;
 	char err[512], unmatched[256];
 	int json = 0, stacks = 0, ranks = 0, c, ret, rc = CW_EXIT_OK, li;
-	struct cw_tenant_opts tenants = { .n = 0 };
-	int64_t *tenant_pids = NULL;
+	struct cw_scope sc = { .names = CW_SCOPE_FLAGS };
 	struct cw_progress pg = { .fd = -1 };
 
 	/* Fleet fan-out (src/cmd/fleet_cli.c): chains from every agent. */
@@ -189,13 +187,13 @@ int cmd_explain(int argc, char **argv)
 			db_path = optarg;
 			break;
 		case 's':
-			since = optarg;
+			sc.since = optarg;
 			break;
 		case OPT_FROM:
-			from = optarg;
+			sc.from = optarg;
 			break;
 		case OPT_TO:
-			to = optarg;
+			sc.to = optarg;
 			break;
 		case 'p':
 			pid_s = optarg;
@@ -216,7 +214,7 @@ int cmd_explain(int argc, char **argv)
 			o.per_tenant = 1;
 			break;
 		case OPT_TENANT:
-			if (cw_tenant_opt(&tenants, longopts, li, optarg, json, "explain"))
+			if (cw_scope_opt(&sc, longopts, li, optarg, json, "explain"))
 				return CW_EXIT_USAGE;
 			break;
 		case OPT_RANKS:
@@ -240,31 +238,12 @@ int cmd_explain(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cw_opt_unexpected(json, "explain", argv[optind]);
-	if (since && (from || to)) {
-		cw_report_error(json, "explain: --since cannot be combined with --from or --to");
-		return CW_EXIT_USAGE;
-	}
-	if (since && (cw_parse_duration(since, &since_ns) < 0 || since_ns == 0)) {
-		char shown[CW_SHOWN_BUF];
-
-		cw_report_error(json, "explain: invalid duration \"%s\" (e.g. 30s, 5m, 2h)",
-				cw_shown(since, shown));
-		return CW_EXIT_USAGE;
-	}
-	if (from && cw_parse_time(from, &o.from_wall_ns) < 0) {
-		cw_report_error(json, "explain: invalid time \"%s\" (RFC 3339 or Unix seconds)", from);
-		return CW_EXIT_USAGE;
-	}
-	if (to && cw_parse_time(to, &o.to_wall_ns) < 0) {
-		cw_report_error(json, "explain: invalid time \"%s\" (RFC 3339 or Unix seconds)", to);
+	if (cw_scope_parse(&sc, err, sizeof(err))) {
+		cw_report_error(json, "explain: %s", err);
 		return CW_EXIT_USAGE;
 	}
 	if (now_s && cw_parse_time(now_s, &now) < 0) {
 		cw_report_error(json, "explain: invalid time \"%s\" (RFC 3339 or Unix seconds)", now_s);
-		return CW_EXIT_USAGE;
-	}
-	if (from && to && o.to_wall_ns <= o.from_wall_ns) {
-		cw_report_error(json, "explain: --to \"%s\" is not after --from \"%s\"", to, from);
 		return CW_EXIT_USAGE;
 	}
 	if (hang && (cw_parse_duration(hang, &o.hang_min_ns) < 0 || o.hang_min_ns == 0)) {
@@ -305,25 +284,16 @@ int cmd_explain(int argc, char **argv)
 		return CW_EXIT_DB;
 	}
 	cw_progress_start(&pg, "explain", "analysing the store", json);
-	if (since) {
-		uint64_t newest;
-		if ((ret = cw_explain_newest_wall(st->db, &newest)) < 0)
-			goto db_fail;
-		/* An empty store has no "last DURATION": explained whole. */
-		if (newest) {
-			o.to_wall_ns = newest;
-			o.from_wall_ns = newest > since_ns ? newest - since_ns : 1;
-		}
-	}
-	if (tenants.n) {
-		if ((ret = cw_tenant_select(st->db, tenants.f, tenants.n, &tenant_pids)) < 0)
-			goto db_fail;
-		o.pids = tenant_pids;
-		o.npids = ret > 0 ? ret : -1;
-	}
+	if ((ret = cw_scope_window(st->db, &sc, 0)) < 0 || (ret = cw_scope_select(st->db, &sc)) < 0)
+		goto db_fail;
+	o.from_wall_ns = sc.from_ns;
+	o.to_wall_ns = sc.to_ns;
+	o.pids = sc.pids;
+	o.npids = sc.npids;
 	ret = cw_explain_run(st->db, &o, &r);
 	cw_progress_end(&pg);
-	free(tenant_pids);
+	o.pids = NULL;
+	cw_scope_release(&sc);
 	if (ret < 0)
 		goto db_fail;
 	if ((ret = cw_explain_unmatched(st->db, &o, &r, unmatched, sizeof(unmatched))) != 0) {
@@ -375,6 +345,7 @@ int cmd_explain(int argc, char **argv)
 	return rc;
 db_fail:
 	cw_progress_end(&pg);
+	cw_scope_release(&sc);
 	cw_report_error(json, "explain: cannot read \"%s\": %s", db_path,
 			cw_store_read_strerror(st ? st->db : NULL, ret, err, sizeof(err)));
 	cw_store_close(st);

@@ -118,8 +118,7 @@ int cmd_export(int argc, char **argv)
 		CW_TENANT_LONGOPTS(OPT_TENANT),
 		{ "help", no_argument, NULL, 'h' },               { NULL, 0, NULL, 0 },
 	};
-	const char *db_path = cw_default_db(), *out_path = NULL, *format = "perfetto", *since = NULL, *from = NULL,
-		   *to = NULL, *max = NULL;
+	const char *db_path = cw_default_db(), *out_path = NULL, *format = "perfetto", *max = NULL;
 	struct cw_export_opts o = { 0 };
 	struct cw_export_stats stats;
 	struct cw_fleet_opts fo = { 0 };
@@ -131,8 +130,7 @@ int cmd_export(int argc, char **argv)
 	char err[512];
 	FILE *out = stdout, *tty_out = NULL;
 	int json = 0, fleet = 0, db_given = 0, c, ret, rc = CW_EXIT_OK, li;
-	struct cw_tenant_opts tf = { .n = 0 };
-	int64_t *pids = NULL;
+	struct cw_scope sc = { .names = CW_SCOPE_FLAGS };
 	struct cw_progress pg = { .fd = -1 };
 
 	for (int i = 1; i < argc; i++)
@@ -150,15 +148,15 @@ int cmd_export(int argc, char **argv)
 		case OPT_FORMAT: format = optarg; break;
 		case 'o': out_path = optarg; break;
 		case 'd': db_path = optarg; db_given = 1; break;
-		case 's': since = optarg; break;
-		case OPT_FROM: from = optarg; break;
-		case OPT_TO: to = optarg; break;
+		case 's': sc.since = optarg; break;
+		case OPT_FROM: sc.from = optarg; break;
+		case OPT_TO: sc.to = optarg; break;
 		case OPT_MAX: max = optarg; break;
 		case OPT_NOSKEW: o.no_skew = 1; break;
 		case OPT_NOCHAINS: o.no_chains = 1; break;
 		case 'j': json = 1; break;
 		case OPT_TENANT:
-			if ((rc = cw_tenant_opt(&tf, longopts, li, optarg, json, "export")))
+			if ((rc = cw_scope_opt(&sc, longopts, li, optarg, json, "export")))
 				goto out;
 			break;
 		case 'h':
@@ -178,34 +176,16 @@ int cmd_export(int argc, char **argv)
 		rc = CW_EXIT_USAGE;
 			goto out;
 	}
-	if (since && (from || to)) {
-		cw_report_error(json, "export: --since cannot be combined with --from or --to");
+	if (cw_scope_parse(&sc, err, sizeof(err))) {
+		cw_report_error(json, "export: %s", err);
 		rc = CW_EXIT_USAGE;
-			goto out;
+		goto out;
 	}
-	if (since && (cw_parse_duration(since, &o.since_ns) < 0 || !o.since_ns)) {
-		char shown[CW_SHOWN_BUF];
-
-		cw_report_error(json, "export: invalid duration \"%s\" (e.g. 30s, 5m, 2h)",
-				cw_shown(since, shown));
-		rc = CW_EXIT_USAGE;
-			goto out;
-	}
-	if (from && cw_parse_time(from, &o.from_wall_ns) < 0) {
-		cw_report_error(json, "export: invalid time \"%s\" (RFC 3339 or Unix seconds)", from);
-		rc = CW_EXIT_USAGE;
-			goto out;
-	}
-	if (to && cw_parse_time(to, &o.to_wall_ns) < 0) {
-		cw_report_error(json, "export: invalid time \"%s\" (RFC 3339 or Unix seconds)", to);
-		rc = CW_EXIT_USAGE;
-			goto out;
-	}
-	if (from && to && o.to_wall_ns <= o.from_wall_ns) {
-		cw_report_error(json, "export: --to \"%s\" is not after --from \"%s\"", to, from);
-		rc = CW_EXIT_USAGE;
-			goto out;
-	}
+	/* since stays a duration: the export anchors it on its own newest
+	 * data, every node's moved by its clock offset (export/perfetto.c). */
+	o.since_ns = sc.since_ns;
+	o.from_wall_ns = sc.from_ns;
+	o.to_wall_ns = sc.to_ns;
 	if (max && parse_count(max, &o.max_events) < 0) {
 		char shown[CW_SHOWN_BUF];
 
@@ -226,20 +206,20 @@ int cmd_export(int argc, char **argv)
 	}
 	if (!fleet)
 		cw_warn_losses(db_path, st->db);
-	if (fleet && tf.n) {
+	if (fleet && sc.ntf) {
 		/* The fleet export reads the agents' tables through SQL. */
 		cw_report_error(json, "export: tenant filters apply to one store (merge the agents' stores first)");
 		rc = CW_EXIT_USAGE;
 		goto out;
 	}
-	if (!fleet && tf.n) {
-		if ((ret = cw_tenant_select(st->db, tf.f, tf.n, &pids)) < 0) {
+	if (!fleet && sc.ntf) {
+		if ((ret = cw_scope_select(st->db, &sc)) < 0) {
 			cw_report_error(json, "export: cannot read \"%s\": %s", db_path, cw_store_strerror(ret));
 			rc = CW_EXIT_DB;
 			goto out;
 		}
-		o.pids = pids;
-		o.npids = ret > 0 ? ret : -1;
+		o.pids = sc.pids;
+		o.npids = sc.npids;
 		if (o.npids < 0) {
 			/* An empty timeline would read as a quiet tenant. */
 			cw_report_error(json, "export: nothing matches: no process of the store ran in the tenant named by "
@@ -269,7 +249,7 @@ int cmd_export(int argc, char **argv)
 	}
 	/* One store reads whole by default, as explain and query do; the
 	 * --max-events cap still bounds the file. */
-	if (!fleet && !since && !from && !to)
+	if (!fleet && !sc.since && !sc.from && !sc.to)
 		o.since_ns = UINT64_MAX;
 	if (fleet) {
 		struct fleet_pg fp = { &pg, 0, fileno(out) };
@@ -332,7 +312,7 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "causeway: export: clock offsets of %d node%s applied (otherData.clock_offsets_ns)\n",
 			stats.skew_applied, stats.skew_applied == 1 ? "" : "s");
 out:
-	free(pids);
+	cw_scope_release(&sc);
 	cw_store_close(st);
 	if (fleet)
 		cw_fleet_cli_release(&fo);

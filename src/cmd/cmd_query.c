@@ -353,13 +353,14 @@ static int print_summary_table(const struct cw_summary *s, size_t n, int by_line
 	return rc;
 }
 
-static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int per_tenant,
-		       const struct cw_tenant_opts *tf, int64_t limit, enum fmt fmt)
+static int run_summary(const char *db_path, int by_line, int per_tenant, struct cw_scope *sc, int64_t limit,
+		       enum fmt fmt)
 {
-	struct cw_summary_opts o = { .since_ns = since_ns, .by_line = by_line, .per_tenant = per_tenant };
+	/* since is the summary's own: the last DURATION before its newest
+	 * aggregate second (analysis/summary.c). */
+	struct cw_summary_opts o = { .since_ns = sc->since_ns, .by_line = by_line, .per_tenant = per_tenant };
 	struct cw_summary *s = NULL;
 	struct cw_store *st = NULL;
-	int64_t *pids = NULL;
 	char err[512];
 	size_t n, i;
 	int rc;
@@ -371,12 +372,9 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int 
 		cw_report_error(fmt == FMT_JSON, "%s", err);
 		return CW_EXIT_DB;
 	}
-	rc = 0;
-	if (tf->n) {
-		rc = cw_tenant_select(st->db, tf->f, tf->n, &pids);
-		o.pids = pids;
-		o.npids = rc > 0 ? rc : -1;
-		rc = rc < 0 ? rc : 0;
+	if (!(rc = cw_scope_select(st->db, sc))) {
+		o.pids = sc->pids;
+		o.npids = sc->npids;
 	}
 	if (!rc) {
 		struct cw_progress pg;
@@ -385,7 +383,7 @@ static int run_summary(const char *db_path, uint64_t since_ns, int by_line, int 
 		rc = cw_summary_build(st->db, &o, &s);
 		cw_progress_end(&pg);
 	}
-	free(pids);
+	cw_scope_release(sc);
 	cw_store_close(st);
 	if (rc) {
 		cw_report_error(fmt == FMT_JSON, "query: cannot read the summary from \"%s\": %s", db_path,
@@ -450,12 +448,12 @@ int cmd_query(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *db_path = cw_default_db(), *since = NULL, *limit_s = NULL, *timeout_s = NULL;
+	const char *db_path = cw_default_db(), *limit_s = NULL, *timeout_s = NULL;
 	struct cw_ro_query_limits lim = { 0, 0 };
 	struct cw_ro_value params[MAX_PARAMS];
 	int json = 0, csv = 0, by_line = 0, per_tenant = 0, nparams = 0, c, i, rc, li;
-	struct cw_tenant_opts tf = { .n = 0 };
-	uint64_t since_ns = 0;
+	struct cw_scope tf = { .names = CW_SCOPE_FLAGS };
+	char err[512];
 	int64_t limit = 0;
 	char *sql = NULL;
 	enum fmt fmt;
@@ -475,7 +473,7 @@ int cmd_query(int argc, char **argv)
 			db_path = optarg;
 			break;
 		case 's':
-			since = optarg;
+			tf.since = optarg;
 			break;
 		case 'j':
 			json = 1;
@@ -503,7 +501,7 @@ int cmd_query(int argc, char **argv)
 			per_tenant = 1;
 			break;
 		case OPT_TENANT:
-			if (cw_tenant_opt(&tf, longopts, li, optarg, json, "query"))
+			if (cw_scope_opt(&tf, longopts, li, optarg, json, "query"))
 				return CW_EXIT_USAGE;
 			break;
 		case 'h':
@@ -530,11 +528,8 @@ int cmd_query(int argc, char **argv)
 				cw_shown(limit_s, shown));
 		return CW_EXIT_USAGE;
 	}
-	if (since && (cw_parse_duration(since, &since_ns) < 0 || since_ns == 0)) {
-		char shown[CW_SHOWN_BUF];
-
-		cw_report_error(json, "query: invalid duration \"%s\" (e.g. 30s, 5m, 2h)",
-				cw_shown(since, shown));
+	if (cw_scope_parse(&tf, err, sizeof(err))) {
+		cw_report_error(json, "query: %s", err);
 		return CW_EXIT_USAGE;
 	}
 	if (timeout_s && (cw_parse_duration(timeout_s, &lim.timeout_ns) < 0 || lim.timeout_ns == 0)) {
@@ -549,11 +544,11 @@ int cmd_query(int argc, char **argv)
 			cw_report_error(json, "query: %s applies to SQL only", timeout_s ? "--timeout" : "--param");
 			return CW_EXIT_USAGE;
 		}
-		return run_summary(db_path, since_ns, by_line, per_tenant, &tf, limit, fmt);
+		return run_summary(db_path, by_line, per_tenant, &tf, limit, fmt);
 	}
-	if (since || by_line || per_tenant || tf.n) {
+	if (tf.since || by_line || per_tenant || tf.ntf) {
 		cw_report_error(json, "query: %s applies to the summary only; filter SQL with a WHERE clause",
-				since ? "--since" : by_line ? "--group-by-line" : per_tenant ? "--per-tenant" : cw_tenant_filter_flag(&tf.f[0]));
+				tf.since ? "--since" : by_line ? "--group-by-line" : per_tenant ? "--per-tenant" : cw_tenant_filter_flag(&tf.tf[0]));
 		return CW_EXIT_USAGE;
 	}
 	if (!strcmp(argv[optind], "-")) {

@@ -268,12 +268,12 @@ static int add_param(struct strbuf *q, const char *k, const char *v)
 
 /* Tenant filters travel to the agents as the API's query parameters
  * (docs/api.md), already validated here by the same parser. */
-static int add_tenant_params(struct strbuf *q, const struct cw_tenant_opts *t)
+static int add_tenant_params(struct strbuf *q, const struct cw_scope *t)
 {
 	int rc = 0;
 
-	for (int i = 0; i < t->n && !rc; i++)
-		rc = add_param(q, cw_tenant_filter_flag(&t->f[i]) + 2, t->f[i].value);
+	for (int i = 0; i < t->ntf && !rc; i++)
+		rc = add_param(q, cw_tenant_filter_flag(&t->tf[i]) + 2, t->tf[i].value);
 	return rc;
 }
 
@@ -319,10 +319,9 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 	struct cw_fleet_result fr = { 0 };
 	struct cw_ro_result *rr = NULL;
 	json_t *merged = NULL, *params = json_array();
-	const char *since = NULL;
 	char err[1000], *sql = NULL, *stdin_sql = NULL;
 	int json = 0, fmt = 0, by_line = 0, per_tenant = 0, c, rc, li;
-	struct cw_tenant_opts tf = { .n = 0 };
+	struct cw_scope tf = { .names = CW_SCOPE_FLAGS };
 	struct cw_progress pg = { .fd = -1 };
 	long long limit = 0;
 	uint64_t limit_v;
@@ -339,7 +338,7 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 			per_tenant = 1;
 			break;
 		case O_TENANT:
-			if ((rc = cw_tenant_opt(&tf, lo, li, optarg, json, "query")))
+			if ((rc = cw_scope_opt(&tf, lo, li, optarg, json, "query")))
 				goto out;
 			break;
 		case 'j':
@@ -360,7 +359,7 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 			limit = (long long)limit_v;
 			break;
 		case O_SINCE:
-			since = optarg;
+			tf.since = optarg;
 			break;
 		case O_LINE:
 			by_line = 1;
@@ -405,9 +404,15 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 		rc = CW_EXIT_USAGE;
 		goto out;
 	}
-	if (sql && (per_tenant || tf.n)) {
+	if (sql && (tf.since || per_tenant || tf.ntf)) {
+		/* As one store's query: SQL filters with its own WHERE. */
 		cw_report_error(json, "query: %s applies to the summary only; filter SQL with a WHERE clause",
-				per_tenant ? "--per-tenant" : cw_tenant_filter_flag(&tf.f[0]));
+				tf.since ? "--since" : per_tenant ? "--per-tenant" : cw_tenant_filter_flag(&tf.tf[0]));
+		rc = CW_EXIT_USAGE;
+		goto out;
+	}
+	if (cw_scope_parse(&tf, err, sizeof(err))) {
+		cw_report_error(json, "query: %s", err);
 		rc = CW_EXIT_USAGE;
 		goto out;
 	}
@@ -422,17 +427,11 @@ int cw_fleet_cmd_query(int argc, char **argv, cw_fleet_rows_printer print)
 		json_decref(req);
 	} else {
 		struct strbuf path;
-		uint64_t ns;
 
-		if (since && (cw_parse_duration(since, &ns) || !ns)) {
-			cw_report_error(json, "query: invalid duration \"%s\"", since);
-			rc = CW_EXIT_USAGE;
-			goto out;
-		}
 		strbuf_init(&path, 16384);
 		rc = add_param(&path, "by", by_line ? "line" : "op");
-		if (!rc && since)
-			rc = add_param(&path, "since", since);
+		if (!rc && tf.since)
+			rc = add_param(&path, "since", tf.since);
 		if (!rc && per_tenant)
 			rc = add_param(&path, "per_tenant", "1");
 		if (!rc)
@@ -689,7 +688,7 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 	struct strbuf q = STRBUF_INIT;
 	json_t *merged = NULL;
 	char err[1000];
-	struct cw_tenant_opts tf = { .n = 0 };
+	struct cw_scope tf = { .names = CW_SCOPE_FLAGS };
 	struct cw_progress pg = { .fd = -1 };
 	int json = 0, c, rc, li;
 
@@ -706,18 +705,21 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 			rc = add_param(&q, "per_tenant", "1");
 			break;
 		case O_TENANT:
-			if (cw_tenant_opt(&tf, lo, li, optarg, json, "explain")) {
+			if (cw_scope_opt(&tf, lo, li, optarg, json, "explain")) {
 				rc = CW_EXIT_USAGE;
 				goto out;
 			}
 			break;
 		case 's':
+			tf.since = optarg;
 			rc = add_param(&q, "since", optarg);
 			break;
 		case O_FROM:
+			tf.from = optarg;
 			rc = add_param(&q, "from", optarg);
 			break;
 		case O_TO:
+			tf.to = optarg;
 			rc = add_param(&q, "to", optarg);
 			break;
 		case 'p':
@@ -749,6 +751,13 @@ int cw_fleet_cmd_explain(int argc, char **argv)
 	}
 	if (optind < argc) {
 		rc = cw_opt_unexpected(json, "explain", argv[optind]);
+		goto out;
+	}
+	/* Checked here as one store's explain checks it: each agent anchors
+	 * since on its own newest data. */
+	if (cw_scope_parse(&tf, err, sizeof(err))) {
+		cw_report_error(json, "explain: %s", err);
+		rc = CW_EXIT_USAGE;
 		goto out;
 	}
 	if ((cw_global_node && add_param(&q, "node", cw_global_node)) || add_tenant_params(&q, &tf)) {

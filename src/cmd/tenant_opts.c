@@ -5,12 +5,12 @@
 #include "cmd/tenant_opts.h"
 #include "util/log.h"
 
-int cw_tenant_opt(struct cw_tenant_opts *t, const struct option *longopts, int li, const char *arg, int json,
-		  const char *cmd)
+int cw_scope_opt(struct cw_scope *s, const struct option *longopts, int li, const char *arg, int json,
+		 const char *cmd)
 {
 	char err[256];
 
-	if (!cw_tenant_filter_add(t->f, &t->n, CW_TENANT_FILTERS_MAX, longopts[li].name, arg, err, sizeof(err)))
+	if (!cw_scope_tenant(s, longopts[li].name, arg, err, sizeof(err)))
 		return 0;
 	cw_report_error(json, "%s: %s", cmd, err);
 	return CW_EXIT_USAGE;

@@ -7,7 +7,7 @@
 
 #include <getopt.h>
 
-#include "tenant/tenant.h"
+#include "analysis/scope.h"
 
 #define CW_TENANT_LONGOPTS(val)                                                                      \
 	{ "cgroup", required_argument, NULL, (val) }, { "container", required_argument, NULL, (val) }, \
@@ -20,14 +20,10 @@
 	"  --pod NAME|UID    ... of a Kubernetes pod; --namespace NS: of its pods\n"          \
 	"  --slurm-job ID    ... of a Slurm job (tenant filters repeat; docs/tenants.md)\n"
 
-struct cw_tenant_opts {
-	struct cw_tenant_filter f[CW_TENANT_FILTERS_MAX];
-	int n;
-};
-
-/* The option longopts[li] with value arg. Returns 0, or CW_EXIT_USAGE
- * after reporting "<cmd>: bad --pod ..." (as JSON with json). */
-int cw_tenant_opt(struct cw_tenant_opts *t, const struct option *longopts, int li, const char *arg, int json,
-		  const char *cmd);
+/* The option longopts[li] with value arg, into the scope's tenant filters
+ * (analysis/scope.h). Returns 0, or CW_EXIT_USAGE after reporting
+ * "<cmd>: bad --pod ..." (as JSON with json). */
+int cw_scope_opt(struct cw_scope *s, const struct option *longopts, int li, const char *arg, int json,
+		 const char *cmd);
 
 #endif

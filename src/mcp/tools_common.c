@@ -3,8 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/explain.h"
-#include "analysis/tenant_select.h"
+#include "analysis/scope.h"
 #include "mcp/tools_int.h"
 #include "store/store.h"
 #include "util/timeutil.h"
@@ -61,37 +60,40 @@ void tool_close_db(sqlite3 *db)
 	sqlite3_close_v2(db);
 }
 
-int tool_window(sqlite3 *db, json_t *args, uint64_t *from, uint64_t *to, char *err, size_t errlen)
+int tool_window_flags(sqlite3 *db, json_t *args, unsigned flags, uint64_t *from, uint64_t *to, char *err,
+		      size_t errlen)
 {
-	const char *since = tool_str(args, "since"), *f = tool_str(args, "from"), *t = tool_str(args, "to");
-	uint64_t ns, newest;
+	struct cw_scope sc = { .names = CW_SCOPE_PARAMS };
+	int rc;
 
 	*from = *to = 0;
-	if (since && (f || t)) {
-		snprintf(err, errlen, "\"since\" cannot be combined with \"from\" or \"to\"; give one or the other");
-		return -EINVAL;
+	sc.since = tool_str(args, "since");
+	sc.from = tool_str(args, "from");
+	sc.to = tool_str(args, "to");
+	if ((rc = cw_scope_parse(&sc, err, errlen)) || (rc = cw_scope_window(db, &sc, flags)) < 0) {
+		if (rc != -EINVAL)
+			snprintf(err, errlen, "reading the window failed: %s", cw_store_strerror(rc));
+		return rc;
 	}
-	if (f && cw_parse_time(f, from)) {
-		snprintf(err, errlen, "invalid \"from\" \"%s\": use RFC 3339 (2026-01-01T00:00:00Z) or Unix seconds", f);
-		return -EINVAL;
-	}
-	if (t && cw_parse_time(t, to)) {
-		snprintf(err, errlen, "invalid \"to\" \"%s\": use RFC 3339 (2026-01-01T00:00:00Z) or Unix seconds", t);
-		return -EINVAL;
-	}
-	if (f && t && *to <= *from) {
-		snprintf(err, errlen, "\"to\" must be after \"from\"");
-		return -EINVAL;
-	}
-	if (since) {
-		if (tool_duration(args, "since", &ns, err, errlen))
-			return -EINVAL;
-		if (cw_explain_newest_wall(db, &newest) == 0 && newest) {
-			*to = newest;
-			*from = newest > ns ? newest - ns : 1;
-		}
-	}
+	*from = sc.from_ns;
+	*to = sc.to_ns;
 	return 0;
+}
+
+int tool_window(sqlite3 *db, json_t *args, uint64_t *from, uint64_t *to, char *err, size_t errlen)
+{
+	return tool_window_flags(db, args, 0, from, to, err, errlen);
+}
+
+int tool_since(json_t *args, uint64_t *ns, char *err, size_t errlen)
+{
+	struct cw_scope sc = { .names = CW_SCOPE_PARAMS };
+	int rc;
+
+	sc.since = tool_str(args, "since");
+	rc = cw_scope_parse(&sc, err, errlen);
+	*ns = sc.since_ns;
+	return rc;
 }
 
 int tool_stop_reason(struct cw_mcp_call *c, int rc, const char *what, char *err, size_t errlen)
@@ -111,27 +113,23 @@ int tool_stop_reason(struct cw_mcp_call *c, int rc, const char *what, char *err,
 int tool_tenant_pids(sqlite3 *db, json_t *args, int64_t **pids, int *npids, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "container", "pod", "namespace", "cgroup" };
-	struct cw_tenant_filter f[CW_TENANT_FILTERS_MAX];
-	int n = 0, rc;
+	struct cw_scope sc = { .names = CW_SCOPE_PARAMS };
+	int rc;
 
 	*pids = NULL;
 	*npids = 0;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const char *v = tool_str(args, keys[i]);
 
-		if (v && (rc = cw_tenant_filter_add(f, &n, CW_TENANT_FILTERS_MAX, keys[i], v, err, errlen))) {
-			/* "bad --pod ..." names the flag; a tool names its argument. */
-			if (!strncmp(err, "bad --", 6))
-				memmove(err + 4, err + 6, strlen(err + 6) + 1);
+		if (v && (rc = cw_scope_tenant(&sc, keys[i], v, err, errlen)))
 			return rc;
-		}
 	}
-	if (!n)
-		return 0;
-	if ((rc = cw_tenant_select(db, f, n, pids)) < 0) {
+	if ((rc = cw_scope_select(db, &sc)) < 0) {
 		snprintf(err, errlen, "tenant filter: %s", cw_store_strerror(rc));
 		return rc;
 	}
-	*npids = rc > 0 ? rc : -1;
+	/* The caller owns the pids. */
+	*pids = sc.pids;
+	*npids = sc.npids;
 	return 0;
 }

@@ -39,6 +39,13 @@ void tool_close_db(sqlite3 *db);
 /* since | from/to, as explain's flags: since counts back from the newest
  * data. Returns 0 or -EINVAL with err. */
 int tool_window(sqlite3 *db, json_t *args, uint64_t *from, uint64_t *to, char *err, size_t errlen);
+/* The same with cw_scope_window's flags (CW_SCOPE_NEWEST_REQUESTS); -errno
+ * with err when the newest data cannot be read. */
+int tool_window_flags(sqlite3 *db, json_t *args, unsigned flags, uint64_t *from, uint64_t *to, char *err,
+		      size_t errlen);
+/* "since" alone, as a duration into *ns (0 when absent), for the readers
+ * that anchor it themselves (the summary). Returns 0 or -EINVAL with err. */
+int tool_since(json_t *args, uint64_t *ns, char *err, size_t errlen);
 /* The tenant filter arguments (container, pod, namespace, cgroup) as
  * pids: *npids 0 without a filter, -1 when it matched nothing. Returns 0,
  * -EINVAL with err for a bad value, or -errno. */

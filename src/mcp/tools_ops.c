@@ -217,12 +217,14 @@ TOOL_FN(cw_tool_fleet)
 		action = "chains";
 	else if (!strcmp(action, "query"))
 		action = "sql";
-	if (since && (strspn(since, "0123456789smhdun") != strlen(since) || cw_parse_duration(since, &since_ns) ||
-		      !since_ns)) {
-		snprintf(err, errlen, "invalid \"since\" \"%s\": a duration such as 30s, 5m or 2h", since);
-		return -EINVAL;
-	}
-	snprintf(q, sizeof(q), "%s%s", since ? "since=" : "", since ? since : "");
+	if ((rc = tool_since(args, &since_ns, err, errlen)))
+		return rc;
+	/* Handed on in nanoseconds: nothing of the caller's text reaches
+	 * the agents' query string. */
+	if (since)
+		snprintf(q, sizeof(q), "since=%lluns", (unsigned long long)since_ns);
+	else
+		q[0] = '\0';
 	if (!strcmp(action, "sql")) {
 		json_t *req;
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/explain.h"
+#include "analysis/scope.h"
 #include "mcp/tools_int.h"
 #include "store/requests.h"
 #include "store/ro_requests.h"
@@ -53,7 +53,6 @@ TOOL_FN(cw_tool_slow_requests)
 {
 	struct cw_req_filter f = { 0 };
 	const char *status = tool_str(args, "status");
-	uint64_t newest = 0, nreq = 0, since = 0;
 	json_t *j = NULL, *v;
 	sqlite3 *db;
 	size_t i;
@@ -72,26 +71,15 @@ TOOL_FN(cw_tool_slow_requests)
 		snprintf(err, errlen, "invalid \"order\": slowest or recent");
 		return -EINVAL;
 	}
-	if ((rc = tool_duration(args, "min_duration", &f.min_duration_ns, err, errlen)) ||
-	    (rc = tool_duration(args, "since", &since, err, errlen)))
+	if ((rc = tool_duration(args, "min_duration", &f.min_duration_ns, err, errlen)))
 		return rc;
 	if ((rc = tool_open_db(c, &db, err, errlen)))
 		return rc;
-	if ((rc = tool_window(db, args, &f.from_ns, &f.to_ns, err, errlen))) {
-		tool_close_db(db);
-		return rc;
-	}
 	/* since counts back from the newest data, a request's start included
 	 * (as /api/v1/requests reads it). */
-	if (since) {
-		if (cw_explain_newest_wall(db, &newest))
-			newest = 0;
-		if (!cw_req_newest_wall(db, &nreq) && nreq > newest)
-			newest = nreq;
-		if (newest) {
-			f.to_ns = newest;
-			f.from_ns = newest > since ? newest - since : 1;
-		}
+	if ((rc = tool_window_flags(db, args, CW_SCOPE_NEWEST_REQUESTS, &f.from_ns, &f.to_ns, err, errlen))) {
+		tool_close_db(db);
+		return rc;
 	}
 	rc = cw_req_read(db, &f, &j);
 	tool_close_db(db);

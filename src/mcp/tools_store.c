@@ -52,7 +52,7 @@ TOOL_FN(cw_tool_trace_summary)
 	size_t i, n;
 	int rc;
 
-	if ((rc = tool_duration(args, "since", &o.since_ns, err, errlen)))
+	if ((rc = tool_since(args, &o.since_ns, err, errlen)))
 		return rc;
 	o.by_line = tool_bool(args, "by_line");
 	o.per_tenant = tool_bool(args, "per_tenant");

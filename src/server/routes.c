@@ -203,16 +203,20 @@ static void route_ops(struct cw_server *s, struct MHD_Connection *c, struct cw_r
 	o.per_tenant = cw_api_flag(c, "per_tenant");
 	o.per_node = cw_api_flag(c, "per_node");
 
-	if (since && (cw_parse_duration(since, &o.since_ns) || !o.since_ns)) {
-		cw_reply_error(r, 400, "invalid duration \"%s\" (e.g. 30s, 5m)", since);
+	/* since only: the summary anchors it on its newest aggregate second
+	 * (analysis/summary.c). */
+	ta.s.since = since;
+	if (cw_scope_parse(&ta.s, err, sizeof(err))) {
+		cw_reply_error(r, 400, "%s", err);
 		return;
 	}
+	o.since_ns = ta.s.since_ns;
 	if (by && strcmp(by, "line") && strcmp(by, "op")) {
 		cw_reply_error(r, 400, "\"by\" must be \"op\" or \"line\"");
 		return;
 	}
 	o.by_line = by && !strcmp(by, "line");
-	if (o.per_node && (o.by_line || o.per_tenant || ta.n)) {
+	if (o.per_node && (o.by_line || o.per_tenant || ta.s.ntf)) {
 		cw_reply_error(r, 400, "per_node goes with the per-op summary only (no by=line or tenant filter)");
 		return;
 	}
@@ -362,7 +366,7 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 	/* The tenants the store named (at most 100 workloads: containers,
 	 * pods, Slurm jobs), or with filters the cgroups they select. */
 	tenants = json_array();
-	if (ta.n && (nids = cw_tenant_select_cgroups(db, ta.f, ta.n, &ids)) < 0 && !rc)
+	if (ta.s.ntf && (nids = cw_tenant_select_cgroups(db, ta.s.tf, ta.s.ntf, &ids)) < 0 && !rc)
 		rc = nids;
 	if (!rc && sqlite3_prepare_v2(db,
 				      "SELECT node, cgroup_id, runtime, container_id, pod, namespace, pod_uid, path,"
@@ -377,7 +381,7 @@ static void route_overview(struct cw_server *s, struct MHD_Connection *c, struct
 			json_array_append_new(idl, json_integer((json_int_t)ids[i]));
 		ids_json = json_dumps(idl, JSON_COMPACT);
 		json_decref(idl);
-		sqlite3_bind_int(st, 1, ta.n ? 1 : 0);
+		sqlite3_bind_int(st, 1, ta.s.ntf ? 1 : 0);
 		sqlite3_bind_text(st, 2, ids_json ? ids_json : "[]", -1, SQLITE_TRANSIENT);
 		free(ids_json);
 		while ((step = sqlite3_step(st)) == SQLITE_ROW)

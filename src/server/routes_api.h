@@ -13,27 +13,31 @@ int cw_api_open(struct cw_server *s, sqlite3 **db, uint64_t *deadline, struct cw
 /* 504 when the deadline passed, else 500 with what failed and why. */
 void cw_api_fail(struct cw_server *s, uint64_t deadline, int rc, const char *what, struct cw_reply *r);
 
-/* ?since=DURATION (back from the newest data) or ?from=&to=: RFC 3339,
- * Unix seconds (with a fraction) or, as a bare integer above 10^11, wall
- * nanoseconds. 0 = open on that side. 400 in r and -EINVAL on bad input. */
+/* ?since=DURATION (back from the newest data) or ?from=&to=, as every
+ * reader takes them (analysis/scope.h). 0 = open on that side. 400 in r
+ * and -EINVAL on bad input; 500/504 in r and -errno when the newest data
+ * cannot be read. */
 int cw_api_window(sqlite3 *db, struct MHD_Connection *c, uint64_t *from, uint64_t *to, struct cw_reply *r);
+/* The same with cw_scope_window's flags (CW_SCOPE_NEWEST_REQUESTS). */
+int cw_api_window_flags(sqlite3 *db, struct MHD_Connection *c, unsigned flags, uint64_t *from, uint64_t *to,
+			struct cw_reply *r);
 /* Optional integer k in [lo, hi]; def when absent. 400 in r and -EINVAL
  * when present and not a number in range. */
 int cw_api_int(struct MHD_Connection *c, const char *k, int64_t lo, int64_t hi, int64_t def, int64_t *out,
 	       struct cw_reply *r);
 
 /* Tenant filters from the query string (routes_tenant.c). */
-#include "tenant/tenant.h"
+#include "analysis/scope.h"
 struct cw_api_tenant_args {
-	struct cw_tenant_filter f[CW_TENANT_FILTERS_MAX];
-	int n, rc;
+	struct cw_scope s; /* the filters in s.tf[0..s.ntf) (analysis/scope.h) */
+	int rc;
 	char err[256];
 };
 /* Returns 0 (t->n filters), or -EINVAL after a 400 reply. */
 int cw_api_tenant_args(struct MHD_Connection *c, struct cw_api_tenant_args *t, struct cw_reply *r);
 /* The pids the filters select: *npids as explain and the summary take it
  * (0: no filter, -1: nothing matched). Returns 0 or -errno. */
-int cw_api_tenant_pids(sqlite3 *db, const struct cw_api_tenant_args *t, int64_t **pids, int *npids);
+int cw_api_tenant_pids(sqlite3 *db, struct cw_api_tenant_args *t, int64_t **pids, int *npids);
 /* A text key of the filters, for caches; truncated to len. */
 void cw_api_tenant_key(const struct cw_api_tenant_args *t, char *out, size_t len);
 /* k=1 or k=true. */

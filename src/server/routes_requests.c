@@ -8,37 +8,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "analysis/explain.h"
 #include "store/requests.h"
 #include "store/ro_requests.h"
 #include "util/timeutil.h"
-
-/* The window: from/to as every route reads them; since counts back from
- * the newest data, a request's start included (a server traced with
- * --inference alone has no calls to count from). */
-static int req_window(sqlite3 *db, struct MHD_Connection *c, uint64_t *from, uint64_t *to, struct cw_reply *r)
-{
-	const char *since = cw_api_arg(c, "since");
-	uint64_t ns, newest = 0, nreq = 0;
-
-	if (cw_api_window(db, c, from, to, r))
-		return -EINVAL;
-	if (!since)
-		return 0;
-	if (cw_parse_duration(since, &ns) || !ns)
-		return 0; /* cw_api_window refused it already */
-	if (cw_explain_newest_wall(db, &newest))
-		newest = 0;
-	if (cw_req_newest_wall(db, &nreq))
-		nreq = 0;
-	if (nreq > newest)
-		newest = nreq;
-	if (newest) {
-		*to = newest;
-		*from = newest > ns ? newest - ns : 1;
-	}
-	return 0;
-}
 
 void cw_route_requests(struct cw_server *s, struct MHD_Connection *c, struct cw_reply *r)
 {
@@ -79,7 +51,10 @@ void cw_route_requests(struct cw_server *s, struct MHD_Connection *c, struct cw_
 		return;
 	if (cw_api_open(s, &db, &deadline, r))
 		return;
-	if (req_window(db, c, &f.from_ns, &f.to_ns, r))
+	/* since counts back from the newest data, a request's start included
+	 * (a server traced with --inference alone has no calls to count
+	 * from). */
+	if (cw_api_window_flags(db, c, CW_SCOPE_NEWEST_REQUESTS, &f.from_ns, &f.to_ns, r))
 		goto out;
 	if ((rc = cw_req_read(db, &f, &j))) {
 		cw_api_fail(s, deadline, rc, "requests", r);

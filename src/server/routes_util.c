@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/explain.h"
 #include "store/read_error.h"
 #include "store/store.h"
 #include "util/timeutil.h"
@@ -50,51 +49,34 @@ void cw_api_fail(struct cw_server *s, uint64_t deadline, int rc, const char *wha
 			       cw_store_read_strerror(NULL, rc < 0 ? rc : -rc, why, sizeof(why)));
 }
 
-/* A bare integer above the epoch-seconds range is wall nanoseconds, the
- * unit of every time in the answers, so a page can send back what it got. */
-static int parse_when(const char *s, uint64_t *out)
+int cw_api_window_flags(sqlite3 *db, struct MHD_Connection *c, unsigned flags, uint64_t *from, uint64_t *to,
+			struct cw_reply *r)
 {
-	if (*s && strspn(s, "0123456789") == strlen(s) && strlen(s) > 12 && strlen(s) < 20) {
-		*out = strtoull(s, NULL, 10);
-		return 0;
+	struct cw_scope sc = { .names = CW_SCOPE_PARAMS };
+	char err[512];
+	int rc;
+
+	*from = *to = 0;
+	sc.since = cw_api_arg(c, "since");
+	sc.from = cw_api_arg(c, "from");
+	sc.to = cw_api_arg(c, "to");
+	if (cw_scope_parse(&sc, err, sizeof(err))) {
+		cw_reply_error(r, 400, "%s", err);
+		return -EINVAL;
 	}
-	return cw_parse_time(s, out);
+	if ((rc = cw_scope_window(db, &sc, flags)) < 0) {
+		cw_reply_error(r, rc == -ETIMEDOUT || rc == -EINTR ? 504 : 500, "reading the window failed: %s",
+			       cw_store_read_strerror(NULL, rc, err, sizeof(err)));
+		return rc;
+	}
+	*from = sc.from_ns;
+	*to = sc.to_ns;
+	return 0;
 }
 
 int cw_api_window(sqlite3 *db, struct MHD_Connection *c, uint64_t *from, uint64_t *to, struct cw_reply *r)
 {
-	const char *since = cw_api_arg(c, "since"), *f = cw_api_arg(c, "from"), *t = cw_api_arg(c, "to");
-	uint64_t ns, newest;
-
-	*from = *to = 0;
-	if (since && (f || t)) {
-		cw_reply_error(r, 400, "\"since\" cannot be combined with \"from\" or \"to\"");
-		return -EINVAL;
-	}
-	if (since) {
-		if (cw_parse_duration(since, &ns) || !ns) {
-			cw_reply_error(r, 400, "invalid duration \"%s\" (e.g. 30s, 5m)", since);
-			return -EINVAL;
-		}
-		if (cw_explain_newest_wall(db, &newest) == 0 && newest) {
-			*to = newest;
-			*from = newest > ns ? newest - ns : 1;
-		}
-		return 0;
-	}
-	if (f && parse_when(f, from)) {
-		cw_reply_error(r, 400, "invalid time \"%s\" (RFC 3339, Unix seconds or wall ns)", f);
-		return -EINVAL;
-	}
-	if (t && parse_when(t, to)) {
-		cw_reply_error(r, 400, "invalid time \"%s\" (RFC 3339, Unix seconds or wall ns)", t);
-		return -EINVAL;
-	}
-	if (*from && *to && *to <= *from) {
-		cw_reply_error(r, 400, "\"to\" must be after \"from\"");
-		return -EINVAL;
-	}
-	return 0;
+	return cw_api_window_flags(db, c, 0, from, to, r);
 }
 
 int cw_api_int(struct MHD_Connection *c, const char *k, int64_t lo, int64_t hi, int64_t def, int64_t *out,

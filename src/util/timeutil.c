@@ -92,7 +92,8 @@ int cw_parse_time(const char *s, uint64_t *out_ns)
 
 		errno = 0;
 		sec = strtoull(s, &end, 10);
-		if (errno || sec > 100000000000ULL)
+		/* Past INT64_MAX ns (2262) the nanoseconds would wrap. */
+		if (errno || sec >= (uint64_t)INT64_MAX / NSEC_PER_SEC)
 			return -EINVAL;
 		p = end;
 		if (parse_fraction_ns(&p, &frac) || *p)
@@ -124,7 +125,9 @@ int cw_parse_time(const char *s, uint64_t *out_ns)
 	if (*p)
 		return -EINVAL;
 	t = timegm(&tm);
-	if (t == (time_t)-1 || t < 0)
+	/* Before the epoch once the offset applies, or past 2262: no
+	 * wall-clock ns to give. */
+	if (t == (time_t)-1 || t < offset || t - offset >= (time_t)(INT64_MAX / (int64_t)NSEC_PER_SEC))
 		return -EINVAL;
 	*out_ns = (uint64_t)(t - offset) * NSEC_PER_SEC + frac;
 	return 0;
