@@ -13,6 +13,19 @@
 #include "common.bpf.h"
 
 const volatile __u64 cfg_min_offcpu_ns = 20000;
+/* The servers trace --inference follows: their threads sleep between
+ * the steps of every request (an HTTP thread waiting for the next token,
+ * a pool waiting for work), thousands of times a second on a busy server.
+ * Sleeps shorter than this are counted, not emitted; preemptions, and
+ * the long sleeps a starved sibling makes, still are. */
+const volatile __u64 cfg_min_server_blocked_ns = 1000000;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);  /* tgid */
+	__type(value, __u8);
+} cw_servers SEC(".maps");
 
 CW_DECLARE_RING(rb_sched, 4 << 20);
 
@@ -136,7 +149,9 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 			cw_stat(CW_STAT_OFFCPU_NOSTART);
 			return 0;
 		}
-		if (now - s->ts < cfg_min_offcpu_ns) {
+		if (now - s->ts < cfg_min_offcpu_ns ||
+		    (s->reason == CW_OFFCPU_BLOCKED && now - s->ts < cfg_min_server_blocked_ns &&
+		     bpf_map_lookup_elem(&cw_servers, &next_tgid))) {
 			cw_stat(CW_STAT_OFFCPU_FILTERED);
 			s->tid = 0;
 			drop_waker(w, tid);

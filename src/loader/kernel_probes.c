@@ -475,6 +475,19 @@ static uint64_t *tracked_word(struct cw_kernel_probes *kp, uint32_t tgid, uint64
 	return &bits[tgid / 64];
 }
 
+int cw_kernel_probes_mark_server(struct cw_kernel_probes *kp, uint32_t tgid, int on)
+{
+	struct bpf_map *m = kp->fam[CW_KP_SCHED].obj ? bpf_object__find_map_by_name(kp->fam[CW_KP_SCHED].obj, "cw_servers")
+						     : NULL;
+	uint8_t one = 1;
+
+	if (!m)
+		return -ENOENT;
+	if (!on)
+		return bpf_map_delete_elem(bpf_map__fd(m), &tgid) && errno != ENOENT ? -errno : 0;
+	return bpf_map_update_elem(bpf_map__fd(m), &tgid, &one, BPF_ANY) ? -errno : 0;
+}
+
 int cw_kernel_probes_track(struct cw_kernel_probes *kp, uint32_t tgid)
 {
 	uint64_t *w, bit;

@@ -81,6 +81,11 @@ void cw_kernel_probes_close(struct cw_kernel_probes *kp);
  * atomic for the BPF side, so this may be called from any thread. */
 int cw_kernel_probes_track(struct cw_kernel_probes *kp, uint32_t tgid);
 int cw_kernel_probes_is_tracked(struct cw_kernel_probes *kp, uint32_t tgid);
+/* A tracked process is (on) or is no longer (off: it exited) a server
+ * trace --inference follows: its threads' sleeps under 1 ms are counted
+ * (offcpu_filtered), not emitted (sched.bpf.c cw_servers). 0 or -errno
+ * (-ENOENT: no sched family). */
+int cw_kernel_probes_mark_server(struct cw_kernel_probes *kp, uint32_t tgid, int on);
 
 /* The shared maps, for other skeletons (the CUDA side) to adopt with
  * bpf_map__reuse_fd() before their load: one tracked set, one drop array

@@ -15,8 +15,14 @@
 
 #define MAX_LISTENERS 64
 #define MAX_OPEN_CONNS 4096
+/* Until a first server is found (for 30 s at most) listeners are looked
+ * for every 200 ms, so a launched server is followed from its first
+ * requests; then every 2 s: reading a namespace's TCP table walks every
+ * socket of it, and was a quarter of trace's time on a busy server
+ * (bench/inference.sh). */
 #define FAST_SCAN_NS (200 * 1000000ull)
 #define FAST_SCAN_FOR_NS (30 * NSEC_PER_SEC)
+#define SLOW_SCAN_NS (2 * NSEC_PER_SEC)
 
 struct trace_inference {
 	struct trace *t;
@@ -62,6 +68,7 @@ static void scan(struct trace_inference *ti)
 	for (size_t i = 0; i < ti->nknown;)
 		if (!cw_pid_exists(ti->known[i].pid)) {
 			trace_engine_scrape_forget(ti->scrape, ti->known[i].pid);
+			(void)cw_kernel_probes_mark_server(ti->t->kp, ti->known[i].pid, 0);
 			ti->known[i] = ti->known[--ti->nknown];
 		} else {
 			i++;
@@ -75,6 +82,8 @@ static void scan(struct trace_inference *ti)
 		/* Tracked first, so the probes see the first call on the
 		 * socket once it is registered. */
 		cw_kernel_probes_track(t->kp, l->pid);
+		if (cw_kernel_probes_mark_server(t->kp, l->pid, 1))
+			cw_debug("cannot mark pid %u as a server: its short sleeps are recorded", l->pid);
 		if (cw_http_probes_listen(ti->hp, l->pid, l->fd, l->port) < 0)
 			continue;
 		for (size_t c = 0; c < nconns; c++)
@@ -149,7 +158,7 @@ void trace_inference_poll(struct trace_inference *ti, uint64_t now_ns)
 
 	if (!ti)
 		return;
-	every = now_ns - ti->started_ns < FAST_SCAN_FOR_NS ? FAST_SCAN_NS : NSEC_PER_SEC;
+	every = !ti->nknown && now_ns - ti->started_ns < FAST_SCAN_FOR_NS ? FAST_SCAN_NS : SLOW_SCAN_NS;
 	if (now_ns - ti->last_scan_ns < every)
 		return;
 	ti->last_scan_ns = now_ns;

@@ -21,8 +21,8 @@ int trace_inference_start(struct trace_inference **out, struct trace *t, const c
 			  size_t errlen);
 int trace_inference_add_ring(struct trace_inference *ti, struct ring_buffer **rb, ring_buffer_sample_fn fn,
 			     void *ctx);
-/* Looks for listeners again when due (every 200 ms for the first 30 s,
- * then every second). */
+/* Looks for listeners again when due (every 200 ms until a first server
+ * is found, for 30 s at most; then every 2 s). */
 void trace_inference_poll(struct trace_inference *ti, uint64_t now_ns);
 /* Stops the thread that asks the engines' own /metrics
  * (engine_scrape.h): before the writer goes. */
