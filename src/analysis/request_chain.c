@@ -217,7 +217,8 @@ static void preemption(const struct cw_sysctx *sys, const struct cw_req_causes *
 
 static void cuda(sqlite3 *db, const struct cw_req_causes *m, struct cw_chain *c, char *cause, size_t len)
 {
-	char d[32], at[300] = "";
+	/* at: a file's last component, bounded so the cause line fits */
+	char d[32], at[160] = "";
 
 	cw_format_duration(m->cuda_max_ns, d, sizeof(d));
 	c->pid = m->cuda_pid;
@@ -227,7 +228,7 @@ static void cuda(sqlite3 *db, const struct cw_req_causes *m, struct cw_chain *c,
 	if (c->has_python) {
 		const char *f = strrchr(c->py_file, '/');
 
-		snprintf(at, sizeof(at), " at %s:%d", f ? f + 1 : c->py_file, c->py_line);
+		snprintf(at, sizeof(at), " at %.120s:%d", f ? f + 1 : c->py_file, c->py_line);
 	}
 	snprintf(cause, len, "the server was inside slow GPU calls for %.0f %% of it, the longest %s %s on thread %lld%s",
 		 share(m->cuda_ns, m->window_ns) * 100, m->cuda_op, d, (long long)m->cuda_tid, at);
