@@ -461,7 +461,8 @@ int cw_req_causes_measure(sqlite3 *db, const char *node, struct cw_sysctx *sys, 
 	 * the server's own only until a server thread is switched out on that
 	 * CPU (preempted or going to sleep) for another process within it;
 	 * from then on it is that process's. */
-	qsort(ivs.v, ivs.n, sizeof(*ivs.v), iv_cmp);
+	if (ivs.n)
+		qsort(ivs.v, ivs.n, sizeof(*ivs.v), iv_cmp);
 	for (size_t i = 0; i < ivs.n; i++) {
 		const struct pre_iv *p = &ivs.v[i], *f = NULL;
 		uint64_t own_end = p->b;

@@ -56,7 +56,7 @@ check() {
 	[ "$rc" -lt 128 ] || fail "$n: $what: killed by signal $((rc - 128))"
 	case $rc in
 	0) ;;
-	1 | 2 | 6) # an error: said once, naming a cause
+	1 | 2 | 6 | 7) # an error (7: a window that matches no data): said once, naming a cause
 		if grep -q -- --json <<<"$what"; then
 			python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; assert e and "Invalid argument" not in e, e' "$D/o" ||
 				fail "$n: $what: exit $rc, error not clean: $(head -c 300 "$D/o")"
