@@ -16,8 +16,10 @@ const volatile __u64 cfg_min_offcpu_ns = 20000;
 /* The servers trace --inference follows: their threads sleep between
  * the steps of every request (an HTTP thread waiting for the next token,
  * a pool waiting for work), thousands of times a second on a busy server.
- * Sleeps shorter than this are counted, not emitted; preemptions, and
- * the long sleeps a starved sibling makes, still are. */
+ * Sleeps shorter than this that gave the CPU to the idle task or to a
+ * tracked thread are counted, not emitted; preemptions, longer sleeps,
+ * and a sleep that let another process take the CPU (a hog getting it
+ * whenever the server's threads wait: how explain names it) still are. */
 const volatile __u64 cfg_min_server_blocked_ns = 1000000;
 
 struct {
@@ -151,7 +153,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		}
 		if (now - s->ts < cfg_min_offcpu_ns ||
 		    (s->reason == CW_OFFCPU_BLOCKED && now - s->ts < cfg_min_server_blocked_ns &&
-		     bpf_map_lookup_elem(&cw_servers, &next_tgid))) {
+		     (!s->by_pid || cw_tgid_tracked(s->by_pid)) && bpf_map_lookup_elem(&cw_servers, &next_tgid))) {
 			cw_stat(CW_STAT_OFFCPU_FILTERED);
 			s->tid = 0;
 			drop_waker(w, tid);

@@ -96,8 +96,10 @@ fast=$(q "SELECT count(*) FROM requests WHERE port = $SPORT AND duration_ns < 10
 echo "over 300 ms: $slow, under 100 ms: $fast; durations in ms: $(q "SELECT group_concat(duration_ns / 1000000, ' ')
 	FROM requests WHERE port = $SPORT")"
 [ "$slow" -ge 3 ] && [ "$fast" -ge 20 ] || fail "durations: $slow over 300 ms, $fast under 100 ms"
-hogged=$(q "SELECT count(*) FROM offcpu WHERE pid = $spid AND reason = 'preempted' AND by_comm LIKE 'stress-ng%'")
-[ "$hogged" -gt 0 ] || fail "no off-CPU interval of llama-server by the hog"
+# The hog took the server's CPU: from a preempted thread, or when one
+# slept (short sleeps are kept when another process took the CPU).
+hogged=$(q "SELECT count(*) FROM offcpu WHERE pid = $spid AND by_comm LIKE 'stress-ng%'")
+[ "$hogged" -gt 0 ] || fail "no off-CPU interval of llama-server's threads with the hog taking the CPU"
 
 # explain: the slow requests, their path and the hog.
 "$CW_BIN" explain --db "$D/t.db" --json --no-store >"$D/e.json" || fail "explain: $(cat "$D/e.json")"
