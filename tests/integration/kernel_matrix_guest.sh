@@ -158,7 +158,10 @@ $CW trace --db /tmp/inf.db --no-view --inference 8080 >/tmp/inf.out 2>/tmp/inf.e
 tp=$!
 while ! grep -q 'following the requests' /tmp/inf.err 2>/dev/null && kill -0 $tp 2>/dev/null; do sleep 0.2; done
 attached /tmp/inf.err $tp
-for i in 1 2 3; do wget -q -O /dev/null http://127.0.0.1:8080/index.html; done
+# The pages wget got: what the server answered is what must be stored.
+got=0
+for i in 1 2 3; do wget -q -O /dev/null http://127.0.0.1:8080/index.html && got=$((got + 1)); done
+r inf_sent "$got"
 wget -q -O /dev/null http://127.0.0.1:8080/missing 2>/dev/null
 # the children's exits end their connections a second after they are read
 sleep 2
