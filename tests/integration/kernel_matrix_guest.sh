@@ -175,6 +175,10 @@ out inf_err /tmp/inf.err
 set -- $(n "SELECT (SELECT count(*) FROM requests WHERE method = 'GET' AND path = '/index.html' AND status = 200),
 	(SELECT count(*) FROM requests WHERE path = '/missing' AND status = 404),
 	(SELECT count(*) FROM requests)" /tmp/inf.db | tr ',' ' ')
+$CW query --db /tmp/inf.db --csv --timeout 300s "SELECT pid, method, path, status, end_reason, duration_ns FROM requests
+	UNION ALL SELECT name, value, NULL, NULL, NULL, NULL FROM counters WHERE name LIKE 'http.%' OR name LIKE '%drops.http'" \
+	>/tmp/inf.rows 2>&1
+out inf_rows /tmp/inf.rows
 r inf_ok "${1:-}"
 r inf_404 "${2:-}"
 r inf_all "${3:-}"

@@ -92,7 +92,7 @@ for obj, d in o["check_loads"].items():
 print("programs (seen loaded while trace ran):" if o["programs_seen"] else "programs: none seen loaded (no bpftool in the guest, or trace loaded none)")
 for obj, p in o["programs"].items():
     print("  %s: loaded %s; not loaded %s" % (obj, " ".join(p["loaded"]) or "-", " ".join(p["not_loaded"]) or "-"))
-for k in ("launch_err", "pid_err", "cg_err", "query_err"):
+for k in ("launch_err", "pid_err", "cg_err", "query_err", "inf_err", "inf_rows"):
     lines = o["outputs"].get(k, [])
     print("%s (%d lines):" % (k, len(lines)))
     for l in lines[:25]:
