@@ -178,7 +178,7 @@ int cw_listeners_scan(const struct cw_listen_query *q, struct cw_listener *out, 
 		DIR *fdd;
 		struct dirent *fe;
 		size_t nfd = 0;
-		size_t first = nout;
+		size_t first = nout, first_conn = *nconns;
 
 		if (*end || !v || v > UINT32_MAX)
 			continue;
@@ -222,19 +222,18 @@ int cw_listeners_scan(const struct cw_listen_query *q, struct cw_listener *out, 
 		/* An established socket is a server's connection when its local
 		 * port is one this process listens on (a client socket's local
 		 * port is ephemeral); keep only those. */
-		for (size_t i = 0, k = 0, n0 = *nconns; i < n0; i++) {
-			int mine = 0;
+		{
+			size_t k = first_conn;
 
-			if (conns[i].pid != pid) {
-				conns[k++] = conns[i];
-				continue;
+			for (size_t i = first_conn; i < *nconns; i++) {
+				int mine = 0;
+
+				for (size_t j = first; j < nout; j++)
+					mine |= out[j].port == conns[i].port;
+				if (mine)
+					conns[k++] = conns[i];
 			}
-			for (size_t j = first; j < nout; j++)
-				mine |= out[j].port == conns[i].port;
-			if (mine)
-				conns[k++] = conns[i];
-			if (i == n0 - 1)
-				*nconns = k;
+			*nconns = k;
 		}
 	}
 	closedir(d);
